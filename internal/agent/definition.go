@@ -1,0 +1,72 @@
+package agent
+
+import (
+	"hxd/internal/model"
+	"hxd/internal/tool"
+)
+
+// Ref names an agent definition: AgentRef {name, version}.
+type Ref struct {
+	Name    string `json:"name"`
+	Version string `json:"version"`
+}
+
+// String returns "name@version".
+func (r Ref) String() string { return r.Name + "@" + r.Version }
+
+// Definition is one agent file. Defaults are applied by WithDefaults.
+type Definition struct {
+	// Name is the AgentRef name. Required.
+	Name string `json:"name"`
+	// Version is the AgentRef version, immutable once used. Required.
+	Version string `json:"version"`
+	// SystemPrompt sent with every model call.
+	SystemPrompt string `json:"system_prompt,omitempty"`
+	// MaxIterations bounds model calls per run. Optional, default: 50.
+	MaxIterations int `json:"max_iterations,omitempty"`
+	// Model section. Required.
+	Model model.Config `json:"model"`
+	// Retry of transient model failures. Optional, default: {attempts: 4, backoff_seconds: 0.5, max_backoff_seconds: 60}.
+	Retry *RetryPolicy `json:"retry,omitempty"`
+	// ResponseMiddleware edits model response text (in order).
+	ResponseMiddleware []Middleware `json:"response_middleware,omitempty"`
+	// Tools available to the model.
+	Tools []ToolDef `json:"tools,omitempty"`
+	// MaxResultChars spills longer tool results to an artifact. Optional, default: 12000.
+	MaxResultChars int `json:"max_result_chars,omitempty"`
+	// MaxSessionDurationSeconds ends an overlong run as cancelled/timeout.
+	// Optional, default: the server default (none).
+	MaxSessionDurationSeconds float64 `json:"max_session_duration_seconds,omitempty"`
+}
+
+// Ref returns the definition's AgentRef.
+func (d *Definition) Ref() Ref { return Ref{Name: d.Name, Version: d.Version} }
+
+// RetryPolicy is the model retry policy.
+type RetryPolicy struct {
+	Attempts          int     `json:"attempts"`
+	BackoffSeconds    float64 `json:"backoff_seconds"`
+	MaxBackoffSeconds float64 `json:"max_backoff_seconds"`
+}
+
+// DefaultRetry is the model retry policy when none is given.
+var DefaultRetry = RetryPolicy{Attempts: 4, BackoffSeconds: 0.5, MaxBackoffSeconds: 60}
+
+// ToolDef is a tool entry of an agent file: the tool config plus result middleware.
+type ToolDef struct {
+	tool.Config
+	// ResultMiddleware edits the tool result (in order) after the raw result is captured.
+	ResultMiddleware []Middleware `json:"result_middleware,omitempty"`
+}
+
+// Middleware is one text edit: exactly one of append_text or regex_replace.
+type Middleware struct {
+	AppendText   *string       `json:"append_text,omitempty"`
+	RegexReplace *RegexReplace `json:"regex_replace,omitempty"`
+}
+
+// RegexReplace replaces every match of Pattern (RE2 syntax) by Replace.
+type RegexReplace struct {
+	Pattern string `json:"pattern"`
+	Replace string `json:"replace"`
+}

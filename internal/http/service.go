@@ -1,0 +1,50 @@
+package http
+
+import (
+	"context"
+	"time"
+
+	"hxd/internal/agent"
+	hxruntime "hxd/internal/runtime"
+)
+
+// Service is what the handlers need of the runtime; *runtime.Runtime
+// satisfies it. Every method reads the calling principal from ctx
+// (runtime.PrincipalFrom) and returns runtime.ErrNotFound for anything the
+// principal does not own.
+type Service interface {
+	// Ready reports whether storage is reachable and the schema current.
+	Ready(ctx context.Context) error
+	// Agents lists the registered agents.
+	Agents() []*agent.Definition
+	// Agent returns one agent; runtime.ErrNotFound when unknown.
+	Agent(name, version string) (*agent.Definition, error)
+
+	CreateSession(ctx context.Context, p hxruntime.CreateSessionParams) (*hxruntime.Session, error)
+	ListSessions(ctx context.Context, p hxruntime.ListParams) (hxruntime.Page[hxruntime.Session], error)
+	GetSession(ctx context.Context, sessionID string) (*hxruntime.Session, error)
+
+	// SubmitRun starts a run; created=false when the request id matched an
+	// existing run with the same message.
+	SubmitRun(ctx context.Context, p hxruntime.SubmitParams) (run *hxruntime.RunResult, created bool, err error)
+	// WaitRun returns the run once it is no longer running, or after d.
+	WaitRun(ctx context.Context, runID string, d time.Duration) (*hxruntime.RunResult, error)
+	ListRuns(ctx context.Context, sessionID string, p hxruntime.ListParams) (hxruntime.Page[hxruntime.RunResult], error)
+	GetRun(ctx context.Context, runID string) (*hxruntime.RunResult, error)
+
+	// ListEvents returns up to limit events with cursor > after.
+	ListEvents(ctx context.Context, runID string, after int64, limit int) ([]hxruntime.RunEvent, error)
+	// WatchRun returns a channel closed at the next commit of the run (or
+	// within a short poll interval when another process drives it) and a
+	// cancel func that must be called.
+	WatchRun(runID string) (<-chan struct{}, func())
+
+	Pause(ctx context.Context, sessionID string) (*hxruntime.RunResult, error)
+	Cancel(ctx context.Context, sessionID string) (*hxruntime.RunResult, error)
+	// Resume resumes the latest unfinished run; "" when nothing to resume.
+	Resume(ctx context.Context, sessionID string, p hxruntime.ResumeParams) (runID string, err error)
+	Pending(ctx context.Context, sessionID string) ([]hxruntime.PendingTool, error)
+	// Approve and Resolve return the run (after resuming when asked).
+	Approve(ctx context.Context, p hxruntime.ApproveParams) (*hxruntime.RunResult, error)
+	Resolve(ctx context.Context, p hxruntime.ResolveParams) (*hxruntime.RunResult, error)
+}

@@ -1,0 +1,41 @@
+// Package hxtest holds test-only helpers: goleak-wrapped TestMain and slog
+// routed to t.Log. Import it only from _test.go files.
+package hxtest
+
+import (
+	"bytes"
+	"log/slog"
+	"os"
+	"sync"
+	"testing"
+
+	"go.uber.org/goleak"
+)
+
+// WrapTestMain runs the package's tests and fails on leaked goroutines.
+func WrapTestMain(m *testing.M) {
+	goleak.VerifyTestMain(m,
+		goleak.IgnoreTopFunction("database/sql.(*DB).connectionOpener"),
+		goleak.IgnoreAnyFunction("internal/poll.runtime_pollWait"),
+	)
+}
+
+// Logger returns a slog.Logger writing to t.Log.
+func Logger(t testing.TB) *slog.Logger {
+	t.Helper()
+	return slog.New(slog.NewTextHandler(&tWriter{t: t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
+
+type tWriter struct {
+	mu sync.Mutex
+	t  testing.TB
+}
+
+func (w *tWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if os.Getenv("HXD_TEST_LOG") != "" {
+		w.t.Log(string(bytes.TrimRight(p, "\n")))
+	}
+	return len(p), nil
+}

@@ -1,0 +1,87 @@
+package model
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+)
+
+// Provider names accepted in Config.Provider.
+const (
+	ProviderScripted  = "scripted"
+	ProviderOpenAI    = "openai"
+	ProviderAnthropic = "anthropic"
+)
+
+// Config is the `model:` section of an agent file.
+type Config struct {
+	// Provider is openai | anthropic | scripted. Required.
+	Provider string `json:"provider"`
+	// Model is the provider's model name. Required except for scripted.
+	Model string `json:"model,omitempty"`
+	// BaseURL of an OpenAI-compatible server. Optional, default: https://api.openai.com/v1.
+	BaseURL string `json:"base_url,omitempty"`
+	// APIKeyEnv names the environment variable holding the API key (never the key itself).
+	APIKeyEnv string `json:"api_key_env,omitempty"`
+	// MaxTokens per response. Optional, default: 4096.
+	MaxTokens int `json:"max_tokens,omitempty"`
+	// Temperature. Optional, default: provider default.
+	Temperature *float64 `json:"temperature,omitempty"`
+	// TimeoutSeconds bounds one call. Optional, default: 120.
+	TimeoutSeconds float64 `json:"timeout_seconds,omitempty"`
+	// Script drives the scripted provider: step k of a run uses entry k.
+	Script []ScriptStep `json:"script,omitempty"`
+}
+
+// ScriptStep is one scripted model response.
+type ScriptStep struct {
+	// Text of the response.
+	Text string `json:"text,omitempty"`
+	// ToolCalls requested by the response.
+	ToolCalls []ToolCall `json:"tool_calls,omitempty"`
+	// StopReason, default: "tool_use" with tool calls, else "end_turn".
+	StopReason string `json:"stop_reason,omitempty"`
+	// FailAttempts makes attempts 1..n of this step fail with a transient
+	// connection error.
+	FailAttempts int `json:"fail_attempts,omitempty"`
+	// Usage reported for the step. Optional.
+	Usage *Usage `json:"usage,omitempty"`
+}
+
+// Options are the process-level dependencies of providers.
+type Options struct {
+	// LookupEnvFunc reads API keys by env-var name; default: none set.
+	LookupEnvFunc func(string) (string, bool)
+	// HTTPClient for provider calls; default: a client without timeout
+	// (each call is bounded by Config.TimeoutSeconds).
+	HTTPClient *http.Client
+}
+
+// ErrInvalidConfig is returned by Validate and New for a bad model section.
+var ErrInvalidConfig = errors.New("invalid model config")
+
+// Validate reports every problem of the section.
+func (c Config) Validate() error {
+	var errs []error
+	switch c.Provider {
+	case ProviderScripted:
+		if len(c.Script) == 0 {
+			errs = append(errs, fmt.Errorf("%w: scripted provider needs a non-empty script", ErrInvalidConfig))
+		}
+	case ProviderOpenAI, ProviderAnthropic:
+		if c.Model == "" {
+			errs = append(errs, fmt.Errorf("%w: model is required for provider %q", ErrInvalidConfig, c.Provider))
+		}
+	case "":
+		errs = append(errs, fmt.Errorf("%w: provider is required", ErrInvalidConfig))
+	default:
+		errs = append(errs, fmt.Errorf("%w: unknown provider %q (want openai, anthropic or scripted)", ErrInvalidConfig, c.Provider))
+	}
+	if c.MaxTokens < 0 {
+		errs = append(errs, fmt.Errorf("%w: max_tokens must not be negative", ErrInvalidConfig))
+	}
+	if c.TimeoutSeconds < 0 {
+		errs = append(errs, fmt.Errorf("%w: timeout_seconds must not be negative", ErrInvalidConfig))
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,56 @@
+package runtime
+
+import (
+	"errors"
+
+	"hxd/internal/runtime/rtstore"
+)
+
+// Errors callers branch on. internal/http maps them to status and code.
+var (
+	// ErrNotFound: unknown or foreign session, run, agent or artifact.
+	ErrNotFound = rtstore.ErrNotFound
+	// ErrSessionExists: POST /sessions with a taken session_id.
+	ErrSessionExists = rtstore.ErrAlreadyExists
+	// ErrSessionBusy: an unfinished run blocks a new one, or another owner drives the session.
+	ErrSessionBusy = rtstore.ErrSessionBusy
+	// ErrRequestConflict: request id reused with a different message.
+	ErrRequestConflict = rtstore.ErrRequestConflict
+	// ErrUnavailable: storage is unreachable.
+	ErrUnavailable = rtstore.ErrUnavailable
+	// ErrUnknownAgent: the agent named in a request is not registered.
+	ErrUnknownAgent = errors.New("unknown agent")
+	// ErrInvalidMessage: a run message that is neither text nor valid content blocks.
+	ErrInvalidMessage = errors.New("invalid message")
+	// ErrRecordingMismatch: resume asked for a recording choice other than the stored one.
+	ErrRecordingMismatch = errors.New("recording configuration differs from persisted session")
+	// ErrAgentMismatch: the registered agent definition differs from the session's.
+	ErrAgentMismatch = errors.New("agent definition differs from persisted session")
+	// ErrNotAwaitingResolution: the latest run cannot take a decision now.
+	ErrNotAwaitingResolution = errors.New("run is not awaiting a resolution")
+	// ErrUnknownExecutionKey: no pending tool has that execution key.
+	ErrUnknownExecutionKey = errors.New("no pending tool has that execution key")
+	// ErrResolutionInvalid: a decision that breaks the resolution rules.
+	ErrResolutionInvalid = errors.New("invalid resolution")
+	// ErrRecordingDisabled: the run was not recorded.
+	ErrRecordingDisabled = errors.New("flight recording was not enabled for this run")
+	// ErrRecording: a required flight-recording commit failed.
+	ErrRecording = errors.New("required flight-recording commit failed")
+)
+
+// PublicError gives a sentinel a client-safe detail (e.g. the reference's
+// resolution messages). errors.Is matches the sentinel.
+type PublicError struct {
+	Err    error
+	Detail string
+}
+
+// Error returns the detail.
+func (e *PublicError) Error() string { return e.Detail }
+
+// Unwrap returns the sentinel.
+func (e *PublicError) Unwrap() error { return e.Err }
+
+func publicErr(sentinel error, detail string) error {
+	return &PublicError{Err: sentinel, Detail: detail}
+}

@@ -1,0 +1,146 @@
+package rtstore
+
+import (
+	"encoding/json"
+	"time"
+
+	"hxd/internal/journal"
+)
+
+// RunStatus is a run's status: running | completed | paused |
+// awaiting_input | cancelled | failed.
+type RunStatus string
+
+// Run statuses.
+const (
+	StatusRunning       RunStatus = "running"
+	StatusCompleted     RunStatus = "completed"
+	StatusPaused        RunStatus = "paused"
+	StatusAwaitingInput RunStatus = "awaiting_input"
+	StatusCancelled     RunStatus = "cancelled"
+	StatusFailed        RunStatus = "failed"
+)
+
+// Finished reports whether a run in this status no longer blocks a new run
+// of its session (only completed and cancelled do not).
+func (s RunStatus) Finished() bool { return s == StatusCompleted || s == StatusCancelled }
+
+// Control values of a session: "" | "paused" | "cancelled".
+const (
+	ControlNone      = ""
+	ControlPaused    = "paused"
+	ControlCancelled = "cancelled"
+)
+
+// SessionRow is a stored session.
+type SessionRow struct {
+	// Seq orders sessions for listing (assigned on insert).
+	Seq int64
+	ID  string
+	// Principal owns the session; only it may see anything of it.
+	Principal    string
+	AgentName    string
+	AgentVersion string
+	// AgentConfig is the JSON of the agent definition the session was created with.
+	AgentConfig json.RawMessage
+	Recording   bool
+	// Metadata is a JSON object.
+	Metadata  json.RawMessage
+	CreatedAt time.Time
+	// LastRunID and LastRunStatus describe the latest run ("" when none). Read-only.
+	LastRunID     string
+	LastRunStatus RunStatus
+}
+
+// RunRow is a stored run.
+type RunRow struct {
+	// Seq orders runs for listing (assigned on insert).
+	Seq       int64
+	ID        string
+	SessionID string
+	RequestID string
+	// MessageDigest identifies the submitted message (request idempotency).
+	MessageDigest string
+	Status        RunStatus
+	Phase         string
+	// State is the JSON run state.
+	State     json.RawMessage
+	CreatedAt time.Time
+	UpdatedAt time.Time
+}
+
+// RunEvent is a public event: the eight wire fields of the reference.
+type RunEvent struct {
+	Type      string          `json:"type"`
+	Data      json.RawMessage `json:"data"`
+	SessionID string          `json:"session_id"`
+	RunID     string          `json:"run_id"`
+	StepID    string          `json:"step_id"`
+	AttemptID string          `json:"attempt_id"`
+	EventID   string          `json:"event_id"`
+	// Cursor is the per-run sequence number (decimal) assigned by the store.
+	Cursor string `json:"cursor"`
+}
+
+// PendingEvent is an event to append in a commit, with the journal record
+// that mirrors it when the run records.
+type PendingEvent struct {
+	Event RunEvent
+	// Record mirrors the event in the journal: every field but Payload and
+	// Seq is set by the runtime (a stable ID for re-sends); the store sets
+	// Payload to the event with its cursor. Nil when not recording.
+	Record *journal.Record
+}
+
+// ToolRow is a tool entry stored in approvals (no result yet) or
+// tool_outcomes (raw or processed result present).
+type ToolRow struct {
+	ExecutionKey string
+	HasOutcome   bool
+	Payload      json.RawMessage
+}
+
+// Commit is one boundary: everything in it commits in ONE transaction or
+// not at all.
+type Commit struct {
+	SessionID string
+	RunID     string
+	// Lease fences the write; nil only for writes that need no ownership
+	// (not used by the runtime's driver).
+	Lease  Lease
+	Status RunStatus
+	Phase  string
+	// State is the JSON of the new run state.
+	State json.RawMessage
+	// StepID and Step are the steps row (run_id, step id) upserted.
+	StepID string
+	Step   json.RawMessage
+	// Tools are upserted into approvals / tool_outcomes.
+	Tools []ToolRow
+	// Records are appended to the journal in order (boundary records, then
+	// the checkpoint). Records with a known ID are skipped when identical.
+	Records []journal.Record
+	// Events are appended after the records; the store sets each Cursor.
+	// An event whose EventID exists is skipped together with its record.
+	Events []PendingEvent
+}
+
+// ListParams pages a list: rows with Seq > After, at most Limit.
+type ListParams struct {
+	After int64
+	Limit int
+}
+
+// SessionListParams lists one principal's sessions.
+type SessionListParams struct {
+	Principal string
+	ListParams
+}
+
+// RunInsertParams creates a run.
+type RunInsertParams struct {
+	Run RunRow
+	// Commit is applied in the same transaction as the insert (run.started,
+	// checkpoint, first state). Its Lease may be nil.
+	Commit *Commit
+}

@@ -1,0 +1,177 @@
+package tool
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"hxd/internal/model"
+)
+
+// Kinds of tools.
+const (
+	KindBuiltin = "builtin"
+	KindWebhook = "webhook"
+	KindClient  = "client"
+)
+
+// Replay policies.
+const (
+	PolicySafe       = "safe"
+	PolicyIdempotent = "idempotent"
+	PolicyManual     = "manual"
+)
+
+// Permissions.
+const (
+	PermissionAllow = "allow"
+	PermissionAsk   = "ask"
+	PermissionDeny  = "deny"
+)
+
+// Config is one entry of an agent file's `tools:` list (minus middleware,
+// which the agent package owns).
+type Config struct {
+	// Name the model calls the tool by. Required.
+	Name string `json:"name"`
+	// Description shown to the model.
+	Description string `json:"description,omitempty"`
+	// InputSchema is a JSON schema for the call input. Optional, default: {"type":"object"}.
+	InputSchema json.RawMessage `json:"input_schema,omitempty"`
+	// Kind is builtin | webhook | client. Optional, default: builtin.
+	Kind string `json:"kind,omitempty"`
+	// Builtin names the builtin implementation. Optional, default: Name.
+	Builtin string `json:"builtin,omitempty"`
+	// URL a webhook tool POSTs to. Required for webhooks.
+	URL string `json:"url,omitempty"`
+	// ReplayPolicy is safe | idempotent | manual. Optional, default: manual.
+	ReplayPolicy string `json:"replay_policy,omitempty"`
+	// Permission is allow | ask | deny. Optional, default: allow.
+	Permission string `json:"permission,omitempty"`
+	// TimeoutSeconds bounds one call. Optional, default: 300.
+	TimeoutSeconds float64 `json:"timeout_seconds,omitempty"`
+	// Retry of failed attempts (safe/idempotent tools only). Optional.
+	Retry *Retry `json:"retry,omitempty"`
+	// Concurrent lets the tool run in parallel with other concurrent tools
+	// of the same model response. Optional, default: false.
+	Concurrent bool `json:"concurrent,omitempty"`
+}
+
+// Retry configures automatic tool retries:
+// {attempts: 3, backoff_seconds: 0.5, max_backoff_seconds: 30, retry_error_results: false}.
+type Retry struct {
+	Attempts          int     `json:"attempts"`
+	BackoffSeconds    float64 `json:"backoff_seconds"`
+	MaxBackoffSeconds float64 `json:"max_backoff_seconds"`
+	RetryErrorResults bool    `json:"retry_error_results"`
+}
+
+// DefaultRetry is the reference's default tool retry policy.
+var DefaultRetry = Retry{Attempts: 3, BackoffSeconds: 0.5, MaxBackoffSeconds: 30}
+
+// WithDefaults returns c with every optional field set to its default.
+func (c Config) WithDefaults() Config {
+	if c.Kind == "" {
+		c.Kind = KindBuiltin
+	}
+	if c.Kind == KindBuiltin && c.Builtin == "" {
+		c.Builtin = c.Name
+	}
+	if c.ReplayPolicy == "" {
+		c.ReplayPolicy = PolicyManual
+	}
+	if c.Permission == "" {
+		c.Permission = PermissionAllow
+	}
+	if c.TimeoutSeconds == 0 {
+		c.TimeoutSeconds = 300
+	}
+	if c.Retry == nil {
+		r := DefaultRetry
+		c.Retry = &r
+	}
+	if len(c.InputSchema) == 0 {
+		c.InputSchema = json.RawMessage(`{"type":"object"}`)
+	}
+	return c
+}
+
+// Invocation is one attempt of one tool call.
+type Invocation struct {
+	SessionID    string
+	RunID        string
+	ExecutionKey string
+	// Attempt is 1 for the first attempt.
+	Attempt int
+	Call    model.ToolCall
+}
+
+// Artifact is a file a tool produced (content-addressed by the runtime).
+type Artifact struct {
+	MediaType string
+	Data      []byte
+}
+
+// Outcome is what a tool returned.
+type Outcome struct {
+	Result    model.ToolResult
+	Artifacts []Artifact
+}
+
+// Tool is a callable tool. Implementations are safe for concurrent use.
+type Tool interface {
+	// Config returns the tool's configuration with defaults applied.
+	Config() Config
+	// Spec describes the tool to the model.
+	Spec() model.ToolSpec
+	// ValidateInput checks a call input against the input schema; the
+	// error text is safe to show to the model.
+	ValidateInput(input json.RawMessage) error
+	// Call runs one attempt. Errors are *Failure values; a client tool
+	// returns ErrClientResult.
+	Call(ctx context.Context, inv Invocation) (Outcome, error)
+}
+
+// ErrClientResult is returned by client tools: the result must be posted
+// by the caller (resolve {result}).
+var ErrClientResult = errors.New("tool result is supplied by the client")
+
+// ErrInvalidConfig is returned for a bad tool definition.
+var ErrInvalidConfig = errors.New("invalid tool config")
+
+// Failure is a captured tool failure: {type, message, retryable}.
+type Failure struct {
+	// Type is the failure kind, e.g. "TransientToolError", "TimeoutError", "WebhookError".
+	Type string
+	// Message is safe to show to the model and to log.
+	Message string
+	// Transient reports a declared transient failure (429/5xx/timeouts).
+	Transient bool
+	// Cause is the underlying error.
+	Cause error
+}
+
+// Error implements error.
+func (f *Failure) Error() string {
+	if f.Cause != nil {
+		return fmt.Sprintf("%s: %s: %v", f.Type, f.Message, f.Cause)
+	}
+	return f.Type + ": " + f.Message
+}
+
+// Unwrap returns the cause.
+func (f *Failure) Unwrap() error { return f.Cause }
+
+// AsFailure returns err as a *Failure; unknown errors become a non-transient
+// failure of type "ToolError", a context deadline a transient "TimeoutError".
+func AsFailure(err error) *Failure {
+	var f *Failure
+	if errors.As(err, &f) {
+		return f
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return &Failure{Type: "TimeoutError", Message: "tool call timed out", Transient: true, Cause: err}
+	}
+	return &Failure{Type: "ToolError", Message: "tool call failed", Cause: err}
+}
