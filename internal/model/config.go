@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 )
 
 // Provider names accepted in Config.Provider.
@@ -68,9 +69,19 @@ func (c Config) Validate() error {
 		if len(c.Script) == 0 {
 			errs = append(errs, fmt.Errorf("%w: scripted provider needs a non-empty script", ErrInvalidConfig))
 		}
+		for i, s := range c.Script {
+			if s.FailAttempts < 0 {
+				errs = append(errs, fmt.Errorf("%w: script step %d: fail_attempts must not be negative", ErrInvalidConfig, i+1))
+			}
+		}
 	case ProviderOpenAI, ProviderAnthropic:
 		if c.Model == "" {
 			errs = append(errs, fmt.Errorf("%w: model is required for provider %q", ErrInvalidConfig, c.Provider))
+		}
+		if c.BaseURL != "" {
+			if u, err := url.Parse(c.BaseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+				errs = append(errs, fmt.Errorf("%w: base_url must be an absolute http or https URL", ErrInvalidConfig))
+			}
 		}
 	case "":
 		errs = append(errs, fmt.Errorf("%w: provider is required", ErrInvalidConfig))

@@ -1,0 +1,429 @@
+package model
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/shared"
+)
+
+// Defaults of the OpenAI provider (Config field comments name the same values).
+const (
+	// DefaultOpenAIBaseURL is used when Config.BaseURL is empty.
+	DefaultOpenAIBaseURL = "https://api.openai.com/v1"
+	// DefaultMaxTokens is used when neither the request nor Config sets max_tokens.
+	DefaultMaxTokens = 4096
+	// DefaultTimeoutSeconds bounds one call when Config.TimeoutSeconds is 0.
+	DefaultTimeoutSeconds = 120
+)
+
+// OpenAI is the provider of `provider: openai`: the Chat Completions API with
+// function tools, against any OpenAI-compatible base_url (OpenAI, vLLM,
+// Ollama, LiteLLM, …). It does not retry: the SDK's own retries are disabled
+// so that every HTTP request is one hxd attempt with its own attempt number.
+// Safe for concurrent use.
+//
+// Canonical → Chat Completions conversion:
+//
+//   - Request.System → a leading system message (omitted when empty);
+//   - user text blocks → one user message (blocks joined by "\n");
+//   - user tool_result blocks → one `tool` message each, with tool_call_id
+//     and content (a JSON string is sent as its text, any other JSON value
+//     serialized compactly, null/absent as ""); they are emitted before the
+//     user text of the same turn, since Chat Completions wants them right
+//     after the assistant turn. is_error has no Chat Completions equivalent
+//     and is not sent (error results already say so in their text);
+//   - assistant text blocks → content, tool_use blocks → tool_calls
+//     (type function, arguments = the input as a JSON string, {} when empty);
+//   - tools → function tools with input_schema as parameters
+//     ({"type":"object","properties":{}} when the schema is empty);
+//   - max_tokens → max_tokens (understood by every compatible server;
+//     max_completion_tokens is OpenAI-only); temperature when set;
+//     Request.Cache is ignored (OpenAI caches prompts automatically).
+//
+// Reply conversion (first choice only):
+//
+//   - content → Text (the refusal text when content is empty);
+//   - a non-standard reasoning_content string (DeepSeek, vLLM) → Thinking;
+//   - tool_calls → ToolCalls; arguments that are a JSON object are kept
+//     (compacted), empty or null arguments become {}, and anything else
+//     (invalid JSON, a non-object value) is wrapped as {"_raw": "<text>"} so
+//     the tool's input validation reports it to the model instead of the run
+//     failing; a missing call id becomes "call_<index>";
+//   - finish_reason → StopReason: stop → end_turn, tool_calls and
+//     function_call → tool_use, length → max_tokens, others verbatim; an
+//     empty reason, or "stop" with tool calls (some compatible servers), is
+//     end_turn / tool_use depending on whether there are tool calls;
+//   - usage: prompt_tokens → InputTokens, completion_tokens → OutputTokens
+//     (cached-token details are not mapped).
+//
+// Errors are classified into *Failure as documented on Complete.
+type OpenAI struct {
+	svc         openai.ChatCompletionService
+	model       string
+	maxTokens   int
+	temperature *float64
+	timeout     time.Duration
+	now         func() time.Time
+}
+
+// NewOpenAI builds the OpenAI provider from a validated openai section. The
+// API key is read once, here, through opts.LookupEnvFunc(cfg.APIKeyEnv);
+// when api_key_env is set but the variable is unset or empty, NewOpenAI
+// returns an error wrapping ErrInvalidConfig that names the variable (never
+// a value). Without api_key_env no Authorization header is sent (local
+// servers). The SDK never reads OPENAI_* variables itself.
+func NewOpenAI(cfg Config, opts Options) (*OpenAI, error) {
+	if cfg.Provider != ProviderOpenAI {
+		return nil, fmt.Errorf("%w: provider %q is not %q", ErrInvalidConfig, cfg.Provider, ProviderOpenAI)
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	baseURL := cfg.BaseURL
+	if baseURL == "" {
+		baseURL = DefaultOpenAIBaseURL
+	}
+	httpClient := opts.HTTPClient
+	if httpClient == nil {
+		httpClient = &http.Client{}
+	}
+	reqOpts := []option.RequestOption{
+		option.WithBaseURL(baseURL),
+		option.WithHTTPClient(httpClient),
+		option.WithMaxRetries(0),
+	}
+	if cfg.APIKeyEnv != "" {
+		lookup := opts.LookupEnvFunc
+		if lookup == nil {
+			lookup = func(string) (string, bool) { return "", false }
+		}
+		key, ok := lookup(cfg.APIKeyEnv)
+		if !ok || key == "" {
+			return nil, fmt.Errorf("%w: environment variable %q named by api_key_env is not set", ErrInvalidConfig, cfg.APIKeyEnv)
+		}
+		reqOpts = append(reqOpts, option.WithAPIKey(key))
+	}
+	maxTokens := cfg.MaxTokens
+	if maxTokens == 0 {
+		maxTokens = DefaultMaxTokens
+	}
+	timeoutSeconds := cfg.TimeoutSeconds
+	if timeoutSeconds == 0 {
+		timeoutSeconds = DefaultTimeoutSeconds
+	}
+	p := &OpenAI{
+		// NewChatCompletionService, unlike openai.NewClient, applies no
+		// environment defaults (STYLE G18).
+		svc:       openai.NewChatCompletionService(reqOpts...),
+		model:     cfg.Model,
+		maxTokens: maxTokens,
+		timeout:   secondsToDuration(timeoutSeconds),
+		now:       time.Now,
+	}
+	if cfg.Temperature != nil {
+		t := *cfg.Temperature
+		p.temperature = &t
+	}
+	return p, nil
+}
+
+// Complete sends one Chat Completions request (exactly one HTTP request)
+// bounded by Config.TimeoutSeconds. req.Model, req.MaxTokens and
+// req.Temperature override the Config values when set.
+//
+// Errors are *Failure values classified as follows (Failure* constants):
+//
+//	condition                                      Type                        retryable
+//	HTTP 429                                       RateLimitError              yes
+//	HTTP 408                                       TimeoutError                yes
+//	HTTP 409, 5xx                                  APIStatusError              yes
+//	HTTP 401, 403                                  AuthenticationError         no
+//	other HTTP 4xx                                 BadRequestError             no
+//	  … whose error text says "rate limit"         RateLimitError              yes
+//	  … "overloaded"                               APIStatusError              yes
+//	  … "timed out"                                TimeoutError                yes
+//	per-call timeout (Config.TimeoutSeconds)       TimeoutError                yes
+//	transport timeout (net.Error.Timeout)          TimeoutError                yes
+//	refused / reset / DNS / EOF / other net error  ConnectionError             yes
+//	reply body cut off (read error)                ConnectionError             yes
+//	complete 2xx reply that is not a completion    APIResponseValidationError  no
+//	2xx reply without choices                      APIResponseValidationError  no
+//	request not convertible (role, block, schema)  InvalidRequestError         no
+//	anything else (the markers above apply)        Error                       no
+//
+// Status failures carry Status and, when the server sent Retry-After-Ms or
+// Retry-After (seconds or an HTTP date), RetryAfterSeconds — also on 5xx.
+// An error reply whose body is not the usual JSON error object (an HTML 502
+// from a proxy) is classified by its status all the same. Messages hold the
+// status, its text and the provider's error code or type when it is a short
+// identifier (e.g. "rate_limit_exceeded") — never the provider's free-text
+// message (it may echo parts of the request or a masked key), the request
+// payload or the API key. The Cause of status failures is nil for the same
+// reason (the SDK error holds the request with its Authorization header);
+// the Cause of a per-call timeout is context.DeadlineExceeded.
+//
+// When ctx itself is done (cancelled, or past its own deadline) the error is
+// not a Failure: it wraps ctx.Err() and the ctx's cause, so
+// errors.Is(err, context.Canceled) holds and the caller does not retry a
+// cancellation.
+func (p *OpenAI) Complete(ctx context.Context, req *Request) (*Response, error) {
+	if ctx.Err() != nil {
+		return nil, ctxError(ctx)
+	}
+	if req == nil {
+		return nil, &Failure{Type: FailureInvalidRequest, Message: "nil model request"}
+	}
+	params, err := p.params(req)
+	if err != nil {
+		return nil, &Failure{Type: FailureInvalidRequest, Message: err.Error()}
+	}
+	callCtx, cancel := context.WithTimeout(ctx, p.timeout)
+	defer cancel()
+	var seen seenReply
+	completion, err := p.svc.New(callCtx, params, option.WithMiddleware(seen.middleware))
+	if err != nil {
+		return nil, p.classify(ctx, callCtx, err, &seen)
+	}
+	return convertCompletion(completion)
+}
+
+// params converts the canonical request to Chat Completions parameters.
+// Errors name the offending message or tool, never its content.
+func (p *OpenAI) params(req *Request) (openai.ChatCompletionNewParams, error) {
+	model := req.Model
+	if model == "" {
+		model = p.model
+	}
+	maxTokens := req.MaxTokens
+	if maxTokens <= 0 {
+		maxTokens = p.maxTokens
+	}
+	params := openai.ChatCompletionNewParams{
+		Model:     shared.ChatModel(model),
+		MaxTokens: openai.Int(int64(maxTokens)),
+	}
+	switch {
+	case req.Temperature != nil:
+		params.Temperature = openai.Float(*req.Temperature)
+	case p.temperature != nil:
+		params.Temperature = openai.Float(*p.temperature)
+	}
+	msgs, err := convertMessages(req.System, req.Messages)
+	if err != nil {
+		return params, err
+	}
+	params.Messages = msgs
+	for i, t := range req.Tools {
+		schema, err := toolParameters(t.InputSchema)
+		if err != nil {
+			return params, fmt.Errorf("tool %d (%q): input_schema: %w", i, t.Name, err)
+		}
+		def := shared.FunctionDefinitionParam{Name: t.Name, Parameters: schema}
+		if t.Description != "" {
+			def.Description = openai.String(t.Description)
+		}
+		params.Tools = append(params.Tools, openai.ChatCompletionFunctionTool(def))
+	}
+	return params, nil
+}
+
+// convertMessages maps the system prompt and the canonical messages to Chat
+// Completions messages (see the OpenAI type comment).
+func convertMessages(system string, messages []Message) ([]openai.ChatCompletionMessageParamUnion, error) {
+	out := make([]openai.ChatCompletionMessageParamUnion, 0, len(messages)+1)
+	if system != "" {
+		out = append(out, openai.SystemMessage(system))
+	}
+	for i, m := range messages {
+		var texts []string
+		switch m.Role {
+		case RoleUser:
+			for j, b := range m.Content {
+				switch b.Type {
+				case BlockText:
+					texts = append(texts, b.Text)
+				case BlockToolResult:
+					out = append(out, openai.ToolMessage(toolResultText(b.Content), b.ToolUseID))
+				default:
+					return nil, fmt.Errorf("message %d block %d: block type %q is not allowed in a user message", i, j, b.Type)
+				}
+			}
+			if len(texts) > 0 || len(m.Content) == 0 {
+				out = append(out, openai.UserMessage(strings.Join(texts, "\n")))
+			}
+		case RoleAssistant:
+			var asst openai.ChatCompletionAssistantMessageParam
+			for j, b := range m.Content {
+				switch b.Type {
+				case BlockText:
+					texts = append(texts, b.Text)
+				case BlockToolUse:
+					asst.ToolCalls = append(asst.ToolCalls, openai.ChatCompletionMessageToolCallUnionParam{
+						OfFunction: &openai.ChatCompletionMessageFunctionToolCallParam{
+							ID: b.ID,
+							Function: openai.ChatCompletionMessageFunctionToolCallFunctionParam{
+								Name:      b.Name,
+								Arguments: toolArguments(b.Input),
+							},
+						},
+					})
+				default:
+					return nil, fmt.Errorf("message %d block %d: block type %q is not allowed in an assistant message", i, j, b.Type)
+				}
+			}
+			if len(texts) > 0 || len(asst.ToolCalls) == 0 {
+				asst.Content.OfString = openai.String(strings.Join(texts, "\n"))
+			}
+			out = append(out, openai.ChatCompletionMessageParamUnion{OfAssistant: &asst})
+		default:
+			return nil, fmt.Errorf("message %d: unsupported role %q", i, m.Role)
+		}
+	}
+	return out, nil
+}
+
+// toolResultText renders a tool_result content for a `tool` message: a JSON
+// string as its text, null or absent as "", any other JSON value compacted
+// (or verbatim when it is not valid JSON).
+func toolResultText(content json.RawMessage) string {
+	trimmed := bytes.TrimSpace(content)
+	if len(trimmed) == 0 || string(trimmed) == "null" {
+		return ""
+	}
+	if trimmed[0] == '"' {
+		var s string
+		if err := json.Unmarshal(trimmed, &s); err == nil {
+			return s
+		}
+	}
+	return compactJSON(trimmed)
+}
+
+// toolArguments renders a tool_use input as the arguments string: {} when
+// empty, otherwise the compacted JSON.
+func toolArguments(input json.RawMessage) string {
+	trimmed := bytes.TrimSpace(input)
+	if len(trimmed) == 0 || string(trimmed) == "null" {
+		return "{}"
+	}
+	return compactJSON(trimmed)
+}
+
+// compactJSON compacts valid JSON and returns anything else verbatim.
+func compactJSON(raw []byte) string {
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, raw); err != nil {
+		return string(raw)
+	}
+	return buf.String()
+}
+
+// toolParameters turns an input_schema into function parameters; an empty
+// schema becomes an empty object schema. Each top-level value is kept as raw
+// JSON, so the schema reaches the server byte-for-byte (modulo top-level key
+// order and whitespace).
+func toolParameters(schema json.RawMessage) (shared.FunctionParameters, error) {
+	trimmed := bytes.TrimSpace(schema)
+	if len(trimmed) == 0 || string(trimmed) == "null" {
+		return shared.FunctionParameters{"type": "object", "properties": map[string]any{}}, nil
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(trimmed, &fields); err != nil {
+		return nil, fmt.Errorf("not a JSON object: %w", err)
+	}
+	params := make(shared.FunctionParameters, len(fields))
+	for k, v := range fields {
+		params[k] = v
+	}
+	return params, nil
+}
+
+// convertCompletion maps the first choice of a completion to a Response.
+func convertCompletion(c *openai.ChatCompletion) (*Response, error) {
+	if c == nil || len(c.Choices) == 0 {
+		return nil, &Failure{Type: FailureResponseValidation, Message: "model reply has no choices"}
+	}
+	choice := c.Choices[0]
+	msg := choice.Message
+	resp := &Response{
+		Text:     msg.Content,
+		Thinking: reasoningContent(msg),
+		Usage: Usage{
+			InputTokens:  c.Usage.PromptTokens,
+			OutputTokens: c.Usage.CompletionTokens,
+		},
+	}
+	if resp.Text == "" {
+		resp.Text = msg.Refusal
+	}
+	for i, tc := range msg.ToolCalls {
+		name, args := tc.Function.Name, tc.Function.Arguments
+		if tc.Type == "custom" {
+			name, args = tc.Custom.Name, tc.Custom.Input
+		}
+		id := tc.ID
+		if id == "" {
+			id = fmt.Sprintf("call_%d", i)
+		}
+		resp.ToolCalls = append(resp.ToolCalls, ToolCall{ID: id, Name: name, Input: parseArguments(args)})
+	}
+	resp.StopReason = stopReason(choice.FinishReason, len(resp.ToolCalls) > 0)
+	return resp, nil
+}
+
+// reasoningContent returns the non-standard reasoning_content string some
+// compatible servers put next to content, or "".
+func reasoningContent(msg openai.ChatCompletionMessage) string {
+	f, ok := msg.JSON.ExtraFields["reasoning_content"]
+	if !ok {
+		return ""
+	}
+	var s string
+	if err := json.Unmarshal([]byte(f.Raw()), &s); err != nil {
+		return ""
+	}
+	return s
+}
+
+// parseArguments turns a tool call's arguments string into a tool input: a
+// JSON object is kept (compacted), empty or null becomes {}, anything else is
+// wrapped as {"_raw": "<text>"}.
+func parseArguments(args string) json.RawMessage {
+	trimmed := bytes.TrimSpace([]byte(args))
+	if len(trimmed) == 0 || string(trimmed) == "null" {
+		return json.RawMessage(`{}`)
+	}
+	if trimmed[0] == '{' && json.Valid(trimmed) {
+		return json.RawMessage(compactJSON(trimmed))
+	}
+	raw, err := json.Marshal(map[string]string{"_raw": args})
+	if err != nil { // unreachable: a map of strings always marshals
+		return json.RawMessage(`{}`)
+	}
+	return raw
+}
+
+// stopReason maps a Chat Completions finish_reason to a canonical stop reason.
+func stopReason(finish string, hasToolCalls bool) string {
+	switch finish {
+	case "", "stop":
+		if hasToolCalls {
+			return "tool_use"
+		}
+		return "end_turn"
+	case "tool_calls", "function_call":
+		return "tool_use"
+	case "length":
+		return "max_tokens"
+	default:
+		return finish
+	}
+}

@@ -1,0 +1,247 @@
+package model
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+)
+
+// seenReply records what came back for the one HTTP request of a call: the
+// status and headers, so that an error reply whose body the SDK cannot parse
+// (an HTML 502 from a proxy) is still classified by its status, and whether
+// reading the body failed, so that a connection dropped mid-body is told
+// apart from a complete but malformed body. The SDK reads the body on the
+// calling goroutine, before Complete classifies, so no locking is needed.
+type seenReply struct {
+	status  int
+	header  http.Header
+	bodyErr error
+}
+
+// middleware is an SDK middleware capturing the reply status, headers and
+// body read errors.
+func (s *seenReply) middleware(req *http.Request, next option.MiddlewareNext) (*http.Response, error) {
+	res, err := next(req)
+	if res != nil {
+		s.status = res.StatusCode
+		s.header = res.Header.Clone()
+		if res.Body != nil {
+			res.Body = &watchedBody{ReadCloser: res.Body, seen: s}
+		}
+	}
+	return res, err
+}
+
+// watchedBody records the first read error other than io.EOF.
+type watchedBody struct {
+	io.ReadCloser
+	seen *seenReply
+}
+
+// Read implements io.Reader.
+func (b *watchedBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err != nil && !errors.Is(err, io.EOF) && b.seen.bodyErr == nil {
+		b.seen.bodyErr = err
+	}
+	return n, err
+}
+
+// ctxError wraps the error of a done ctx (and its cause, when a custom one was
+// given) for a call that must not be classified as a failure.
+func ctxError(ctx context.Context) error {
+	err := ctx.Err()
+	if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, err) {
+		return fmt.Errorf("model call: %w: %w", err, cause)
+	}
+	return fmt.Errorf("model call: %w", err)
+}
+
+// classify turns an error of one Chat Completions call into a *Failure, or
+// into a ctx error when the caller's ctx is done; the table is on
+// OpenAI.Complete.
+func (p *OpenAI) classify(ctx, callCtx context.Context, err error, seen *seenReply) error {
+	if ctx.Err() != nil {
+		return ctxError(ctx)
+	}
+	if callCtx.Err() != nil {
+		return &Failure{
+			Type:      FailureTimeout,
+			Message:   fmt.Sprintf("no model reply within the call timeout of %s", p.timeout),
+			Retryable: true,
+			Cause:     context.DeadlineExceeded,
+		}
+	}
+	var apiErr *openai.Error
+	if errors.As(err, &apiErr) {
+		var header http.Header
+		if apiErr.Response != nil {
+			header = apiErr.Response.Header
+		}
+		code := safeCode(apiErr.Code)
+		if code == "" {
+			code = safeCode(apiErr.Type)
+		}
+		text := strings.Join([]string{apiErr.Code, apiErr.Type, apiErr.Message}, " ")
+		return p.statusFailure(apiErr.StatusCode, header, code, text)
+	}
+	if seen.status >= http.StatusBadRequest {
+		return p.statusFailure(seen.status, seen.header, "", "")
+	}
+	if seen.bodyErr != nil {
+		err = seen.bodyErr // the connection broke while the body was read
+	} else if seen.status >= 200 && seen.status < 300 {
+		return &Failure{Type: FailureResponseValidation, Message: fmt.Sprintf("model server reply (HTTP %d) is not a valid chat completion", seen.status), Cause: err}
+	}
+	var netErr net.Error
+	if errors.As(err, &netErr) && netErr.Timeout() {
+		return &Failure{Type: FailureTimeout, Message: "model server connection timed out", Retryable: true, Cause: err}
+	}
+	if reason, ok := connectionReason(err); ok {
+		return &Failure{Type: FailureConnection, Message: "connection to the model server failed: " + reason, Retryable: true, Cause: err}
+	}
+	if f := markerFailure(err.Error(), 0, "model call"); f != nil {
+		f.Cause = err
+		return f
+	}
+	return &Failure{Type: FailureGeneric, Message: "model call failed", Cause: err}
+}
+
+// statusFailure classifies an HTTP error reply. text is the provider's error
+// text, used only to look for retry markers.
+func (p *OpenAI) statusFailure(status int, header http.Header, code, text string) *Failure {
+	msg := fmt.Sprintf("model server answered HTTP %d", status)
+	if st := http.StatusText(status); st != "" {
+		msg += " " + st
+	}
+	if code != "" {
+		msg += " (" + code + ")"
+	}
+	f := &Failure{Message: msg, Status: status, RetryAfterSeconds: retryAfterSeconds(header, p.now())}
+	switch {
+	case status == http.StatusTooManyRequests:
+		f.Type, f.Retryable = FailureRateLimit, true
+	case status == http.StatusRequestTimeout:
+		f.Type, f.Retryable = FailureTimeout, true
+	case status == http.StatusConflict || status >= http.StatusInternalServerError:
+		f.Type, f.Retryable = FailureAPIStatus, true
+	case status == http.StatusUnauthorized || status == http.StatusForbidden:
+		// Never retried, whatever the text says: a bad key stays bad.
+		f.Type = FailureAuthentication
+	default:
+		f.Type = FailureBadRequest
+		if m := markerFailure(text, status, msg); m != nil {
+			m.RetryAfterSeconds = f.RetryAfterSeconds
+			return m
+		}
+	}
+	return f
+}
+
+// retryMarkers are the message markers of the reference classifier
+// (REFERENCE §4.1, harnessx/providers/retry.py), with the failure type each
+// one maps to.
+var retryMarkers = []struct {
+	marker, failureType, note string
+}{
+	{"rate limit", FailureRateLimit, "provider reports rate limiting"},
+	{"overloaded", FailureAPIStatus, "provider reports overload"},
+	{"timed out", FailureTimeout, "provider reports a timeout"},
+}
+
+// markerFailure returns a retryable failure when text contains a retry
+// marker (case-insensitive), else nil. prefix starts the message.
+func markerFailure(text string, status int, prefix string) *Failure {
+	lower := strings.ToLower(text)
+	for _, m := range retryMarkers {
+		if strings.Contains(lower, m.marker) {
+			return &Failure{Type: m.failureType, Message: prefix + ": " + m.note, Retryable: true, Status: status}
+		}
+	}
+	return nil
+}
+
+// connectionReason reports whether err is a network-level failure and names
+// it briefly.
+func connectionReason(err error) (string, bool) {
+	var dnsErr *net.DNSError
+	var opErr *net.OpError
+	var urlErr *url.Error
+	switch {
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return "connection refused", true
+	case errors.Is(err, syscall.ECONNRESET):
+		return "connection reset", true
+	case errors.As(err, &dnsErr):
+		return "DNS lookup failed", true
+	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
+		return "connection closed before the reply was complete", true
+	case errors.As(err, &opErr), errors.As(err, &urlErr):
+		return "network error", true
+	}
+	return "", false
+}
+
+// safeCode returns s when it is a short identifier (letters, digits, _ . -),
+// else "". Provider error codes such as "rate_limit_exceeded" pass; free text
+// does not.
+func safeCode(s string) string {
+	if s == "" || len(s) > 64 {
+		return ""
+	}
+	for _, r := range s {
+		ok := r == '_' || r == '.' || r == '-' ||
+			(r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z') || (r >= '0' && r <= '9')
+		if !ok {
+			return ""
+		}
+	}
+	return s
+}
+
+// retryAfterSeconds reads the server's retry hint: Retry-After-Ms
+// (milliseconds), else Retry-After (seconds, or an HTTP date relative to
+// now). It returns 0 when absent, unparsable or in the past.
+func retryAfterSeconds(h http.Header, now time.Time) float64 {
+	if h == nil {
+		return 0
+	}
+	if v := h.Get("Retry-After-Ms"); v != "" {
+		if ms, err := strconv.ParseFloat(strings.TrimSpace(v), 64); err == nil && validHint(ms) {
+			return ms / 1000
+		}
+	}
+	v := strings.TrimSpace(h.Get("Retry-After"))
+	if v == "" {
+		return 0
+	}
+	if s, err := strconv.ParseFloat(v, 64); err == nil {
+		if validHint(s) {
+			return s
+		}
+		return 0
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		if d := t.Sub(now).Seconds(); d > 0 {
+			return d
+		}
+	}
+	return 0
+}
+
+// validHint reports whether a numeric retry hint is finite and positive.
+func validHint(v float64) bool {
+	return !math.IsNaN(v) && !math.IsInf(v, 0) && v > 0
+}

@@ -1,0 +1,716 @@
+package model
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+const (
+	testKeyEnv = "HXD_TEST_OPENAI_KEY"
+	testKey    = "sk-test-0123456789secret"
+)
+
+// openaiBundle is a fake Chat Completions server and a provider pointed at it.
+type openaiBundle struct {
+	provider *OpenAI
+	srv      *httptest.Server
+	hits     atomic.Int32
+
+	mu      sync.Mutex
+	bodies  [][]byte
+	headers []http.Header
+}
+
+// lastRequest returns the body (decoded) and headers of the last request.
+func (b *openaiBundle) lastRequest(t *testing.T) (map[string]any, http.Header) {
+	t.Helper()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	require.NotEmpty(t, b.bodies)
+	var body map[string]any
+	require.NoError(t, json.Unmarshal(b.bodies[len(b.bodies)-1], &body))
+	return body, b.headers[len(b.headers)-1]
+}
+
+// setupOpenAI starts a server answering with handler and a provider for it;
+// mutate adjusts the model config before the provider is built.
+func setupOpenAI(t *testing.T, handler http.HandlerFunc, mutate func(*Config)) *openaiBundle {
+	t.Helper()
+	b := &openaiBundle{}
+	b.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b.hits.Add(1)
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			http.Error(w, "read body", http.StatusInternalServerError)
+			return
+		}
+		b.mu.Lock()
+		b.bodies = append(b.bodies, body)
+		b.headers = append(b.headers, r.Header.Clone())
+		b.mu.Unlock()
+		if r.Method != http.MethodPost || r.URL.Path != "/v1/chat/completions" {
+			http.Error(w, "unexpected "+r.Method+" "+r.URL.Path, http.StatusNotFound)
+			return
+		}
+		handler(w, r)
+	}))
+	client := b.srv.Client()
+	t.Cleanup(func() {
+		b.srv.Close()
+		client.CloseIdleConnections()
+	})
+	cfg := Config{
+		Provider:  ProviderOpenAI,
+		Model:     "gpt-test",
+		BaseURL:   b.srv.URL + "/v1",
+		APIKeyEnv: testKeyEnv,
+		MaxTokens: 256,
+	}
+	if mutate != nil {
+		mutate(&cfg)
+	}
+	p, err := NewOpenAI(cfg, Options{
+		LookupEnvFunc: func(name string) (string, bool) {
+			if name == testKeyEnv {
+				return testKey, true
+			}
+			return "", false
+		},
+		HTTPClient: client,
+	})
+	require.NoError(t, err)
+	b.provider = p
+	return b
+}
+
+// reply writes a JSON body with status.
+func reply(w http.ResponseWriter, status int, body string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = io.WriteString(w, body)
+}
+
+func TestOpenAITextAnswer(t *testing.T) {
+	t.Parallel()
+
+	b := setupOpenAI(t, func(w http.ResponseWriter, _ *http.Request) {
+		reply(w, http.StatusOK, `{
+			"id": "chatcmpl-1", "object": "chat.completion", "created": 1, "model": "gpt-test",
+			"choices": [{"index": 0, "finish_reason": "stop",
+				"message": {"role": "assistant", "content": "Hello there.", "reasoning_content": "greet"}}],
+			"usage": {"prompt_tokens": 10, "completion_tokens": 3, "total_tokens": 13}
+		}`)
+	}, nil)
+
+	resp, err := b.provider.Complete(t.Context(), &Request{
+		Messages: []Message{TextMessage(RoleUser, "Hi")},
+		Step:     1, Attempt: 1,
+	})
+	require.NoError(t, err)
+	require.Equal(t, &Response{
+		Text:       "Hello there.",
+		Thinking:   "greet",
+		StopReason: "end_turn",
+		Usage:      Usage{InputTokens: 10, OutputTokens: 3},
+	}, resp)
+
+	body, header := b.lastRequest(t)
+	require.Equal(t, "Bearer "+testKey, header.Get("Authorization"))
+	require.Equal(t, "gpt-test", body["model"])
+	require.InDelta(t, 256, body["max_tokens"], 0)
+	require.NotContains(t, body, "temperature")
+	require.NotContains(t, body, "tools")
+	require.Equal(t, []any{map[string]any{"role": "user", "content": "Hi"}}, body["messages"])
+	require.Equal(t, int32(1), b.hits.Load())
+}
+
+func TestOpenAIToolCallAnswer(t *testing.T) {
+	t.Parallel()
+
+	b := setupOpenAI(t, func(w http.ResponseWriter, _ *http.Request) {
+		reply(w, http.StatusOK, `{
+			"id": "chatcmpl-2", "object": "chat.completion", "created": 1, "model": "gpt-test",
+			"choices": [{"index": 0, "finish_reason": "tool_calls",
+				"message": {"role": "assistant", "content": null, "tool_calls": [
+					{"id": "call_a", "type": "function", "function": {"name": "overdue_balance", "arguments": "{\"account\": \"A-2\"}"}},
+					{"id": "call_b", "type": "function", "function": {"name": "echo", "arguments": "not json"}},
+					{"id": "call_c", "type": "function", "function": {"name": "noop", "arguments": ""}}
+				]}}],
+			"usage": {"prompt_tokens": 40, "completion_tokens": 12, "total_tokens": 52}
+		}`)
+	}, func(c *Config) {
+		zero := 0.0
+		c.Temperature = &zero
+	})
+
+	req := &Request{
+		System: "You analyse invoices.",
+		Messages: []Message{
+			TextMessage(RoleUser, "What is overdue?"),
+			{Role: RoleAssistant, Content: []ContentBlock{
+				{Type: BlockText, Text: "Checking."},
+				{Type: BlockToolUse, ID: "call_1", Name: "overdue_balance", Input: json.RawMessage(`{"account": "A-1"}`)},
+				{Type: BlockToolUse, ID: "call_2", Name: "lookup"},
+			}},
+			{Role: RoleUser, Content: []ContentBlock{
+				{Type: BlockToolResult, ToolUseID: "call_1", Content: json.RawMessage(`"120.50 EUR"`)},
+				{Type: BlockToolResult, ToolUseID: "call_2", Content: json.RawMessage(`{"rows": [1, 2]}`), IsError: true},
+				{Type: BlockText, Text: "Also check A-2."},
+			}},
+		},
+		Tools: []ToolSpec{{
+			Name:        "overdue_balance",
+			Description: "Calculate the unpaid balance of overdue invoices.",
+			InputSchema: json.RawMessage(`{"type":"object","properties":{"account":{"type":"string","maxLength":12}},"required":["account"]}`),
+		}, {
+			Name: "noop",
+		}},
+		Step: 2, Attempt: 1,
+	}
+	resp, err := b.provider.Complete(t.Context(), req)
+	require.NoError(t, err)
+	require.Equal(t, &Response{
+		ToolCalls: []ToolCall{
+			{ID: "call_a", Name: "overdue_balance", Input: json.RawMessage(`{"account":"A-2"}`)},
+			{ID: "call_b", Name: "echo", Input: json.RawMessage(`{"_raw":"not json"}`)},
+			{ID: "call_c", Name: "noop", Input: json.RawMessage(`{}`)},
+		},
+		StopReason: "tool_use",
+		Usage:      Usage{InputTokens: 40, OutputTokens: 12},
+	}, resp)
+
+	body, header := b.lastRequest(t)
+	require.Equal(t, "Bearer "+testKey, header.Get("Authorization"))
+	require.Equal(t, "gpt-test", body["model"])
+	require.InDelta(t, 256, body["max_tokens"], 0)
+	require.Contains(t, body, "temperature")
+	require.InDelta(t, 0, body["temperature"], 0)
+
+	wantMessages := `[
+		{"role": "system", "content": "You analyse invoices."},
+		{"role": "user", "content": "What is overdue?"},
+		{"role": "assistant", "content": "Checking.", "tool_calls": [
+			{"id": "call_1", "type": "function", "function": {"name": "overdue_balance", "arguments": "{\"account\":\"A-1\"}"}},
+			{"id": "call_2", "type": "function", "function": {"name": "lookup", "arguments": "{}"}}
+		]},
+		{"role": "tool", "tool_call_id": "call_1", "content": "120.50 EUR"},
+		{"role": "tool", "tool_call_id": "call_2", "content": "{\"rows\":[1,2]}"},
+		{"role": "user", "content": "Also check A-2."}
+	]`
+	gotMessages, err := json.Marshal(body["messages"])
+	require.NoError(t, err)
+	require.JSONEq(t, wantMessages, string(gotMessages))
+
+	wantTools := `[
+		{"type": "function", "function": {
+			"name": "overdue_balance",
+			"description": "Calculate the unpaid balance of overdue invoices.",
+			"parameters": {"type":"object","properties":{"account":{"type":"string","maxLength":12}},"required":["account"]}
+		}},
+		{"type": "function", "function": {"name": "noop", "parameters": {"type": "object", "properties": {}}}}
+	]`
+	gotTools, err := json.Marshal(body["tools"])
+	require.NoError(t, err)
+	require.JSONEq(t, wantTools, string(gotTools))
+	require.Equal(t, int32(1), b.hits.Load())
+}
+
+func TestOpenAIRequestOverrides(t *testing.T) {
+	t.Parallel()
+
+	b := setupOpenAI(t, func(w http.ResponseWriter, _ *http.Request) {
+		reply(w, http.StatusOK, `{"choices":[{"index":0,"finish_reason":"length","message":{"role":"assistant","content":"cut"}}]}`)
+	}, func(c *Config) { c.APIKeyEnv = "" })
+
+	temp := 0.7
+	resp, err := b.provider.Complete(t.Context(), &Request{
+		Model: "other-model", MaxTokens: 99, Temperature: &temp,
+		Messages: []Message{TextMessage(RoleUser, "Hi")},
+	})
+	require.NoError(t, err)
+	require.Equal(t, "max_tokens", resp.StopReason)
+	require.Equal(t, "cut", resp.Text)
+
+	body, header := b.lastRequest(t)
+	require.Empty(t, header.Get("Authorization"), "no api_key_env, no key")
+	require.Equal(t, "other-model", body["model"])
+	require.InDelta(t, 99, body["max_tokens"], 0)
+	require.InDelta(t, 0.7, body["temperature"], 1e-9)
+}
+
+// TestOpenAIIgnoresAmbientEnv checks that the SDK does not pick up
+// OPENAI_API_KEY or OPENAI_BASE_URL from the process environment (STYLE G18).
+// Not parallel: it sets environment variables.
+func TestOpenAIIgnoresAmbientEnv(t *testing.T) {
+	t.Setenv("OPENAI_API_KEY", "sk-ambient")
+	t.Setenv("OPENAI_BASE_URL", "http://127.0.0.1:1/ambient")
+
+	b := setupOpenAI(t, func(w http.ResponseWriter, _ *http.Request) {
+		reply(w, http.StatusOK, `{"choices":[{"index":0,"finish_reason":"stop","message":{"role":"assistant","content":"ok"}}]}`)
+	}, func(c *Config) { c.APIKeyEnv = "" })
+
+	_, err := b.provider.Complete(t.Context(), &Request{Messages: []Message{TextMessage(RoleUser, "Hi")}})
+	require.NoError(t, err)
+	_, header := b.lastRequest(t)
+	require.Empty(t, header.Get("Authorization"))
+}
+
+func TestOpenAIStatusErrors(t *testing.T) {
+	t.Parallel()
+
+	tests := []struct {
+		name           string
+		status         int
+		header         map[string]string
+		body           string
+		wantType       string
+		wantRetryable  bool
+		wantRetryAfter float64
+		wantMessage    string
+	}{
+		{
+			name: "429 with retry-after", status: 429, header: map[string]string{"Retry-After": "7"},
+			body:     `{"error":{"message":"Rate limit reached for gpt-test","type":"requests","code":"rate_limit_exceeded"}}`,
+			wantType: "RateLimitError", wantRetryable: true, wantRetryAfter: 7,
+			wantMessage: "model server answered HTTP 429 Too Many Requests (rate_limit_exceeded)",
+		},
+		{
+			name: "429 with retry-after-ms", status: 429, header: map[string]string{"Retry-After-Ms": "1500", "Retry-After": "9"},
+			body:     `{"error":{"message":"slow down"}}`,
+			wantType: "RateLimitError", wantRetryable: true, wantRetryAfter: 1.5,
+			wantMessage: "model server answered HTTP 429 Too Many Requests",
+		},
+		{
+			name: "429 without retry-after", status: 429, body: `{"error":{"message":"slow down"}}`,
+			wantType: "RateLimitError", wantRetryable: true,
+		},
+		{
+			name: "500", status: 500, body: `{"error":{"message":"The server had an error","type":"server_error"}}`,
+			wantType: "APIStatusError", wantRetryable: true,
+			wantMessage: "model server answered HTTP 500 Internal Server Error (server_error)",
+		},
+		{
+			name: "502 html from a proxy", status: 502, body: `<html><body>Bad Gateway</body></html>`,
+			wantType: "APIStatusError", wantRetryable: true,
+			wantMessage: "model server answered HTTP 502 Bad Gateway",
+		},
+		{
+			name: "503 with retry-after", status: 503, header: map[string]string{"Retry-After": "2"},
+			body: `{"error":{"message":"unavailable"}}`, wantType: "APIStatusError", wantRetryable: true, wantRetryAfter: 2,
+		},
+		{
+			name: "529 overloaded", status: 529, body: `{"error":{"message":"Overloaded","type":"overloaded_error"}}`,
+			wantType: "APIStatusError", wantRetryable: true,
+		},
+		{
+			name: "408", status: 408, body: `{"error":{"message":"request timeout"}}`,
+			wantType: "TimeoutError", wantRetryable: true,
+		},
+		{
+			name: "409", status: 409, body: `{"error":{"message":"conflict"}}`,
+			wantType: "APIStatusError", wantRetryable: true,
+		},
+		{
+			name: "400", status: 400,
+			body:     `{"error":{"message":"Invalid value for 'messages[1].content': You analyse invoices.","type":"invalid_request_error","param":"messages"}}`,
+			wantType: "BadRequestError", wantRetryable: false,
+			wantMessage: "model server answered HTTP 400 Bad Request (invalid_request_error)",
+		},
+		{
+			name: "400 with overloaded marker", status: 400, body: `{"error":{"message":"Engine is currently overloaded, please retry"}}`,
+			wantType: "APIStatusError", wantRetryable: true,
+			wantMessage: "model server answered HTTP 400 Bad Request: provider reports overload",
+		},
+		{
+			name: "400 with rate limit marker", status: 400, body: `{"error":{"message":"Rate limit exceeded for tokens"}}`,
+			wantType: "RateLimitError", wantRetryable: true,
+		},
+		{
+			name: "422 with timed out marker", status: 422, body: `{"error":{"message":"upstream request timed out"}}`,
+			wantType: "TimeoutError", wantRetryable: true,
+		},
+		{
+			name: "401 echoing the key", status: 401,
+			body:     `{"error":{"message":"Incorrect API key provided: ` + testKey + `. Rate limit docs at ...","type":"invalid_request_error","code":"invalid_api_key"}}`,
+			wantType: "AuthenticationError", wantRetryable: false,
+			wantMessage: "model server answered HTTP 401 Unauthorized (invalid_api_key)",
+		},
+		{
+			name: "403", status: 403, body: `{"error":{"message":"forbidden"}}`,
+			wantType: "AuthenticationError", wantRetryable: false,
+		},
+		{
+			name: "404 unknown model", status: 404, body: `{"error":{"message":"The model does not exist","code":"model_not_found"}}`,
+			wantType: "BadRequestError", wantRetryable: false,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			b := setupOpenAI(t, func(w http.ResponseWriter, _ *http.Request) {
+				for k, v := range tt.header {
+					w.Header().Set(k, v)
+				}
+				if tt.body != "" && tt.body[0] == '<' {
+					w.Header().Set("Content-Type", "text/html")
+					w.WriteHeader(tt.status)
+					_, _ = io.WriteString(w, tt.body)
+					return
+				}
+				reply(w, tt.status, tt.body)
+			}, nil)
+
+			resp, err := b.provider.Complete(t.Context(), &Request{
+				System:   "You analyse invoices.",
+				Messages: []Message{TextMessage(RoleUser, "Hi")},
+			})
+			require.Nil(t, resp)
+			var f *Failure
+			require.ErrorAs(t, err, &f)
+			require.Equal(t, tt.wantType, f.Type)
+			require.Equal(t, tt.wantRetryable, f.Retryable)
+			require.Equal(t, tt.wantRetryable, IsTransient(err))
+			require.Equal(t, tt.status, f.Status)
+			require.InDelta(t, tt.wantRetryAfter, f.RetryAfterSeconds, 1e-9)
+			if tt.wantMessage != "" {
+				require.Equal(t, tt.wantMessage, f.Message)
+			}
+			// Client-safe: no key, no payload, no provider free text.
+			require.NotContains(t, err.Error(), testKey)
+			require.NotContains(t, err.Error(), "You analyse invoices")
+			require.Equal(t, int32(1), b.hits.Load(), "the SDK must not retry")
+		})
+	}
+}
+
+func TestOpenAIInvalidReply(t *testing.T) {
+	t.Parallel()
+
+	tests := []struct {
+		name        string
+		contentType string
+		body        string
+		wantMessage string
+	}{
+		{name: "no choices", contentType: "application/json", body: `{"choices":[]}`, wantMessage: "model reply has no choices"},
+		{name: "not json", contentType: "text/plain", body: `hello`, wantMessage: "model server reply (HTTP 200) is not a valid chat completion"},
+		{name: "broken json", contentType: "application/json", body: `{"choices":[`, wantMessage: "model server reply (HTTP 200) is not a valid chat completion"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			b := setupOpenAI(t, func(w http.ResponseWriter, _ *http.Request) {
+				w.Header().Set("Content-Type", tt.contentType)
+				_, _ = io.WriteString(w, tt.body)
+			}, nil)
+			_, err := b.provider.Complete(t.Context(), &Request{Messages: []Message{TextMessage(RoleUser, "Hi")}})
+			var f *Failure
+			require.ErrorAs(t, err, &f)
+			require.Equal(t, "APIResponseValidationError", f.Type)
+			require.False(t, f.Retryable)
+			require.Equal(t, tt.wantMessage, f.Message)
+		})
+	}
+}
+
+func TestOpenAIConnectionRefused(t *testing.T) {
+	t.Parallel()
+
+	b := setupOpenAI(t, func(w http.ResponseWriter, _ *http.Request) {
+		reply(w, http.StatusOK, `{}`)
+	}, nil)
+	b.srv.Close() // nothing listens on the port any more
+
+	_, err := b.provider.Complete(t.Context(), &Request{Messages: []Message{TextMessage(RoleUser, "Hi")}})
+	var f *Failure
+	require.ErrorAs(t, err, &f)
+	require.Equal(t, "ConnectionError", f.Type)
+	require.True(t, f.Retryable)
+	require.Equal(t, "connection to the model server failed: connection refused", f.Message)
+	require.NotContains(t, err.Error(), testKey)
+	require.Equal(t, int32(0), b.hits.Load())
+}
+
+func TestOpenAIDroppedConnection(t *testing.T) {
+	t.Parallel()
+
+	b := setupOpenAI(t, func(w http.ResponseWriter, _ *http.Request) {
+		conn, _, err := http.NewResponseController(w).Hijack()
+		if err == nil {
+			_ = conn.Close()
+		}
+	}, nil)
+
+	_, err := b.provider.Complete(t.Context(), &Request{Messages: []Message{TextMessage(RoleUser, "Hi")}})
+	var f *Failure
+	require.ErrorAs(t, err, &f)
+	require.Equal(t, "ConnectionError", f.Type)
+	require.True(t, f.Retryable)
+	require.Equal(t, int32(1), b.hits.Load(), "the SDK must not retry")
+}
+
+func TestOpenAIBodyCutOff(t *testing.T) {
+	t.Parallel()
+
+	b := setupOpenAI(t, func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Content-Length", "1000")
+		w.WriteHeader(http.StatusOK)
+		_, _ = io.WriteString(w, `{"choices":[`)
+		conn, _, err := http.NewResponseController(w).Hijack()
+		if err == nil {
+			_ = conn.Close()
+		}
+	}, nil)
+
+	_, err := b.provider.Complete(t.Context(), &Request{Messages: []Message{TextMessage(RoleUser, "Hi")}})
+	var f *Failure
+	require.ErrorAs(t, err, &f)
+	require.Equal(t, "ConnectionError", f.Type)
+	require.True(t, f.Retryable)
+	require.Equal(t, int32(1), b.hits.Load(), "the SDK must not retry")
+}
+
+// slowHandler blocks until the client goes away (or a safety timeout) and
+// signals started when the request arrived.
+func slowHandler(started chan<- struct{}) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if started != nil {
+			started <- struct{}{}
+		}
+		select {
+		case <-r.Context().Done():
+		case <-time.After(10 * time.Second):
+		}
+		reply(w, http.StatusOK, `{"choices":[{"index":0,"finish_reason":"stop","message":{"role":"assistant","content":"late"}}]}`)
+	}
+}
+
+func TestOpenAITimeout(t *testing.T) {
+	t.Parallel()
+
+	b := setupOpenAI(t, slowHandler(nil), func(c *Config) { c.TimeoutSeconds = 0.05 })
+
+	start := time.Now()
+	_, err := b.provider.Complete(t.Context(), &Request{Messages: []Message{TextMessage(RoleUser, "Hi")}})
+	require.Less(t, time.Since(start), 5*time.Second)
+	var f *Failure
+	require.ErrorAs(t, err, &f)
+	require.Equal(t, "TimeoutError", f.Type)
+	require.True(t, f.Retryable)
+	require.Equal(t, "no model reply within the call timeout of 50ms", f.Message)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	require.Equal(t, int32(1), b.hits.Load(), "the SDK must not retry")
+}
+
+func TestOpenAIParentCancel(t *testing.T) {
+	t.Parallel()
+
+	started := make(chan struct{}, 1)
+	b := setupOpenAI(t, slowHandler(started), nil)
+
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	go func() {
+		<-started
+		cancel()
+	}()
+	_, err := b.provider.Complete(ctx, &Request{Messages: []Message{TextMessage(RoleUser, "Hi")}})
+	require.ErrorIs(t, err, context.Canceled)
+	var f *Failure
+	require.False(t, errors.As(err, &f), "cancellation is not a failure to retry")
+	require.Equal(t, int32(1), b.hits.Load())
+}
+
+func TestOpenAIParentCancelWithCause(t *testing.T) {
+	t.Parallel()
+
+	errStop := errors.New("worker stopping")
+	started := make(chan struct{}, 1)
+	b := setupOpenAI(t, slowHandler(started), nil)
+
+	ctx, cancel := context.WithCancelCause(t.Context())
+	defer cancel(nil)
+	go func() {
+		<-started
+		cancel(errStop)
+	}()
+	_, err := b.provider.Complete(ctx, &Request{Messages: []Message{TextMessage(RoleUser, "Hi")}})
+	require.ErrorIs(t, err, context.Canceled)
+	require.ErrorIs(t, err, errStop)
+}
+
+func TestOpenAIAlreadyCancelled(t *testing.T) {
+	t.Parallel()
+
+	b := setupOpenAI(t, slowHandler(nil), nil)
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	_, err := b.provider.Complete(ctx, &Request{Messages: []Message{TextMessage(RoleUser, "Hi")}})
+	require.ErrorIs(t, err, context.Canceled)
+	require.Equal(t, int32(0), b.hits.Load())
+}
+
+func TestOpenAIInvalidRequest(t *testing.T) {
+	t.Parallel()
+
+	tests := []struct {
+		name        string
+		req         *Request
+		wantMessage string
+	}{
+		{name: "nil request", req: nil, wantMessage: "nil model request"},
+		{
+			name:        "unknown role",
+			req:         &Request{Messages: []Message{TextMessage("system", "x")}},
+			wantMessage: `message 0: unsupported role "system"`,
+		},
+		{
+			name: "tool_use in a user message",
+			req: &Request{Messages: []Message{{Role: RoleUser, Content: []ContentBlock{
+				{Type: BlockToolUse, ID: "c", Name: "n"},
+			}}}},
+			wantMessage: `message 0 block 0: block type "tool_use" is not allowed in a user message`,
+		},
+		{
+			name: "tool_result in an assistant message",
+			req: &Request{Messages: []Message{{Role: RoleAssistant, Content: []ContentBlock{
+				{Type: BlockText, Text: "x"}, {Type: BlockToolResult, ToolUseID: "c"},
+			}}}},
+			wantMessage: `message 0 block 1: block type "tool_result" is not allowed in an assistant message`,
+		},
+		{
+			name: "schema not an object",
+			req: &Request{
+				Messages: []Message{TextMessage(RoleUser, "x")},
+				Tools:    []ToolSpec{{Name: "t", InputSchema: json.RawMessage(`[1]`)}},
+			},
+			wantMessage: `tool 0 ("t"): input_schema: not a JSON object`,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			b := setupOpenAI(t, slowHandler(nil), nil)
+			_, err := b.provider.Complete(t.Context(), tt.req)
+			var f *Failure
+			require.ErrorAs(t, err, &f)
+			require.Equal(t, "InvalidRequestError", f.Type)
+			require.False(t, f.Retryable)
+			require.Contains(t, f.Message, tt.wantMessage)
+			require.Equal(t, int32(0), b.hits.Load())
+		})
+	}
+}
+
+func TestParseArguments(t *testing.T) {
+	t.Parallel()
+
+	tests := []struct {
+		name string
+		args string
+		want string
+	}{
+		{name: "object kept and compacted", args: "{ \"a\" : 1 }", want: `{"a":1}`},
+		{name: "empty", args: "", want: `{}`},
+		{name: "whitespace", args: "  \n", want: `{}`},
+		{name: "null", args: "null", want: `{}`},
+		{name: "invalid json", args: `{"a":`, want: `{"_raw":"{\"a\":"}`},
+		{name: "array", args: `[1,2]`, want: `{"_raw":"[1,2]"}`},
+		{name: "string", args: `"x"`, want: `{"_raw":"\"x\""}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			require.Equal(t, tt.want, string(parseArguments(tt.args)))
+		})
+	}
+}
+
+func TestStopReason(t *testing.T) {
+	t.Parallel()
+
+	tests := []struct {
+		name      string
+		finish    string
+		toolCalls bool
+		want      string
+	}{
+		{name: "stop", finish: "stop", want: "end_turn"},
+		{name: "stop with tool calls", finish: "stop", toolCalls: true, want: "tool_use"},
+		{name: "tool_calls", finish: "tool_calls", toolCalls: true, want: "tool_use"},
+		{name: "function_call", finish: "function_call", toolCalls: true, want: "tool_use"},
+		{name: "length", finish: "length", want: "max_tokens"},
+		{name: "content_filter verbatim", finish: "content_filter", want: "content_filter"},
+		{name: "empty", finish: "", want: "end_turn"},
+		{name: "empty with tool calls", finish: "", toolCalls: true, want: "tool_use"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			require.Equal(t, tt.want, stopReason(tt.finish, tt.toolCalls))
+		})
+	}
+}
+
+func TestToolResultText(t *testing.T) {
+	t.Parallel()
+
+	tests := []struct {
+		name    string
+		content string
+		want    string
+	}{
+		{name: "string", content: `"42 EUR"`, want: "42 EUR"},
+		{name: "string with escapes", content: `"a\nb \"q\""`, want: "a\nb \"q\""},
+		{name: "object compacted", content: `{ "a": [1, 2] }`, want: `{"a":[1,2]}`},
+		{name: "number", content: `3.5`, want: `3.5`},
+		{name: "null", content: `null`, want: ""},
+		{name: "absent", content: ``, want: ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			require.Equal(t, tt.want, toolResultText(json.RawMessage(tt.content)))
+		})
+	}
+}
+
+func TestRetryAfterSeconds(t *testing.T) {
+	t.Parallel()
+
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	tests := []struct {
+		name   string
+		header http.Header
+		want   float64
+	}{
+		{name: "none", header: http.Header{}, want: 0},
+		{name: "nil", header: nil, want: 0},
+		{name: "seconds", header: http.Header{"Retry-After": {"12"}}, want: 12},
+		{name: "fractional seconds", header: http.Header{"Retry-After": {"0.25"}}, want: 0.25},
+		{name: "milliseconds preferred", header: http.Header{"Retry-After-Ms": {"250"}, "Retry-After": {"12"}}, want: 0.25},
+		{name: "bad milliseconds fall back", header: http.Header{"Retry-After-Ms": {"x"}, "Retry-After": {"3"}}, want: 3},
+		{name: "http date", header: http.Header{"Retry-After": {now.Add(30 * time.Second).Format(http.TimeFormat)}}, want: 30},
+		{name: "http date in the past", header: http.Header{"Retry-After": {now.Add(-time.Minute).Format(http.TimeFormat)}}, want: 0},
+		{name: "negative", header: http.Header{"Retry-After": {"-4"}}, want: 0},
+		{name: "garbage", header: http.Header{"Retry-After": {"soon"}}, want: 0},
+		{name: "infinite", header: http.Header{"Retry-After": {"Inf"}}, want: 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			require.InDelta(t, tt.want, retryAfterSeconds(tt.header, now), 1e-9)
+		})
+	}
+}
