@@ -1,8 +1,19 @@
 package agent
 
 import (
+	"encoding/json"
+	"slices"
+
 	"hxd/internal/model"
 	"hxd/internal/tool"
+)
+
+// Defaults of an agent definition (see WithDefaults).
+const (
+	DefaultMaxIterations  = 50
+	DefaultMaxResultChars = 12000
+	DefaultMaxTokens      = 4096
+	DefaultModelTimeout   = 120.0
 )
 
 // Ref names an agent definition: AgentRef {name, version}.
@@ -69,4 +80,64 @@ type Middleware struct {
 type RegexReplace struct {
 	Pattern string `json:"pattern"`
 	Replace string `json:"replace"`
+}
+
+// WithDefaults returns a copy of d with every optional field set to its
+// default: max_iterations 50, retry DefaultRetry, max_result_chars 12000,
+// model max_tokens 4096 and timeout_seconds 120, scripted tool call input
+// {} and each tool's tool.Config defaults. d is not modified.
+func (d *Definition) WithDefaults() *Definition {
+	c := *d
+	if c.MaxIterations == 0 {
+		c.MaxIterations = DefaultMaxIterations
+	}
+	if c.Retry == nil {
+		r := DefaultRetry
+		c.Retry = &r
+	} else {
+		r := *c.Retry
+		c.Retry = &r
+	}
+	if c.MaxResultChars == 0 {
+		c.MaxResultChars = DefaultMaxResultChars
+	}
+	if c.Model.MaxTokens == 0 {
+		c.Model.MaxTokens = DefaultMaxTokens
+	}
+	if c.Model.TimeoutSeconds == 0 {
+		c.Model.TimeoutSeconds = DefaultModelTimeout
+	}
+	if c.Model.Script != nil {
+		c.Model.Script = slices.Clone(c.Model.Script)
+		for i, step := range c.Model.Script {
+			if step.ToolCalls == nil {
+				continue
+			}
+			calls := slices.Clone(step.ToolCalls)
+			for j := range calls {
+				if len(calls[j].Input) == 0 {
+					calls[j].Input = json.RawMessage(`{}`)
+				}
+			}
+			c.Model.Script[i].ToolCalls = calls
+		}
+	}
+	c.ResponseMiddleware = slices.Clone(d.ResponseMiddleware)
+	if d.Tools != nil {
+		c.Tools = make([]ToolDef, len(d.Tools))
+		for i, t := range d.Tools {
+			c.Tools[i] = ToolDef{Config: t.Config.WithDefaults(), ResultMiddleware: slices.Clone(t.ResultMiddleware)}
+		}
+	}
+	return &c
+}
+
+// Tool returns the tool named name, or false.
+func (d *Definition) Tool(name string) (ToolDef, bool) {
+	for _, t := range d.Tools {
+		if t.Name == name {
+			return t, true
+		}
+	}
+	return ToolDef{}, false
 }

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
+	"time"
 
 	"hxd/internal/model"
 )
@@ -174,4 +176,90 @@ func AsFailure(err error) *Failure {
 		return &Failure{Type: "TimeoutError", Message: "tool call timed out", Transient: true, Cause: err}
 	}
 	return &Failure{Type: "ToolError", Message: "tool call failed", Cause: err}
+}
+
+// BuiltinFunc implements a builtin tool. It returns an error result in
+// Outcome for problems the model should see and an error (ideally a
+// *Failure) for failures of the attempt itself.
+type BuiltinFunc func(ctx context.Context, inv Invocation) (Outcome, error)
+
+// Options are the process-level dependencies of tools.
+type Options struct {
+	// HTTPClient for webhook calls. Optional, default: a client without
+	// timeout that does not follow redirects (each call is bounded by the
+	// tool's timeout_seconds).
+	HTTPClient *http.Client
+	// Builtins adds builtin implementations by name; they take precedence
+	// over the standard builtins (see BuiltinNames). Optional.
+	Builtins map[string]BuiltinFunc
+	// WorkDir is the directory the write_report builtin writes to.
+	// Optional, default: none (write_report returns an error result).
+	WorkDir string
+}
+
+// New validates cfg (with defaults applied) and returns the tool it
+// describes. Errors wrap ErrInvalidConfig and name the field.
+func New(cfg Config, opts Options) (Tool, error) {
+	cfg = cfg.WithDefaults()
+	builtin := lookupBuiltin(opts)
+	if errs := validate(cfg, func(name string) bool { return builtin(name) != nil }); len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	schema, err := compileSchema(cfg.InputSchema)
+	if err != nil {
+		return nil, &FieldError{Field: "input_schema", Problem: err.Error()}
+	}
+	b := base{cfg: cfg, schema: schema}
+	switch cfg.Kind {
+	case KindWebhook:
+		client := opts.HTTPClient
+		if client == nil {
+			client = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+		}
+		return &webhookTool{base: b, client: client}, nil
+	case KindClient:
+		return &clientTool{base: b}, nil
+	default:
+		return &builtinTool{base: b, fn: builtin(cfg.Builtin)}, nil
+	}
+}
+
+// base holds what every tool kind shares: its config and compiled schema.
+type base struct {
+	cfg    Config
+	schema *inputSchema
+}
+
+// Config returns the tool's configuration with defaults applied.
+func (b *base) Config() Config { return b.cfg }
+
+// Spec describes the tool to the model.
+func (b *base) Spec() model.ToolSpec {
+	return model.ToolSpec{Name: b.cfg.Name, Description: b.cfg.Description, InputSchema: b.cfg.InputSchema}
+}
+
+// ValidateInput checks input against the tool's input schema.
+func (b *base) ValidateInput(input json.RawMessage) error { return b.schema.validate(input) }
+
+// timeout returns the tool's call bound.
+func (b *base) timeout() time.Duration {
+	return time.Duration(b.cfg.TimeoutSeconds * float64(time.Second))
+}
+
+// callFailure turns a context error of a call into a *Failure: a deadline
+// is a transient TimeoutError, a cancellation a non-transient
+// CancelledError whose cause is context.Canceled.
+func callFailure(ctx context.Context, timeout time.Duration, err error) *Failure {
+	switch {
+	case errors.Is(err, context.DeadlineExceeded) || errors.Is(ctx.Err(), context.DeadlineExceeded):
+		return &Failure{
+			Type:      "TimeoutError",
+			Message:   fmt.Sprintf("tool call timed out after %s", timeout),
+			Transient: true,
+			Cause:     context.DeadlineExceeded,
+		}
+	case errors.Is(err, context.Canceled) || errors.Is(ctx.Err(), context.Canceled):
+		return &Failure{Type: "CancelledError", Message: "tool call cancelled", Cause: context.Canceled}
+	}
+	return nil
 }

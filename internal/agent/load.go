@@ -1,0 +1,185 @@
+package agent
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+
+	"sigs.k8s.io/yaml"
+)
+
+// MaxFileBytes bounds the size of one agent file.
+const MaxFileBytes = 1 << 20
+
+// Load reads one agent file (YAML, so JSON works too), refusing unknown
+// fields, and returns the validated definition with defaults applied. name
+// (usually the file path) prefixes every problem, e.g.
+// `agents/x.yaml: tools[0].kind: unknown kind "webhok"`; problems are
+// joined by errors.Join and wrap ErrInvalidDefinition.
+func Load(r io.Reader, name string) (*Definition, error) {
+	data, err := io.ReadAll(io.LimitReader(r, MaxFileBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("%s: read: %w", name, err)
+	}
+	if len(data) > MaxFileBytes {
+		return nil, fileError(name, &FieldError{Problem: fmt.Sprintf("file exceeds %d bytes", MaxFileBytes)})
+	}
+	d, err := decode(data)
+	if err != nil {
+		return nil, fileError(name, err)
+	}
+	if err := d.Validate(); err != nil {
+		return nil, fileError(name, err)
+	}
+	return d.WithDefaults(), nil
+}
+
+// LoadDir loads every *.yaml, *.yml and *.json file of dir (not
+// recursing, skipping hidden files), one agent per file, in file name
+// order. Problems of all files are joined; each names its file. Two files
+// defining the same name@version are refused.
+func LoadDir(dir string) ([]*Definition, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("agent directory: %w", err)
+	}
+	var (
+		defs []*Definition
+		errs []error
+		seen = map[Ref]string{}
+	)
+	for _, e := range entries {
+		if e.IsDir() || strings.HasPrefix(e.Name(), ".") || !isAgentFile(e.Name()) {
+			continue
+		}
+		path := filepath.Join(dir, e.Name())
+		d, err := loadFile(path)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if first, ok := seen[d.Ref()]; ok {
+			errs = append(errs, fileError(path, &FieldError{Problem: fmt.Sprintf("agent %s is already defined in %s", d.Ref(), first)}))
+			continue
+		}
+		seen[d.Ref()] = path
+		defs = append(defs, d)
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	return defs, nil
+}
+
+// isAgentFile reports whether name has an agent file extension.
+func isAgentFile(name string) bool {
+	switch strings.ToLower(filepath.Ext(name)) {
+	case ".yaml", ".yml", ".json":
+		return true
+	}
+	return false
+}
+
+// loadFile loads the agent file at path.
+func loadFile(path string) (*Definition, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err // *PathError names the file
+	}
+	defer f.Close()
+	return Load(f, path)
+}
+
+// decode converts YAML to JSON and decodes it strictly.
+func decode(data []byte) (*Definition, error) {
+	js, err := yaml.YAMLToJSON(data)
+	if err != nil {
+		msg := strings.TrimPrefix(err.Error(), "error converting YAML to JSON: ")
+		msg = strings.TrimPrefix(msg, "yaml: ")
+		return nil, &FieldError{Problem: "invalid YAML: " + msg, Cause: err}
+	}
+	if bytes.Equal(bytes.TrimSpace(js), []byte("null")) {
+		return nil, &FieldError{Problem: "empty agent file"}
+	}
+	dec := json.NewDecoder(bytes.NewReader(js))
+	dec.DisallowUnknownFields()
+	var d Definition
+	if err := dec.Decode(&d); err != nil {
+		return nil, describeDecodeError(err)
+	}
+	return &d, nil
+}
+
+// describeDecodeError turns a JSON decoding error into a *FieldError
+// without Go type names.
+func describeDecodeError(err error) error {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		field := te.Field
+		if field == "" {
+			field = "(top level)"
+		}
+		got, want := yamlKind(te.Value), jsonKind(te.Type)
+		problem := fmt.Sprintf("got %s, want %s", got, want)
+		if got == "boolean" && want == "string" {
+			problem += " (YAML reads unquoted yes/no/y/n/on/off/true/false as booleans; quote the value)"
+		} else if strings.HasPrefix(got, "number") && want == "string" {
+			problem += " (quote the value)"
+		}
+		return &FieldError{Field: field, Problem: problem, Cause: err}
+	}
+	msg := strings.TrimPrefix(err.Error(), "json: ")
+	return &FieldError{Problem: msg, Cause: err}
+}
+
+// yamlKind renames encoding/json's value descriptions ("bool", "array",
+// "object") to the words jsonKind uses.
+func yamlKind(v string) string {
+	switch v {
+	case "bool":
+		return "boolean"
+	case "array":
+		return "list"
+	case "object":
+		return "mapping"
+	}
+	return v
+}
+
+// jsonKind names the JSON type a Go type decodes from.
+func jsonKind(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.String:
+		return "string"
+	case reflect.Bool:
+		return "boolean"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "integer"
+	case reflect.Float32, reflect.Float64:
+		return "number"
+	case reflect.Slice, reflect.Array:
+		return "list"
+	case reflect.Struct, reflect.Map:
+		return "mapping"
+	case reflect.Pointer:
+		return jsonKind(t.Elem())
+	}
+	return t.Kind().String()
+}
+
+// fileError prefixes every joined problem of err with the file name.
+func fileError(name string, err error) error {
+	parts := splitJoined(err)
+	out := make([]error, len(parts))
+	for i, e := range parts {
+		out[i] = fmt.Errorf("%s: %w", name, e)
+	}
+	return errors.Join(out...)
+}

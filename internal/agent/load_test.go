@@ -1,0 +1,253 @@
+package agent
+
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"hxd/internal/model"
+	"hxd/internal/tool"
+)
+
+// minimal is a valid agent file the bad cases below edit.
+const minimal = `
+name: a
+version: v1
+model:
+  provider: scripted
+  script:
+    - tool_calls: [{id: c1, name: echo, input: {text: hi}}]
+    - text: done
+tools:
+  - name: echo
+`
+
+func TestLoadDesignExample(t *testing.T) {
+	t.Parallel()
+	f, err := os.Open("testdata/design-example.yaml")
+	require.NoError(t, err)
+	defer f.Close()
+	d, err := Load(f, "testdata/design-example.yaml")
+	require.NoError(t, err)
+
+	require.Equal(t, Ref{Name: "invoice-analyst", Version: "v1"}, d.Ref())
+	require.Equal(t, "You analyse invoices.", d.SystemPrompt)
+	require.Equal(t, 50, d.MaxIterations)
+	require.Equal(t, model.ProviderOpenAI, d.Model.Provider)
+	require.Equal(t, "gpt-4o-mini", d.Model.Model)
+	require.Equal(t, "https://api.openai.com/v1", d.Model.BaseURL)
+	require.Equal(t, "OPENAI_API_KEY", d.Model.APIKeyEnv)
+	require.Equal(t, 4096, d.Model.MaxTokens)
+	require.NotNil(t, d.Model.Temperature)
+	require.Zero(t, *d.Model.Temperature)
+	require.Equal(t, &RetryPolicy{Attempts: 4, BackoffSeconds: 0.5, MaxBackoffSeconds: 60}, d.Retry)
+	require.Equal(t, "x (synthetic fixture)", ApplyAll(d.ResponseMiddleware, "x"))
+	require.Equal(t, 12000, d.MaxResultChars, "default applied")
+
+	require.Len(t, d.Tools, 1)
+	tl := d.Tools[0]
+	require.Equal(t, "overdue_balance", tl.Name)
+	require.Equal(t, tool.KindWebhook, tl.Kind)
+	require.Equal(t, "http://127.0.0.1:9000/overdue", tl.URL)
+	require.Equal(t, tool.PolicySafe, tl.ReplayPolicy)
+	require.Equal(t, tool.PermissionAllow, tl.Permission)
+	require.InDelta(t, 30.0, tl.TimeoutSeconds, 0)
+	require.Equal(t, &tool.DefaultRetry, tl.Retry, "default applied")
+	require.JSONEq(t, `{"type":"object","properties":{"account":{"type":"string"}},"required":["account"]}`, string(tl.InputSchema))
+	require.Equal(t, "card [card] ok", ApplyAll(tl.ResultMiddleware, "card 4111111111111111 ok"))
+
+	_, err = tool.New(tl.Config, tool.Options{})
+	require.NoError(t, err, "the loaded tool config builds a tool")
+}
+
+func TestLoadGood(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name  string
+		file  string
+		check func(t *testing.T, d *Definition)
+	}{
+		{name: "minimal", file: minimal, check: func(t *testing.T, d *Definition) {
+			require.Equal(t, DefaultMaxIterations, d.MaxIterations)
+			require.Equal(t, &DefaultRetry, d.Retry)
+			require.Equal(t, DefaultMaxTokens, d.Model.MaxTokens)
+			require.InDelta(t, DefaultModelTimeout, d.Model.TimeoutSeconds, 0)
+			require.Equal(t, tool.KindBuiltin, d.Tools[0].Kind)
+			require.Equal(t, "echo", d.Tools[0].Builtin)
+			require.Equal(t, tool.PolicyManual, d.Tools[0].ReplayPolicy)
+			require.JSONEq(t, `{"text":"hi"}`, string(d.Model.Script[0].ToolCalls[0].Input))
+		}},
+		{name: "json file", file: `{"name":"j","version":"1.0","model":{"provider":"anthropic","model":"claude"},
+			"tools":[{"name":"ask","kind":"client","permission":"ask"}]}`, check: func(t *testing.T, d *Definition) {
+			require.Equal(t, Ref{Name: "j", Version: "1.0"}, d.Ref())
+			require.Equal(t, tool.KindClient, d.Tools[0].Kind)
+		}},
+		{name: "script input defaults to object", file: `
+name: a
+version: v1
+model: {provider: scripted, script: [{tool_calls: [{id: c, name: sleep}]}]}
+tools: [{name: sleep}]
+`, check: func(t *testing.T, d *Definition) {
+			require.Equal(t, json.RawMessage(`{}`), d.Model.Script[0].ToolCalls[0].Input)
+		}},
+		{name: "tool named builtin", file: `
+name: a
+version: v1
+model: {provider: openai, model: m}
+tools: [{name: say, builtin: echo, concurrent: true, retry: {attempts: 2, backoff_seconds: 0, max_backoff_seconds: 0}}]
+max_session_duration_seconds: 60
+`, check: func(t *testing.T, d *Definition) {
+			require.True(t, d.Tools[0].Concurrent)
+			require.Equal(t, 2, d.Tools[0].Retry.Attempts)
+			require.InDelta(t, 60.0, d.MaxSessionDurationSeconds, 0)
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			d, err := Load(strings.NewReader(tt.file), "agents/good.yaml")
+			require.NoError(t, err)
+			tt.check(t, d)
+		})
+	}
+}
+
+func TestLoadBad(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		file string
+		want []string // each a full problem line after "agents/bad.yaml: "
+	}{
+		{name: "unknown field", file: minimal + "max_iteration: 3\n", want: []string{`unknown field "max_iteration"`}},
+		{name: "unknown tool field", file: strings.Replace(minimal, "- name: echo", "- name: echo\n    replay: safe", 1),
+			want: []string{`unknown field "replay"`}},
+		{name: "bad provider", file: strings.Replace(minimal, "provider: scripted", "provider: openia", 1),
+			want: []string{`model: unknown provider "openia" (want openai, anthropic or scripted)`, "model.script: only used by the scripted provider"}},
+		{name: "missing version", file: strings.Replace(minimal, "version: v1", "", 1), want: []string{"version: required"}},
+		{name: "bad name", file: strings.Replace(minimal, "name: a\n", "name: a b\n", 1), want: []string{`name: "a b" must match ^[a-zA-Z0-9._-]{1,64}$`}},
+		{name: "duplicate tool", file: minimal + "  - name: echo\n", want: []string{`tools[1].name: duplicate tool name "echo"`}},
+		{name: "bad regex", file: minimal + "    result_middleware: [{regex_replace: {pattern: \"(\", replace: x}}]\n",
+			want: []string{"tools[0].result_middleware[0].regex_replace.pattern: invalid regex: missing closing ): \"(\""}},
+		{name: "middleware with both", file: minimal + "response_middleware: [{append_text: x, regex_replace: {pattern: a, replace: b}}]\n",
+			want: []string{"response_middleware[0]: needs exactly one of append_text or regex_replace"}},
+		{name: "middleware with none", file: minimal + "response_middleware: [{}]\n",
+			want: []string{"response_middleware[0]: needs exactly one of append_text or regex_replace"}},
+		{name: "bad kind", file: strings.Replace(minimal, "- name: echo", "- name: echo\n    kind: webhok", 1),
+			want: []string{`tools[0].kind: unknown kind "webhok" (want builtin, webhook or client)`}},
+		{name: "webhook without url", file: strings.Replace(minimal, "- name: echo", "- name: echo\n    kind: webhook", 1),
+			want: []string{"tools[0].url: required for kind webhook"}},
+		{name: "bad schema", file: strings.Replace(minimal, "- name: echo", "- name: echo\n    input_schema: {type: string}", 1),
+			want: []string{`tools[0].input_schema: type must be "object"`}},
+		{name: "script names unknown tool", file: strings.Replace(minimal, "name: echo, input", "name: ehco, input", 1),
+			want: []string{`model.script[0].tool_calls[0].name: unknown tool "ehco"`}},
+		{name: "script call without id", file: strings.Replace(minimal, "id: c1, ", "", 1),
+			want: []string{"model.script[0].tool_calls[0].id: required"}},
+		{name: "negative numbers", file: minimal + "max_iterations: -1\nmax_result_chars: -2\nretry: {attempts: 0, backoff_seconds: -1, max_backoff_seconds: 1}\n",
+			want: []string{"max_iterations: must not be negative", "max_result_chars: must not be negative", "retry.attempts: must be at least 1", "retry.backoff_seconds: must not be negative"}},
+		{name: "wrong type", file: minimal + "max_iterations: many\n", want: []string{"max_iterations: got string, want integer"}},
+		{name: "invalid yaml", file: "name: a\n  version: v1\n", want: []string{"invalid YAML: line 2: mapping values are not allowed in this context"}},
+		{name: "empty file", file: "", want: []string{"empty agent file"}},
+		{name: "several tool problems", file: strings.Replace(minimal, "- name: echo", "- name: echo\n    kind: webhok\n    permission: maybe\n    input_schema: {type: string}", 1),
+			want: []string{`tools[0].kind: unknown kind "webhok" (want builtin, webhook or client)`, `tools[0].permission: unknown permission "maybe" (want allow, ask or deny)`, `tools[0].input_schema: type must be "object"`}},
+		{name: "yaml boolean", file: strings.Replace(minimal, "name: a\n", "name: yes\n", 1),
+			want: []string{"name: got boolean, want string (YAML reads unquoted yes/no/y/n/on/off/true/false as booleans; quote the value)"}},
+		{name: "several problems", file: "name: a\nmodel: {provider: scripted}\ntools: [{name: x, kind: webhok}]\n", want: []string{
+			"version: required", "model: scripted provider needs a non-empty script", `tools[0].kind: unknown kind "webhok" (want builtin, webhook or client)`,
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			_, err := Load(strings.NewReader(tt.file), "agents/bad.yaml")
+			require.Error(t, err)
+			require.ErrorIs(t, err, ErrInvalidDefinition)
+			lines := strings.Split(err.Error(), "\n")
+			for _, l := range lines {
+				require.True(t, strings.HasPrefix(l, "agents/bad.yaml: "), "every problem names the file: %q", l)
+			}
+			for _, w := range tt.want {
+				require.Contains(t, lines, "agents/bad.yaml: "+w)
+			}
+			require.NotContains(t, err.Error(), "Definition", "no Go type names")
+		})
+	}
+}
+
+func TestValidateToolErrorsKeepCause(t *testing.T) {
+	t.Parallel()
+	_, err := Load(strings.NewReader(strings.Replace(minimal, "- name: echo", "- name: echo\n    kind: webhok", 1)), "x.yaml")
+	require.ErrorIs(t, err, tool.ErrInvalidConfig)
+	var fe *FieldError
+	require.True(t, errors.As(err, &fe))
+	require.Equal(t, "tools[0].kind", fe.Field)
+}
+
+func TestLoadDir(t *testing.T) {
+	t.Parallel()
+	write := func(t *testing.T, dir, name, content string) {
+		t.Helper()
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(content), 0o600))
+	}
+
+	t.Run("good", func(t *testing.T) {
+		t.Parallel()
+		dir := t.TempDir()
+		write(t, dir, "b.yaml", minimal)
+		write(t, dir, "a.yml", strings.Replace(minimal, "name: a\n", "name: z\n", 1))
+		write(t, dir, "c.json", `{"name":"c","version":"v1","model":{"provider":"openai","model":"m"}}`)
+		write(t, dir, "README.md", "not an agent")
+		write(t, dir, ".hidden.yaml", "garbage: [")
+		require.NoError(t, os.Mkdir(filepath.Join(dir, "sub.yaml"), 0o700))
+		defs, err := LoadDir(dir)
+		require.NoError(t, err)
+		var refs []string
+		for _, d := range defs {
+			refs = append(refs, d.Ref().String())
+		}
+		require.Equal(t, []string{"z@v1", "a@v1", "c@v1"}, refs, "file name order")
+	})
+
+	t.Run("mix", func(t *testing.T) {
+		t.Parallel()
+		dir := t.TempDir()
+		write(t, dir, "good.yaml", minimal)
+		write(t, dir, "x.yaml", strings.Replace(minimal, "- name: echo", "- name: echo\n    kind: webhok", 1))
+		write(t, dir, "y.yaml", "name: [")
+		write(t, dir, "z.yaml", minimal)
+		defs, err := LoadDir(dir)
+		require.Nil(t, defs)
+		require.Error(t, err)
+		msg := err.Error()
+		require.Contains(t, msg, filepath.Join(dir, "x.yaml")+`: tools[0].kind: unknown kind "webhok"`)
+		require.Contains(t, msg, filepath.Join(dir, "y.yaml")+": invalid YAML")
+		require.Contains(t, msg, filepath.Join(dir, "z.yaml")+": agent a@v1 is already defined in "+filepath.Join(dir, "good.yaml"))
+		require.NotContains(t, msg, filepath.Join(dir, "good.yaml")+":")
+	})
+
+	t.Run("missing dir", func(t *testing.T) {
+		t.Parallel()
+		_, err := LoadDir(filepath.Join(t.TempDir(), "nope"))
+		require.ErrorIs(t, err, os.ErrNotExist)
+	})
+}
+
+func TestWithDefaultsCopies(t *testing.T) {
+	t.Parallel()
+	d := &Definition{Name: "a", Version: "v1", Model: model.Config{Provider: "scripted", Script: []model.ScriptStep{{Text: "x"}}},
+		Tools: []ToolDef{{Config: tool.Config{Name: "echo"}}}}
+	c := d.WithDefaults()
+	require.Empty(t, d.Tools[0].Kind, "the original is not modified")
+	require.Zero(t, d.MaxIterations)
+	require.Nil(t, d.Retry)
+	require.Equal(t, tool.KindBuiltin, c.Tools[0].Kind)
+	c.Model.Script[0].Text = "changed"
+	require.Equal(t, "x", d.Model.Script[0].Text)
+	require.Equal(t, c, c.WithDefaults(), "idempotent")
+	require.NoError(t, d.Validate())
+}

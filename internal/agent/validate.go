@@ -1,0 +1,185 @@
+package agent
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"regexp/syntax"
+	"strings"
+
+	"hxd/internal/model"
+	"hxd/internal/tool"
+)
+
+// refRE is what an agent name or version must match.
+var refRE = regexp.MustCompile(`^[a-zA-Z0-9._-]{1,64}$`)
+
+// ErrInvalidDefinition is wrapped by every problem Validate and Load report.
+var ErrInvalidDefinition = errors.New("invalid agent definition")
+
+// FieldError is one problem with one field of an agent definition, e.g.
+// Field `tools[0].kind`, Problem `unknown kind "webhok"`. It wraps
+// ErrInvalidDefinition and, when set, Cause.
+type FieldError struct {
+	// Field is the path of the field in the agent file; empty for the file
+	// as a whole.
+	Field string
+	// Problem is a short description.
+	Problem string
+	// Cause is the underlying error, if any (e.g. a *tool.FieldError).
+	Cause error
+}
+
+// Error implements error.
+func (e *FieldError) Error() string {
+	if e.Field == "" {
+		return e.Problem
+	}
+	return e.Field + ": " + e.Problem
+}
+
+// Unwrap returns ErrInvalidDefinition and the cause.
+func (e *FieldError) Unwrap() []error {
+	if e.Cause == nil {
+		return []error{ErrInvalidDefinition}
+	}
+	return []error{ErrInvalidDefinition, e.Cause}
+}
+
+// Validate reports every problem of d (defaults are applied first, so a
+// definition as written and one after WithDefaults validate alike) as
+// *FieldError values joined by errors.Join. Builtin tools must be standard
+// builtins or named in extraBuiltins.
+func (d *Definition) Validate(extraBuiltins ...string) error {
+	v := d.WithDefaults()
+	var errs []error
+	add := func(field, format string, args ...any) {
+		errs = append(errs, &FieldError{Field: field, Problem: fmt.Sprintf(format, args...)})
+	}
+	checkRef := func(field, s string) {
+		switch {
+		case s == "":
+			add(field, "required")
+		case !refRE.MatchString(s):
+			add(field, "%q must match %s", s, refRE)
+		}
+	}
+	checkRef("name", v.Name)
+	checkRef("version", v.Version)
+
+	if v.MaxIterations < 0 {
+		add("max_iterations", "must not be negative")
+	}
+	if v.MaxResultChars < 0 {
+		add("max_result_chars", "must not be negative")
+	}
+	if v.MaxSessionDurationSeconds < 0 {
+		add("max_session_duration_seconds", "must not be negative")
+	}
+	if r := v.Retry; r != nil {
+		if r.Attempts < 1 {
+			add("retry.attempts", "must be at least 1")
+		}
+		if r.BackoffSeconds < 0 {
+			add("retry.backoff_seconds", "must not be negative")
+		}
+		if r.MaxBackoffSeconds < 0 {
+			add("retry.max_backoff_seconds", "must not be negative")
+		}
+	}
+
+	for _, e := range splitJoined(v.Model.Validate()) {
+		msg := strings.TrimPrefix(e.Error(), model.ErrInvalidConfig.Error()+": ")
+		errs = append(errs, &FieldError{Field: "model", Problem: msg, Cause: e})
+	}
+	errs = append(errs, validateMiddleware("response_middleware", v.ResponseMiddleware)...)
+
+	names := make(map[string]bool, len(v.Tools))
+	for i, t := range v.Tools {
+		prefix := fmt.Sprintf("tools[%d]", i)
+		for _, e := range splitJoined(tool.ValidateConfig(t.Config, extraBuiltins...)) {
+			var fe *tool.FieldError
+			if errors.As(e, &fe) {
+				errs = append(errs, &FieldError{Field: prefix + "." + fe.Field, Problem: fe.Problem, Cause: e})
+			} else {
+				errs = append(errs, &FieldError{Field: prefix, Problem: e.Error(), Cause: e})
+			}
+		}
+		if t.Name != "" && names[t.Name] {
+			add(prefix+".name", "duplicate tool name %q", t.Name)
+		}
+		names[t.Name] = true
+		errs = append(errs, validateMiddleware(prefix+".result_middleware", t.ResultMiddleware)...)
+	}
+
+	if len(v.Model.Script) > 0 && v.Model.Provider != model.ProviderScripted && v.Model.Provider != "" {
+		add("model.script", "only used by the scripted provider")
+	}
+	for i, step := range v.Model.Script {
+		prefix := fmt.Sprintf("model.script[%d]", i)
+		if step.FailAttempts < 0 {
+			add(prefix+".fail_attempts", "must not be negative")
+		}
+		ids := make(map[string]bool, len(step.ToolCalls))
+		for j, c := range step.ToolCalls {
+			cp := fmt.Sprintf("%s.tool_calls[%d]", prefix, j)
+			switch {
+			case c.ID == "":
+				add(cp+".id", "required")
+			case ids[c.ID]:
+				add(cp+".id", "duplicate tool call id %q", c.ID)
+			}
+			ids[c.ID] = true
+			switch {
+			case c.Name == "":
+				add(cp+".name", "required")
+			case !names[c.Name]:
+				add(cp+".name", "unknown tool %q", c.Name)
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// validateMiddleware checks a middleware list and precompiles its regexes.
+func validateMiddleware(field string, ms []Middleware) []error {
+	var errs []error
+	for i, m := range ms {
+		f := fmt.Sprintf("%s[%d]", field, i)
+		switch {
+		case m.AppendText == nil && m.RegexReplace == nil, m.AppendText != nil && m.RegexReplace != nil:
+			errs = append(errs, &FieldError{Field: f, Problem: "needs exactly one of append_text or regex_replace"})
+		case m.RegexReplace != nil:
+			if m.RegexReplace.Pattern == "" {
+				errs = append(errs, &FieldError{Field: f + ".regex_replace.pattern", Problem: "required"})
+			} else if _, err := compileRegex(m.RegexReplace.Pattern); err != nil {
+				errs = append(errs, &FieldError{Field: f + ".regex_replace.pattern", Problem: describeRegexError(err), Cause: err})
+			}
+		}
+	}
+	return errs
+}
+
+// describeRegexError shortens a regexp syntax error.
+func describeRegexError(err error) string {
+	var se *syntax.Error
+	if errors.As(err, &se) {
+		return fmt.Sprintf("invalid regex: %s: %q", se.Code, se.Expr)
+	}
+	return "invalid regex"
+}
+
+// splitJoined returns the errors joined in err by errors.Join (nil for
+// nil); any other error, including a *FieldError, is returned alone.
+func splitJoined(err error) []error {
+	if err == nil {
+		return nil
+	}
+	if _, ok := err.(*FieldError); ok {
+		return []error{err}
+	}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	return []error{err}
+}
