@@ -1,0 +1,103 @@
+package storetest
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"hxd/internal/journal"
+	"hxd/internal/runtime/rtstore"
+)
+
+var lockCases = []testCase{
+	{"Busy", func(t *testing.T, b *bundle) {
+		s := b.newSession(t, "alice")
+		l1, err := b.store.SessionLock(b.ctx, s.ID)
+		require.NoError(t, err)
+		require.Equal(t, s.ID, l1.SessionID())
+		require.NotEmpty(t, l1.Token())
+
+		_, err = b.store.SessionLock(b.ctx, s.ID)
+		require.ErrorIs(t, err, rtstore.ErrSessionBusy)
+
+		// Another session is independent.
+		other := b.newSession(t, "alice")
+		l3, err := b.store.SessionLock(b.ctx, other.ID)
+		require.NoError(t, err)
+		require.NoError(t, l3.Release(b.ctx))
+
+		require.NoError(t, l1.Release(b.ctx))
+	}},
+	{"Retake", func(t *testing.T, b *bundle) {
+		s := b.newSession(t, "alice")
+		l1, err := b.store.SessionLock(b.ctx, s.ID)
+		require.NoError(t, err)
+		require.NoError(t, l1.Release(b.ctx))
+
+		l2, err := b.store.SessionLock(b.ctx, s.ID)
+		require.NoError(t, err)
+		require.NotEqual(t, l1.Token(), l2.Token())
+		require.GreaterOrEqual(t, l2.Generation(), l1.Generation())
+
+		// A stale lease's Release is a no-op: l2 still owns the session.
+		require.NoError(t, l1.Release(b.ctx))
+		_, err = b.store.SessionLock(b.ctx, s.ID)
+		require.ErrorIs(t, err, rtstore.ErrSessionBusy)
+
+		require.NoError(t, l2.Release(b.ctx))
+		require.NoError(t, l2.Release(b.ctx))
+	}},
+	{"CommitFenced", func(t *testing.T, b *bundle) {
+		s := b.newSession(t, "alice")
+		l1, err := b.store.SessionLock(b.ctx, s.ID)
+		require.NoError(t, err)
+		p := runParams(s.ID, "req-1", "d")
+		p.Commit.Lease = l1
+		run, _, err := b.store.RunInsert(b.ctx, p)
+		require.NoError(t, err)
+
+		c := commitFor(run, rtstore.StatusRunning, "model")
+		c.Lease = l1
+		require.NoError(t, b.store.Commit(b.ctx, c))
+
+		require.NoError(t, l1.Release(b.ctx))
+		c = commitFor(run, rtstore.StatusCompleted, "result")
+		c.Lease = l1
+		c.Records = []journal.Record{newRecord(s.ID, run.ID, journal.KindCheckpoint, `{}`)}
+		require.ErrorIs(t, b.store.Commit(b.ctx, c), rtstore.ErrLeaseLost)
+
+		// Still lost after someone else took the session.
+		l2, err := b.store.SessionLock(b.ctx, s.ID)
+		require.NoError(t, err)
+		require.ErrorIs(t, b.store.Commit(b.ctx, c), rtstore.ErrLeaseLost)
+
+		// A lease of another session does not fence this one.
+		other := b.newSession(t, "alice")
+		l3, err := b.store.SessionLock(b.ctx, other.ID)
+		require.NoError(t, err)
+		c.Lease = l3
+		require.ErrorIs(t, b.store.Commit(b.ctx, c), rtstore.ErrLeaseLost)
+
+		got, err := b.store.RunGet(b.ctx, run.ID)
+		require.NoError(t, err)
+		require.Equal(t, rtstore.StatusRunning, got.Status)
+		require.Len(t, b.journalOf(t, run.ID), 2)
+
+		c.Lease = l2
+		require.NoError(t, b.store.Commit(b.ctx, c))
+		require.NoError(t, l2.Release(b.ctx))
+		require.NoError(t, l3.Release(b.ctx))
+	}},
+	{"RunInsertFenced", func(t *testing.T, b *bundle) {
+		s := b.newSession(t, "alice")
+		l, err := b.store.SessionLock(b.ctx, s.ID)
+		require.NoError(t, err)
+		require.NoError(t, l.Release(b.ctx))
+		p := runParams(s.ID, "req-1", "d")
+		p.Commit.Lease = l
+		_, _, err = b.store.RunInsert(b.ctx, p)
+		require.ErrorIs(t, err, rtstore.ErrLeaseLost)
+		_, err = b.store.RunGet(b.ctx, p.Run.ID)
+		require.ErrorIs(t, err, rtstore.ErrNotFound)
+	}},
+}

@@ -1,0 +1,145 @@
+package storetest
+
+import (
+	"testing"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+
+	"hxd/internal/runtime/rtstore"
+)
+
+var sessionCases = []testCase{
+	{"InsertGet", func(t *testing.T, b *bundle) {
+		s := b.newSession(t, "alice")
+		require.Positive(t, s.Seq)
+
+		got, err := b.store.SessionGet(b.ctx, s.ID)
+		require.NoError(t, err)
+		require.Equal(t, s.Seq, got.Seq)
+		require.Equal(t, s.ID, got.ID)
+		require.Equal(t, "alice", got.Principal)
+		require.Equal(t, "assistant", got.AgentName)
+		require.Equal(t, "1", got.AgentVersion)
+		require.JSONEq(t, string(s.AgentConfig), string(got.AgentConfig))
+		require.True(t, got.Recording)
+		require.JSONEq(t, `{"team":"qa"}`, string(got.Metadata))
+		require.True(t, s.CreatedAt.Equal(got.CreatedAt), "created_at %s, want %s", got.CreatedAt, s.CreatedAt)
+		require.Empty(t, got.LastRunID)
+		require.Empty(t, got.LastRunStatus)
+	}},
+	{"InsertDuplicateID", func(t *testing.T, b *bundle) {
+		s := b.newSession(t, "alice")
+		dup := &rtstore.SessionRow{ID: s.ID, Principal: "bob"}
+		require.ErrorIs(t, b.store.SessionInsert(b.ctx, dup), rtstore.ErrAlreadyExists)
+
+		got, err := b.store.SessionGet(b.ctx, s.ID)
+		require.NoError(t, err)
+		require.Equal(t, "alice", got.Principal)
+	}},
+	{"GetNotFound", func(t *testing.T, b *bundle) {
+		_, err := b.store.SessionGet(b.ctx, "ses-missing")
+		require.ErrorIs(t, err, rtstore.ErrNotFound)
+	}},
+	{"ListPaging", func(t *testing.T, b *bundle) {
+		var alice []*rtstore.SessionRow
+		for i := range 5 {
+			alice = append(alice, b.newSession(t, "alice"))
+			if i%2 == 0 {
+				b.newSession(t, "bob")
+			}
+		}
+		for i := 1; i < len(alice); i++ {
+			require.Greater(t, alice[i].Seq, alice[i-1].Seq)
+		}
+
+		var got []string
+		after := int64(0)
+		for range 3 {
+			page, err := b.store.SessionList(b.ctx, &rtstore.SessionListParams{
+				Principal: "alice", ListParams: rtstore.ListParams{After: after, Limit: 2},
+			})
+			require.NoError(t, err)
+			require.LessOrEqual(t, len(page), 2)
+			for _, s := range page {
+				require.Equal(t, "alice", s.Principal)
+				require.Greater(t, s.Seq, after)
+				after = s.Seq
+				got = append(got, s.ID)
+			}
+		}
+		want := make([]string, len(alice))
+		for i, s := range alice {
+			want[i] = s.ID
+		}
+		require.Equal(t, want, got)
+
+		rest, err := b.store.SessionList(b.ctx, &rtstore.SessionListParams{
+			Principal: "alice", ListParams: rtstore.ListParams{After: after, Limit: 2},
+		})
+		require.NoError(t, err)
+		require.Empty(t, rest)
+
+		bob, err := b.store.SessionList(b.ctx, &rtstore.SessionListParams{
+			Principal: "bob", ListParams: rtstore.ListParams{Limit: all},
+		})
+		require.NoError(t, err)
+		require.Len(t, bob, 3)
+
+		none, err := b.store.SessionList(b.ctx, &rtstore.SessionListParams{
+			Principal: "carol", ListParams: rtstore.ListParams{Limit: all},
+		})
+		require.NoError(t, err)
+		require.Empty(t, none)
+	}},
+	{"Control", func(t *testing.T, b *bundle) {
+		s := b.newSession(t, "alice")
+		control, err := b.store.SessionControlGet(b.ctx, s.ID)
+		require.NoError(t, err)
+		require.Equal(t, rtstore.ControlNone, control)
+
+		for _, want := range []string{rtstore.ControlPaused, rtstore.ControlCancelled, rtstore.ControlNone} {
+			require.NoError(t, b.store.SessionControlSet(b.ctx, s.ID, want))
+			control, err = b.store.SessionControlGet(b.ctx, s.ID)
+			require.NoError(t, err)
+			require.Equal(t, want, control)
+		}
+
+		_, err = b.store.SessionControlGet(b.ctx, "ses-missing")
+		require.ErrorIs(t, err, rtstore.ErrNotFound)
+		require.ErrorIs(t, b.store.SessionControlSet(b.ctx, "ses-missing", rtstore.ControlPaused), rtstore.ErrNotFound)
+	}},
+	{"LatestRun", func(t *testing.T, b *bundle) {
+		s := b.newSession(t, "alice")
+		run := b.newRun(t, s.ID)
+
+		got, err := b.store.SessionGet(b.ctx, s.ID)
+		require.NoError(t, err)
+		require.Equal(t, run.ID, got.LastRunID)
+		require.Equal(t, rtstore.StatusRunning, got.LastRunStatus)
+
+		require.NoError(t, b.store.Commit(b.ctx, commitFor(run, rtstore.StatusCompleted, "result")))
+		list, err := b.store.SessionList(b.ctx, &rtstore.SessionListParams{
+			Principal: "alice", ListParams: rtstore.ListParams{Limit: all},
+		})
+		require.NoError(t, err)
+		require.Len(t, list, 1)
+		require.Equal(t, run.ID, list[0].LastRunID)
+		require.Equal(t, rtstore.StatusCompleted, list[0].LastRunStatus)
+
+		next := b.newRun(t, s.ID)
+		got, err = b.store.SessionGet(b.ctx, s.ID)
+		require.NoError(t, err)
+		require.Equal(t, next.ID, got.LastRunID)
+		require.Equal(t, rtstore.StatusRunning, got.LastRunStatus)
+	}},
+	{"Ping", func(t *testing.T, b *bundle) {
+		require.NoError(t, b.store.Ping(b.ctx))
+	}},
+	{"UniqueIDs", func(t *testing.T, b *bundle) {
+		// Sessions of different principals share one id space.
+		id := "ses-" + uuid.NewString()
+		require.NoError(t, b.store.SessionInsert(b.ctx, &rtstore.SessionRow{ID: id, Principal: "alice"}))
+		require.ErrorIs(t, b.store.SessionInsert(b.ctx, &rtstore.SessionRow{ID: id, Principal: "bob"}), rtstore.ErrAlreadyExists)
+	}},
+}

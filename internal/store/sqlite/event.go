@@ -1,0 +1,99 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"hxd/internal/runtime/rtstore"
+)
+
+// Event SQL. payload holds the RunEvent JSON with its cursor.
+const (
+	sqlEventMaxSeq = `SELECT COALESCE(MAX(seq), 0) FROM events WHERE run_id = ?`
+	// sqlEventInsert changes no row when the event id is known.
+	sqlEventInsert = `INSERT INTO events (run_id, seq, event_id, payload) VALUES (?, ?, ?, ?)
+ON CONFLICT (event_id) DO NOTHING`
+	sqlEventGetByID   = `SELECT run_id, seq FROM events WHERE event_id = ?`
+	sqlEventListAfter = `SELECT payload FROM events
+WHERE run_id = ? AND seq > ?
+ORDER BY seq
+LIMIT ?`
+)
+
+// EventListAfter returns up to limit events of a run with cursor > after,
+// in order (all when limit <= 0). An unknown run has no events.
+func (s *Store) EventListAfter(ctx context.Context, runID string, after int64, limit int) ([]rtstore.RunEvent, error) {
+	op := "list events of run " + runID
+	rows, err := s.rs.eventListAfter.QueryContext(ctx, runID, after, limitArg(limit))
+	if err != nil {
+		return nil, s.mapErr(ctx, op, err)
+	}
+	defer func() { _ = rows.Close() }()
+	var out []rtstore.RunEvent
+	for rows.Next() {
+		var payload []byte
+		if err := rows.Scan(&payload); err != nil {
+			return nil, s.mapErr(ctx, op, err)
+		}
+		var ev rtstore.RunEvent
+		if err := json.Unmarshal(payload, &ev); err != nil {
+			return nil, fmt.Errorf("%s: decode event: %w", op, err)
+		}
+		out = append(out, ev)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.mapErr(ctx, op, err)
+	}
+	return out, nil
+}
+
+// eventAppender appends events of one run inside a transaction. It reads
+// MAX(seq) once and counts from there; a skipped duplicate consumes no seq.
+type eventAppender struct {
+	t     *txn
+	runID string
+	last  int64 // last seq of the run; -1 until read
+}
+
+// append inserts ev with the next cursor and returns its stored JSON, the
+// cursor and true; for a known event id it inserts nothing and returns the
+// stored cursor (ev.Cursor when the event belongs to another run) and
+// false.
+func (e *eventAppender) append(ctx context.Context, ev rtstore.RunEvent) (payload []byte, cursor string, inserted bool, err error) {
+	t := e.t
+	if e.last < 0 {
+		if err := t.stmt(ctx, t.s.ws.eventMaxSeq).QueryRowContext(ctx, e.runID).Scan(&e.last); err != nil {
+			return nil, "", false, t.s.mapErr(ctx, "read event seq", err)
+		}
+	}
+	seq := e.last + 1
+	original := ev.Cursor
+	ev.Cursor = formatCursor(seq)
+	data, err := marshalJSON(&ev)
+	if err != nil {
+		return nil, "", false, fmt.Errorf("encode event %s: %w", ev.EventID, err)
+	}
+	n, err := t.exec(ctx, "insert event", t.s.ws.eventInsert, e.runID, seq, ev.EventID, string(data))
+	if err != nil {
+		return nil, "", false, err
+	}
+	if n == 1 {
+		e.last = seq
+		return data, ev.Cursor, true, nil
+	}
+	var (
+		runID     string
+		storedSeq int64
+	)
+	err = t.stmt(ctx, t.s.ws.eventGetByID).QueryRowContext(ctx, ev.EventID).Scan(&runID, &storedSeq)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return nil, "", false, t.s.mapErr(ctx, "read event "+ev.EventID, err)
+	}
+	if err == nil && runID == e.runID {
+		return nil, formatCursor(storedSeq), false, nil
+	}
+	return nil, original, false, nil
+}

@@ -1,0 +1,207 @@
+package sqlite
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/big"
+
+	"hxd/internal/journal"
+	"hxd/internal/runtime/rtstore"
+)
+
+// Journal SQL. payload holds the whole record JSON, seq included.
+const (
+	sqlJournalMaxSeq = `SELECT COALESCE(MAX(seq), 0) FROM journal WHERE run_id = ?`
+	// sqlJournalInsert changes no row when the id is known; the caller then
+	// compares the stored record.
+	sqlJournalInsert = `INSERT INTO journal (run_id, seq, id, payload) VALUES (?, ?, ?, ?)
+ON CONFLICT (id) DO NOTHING`
+	sqlJournalGetByID = `SELECT payload FROM journal WHERE id = ?`
+	sqlJournalList    = `SELECT seq, payload FROM journal
+WHERE run_id = ? AND seq > ?
+ORDER BY seq
+LIMIT ?`
+)
+
+// JournalList returns up to limit records of a run with Seq > after, in
+// order (all when limit <= 0). An unknown run has no records.
+func (s *Store) JournalList(ctx context.Context, runID string, after int64, limit int) ([]journal.Record, error) {
+	op := "list journal of run " + runID
+	rows, err := s.rs.journalList.QueryContext(ctx, runID, after, limitArg(limit))
+	if err != nil {
+		return nil, s.mapErr(ctx, op, err)
+	}
+	defer func() { _ = rows.Close() }()
+	var out []journal.Record
+	for rows.Next() {
+		var (
+			seq     int64
+			payload []byte
+		)
+		if err := rows.Scan(&seq, &payload); err != nil {
+			return nil, s.mapErr(ctx, op, err)
+		}
+		var rec journal.Record
+		if err := json.Unmarshal(payload, &rec); err != nil {
+			return nil, fmt.Errorf("%s: decode record %d: %w", op, seq, err)
+		}
+		rec.Seq = seq
+		out = append(out, rec)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.mapErr(ctx, op, err)
+	}
+	return out, nil
+}
+
+// journalAppender appends records of one run inside a transaction. It reads
+// MAX(seq) once and counts from there.
+type journalAppender struct {
+	t     *txn
+	runID string
+	last  int64 // last seq of the run; -1 until read
+}
+
+// append inserts rec with the next seq, or skips it when a record with its
+// id is stored with equal content. Returns ErrForeignRecord or
+// ErrRecordConflict.
+func (j *journalAppender) append(ctx context.Context, rec journal.Record) error {
+	t := j.t
+	if rec.RunID != j.runID {
+		return foreignRecord(rec.ID, rec.RunID, j.runID)
+	}
+	if j.last < 0 {
+		if err := t.stmt(ctx, t.s.ws.journalMaxSeq).QueryRowContext(ctx, j.runID).Scan(&j.last); err != nil {
+			return t.s.mapErr(ctx, "read journal seq", err)
+		}
+	}
+	rec.Seq = j.last + 1
+	data, err := marshalJSON(&rec)
+	if err != nil {
+		return fmt.Errorf("encode journal record %s: %w", rec.ID, err)
+	}
+	n, err := t.exec(ctx, "insert journal record", t.s.ws.journalInsert, j.runID, rec.Seq, rec.ID, string(data))
+	if err != nil {
+		return err
+	}
+	if n == 1 {
+		j.last = rec.Seq
+		return nil
+	}
+	// The id is known: identical content is a re-send, anything else a conflict.
+	var stored []byte
+	if err := t.stmt(ctx, t.s.ws.journalGetByID).QueryRowContext(ctx, rec.ID).Scan(&stored); err != nil {
+		return t.s.mapErr(ctx, "read journal record "+rec.ID, err)
+	}
+	var old journal.Record
+	if err := json.Unmarshal(stored, &old); err != nil {
+		return fmt.Errorf("decode stored journal record %s: %w", rec.ID, err)
+	}
+	if !sameRecord(&old, &rec) {
+		return fmt.Errorf("journal record %s: %w", rec.ID, rtstore.ErrRecordConflict)
+	}
+	return nil
+}
+
+// sameRecord reports whether two records are equal in every field but Seq,
+// payloads compared as decoded JSON.
+func sameRecord(a, b *journal.Record) bool {
+	if a.Version != b.Version || a.ID != b.ID || a.Kind != b.Kind || a.RecordedAt != b.RecordedAt ||
+		a.SessionID != b.SessionID || a.RunID != b.RunID || a.StepID != b.StepID || a.AttemptID != b.AttemptID {
+		return false
+	}
+	if (a.ExecutionKey == nil) != (b.ExecutionKey == nil) ||
+		(a.ExecutionKey != nil && *a.ExecutionKey != *b.ExecutionKey) {
+		return false
+	}
+	return jsonEqual(a.Payload, b.Payload)
+}
+
+// jsonEqual reports whether two JSON texts decode to equal values: same
+// object members in any order, same array elements, numbers equal as
+// exact decimals (1 equals 1.0 and 1e0). Empty text counts as null; invalid
+// JSON equals nothing.
+func jsonEqual(a, b []byte) bool {
+	if len(a) == 0 {
+		a = []byte("null")
+	}
+	if len(b) == 0 {
+		b = []byte("null")
+	}
+	if bytes.Equal(a, b) {
+		return true
+	}
+	va, okA := decodeJSON(a)
+	vb, okB := decodeJSON(b)
+	return okA && okB && valueEqual(va, vb)
+}
+
+// decodeJSON decodes data keeping numbers as json.Number.
+func decodeJSON(data []byte) (any, bool) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, false
+	}
+	if dec.More() {
+		return nil, false
+	}
+	return v, true
+}
+
+// valueEqual compares decoded JSON values.
+func valueEqual(a, b any) bool {
+	switch x := a.(type) {
+	case map[string]any:
+		y, ok := b.(map[string]any)
+		if !ok || len(x) != len(y) {
+			return false
+		}
+		for k, vx := range x {
+			vy, ok := y[k]
+			if !ok || !valueEqual(vx, vy) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		y, ok := b.([]any)
+		if !ok || len(x) != len(y) {
+			return false
+		}
+		for i := range x {
+			if !valueEqual(x[i], y[i]) {
+				return false
+			}
+		}
+		return true
+	case json.Number:
+		y, ok := b.(json.Number)
+		if !ok {
+			return false
+		}
+		if x == y {
+			return true
+		}
+		rx, okX := new(big.Rat).SetString(string(x))
+		ry, okY := new(big.Rat).SetString(string(y))
+		return okX && okY && rx.Cmp(ry) == 0
+	default: // string, bool, nil
+		return a == b
+	}
+}
+
+// marshalJSON encodes v compactly without HTML escaping, so stored JSON
+// keeps the bytes of raw payloads.
+func marshalJSON(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}

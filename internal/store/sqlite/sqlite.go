@@ -1,0 +1,316 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"time"
+
+	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
+
+	"hxd/internal/runtime/rtstore"
+)
+
+// Compile-time check that *Store is a complete storage backend.
+var _ rtstore.Store = (*Store)(nil)
+
+// Config configures Open.
+type Config struct {
+	// Path is the database file. Its folder also holds the per-session lock
+	// files (".<sha256(session id)>.lock") and the migration lock file; it
+	// is created (mode 0700) when missing. Required.
+	Path string
+	// Logger receives the store's logs (component=store/sqlite).
+	// Optional; default: logs are discarded.
+	Logger *slog.Logger
+	// AutoMigrate applies pending migrations at Open. When false, Open only
+	// validates the schema and returns an error wrapping rtstore.ErrSchema
+	// if it is missing or old, changing nothing (not even creating the
+	// file). The zero value validates only; cmd/hxd's --auto-migrate flag
+	// defaults to true for SQLite, so a plain start creates the schema.
+	AutoMigrate bool
+}
+
+// Store is the SQLite rtstore.Store. Safe for concurrent use: writes queue
+// for the single writer connection (transactions start with BEGIN
+// IMMEDIATE, so they never dead-lock on a read-to-write upgrade), reads use
+// a separate pool and never block the writer (WAL).
+type Store struct {
+	path   string
+	dir    string
+	logger *slog.Logger
+
+	w  *sql.DB // exactly one connection: every write goes through it
+	r  *sql.DB // read-only pool
+	ws writeStmts
+	rs readStmts
+
+	sums map[uint]string // embedded up-migration checksums by version
+	head uint            // highest embedded version
+
+	mu     sync.Mutex
+	locks  map[string]*lease // held session locks by session id
+	closed bool
+}
+
+// Connection pragmas, one reason each. modernc applies busy_timeout first.
+const (
+	// Wait up to 5 s for another connection or process holding the write
+	// lock before failing with SQLITE_BUSY (mapped to ErrUnavailable).
+	pragmaBusyTimeout = "busy_timeout(5000)"
+	// Readers never block the writer and the writer never blocks readers;
+	// commits append to the WAL instead of rewriting pages in place.
+	pragmaWAL = "journal_mode(WAL)"
+	// fsync the WAL at every commit: a committed boundary survives power
+	// loss, which is what "durable" promises.
+	pragmaSyncFull = "synchronous(FULL)"
+	// Enforce the REFERENCES clauses (SQLite leaves them off by default).
+	pragmaForeignKeys = "foreign_keys(1)"
+	// The read pool must never write, even by mistake.
+	pragmaQueryOnly = "query_only(1)"
+	// Writer transactions take the write lock at BEGIN (BEGIN IMMEDIATE).
+	txLockImmediate = "immediate"
+)
+
+// writerDSN is the DSN of the writer (and migration) connections.
+func writerDSN(path string) string {
+	q := url.Values{}
+	q.Add("_pragma", pragmaBusyTimeout)
+	q.Add("_pragma", pragmaWAL)
+	q.Add("_pragma", pragmaSyncFull)
+	q.Add("_pragma", pragmaForeignKeys)
+	q.Set("_txlock", txLockImmediate)
+	return path + "?" + q.Encode()
+}
+
+// readerDSN is the DSN of the read pool.
+func readerDSN(path string) string {
+	q := url.Values{}
+	q.Add("_pragma", pragmaBusyTimeout)
+	q.Add("_pragma", pragmaForeignKeys)
+	q.Add("_pragma", pragmaQueryOnly)
+	return path + "?" + q.Encode()
+}
+
+// fileMode is the mode of every file the store creates: the database holds
+// raw prompts and tool payloads.
+const fileMode os.FileMode = 0o600
+
+// Open opens (creating and migrating, with cfg.AutoMigrate) the database at
+// cfg.Path. Returns an error wrapping rtstore.ErrSchema if the schema is
+// missing or old (without AutoMigrate), dirty, newer than this binary or an
+// applied migration file changed; rtstore.ErrUnavailable if the file is
+// locked longer than the busy timeout.
+func Open(ctx context.Context, cfg Config) (*Store, error) {
+	if cfg.Path == "" {
+		return nil, errors.New("open sqlite store: empty path")
+	}
+	if strings.ContainsAny(cfg.Path, "?#") {
+		return nil, fmt.Errorf("open sqlite store %q: path must not contain '?' or '#'", cfg.Path)
+	}
+	path, err := filepath.Abs(cfg.Path)
+	if err != nil {
+		return nil, fmt.Errorf("open sqlite store: %w", err)
+	}
+	logger := cfg.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	s := &Store{
+		path:   path,
+		dir:    filepath.Dir(path),
+		logger: logger.With("component", "store/sqlite"),
+		locks:  make(map[string]*lease),
+	}
+	if err := s.createFile(ctx, cfg.AutoMigrate); err != nil {
+		return nil, err
+	}
+	if err := s.prepareSchema(ctx, cfg.AutoMigrate); err != nil {
+		return nil, err
+	}
+	if err := s.openPools(ctx); err != nil {
+		s.closePools()
+		return nil, err
+	}
+	s.tightenModes(ctx)
+	return s, nil
+}
+
+// createFile creates the database folder and an empty database file with
+// mode 0600 (SQLite gives -wal and -shm the mode of the database file).
+func (s *Store) createFile(ctx context.Context, autoMigrate bool) error {
+	_, err := os.Stat(s.path)
+	if err == nil {
+		return nil
+	}
+	if !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("open sqlite store: %w", err)
+	}
+	if !autoMigrate {
+		return fmt.Errorf("open sqlite store: %w: database %s does not exist; run `hxd migrate` or start with --auto-migrate",
+			rtstore.ErrSchema, s.path)
+	}
+	if err := os.MkdirAll(s.dir, 0o700); err != nil {
+		return fmt.Errorf("create database folder: %w", err)
+	}
+	f, err := os.OpenFile(s.path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, fileMode)
+	if errors.Is(err, os.ErrExist) {
+		return nil // another process created it meanwhile
+	}
+	if err != nil {
+		return fmt.Errorf("create database file: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("create database file: %w", err)
+	}
+	s.logger.InfoContext(ctx, "created database", "path", s.path)
+	return nil
+}
+
+// openPools opens the writer and the read pool and prepares the statements.
+func (s *Store) openPools(ctx context.Context) error {
+	w, err := sql.Open("sqlite", writerDSN(s.path))
+	if err != nil {
+		return fmt.Errorf("open writer: %w", plain(err))
+	}
+	s.w = w
+	w.SetMaxOpenConns(1)
+	w.SetMaxIdleConns(1)
+	w.SetConnMaxLifetime(0)
+	w.SetConnMaxIdleTime(0)
+	if err := w.PingContext(ctx); err != nil {
+		return s.mapErr(ctx, "open writer", err)
+	}
+
+	r, err := sql.Open("sqlite", readerDSN(s.path))
+	if err != nil {
+		return fmt.Errorf("open read pool: %w", plain(err))
+	}
+	s.r = r
+	n := max(4, runtime.GOMAXPROCS(0))
+	r.SetMaxOpenConns(n)
+	r.SetMaxIdleConns(n)
+	r.SetConnMaxIdleTime(5 * time.Minute)
+	if err := r.PingContext(ctx); err != nil {
+		return s.mapErr(ctx, "open read pool", err)
+	}
+
+	if err := s.ws.prepare(ctx, w); err != nil {
+		return s.mapErr(ctx, "prepare write statements", err)
+	}
+	if err := s.rs.prepare(ctx, r); err != nil {
+		return s.mapErr(ctx, "prepare read statements", err)
+	}
+	return nil
+}
+
+// tightenModes makes sure the WAL and shared-memory files are 0600 and warns
+// when the database file itself is readable by others.
+func (s *Store) tightenModes(ctx context.Context) {
+	for _, p := range []string{s.path + "-wal", s.path + "-shm"} {
+		fi, err := os.Stat(p)
+		if err != nil || fi.Mode().Perm() == fileMode {
+			continue
+		}
+		if err := os.Chmod(p, fileMode); err != nil {
+			s.logger.WarnContext(ctx, "cannot restrict file mode", "path", p, "error", err)
+		}
+	}
+	if fi, err := os.Stat(s.path); err == nil && fi.Mode().Perm()&0o077 != 0 {
+		s.logger.WarnContext(ctx, "database file is accessible to other users; it holds raw prompts",
+			"path", s.path, "mode", fi.Mode().Perm().String())
+	}
+}
+
+// Ping checks that the database answers and its schema is the one this
+// binary expects (current version, not dirty, checksums unchanged).
+// Returns an error wrapping rtstore.ErrSchema or rtstore.ErrUnavailable.
+func (s *Store) Ping(ctx context.Context) error {
+	st, err := readSchemaState(ctx, s.r)
+	if err != nil {
+		return s.mapErr(ctx, "ping", err)
+	}
+	if err := s.checkSchema(st, false); err != nil {
+		return fmt.Errorf("ping: %w", err)
+	}
+	return nil
+}
+
+// Close releases every session lock this Store holds and closes the
+// connections. Safe to call more than once.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	held := make([]*lease, 0, len(s.locks))
+	for _, l := range s.locks {
+		held = append(held, l)
+	}
+	s.mu.Unlock()
+
+	var errs []error
+	for _, l := range held {
+		if err := l.Release(context.Background()); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := s.closePools(); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// closePools closes the statements and both pools.
+func (s *Store) closePools() error {
+	var errs []error
+	errs = append(errs, s.ws.close()...)
+	errs = append(errs, s.rs.close()...)
+	for _, db := range []*sql.DB{s.r, s.w} {
+		if db == nil {
+			continue
+		}
+		if err := db.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("close sqlite store: %w", plain(err)))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// now is the store's clock for timestamps the caller does not provide.
+func now() time.Time { return time.Now().UTC() }
+
+// timeLayout is the stored timestamp format: UTC, fixed width, microseconds
+// (the precision PostgreSQL keeps), so text order is time order.
+const timeLayout = "2006-01-02T15:04:05.000000Z"
+
+// formatTime renders t for storage.
+func formatTime(t time.Time) string { return t.UTC().Format(timeLayout) }
+
+// parseTime reads a stored timestamp.
+func parseTime(v string) (time.Time, error) {
+	t, err := time.Parse(time.RFC3339Nano, v)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("parse stored time %q: %w", v, err)
+	}
+	return t.UTC(), nil
+}
+
+// limitArg turns a list limit into SQLite's LIMIT argument: <= 0 means no
+// limit.
+func limitArg(limit int) int64 {
+	if limit <= 0 {
+		return -1
+	}
+	return int64(limit)
+}

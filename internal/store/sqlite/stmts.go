@@ -1,0 +1,194 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"hxd/internal/runtime/rtstore"
+)
+
+// writeStmts are prepared once on the writer connection. Inside a
+// transaction txn.stmt binds them to it without preparing again.
+type writeStmts struct {
+	sessionInsert     *sql.Stmt
+	sessionControlSet *sql.Stmt
+	sessionExists     *sql.Stmt
+	sessionStartRun   *sql.Stmt
+	sessionLastRun    *sql.Stmt
+	runInsert         *sql.Stmt
+	runGet            *sql.Stmt
+	runByRequest      *sql.Stmt
+	runUnfinished     *sql.Stmt
+	runUpdate         *sql.Stmt
+	snapshotUpsert    *sql.Stmt
+	stepUpsert        *sql.Stmt
+	approvalUpsert    *sql.Stmt
+	toolOutcomeUpsert *sql.Stmt
+	journalMaxSeq     *sql.Stmt
+	journalInsert     *sql.Stmt
+	journalGetByID    *sql.Stmt
+	eventMaxSeq       *sql.Stmt
+	eventInsert       *sql.Stmt
+	eventGetByID      *sql.Stmt
+	artifactPut       *sql.Stmt
+}
+
+// stmtDef pairs a statement field with its SQL.
+type stmtDef struct {
+	dst   **sql.Stmt
+	query string
+}
+
+func (w *writeStmts) defs() []stmtDef {
+	return []stmtDef{
+		{&w.sessionInsert, sqlSessionInsert},
+		{&w.sessionControlSet, sqlSessionControlSet},
+		{&w.sessionExists, sqlSessionExists},
+		{&w.sessionStartRun, sqlSessionStartRun},
+		{&w.sessionLastRun, sqlSessionLastRun},
+		{&w.runInsert, sqlRunInsert},
+		{&w.runGet, sqlRunGet},
+		{&w.runByRequest, sqlRunByRequest},
+		{&w.runUnfinished, sqlRunUnfinished},
+		{&w.runUpdate, sqlRunUpdate},
+		{&w.snapshotUpsert, sqlSnapshotUpsert},
+		{&w.stepUpsert, sqlStepUpsert},
+		{&w.approvalUpsert, sqlApprovalUpsert},
+		{&w.toolOutcomeUpsert, sqlToolOutcomeUpsert},
+		{&w.journalMaxSeq, sqlJournalMaxSeq},
+		{&w.journalInsert, sqlJournalInsert},
+		{&w.journalGetByID, sqlJournalGetByID},
+		{&w.eventMaxSeq, sqlEventMaxSeq},
+		{&w.eventInsert, sqlEventInsert},
+		{&w.eventGetByID, sqlEventGetByID},
+		{&w.artifactPut, sqlArtifactPut},
+	}
+}
+
+func (w *writeStmts) prepare(ctx context.Context, db *sql.DB) error {
+	return prepareAll(ctx, db, w.defs())
+}
+
+func (w *writeStmts) close() []error { return closeAll(w.defs()) }
+
+// readStmts are prepared on the read pool (once per pooled connection, by
+// database/sql).
+type readStmts struct {
+	sessionGet        *sql.Stmt
+	sessionList       *sql.Stmt
+	sessionControlGet *sql.Stmt
+	runGet            *sql.Stmt
+	runList           *sql.Stmt
+	runListByStatus   *sql.Stmt
+	eventListAfter    *sql.Stmt
+	journalList       *sql.Stmt
+	artifactGet       *sql.Stmt
+}
+
+func (r *readStmts) defs() []stmtDef {
+	return []stmtDef{
+		{&r.sessionGet, sqlSessionGet},
+		{&r.sessionList, sqlSessionList},
+		{&r.sessionControlGet, sqlSessionControlGet},
+		{&r.runGet, sqlRunGet},
+		{&r.runList, sqlRunList},
+		{&r.runListByStatus, sqlRunListByStatus},
+		{&r.eventListAfter, sqlEventListAfter},
+		{&r.journalList, sqlJournalList},
+		{&r.artifactGet, sqlArtifactGet},
+	}
+}
+
+func (r *readStmts) prepare(ctx context.Context, db *sql.DB) error {
+	return prepareAll(ctx, db, r.defs())
+}
+
+func (r *readStmts) close() []error { return closeAll(r.defs()) }
+
+func prepareAll(ctx context.Context, db *sql.DB, defs []stmtDef) error {
+	for _, d := range defs {
+		st, err := db.PrepareContext(ctx, d.query)
+		if err != nil {
+			return fmt.Errorf("prepare %q: %w", d.query, err)
+		}
+		*d.dst = st
+	}
+	return nil
+}
+
+func closeAll(defs []stmtDef) []error {
+	var errs []error
+	for _, d := range defs {
+		if *d.dst == nil {
+			continue
+		}
+		if err := (*d.dst).Close(); err != nil {
+			errs = append(errs, fmt.Errorf("close statement: %w", plain(err)))
+		}
+	}
+	return errs
+}
+
+// txn is one writer transaction with its statements bound lazily.
+type txn struct {
+	tx    *sql.Tx
+	s     *Store
+	bound map[*sql.Stmt]*sql.Stmt
+}
+
+// stmt returns st bound to the transaction (cached for the transaction).
+func (t *txn) stmt(ctx context.Context, st *sql.Stmt) *sql.Stmt {
+	if b, ok := t.bound[st]; ok {
+		return b
+	}
+	b := t.tx.StmtContext(ctx, st)
+	t.bound[st] = b
+	return b
+}
+
+// exec runs a bound write statement and returns the rows it changed.
+func (t *txn) exec(ctx context.Context, op string, st *sql.Stmt, args ...any) (int64, error) {
+	res, err := t.stmt(ctx, st).ExecContext(ctx, args...)
+	if err != nil {
+		return 0, t.s.mapErr(ctx, op, err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return 0, t.s.mapErr(ctx, op, err)
+	}
+	return n, nil
+}
+
+// inTx runs fn in one writer transaction (BEGIN IMMEDIATE) and commits it,
+// or rolls back when fn fails. Errors come back mapped and prefixed by op.
+//
+// ctx bounds the wait for the writer and the write lock; once the
+// transaction runs, database/sql rolls it back when ctx ends (the next
+// statement then fails). fn gets an uncancellable ctx for its statements:
+// they are short, and a cancellable one makes the driver start a
+// watcher goroutine per statement, a measurable cost on the hot path.
+func (s *Store) inTx(ctx context.Context, op string, fn func(ctx context.Context, t *txn) error) error {
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return s.mapErr(ctx, op+": begin", err)
+	}
+	t := &txn{tx: tx, s: s, bound: make(map[*sql.Stmt]*sql.Stmt, 16)}
+	if err := fn(context.WithoutCancel(ctx), t); err != nil {
+		_ = tx.Rollback()
+		if ctxErr := ctx.Err(); ctxErr != nil && (errors.Is(err, rtstore.ErrUnavailable) || !isOurs(err)) {
+			// database/sql rolled back under us: say why.
+			return fmt.Errorf("%s: %w: %w", op, ctxErr, plain(err))
+		}
+		return s.mapErr(ctx, op, err)
+	}
+	if err := ctx.Err(); err != nil {
+		_ = tx.Rollback()
+		return s.mapErr(ctx, op, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return s.mapErr(ctx, op+": commit", err)
+	}
+	return nil
+}

@@ -1,0 +1,13 @@
+// Package migrations holds the SQL schema of every storage backend as
+// golang-migrate files, embedded into the binary: one glob embed.FS per
+// dialect, with the same NNNN_name.{up,down}.sql version numbers in each.
+//
+// Files are immutable once released: a store records the SHA-256 of every
+// up-migration it applies (see Checksums) and refuses to open a database
+// whose applied files changed. Fix a released migration with a new one.
+//
+// SQLite files must not contain BEGIN/COMMIT: golang-migrate's sqlite driver
+// runs each file inside its own transaction.
+//
+// This package imports nothing of hxd.
+package migrations

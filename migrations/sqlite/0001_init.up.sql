@@ -1,0 +1,117 @@
+-- hxd schema v1 (SQLite). Logical tables of REFERENCE §4.7.
+-- JSON columns are TEXT; timestamps are UTC text
+-- "YYYY-MM-DDTHH:MM:SS.ffffffZ" (fixed width, sorts as time).
+-- No BEGIN/COMMIT: golang-migrate wraps this file in a transaction.
+-- Never edit this file once released: hxd checks its SHA-256 at start-up.
+
+CREATE TABLE sessions (
+    seq           INTEGER PRIMARY KEY AUTOINCREMENT,  -- list order
+    id            TEXT    NOT NULL UNIQUE,
+    principal     TEXT    NOT NULL,
+    agent_name    TEXT    NOT NULL DEFAULT '',
+    agent_version TEXT    NOT NULL DEFAULT '',
+    agent_config  TEXT    NOT NULL DEFAULT 'null',    -- JSON
+    recording     INTEGER NOT NULL DEFAULT 0 CHECK (recording IN (0, 1)),
+    metadata      TEXT    NOT NULL DEFAULT '{}',      -- JSON object
+    control       TEXT    NOT NULL DEFAULT '',        -- '' | paused | cancelled
+    created_at    TEXT    NOT NULL,
+    last_run_id   TEXT                                -- latest run, NULL when none
+);
+
+CREATE INDEX sessions_principal ON sessions (principal, seq);
+
+CREATE TABLE runs (
+    seq            INTEGER PRIMARY KEY AUTOINCREMENT, -- list order
+    id             TEXT NOT NULL UNIQUE,
+    session_id     TEXT NOT NULL REFERENCES sessions (id),
+    request_id     TEXT NOT NULL,
+    message_digest TEXT NOT NULL,
+    status         TEXT NOT NULL,
+    phase          TEXT NOT NULL,
+    payload        TEXT NOT NULL,                     -- JSON run state
+    created_at     TEXT NOT NULL,
+    updated_at     TEXT NOT NULL,
+    UNIQUE (session_id, request_id)
+);
+
+CREATE INDEX runs_session ON runs (session_id, seq);
+
+CREATE INDEX runs_status ON runs (status, seq);
+
+CREATE TABLE steps (
+    run_id  TEXT NOT NULL REFERENCES runs (id),
+    id      TEXT NOT NULL,
+    payload TEXT NOT NULL,
+    PRIMARY KEY (run_id, id)
+);
+
+CREATE TABLE approvals (
+    run_id  TEXT NOT NULL REFERENCES runs (id),
+    id      TEXT NOT NULL,                            -- execution key
+    payload TEXT NOT NULL,
+    PRIMARY KEY (run_id, id)
+);
+
+CREATE TABLE tool_outcomes (
+    run_id  TEXT NOT NULL REFERENCES runs (id),
+    id      TEXT NOT NULL,                            -- execution key
+    payload TEXT NOT NULL,
+    PRIMARY KEY (run_id, id)
+);
+
+CREATE TABLE events (
+    run_id   TEXT    NOT NULL REFERENCES runs (id),
+    seq      INTEGER NOT NULL,                        -- the event cursor
+    event_id TEXT    NOT NULL UNIQUE,
+    payload  TEXT    NOT NULL,                        -- JSON RunEvent with cursor
+    PRIMARY KEY (run_id, seq)
+);
+
+CREATE TABLE snapshots (
+    session_id TEXT PRIMARY KEY REFERENCES sessions (id),
+    payload    TEXT NOT NULL                          -- latest run state of the session
+);
+
+CREATE TABLE artifacts (
+    id      TEXT PRIMARY KEY CHECK (length(id) = 64), -- lowercase hex SHA-256
+    content BLOB NOT NULL
+);
+
+CREATE TABLE journal (
+    run_id  TEXT    NOT NULL REFERENCES runs (id),
+    seq     INTEGER NOT NULL,                         -- per run, contiguous from 1
+    id      TEXT    NOT NULL UNIQUE,
+    payload TEXT    NOT NULL,                         -- the whole record JSON (11 fields)
+    PRIMARY KEY (run_id, seq)
+);
+
+-- The flight recorder, the event stream and artifacts are append-only.
+CREATE TRIGGER journal_no_update BEFORE UPDATE ON journal
+BEGIN
+    SELECT RAISE(ABORT, 'journal is append-only');
+END;
+
+CREATE TRIGGER journal_no_delete BEFORE DELETE ON journal
+BEGIN
+    SELECT RAISE(ABORT, 'journal is append-only');
+END;
+
+CREATE TRIGGER events_no_update BEFORE UPDATE ON events
+BEGIN
+    SELECT RAISE(ABORT, 'events are append-only');
+END;
+
+CREATE TRIGGER events_no_delete BEFORE DELETE ON events
+BEGIN
+    SELECT RAISE(ABORT, 'events are append-only');
+END;
+
+CREATE TRIGGER artifacts_no_update BEFORE UPDATE ON artifacts
+BEGIN
+    SELECT RAISE(ABORT, 'artifacts are append-only');
+END;
+
+CREATE TRIGGER artifacts_no_delete BEFORE DELETE ON artifacts
+BEGIN
+    SELECT RAISE(ABORT, 'artifacts are append-only');
+END;
