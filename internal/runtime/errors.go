@@ -54,3 +54,6 @@ func (e *PublicError) Unwrap() error { return e.Err }
 func publicErr(sentinel error, detail string) error {
 	return &PublicError{Err: sentinel, Detail: detail}
 }
+
+// ErrInvalidCursor: a list cursor this server did not issue.
+var ErrInvalidCursor = errors.New("invalid cursor")

@@ -1,0 +1,384 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"hxd/internal/journal"
+	"hxd/internal/model"
+	"hxd/internal/runtime/rtstore"
+	"hxd/internal/tool"
+)
+
+// Pause asks the latest run to stop at its next boundary as paused and
+// returns the latest run (nil when the session has none). A run driven by
+// another process sees the request at its next boundary.
+func (r *Runtime) Pause(ctx context.Context, sessionID string) (*RunResult, error) {
+	return r.control(ctx, sessionID, rtstore.ControlPaused)
+}
+
+// Cancel cancels the latest unfinished run: an in-flight call is
+// interrupted, open tool calls are answered, the run ends cancelled.
+func (r *Runtime) Cancel(ctx context.Context, sessionID string) (*RunResult, error) {
+	return r.control(ctx, sessionID, rtstore.ControlCancelled)
+}
+
+func (r *Runtime) control(ctx context.Context, sessionID, ctl string) (*RunResult, error) {
+	sess, err := r.ownedSession(ctx, sessionID)
+	if err != nil {
+		return nil, err
+	}
+	if sess.LastRunID == "" {
+		return nil, nil
+	}
+	if sess.LastRunStatus.Finished() {
+		return r.GetRun(ctx, sess.LastRunID)
+	}
+	if err := r.store.SessionControlSet(ctx, sessionID, ctl); err != nil {
+		return nil, fmt.Errorf("set control: %w", err)
+	}
+	r.mu.Lock()
+	d := r.active[sessionID]
+	r.mu.Unlock()
+	if d != nil {
+		if ctl == rtstore.ControlCancelled {
+			d.cancel(errCancelRequested)
+		}
+		select {
+		case <-d.done:
+		case <-time.After(5 * time.Second):
+		case <-ctx.Done():
+		}
+		return r.GetRun(ctx, sess.LastRunID)
+	}
+	// Nobody here drives it: settle it directly if nobody else does.
+	lease, err := r.store.SessionLock(ctx, sessionID)
+	if errors.Is(err, ErrSessionBusy) {
+		return r.GetRun(ctx, sess.LastRunID) // the owner sees the flag
+	}
+	if err != nil {
+		return nil, fmt.Errorf("lock session: %w", err)
+	}
+	defer func() { _ = lease.Release(context.WithoutCancel(ctx)) }()
+	st, err := r.loadState(ctx, sess.LastRunID)
+	if err != nil {
+		return nil, err
+	}
+	c := &committer{r: r, st: st, lease: lease}
+	switch {
+	case ctl == rtstore.ControlCancelled && !st.Status.Finished():
+		cancelState(st, "cancelled", nil)
+	case ctl == rtstore.ControlPaused && st.Status == StatusRunning:
+		st.Status = StatusPaused
+	default:
+		return r.GetRun(ctx, sess.LastRunID)
+	}
+	c.event(EventRunResult, st.resultData(), nil)
+	if err := c.commit(ctx); err != nil {
+		return nil, err
+	}
+	return r.GetRun(ctx, sess.LastRunID)
+}
+
+// Resume resumes the session's latest unfinished run in the background
+// and returns its id; "" when nothing is left to resume. Resuming a run
+// this process already drives returns its id. Errors: ErrNotFound,
+// ErrSessionBusy (another process drives it), ErrRecordingMismatch,
+// ErrAgentMismatch.
+func (r *Runtime) Resume(ctx context.Context, sessionID string, p ResumeParams) (string, error) {
+	sess, err := r.ownedSession(ctx, sessionID)
+	if err != nil {
+		return "", err
+	}
+	return r.resume(ctx, sess, p, nil)
+}
+
+// resume implements Resume; lease, when set, is already held.
+func (r *Runtime) resume(ctx context.Context, sess *rtstore.SessionRow, p ResumeParams, lease rtstore.Lease) (string, error) {
+	if p.Recording != nil && *p.Recording != sess.Recording {
+		return "", publicErr(ErrRecordingMismatch, "Recording configuration differs from persisted session")
+	}
+	if lease == nil {
+		r.mu.Lock()
+		d := r.active[sess.ID]
+		r.mu.Unlock()
+		if d != nil {
+			return d.st.RunID, nil
+		}
+		var err error
+		if lease, err = r.lockSession(ctx, sess.ID); err != nil {
+			return "", err
+		}
+	}
+	release := func() { _ = lease.Release(context.WithoutCancel(ctx)) }
+	if sess.LastRunID == "" {
+		release()
+		return "", nil
+	}
+	st, err := r.loadState(ctx, sess.LastRunID)
+	if err != nil {
+		release()
+		return "", err
+	}
+	if st.Status.Finished() {
+		release()
+		return "", nil
+	}
+	b, err := r.bindSession(sess)
+	if err != nil {
+		release()
+		return "", err
+	}
+	if err := r.store.SessionControlSet(ctx, sess.ID, rtstore.ControlNone); err != nil {
+		release()
+		return "", fmt.Errorf("reset control: %w", err)
+	}
+	prev := st.Status
+	if st.Status, err = NextStatus(prev, EvResume); err != nil {
+		release()
+		return "", err
+	}
+	st.Error, st.StopReason = nil, nil
+	d := r.newDriver(b, st, lease)
+	d.record(journal.KindRunResumed, map[string]any{"previous_status": prev}, nil)
+	recoverState(d)
+	if err := d.commit(ctx); err != nil {
+		release()
+		return "", err
+	}
+	r.launch(d)
+	return st.RunID, nil
+}
+
+// recoverState applies REFERENCE §4.3 to a state left by a process that
+// stopped mid-boundary.
+func recoverState(d *driver) {
+	st := d.st
+	if st.Phase == PhaseModel && st.ModelAttemptOpen {
+		// hxd closes the lost attempt so a resumed run can export complete.
+		d.record(journal.KindModelFailed, map[string]any{
+			"type": "ProcessLost", "message": "The process running this model attempt was lost",
+		}, nil)
+		st.ModelAttemptOpen = false
+	}
+	for i := range st.Tools {
+		e := &st.Tools[i]
+		if ResumeTable(e.Status, e.Policy) == ResumeUncertain {
+			e.Status = ToolUncertain
+			d.event(EventRecoveryRequired, map[string]any{"execution_key": e.ExecutionKey, "call": e.Call}, e)
+		}
+	}
+}
+
+// ResumeInterrupted resumes every run left running by a process that
+// stopped (start-up recovery). Runs owned by another live process are
+// skipped. Returns how many runs were resumed.
+func (r *Runtime) ResumeInterrupted(ctx context.Context) (int, error) {
+	rows, err := r.store.RunListByStatus(ctx, StatusRunning)
+	if err != nil {
+		return 0, fmt.Errorf("list interrupted runs: %w", err)
+	}
+	n := 0
+	var errs []error
+	for _, row := range rows {
+		sess, err := r.store.SessionGet(ctx, row.SessionID)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if sess.LastRunID != row.ID {
+			continue
+		}
+		if _, err := r.resume(ctx, sess, ResumeParams{}, nil); err != nil {
+			if !errors.Is(err, ErrSessionBusy) {
+				errs = append(errs, fmt.Errorf("resume session %s: %w", sess.ID, err))
+			}
+			continue
+		}
+		n++
+	}
+	return n, errors.Join(errs...)
+}
+
+// Pending lists the latest run's tool entries awaiting a decision.
+func (r *Runtime) Pending(ctx context.Context, sessionID string) ([]PendingTool, error) {
+	sess, err := r.ownedSession(ctx, sessionID)
+	if err != nil {
+		return nil, err
+	}
+	if sess.LastRunID == "" {
+		return []PendingTool{}, nil
+	}
+	st, err := r.loadState(ctx, sess.LastRunID)
+	if err != nil {
+		return nil, err
+	}
+	p := st.pending()
+	if p == nil {
+		p = []PendingTool{}
+	}
+	return p, nil
+}
+
+// Approve decides an approval (allow or decline).
+func (r *Runtime) Approve(ctx context.Context, p ApproveParams) (*RunResult, error) {
+	allow := p.Allow
+	return r.decide(ctx, p.SessionID, p.ExecutionKey, p.Resume, decision{allow: &allow})
+}
+
+// Resolve decides an uncertain outcome: exactly one of result, retry, abort.
+func (r *Runtime) Resolve(ctx context.Context, p ResolveParams) (*RunResult, error) {
+	return r.decide(ctx, p.SessionID, p.ExecutionKey, p.Resume, decision{result: p.Result, retry: p.Retry, abort: p.Abort})
+}
+
+type decision struct {
+	allow  *bool
+	result *model.ToolResult
+	retry  bool
+	abort  bool
+}
+
+func (r *Runtime) decide(ctx context.Context, sessionID, key string, resume bool, dec decision) (*RunResult, error) {
+	sess, err := r.ownedSession(ctx, sessionID)
+	if err != nil {
+		return nil, err
+	}
+	if sess.LastRunID == "" {
+		return nil, publicErr(ErrUnknownExecutionKey, fmt.Sprintf("No pending tool has execution key '%s'", key))
+	}
+	lease, err := r.lockSession(ctx, sessionID)
+	if err != nil {
+		if errors.Is(err, ErrSessionBusy) {
+			return nil, publicErr(ErrNotAwaitingResolution, "Run is not awaiting a resolution")
+		}
+		return nil, err
+	}
+	keep := false
+	defer func() {
+		if !keep {
+			_ = lease.Release(context.WithoutCancel(ctx))
+		}
+	}()
+	st, err := r.loadState(ctx, sess.LastRunID)
+	if err != nil {
+		return nil, err
+	}
+	switch st.Status {
+	case StatusAwaitingInput, StatusPaused, StatusFailed, StatusCancelled:
+	default:
+		return nil, publicErr(ErrNotAwaitingResolution, "Run is not awaiting a resolution")
+	}
+	var e *ToolEntry
+	for i := range st.Tools {
+		if st.Tools[i].ExecutionKey == key {
+			e = &st.Tools[i]
+		}
+	}
+	if e == nil {
+		return nil, publicErr(ErrUnknownExecutionKey, fmt.Sprintf("No pending tool has execution key '%s'", key))
+	}
+	if err := resolveEntry(st, e, dec); err != nil {
+		return nil, err
+	}
+	c := &committer{r: r, st: st, lease: lease}
+	var result any
+	if dec.result != nil {
+		result = dec.result
+	}
+	c.record(journal.KindToolResolved, map[string]any{
+		"allow": dec.allow, "result": result, "retry": dec.retry, "abort": dec.abort, "status": e.Status,
+	}, e)
+	if dec.abort {
+		c.event(EventRunResult, st.resultData(), nil)
+	}
+	if err := c.commit(ctx); err != nil {
+		return nil, err
+	}
+	if resume && !st.Status.Finished() {
+		sess.LastRunStatus = st.Status
+		keep = true
+		if _, err := r.resume(ctx, sess, ResumeParams{}, lease); err != nil {
+			return nil, err
+		}
+	}
+	return r.GetRun(ctx, sess.LastRunID)
+}
+
+// resolveEntry applies the reference's resolution rules (REFERENCE §4.4).
+func resolveEntry(st *RunState, e *ToolEntry, dec decision) error {
+	invalid := func(msg string) error { return publicErr(ErrResolutionInvalid, msg) }
+	if dec.allow != nil {
+		if e.Status != ToolApproval {
+			return invalid("Tool is not awaiting approval")
+		}
+		if *dec.allow {
+			e.Status, _ = NextToolStatus(e.Status, TevApprove)
+			e.Approved = ptr(true)
+			return nil
+		}
+		e.Status, _ = NextToolStatus(e.Status, TevDecline)
+		e.Result = &model.ToolResult{ToolCallID: e.Call.ID, Content: tool.TextContent("Permission denied"), IsError: true}
+		return nil
+	}
+	n := 0
+	for _, b := range []bool{dec.result != nil, dec.retry, dec.abort} {
+		if b {
+			n++
+		}
+	}
+	if n != 1 {
+		return invalid("Choose exactly one of result, retry, abort")
+	}
+	if e.Status != ToolUncertain && e.Status != ToolStarted {
+		return invalid("Tool has no uncertain outcome")
+	}
+	switch {
+	case dec.abort:
+		cancelState(st, "cancelled", nil)
+	case dec.retry:
+		if st.Status == StatusCancelled {
+			return invalid("Cancelled runs cannot be retried; supply a verified outcome or start a new turn")
+		}
+		e.Status, _ = NextToolStatus(e.Status, TevResolveRetry)
+	default:
+		if dec.result.ToolCallID != e.Call.ID {
+			return invalid("Resolution must match tool call ID")
+		}
+		res := *dec.result
+		if len(res.Content) == 0 {
+			res.Content = tool.TextContent("")
+		}
+		e.Status, _ = NextToolStatus(e.Status, TevResolveValue)
+		e.RawResult = &res
+	}
+	return nil
+}
+
+// Stop ends the runtime: drivers stop at their next boundary (runs stay
+// resumable); when ctx ends first, in-flight calls are cancelled.
+func (r *Runtime) Stop(ctx context.Context) error {
+	r.mu.Lock()
+	r.stopping = true
+	drivers := make([]*driver, 0, len(r.active))
+	for _, d := range r.active {
+		drivers = append(drivers, d)
+	}
+	r.mu.Unlock()
+	for _, d := range drivers {
+		d.soft.Store(true)
+	}
+	done := make(chan struct{})
+	go func() { r.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+	}
+	for _, d := range drivers {
+		d.cancel(errShutdown)
+	}
+	<-done
+	return nil
+}

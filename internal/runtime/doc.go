@@ -1,0 +1,14 @@
+// Package runtime is hxd's durable state machine: sessions, runs, steps,
+// attempts, recovery, approvals and resolutions.
+//
+// The loop is data: NextCommand, NextPhase, NextStatus and NextToolStatus
+// are pure tables; commands that do I/O ask them for every change. Every
+// boundary reaches storage through one helper (committer.commit) that
+// writes the new run state, public events, journal records and a
+// checkpoint record in one transaction; model.started and tool.dispatched
+// commit before the provider call or tool handler.
+//
+// runtime consumes the Store interface declared in runtime/rtstore and
+// imports journal, agent, model and tool. It must never import net/http
+// servers, chi, internal/http, a store implementation or a database driver.
+package runtime

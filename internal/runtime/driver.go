@@ -1,0 +1,676 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"hxd/internal/agent"
+	"hxd/internal/journal"
+	"hxd/internal/model"
+	"hxd/internal/runtime/rtstore"
+	"hxd/internal/tool"
+)
+
+// Causes that end a drive early.
+var (
+	errCancelRequested = errors.New("run cancelled")
+	errDeadline        = errors.New("session duration limit exceeded")
+	errShutdown        = errors.New("process shutting down")
+	// errStop ends the loop without a further commit (the state on disk is
+	// consistent and resumable).
+	errStop = errors.New("drive stopped")
+)
+
+// driver runs the loop of one run in one goroutine; it alone touches st.
+type driver struct {
+	committer
+	b      *binding
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	done   chan struct{}
+	soft   atomic.Bool // shutdown: stop at the next boundary
+}
+
+func (r *Runtime) newDriver(b *binding, st *RunState, lease rtstore.Lease) *driver {
+	return &driver{committer: committer{r: r, st: st, lease: lease}, b: b, done: make(chan struct{})}
+}
+
+// start runs the loop in the background; the driver owns lease until it ends.
+func (d *driver) start() {
+	r := d.r
+	ctx, cancel := context.WithCancelCause(context.Background())
+	limit := r.cfg.MaxSessionDuration
+	if s := d.b.def.MaxSessionDurationSeconds; s > 0 {
+		limit = time.Duration(s * float64(time.Second))
+	}
+	var stopDeadline context.CancelFunc = func() {}
+	if limit > 0 {
+		ctx, stopDeadline = context.WithDeadlineCause(ctx, r.cfg.NowFunc().Add(limit), errDeadline)
+	}
+	d.ctx, d.cancel = ctx, cancel
+	r.wg.Add(2)
+	go func() {
+		defer r.wg.Done()
+		defer stopDeadline()
+		defer d.finish()
+		d.loop()
+	}()
+	go func() {
+		defer r.wg.Done()
+		d.heartbeat()
+	}()
+}
+
+func (d *driver) finish() {
+	r := d.r
+	r.mu.Lock()
+	if r.active[d.st.SessionID] == d {
+		delete(r.active, d.st.SessionID)
+	}
+	r.mu.Unlock()
+	if err := d.lease.Release(context.Background()); err != nil {
+		r.log.Warn("release session lock", "session_id", d.st.SessionID, "error", err)
+	}
+	d.cancel(errStop)
+	close(d.done)
+	r.notify.wake(d.st.RunID)
+}
+
+// heartbeat polls the session's control flag so a cancel from another
+// process interrupts an in-flight call within a second.
+func (d *driver) heartbeat() {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-d.done:
+			return
+		case <-t.C:
+			ctl, err := d.r.store.SessionControlGet(d.ctx, d.st.SessionID)
+			if err == nil && ctl == rtstore.ControlCancelled {
+				d.cancel(errCancelRequested)
+			}
+		}
+	}
+}
+
+func (d *driver) loop() {
+	log := d.r.log.With("session_id", d.st.SessionID, "run_id", d.st.RunID)
+	for {
+		if d.soft.Load() {
+			return
+		}
+		cmd := NextCommand(d.st)
+		if cmd == CommandResult {
+			return
+		}
+		if cmd == Command(PhaseModel) || cmd == Command(PhaseTools) {
+			if stop, err := d.checkControl(); err != nil || stop {
+				if err != nil {
+					log.ErrorContext(d.ctx, "run stopped at a boundary", "error", err)
+				}
+				return
+			}
+		}
+		err := d.step(cmd)
+		if err == nil {
+			continue
+		}
+		if d.ctx.Err() != nil {
+			if ierr := d.interrupted(); ierr != nil {
+				log.ErrorContext(d.ctx, "interrupt run", "error", ierr)
+			}
+			return
+		}
+		if errors.Is(err, errStop) {
+			return
+		}
+		var fatal *commandError
+		if errors.As(err, &fatal) {
+			if ferr := d.failRun(fatal.typ, fatal.msg); ferr != nil {
+				log.ErrorContext(d.ctx, "fail run", "error", ferr)
+			}
+			return
+		}
+		// A commit failed: nothing past the last commit happened durably;
+		// the run stays resumable from storage.
+		log.ErrorContext(d.ctx, "run stopped: boundary commit failed", "error", err)
+		return
+	}
+}
+
+// commandError fails the run with {type, message}.
+type commandError struct{ typ, msg string }
+
+func (e *commandError) Error() string { return e.typ + ": " + e.msg }
+
+func (d *driver) step(cmd Command) error {
+	switch Phase(cmd) {
+	case PhaseStart:
+		return d.cmdStart()
+	case PhasePrepareModel:
+		return d.cmdPrepareModel()
+	case PhaseModel:
+		return d.cmdModel()
+	case PhasePrepareTools:
+		return d.cmdPrepareTools()
+	case PhaseTools:
+		return d.cmdTools()
+	case PhaseFinish:
+		d.cmdFinish()
+		return d.commit(d.ctx)
+	}
+	return &commandError{typ: "RuntimeError", msg: fmt.Sprintf("unknown phase %q", cmd)}
+}
+
+// checkControl applies a pause or cancel requested through storage.
+func (d *driver) checkControl() (stop bool, err error) {
+	ctl, err := d.r.store.SessionControlGet(d.ctx, d.st.SessionID)
+	if err != nil {
+		return true, fmt.Errorf("read control: %w", err)
+	}
+	switch ctl {
+	case rtstore.ControlPaused:
+		if err := d.setStatus(EvPause); err != nil {
+			return true, err
+		}
+		d.event(EventRunResult, d.st.resultData(), nil)
+		return true, d.commit(d.ctx)
+	case rtstore.ControlCancelled:
+		d.cancelState("cancelled", nil)
+		return true, d.commit(d.ctx)
+	}
+	return false, nil
+}
+
+func (d *driver) advance(o Outcome) error {
+	p, err := NextPhase(d.st.Phase, o)
+	if err != nil {
+		return &commandError{typ: "RuntimeError", msg: err.Error()}
+	}
+	d.st.Phase = p
+	return nil
+}
+
+func (d *driver) setStatus(ev StatusEvent) error {
+	s, err := NextStatus(d.st.Status, ev)
+	if err != nil {
+		return &commandError{typ: "RuntimeError", msg: err.Error()}
+	}
+	d.st.Status = s
+	return nil
+}
+
+func (d *driver) setToolStatus(e *ToolEntry, ev ToolEvent) error {
+	s, err := NextToolStatus(e.Status, ev)
+	if err != nil {
+		return &commandError{typ: "RuntimeError", msg: err.Error()}
+	}
+	e.Status = s
+	return nil
+}
+
+// cmdStart appends the user message (pure).
+func (d *driver) cmdStart() error {
+	msg, err := userMessage(d.st.Message)
+	if err != nil {
+		return &commandError{typ: "ValueError", msg: err.Error()}
+	}
+	d.st.Messages = append(d.st.Messages, msg)
+	return d.advance(OutStarted)
+}
+
+// cmdPrepareModel opens a new step (pure).
+func (d *driver) cmdPrepareModel() error {
+	if d.st.Iterations >= d.b.def.MaxIterations {
+		d.st.StopReason = ptr("max_iterations")
+		return d.advance(OutIterationLimit)
+	}
+	d.st.Iterations++
+	d.st.Attempt = 0
+	d.st.Tools = nil
+	d.st.Response = nil
+	return d.advance(OutReady)
+}
+
+func (d *driver) buildRequest() *model.Request {
+	def := d.b.def
+	specs := d.b.specs
+	if specs == nil {
+		specs = []model.ToolSpec{}
+	}
+	return &model.Request{
+		Model: def.Model.Model, Messages: d.st.Messages, System: def.SystemPrompt, Tools: specs,
+		MaxTokens: def.Model.MaxTokens, Temperature: def.Model.Temperature,
+		Step: d.st.Iterations, Attempt: d.st.Attempt,
+	}
+}
+
+// cmdModel makes one model attempt: commit model.started, call, commit the
+// outcome (two commits per call).
+func (d *driver) cmdModel() error {
+	st := d.st
+	if st.Attempt != 0 {
+		st.UsageIncomplete = true
+		d.event(EventAttemptReset, map[string]any{"attempt": st.Attempt}, nil)
+	}
+	st.Attempt++
+	req := d.buildRequest()
+	st.Request = req
+	st.ModelAttemptOpen = true
+	d.record(journal.KindModelStarted, req, nil)
+	if err := d.commit(d.ctx); err != nil {
+		return err
+	}
+	resp, err := d.b.provider.Complete(d.ctx, req)
+	if err != nil {
+		if d.ctx.Err() != nil {
+			return d.ctx.Err()
+		}
+		f := model.AsFailure(err)
+		d.record(journal.KindModelFailed, map[string]any{"type": f.Type, "message": f.Message}, nil)
+		st.ModelAttemptOpen = false
+		retry := d.b.def.Retry
+		if f.Retryable && retry != nil && st.Attempt < retry.Attempts {
+			wait := model.Backoff(st.Attempt, retry.BackoffSeconds, retry.MaxBackoffSeconds, f.RetryAfterSeconds, d.r.cfg.RandFunc)
+			d.event(EventWaiting, map[string]any{"on": "model", "seconds": journal.Float(wait.Seconds())}, nil)
+			if err := d.commit(d.ctx); err != nil {
+				return err
+			}
+			return d.r.cfg.SleepFunc(d.ctx, wait)
+		}
+		return &commandError{typ: f.Type, msg: f.Message}
+	}
+	processed := *resp
+	processed.Text = agent.ApplyAll(d.b.def.ResponseMiddleware, resp.Text)
+	if processed.ToolCalls == nil {
+		processed.ToolCalls = []model.ToolCall{}
+	}
+	d.record(journal.KindModelResponse, resp, nil)
+	d.record(journal.KindModelProcessed, processed, nil)
+	st.Response = &processed
+	st.Usage = st.Usage.Add(resp.Usage)
+	d.record(journal.KindModelCompleted, processed, nil)
+	st.ModelAttemptOpen = false
+	if processed.Text != "" {
+		d.event(EventTextDelta, processed.Text, nil)
+		d.event(EventTextComplete, processed.Text, nil)
+	}
+	if len(processed.ToolCalls) > 0 {
+		if err := d.advance(OutToolCalls); err != nil {
+			return err
+		}
+		if err := d.cmdPrepareTools(); err != nil {
+			return err
+		}
+	} else {
+		if err := d.advance(OutFinal); err != nil {
+			return err
+		}
+		d.cmdFinish()
+	}
+	return d.commit(d.ctx)
+}
+
+// cmdPrepareTools turns the response's tool calls into entries (pure).
+func (d *driver) cmdPrepareTools() error {
+	st := d.st
+	resp := st.Response
+	seen := map[string]bool{}
+	blocks := []model.ContentBlock{}
+	if resp.Text != "" {
+		blocks = append(blocks, model.ContentBlock{Type: model.BlockText, Text: resp.Text})
+	}
+	st.Tools = st.Tools[:0]
+	for _, c := range resp.ToolCalls {
+		if seen[c.ID] {
+			return &commandError{typ: "ValueError", msg: "Duplicate tool call IDs in a model response"}
+		}
+		seen[c.ID] = true
+		if len(c.Input) == 0 {
+			c.Input = json.RawMessage(`{}`)
+		}
+		blocks = append(blocks, model.ContentBlock{Type: model.BlockToolUse, ID: c.ID, Name: c.Name, Input: c.Input})
+		e := ToolEntry{
+			Call: c, Status: ToolPrepared, ExecutionKey: st.RunID + ":" + itoa(st.Iterations) + ":" + c.ID,
+			Policy: tool.PolicyManual, Timeout: 300,
+		}
+		if t, ok := d.b.tools[c.Name]; ok {
+			cfg := t.Config()
+			e.Policy, e.Concurrent, e.Timeout, e.Retry = cfg.ReplayPolicy, cfg.Concurrent, journal.Float(cfg.TimeoutSeconds), cfg.Retry
+		}
+		st.Tools = append(st.Tools, e)
+	}
+	st.Messages = append(st.Messages, model.Message{Role: model.RoleAssistant, Content: blocks})
+	return d.advance(OutPrepared)
+}
+
+// cmdTools runs every entry that can run, then either stops for decisions
+// or appends the results and moves to the next step.
+func (d *driver) cmdTools() error {
+	st := d.st
+	for i := range st.Tools {
+		e := &st.Tools[i]
+		for e.Status == ToolPrepared || e.Status == ToolStarted || e.Status == ToolRawCompleted {
+			var err error
+			if e.Status == ToolRawCompleted {
+				if err = d.processTool(e); err == nil {
+					err = d.commit(d.ctx)
+				}
+			} else {
+				err = d.runTool(e)
+			}
+			if err != nil {
+				return err
+			}
+			if e.Status == ToolStarted && d.ctx.Err() != nil {
+				return d.ctx.Err()
+			}
+		}
+	}
+	if len(st.pending()) > 0 {
+		if err := d.setStatus(EvAwait); err != nil {
+			return err
+		}
+		d.event(EventRunResult, st.resultData(), nil)
+		return d.commit(d.ctx)
+	}
+	blocks := make([]model.ContentBlock, 0, len(st.Tools))
+	for i := range st.Tools {
+		res := st.Tools[i].Result
+		blocks = append(blocks, model.ContentBlock{Type: model.BlockToolResult, ToolUseID: res.ToolCallID, Content: res.Content, IsError: res.IsError})
+	}
+	st.Messages = append(st.Messages, model.Message{Role: model.RoleUser, Content: blocks})
+	return d.advance(OutCollected)
+}
+
+// answer completes an entry without dispatching it (deny, unknown tool,
+// invalid input).
+func (d *driver) answer(e *ToolEntry, text string) error {
+	if err := d.setToolStatus(e, TevAnswer); err != nil {
+		return err
+	}
+	res := model.ToolResult{ToolCallID: e.Call.ID, Content: tool.TextContent(text), IsError: true}
+	e.Result = &res
+	d.event(EventToolResult, res, e)
+	return nil
+}
+
+// runTool runs one attempt of an entry: commit tool.started + tool.dispatched,
+// call the handler, commit the outcome (two commits per call).
+func (d *driver) runTool(e *ToolEntry) error {
+	t, ok := d.b.tools[e.Call.Name]
+	if !ok {
+		return d.answer(e, "Unknown tool: "+e.Call.Name)
+	}
+	cfg := t.Config()
+	switch {
+	case cfg.Permission == tool.PermissionDeny:
+		return d.answer(e, "Permission denied")
+	case cfg.Permission == tool.PermissionAsk && (e.Approved == nil || !*e.Approved):
+		if err := d.setToolStatus(e, TevNeedApproval); err != nil {
+			return err
+		}
+		d.event(EventApprovalRequired, map[string]any{"execution_key": e.ExecutionKey, "call": e.Call}, e)
+		return nil
+	}
+	if err := t.ValidateInput(e.Call.Input); err != nil && e.Status == ToolPrepared {
+		return d.answer(e, "Invalid tool input: "+err.Error())
+	}
+	if err := d.setToolStatus(e, TevStart); err != nil {
+		return err
+	}
+	e.Attempt++
+	d.record(journal.KindToolStarted, map[string]any{"call": e.Call, "replay_policy": e.Policy}, e)
+	d.event(EventToolCallStart, e.Call, e)
+	d.record(journal.KindToolDispatched, map[string]any{"call": e.Call}, e)
+	if err := d.commit(d.ctx); err != nil {
+		// The handler never ran: storage still holds the entry as it was.
+		return err
+	}
+	callCtx, cancel := context.WithTimeout(d.ctx, time.Duration(float64(e.Timeout)*float64(time.Second)))
+	out, err := t.Call(callCtx, tool.Invocation{
+		SessionID: d.st.SessionID, RunID: d.st.RunID, ExecutionKey: e.ExecutionKey, Attempt: e.Attempt, Call: e.Call,
+	})
+	cancel()
+	switch {
+	case errors.Is(err, tool.ErrClientResult):
+		if err := d.setToolStatus(e, TevUnknown); err != nil {
+			return err
+		}
+		d.event(EventRecoveryRequired, map[string]any{"execution_key": e.ExecutionKey, "call": e.Call, "reason": "client_result"}, e)
+		return nil
+	case err != nil && d.ctx.Err() != nil:
+		return d.ctx.Err()
+	case err != nil:
+		return d.toolFailed(e, tool.AsFailure(err))
+	}
+	res := out.Result
+	res.ToolCallID = e.Call.ID
+	if len(res.Content) == 0 {
+		res.Content = tool.TextContent("")
+	}
+	if err := d.storeArtifacts(out.Artifacts); err != nil {
+		return err
+	}
+	return d.returned(e, res)
+}
+
+// returned captures a raw result, processes it and commits both.
+func (d *driver) returned(e *ToolEntry, raw model.ToolResult) error {
+	if err := d.setToolStatus(e, TevReturn); err != nil {
+		return err
+	}
+	e.RawResult = &raw
+	d.record(journal.KindToolReturned, raw, e)
+	if err := d.processTool(e); err != nil {
+		return err
+	}
+	return d.commit(d.ctx)
+}
+
+// processTool applies result middleware to the raw result (pure).
+func (d *driver) processTool(e *ToolEntry) error {
+	if err := d.setToolStatus(e, TevProcess); err != nil {
+		return err
+	}
+	res := *e.RawResult
+	res.Content = applyToContent(d.b.resultMW[e.Call.Name], res.Content)
+	e.Result = &res
+	d.record(journal.KindToolProcessed, res, e)
+	d.event(EventToolCallComplete, e.Call, e)
+	d.event(EventToolResult, res, e)
+	return nil
+}
+
+// toolFailed handles a failed attempt per replay policy (REFERENCE §4.2).
+func (d *driver) toolFailed(e *ToolEntry, f *tool.Failure) error {
+	outcome := "unknown"
+	if f.Transient {
+		outcome = "failed"
+	}
+	d.record(journal.KindToolFailed, map[string]any{"type": f.Type, "message": f.Message, "outcome": outcome}, e)
+	retry := e.Retry
+	if retry == nil {
+		retry = &tool.DefaultRetry
+	}
+	canRetry := e.Policy != tool.PolicyManual && e.Attempt < retry.Attempts
+	switch {
+	case f.Transient && !canRetry:
+		return d.returned(e, model.ToolResult{ToolCallID: e.Call.ID, Content: tool.TextContent("Tool execution error: " + f.Message), IsError: true})
+	case e.Policy == tool.PolicyManual:
+		if err := d.setToolStatus(e, TevUnknown); err != nil {
+			return err
+		}
+		d.event(EventRecoveryRequired, map[string]any{"execution_key": e.ExecutionKey, "call": e.Call}, e)
+		return d.commit(d.ctx)
+	case canRetry:
+		if err := d.setToolStatus(e, TevRetry); err != nil {
+			return err
+		}
+		wait := model.Backoff(e.Attempt, retry.BackoffSeconds, retry.MaxBackoffSeconds, 0, d.r.cfg.RandFunc)
+		d.event(EventWaiting, map[string]any{"on": "tool", "seconds": journal.Float(wait.Seconds())}, e)
+		if err := d.commit(d.ctx); err != nil {
+			return err
+		}
+		return d.r.cfg.SleepFunc(d.ctx, wait)
+	default:
+		return &commandError{typ: f.Type, msg: f.Message}
+	}
+}
+
+func (d *driver) storeArtifacts(arts []tool.Artifact) error {
+	for _, a := range arts {
+		if _, err := d.r.putArtifact(d.ctx, a.Data); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// cmdFinish ends the run as completed (pure).
+func (d *driver) cmdFinish() {
+	st := d.st
+	out := ""
+	if st.Response != nil {
+		out = st.Response.Text
+		if st.StopReason == nil {
+			st.StopReason = ptr(st.Response.StopReason)
+		}
+		if st.Phase == PhaseFinish && len(st.Response.ToolCalls) == 0 {
+			st.Messages = append(st.Messages, model.TextMessage(model.RoleAssistant, out))
+		}
+	}
+	st.Output = &out
+	_ = d.advance(OutFinished)
+	_ = d.setStatus(EvComplete)
+	d.event(EventTurnComplete, out, nil)
+	d.event(EventRunResult, st.resultData(), nil)
+}
+
+// failRun ends the run as failed (resumable) and commits it.
+func (d *driver) failRun(typ, msg string) error {
+	st := d.st
+	if err := d.setStatus(EvFail); err != nil {
+		return err
+	}
+	st.Error = &RunError{Type: typ, Message: msg}
+	d.event(EventError, msg, nil)
+	d.record(journal.KindCommandFailed, map[string]any{"phase": st.Phase, "type": typ, "message": msg}, nil)
+	d.event(EventRunResult, st.resultData(), nil)
+	return d.commit(d.ctx)
+}
+
+// interrupted handles a cancelled drive: a requested cancel or the session
+// deadline ends the run as cancelled; a shutdown leaves storage as it is.
+func (d *driver) interrupted() error {
+	cause := context.Cause(d.ctx)
+	if errors.Is(cause, errShutdown) || errors.Is(cause, errStop) {
+		return nil
+	}
+	st := d.st
+	if st.Phase == PhaseModel && st.ModelAttemptOpen {
+		d.record(journal.KindModelInterrupted, map[string]any{"outcome": "incomplete"}, nil)
+	}
+	for i := range st.Tools {
+		e := &st.Tools[i]
+		if e.Status == ToolStarted {
+			if e.Policy == tool.PolicyManual {
+				_ = d.setToolStatus(e, TevUnknown)
+			}
+			d.record(journal.KindToolInterrupted, map[string]any{"outcome": "unknown", "status": e.Status}, e)
+		}
+	}
+	if errors.Is(cause, errDeadline) {
+		d.cancelState("timeout", &RunError{Type: "TimeoutError", Message: "Session duration limit exceeded"})
+	} else {
+		d.cancelState("cancelled", nil)
+	}
+	return d.commit(context.WithoutCancel(d.ctx))
+}
+
+// cancelState ends the run as cancelled; open tool calls are answered so
+// the conversation stays well-formed.
+func (d *driver) cancelState(stopReason string, runErr *RunError) {
+	cancelState(d.st, stopReason, runErr)
+	d.event(EventRunResult, d.st.resultData(), nil)
+}
+
+func cancelState(st *RunState, stopReason string, runErr *RunError) {
+	st.Status = StatusCancelled
+	st.StopReason = ptr(stopReason)
+	st.Error = runErr
+	if st.Phase == PhaseTools && len(st.Tools) > 0 {
+		blocks := make([]model.ContentBlock, 0, len(st.Tools))
+		for i := range st.Tools {
+			e := &st.Tools[i]
+			if e.Result != nil {
+				blocks = append(blocks, model.ContentBlock{Type: model.BlockToolResult, ToolUseID: e.Call.ID, Content: e.Result.Content, IsError: e.Result.IsError})
+				continue
+			}
+			blocks = append(blocks, model.ContentBlock{Type: model.BlockToolResult, ToolUseID: e.Call.ID,
+				Content: tool.TextContent("Run cancelled; execution outcome may be unknown."), IsError: true})
+		}
+		st.Messages = append(st.Messages, model.Message{Role: model.RoleUser, Content: blocks})
+	}
+	if st.Output == nil {
+		st.Output = ptr("")
+	}
+}
+
+// userMessage turns a submitted message (a JSON string or content blocks)
+// into a user message.
+func userMessage(raw json.RawMessage) (model.Message, error) {
+	var text string
+	if err := json.Unmarshal(raw, &text); err == nil {
+		if strings.TrimSpace(text) == "" {
+			return model.Message{}, fmt.Errorf("%w: message is empty", ErrInvalidMessage)
+		}
+		return model.TextMessage(model.RoleUser, text), nil
+	}
+	var blocks []model.ContentBlock
+	if err := json.Unmarshal(raw, &blocks); err != nil || len(blocks) == 0 {
+		return model.Message{}, fmt.Errorf("%w: message must be a string or a non-empty array of content blocks", ErrInvalidMessage)
+	}
+	for i, b := range blocks {
+		if b.Type != model.BlockText || b.Text == "" {
+			return model.Message{}, fmt.Errorf("%w: content block %d must be a non-empty text block", ErrInvalidMessage, i)
+		}
+	}
+	return model.Message{Role: model.RoleUser, Content: blocks}, nil
+}
+
+// applyToContent applies middleware to every string in a result's content.
+func applyToContent(mws []agent.Middleware, content json.RawMessage) json.RawMessage {
+	if len(mws) == 0 {
+		return content
+	}
+	dec := json.NewDecoder(strings.NewReader(string(content)))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return content
+	}
+	return mustJSON(walkStrings(v, func(s string) string { return agent.ApplyAll(mws, s) }))
+}
+
+func walkStrings(v any, f func(string) string) any {
+	switch x := v.(type) {
+	case string:
+		return f(x)
+	case []any:
+		for i := range x {
+			x[i] = walkStrings(x[i], f)
+		}
+	case map[string]any:
+		for k := range x {
+			x[k] = walkStrings(x[k], f)
+		}
+	}
+	return v
+}

@@ -1,0 +1,153 @@
+package runtime
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestNextPhase(t *testing.T) {
+	t.Parallel()
+	legal := map[Phase]map[Outcome]Phase{
+		PhaseStart:        {OutStarted: PhasePrepareModel},
+		PhasePrepareModel: {OutReady: PhaseModel, OutIterationLimit: PhaseFinish},
+		PhaseModel:        {OutToolCalls: PhasePrepareTools, OutFinal: PhaseFinish},
+		PhasePrepareTools: {OutPrepared: PhaseTools},
+		PhaseTools:        {OutCollected: PhasePrepareModel},
+		PhaseFinish:       {OutFinished: PhaseResult},
+		PhaseResult:       {},
+	}
+	outcomes := []Outcome{OutStarted, OutReady, OutIterationLimit, OutToolCalls, OutFinal, OutPrepared, OutCollected, OutFinished}
+	for from, row := range legal {
+		for _, o := range outcomes {
+			got, err := NextPhase(from, o)
+			if want, ok := row[o]; ok {
+				require.NoError(t, err, "%s on %s", from, o)
+				require.Equal(t, want, got, "%s on %s", from, o)
+			} else {
+				require.Error(t, err, "%s on %s must be illegal", from, o)
+			}
+		}
+	}
+}
+
+func TestNextStatus(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		from RunStatus
+		ev   StatusEvent
+		want RunStatus // "" = illegal
+	}{
+		{"running completes", StatusRunning, EvComplete, StatusCompleted},
+		{"running pauses", StatusRunning, EvPause, StatusPaused},
+		{"running awaits input", StatusRunning, EvAwait, StatusAwaitingInput},
+		{"running is cancelled", StatusRunning, EvCancel, StatusCancelled},
+		{"running fails", StatusRunning, EvFail, StatusFailed},
+		{"crashed running resumes", StatusRunning, EvResume, StatusRunning},
+		{"paused resumes", StatusPaused, EvResume, StatusRunning},
+		{"paused is cancelled", StatusPaused, EvCancel, StatusCancelled},
+		{"paused cannot complete", StatusPaused, EvComplete, ""},
+		{"awaiting resumes", StatusAwaitingInput, EvResume, StatusRunning},
+		{"awaiting is cancelled", StatusAwaitingInput, EvCancel, StatusCancelled},
+		{"awaiting cannot fail", StatusAwaitingInput, EvFail, ""},
+		{"failed resumes", StatusFailed, EvResume, StatusRunning},
+		{"failed is cancelled", StatusFailed, EvCancel, StatusCancelled},
+		{"failed cannot pause", StatusFailed, EvPause, ""},
+		{"completed is final", StatusCompleted, EvResume, ""},
+		{"completed cannot cancel", StatusCompleted, EvCancel, ""},
+		{"cancelled is final", StatusCancelled, EvResume, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			got, err := NextStatus(tt.from, tt.ev)
+			if tt.want == "" {
+				require.Error(t, err)
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, tt.want, got)
+		})
+	}
+}
+
+func TestNextToolStatus(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		from ToolStatus
+		ev   ToolEvent
+		want ToolStatus
+	}{
+		{"prepared starts", ToolPrepared, TevStart, ToolStarted},
+		{"prepared needs approval", ToolPrepared, TevNeedApproval, ToolApproval},
+		{"prepared answered without dispatch", ToolPrepared, TevAnswer, ToolCompleted},
+		{"prepared cannot return", ToolPrepared, TevReturn, ""},
+		{"approval approved", ToolApproval, TevApprove, ToolPrepared},
+		{"approval declined", ToolApproval, TevDecline, ToolCompleted},
+		{"approval cannot start", ToolApproval, TevStart, ""},
+		{"started returns", ToolStarted, TevReturn, ToolRawCompleted},
+		{"started outcome unknown", ToolStarted, TevUnknown, ToolUncertain},
+		{"started retried", ToolStarted, TevRetry, ToolStarted},
+		{"started restarted after crash", ToolStarted, TevStart, ToolStarted},
+		{"started resolved retry", ToolStarted, TevResolveRetry, ToolPrepared},
+		{"started resolved value", ToolStarted, TevResolveValue, ToolRawCompleted},
+		{"started cannot process", ToolStarted, TevProcess, ""},
+		{"uncertain resolved retry", ToolUncertain, TevResolveRetry, ToolPrepared},
+		{"uncertain resolved value", ToolUncertain, TevResolveValue, ToolRawCompleted},
+		{"uncertain cannot start", ToolUncertain, TevStart, ""},
+		{"uncertain cannot be approved", ToolUncertain, TevApprove, ""},
+		{"raw completed processed", ToolRawCompleted, TevProcess, ToolCompleted},
+		{"raw completed never re-run", ToolRawCompleted, TevStart, ""},
+		{"completed is final", ToolCompleted, TevStart, ""},
+		{"completed cannot be resolved", ToolCompleted, TevResolveValue, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			got, err := NextToolStatus(tt.from, tt.ev)
+			if tt.want == "" {
+				require.Error(t, err)
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, tt.want, got)
+		})
+	}
+}
+
+// TestResumeTable asserts REFERENCE §4.3 row by row.
+func TestResumeTable(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name   string
+		status ToolStatus
+		policy string
+		want   ResumeAction
+	}{
+		{"intent saved executes", ToolPrepared, "manual", ResumeExecute},
+		{"dispatched manual becomes uncertain", ToolStarted, "manual", ResumeUncertain},
+		{"dispatched safe runs again", ToolStarted, "safe", ResumeExecute},
+		{"dispatched idempotent runs again", ToolStarted, "idempotent", ResumeExecute},
+		{"raw result only reprocessed", ToolRawCompleted, "manual", ResumeProcess},
+		{"raw result safe only reprocessed", ToolRawCompleted, "safe", ResumeProcess},
+		{"completed nothing", ToolCompleted, "safe", ResumeNothing},
+		{"approval waits", ToolApproval, "manual", ResumeWait},
+		{"uncertain waits", ToolUncertain, "safe", ResumeWait},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			require.Equal(t, tt.want, ResumeTable(tt.status, tt.policy))
+		})
+	}
+}
+
+func TestNextCommand(t *testing.T) {
+	t.Parallel()
+	for _, s := range []RunStatus{StatusCompleted, StatusPaused, StatusAwaitingInput, StatusCancelled, StatusFailed} {
+		require.Equal(t, CommandResult, NextCommand(&RunState{Status: s, Phase: PhaseModel}), s)
+	}
+	require.Equal(t, Command(PhaseTools), NextCommand(&RunState{Status: StatusRunning, Phase: PhaseTools}))
+}

@@ -1,0 +1,9 @@
+package runtime_test
+
+import (
+	"testing"
+
+	"hxd/internal/hxtest"
+)
+
+func TestMain(m *testing.M) { hxtest.WrapTestMain(m) }

@@ -1,0 +1,289 @@
+package runtime
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"hxd/internal/journal"
+	"hxd/internal/model"
+	"hxd/internal/runtime/rtstore"
+)
+
+// SubmitRun starts a run of a session and drives it in the background.
+// The same request id with the same message returns the existing run
+// (created=false). Errors: ErrNotFound, ErrInvalidMessage,
+// ErrRequestConflict, ErrSessionBusy, ErrAgentMismatch.
+func (r *Runtime) SubmitRun(ctx context.Context, p SubmitParams) (*RunResult, bool, error) {
+	sess, err := r.ownedSession(ctx, p.SessionID)
+	if err != nil {
+		return nil, false, err
+	}
+	if _, err := userMessage(p.Message); err != nil {
+		return nil, false, err
+	}
+	b, err := r.bindSession(sess)
+	if err != nil {
+		return nil, false, err
+	}
+	requestID := p.RequestID
+	if requestID == "" {
+		requestID = r.cfg.NewIDFunc()
+	}
+	digest := messageDigest(p.Message)
+	lease, err := r.lockSession(ctx, sess.ID)
+	if errors.Is(err, ErrSessionBusy) {
+		// The session is driven right now; an idempotent re-submission of
+		// that very run still answers with it.
+		if run, ok, ferr := r.findRequest(ctx, sess.ID, requestID, digest); ferr != nil || ok {
+			return run, false, ferr
+		}
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	var history []model.Message
+	if sess.LastRunID != "" {
+		prev, err := r.loadState(ctx, sess.LastRunID)
+		if err != nil {
+			_ = lease.Release(ctx)
+			return nil, false, err
+		}
+		history = prev.Messages
+	}
+	now := r.cfg.NowFunc().UTC()
+	st := &RunState{
+		Version: 1, SessionID: sess.ID, RunID: r.cfg.NewIDFunc(), RequestID: requestID,
+		Message: p.Message, Messages: append([]model.Message{}, history...), Metadata: json.RawMessage(`{}`),
+		Phase: PhaseStart, Status: StatusRunning, Durable: true, Recording: sess.Recording,
+		Tools: []ToolEntry{}, Extensions: map[string]any{},
+	}
+	st.Agent.Name, st.Agent.Version = sess.AgentName, sess.AgentVersion
+	d := r.newDriver(b, st, lease)
+	initial := st.Messages
+	if initial == nil {
+		initial = []model.Message{}
+	}
+	d.record(journal.KindRunStarted, map[string]any{
+		"message": p.Message, "initial_messages": initial, "agent": st.Agent, "config": b.config,
+	}, nil)
+	cm := d.build()
+	var row *rtstore.RunRow
+	var created bool
+	err = d.apply(ctx, func(ctx context.Context) error {
+		var err error
+		row, created, err = r.store.RunInsert(ctx, &rtstore.RunInsertParams{
+			Run: rtstore.RunRow{
+				ID: st.RunID, SessionID: sess.ID, RequestID: requestID, MessageDigest: digest,
+				Status: st.Status, Phase: string(st.Phase), State: cm.State, CreatedAt: now, UpdatedAt: now,
+			},
+			Commit: cm,
+		})
+		return err
+	})
+	if err != nil || !created {
+		_ = lease.Release(ctx)
+		if err != nil {
+			return nil, false, fmt.Errorf("submit run: %w", err)
+		}
+		res, err := runView(row)
+		return res, false, err
+	}
+	r.launch(d)
+	res, err := runView(row)
+	return res, true, err
+}
+
+// launch registers and starts a driver.
+func (r *Runtime) launch(d *driver) {
+	r.mu.Lock()
+	r.active[d.st.SessionID] = d
+	r.mu.Unlock()
+	d.start()
+}
+
+// lockSession takes the session's ownership for this process.
+func (r *Runtime) lockSession(ctx context.Context, sessionID string) (rtstore.Lease, error) {
+	r.mu.Lock()
+	_, driving := r.active[sessionID]
+	stopping := r.stopping
+	r.mu.Unlock()
+	if driving || stopping {
+		return nil, fmt.Errorf("session %s: %w", sessionID, ErrSessionBusy)
+	}
+	lease, err := r.store.SessionLock(ctx, sessionID)
+	if err != nil {
+		return nil, fmt.Errorf("lock session: %w", err)
+	}
+	return lease, nil
+}
+
+func (r *Runtime) findRequest(ctx context.Context, sessionID, requestID, digest string) (*RunResult, bool, error) {
+	var after int64
+	for {
+		rows, err := r.store.RunList(ctx, sessionID, rtstore.ListParams{After: after, Limit: 500})
+		if err != nil {
+			return nil, false, fmt.Errorf("list runs: %w", err)
+		}
+		for _, row := range rows {
+			if row.RequestID == requestID {
+				if row.MessageDigest != digest {
+					return nil, false, ErrRequestConflict
+				}
+				res, err := runView(row)
+				return res, true, err
+			}
+			after = row.Seq
+		}
+		if len(rows) < 500 {
+			return nil, false, nil
+		}
+	}
+}
+
+// bindSession binds the session's agent and refuses a changed definition.
+func (r *Runtime) bindSession(sess *rtstore.SessionRow) (*binding, error) {
+	b, err := r.bindRef(sess.AgentName, sess.AgentVersion)
+	if err != nil {
+		return nil, publicErr(ErrAgentMismatch, "the session's agent is no longer registered")
+	}
+	if !jsonEqual(b.config, sess.AgentConfig) {
+		return nil, publicErr(ErrAgentMismatch, "Agent configuration differs from persisted session")
+	}
+	return b, nil
+}
+
+func (r *Runtime) loadState(ctx context.Context, runID string) (*RunState, error) {
+	row, err := r.store.RunGet(ctx, runID)
+	if err != nil {
+		return nil, fmt.Errorf("run %s: %w", runID, err)
+	}
+	return decodeState(row.State)
+}
+
+func decodeState(raw json.RawMessage) (*RunState, error) {
+	var st RunState
+	if err := json.Unmarshal(raw, &st); err != nil {
+		return nil, fmt.Errorf("decode run state: %w", err)
+	}
+	return &st, nil
+}
+
+// ownedRun returns a run whose session the calling principal owns.
+func (r *Runtime) ownedRun(ctx context.Context, runID string) (*rtstore.RunRow, error) {
+	row, err := r.store.RunGet(ctx, runID)
+	if err != nil {
+		return nil, fmt.Errorf("run: %w", err)
+	}
+	if _, err := r.ownedSession(ctx, row.SessionID); err != nil {
+		return nil, err
+	}
+	return row, nil
+}
+
+// GetRun returns a run. Errors: ErrNotFound.
+func (r *Runtime) GetRun(ctx context.Context, runID string) (*RunResult, error) {
+	row, err := r.ownedRun(ctx, runID)
+	if err != nil {
+		return nil, err
+	}
+	return runView(row)
+}
+
+// WaitRun returns the run once it is no longer running, or after d.
+func (r *Runtime) WaitRun(ctx context.Context, runID string, d time.Duration) (*RunResult, error) {
+	deadline := time.NewTimer(d)
+	defer deadline.Stop()
+	for {
+		ch, release := r.WatchRun(runID)
+		res, err := r.GetRun(ctx, runID)
+		if err != nil || res.Status != StatusRunning {
+			release()
+			return res, err
+		}
+		select {
+		case <-ch:
+			release()
+		case <-deadline.C:
+			release()
+			return r.GetRun(ctx, runID)
+		case <-ctx.Done():
+			release()
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// ListRuns pages a session's runs.
+func (r *Runtime) ListRuns(ctx context.Context, sessionID string, p ListParams) (Page[RunResult], error) {
+	if _, err := r.ownedSession(ctx, sessionID); err != nil {
+		return Page[RunResult]{}, err
+	}
+	after, limit, err := pageParams(p)
+	if err != nil {
+		return Page[RunResult]{}, err
+	}
+	rows, err := r.store.RunList(ctx, sessionID, rtstore.ListParams{After: after, Limit: limit + 1})
+	if err != nil {
+		return Page[RunResult]{}, fmt.Errorf("list runs: %w", err)
+	}
+	page := Page[RunResult]{Items: []RunResult{}}
+	for i, row := range rows {
+		if i == limit {
+			page.NextCursor = strconv.FormatInt(rows[i-1].Seq, 10)
+			break
+		}
+		res, err := runView(row)
+		if err != nil {
+			return Page[RunResult]{}, err
+		}
+		page.Items = append(page.Items, *res)
+	}
+	return page, nil
+}
+
+// ListEvents returns up to limit events with cursor > after.
+func (r *Runtime) ListEvents(ctx context.Context, runID string, after int64, limit int) ([]RunEvent, error) {
+	if _, err := r.ownedRun(ctx, runID); err != nil {
+		return nil, err
+	}
+	if limit <= 0 || limit > 1000 {
+		limit = 1000
+	}
+	evs, err := r.store.EventListAfter(ctx, runID, after, limit)
+	if err != nil {
+		return nil, fmt.Errorf("list events: %w", err)
+	}
+	return evs, nil
+}
+
+func runView(row *rtstore.RunRow) (*RunResult, error) {
+	st, err := decodeState(row.State)
+	if err != nil {
+		return nil, err
+	}
+	p := st.pending()
+	if p == nil {
+		p = []PendingTool{}
+	}
+	return &RunResult{
+		SessionID: row.SessionID, RunID: row.ID, Output: st.Output, Status: row.Status,
+		StopReason: st.StopReason, Usage: st.Usage, Error: st.Error, Pending: p,
+		UsageIncomplete: st.UsageIncomplete, CreatedAt: row.CreatedAt.UTC(), UpdatedAt: row.UpdatedAt.UTC(),
+	}, nil
+}
+
+// putArtifact stores bytes content-addressed and returns the key.
+func (r *Runtime) putArtifact(ctx context.Context, data []byte) (string, error) {
+	sum := sha256.Sum256(data)
+	key := hex.EncodeToString(sum[:])
+	if err := r.store.ArtifactPut(context.WithoutCancel(ctx), key, data); err != nil {
+		return "", fmt.Errorf("store artifact: %w", err)
+	}
+	return key, nil
+}

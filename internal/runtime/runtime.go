@@ -1,0 +1,239 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"hxd/internal/agent"
+	"hxd/internal/journal"
+	"hxd/internal/model"
+	"hxd/internal/runtime/rtstore"
+	"hxd/internal/tool"
+)
+
+// Store is the storage seam the runtime consumes (declared in rtstore).
+type Store = rtstore.Store
+
+// Config wires a Runtime. Only cmd/hxd fills it.
+type Config struct {
+	// Store holds all durable state. Required.
+	Store Store
+	// Agents is the registry of agent definitions. Required.
+	Agents *agent.Registry
+	// Logger, default: slog.Default().
+	Logger *slog.Logger
+	// ModelOptions are passed to model.New for every agent.
+	ModelOptions model.Options
+	// ToolOptions are passed to tool.New for every tool.
+	ToolOptions tool.Options
+	// NowFunc, default: time.Now.
+	NowFunc func() time.Time
+	// NewIDFunc returns a new unique id, default: UUIDv7.
+	NewIDFunc func() string
+	// RandFunc returns a float in [0,1) for backoff jitter, default: math/rand.
+	RandFunc func() float64
+	// SleepFunc waits d or until ctx ends, default: a timer.
+	SleepFunc func(ctx context.Context, d time.Duration) error
+	// CommitTimeout bounds one boundary commit, default: 10s.
+	CommitTimeout time.Duration
+	// CommitAttempts is how often a failing commit is tried before the run
+	// stops with a recording error, default: 3.
+	CommitAttempts int
+	// MaxSessionDuration is the server default deadline of a drive
+	// (agents may set their own), default: none.
+	MaxSessionDuration time.Duration
+	// AfterCommitFunc, when set, is called after every successful boundary
+	// commit with the boundary kinds it held (testing hook HXD_CRASH_AFTER).
+	AfterCommitFunc func(kinds []journal.Kind)
+	// CheckpointFunc, when set, is called after every successful commit
+	// with {session_id, run_id, status, phase}; it must not block.
+	CheckpointFunc func(sessionID, runID string, status RunStatus, phase Phase)
+	// WatchPoll is how often event watchers re-check storage when another
+	// process may write, default: 1s.
+	WatchPoll time.Duration
+}
+
+// Runtime drives durable runs. Safe for concurrent use.
+type Runtime struct {
+	cfg    Config
+	store  Store
+	log    *slog.Logger
+	agents *agent.Registry
+
+	mu       sync.Mutex
+	bindings map[agent.Ref]*binding
+	active   map[string]*driver // by session id
+	stopping bool
+	wg       sync.WaitGroup
+
+	notify notifier
+}
+
+// New returns a Runtime; call Stop to end it.
+func New(cfg Config) (*Runtime, error) {
+	if cfg.Store == nil || cfg.Agents == nil {
+		return nil, errors.New("runtime config needs a store and an agent registry")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.NowFunc == nil {
+		cfg.NowFunc = time.Now
+	}
+	if cfg.NewIDFunc == nil {
+		cfg.NewIDFunc = func() string { return uuid.Must(uuid.NewV7()).String() }
+	}
+	if cfg.RandFunc == nil {
+		cfg.RandFunc = rand.Float64
+	}
+	if cfg.SleepFunc == nil {
+		cfg.SleepFunc = sleepCtx
+	}
+	if cfg.CommitTimeout <= 0 {
+		cfg.CommitTimeout = 10 * time.Second
+	}
+	if cfg.CommitAttempts <= 0 {
+		cfg.CommitAttempts = 3
+	}
+	if cfg.WatchPoll <= 0 {
+		cfg.WatchPoll = time.Second
+	}
+	return &Runtime{
+		cfg: cfg, store: cfg.Store, agents: cfg.Agents,
+		log:      cfg.Logger.With("component", "runtime"),
+		bindings: map[agent.Ref]*binding{},
+		active:   map[string]*driver{},
+		notify:   notifier{chans: map[string]chan struct{}{}},
+	}, nil
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+}
+
+// Ready reports whether storage is reachable and the schema current.
+func (r *Runtime) Ready(ctx context.Context) error { return r.store.Ping(ctx) }
+
+// Agents lists the registered agents.
+func (r *Runtime) Agents() []*agent.Definition { return r.agents.List() }
+
+// Agent returns one registered agent; ErrNotFound when unknown.
+func (r *Runtime) Agent(name, version string) (*agent.Definition, error) {
+	d, err := r.agents.Get(agent.Ref{Name: name, Version: version})
+	if err != nil {
+		return nil, fmt.Errorf("agent %s@%s: %w", name, version, ErrNotFound)
+	}
+	return d, nil
+}
+
+// binding is an agent definition bound to its provider and tools.
+type binding struct {
+	def      *agent.Definition
+	config   json.RawMessage // JSON of def, compared with the session's
+	provider model.Provider
+	tools    map[string]tool.Tool
+	specs    []model.ToolSpec
+	resultMW map[string][]agent.Middleware
+}
+
+func (r *Runtime) bindRef(name, version string) (*binding, error) {
+	return r.bind(agent.Ref{Name: name, Version: version})
+}
+
+func (r *Runtime) bind(ref agent.Ref) (*binding, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if b, ok := r.bindings[ref]; ok {
+		return b, nil
+	}
+	def, err := r.agents.Get(ref)
+	if err != nil {
+		return nil, fmt.Errorf("agent %s: %w", ref, ErrUnknownAgent)
+	}
+	cfgJSON, err := json.Marshal(def)
+	if err != nil {
+		return nil, fmt.Errorf("encode agent %s: %w", ref, err)
+	}
+	p, err := model.New(def.Model, r.cfg.ModelOptions)
+	if err != nil {
+		return nil, fmt.Errorf("bind model of agent %s: %w", ref, err)
+	}
+	b := &binding{def: def, config: cfgJSON, provider: p, tools: map[string]tool.Tool{}, resultMW: map[string][]agent.Middleware{}}
+	for _, td := range def.Tools {
+		t, err := tool.New(td.Config, r.cfg.ToolOptions)
+		if err != nil {
+			return nil, fmt.Errorf("bind tool %s of agent %s: %w", td.Name, ref, err)
+		}
+		b.tools[td.Name] = t
+		b.specs = append(b.specs, t.Spec())
+		b.resultMW[td.Name] = td.ResultMiddleware
+	}
+	r.bindings[ref] = b
+	return b, nil
+}
+
+// notifier wakes event watchers when a run commits.
+type notifier struct {
+	mu    sync.Mutex
+	chans map[string]chan struct{}
+}
+
+func (n *notifier) watch(runID string) <-chan struct{} {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	ch, ok := n.chans[runID]
+	if !ok {
+		ch = make(chan struct{})
+		n.chans[runID] = ch
+	}
+	return ch
+}
+
+func (n *notifier) wake(runID string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if ch, ok := n.chans[runID]; ok {
+		close(ch)
+		delete(n.chans, runID)
+	}
+}
+
+// WatchRun returns a channel closed at the next commit of the run in this
+// process, or after the poll interval (another process may be writing),
+// and a func that must be called to release it.
+func (r *Runtime) WatchRun(runID string) (<-chan struct{}, func()) {
+	src := r.notify.watch(runID)
+	out := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		t := time.NewTimer(r.cfg.WatchPoll)
+		defer t.Stop()
+		select {
+		case <-src:
+		case <-t.C:
+		case <-done:
+			return
+		}
+		close(out)
+	}()
+	var once sync.Once
+	return out, func() { once.Do(func() { close(done) }) }
+}

@@ -1,0 +1,434 @@
+package runtime_test
+
+import (
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"hxd/internal/agent"
+	"hxd/internal/hxtest"
+	"hxd/internal/journal"
+	"hxd/internal/model"
+	hxruntime "hxd/internal/runtime"
+	"hxd/internal/runtime/rtstore"
+	"hxd/internal/store/sqlite"
+	"hxd/internal/tool"
+)
+
+// countingStore counts boundary commits per run.
+type countingStore struct {
+	rtstore.Store
+	commits atomic.Int64
+}
+
+func (c *countingStore) Commit(ctx context.Context, cm *rtstore.Commit) error {
+	c.commits.Add(1)
+	return c.Store.Commit(ctx, cm)
+}
+
+type testBundle struct {
+	rt    *hxruntime.Runtime
+	store *countingStore
+	calls *sync.Map // tool name → *atomic.Int64
+}
+
+func (tb *testBundle) toolCalls(name string) int64 {
+	v, ok := tb.calls.Load(name)
+	if !ok {
+		return 0
+	}
+	return v.(*atomic.Int64).Load()
+}
+
+// setup starts a runtime on a fresh SQLite file with the given agents. The
+// builtin "count" tool counts its invocations and echoes its input.
+func setup(t *testing.T, defs ...*agent.Definition) *testBundle {
+	t.Helper()
+	ctx := context.Background()
+	st, err := sqlite.Open(ctx, sqlite.Config{Path: filepath.Join(t.TempDir(), "hxd.db"), Logger: hxtest.Logger(t), AutoMigrate: true})
+	require.NoError(t, err)
+	cs := &countingStore{Store: st}
+	calls := &sync.Map{}
+	counter := func(name string) *atomic.Int64 {
+		v, _ := calls.LoadOrStore(name, &atomic.Int64{})
+		return v.(*atomic.Int64)
+	}
+	reg := agent.NewRegistry("count", "block", "leak")
+	for _, d := range append(defs, agent.Demo()...) {
+		require.NoError(t, reg.Register(d))
+	}
+	rt, err := hxruntime.New(hxruntime.Config{
+		Store: cs, Agents: reg, Logger: hxtest.Logger(t),
+		ToolOptions: tool.Options{WorkDir: t.TempDir(), Builtins: map[string]tool.BuiltinFunc{
+			"count": func(ctx context.Context, inv tool.Invocation) (tool.Outcome, error) {
+				counter(inv.Call.Name).Add(1)
+				return tool.Outcome{Result: model.ToolResult{Content: inv.Call.Input}}, nil
+			},
+			"leak": func(ctx context.Context, inv tool.Invocation) (tool.Outcome, error) {
+				return tool.Outcome{Result: model.ToolResult{Content: jsonString("card 4111111111111111")}}, nil
+			},
+			"block": func(ctx context.Context, inv tool.Invocation) (tool.Outcome, error) {
+				counter(inv.Call.Name).Add(1)
+				<-ctx.Done()
+				return tool.Outcome{}, ctx.Err()
+			},
+		}},
+		SleepFunc: func(ctx context.Context, d time.Duration) error { return ctx.Err() },
+		WatchPoll: 50 * time.Millisecond,
+	})
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		require.NoError(t, rt.Stop(context.Background()))
+		require.NoError(t, st.Close())
+	})
+	return &testBundle{rt: rt, store: cs, calls: calls}
+}
+
+func recording(on bool) *bool { return &on }
+
+func runToEnd(t *testing.T, tb *testBundle, sessionID, msg string) *hxruntime.RunResult {
+	t.Helper()
+	ctx := context.Background()
+	run, created, err := tb.rt.SubmitRun(ctx, hxruntime.SubmitParams{SessionID: sessionID, Message: jsonString(msg)})
+	require.NoError(t, err)
+	require.True(t, created)
+	return waitRun(t, tb, run.RunID)
+}
+
+func waitRun(t *testing.T, tb *testBundle, runID string) *hxruntime.RunResult {
+	t.Helper()
+	res, err := tb.rt.WaitRun(context.Background(), runID, 10*time.Second)
+	require.NoError(t, err)
+	require.NotEqual(t, hxruntime.StatusRunning, res.Status, "run did not settle")
+	return res
+}
+
+func jsonString(s string) json.RawMessage {
+	b, _ := json.Marshal(s)
+	return b
+}
+
+func journalOf(t *testing.T, tb *testBundle, runID string) []journal.Record {
+	t.Helper()
+	recs, err := tb.store.JournalList(context.Background(), runID, 0, 100000)
+	require.NoError(t, err)
+	for i, r := range recs {
+		require.Equal(t, int64(i+1), r.Seq, "seq must be contiguous from 1")
+	}
+	return recs
+}
+
+func eventsOf(t *testing.T, tb *testBundle, runID string) []hxruntime.RunEvent {
+	t.Helper()
+	evs, err := tb.rt.ListEvents(context.Background(), runID, 0, 1000)
+	require.NoError(t, err)
+	return evs
+}
+
+// boundary is a record kind with its step and attempt ids.
+type boundary struct{ kind, step, attempt string }
+
+func boundaries(recs []journal.Record) []boundary {
+	var out []boundary
+	for _, r := range recs {
+		k := string(r.Kind)
+		if strings.HasPrefix(k, "model.") || strings.HasPrefix(k, "tool.") || strings.HasPrefix(k, "run.") {
+			out = append(out, boundary{k, r.StepID, r.AttemptID})
+		}
+	}
+	return out
+}
+
+// TestInvoiceDemoJournal runs the recorded invoice demo and checks the
+// journal against the order REFERENCE §10.1 derives (relative order and
+// step/attempt pairs, not absolute seq numbers).
+func TestInvoiceDemoJournal(t *testing.T) {
+	t.Parallel()
+	tb := setup(t)
+	ctx := context.Background()
+	sess, err := tb.rt.CreateSession(ctx, hxruntime.CreateSessionParams{
+		Agent: agent.Ref{Name: "invoice-analyst", Version: "v1"}, Recording: recording(true),
+	})
+	require.NoError(t, err)
+	res := runToEnd(t, tb, sess.ID, "Analyze overdue invoices for the demo account")
+	require.Equal(t, hxruntime.StatusCompleted, res.Status)
+	require.Equal(t, "Overdue balance: $1,500. (synthetic fixture)", *res.Output)
+	require.True(t, res.UsageIncomplete, "a retried model attempt makes usage incomplete")
+
+	recs := journalOf(t, tb, res.RunID)
+	require.Equal(t, []boundary{
+		{"run.started", "0", "0"},
+		{"model.started", "1", "1"},
+		{"model.failed", "1", "1"},
+		{"model.started", "1", "2"},
+		{"model.response", "1", "2"},
+		{"model.processed", "1", "2"},
+		{"model.completed", "1", "2"},
+		{"tool.started", "1", "1"},
+		{"tool.dispatched", "1", "1"},
+		{"tool.returned", "1", "1"},
+		{"tool.processed", "1", "1"},
+		{"model.started", "2", "1"},
+		{"model.response", "2", "1"},
+		{"model.processed", "2", "1"},
+		{"model.completed", "2", "1"},
+	}, boundaries(recs))
+
+	// Tool records carry the execution key; the first record is run.started.
+	for _, r := range recs {
+		if strings.HasPrefix(string(r.Kind), "tool.") {
+			require.NotNil(t, r.ExecutionKey)
+			require.Equal(t, res.RunID+":1:overdue", *r.ExecutionKey)
+		}
+		require.Equal(t, 1, r.Version)
+		require.Equal(t, sess.ID, r.SessionID)
+	}
+	require.Equal(t, journal.KindRunStarted, recs[0].Kind)
+
+	// model.failed carries the injected failure; raw vs processed differ.
+	var failed, response, processed map[string]any
+	for _, r := range recs {
+		switch r.Kind {
+		case journal.KindModelFailed:
+			require.NoError(t, json.Unmarshal(r.Payload, &failed))
+		case journal.KindModelResponse:
+			require.NoError(t, json.Unmarshal(r.Payload, &response))
+		case journal.KindModelProcessed:
+			require.NoError(t, json.Unmarshal(r.Payload, &processed))
+		}
+	}
+	require.Equal(t, "ConnectionError", failed["type"])
+	require.Equal(t, "Overdue balance: $1,500.", response["text"])
+	require.Equal(t, "Overdue balance: $1,500. (synthetic fixture)", processed["text"])
+
+	// Events: attempt_reset, then the final events in order, each mirrored
+	// by an event record; the last checkpoint says completed/result.
+	evs := eventsOf(t, tb, res.RunID)
+	var types []string
+	for i, ev := range evs {
+		types = append(types, ev.Type)
+		require.Equal(t, itoa(i+1), ev.Cursor)
+	}
+	require.Contains(t, types, "attempt_reset")
+	require.Equal(t, []string{"turn_complete", "run_result"}, types[len(types)-2:])
+	nEventRecords := 0
+	var lastCheckpoint map[string]any
+	for _, r := range recs {
+		switch r.Kind {
+		case journal.KindEvent:
+			nEventRecords++
+		case journal.KindCheckpoint:
+			lastCheckpoint = nil
+			require.NoError(t, json.Unmarshal(r.Payload, &lastCheckpoint))
+		}
+	}
+	require.Equal(t, len(evs), nEventRecords)
+	require.Equal(t, "completed", lastCheckpoint["status"])
+	require.Equal(t, "result", lastCheckpoint["phase"])
+	require.Equal(t, journal.KindEvent, recs[len(recs)-1].Kind, "run_result is the last record")
+}
+
+func itoa(i int) string { return strconv.Itoa(i) }
+
+func jsonInt(i int) string { return strconv.Itoa(i) }
+
+// TestPublicEventsNeverCarryRawPayloads: events only see post-middleware data.
+func TestPublicEventsNeverCarryRawPayloads(t *testing.T) {
+	t.Parallel()
+	def := &agent.Definition{
+		Name: "secretive", Version: "v1",
+		Model: model.Config{Provider: "scripted", Script: []model.ScriptStep{
+			{ToolCalls: []model.ToolCall{{ID: "c1", Name: "leak", Input: json.RawMessage(`{}`)}}},
+			{Text: "the SECRET answer"},
+		}},
+		ResponseMiddleware: []agent.Middleware{{RegexReplace: &agent.RegexReplace{Pattern: "SECRET", Replace: "[hidden]"}}},
+		Tools: []agent.ToolDef{{
+			Config:           tool.Config{Name: "leak", Kind: "builtin", Builtin: "leak", ReplayPolicy: "safe"},
+			ResultMiddleware: []agent.Middleware{{RegexReplace: &agent.RegexReplace{Pattern: `\d{16}`, Replace: "[card]"}}},
+		}},
+	}
+	tb := setup(t, def)
+	ctx := context.Background()
+	sess, err := tb.rt.CreateSession(ctx, hxruntime.CreateSessionParams{Agent: def.Ref(), Recording: recording(true)})
+	require.NoError(t, err)
+	res := runToEnd(t, tb, sess.ID, "go")
+	require.Equal(t, hxruntime.StatusCompleted, res.Status)
+	require.Equal(t, "the [hidden] answer", *res.Output)
+	for _, ev := range eventsOf(t, tb, res.RunID) {
+		raw, _ := json.Marshal(ev)
+		require.NotContains(t, string(raw), "SECRET")
+		require.NotContains(t, string(raw), "4111111111111111")
+	}
+	// The journal keeps the raw payloads privately.
+	all, _ := json.Marshal(journalOf(t, tb, res.RunID))
+	require.Contains(t, string(all), "SECRET")
+	require.Contains(t, string(all), "4111111111111111")
+}
+
+// TestUnrecordedSessionWritesNoJournal: recording is chosen per session.
+func TestUnrecordedSessionWritesNoJournal(t *testing.T) {
+	t.Parallel()
+	tb := setup(t)
+	ctx := context.Background()
+	sess, err := tb.rt.CreateSession(ctx, hxruntime.CreateSessionParams{Agent: agent.Ref{Name: "invoice-analyst", Version: "v1"}})
+	require.NoError(t, err)
+	require.False(t, sess.Recording)
+	res := runToEnd(t, tb, sess.ID, "Analyze")
+	require.Equal(t, hxruntime.StatusCompleted, res.Status)
+	require.Empty(t, journalOf(t, tb, res.RunID))
+	require.NotEmpty(t, eventsOf(t, tb, res.RunID))
+}
+
+func tenStepAgent(name string) *agent.Definition {
+	var script []model.ScriptStep
+	for i := 1; i <= 10; i++ {
+		script = append(script, model.ScriptStep{ToolCalls: []model.ToolCall{{ID: "c" + jsonInt(i), Name: "count", Input: json.RawMessage(`{}`)}}})
+	}
+	script = append(script, model.ScriptStep{Text: "done"})
+	return &agent.Definition{
+		Name: name, Version: "v1", MaxIterations: 50,
+		Model: model.Config{Provider: "scripted", Script: script},
+		Tools: []agent.ToolDef{{Config: tool.Config{Name: "count", Kind: "builtin", Builtin: "count", ReplayPolicy: "safe"}}},
+	}
+}
+
+// TestCommitsPerCall: at most two durable commits per model call and per tool call.
+func TestCommitsPerCall(t *testing.T) {
+	t.Parallel()
+	for _, rec := range []bool{false, true} {
+		tb := setup(t, tenStepAgent("ten"))
+		ctx := context.Background()
+		sess, err := tb.rt.CreateSession(ctx, hxruntime.CreateSessionParams{Agent: agent.Ref{Name: "ten", Version: "v1"}, Recording: recording(rec)})
+		require.NoError(t, err)
+		before := tb.store.commits.Load()
+		res := runToEnd(t, tb, sess.ID, "go")
+		require.Equal(t, hxruntime.StatusCompleted, res.Status)
+		require.Equal(t, int64(10), tb.toolCalls("count"))
+		// 11 model calls and 10 tool calls, 2 commits each (+ the run insert,
+		// which is not a Commit call).
+		require.LessOrEqual(t, tb.store.commits.Load()-before, int64(2*11+2*10))
+	}
+}
+
+// TestRequestIdempotencyAndBusy: same request id + message → same run; a
+// different message → conflict; an unfinished run blocks a new one.
+func TestRequestIdempotencyAndBusy(t *testing.T) {
+	t.Parallel()
+	def := &agent.Definition{
+		Name: "blocker", Version: "v1",
+		Model: model.Config{Provider: "scripted", Script: []model.ScriptStep{
+			{ToolCalls: []model.ToolCall{{ID: "b", Name: "block"}}}, {Text: "done"},
+		}},
+		Tools: []agent.ToolDef{{Config: tool.Config{Name: "block", Kind: "builtin", Builtin: "block", ReplayPolicy: "safe"}}},
+	}
+	tb := setup(t, def)
+	ctx := context.Background()
+	sess, err := tb.rt.CreateSession(ctx, hxruntime.CreateSessionParams{Agent: def.Ref()})
+	require.NoError(t, err)
+	run, created, err := tb.rt.SubmitRun(ctx, hxruntime.SubmitParams{SessionID: sess.ID, Message: jsonString("a"), RequestID: "r1"})
+	require.NoError(t, err)
+	require.True(t, created)
+	again, created, err := tb.rt.SubmitRun(ctx, hxruntime.SubmitParams{SessionID: sess.ID, Message: jsonString("a"), RequestID: "r1"})
+	require.NoError(t, err)
+	require.False(t, created)
+	require.Equal(t, run.RunID, again.RunID)
+	_, _, err = tb.rt.SubmitRun(ctx, hxruntime.SubmitParams{SessionID: sess.ID, Message: jsonString("b"), RequestID: "r1"})
+	require.ErrorIs(t, err, hxruntime.ErrRequestConflict)
+	_, _, err = tb.rt.SubmitRun(ctx, hxruntime.SubmitParams{SessionID: sess.ID, Message: jsonString("b"), RequestID: "r2"})
+	require.ErrorIs(t, err, hxruntime.ErrSessionBusy)
+
+	// Cancel interrupts the blocked tool; the run ends cancelled and a new
+	// run is accepted.
+	require.Eventually(t, func() bool { return tb.toolCalls("block") == 1 }, 5*time.Second, 10*time.Millisecond)
+	res, err := tb.rt.Cancel(ctx, sess.ID)
+	require.NoError(t, err)
+	require.Equal(t, hxruntime.StatusCancelled, res.Status)
+	require.Equal(t, "cancelled", *res.StopReason)
+	_, created, err = tb.rt.SubmitRun(ctx, hxruntime.SubmitParams{SessionID: sess.ID, Message: jsonString("b"), RequestID: "r2"})
+	require.NoError(t, err)
+	require.True(t, created)
+	_, err = tb.rt.Cancel(ctx, sess.ID)
+	require.NoError(t, err)
+}
+
+// TestApprovalFlow: an ask tool stops the run; approve + resume dispatches once.
+func TestApprovalFlow(t *testing.T) {
+	t.Parallel()
+	def := &agent.Definition{
+		Name: "asker", Version: "v1",
+		Model: model.Config{Provider: "scripted", Script: []model.ScriptStep{
+			{ToolCalls: []model.ToolCall{{ID: "a", Name: "count", Input: json.RawMessage(`{"n":1}`)}, {ID: "b", Name: "count", Input: json.RawMessage(`{"n":2}`)}}},
+			{Text: "done"},
+		}},
+		Tools: []agent.ToolDef{{Config: tool.Config{Name: "count", Kind: "builtin", Builtin: "count", Permission: "ask"}}},
+	}
+	tb := setup(t, def)
+	ctx := context.Background()
+	sess, err := tb.rt.CreateSession(ctx, hxruntime.CreateSessionParams{Agent: def.Ref(), Recording: recording(true)})
+	require.NoError(t, err)
+	res := runToEnd(t, tb, sess.ID, "go")
+	require.Equal(t, hxruntime.StatusAwaitingInput, res.Status)
+	require.Len(t, res.Pending, 2)
+	pending, err := tb.rt.Pending(ctx, sess.ID)
+	require.NoError(t, err)
+	require.Len(t, pending, 2)
+	require.Equal(t, hxruntime.ToolApproval, pending[0].Status)
+
+	// Rule errors.
+	_, err = tb.rt.Resolve(ctx, hxruntime.ResolveParams{SessionID: sess.ID, ExecutionKey: pending[0].ExecutionKey, Retry: true, Abort: true})
+	require.ErrorIs(t, err, hxruntime.ErrResolutionInvalid)
+	_, err = tb.rt.Resolve(ctx, hxruntime.ResolveParams{SessionID: sess.ID, ExecutionKey: pending[0].ExecutionKey, Retry: true})
+	require.ErrorIs(t, err, hxruntime.ErrResolutionInvalid, "an approval has no uncertain outcome")
+	_, err = tb.rt.Approve(ctx, hxruntime.ApproveParams{SessionID: sess.ID, ExecutionKey: "nope", Allow: true})
+	require.ErrorIs(t, err, hxruntime.ErrUnknownExecutionKey)
+
+	// One decision each, one resume at the end.
+	_, err = tb.rt.Approve(ctx, hxruntime.ApproveParams{SessionID: sess.ID, ExecutionKey: pending[0].ExecutionKey, Allow: true})
+	require.NoError(t, err)
+	_, err = tb.rt.Approve(ctx, hxruntime.ApproveParams{SessionID: sess.ID, ExecutionKey: pending[1].ExecutionKey, Allow: false, Resume: true})
+	require.NoError(t, err)
+	res = waitRun(t, tb, res.RunID)
+	require.Equal(t, hxruntime.StatusCompleted, res.Status)
+	require.Equal(t, int64(1), tb.toolCalls("count"), "approved tool dispatched once, declined never")
+
+	var resolved, resumed int
+	for _, r := range journalOf(t, tb, res.RunID) {
+		switch r.Kind {
+		case journal.KindToolResolved:
+			resolved++
+		case journal.KindRunResumed:
+			resumed++
+		}
+	}
+	require.Equal(t, 2, resolved)
+	require.Equal(t, 1, resumed)
+
+	// Nothing is awaiting a decision now.
+	_, err = tb.rt.Approve(ctx, hxruntime.ApproveParams{SessionID: sess.ID, ExecutionKey: pending[0].ExecutionKey, Allow: true})
+	require.ErrorIs(t, err, hxruntime.ErrNotAwaitingResolution)
+}
+
+// TestForeignPrincipalSeesNothing: ownership returns ErrNotFound.
+func TestForeignPrincipalSeesNothing(t *testing.T) {
+	t.Parallel()
+	tb := setup(t)
+	alice := hxruntime.WithPrincipal(context.Background(), "alice")
+	bob := hxruntime.WithPrincipal(context.Background(), "bob")
+	sess, err := tb.rt.CreateSession(alice, hxruntime.CreateSessionParams{Agent: agent.Ref{Name: "invoice-analyst", Version: "v1"}})
+	require.NoError(t, err)
+	_, err = tb.rt.GetSession(bob, sess.ID)
+	require.ErrorIs(t, err, hxruntime.ErrNotFound)
+	page, err := tb.rt.ListSessions(bob, hxruntime.ListParams{})
+	require.NoError(t, err)
+	require.Empty(t, page.Items)
+	_, _, err = tb.rt.SubmitRun(bob, hxruntime.SubmitParams{SessionID: sess.ID, Message: jsonString("x")})
+	require.ErrorIs(t, err, hxruntime.ErrNotFound)
+}

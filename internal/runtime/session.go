@@ -1,0 +1,132 @@
+package runtime
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"strconv"
+
+	"hxd/internal/runtime/rtstore"
+)
+
+// CreateSession stores a new session bound to the calling principal.
+// Errors: ErrUnknownAgent, ErrSessionExists.
+func (r *Runtime) CreateSession(ctx context.Context, p CreateSessionParams) (*Session, error) {
+	b, err := r.bind(p.Agent)
+	if err != nil {
+		return nil, err
+	}
+	id := p.SessionID
+	if id == "" {
+		id = r.cfg.NewIDFunc()
+	}
+	meta := p.Metadata
+	if len(bytes.TrimSpace(meta)) == 0 || string(bytes.TrimSpace(meta)) == "null" {
+		meta = json.RawMessage(`{}`)
+	}
+	row := &rtstore.SessionRow{
+		ID: id, Principal: PrincipalFrom(ctx), AgentName: p.Agent.Name, AgentVersion: p.Agent.Version,
+		AgentConfig: b.config, Recording: p.Recording != nil && *p.Recording, Metadata: meta,
+		CreatedAt: r.cfg.NowFunc().UTC(),
+	}
+	if err := r.store.SessionInsert(ctx, row); err != nil {
+		return nil, fmt.Errorf("create session: %w", err)
+	}
+	return sessionView(row), nil
+}
+
+// GetSession returns a session of the calling principal. Errors: ErrNotFound.
+func (r *Runtime) GetSession(ctx context.Context, id string) (*Session, error) {
+	row, err := r.ownedSession(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return sessionView(row), nil
+}
+
+// ListSessions pages the calling principal's sessions.
+func (r *Runtime) ListSessions(ctx context.Context, p ListParams) (Page[Session], error) {
+	after, limit, err := pageParams(p)
+	if err != nil {
+		return Page[Session]{}, err
+	}
+	rows, err := r.store.SessionList(ctx, &rtstore.SessionListParams{
+		Principal: PrincipalFrom(ctx), ListParams: rtstore.ListParams{After: after, Limit: limit + 1},
+	})
+	if err != nil {
+		return Page[Session]{}, fmt.Errorf("list sessions: %w", err)
+	}
+	page := Page[Session]{Items: []Session{}}
+	for i, row := range rows {
+		if i == limit {
+			page.NextCursor = strconv.FormatInt(rows[i-1].Seq, 10)
+			break
+		}
+		page.Items = append(page.Items, *sessionView(row))
+	}
+	return page, nil
+}
+
+// ownedSession returns the session if the calling principal owns it; any
+// other case is ErrNotFound, so existence never leaks.
+func (r *Runtime) ownedSession(ctx context.Context, id string) (*rtstore.SessionRow, error) {
+	row, err := r.store.SessionGet(ctx, id)
+	if err != nil {
+		return nil, fmt.Errorf("session: %w", err)
+	}
+	if row.Principal != PrincipalFrom(ctx) {
+		return nil, fmt.Errorf("session: %w", ErrNotFound)
+	}
+	return row, nil
+}
+
+func sessionView(row *rtstore.SessionRow) *Session {
+	s := &Session{
+		ID: row.ID, Recording: row.Recording, Metadata: row.Metadata, CreatedAt: row.CreatedAt.UTC(),
+	}
+	s.Agent.Name, s.Agent.Version = row.AgentName, row.AgentVersion
+	if row.LastRunID != "" {
+		s.LatestRun = &RunRef{RunID: row.LastRunID, Status: row.LastRunStatus}
+	}
+	return s
+}
+
+// pageParams decodes a cursor and clamps the limit (default 50, max 1000).
+func pageParams(p ListParams) (after int64, limit int, err error) {
+	limit = p.Limit
+	if limit <= 0 {
+		limit = 50
+	}
+	if limit > 1000 {
+		limit = 1000
+	}
+	if p.Cursor != "" {
+		after, err = strconv.ParseInt(p.Cursor, 10, 64)
+		if err != nil || after < 0 {
+			return 0, 0, publicErr(ErrInvalidCursor, "cursor is not one this server issued")
+		}
+	}
+	return after, limit, nil
+}
+
+// messageDigest identifies a submitted message for request idempotency.
+func messageDigest(raw json.RawMessage) string {
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, raw); err != nil {
+		buf.Reset()
+		buf.Write(raw)
+	}
+	sum := sha256.Sum256(buf.Bytes())
+	return hex.EncodeToString(sum[:])
+}
+
+func jsonEqual(a, b json.RawMessage) bool {
+	var x, y any
+	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
+		return bytes.Equal(a, b)
+	}
+	return bytes.Equal(mustJSON(x), mustJSON(y))
+}

@@ -1,0 +1,147 @@
+package runtime
+
+import (
+	"encoding/json"
+
+	"hxd/internal/agent"
+	"hxd/internal/journal"
+	"hxd/internal/model"
+	"hxd/internal/tool"
+)
+
+// Phase is where a run's loop stands (state.phase).
+type Phase string
+
+// Phases: start → prepare_model → model → prepare_tools → tools →
+// prepare_model … → finish → result.
+const (
+	PhaseStart        Phase = "start"
+	PhasePrepareModel Phase = "prepare_model"
+	PhaseModel        Phase = "model"
+	PhasePrepareTools Phase = "prepare_tools"
+	PhaseTools        Phase = "tools"
+	PhaseFinish       Phase = "finish"
+	PhaseResult       Phase = "result"
+)
+
+// RunState is the durable state of one run, stored as JSON with every
+// boundary commit. Field names follow the reference's run state.
+type RunState struct {
+	Version   int       `json:"version"`
+	SessionID string    `json:"session_id"`
+	RunID     string    `json:"run_id"`
+	RequestID string    `json:"request_id"`
+	Agent     agent.Ref `json:"agent"`
+	// Message is the submitted user message (a JSON string or content blocks).
+	Message json.RawMessage `json:"message"`
+	// Messages is the conversation: earlier turns, then this turn so far.
+	Messages  []model.Message `json:"messages"`
+	Metadata  json.RawMessage `json:"metadata"`
+	Phase     Phase           `json:"phase"`
+	Status    RunStatus       `json:"status"`
+	Durable   bool            `json:"durable"`
+	Recording bool            `json:"recording"`
+	// Iterations counts model steps; step_id is its decimal string.
+	Iterations int `json:"iterations"`
+	// Attempt is the current model attempt (0 before the first call of a step).
+	Attempt int `json:"attempt"`
+	// ModelAttemptOpen is true between a committed model.started and the
+	// commit that closes that attempt (model.failed / model.completed).
+	ModelAttemptOpen bool            `json:"model_attempt_open"`
+	Usage            model.Usage     `json:"usage"`
+	UsageIncomplete  bool            `json:"usage_incomplete"`
+	Tools            []ToolEntry     `json:"tools"`
+	Request          *model.Request  `json:"request"`
+	Response         *model.Response `json:"response"`
+	Output           *string         `json:"output"`
+	StopReason       *string         `json:"stop_reason"`
+	Error            *RunError       `json:"error"`
+	Extensions       map[string]any  `json:"extensions"`
+}
+
+// ToolEntry is one tool call of the current step (element of state.tools).
+type ToolEntry struct {
+	Call         model.ToolCall    `json:"call"`
+	Status       ToolStatus        `json:"status"`
+	Attempt      int               `json:"attempt"`
+	ExecutionKey string            `json:"execution_key"`
+	Policy       string            `json:"policy"`
+	Concurrent   bool              `json:"concurrent"`
+	Timeout      journal.Float     `json:"timeout"`
+	Retry        *tool.Retry       `json:"retry,omitempty"`
+	Approved     *bool             `json:"approved,omitempty"`
+	RawResult    *model.ToolResult `json:"raw_result,omitempty"`
+	Result       *model.ToolResult `json:"result,omitempty"`
+}
+
+// stepID is the journal step_id of the state.
+func (s *RunState) stepID() string { return itoa(s.Iterations) }
+
+// pending returns the entries awaiting a decision, in state order.
+func (s *RunState) pending() []PendingTool {
+	var out []PendingTool
+	for i := range s.Tools {
+		e := &s.Tools[i]
+		if e.Status == ToolApproval || e.Status == ToolUncertain {
+			out = append(out, e.pendingView())
+		}
+	}
+	return out
+}
+
+func (e *ToolEntry) pendingView() PendingTool {
+	return PendingTool{
+		Call: e.Call, Status: e.Status, Attempt: e.Attempt, ExecutionKey: e.ExecutionKey,
+		Policy: e.Policy, Concurrent: e.Concurrent, TimeoutSeconds: e.Timeout, Retry: e.Retry,
+	}
+}
+
+// runResultData is the run_result event payload: the RunResult field dump.
+type runResultData struct {
+	SessionID       string        `json:"session_id"`
+	RunID           string        `json:"run_id"`
+	Output          *string       `json:"output"`
+	Status          RunStatus     `json:"status"`
+	StopReason      *string       `json:"stop_reason"`
+	Usage           model.Usage   `json:"usage"`
+	Error           *RunError     `json:"error"`
+	Pending         []PendingTool `json:"pending"`
+	UsageIncomplete bool          `json:"usage_incomplete"`
+}
+
+func (s *RunState) resultData() runResultData {
+	p := s.pending()
+	if p == nil {
+		p = []PendingTool{}
+	}
+	return runResultData{
+		SessionID: s.SessionID, RunID: s.RunID, Output: s.Output, Status: s.Status,
+		StopReason: s.StopReason, Usage: s.Usage, Error: s.Error, Pending: p,
+		UsageIncomplete: s.UsageIncomplete,
+	}
+}
+
+// checkpointPayload is {phase, status, error, extensions, tools}.
+func (s *RunState) checkpointPayload() map[string]any {
+	tools := make([]map[string]any, 0, len(s.Tools))
+	for i := range s.Tools {
+		e := &s.Tools[i]
+		m := map[string]any{"execution_key": e.ExecutionKey, "status": e.Status, "attempt": e.Attempt}
+		if e.Approved != nil {
+			m["approved"] = *e.Approved
+		}
+		tools = append(tools, m)
+	}
+	ext := s.Extensions
+	if ext == nil {
+		ext = map[string]any{}
+	}
+	return map[string]any{"phase": s.Phase, "status": s.Status, "error": s.Error, "extensions": ext, "tools": tools}
+}
+
+// stepPayload is the steps row: {phase, request, response, attempt}.
+func (s *RunState) stepPayload() map[string]any {
+	return map[string]any{"phase": s.Phase, "request": s.Request, "response": s.Response, "attempt": s.Attempt}
+}
+
+func ptr[T any](v T) *T { return &v }
