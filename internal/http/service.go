@@ -20,16 +20,26 @@ type Service interface {
 	// Agent returns one agent; runtime.ErrNotFound when unknown.
 	Agent(name, version string) (*agent.Definition, error)
 
+	// CreateSession creates a session owned by the caller. Errors:
+	// runtime.ErrSessionExists, runtime.ErrUnknownAgent.
 	CreateSession(ctx context.Context, p hxruntime.CreateSessionParams) (*hxruntime.Session, error)
+	// ListSessions pages the caller's sessions. Errors:
+	// runtime.ErrInvalidCursor for a cursor it did not issue.
 	ListSessions(ctx context.Context, p hxruntime.ListParams) (hxruntime.Page[hxruntime.Session], error)
+	// GetSession returns one session with its latest run.
 	GetSession(ctx context.Context, sessionID string) (*hxruntime.Session, error)
 
 	// SubmitRun starts a run; created=false when the request id matched an
-	// existing run with the same message.
+	// existing run with the same message. Errors: runtime.ErrSessionBusy,
+	// runtime.ErrRequestConflict, runtime.ErrInvalidMessage,
+	// runtime.ErrAgentMismatch.
 	SubmitRun(ctx context.Context, p hxruntime.SubmitParams) (run *hxruntime.RunResult, created bool, err error)
 	// WaitRun returns the run once it is no longer running, or after d.
 	WaitRun(ctx context.Context, runID string, d time.Duration) (*hxruntime.RunResult, error)
+	// ListRuns pages the runs of a session (runtime.ErrInvalidCursor as
+	// ListSessions).
 	ListRuns(ctx context.Context, sessionID string, p hxruntime.ListParams) (hxruntime.Page[hxruntime.RunResult], error)
+	// GetRun returns a run's public result.
 	GetRun(ctx context.Context, runID string) (*hxruntime.RunResult, error)
 
 	// ListEvents returns up to limit events with cursor > after.
@@ -39,12 +49,21 @@ type Service interface {
 	// cancel func that must be called.
 	WatchRun(runID string) (<-chan struct{}, func())
 
+	// Pause and Cancel ask the latest unfinished run to pause or cancel
+	// and return the session's latest run; nil (no error) when the session
+	// has no run.
 	Pause(ctx context.Context, sessionID string) (*hxruntime.RunResult, error)
 	Cancel(ctx context.Context, sessionID string) (*hxruntime.RunResult, error)
 	// Resume resumes the latest unfinished run; "" when nothing to resume.
+	// Errors: runtime.ErrSessionBusy, runtime.ErrRecordingMismatch,
+	// runtime.ErrAgentMismatch.
 	Resume(ctx context.Context, sessionID string, p hxruntime.ResumeParams) (runID string, err error)
+	// Pending lists the latest run's tools awaiting a decision.
 	Pending(ctx context.Context, sessionID string) ([]hxruntime.PendingTool, error)
 	// Approve and Resolve return the run (after resuming when asked).
+	// Errors: runtime.ErrUnknownExecutionKey,
+	// runtime.ErrNotAwaitingResolution, runtime.ErrResolutionInvalid (a
+	// *runtime.PublicError whose Detail is shown to the client).
 	Approve(ctx context.Context, p hxruntime.ApproveParams) (*hxruntime.RunResult, error)
 	Resolve(ctx context.Context, p hxruntime.ResolveParams) (*hxruntime.RunResult, error)
 }

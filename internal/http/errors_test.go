@@ -1,0 +1,232 @@
+package http_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"hxd/internal/agent"
+	hxhttp "hxd/internal/http"
+	hxruntime "hxd/internal/runtime"
+)
+
+// secret marks internal error text that must never reach a client.
+const secret = "SECRET-INTERNAL-DETAIL"
+
+func TestProblems(t *testing.T) {
+	t.Parallel()
+
+	session := `{"agent":{"name":"demo","version":"v1"}}`
+	tests := []struct {
+		name   string
+		stub   func(f *fakeService)
+		req    request
+		status int
+		code   string
+		detail string // substring of the detail, when one is expected
+	}{
+		{name: "malformed JSON", req: request{method: "POST", path: "/sessions", body: `{"agent":`},
+			status: 400, code: "invalid_request", detail: "not valid JSON"},
+		{name: "missing agent", req: request{method: "POST", path: "/sessions", body: `{"recording":true}`},
+			status: 400, code: "invalid_request", detail: `"agent"`},
+		{name: "agent of the wrong type", req: request{method: "POST", path: "/sessions", body: `{"agent":"demo"}`},
+			status: 400, code: "invalid_request", detail: "/agent"},
+		{name: "unknown field", req: request{method: "POST", path: "/sessions", body: `{"agent":{"name":"demo","version":"v1"},"bogus":1}`},
+			status: 400, code: "invalid_request", detail: "bogus"},
+		{name: "empty body", req: request{method: "POST", path: "/sessions", header: map[string]string{"Content-Type": "application/json"}},
+			status: 400, code: "invalid_request", detail: "required"},
+		{name: "wrong content type", req: request{method: "POST", path: "/sessions", body: session,
+			header: map[string]string{"Content-Type": "text/plain"}}, status: 400, code: "invalid_request", detail: "application/json"},
+		{name: "session_id too long in body", req: request{method: "POST", path: "/sessions",
+			body: `{"agent":{"name":"demo","version":"v1"},"session_id":"` + strings.Repeat("a", 201) + `"}`},
+			status: 400, code: "invalid_request", detail: "/session_id"},
+		{name: "session_id with a bad character", req: request{method: "POST", path: "/sessions",
+			body: `{"agent":{"name":"demo","version":"v1"},"session_id":"a b"}`}, status: 400, code: "invalid_request", detail: "/session_id"},
+		{name: "session_id too long in path", req: request{method: "GET", path: "/sessions/" + strings.Repeat("a", 201)},
+			status: 400, code: "invalid_request", detail: `"session_id"`},
+		{name: "limit=0", req: request{method: "GET", path: "/sessions?limit=0"}, status: 400, code: "invalid_request", detail: `"limit"`},
+		{name: "limit=1001", req: request{method: "GET", path: "/sessions/s1/runs?limit=1001"}, status: 400, code: "invalid_request", detail: `"limit"`},
+		{name: "limit not a number", req: request{method: "GET", path: "/sessions?limit=many"}, status: 400, code: "invalid_request", detail: `"limit"`},
+		{name: "wait=999", req: request{method: "POST", path: "/sessions/s1/runs?wait=999", body: `{"message":"hi"}`},
+			status: 400, code: "invalid_request", detail: `"wait"`},
+		{name: "empty message", req: request{method: "POST", path: "/sessions/s1/runs", body: `{"message":""}`},
+			status: 400, code: "invalid_request", detail: "/message"},
+		{name: "message of the wrong type", req: request{method: "POST", path: "/sessions/s1/runs", body: `{"message":{"text":"hi"}}`},
+			status: 400, code: "invalid_request", detail: "/message"},
+		{name: "Idempotency-Key differs from request_id", req: request{method: "POST", path: "/sessions/s1/runs",
+			body: `{"message":"hi","request_id":"a"}`, header: map[string]string{"Idempotency-Key": "b"}},
+			status: 400, code: "invalid_request", detail: "Idempotency-Key"},
+		{name: "bad Last-Event-ID", req: request{method: "GET", path: "/runs/r1/events", header: map[string]string{"Last-Event-ID": "x"}},
+			status: 400, code: "invalid_request", detail: "Last-Event-ID"},
+		{name: "approve without allow", req: request{method: "POST", path: "/sessions/s1/tools/k/approve", body: `{"resume":true}`},
+			status: 400, code: "invalid_request", detail: `"allow"`},
+		{name: "unknown path", req: request{method: "GET", path: "/nope"}, status: 404, code: "not_found"},
+		{name: "wrong method", req: request{method: "DELETE", path: "/sessions"}, status: 405, code: "method_not_allowed"},
+		{name: "unknown session", stub: func(f *fakeService) {
+			f.GetSessionFunc = func(context.Context, string) (*hxruntime.Session, error) {
+				return nil, fmt.Errorf("load session %s: %w", secret, hxruntime.ErrNotFound)
+			}
+		}, req: request{method: "GET", path: "/sessions/a%20weird%20id"}, status: 404, code: "not_found"},
+		{name: "unknown run", stub: func(f *fakeService) {
+			f.GetRunFunc = func(context.Context, string) (*hxruntime.RunResult, error) { return nil, hxruntime.ErrNotFound }
+		}, req: request{method: "GET", path: "/runs/nope"}, status: 404, code: "not_found"},
+		{name: "events of an unknown run", stub: func(f *fakeService) {
+			f.GetRunFunc = func(context.Context, string) (*hxruntime.RunResult, error) { return nil, hxruntime.ErrNotFound }
+		}, req: request{method: "GET", path: "/runs/nope/events"}, status: 404, code: "not_found"},
+		{name: "unknown agent version", stub: func(f *fakeService) {
+			f.AgentFunc = func(string, string) (*agent.Definition, error) { return nil, hxruntime.ErrNotFound }
+		}, req: request{method: "GET", path: "/agents/demo/v9"}, status: 404, code: "not_found"},
+		{name: "session exists", stub: func(f *fakeService) {
+			f.CreateSessionFunc = func(context.Context, hxruntime.CreateSessionParams) (*hxruntime.Session, error) {
+				return nil, hxruntime.ErrSessionExists
+			}
+		}, req: request{method: "POST", path: "/sessions", body: session}, status: 409, code: "session_exists"},
+		{name: "unknown agent", stub: func(f *fakeService) {
+			f.CreateSessionFunc = func(context.Context, hxruntime.CreateSessionParams) (*hxruntime.Session, error) {
+				return nil, fmt.Errorf("%s: %w", secret, hxruntime.ErrUnknownAgent)
+			}
+		}, req: request{method: "POST", path: "/sessions", body: session}, status: 422, code: "unknown_agent"},
+		{name: "session busy", stub: func(f *fakeService) {
+			f.SubmitRunFunc = func(context.Context, hxruntime.SubmitParams) (*hxruntime.RunResult, bool, error) {
+				return nil, false, hxruntime.ErrSessionBusy
+			}
+		}, req: request{method: "POST", path: "/sessions/s1/runs", body: `{"message":"hi"}`}, status: 409, code: "session_busy"},
+		{name: "request id conflict", stub: func(f *fakeService) {
+			f.SubmitRunFunc = func(context.Context, hxruntime.SubmitParams) (*hxruntime.RunResult, bool, error) {
+				return nil, false, hxruntime.ErrRequestConflict
+			}
+		}, req: request{method: "POST", path: "/sessions/s1/runs", body: `{"message":"hi","request_id":"r"}`},
+			status: 409, code: "request_id_conflict"},
+		{name: "invalid message", stub: func(f *fakeService) {
+			f.SubmitRunFunc = func(context.Context, hxruntime.SubmitParams) (*hxruntime.RunResult, bool, error) {
+				return nil, false, hxruntime.ErrInvalidMessage
+			}
+		}, req: request{method: "POST", path: "/sessions/s1/runs", body: `{"message":[{"type":"tool_use"}]}`},
+			status: 422, code: "invalid_message"},
+		{name: "recording mismatch", stub: func(f *fakeService) {
+			f.ResumeFunc = func(context.Context, string, hxruntime.ResumeParams) (string, error) {
+				return "", &hxruntime.PublicError{Err: hxruntime.ErrRecordingMismatch, Detail: "Recording configuration differs from persisted session"}
+			}
+		}, req: request{method: "POST", path: "/sessions/s1/resume", body: `{"recording":false}`},
+			status: 409, code: "recording_mismatch", detail: "Recording configuration differs"},
+		{name: "agent mismatch", stub: func(f *fakeService) {
+			f.ResumeFunc = func(context.Context, string, hxruntime.ResumeParams) (string, error) {
+				return "", hxruntime.ErrAgentMismatch
+			}
+		}, req: request{method: "POST", path: "/sessions/s1/resume"}, status: 409, code: "agent_mismatch"},
+		{name: "resume busy", stub: func(f *fakeService) {
+			f.ResumeFunc = func(context.Context, string, hxruntime.ResumeParams) (string, error) {
+				return "", hxruntime.ErrSessionBusy
+			}
+		}, req: request{method: "POST", path: "/sessions/s1/resume"}, status: 409, code: "session_busy"},
+		{name: "resolve with retry and abort", req: request{method: "POST", path: "/sessions/s1/tools/k/resolve",
+			body: `{"retry":true,"abort":true}`}, status: 422, code: "resolution_invalid", detail: "exactly one of result, retry, abort"},
+		{name: "resolve with nothing", req: request{method: "POST", path: "/sessions/s1/tools/k/resolve", body: `{"resume":true}`},
+			status: 422, code: "resolution_invalid", detail: "exactly one"},
+		{name: "resolve with result and retry", req: request{method: "POST", path: "/sessions/s1/tools/k/resolve",
+			body: `{"retry":true,"result":{"tool_call_id":"c","content":"x"}}`}, status: 422, code: "resolution_invalid"},
+		{name: "resolution rule from the runtime", stub: func(f *fakeService) {
+			f.ResolveFunc = func(context.Context, hxruntime.ResolveParams) (*hxruntime.RunResult, error) {
+				return nil, &hxruntime.PublicError{Err: hxruntime.ErrResolutionInvalid, Detail: "Resolution must match tool call ID"}
+			}
+		}, req: request{method: "POST", path: "/sessions/s1/tools/k/resolve", body: `{"result":{"tool_call_id":"c","content":"x"}}`},
+			status: 422, code: "resolution_invalid", detail: "Resolution must match tool call ID"},
+		{name: "unknown execution key", stub: func(f *fakeService) {
+			f.ApproveFunc = func(context.Context, hxruntime.ApproveParams) (*hxruntime.RunResult, error) {
+				return nil, hxruntime.ErrUnknownExecutionKey
+			}
+		}, req: request{method: "POST", path: "/sessions/s1/tools/k/approve", body: `{"allow":true}`},
+			status: 404, code: "unknown_execution_key"},
+		{name: "not awaiting resolution", stub: func(f *fakeService) {
+			f.ApproveFunc = func(context.Context, hxruntime.ApproveParams) (*hxruntime.RunResult, error) {
+				return nil, &hxruntime.PublicError{Err: hxruntime.ErrNotAwaitingResolution, Detail: "Run is not awaiting a resolution"}
+			}
+		}, req: request{method: "POST", path: "/sessions/s1/tools/k/approve", body: `{"allow":false}`},
+			status: 409, code: "not_awaiting_resolution", detail: "Run is not awaiting a resolution"},
+		{name: "invalid cursor", stub: func(f *fakeService) {
+			f.ListSessionsFunc = func(context.Context, hxruntime.ListParams) (hxruntime.Page[hxruntime.Session], error) {
+				return hxruntime.Page[hxruntime.Session]{}, &hxruntime.PublicError{Err: hxruntime.ErrInvalidCursor, Detail: "cursor is not one this server issued"}
+			}
+		}, req: request{method: "GET", path: "/sessions?cursor=zzz"}, status: 400, code: "invalid_request", detail: "cursor"},
+		{name: "not ready", stub: func(f *fakeService) {
+			f.ReadyFunc = func(context.Context) error { return errors.New(secret) }
+		}, req: request{method: "GET", path: "/readyz"}, status: 503, code: "unavailable"},
+		{name: "handler panic", stub: func(f *fakeService) {
+			f.GetSessionFunc = func(context.Context, string) (*hxruntime.Session, error) { panic(secret) }
+		}, req: request{method: "GET", path: "/sessions/s1"}, status: 500, code: "internal"},
+		{name: "unmapped error", stub: func(f *fakeService) {
+			f.GetRunFunc = func(context.Context, string) (*hxruntime.RunResult, error) {
+				return nil, fmt.Errorf("query runs: %s", secret)
+			}
+		}, req: request{method: "GET", path: "/runs/r1"}, status: 500, code: "internal"},
+		{name: "unmapped public error keeps its detail private", stub: func(f *fakeService) {
+			f.GetRunFunc = func(context.Context, string) (*hxruntime.RunResult, error) {
+				return nil, &hxruntime.PublicError{Err: hxruntime.ErrRecording, Detail: secret}
+			}
+		}, req: request{method: "GET", path: "/runs/r1"}, status: 500, code: "internal"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			tb := setup(t)
+			if tt.stub != nil {
+				tt.stub(tb.svc)
+			}
+			resp, body := tb.do(t, tt.req)
+			p := requireProblem(t, resp, body, tt.status, tt.code)
+			require.NotContains(t, string(body), secret)
+			require.NotContains(t, string(body), errNotStubbed.Error())
+			if tt.detail != "" {
+				require.NotNil(t, p.Detail)
+				require.Contains(t, *p.Detail, tt.detail)
+			}
+			if tt.status == 500 {
+				require.Equal(t, "Internal server error", p.Title)
+				require.Nil(t, p.Detail)
+				// The real error is logged once, with the request id.
+				require.Len(t, tb.logs.matching(secret, `"request_id":"`+p.RequestId+`"`, `"level":"ERROR"`), 1)
+			}
+			if tt.status == 405 {
+				require.Equal(t, "GET, POST", resp.Header.Get("Allow"))
+			}
+		})
+	}
+}
+
+func TestProblemDetailIsBounded(t *testing.T) {
+	t.Parallel()
+	tb := setup(t)
+	huge := strings.Repeat("x", 50_000)
+	resp, body := tb.do(t, request{method: "POST", path: "/sessions", body: `{"agent":{"name":"demo","version":"v1"},"` + huge + `":1}`})
+	p := requireProblem(t, resp, body, 400, "invalid_request")
+	require.NotNil(t, p.Detail)
+	require.LessOrEqual(t, len(*p.Detail), 300)
+	require.Less(t, len(body), 2000)
+}
+
+func TestBodyLimit(t *testing.T) {
+	t.Parallel()
+	tb := setup(t, func(c *hxhttp.Config) { c.MaxBodyBytes = 1024 })
+	big := `{"message":"` + strings.Repeat("a", 2048) + `"}`
+
+	// Declared length over the limit.
+	resp, body := tb.do(t, request{method: "POST", path: "/sessions/s1/runs", body: big})
+	requireProblem(t, resp, body, http.StatusRequestEntityTooLarge, "payload_too_large")
+
+	// Undeclared length (chunked): fails while reading.
+	req, err := http.NewRequestWithContext(t.Context(), "POST", tb.srv.URL+"/sessions/s1/runs", io.MultiReader(strings.NewReader(big)))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/json")
+	resp2, err := tb.srv.Client().Do(req)
+	require.NoError(t, err)
+	defer resp2.Body.Close()
+	body2, err := io.ReadAll(resp2.Body)
+	require.NoError(t, err)
+	requireProblem(t, resp2, body2, http.StatusRequestEntityTooLarge, "payload_too_large")
+}

@@ -1,0 +1,269 @@
+package http
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"mime"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"hxd/internal/http/api"
+	hxruntime "hxd/internal/runtime"
+)
+
+// eventBatch is how many events one ListEvents call asks for (the
+// service's maximum).
+const eventBatch = 1000
+
+// ListRunEvents answers a run's events after a cursor: a JSON page when
+// the client accepts application/json (and prefers it to
+// text/event-stream), else a server-sent event stream. An unknown run is a
+// 404 before any byte of a stream is written.
+func (s *Server) ListRunEvents(ctx context.Context, req api.ListRunEventsRequestObject) (api.ListRunEventsResponseObject, error) {
+	after, err := startCursor(req.Params.After, req.Params.LastEventID)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := s.svc.GetRun(ctx, req.RunId); err != nil {
+		return nil, err
+	}
+	if !prefersJSON(acceptFrom(ctx)) {
+		return &eventStream{ctx: ctx, s: s, runID: req.RunId, after: after}, nil
+	}
+	page, err := s.eventPage(ctx, req.RunId, after, deref(req.Params.Limit))
+	if err != nil {
+		return nil, err
+	}
+	return api.ListRunEvents200JSONResponse(page), nil
+}
+
+// eventPage is the JSON form: up to limit (0 → 1000) events after the
+// cursor; next_cursor is the last one's cursor, or after when none.
+func (s *Server) eventPage(ctx context.Context, runID string, after int64, limit int) (api.EventPage, error) {
+	if limit <= 0 {
+		limit = eventBatch
+	}
+	evs, err := s.svc.ListEvents(ctx, runID, after, limit)
+	if err != nil {
+		return api.EventPage{}, err
+	}
+	page := api.EventPage{Events: make([]api.RunEvent, 0, len(evs)), NextCursor: strconv.FormatInt(after, 10)}
+	for _, ev := range evs {
+		page.Events = append(page.Events, eventOut(ev))
+		page.NextCursor = ev.Cursor
+	}
+	return page, nil
+}
+
+// startCursor is Last-Event-ID when given, else after, else 0.
+func startCursor(after, lastEventID *string) (int64, error) {
+	name, v := "after", after
+	if lastEventID != nil {
+		name, v = "Last-Event-ID", lastEventID
+	}
+	if v == nil {
+		return 0, nil
+	}
+	n, err := strconv.ParseInt(*v, 10, 64)
+	if err != nil || n < 0 {
+		return 0, badRequest(fmt.Sprintf("%s is not an event cursor", name))
+	}
+	return n, nil
+}
+
+func eventOut(ev hxruntime.RunEvent) api.RunEvent {
+	data := ev.Data
+	if len(data) == 0 {
+		data = json.RawMessage("null")
+	}
+	return api.RunEvent{
+		Type:      ev.Type,
+		Data:      data,
+		SessionId: ev.SessionID,
+		RunId:     ev.RunID,
+		StepId:    ev.StepID,
+		AttemptId: ev.AttemptID,
+		EventId:   ev.EventID,
+		Cursor:    ev.Cursor,
+	}
+}
+
+type httpRequestKey struct{}
+
+// withHTTPRequest hands the raw request to the few operations that need
+// more than the contract can declare: listRunEvents (the Accept header)
+// and getMetrics (promhttp negotiates the format itself).
+func withHTTPRequest(f api.StrictHandlerFunc, operationID string) api.StrictHandlerFunc {
+	if operationID != "ListRunEvents" && operationID != "GetMetrics" {
+		return f
+	}
+	return func(ctx context.Context, w http.ResponseWriter, r *http.Request, req any) (any, error) {
+		return f(context.WithValue(ctx, httpRequestKey{}, r), w, r, req)
+	}
+}
+
+// httpRequestFrom returns the request put into ctx by withHTTPRequest.
+func httpRequestFrom(ctx context.Context) (*http.Request, bool) {
+	r, ok := ctx.Value(httpRequestKey{}).(*http.Request)
+	return r, ok
+}
+
+func acceptFrom(ctx context.Context) string {
+	if r, ok := httpRequestFrom(ctx); ok {
+		return r.Header.Get("Accept")
+	}
+	return ""
+}
+
+// prefersJSON reports whether an Accept header asks for application/json
+// with a higher quality than text/event-stream (wildcards count for
+// neither, so the stream is the default).
+func prefersJSON(accept string) bool {
+	qJSON, qSSE := -1.0, -1.0
+	for _, part := range strings.Split(accept, ",") {
+		mt, params, err := mime.ParseMediaType(strings.TrimSpace(part))
+		if err != nil {
+			continue
+		}
+		q := 1.0
+		if v, ok := params["q"]; ok {
+			if f, err := strconv.ParseFloat(v, 64); err == nil {
+				q = f
+			}
+		}
+		switch mt {
+		case "application/json":
+			qJSON = max(qJSON, q)
+		case "text/event-stream":
+			qSSE = max(qSSE, q)
+		}
+	}
+	return qJSON > 0 && qJSON > qSSE
+}
+
+// eventStream is the text/event-stream form of listRunEvents. It writes
+// one frame per event and flushes after each (the generated stream
+// response copies without flushing). It holds the request's context
+// because the strict Visit method receives none; it lives only as long as
+// the request.
+type eventStream struct {
+	ctx   context.Context
+	s     *Server
+	runID string
+	after int64
+}
+
+// VisitListRunEventsResponse implements api.ListRunEventsResponseObject.
+// Once the headers are out, failures end the stream (logged once); the
+// client reconnects with Last-Event-ID.
+func (e *eventStream) VisitListRunEventsResponse(w http.ResponseWriter) error {
+	rc := http.NewResponseController(w)
+	_ = rc.SetWriteDeadline(time.Time{}) // a stream outlives the server's WriteTimeout
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	err := rc.Flush()
+	if err == nil {
+		err = e.stream(w, rc)
+	}
+	if err != nil && e.ctx.Err() == nil {
+		e.s.log.WarnContext(e.ctx, "event stream ended early",
+			"request_id", requestIDFrom(e.ctx), "run_id", e.runID, "error", err.Error())
+	}
+	return nil
+}
+
+// stream writes every event after e.after, waiting for new commits while
+// the run is running. It returns nil once the run is not running and every
+// event committed up to its run_result has been written (the terminal
+// status and its run_result commit together, so reading the status before
+// draining the events suffices).
+func (e *eventStream) stream(w http.ResponseWriter, rc *http.ResponseController) error {
+	keepAlive := time.NewTicker(e.s.keepAlive)
+	defer keepAlive.Stop()
+	after := e.after
+	for {
+		changed, release := e.s.svc.WatchRun(e.runID) // before reading: no commit is missed
+		run, err := e.s.svc.GetRun(e.ctx, e.runID)
+		if err == nil {
+			after, err = e.drain(w, rc, after)
+		}
+		if err != nil || run.Status != hxruntime.StatusRunning {
+			release()
+			return err
+		}
+		err = e.wait(w, rc, changed, keepAlive.C)
+		release()
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// drain writes the events after cursor, batch by batch, and returns the
+// last cursor written.
+func (e *eventStream) drain(w http.ResponseWriter, rc *http.ResponseController, after int64) (int64, error) {
+	for {
+		evs, err := e.s.svc.ListEvents(e.ctx, e.runID, after, eventBatch)
+		if err != nil {
+			return after, err
+		}
+		for _, ev := range evs {
+			n, err := strconv.ParseInt(ev.Cursor, 10, 64)
+			if err != nil {
+				return after, fmt.Errorf("event %s: bad cursor: %w", ev.EventID, err)
+			}
+			if err := writeFrame(w, ev); err != nil {
+				return after, err
+			}
+			if err := rc.Flush(); err != nil {
+				return after, err
+			}
+			after = n
+		}
+		if len(evs) < eventBatch {
+			return after, nil
+		}
+	}
+}
+
+// wait returns when the run changes, sending keep-alive comments
+// meanwhile; ctx's error when the client goes away.
+func (e *eventStream) wait(w http.ResponseWriter, rc *http.ResponseController, changed <-chan struct{}, tick <-chan time.Time) error {
+	for {
+		select {
+		case <-changed:
+			return nil
+		case <-e.ctx.Done():
+			return e.ctx.Err()
+		case <-tick:
+			if _, err := w.Write([]byte(": keep-alive\n\n")); err != nil {
+				return err
+			}
+			if err := rc.Flush(); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// writeFrame writes one SSE frame: id = cursor, event = type, data = the
+// RunEvent as one line of JSON.
+func writeFrame(w http.ResponseWriter, ev hxruntime.RunEvent) error {
+	data, err := json.Marshal(eventOut(ev))
+	if err != nil {
+		return fmt.Errorf("encode event %s: %w", ev.EventID, err)
+	}
+	_, err = fmt.Fprintf(w, "id: %s\nevent: %s\ndata: %s\n\n", sseField(ev.Cursor), sseField(ev.Type), data)
+	return err
+}
+
+// sseField drops line breaks, which would end an SSE field early.
+func sseField(s string) string {
+	return strings.NewReplacer("\r", "", "\n", "").Replace(s)
+}

@@ -1,0 +1,335 @@
+package http_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	hxhttp "hxd/internal/http"
+	"hxd/internal/http/api"
+	hxruntime "hxd/internal/runtime"
+)
+
+// fakeRun is an in-memory run "r1" with an event log, wired into a
+// fakeService's GetRun, ListEvents and WatchRun.
+type fakeRun struct {
+	mu       sync.Mutex
+	status   hxruntime.RunStatus
+	events   []hxruntime.RunEvent
+	watchers map[int]chan struct{}
+	nextW    int
+	calls    [][2]int64 // ListEvents (after, limit)
+}
+
+func newFakeRun(f *fakeService, status hxruntime.RunStatus) *fakeRun {
+	r := &fakeRun{status: status, watchers: map[int]chan struct{}{}}
+	f.GetRunFunc = func(_ context.Context, id string) (*hxruntime.RunResult, error) {
+		if id != "r1" {
+			return nil, hxruntime.ErrNotFound
+		}
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		return runFixture(r.status), nil
+	}
+	f.ListEventsFunc = func(_ context.Context, id string, after int64, limit int) ([]hxruntime.RunEvent, error) {
+		if id != "r1" {
+			return nil, hxruntime.ErrNotFound
+		}
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		r.calls = append(r.calls, [2]int64{after, int64(limit)})
+		var out []hxruntime.RunEvent
+		for _, ev := range r.events {
+			if c, _ := strconv.ParseInt(ev.Cursor, 10, 64); c > after && len(out) < limit {
+				out = append(out, ev)
+			}
+		}
+		return out, nil
+	}
+	f.WatchRunFunc = func(string) (<-chan struct{}, func()) {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		ch := make(chan struct{})
+		k := r.nextW
+		r.nextW++
+		r.watchers[k] = ch
+		return ch, func() {
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			delete(r.watchers, k)
+		}
+	}
+	return r
+}
+
+// commit appends events of the given types and sets the status in one
+// step, then wakes the watchers (as a store commit would).
+func (r *fakeRun) commit(status hxruntime.RunStatus, types ...string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, typ := range types {
+		n := len(r.events) + 1
+		data := json.RawMessage(`"chunk ` + strconv.Itoa(n) + `"`)
+		if typ == hxruntime.EventRunResult {
+			data, _ = json.Marshal(runFixture(status))
+		}
+		r.events = append(r.events, hxruntime.RunEvent{
+			Type: typ, Data: data, SessionID: "s1", RunID: "r1", StepID: "1", AttemptID: "1",
+			EventID: "ev-" + strconv.Itoa(n), Cursor: strconv.Itoa(n),
+		})
+	}
+	r.status = status
+	for k, ch := range r.watchers {
+		close(ch)
+		delete(r.watchers, k)
+	}
+}
+
+func (r *fakeRun) listCalls() [][2]int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([][2]int64(nil), r.calls...)
+}
+
+// frame is one parsed SSE frame (or a comment).
+type frame struct {
+	id, event, data, comment string
+}
+
+// readFrame reads one SSE frame; io.EOF at the end of the stream.
+func readFrame(br *bufio.Reader) (frame, error) {
+	var f frame
+	seen := false
+	for {
+		line, err := br.ReadString('\n')
+		if err != nil {
+			if errors.Is(err, io.EOF) && !seen && line == "" {
+				return f, io.EOF
+			}
+			return f, err
+		}
+		line = strings.TrimSuffix(line, "\n")
+		if line == "" {
+			if seen {
+				return f, nil
+			}
+			continue
+		}
+		seen = true
+		switch {
+		case strings.HasPrefix(line, ":"):
+			f.comment = strings.TrimSpace(line[1:])
+		case strings.HasPrefix(line, "id: "):
+			f.id = line[len("id: "):]
+		case strings.HasPrefix(line, "event: "):
+			f.event = line[len("event: "):]
+		case strings.HasPrefix(line, "data: "):
+			f.data = line[len("data: "):]
+		default:
+			return f, errors.New("unexpected SSE line: " + line)
+		}
+	}
+}
+
+func readAllFrames(t *testing.T, body []byte) []frame {
+	t.Helper()
+	br := bufio.NewReader(strings.NewReader(string(body)))
+	var out []frame
+	for {
+		f, err := readFrame(br)
+		if errors.Is(err, io.EOF) {
+			return out
+		}
+		require.NoError(t, err)
+		out = append(out, f)
+	}
+}
+
+func TestEventStreamFraming(t *testing.T) {
+	t.Parallel()
+	tb := setup(t)
+	run := newFakeRun(tb.svc, hxruntime.StatusRunning)
+	run.commit(hxruntime.StatusRunning, hxruntime.EventTextDelta, hxruntime.EventTextComplete)
+	run.commit(hxruntime.StatusCompleted, hxruntime.EventRunResult)
+
+	resp, body := tb.do(t, request{method: "GET", path: "/runs/r1/events"})
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Equal(t, "text/event-stream", resp.Header.Get("Content-Type"))
+	require.Equal(t, "no-cache", resp.Header.Get("Cache-Control"))
+
+	frames := readAllFrames(t, body)
+	require.Len(t, frames, 3)
+	for i, want := range []string{"text_delta", "text_complete", "run_result"} {
+		f := frames[i]
+		require.Equal(t, strconv.Itoa(i+1), f.id)
+		require.Equal(t, want, f.event)
+		ev := decode[api.RunEvent](t, []byte(f.data))
+		require.Equal(t, run.events[i].EventID, ev.EventId)
+		require.Equal(t, f.id, ev.Cursor)
+		require.Equal(t, want, ev.Type)
+		require.JSONEq(t, string(run.events[i].Data), string(ev.Data))
+	}
+	require.Equal(t, api.RunStatusCompleted, decode[api.RunResult](t, decode[api.RunEvent](t, []byte(frames[2].data)).Data).Status)
+}
+
+func TestEventStreamResume(t *testing.T) {
+	t.Parallel()
+
+	tests := []struct {
+		name    string
+		path    string
+		header  map[string]string
+		wantIDs []string
+	}{
+		{name: "from the start", path: "", wantIDs: []string{"1", "2", "3"}},
+		{name: "after", path: "?after=1", wantIDs: []string{"2", "3"}},
+		{name: "Last-Event-ID", header: map[string]string{"Last-Event-ID": "2"}, wantIDs: []string{"3"}},
+		{name: "Last-Event-ID wins over after", path: "?after=0", header: map[string]string{"Last-Event-ID": "2"}, wantIDs: []string{"3"}},
+		{name: "past the end", header: map[string]string{"Last-Event-ID": "3"}, wantIDs: nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			tb := setup(t)
+			run := newFakeRun(tb.svc, hxruntime.StatusRunning)
+			run.commit(hxruntime.StatusRunning, hxruntime.EventTextDelta, hxruntime.EventTextComplete)
+			run.commit(hxruntime.StatusPaused, hxruntime.EventRunResult) // paused ends the stream too
+
+			_, body := tb.do(t, request{method: "GET", path: "/runs/r1/events" + tt.path, header: tt.header})
+			var ids []string
+			for _, f := range readAllFrames(t, body) {
+				ids = append(ids, f.id)
+			}
+			require.Equal(t, tt.wantIDs, ids)
+		})
+	}
+}
+
+// openStream starts a streaming request and returns a frame reader.
+func openStream(t *testing.T, tb *testBundle, ctx context.Context) *bufio.Reader {
+	t.Helper()
+	req, err := http.NewRequestWithContext(ctx, "GET", tb.srv.URL+"/runs/r1/events", nil)
+	require.NoError(t, err)
+	req.Header.Set("Accept", "text/event-stream")
+	resp, err := tb.srv.Client().Do(req)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = resp.Body.Close() })
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Equal(t, "text/event-stream", resp.Header.Get("Content-Type"))
+	return bufio.NewReader(resp.Body)
+}
+
+func TestEventStreamLive(t *testing.T) {
+	t.Parallel()
+	tb := setup(t)
+	run := newFakeRun(tb.svc, hxruntime.StatusRunning)
+	run.commit(hxruntime.StatusRunning, hxruntime.EventTextDelta)
+
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	br := openStream(t, tb, ctx)
+
+	// The first frame arrives while the stream is still open: it was flushed.
+	f, err := readFrame(br)
+	require.NoError(t, err)
+	require.Equal(t, "1", f.id)
+
+	run.commit(hxruntime.StatusRunning, hxruntime.EventTextComplete)
+	f, err = readFrame(br)
+	require.NoError(t, err)
+	require.Equal(t, frame{id: "2", event: "text_complete", data: f.data}, f)
+
+	run.commit(hxruntime.StatusCompleted, hxruntime.EventTurnComplete, hxruntime.EventRunResult)
+	for _, want := range []string{"turn_complete", "run_result"} {
+		f, err = readFrame(br)
+		require.NoError(t, err)
+		require.Equal(t, want, f.event)
+	}
+	_, err = readFrame(br)
+	require.ErrorIs(t, err, io.EOF, "the stream ends after the run_result of a finished run")
+
+	// Each batch asked for up to 1000 events after the last cursor sent.
+	for _, c := range run.listCalls() {
+		require.Equal(t, int64(1000), c[1])
+	}
+}
+
+func TestEventStreamKeepAlive(t *testing.T) {
+	t.Parallel()
+	tb := setup(t, func(c *hxhttp.Config) { c.KeepAlive = 10 * time.Millisecond })
+	newFakeRun(tb.svc, hxruntime.StatusRunning)
+
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	br := openStream(t, tb, ctx)
+	f, err := readFrame(br)
+	require.NoError(t, err)
+	require.Equal(t, frame{comment: "keep-alive"}, f)
+	cancel() // the client leaves; the handler must end (goleak checks)
+}
+
+func TestEventPageJSON(t *testing.T) {
+	t.Parallel()
+
+	tests := []struct {
+		name      string
+		query     string
+		accept    string
+		wantCall  [2]int64
+		wantIDs   []string
+		wantNext  string
+		wantEvent bool
+	}{
+		{name: "page", query: "?after=1&limit=2", accept: "application/json",
+			wantCall: [2]int64{1, 2}, wantIDs: []string{"2", "3"}, wantNext: "3"},
+		{name: "defaults", accept: "application/json", wantCall: [2]int64{0, 1000}, wantIDs: []string{"1", "2", "3", "4"}, wantNext: "4"},
+		{name: "empty page keeps the cursor", query: "?after=9", accept: "application/json",
+			wantCall: [2]int64{9, 1000}, wantIDs: nil, wantNext: "9"},
+		{name: "json preferred by quality", query: "?after=3", accept: "text/event-stream;q=0.5, application/json",
+			wantCall: [2]int64{3, 1000}, wantIDs: []string{"4"}, wantNext: "4"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			tb := setup(t)
+			run := newFakeRun(tb.svc, hxruntime.StatusRunning)
+			run.commit(hxruntime.StatusRunning, "text_delta", "text_delta", "text_delta", "text_delta")
+
+			resp, body := tb.do(t, request{method: "GET", path: "/runs/r1/events" + tt.query, header: map[string]string{"Accept": tt.accept}})
+			require.Equal(t, http.StatusOK, resp.StatusCode, "body: %s", body)
+			require.Equal(t, "application/json", resp.Header.Get("Content-Type"))
+			page := decode[api.EventPage](t, body)
+			var ids []string
+			for _, ev := range page.Events {
+				ids = append(ids, ev.Cursor)
+			}
+			require.Equal(t, tt.wantIDs, ids)
+			require.Equal(t, tt.wantNext, page.NextCursor)
+			require.Equal(t, [][2]int64{tt.wantCall}, run.listCalls())
+		})
+	}
+}
+
+func TestEventStreamIsTheDefault(t *testing.T) {
+	t.Parallel()
+	for _, accept := range []string{"", "*/*", "text/event-stream", "application/json;q=0.5, text/event-stream", "application/json, text/event-stream"} {
+		t.Run(accept, func(t *testing.T) {
+			t.Parallel()
+			tb := setup(t)
+			run := newFakeRun(tb.svc, hxruntime.StatusRunning)
+			run.commit(hxruntime.StatusCompleted, hxruntime.EventRunResult)
+			resp, body := tb.do(t, request{method: "GET", path: "/runs/r1/events", header: map[string]string{"Accept": accept}})
+			require.Equal(t, "text/event-stream", resp.Header.Get("Content-Type"))
+			require.Len(t, readAllFrames(t, body), 1)
+		})
+	}
+}

@@ -1,0 +1,180 @@
+package http
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/go-chi/chi/v5"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"sigs.k8s.io/yaml"
+
+	"hxd/internal/http/api"
+)
+
+// Defaults of Config.
+const (
+	// DefaultMaxBodyBytes bounds request bodies when Config.MaxBodyBytes is 0.
+	DefaultMaxBodyBytes int64 = 1 << 20
+	// DefaultKeepAlive is the SSE keep-alive interval when Config.KeepAlive is 0.
+	DefaultKeepAlive = 15 * time.Second
+)
+
+// Registry is where the HTTP metrics are registered and what /metrics
+// serves; *prometheus.Registry satisfies it.
+type Registry interface {
+	prometheus.Registerer
+	prometheus.Gatherer
+}
+
+// Config configures New.
+type Config struct {
+	// Service is the runtime the handlers call. Required.
+	Service Service
+	// Logger receives access logs and server-side errors (component=http is
+	// added). Optional, default: logs are discarded.
+	Logger *slog.Logger
+	// Version is reported by /healthz and /readyz. Optional, default: "dev".
+	Version string
+	// MaxBodyBytes bounds every request body (larger → 413
+	// payload_too_large). Optional, default: 1 MiB.
+	MaxBodyBytes int64
+	// Registry receives the HTTP metrics and is served at /metrics.
+	// Optional, default: a new registry holding only the HTTP metrics.
+	Registry Registry
+	// KeepAlive is the interval of `: keep-alive` comments on event
+	// streams. Optional, default: 15s.
+	KeepAlive time.Duration
+}
+
+// Server implements the generated strict-server interface on top of a
+// Service. It is created by New and is safe for concurrent use.
+type Server struct {
+	svc       Service
+	log       *slog.Logger
+	version   string
+	keepAlive time.Duration
+	contract  []byte       // the served api/openapi.yaml
+	metrics   http.Handler // promhttp for the Registry
+}
+
+var _ api.StrictServerInterface = (*Server)(nil)
+
+// New returns the HTTP handler of the whole API (every operation of
+// api/openapi.yaml, /openapi.yaml and /metrics included) behind the
+// middleware chain (request id, access log and metrics, panic recovery,
+// body limit, principal) and request validation against the embedded
+// contract.
+//
+// New panics on wiring bugs, as prometheus.MustRegister does: a nil
+// cfg.Service, metrics already registered in cfg.Registry (New called
+// twice with one registry) or an embedded contract that does not load.
+func New(cfg Config) http.Handler {
+	h, err := newHandler(cfg)
+	if err != nil {
+		panic(err)
+	}
+	return h
+}
+
+func newHandler(cfg Config) (http.Handler, error) {
+	if cfg.Service == nil {
+		return nil, errors.New("http: Config.Service is required")
+	}
+	s := &Server{svc: cfg.Service, log: cfg.Logger, version: cfg.Version, keepAlive: cfg.KeepAlive}
+	if s.log == nil {
+		s.log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	s.log = s.log.With("component", "http")
+	if s.version == "" {
+		s.version = "dev"
+	}
+	if s.keepAlive <= 0 {
+		s.keepAlive = DefaultKeepAlive
+	}
+	maxBody := cfg.MaxBodyBytes
+	if maxBody <= 0 {
+		maxBody = DefaultMaxBodyBytes
+	}
+	reg := cfg.Registry
+	if reg == nil {
+		reg = prometheus.NewRegistry()
+	}
+
+	spec, err := api.GetSwagger()
+	if err != nil {
+		return nil, fmt.Errorf("load embedded contract: %w", err)
+	}
+	if s.contract, err = servedContract(spec); err != nil {
+		return nil, err
+	}
+	s.metrics = promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
+	routes := newRouteIndex(spec)
+	m, err := newMetrics(reg)
+	if err != nil {
+		return nil, err
+	}
+
+	r := chi.NewRouter()
+	r.Use(requestID, s.observe(m, routes), s.recoverer, s.limitBody(maxBody), authenticate)
+	r.NotFound(func(w http.ResponseWriter, r *http.Request) { s.writeProblem(w, r, errNoRoute) })
+	r.MethodNotAllowed(func(w http.ResponseWriter, req *http.Request) {
+		w.Header().Set("Allow", allowedMethods(r, req.URL.Path))
+		s.writeProblem(w, req, errMethodNotAllowed)
+	})
+
+	strict := api.NewStrictHandlerWithOptions(s, []api.StrictMiddlewareFunc{withHTTPRequest},
+		api.StrictHTTPServerOptions{
+			RequestErrorHandlerFunc:  s.bodyError,
+			ResponseErrorHandlerFunc: s.writeProblem,
+		})
+	api.HandlerWithOptions(strict, api.ChiServerOptions{
+		BaseRouter:       r,
+		Middlewares:      []api.MiddlewareFunc{s.validate(routes)},
+		ErrorHandlerFunc: s.paramError,
+	})
+	return r, nil
+}
+
+// servedContract is the embedded contract as YAML, with the operationIds
+// of api/openapi.yaml (oapi-codegen capitalises them in the copy it embeds;
+// the contract's are all lowerCamelCase, which TestContract checks).
+func servedContract(spec *openapi3.T) ([]byte, error) {
+	for _, item := range spec.Paths.Map() {
+		for _, op := range item.Operations() {
+			if id := op.OperationID; id != "" {
+				op.OperationID = strings.ToLower(id[:1]) + id[1:]
+			}
+		}
+	}
+	js, err := spec.MarshalJSON()
+	if err != nil {
+		return nil, fmt.Errorf("encode embedded contract: %w", err)
+	}
+	y, err := yaml.JSONToYAML(js)
+	if err != nil {
+		return nil, fmt.Errorf("encode embedded contract as yaml: %w", err)
+	}
+	return y, nil
+}
+
+// allowedMethods lists the methods routed for path, for the Allow header
+// of a 405.
+func allowedMethods(r chi.Routes, path string) string {
+	var allow string
+	for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
+		if r.Match(chi.NewRouteContext(), m, path) {
+			if allow != "" {
+				allow += ", "
+			}
+			allow += m
+		}
+	}
+	return allow
+}

@@ -1,0 +1,95 @@
+package http_test
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/stretchr/testify/require"
+
+	hxhttp "hxd/internal/http"
+	hxruntime "hxd/internal/runtime"
+)
+
+func TestOpenAPIServed(t *testing.T) {
+	t.Parallel()
+	tb := setup(t)
+	resp, body := tb.do(t, request{method: "GET", path: "/openapi.yaml"})
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Equal(t, "application/yaml", resp.Header.Get("Content-Type"))
+	require.True(t, strings.HasPrefix(string(body), "components:") || strings.Contains(string(body), "\nopenapi: 3.0.3"), "YAML, not JSON")
+
+	doc, err := openapi3.NewLoader().LoadFromData(body)
+	require.NoError(t, err)
+	require.NoError(t, doc.Validate(context.Background()))
+	require.Equal(t, "hxd", doc.Info.Title)
+
+	// It is the source contract (same content, key order aside).
+	src, err := openapi3.NewLoader().LoadFromFile("../../api/openapi.yaml")
+	require.NoError(t, err)
+	want, err := src.MarshalJSON()
+	require.NoError(t, err)
+	got, err := doc.MarshalJSON()
+	require.NoError(t, err)
+	require.JSONEq(t, string(want), string(got))
+}
+
+// TestContract checks the source contract: valid (examples included) and
+// every operation has an id, a summary, a tag, an example and a default
+// Problem response.
+func TestContract(t *testing.T) {
+	t.Parallel()
+	loader := openapi3.NewLoader()
+	doc, err := loader.LoadFromFile("../../api/openapi.yaml")
+	require.NoError(t, err)
+	require.NoError(t, doc.Validate(context.Background(), openapi3.EnableExamplesValidation()))
+
+	for path, item := range doc.Paths.Map() {
+		for method, op := range item.Operations() {
+			name := method + " " + path
+			require.Regexp(t, `^[a-z][A-Za-z]+$`, op.OperationID, name)
+			require.NotEmpty(t, op.Summary, name)
+			require.NotEmpty(t, op.Tags, name)
+			def := op.Responses.Default()
+			require.NotNil(t, def, name)
+			require.Equal(t, "#/components/responses/Problem", def.Ref, name)
+			hasExample := false
+			for _, r := range op.Responses.Map() {
+				for _, mt := range r.Value.Content {
+					hasExample = hasExample || mt.Example != nil || len(mt.Examples) > 0
+				}
+			}
+			require.True(t, hasExample, "%s has no example", name)
+		}
+	}
+}
+
+func TestMetrics(t *testing.T) {
+	t.Parallel()
+	tb := setup(t)
+	tb.svc.GetRunFunc = func(context.Context, string) (*hxruntime.RunResult, error) { return nil, hxruntime.ErrNotFound }
+	tb.do(t, request{method: "GET", path: "/healthz"})
+	tb.do(t, request{method: "GET", path: "/runs/x"})
+	tb.do(t, request{method: "GET", path: "/nope"})
+
+	resp, body := tb.do(t, request{method: "GET", path: "/metrics"})
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Contains(t, resp.Header.Get("Content-Type"), "text/plain")
+	text := string(body)
+	require.Contains(t, text, `hxd_http_requests_total{method="GET",operation="getHealth",status="200"} 1`)
+	require.Contains(t, text, `hxd_http_requests_total{method="GET",operation="getRun",status="404"} 1`)
+	require.Contains(t, text, `hxd_http_requests_total{method="GET",operation="unmatched",status="404"} 1`)
+	require.Contains(t, text, `hxd_http_request_duration_seconds_count{method="GET",operation="getHealth"} 1`)
+}
+
+func TestNewPanicsOnWiringBugs(t *testing.T) {
+	t.Parallel()
+	require.Panics(t, func() { hxhttp.New(hxhttp.Config{}) })
+
+	reg := prometheus.NewRegistry()
+	hxhttp.New(hxhttp.Config{Service: &fakeService{}, Registry: reg})
+	require.Panics(t, func() { hxhttp.New(hxhttp.Config{Service: &fakeService{}, Registry: reg}) }, "metrics registered twice")
+}

@@ -1,0 +1,144 @@
+package http
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/getkin/kin-openapi/openapi3filter"
+	"github.com/getkin/kin-openapi/routers"
+	"github.com/go-chi/chi/v5"
+)
+
+// routeIndex finds the contract's operation for a chi route pattern. The
+// generated router registers the contract's paths verbatim, so a matched
+// chi pattern is the OpenAPI path.
+type routeIndex struct {
+	routes map[string]*routers.Route // "METHOD /path/{param}"
+}
+
+func newRouteIndex(spec *openapi3.T) *routeIndex {
+	idx := &routeIndex{routes: map[string]*routers.Route{}}
+	for path, item := range spec.Paths.Map() {
+		for method, op := range item.Operations() {
+			idx.routes[method+" "+path] = &routers.Route{
+				Spec: spec, Path: path, PathItem: item, Method: method, Operation: op,
+			}
+		}
+	}
+	return idx
+}
+
+func (x *routeIndex) route(method, pattern string) *routers.Route {
+	return x.routes[method+" "+pattern]
+}
+
+// operationID labels a request for metrics: the operationId, or
+// "unmatched" when no operation matched.
+func (x *routeIndex) operationID(method, pattern string) string {
+	if rt := x.route(method, pattern); rt != nil && rt.Operation.OperationID != "" {
+		return rt.Operation.OperationID
+	}
+	return "unmatched"
+}
+
+// validate checks each routed request (parameters, headers and body)
+// against the embedded contract before the strict handler decodes it; a
+// violation is a 400 invalid_request whose detail names the parameter or
+// field without echoing the input. It runs inside the generated router, so
+// the chi route pattern and URL parameters are known.
+func (s *Server) validate(routes *routeIndex) func(http.Handler) http.Handler {
+	opts := &openapi3filter.Options{
+		// Never rewrite the body: the message must reach the runtime as sent.
+		SkipSettingDefaults: true,
+		AuthenticationFunc:  openapi3filter.NoopAuthenticationFunc,
+	}
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			rctx := chi.RouteContext(r.Context())
+			if p := rctx.RoutePattern(); p == "/openapi.yaml" || p == "/metrics" {
+				next.ServeHTTP(w, r) // no parameters, no body
+				return
+			}
+			route := routes.route(r.Method, rctx.RoutePattern())
+			if route == nil { // every generated route is in the contract
+				s.writeProblem(w, r, fmt.Errorf("no contract operation for %s %s", r.Method, rctx.RoutePattern()))
+				return
+			}
+			params := make(map[string]string, len(rctx.URLParams.Keys))
+			for i, k := range rctx.URLParams.Keys {
+				v := rctx.URLParams.Values[i]
+				if r.URL.RawPath != "" {
+					if u, err := url.PathUnescape(v); err == nil {
+						v = u
+					}
+				}
+				params[k] = v
+			}
+			in := &openapi3filter.RequestValidationInput{Request: r, PathParams: params, Route: route, Options: opts}
+			if err := openapi3filter.ValidateRequest(r.Context(), in); err != nil {
+				s.writeProblem(w, r, validationError(err))
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
+}
+
+// validationError turns a kin-openapi validation failure into a
+// requestError (or passes a body-size failure through as 413).
+func validationError(err error) error {
+	var tooLarge *http.MaxBytesError
+	if errors.As(err, &tooLarge) {
+		return err
+	}
+	return &requestError{Detail: validationDetail(err), Err: err}
+}
+
+// validationDetail is a short, client-safe description of a validation
+// failure: where (parameter or body field) and the schema rule broken.
+func validationDetail(err error) string {
+	var re *openapi3filter.RequestError
+	if !errors.As(err, &re) {
+		return "request does not match the contract"
+	}
+	reason := re.Reason
+	var where string
+	var se *openapi3.SchemaError
+	if errors.As(re.Err, &se) {
+		reason = se.Reason
+		if p := se.JSONPointer(); len(p) > 0 {
+			where = "/" + strings.Join(p, "/")
+		}
+	}
+	switch {
+	case re.Parameter != nil:
+		if errors.Is(re.Err, openapi3filter.ErrInvalidRequired) {
+			reason = "is required"
+		}
+		return fmt.Sprintf("%s parameter %q: %s", re.Parameter.In, re.Parameter.Name, orDefault(reason, "is invalid"))
+	case re.RequestBody != nil:
+		switch {
+		case errors.Is(re.Err, openapi3filter.ErrInvalidRequired):
+			return "request body is required"
+		case re.Reason == "failed to decode request body":
+			return "request body is not valid JSON"
+		case strings.HasPrefix(re.Reason, "header Content-Type"):
+			return "request body must be application/json"
+		case where != "":
+			return fmt.Sprintf("request body field %s: %s", where, orDefault(reason, "is invalid"))
+		}
+		return "request body: " + orDefault(reason, "is invalid")
+	}
+	return "request does not match the contract"
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
