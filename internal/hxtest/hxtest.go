@@ -1,5 +1,3 @@
-// Package hxtest holds test-only helpers: goleak-wrapped TestMain and slog
-// routed to t.Log. Import it only from _test.go files.
 package hxtest
 
 import (

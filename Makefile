@@ -1,0 +1,117 @@
+# hxd — developer entry points. `make help` lists the targets.
+#
+# Every target is a plain `go` (or git/docker) command that works on a fresh
+# machine with Go installed; CI (.ci/run) calls these same targets. GOFLAGS
+# from the environment is honoured (e.g. GOFLAGS=-mod=readonly, the default
+# anyway); nothing here needs the network except module downloads.
+
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+
+GO ?= go
+
+# VERSION is stamped into the binary (main.version) and the image tag.
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+
+# `make run`: listen address and SQLite database file.
+RUN_ADDR ?= 127.0.0.1:8080
+RUN_DB ?= ./hxd.db
+
+# `make test`: per-package timeouts (a hung test fails instead of hanging CI)
+# and the packages the race detector covers (the durable state machine; set
+# RACE_PKGS=./... for everything).
+TEST_TIMEOUT ?= 10m
+RACE_TIMEOUT ?= 15m
+RACE_PKGS ?= ./internal/runtime/...
+
+# `make bench` and `make fuzz`.
+BENCHTIME ?= 1s
+FUZZTIME ?= 10s
+
+# `make docker`.
+IMAGE ?= hxd
+
+# Every Go file of the module's packages, tests and build-tag-excluded files
+# included (testdata and other directories the go command skips are not).
+GO_FILES = $(GO) list -e -f '{{$$d := .Dir}}{{range .GoFiles}}{{$$d}}/{{.}} {{end}}{{range .CgoFiles}}{{$$d}}/{{.}} {{end}}{{range .TestGoFiles}}{{$$d}}/{{.}} {{end}}{{range .XTestGoFiles}}{{$$d}}/{{.}} {{end}}{{range .IgnoredGoFiles}}{{$$d}}/{{.}} {{end}}' ./...
+
+.PHONY: help
+help: ## list targets
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_\/-]+:.*## / {printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+.PHONY: run
+run: ## start `hxd serve --demo` on 127.0.0.1:8080 with SQLite ./hxd.db (RUN_ADDR, RUN_DB)
+	$(GO) run ./cmd/hxd serve --demo --addr $(RUN_ADDR) --db $(RUN_DB)
+
+.PHONY: build
+build: ## build bin/hxd (-trimpath, main.version=VERSION)
+	$(GO) build -trimpath -ldflags '-X main.version=$(VERSION)' -o bin/hxd ./cmd/hxd
+
+# The race detector needs cgo (a C compiler): outside CI, a machine without
+# one still runs the suite and gets a warning instead of test/race; CI insists.
+.PHONY: test
+test: ## run the whole suite, then test/race
+	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
+	@if [ "$$($(GO) env CGO_ENABLED)" = 1 ] || [ -n "$${CI:-}" ]; then \
+		$(MAKE) --no-print-directory test/race; \
+	else \
+		echo "warning: test/race skipped: the race detector needs cgo and a C compiler (go env CGO_ENABLED is 0)" >&2; \
+	fi
+
+.PHONY: test/race
+test/race: ## race-detector tests of RACE_PKGS (default ./internal/runtime/...)
+	$(GO) test -race -count=1 -timeout $(RACE_TIMEOUT) $(RACE_PKGS)
+
+.PHONY: generate
+generate: ## regenerate internal/http/api from api/openapi.yaml (go tool oapi-codegen)
+	$(GO) generate ./internal/http/api/...
+
+.PHONY: verify
+verify: generate lint ## regenerate and fail on stale generated code; vet; gofmt check
+	@git diff --exit-code --stat -- internal/http/api || { \
+		echo 'internal/http/api is stale: run `make generate` and commit the result' >&2; exit 1; }
+	@untracked="$$(git ls-files --others --exclude-standard -- internal/http/api)"; \
+	if [ -n "$$untracked" ]; then \
+		echo "generated files not committed (git add them):" >&2; echo "$$untracked" >&2; exit 1; fi
+
+.PHONY: lint
+lint: vet fmt/check ## go vet + gofmt check
+
+.PHONY: vet
+vet: ## go vet ./...
+	$(GO) vet ./...
+
+.PHONY: fmt
+fmt: ## gofmt -w every Go file of the module
+	@gofmt -l -w $$($(GO_FILES))
+
+.PHONY: fmt/check
+fmt/check: ## fail if a Go file is not gofmt-formatted
+	@out="$$(gofmt -l $$($(GO_FILES)) | sed 's|^$(CURDIR)/||')"; \
+	if [ -n "$$out" ]; then echo "not gofmt-formatted (run make fmt):" >&2; echo "$$out" >&2; exit 1; fi
+
+.PHONY: bench
+bench: ## run every benchmark (-benchtime BENCHTIME, default 1s), results to stdout
+	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) -count=1 ./...
+
+.PHONY: fuzz
+fuzz: ## run every Fuzz target for FUZZTIME (default 10s) each
+	@n=0; \
+	for pkg in $$($(GO) list -f '{{if or .TestGoFiles .XTestGoFiles}}{{.ImportPath}}{{end}}' ./...); do \
+		list="$$($(GO) test -list '^Fuzz' "$$pkg")"; \
+		for target in $$(grep '^Fuzz' <<<"$$list" || true); do \
+			echo "fuzz $$pkg $$target ($(FUZZTIME))"; \
+			$(GO) test -run '^$$' -fuzz "^$$target\$$" -fuzztime $(FUZZTIME) "$$pkg"; \
+			n=$$((n + 1)); \
+		done; \
+	done; \
+	echo "fuzz: $$n target(s) run"
+
+.PHONY: docker
+docker: ## docker build the image IMAGE:VERSION (default hxd:<git describe>)
+	docker build --build-arg VERSION=$(VERSION) -t $(IMAGE):$(VERSION) .
+
+.PHONY: clean
+clean: ## remove build output (bin/); never touches hxd.db
+	rm -rf bin

@@ -1,0 +1,92 @@
+// Command hxd runs durable AI-agent runs behind an HTTP/JSON API and keeps
+// a flight recorder of them. It is the only package that reads flags and
+// the environment and names concrete stores.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+// version is set at build time (-ldflags "-X main.version=…").
+var version = "dev"
+
+// exitError carries a process exit code.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string {
+	if e.err == nil {
+		return fmt.Sprintf("exit %d", e.code)
+	}
+	return e.err.Error()
+}
+
+func (e *exitError) Unwrap() error { return e.err }
+
+// env is the process environment and standard streams, injected so the
+// daemon runs in-process in tests.
+type env struct {
+	getenv func(string) string
+	stdout io.Writer
+	stderr io.Writer
+	// onListen, when set, receives the bound address of `serve`.
+	onListen func(addr string)
+	// exit terminates the process (HXD_CRASH_AFTER); default os.Exit.
+	exit func(code int)
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], env{getenv: os.Getenv, stdout: os.Stdout, stderr: os.Stderr, exit: os.Exit})
+	stop()
+	if err != nil {
+		code := 1
+		var ee *exitError
+		if errors.As(err, &ee) {
+			code = ee.code
+		}
+		if ee == nil || ee.err != nil {
+			fmt.Fprintln(os.Stderr, "hxd:", err)
+		}
+		os.Exit(code)
+	}
+}
+
+const usage = `hxd — durable AI-agent runs with a flight recorder
+
+Usage:
+  hxd serve [flags]     run the HTTP API (see hxd serve -h)
+  hxd version           print the version
+
+`
+
+// run dispatches a subcommand.
+func run(ctx context.Context, args []string, e env) error {
+	if e.exit == nil {
+		e.exit = os.Exit
+	}
+	if len(args) == 0 {
+		fmt.Fprint(e.stderr, usage)
+		return &exitError{code: 2}
+	}
+	switch args[0] {
+	case "serve":
+		return serve(ctx, args[1:], e)
+	case "version", "--version", "-version":
+		fmt.Fprintln(e.stdout, "hxd", version)
+		return nil
+	case "help", "-h", "--help":
+		fmt.Fprint(e.stdout, usage)
+		return nil
+	}
+	fmt.Fprint(e.stderr, usage)
+	return &exitError{code: 2, err: fmt.Errorf("unknown command %q", args[0])}
+}

@@ -1,0 +1,265 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"hxd/internal/agent"
+	hxhttp "hxd/internal/http"
+	"hxd/internal/journal"
+	hxruntime "hxd/internal/runtime"
+	"hxd/internal/store/sqlite"
+	"hxd/internal/tool"
+)
+
+// serveConfig is everything `hxd serve` reads from flags and HXD_* env.
+type serveConfig struct {
+	// Addr to listen on. Default: 127.0.0.1:8080.
+	Addr string
+	// DB is the SQLite file. Default: ./hxd.db.
+	DB string
+	// AgentsDir holds agent files. Default: none.
+	AgentsDir string
+	// Demo registers the demo agents. Default: false.
+	Demo bool
+	// LogFormat is text or json. Default: text.
+	LogFormat string
+	// Auth is the authentication mode; only "none" for now. Default: none.
+	Auth string
+	// ResumeInterrupted resumes runs left running at start-up. Default: true.
+	ResumeInterrupted bool
+	// MaxSessionDuration is the default deadline of a drive. Default: none.
+	MaxSessionDuration time.Duration
+	// ShutdownTimeout bounds the graceful stop. Default: 15s.
+	ShutdownTimeout time.Duration
+	// WorkDir is where demo tools write files. Default: the current folder.
+	WorkDir string
+	// CrashAfter is the HXD_CRASH_AFTER testing hook (<kind>[:<n>]).
+	CrashAfter string
+}
+
+func (c *serveConfig) validate() error {
+	var errs []error
+	if c.LogFormat != "text" && c.LogFormat != "json" {
+		errs = append(errs, fmt.Errorf("--log-format must be text or json, not %q", c.LogFormat))
+	}
+	if c.Auth != "none" {
+		errs = append(errs, fmt.Errorf("--auth must be none (oidc is not available yet), not %q", c.Auth))
+	}
+	host, _, err := net.SplitHostPort(c.Addr)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("--addr %q: %w", c.Addr, err))
+	} else if c.Auth == "none" && !isLoopback(host) {
+		errs = append(errs, fmt.Errorf("--auth=none refuses to listen on non-loopback address %q: use 127.0.0.1 or configure authentication", c.Addr))
+	}
+	if c.DB == "" {
+		errs = append(errs, errors.New("--db must not be empty"))
+	}
+	if c.CrashAfter != "" {
+		if _, _, err := parseCrashAfter(c.CrashAfter); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+func parseServeFlags(args []string, e env) (*serveConfig, error) {
+	c := &serveConfig{}
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(e.stderr)
+	envOr := func(name, def string) string {
+		if v := e.getenv(name); v != "" {
+			return v
+		}
+		return def
+	}
+	envBool := func(name string, def bool) bool {
+		if v := e.getenv(name); v != "" {
+			b, err := strconv.ParseBool(v)
+			if err == nil {
+				return b
+			}
+		}
+		return def
+	}
+	fs.StringVar(&c.Addr, "addr", envOr("HXD_ADDR", "127.0.0.1:8080"), "listen address (HXD_ADDR)")
+	fs.StringVar(&c.DB, "db", envOr("HXD_DB", "./hxd.db"), "SQLite database file (HXD_DB)")
+	fs.StringVar(&c.AgentsDir, "agents", envOr("HXD_AGENTS", ""), "folder of agent YAML files (HXD_AGENTS)")
+	fs.BoolVar(&c.Demo, "demo", envBool("HXD_DEMO", false), "register the demo agents (HXD_DEMO)")
+	fs.StringVar(&c.LogFormat, "log-format", envOr("HXD_LOG_FORMAT", "text"), "log format: text or json (HXD_LOG_FORMAT)")
+	fs.StringVar(&c.Auth, "auth", envOr("HXD_AUTH", "none"), "authentication: none (HXD_AUTH)")
+	fs.BoolVar(&c.ResumeInterrupted, "resume-interrupted", envBool("HXD_RESUME_INTERRUPTED", true), "resume runs left running at start-up (HXD_RESUME_INTERRUPTED)")
+	fs.DurationVar(&c.MaxSessionDuration, "max-session-duration", 0, "default deadline of one drive of a run, 0 = none")
+	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", 15*time.Second, "graceful shutdown bound")
+	fs.StringVar(&c.WorkDir, "workdir", envOr("HXD_WORKDIR", "."), "folder where demo tools write files (HXD_WORKDIR)")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil, &exitError{code: 0}
+		}
+		return nil, &exitError{code: 2, err: err}
+	}
+	if fs.NArg() > 0 {
+		return nil, &exitError{code: 2, err: fmt.Errorf("serve takes no arguments, got %q", fs.Args())}
+	}
+	c.CrashAfter = e.getenv("HXD_CRASH_AFTER")
+	if err := c.validate(); err != nil {
+		return nil, &exitError{code: 2, err: err}
+	}
+	return c, nil
+}
+
+func newLogger(format string, e env) *slog.Logger {
+	if format == "json" {
+		return slog.New(slog.NewJSONHandler(e.stderr, nil))
+	}
+	return slog.New(slog.NewTextHandler(e.stderr, nil))
+}
+
+func serve(ctx context.Context, args []string, e env) error {
+	cfg, err := parseServeFlags(args, e)
+	if err != nil {
+		return err
+	}
+	log := newLogger(cfg.LogFormat, e)
+
+	registry := agent.NewRegistry()
+	var defs []*agent.Definition
+	if cfg.Demo {
+		defs = append(defs, agent.Demo()...)
+	}
+	if cfg.AgentsDir != "" {
+		loaded, err := agent.LoadDir(cfg.AgentsDir)
+		if err != nil {
+			return fmt.Errorf("load agents: %w", err)
+		}
+		defs = append(defs, loaded...)
+	}
+	for _, d := range defs {
+		if err := registry.Register(d); err != nil {
+			return fmt.Errorf("register agents: %w", err)
+		}
+	}
+
+	store, err := sqlite.Open(ctx, sqlite.Config{Path: cfg.DB, Logger: log, AutoMigrate: true})
+	if err != nil {
+		return fmt.Errorf("open store: %w", err)
+	}
+	defer store.Close()
+
+	rtCfg := hxruntime.Config{
+		Store: store, Agents: registry, Logger: log,
+		ToolOptions:        tool.Options{HTTPClient: &http.Client{}, WorkDir: cfg.WorkDir},
+		MaxSessionDuration: cfg.MaxSessionDuration,
+	}
+	rtCfg.ModelOptions.LookupEnvFunc = func(name string) (string, bool) {
+		v := e.getenv(name)
+		return v, v != ""
+	}
+	if cfg.CrashAfter != "" {
+		rtCfg.AfterCommitFunc = crashAfter(cfg.CrashAfter, log, e.exit)
+	}
+	rt, err := hxruntime.New(rtCfg)
+	if err != nil {
+		return err
+	}
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
+	handler := hxhttp.New(hxhttp.Config{Service: rt, Logger: log, Version: version, Registry: reg})
+
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.Serve(ln) }()
+	addr := ln.Addr().String()
+	log.InfoContext(ctx, "hxd listening", "addr", "http://"+addr, "db", cfg.DB, "version", version, "agents", len(defs))
+	if e.onListen != nil {
+		e.onListen(addr)
+	}
+
+	if cfg.ResumeInterrupted {
+		n, err := rt.ResumeInterrupted(ctx)
+		if err != nil {
+			log.ErrorContext(ctx, "resume interrupted runs", "error", err)
+		}
+		if n > 0 {
+			log.InfoContext(ctx, "resumed interrupted runs", "count", n)
+		}
+	}
+
+	select {
+	case <-ctx.Done():
+	case err := <-serveErr:
+		_ = rt.Stop(context.Background())
+		return fmt.Errorf("serve: %w", err)
+	}
+	log.Info("shutting down")
+	sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		log.Warn("http shutdown", "error", err)
+	}
+	if err := rt.Stop(sctx); err != nil {
+		log.Warn("runtime stop", "error", err)
+	}
+	return nil
+}
+
+// parseCrashAfter parses HXD_CRASH_AFTER=<kind>[:<n>].
+func parseCrashAfter(v string) (journal.Kind, int, error) {
+	kind, nStr, hasN := strings.Cut(v, ":")
+	n := 1
+	if hasN {
+		var err error
+		if n, err = strconv.Atoi(nStr); err != nil || n < 1 {
+			return "", 0, fmt.Errorf("HXD_CRASH_AFTER %q: count must be a positive integer", v)
+		}
+	}
+	if !journal.Kind(kind).Valid() {
+		return "", 0, fmt.Errorf("HXD_CRASH_AFTER %q: unknown boundary kind", v)
+	}
+	return journal.Kind(kind), n, nil
+}
+
+// crashAfter returns the testing hook that exits the process with code 42
+// right after the n-th commit holding a boundary of the kind.
+func crashAfter(v string, log *slog.Logger, exit func(int)) func([]journal.Kind) {
+	kind, n, _ := parseCrashAfter(v)
+	var mu sync.Mutex
+	seen := 0
+	return func(kinds []journal.Kind) {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, k := range kinds {
+			if k == kind {
+				seen++
+				if seen == n {
+					log.Warn("HXD_CRASH_AFTER: exiting after boundary commit", "kind", kind, "n", n)
+					exit(42)
+				}
+			}
+		}
+	}
+}
