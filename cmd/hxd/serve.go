@@ -190,15 +190,8 @@ func serve(ctx context.Context, args []string, e env) error {
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
-	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
-	serveErr := make(chan error, 1)
-	go func() { serveErr <- srv.Serve(ln) }()
-	addr := ln.Addr().String()
-	log.InfoContext(ctx, "hxd listening", "addr", "http://"+addr, "db", cfg.DB, "version", version, "agents", len(defs))
-	if e.onListen != nil {
-		e.onListen(addr)
-	}
-
+	// Interrupted runs are resumed before the first request is served, so
+	// a client never races start-up recovery.
 	if cfg.ResumeInterrupted {
 		n, err := rt.ResumeInterrupted(ctx)
 		if err != nil {
@@ -207,6 +200,14 @@ func serve(ctx context.Context, args []string, e env) error {
 		if n > 0 {
 			log.InfoContext(ctx, "resumed interrupted runs", "count", n)
 		}
+	}
+	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.Serve(ln) }()
+	addr := ln.Addr().String()
+	log.InfoContext(ctx, "hxd listening", "addr", "http://"+addr, "db", cfg.DB, "version", version, "agents", len(defs))
+	if e.onListen != nil {
+		e.onListen(addr)
 	}
 
 	select {

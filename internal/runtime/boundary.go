@@ -26,6 +26,9 @@ type committer struct {
 	records []journal.Record
 	events  []rtstore.PendingEvent
 	kinds   []journal.Kind
+	// toolStatus is each entry's status at the last commit (tool rows are
+	// written only when it changes).
+	toolStatus map[string]ToolStatus
 }
 
 // record adds a boundary record of kind with payload; e ties it to a tool
@@ -82,6 +85,9 @@ func (c *committer) event(typ string, data any, e *ToolEntry) {
 	c.events = append(c.events, pe)
 }
 
+// hasPending reports whether boundaries or events await a commit.
+func (c *committer) hasPending() bool { return len(c.kinds) > 0 || len(c.events) > 0 }
+
 // build returns the Commit of everything accumulated plus a fresh checkpoint.
 func (c *committer) build() *rtstore.Commit {
 	records := c.records
@@ -90,8 +96,14 @@ func (c *committer) build() *rtstore.Commit {
 		records = append(records[:len(records):len(records)], cp)
 	}
 	var tools []rtstore.ToolRow
+	if c.toolStatus == nil {
+		c.toolStatus = map[string]ToolStatus{}
+	}
 	for i := range c.st.Tools {
 		e := &c.st.Tools[i]
+		if c.toolStatus[e.ExecutionKey] == e.Status {
+			continue // unchanged since the last commit
+		}
 		tools = append(tools, rtstore.ToolRow{
 			ExecutionKey: e.ExecutionKey,
 			HasOutcome:   e.RawResult != nil || e.Result != nil,
@@ -110,6 +122,7 @@ func (c *committer) build() *rtstore.Commit {
 		Tools:     tools,
 		Records:   records,
 		Events:    c.events,
+		Snapshot:  c.st.Status != StatusRunning,
 	}
 }
 
@@ -152,6 +165,9 @@ func (c *committer) apply(ctx context.Context, write func(context.Context) error
 	}
 	kinds := c.kinds
 	c.records, c.events, c.kinds = nil, nil, nil
+	for i := range c.st.Tools {
+		c.toolStatus[c.st.Tools[i].ExecutionKey] = c.st.Tools[i].Status
+	}
 	c.r.notify.wake(c.st.RunID)
 	if c.r.cfg.CheckpointFunc != nil {
 		c.r.cfg.CheckpointFunc(c.st.SessionID, c.st.RunID, c.st.Status, c.st.Phase)

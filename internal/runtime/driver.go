@@ -102,11 +102,14 @@ func (d *driver) heartbeat() {
 func (d *driver) loop() {
 	log := d.r.log.With("session_id", d.st.SessionID, "run_id", d.st.RunID)
 	for {
-		if d.soft.Load() {
-			return
-		}
 		cmd := NextCommand(d.st)
-		if cmd == CommandResult {
+		if cmd == CommandResult || d.soft.Load() {
+			// Whatever happened since the last commit becomes durable now.
+			if d.hasPending() {
+				if err := d.commit(d.ctx); err != nil {
+					log.ErrorContext(d.ctx, "run stopped: boundary commit failed", "error", err)
+				}
+			}
 			return
 		}
 		if cmd == Command(PhaseModel) || cmd == Command(PhaseTools) {
@@ -314,7 +317,9 @@ func (d *driver) cmdModel() error {
 		}
 		d.cmdFinish()
 	}
-	return d.commit(d.ctx)
+	// Committed with the next boundary: before the next effect or when the
+	// loop ends.
+	return nil
 }
 
 // cmdPrepareTools turns the response's tool calls into entries (pure).
@@ -359,9 +364,7 @@ func (d *driver) cmdTools() error {
 		for e.Status == ToolPrepared || e.Status == ToolStarted || e.Status == ToolRawCompleted {
 			var err error
 			if e.Status == ToolRawCompleted {
-				if err = d.processTool(e); err == nil {
-					err = d.commit(d.ctx)
-				}
+				err = d.processTool(e)
 			} else {
 				err = d.runTool(e)
 			}
@@ -461,17 +464,15 @@ func (d *driver) runTool(e *ToolEntry) error {
 	return d.returned(e, res)
 }
 
-// returned captures a raw result, processes it and commits both.
+// returned captures a raw result and processes it; both commit with the
+// next boundary, which comes before any further effect.
 func (d *driver) returned(e *ToolEntry, raw model.ToolResult) error {
 	if err := d.setToolStatus(e, TevReturn); err != nil {
 		return err
 	}
 	e.RawResult = &raw
 	d.record(journal.KindToolReturned, raw, e)
-	if err := d.processTool(e); err != nil {
-		return err
-	}
-	return d.commit(d.ctx)
+	return d.processTool(e)
 }
 
 // processTool applies result middleware to the raw result (pure).
@@ -508,7 +509,7 @@ func (d *driver) toolFailed(e *ToolEntry, f *tool.Failure) error {
 			return err
 		}
 		d.event(EventRecoveryRequired, map[string]any{"execution_key": e.ExecutionKey, "call": e.Call}, e)
-		return d.commit(d.ctx)
+		return nil
 	case canRetry:
 		if err := d.setToolStatus(e, TevRetry); err != nil {
 			return err

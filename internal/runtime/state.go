@@ -47,16 +47,18 @@ type RunState struct {
 	Attempt int `json:"attempt"`
 	// ModelAttemptOpen is true between a committed model.started and the
 	// commit that closes that attempt (model.failed / model.completed).
-	ModelAttemptOpen bool            `json:"model_attempt_open"`
-	Usage            model.Usage     `json:"usage"`
-	UsageIncomplete  bool            `json:"usage_incomplete"`
-	Tools            []ToolEntry     `json:"tools"`
-	Request          *model.Request  `json:"request"`
-	Response         *model.Response `json:"response"`
-	Output           *string         `json:"output"`
-	StopReason       *string         `json:"stop_reason"`
-	Error            *RunError       `json:"error"`
-	Extensions       map[string]any  `json:"extensions"`
+	ModelAttemptOpen bool        `json:"model_attempt_open"`
+	Usage            model.Usage `json:"usage"`
+	UsageIncomplete  bool        `json:"usage_incomplete"`
+	Tools            []ToolEntry `json:"tools"`
+	// Request is the last model request; it is journaled in model.started
+	// and rebuilt on every attempt, so the state does not carry it.
+	Request    *model.Request  `json:"-"`
+	Response   *model.Response `json:"response"`
+	Output     *string         `json:"output"`
+	StopReason *string         `json:"stop_reason"`
+	Error      *RunError       `json:"error"`
+	Extensions map[string]any  `json:"extensions"`
 }
 
 // ToolEntry is one tool call of the current step (element of state.tools).
@@ -139,9 +141,10 @@ func (s *RunState) checkpointPayload() map[string]any {
 	return map[string]any{"phase": s.Phase, "status": s.Status, "error": s.Error, "extensions": ext, "tools": tools}
 }
 
-// stepPayload is the steps row: {phase, request, response, attempt}.
+// stepPayload is the steps row: {phase, response, attempt} (the request
+// is in the journal's model.started).
 func (s *RunState) stepPayload() map[string]any {
-	return map[string]any{"phase": s.Phase, "request": s.Request, "response": s.Response, "attempt": s.Attempt}
+	return map[string]any{"phase": s.Phase, "response": s.Response, "attempt": s.Attempt}
 }
 
 func ptr[T any](v T) *T { return &v }

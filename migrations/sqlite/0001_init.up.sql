@@ -43,21 +43,21 @@ CREATE TABLE steps (
     id      TEXT NOT NULL,
     payload TEXT NOT NULL,
     PRIMARY KEY (run_id, id)
-);
+) WITHOUT ROWID;
 
 CREATE TABLE approvals (
     run_id  TEXT NOT NULL REFERENCES runs (id),
     id      TEXT NOT NULL,                            -- execution key
     payload TEXT NOT NULL,
     PRIMARY KEY (run_id, id)
-);
+) WITHOUT ROWID;
 
 CREATE TABLE tool_outcomes (
     run_id  TEXT NOT NULL REFERENCES runs (id),
     id      TEXT NOT NULL,                            -- execution key
     payload TEXT NOT NULL,
     PRIMARY KEY (run_id, id)
-);
+) WITHOUT ROWID;
 
 CREATE TABLE events (
     run_id   TEXT    NOT NULL REFERENCES runs (id),
@@ -65,7 +65,7 @@ CREATE TABLE events (
     event_id TEXT    NOT NULL UNIQUE,
     payload  TEXT    NOT NULL,                        -- JSON RunEvent with cursor
     PRIMARY KEY (run_id, seq)
-);
+) WITHOUT ROWID;
 
 CREATE TABLE snapshots (
     session_id TEXT PRIMARY KEY REFERENCES sessions (id),
@@ -83,7 +83,7 @@ CREATE TABLE journal (
     id      TEXT    NOT NULL UNIQUE,
     payload TEXT    NOT NULL,                         -- the whole record JSON (11 fields)
     PRIMARY KEY (run_id, seq)
-);
+) WITHOUT ROWID;
 
 -- The flight recorder, the event stream and artifacts are append-only.
 CREATE TRIGGER journal_no_update BEFORE UPDATE ON journal

@@ -115,6 +115,9 @@ type Commit struct {
 	// StepID and Step are the steps row (run_id, step id) upserted.
 	StepID string
 	Step   json.RawMessage
+	// Snapshot also stores State as the session's snapshot (the latest
+	// settled run state); the runtime sets it when the run stops running.
+	Snapshot bool
 	// Tools are upserted into approvals / tool_outcomes.
 	Tools []ToolRow
 	// Records are appended to the journal in order (boundary records, then

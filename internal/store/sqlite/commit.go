@@ -24,7 +24,7 @@ ON CONFLICT (run_id, id) DO UPDATE SET payload = excluded.payload`
 
 // Commit writes one boundary in one transaction: run status, phase and
 // state (a nil State keeps the stored one), the session's latest run, the
-// session snapshot, the step row (when Step is set), tool rows (into
+// session snapshot (when Snapshot is set), the step row (when Step is set), tool rows (into
 // tool_outcomes when HasOutcome, else approvals), journal records (seq
 // MAX+1 per run in list order; a known id with identical content is
 // skipped) and events (cursor MAX+1 per run; a known event id is skipped
@@ -99,7 +99,7 @@ func (t *txn) applyCommit(ctx context.Context, c *rtstore.Commit, ts time.Time) 
 	if _, err := t.exec(ctx, "set latest run", s.ws.sessionLastRun, c.RunID, c.SessionID); err != nil {
 		return nil, err
 	}
-	if c.State != nil {
+	if c.State != nil && c.Snapshot {
 		if _, err := t.exec(ctx, "upsert snapshot", s.ws.snapshotUpsert, c.SessionID, state); err != nil {
 			return nil, err
 		}
