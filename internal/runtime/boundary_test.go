@@ -1,0 +1,248 @@
+package runtime_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"hxd/internal/agent"
+	"hxd/internal/journal"
+	"hxd/internal/model"
+	hxruntime "hxd/internal/runtime"
+	"hxd/internal/runtime/rtstore"
+	"hxd/internal/tool"
+)
+
+// faultStore injects commit failures: before(c) decides per Commit call
+// whether to fail without writing (errBefore) or to write and then report
+// a failure (ambiguous: applied, acknowledgement lost).
+type faultStore struct {
+	rtstore.Store
+	mu     sync.Mutex
+	decide func(c *rtstore.Commit) (failBefore, failAfter bool)
+}
+
+var errInjected = errors.New("injected: connection reset")
+
+func (f *faultStore) Commit(ctx context.Context, c *rtstore.Commit) error {
+	f.mu.Lock()
+	before, after := false, false
+	if f.decide != nil {
+		before, after = f.decide(c)
+	}
+	f.mu.Unlock()
+	if before {
+		return errInjected
+	}
+	if err := f.Store.Commit(ctx, c); err != nil {
+		return err
+	}
+	if after {
+		return errInjected
+	}
+	return nil
+}
+
+func hasKind(c *rtstore.Commit, k journal.Kind) bool {
+	for _, r := range c.Records {
+		if r.Kind == k {
+			return true
+		}
+	}
+	return false
+}
+
+func faultSetup(t *testing.T, decide func(c *rtstore.Commit) (bool, bool)) (*testBundle, *faultStore) {
+	t.Helper()
+	tb := setup(t, tenStepAgent("ten"))
+	fs := &faultStore{Store: tb.store.Store, decide: decide}
+	tb.store.Store = fs
+	return tb, fs
+}
+
+func runTen(t *testing.T, tb *testBundle) *hxruntime.RunResult {
+	t.Helper()
+	sess, err := tb.rt.CreateSession(context.Background(), hxruntime.CreateSessionParams{Agent: agent.Ref{Name: "ten", Version: "v1"}, Recording: recording(true)})
+	require.NoError(t, err)
+	return runToEnd(t, tb, sess.ID, "go")
+}
+
+// requireUniqueRecords: no gap, no duplicate record id, exactly one
+// tool.returned per execution key.
+func requireUniqueRecords(t *testing.T, recs []journal.Record) {
+	t.Helper()
+	ids := map[string]bool{}
+	returned := map[string]int{}
+	for _, r := range recs {
+		require.False(t, ids[r.ID], "duplicate record id %s", r.ID)
+		ids[r.ID] = true
+		if r.Kind == journal.KindToolReturned {
+			returned[*r.ExecutionKey]++
+		}
+	}
+	for k, n := range returned {
+		require.Equal(t, 1, n, "tool.returned of %s", k)
+	}
+}
+
+// TestAmbiguousCommitNeverDuplicates: a commit that was applied but
+// reported failed is re-sent with the same record IDs; the journal holds
+// each boundary once and no tool runs twice.
+func TestAmbiguousCommitNeverDuplicates(t *testing.T) {
+	t.Parallel()
+	var n atomic.Int64
+	tb, _ := faultSetup(t, func(c *rtstore.Commit) (bool, bool) {
+		// Every boundary holding a tool.returned is applied, then reported failed once.
+		if hasKind(c, journal.KindToolReturned) && n.Add(1)%2 == 1 {
+			return false, true
+		}
+		return false, false
+	})
+	res := runTen(t, tb)
+	require.Equal(t, hxruntime.StatusCompleted, res.Status)
+	require.Equal(t, int64(10), tb.toolCalls("count"), "each tool ran exactly once")
+	recs := journalOf(t, tb, res.RunID)
+	requireUniqueRecords(t, recs)
+	returned := 0
+	for _, r := range recs {
+		if r.Kind == journal.KindToolReturned {
+			returned++
+		}
+	}
+	require.Equal(t, 10, returned)
+	require.Equal(t, int64(20), n.Load(), "each ambiguous commit was re-sent once")
+}
+
+// TestFailedCommitIsRetriedWithSameRecords: a commit that fails without
+// writing is re-sent; the run completes with a gap-free journal.
+func TestFailedCommitIsRetriedWithSameRecords(t *testing.T) {
+	t.Parallel()
+	var n atomic.Int64
+	tb, _ := faultSetup(t, func(c *rtstore.Commit) (bool, bool) {
+		return n.Add(1)%3 == 1, false // every third commit try fails first
+	})
+	res := runTen(t, tb)
+	require.Equal(t, hxruntime.StatusCompleted, res.Status)
+	require.Equal(t, int64(10), tb.toolCalls("count"))
+	requireUniqueRecords(t, journalOf(t, tb, res.RunID))
+}
+
+// TestFailedDispatchCommitNeverRunsHandler: when the commit carrying
+// tool.dispatched cannot be written, the handler never runs and the run
+// stays resumable; once storage is back, resume finishes it with the tool
+// run once.
+func TestFailedDispatchCommitNeverRunsHandler(t *testing.T) {
+	t.Parallel()
+	var down, tripped atomic.Bool
+	tb, _ := faultSetup(t, func(c *rtstore.Commit) (bool, bool) {
+		if hasKind(c, journal.KindToolDispatched) && !tripped.Load() {
+			tripped.Store(true)
+			down.Store(true) // storage goes down until the test brings it back
+		}
+		return down.Load(), false
+	})
+	ctx := context.Background()
+	sess, err := tb.rt.CreateSession(ctx, hxruntime.CreateSessionParams{Agent: agent.Ref{Name: "ten", Version: "v1"}, Recording: recording(true)})
+	require.NoError(t, err)
+	run, _, err := tb.rt.SubmitRun(ctx, hxruntime.SubmitParams{SessionID: sess.ID, Message: jsonString("go")})
+	require.NoError(t, err)
+	// The driver gives up; the stored run is still running (resumable).
+	require.Eventually(t, func() bool {
+		_, err := tb.rt.Resume(ctx, sess.ID, hxruntime.ResumeParams{})
+		return !errors.Is(err, hxruntime.ErrSessionBusy)
+	}, 5*time.Second, 10*time.Millisecond)
+	require.Equal(t, int64(0), tb.toolCalls("count"), "the handler never ran")
+	down.Store(false)
+	// The resume above failed on its own commit (storage down); resume again.
+	_, err = tb.rt.Resume(ctx, sess.ID, hxruntime.ResumeParams{})
+	if errors.Is(err, hxruntime.ErrSessionBusy) {
+		err = nil // the Eventually's resume is driving it
+	}
+	require.NoError(t, err)
+	res := waitRun(t, tb, run.RunID)
+	require.Equal(t, hxruntime.StatusCompleted, res.Status)
+	require.Equal(t, int64(10), tb.toolCalls("count"))
+	requireUniqueRecords(t, journalOf(t, tb, res.RunID))
+}
+
+// TestConflictingResendRollsBack: a re-sent record id with other content
+// fails the commit and leaves nothing of it behind.
+func TestConflictingResendRollsBack(t *testing.T) {
+	t.Parallel()
+	tb := setup(t)
+	ctx := context.Background()
+	sess, err := tb.rt.CreateSession(ctx, hxruntime.CreateSessionParams{Agent: agent.Ref{Name: "invoice-analyst", Version: "v1"}, Recording: recording(true)})
+	require.NoError(t, err)
+	res := runToEnd(t, tb, sess.ID, "go")
+	recs := journalOf(t, tb, res.RunID)
+	before, err := tb.rt.GetRun(ctx, res.RunID)
+	require.NoError(t, err)
+	evil := recs[3]
+	evil.Payload = json.RawMessage(`{"tampered":true}`)
+	err = tb.store.Store.Commit(ctx, &rtstore.Commit{
+		SessionID: sess.ID, RunID: res.RunID, Status: hxruntime.StatusFailed, Phase: "model",
+		State: json.RawMessage(`{"status":"failed"}`), Records: []journal.Record{evil},
+	})
+	require.ErrorIs(t, err, rtstore.ErrRecordConflict)
+	after, err := tb.rt.GetRun(ctx, res.RunID)
+	require.NoError(t, err)
+	require.Equal(t, before.Status, after.Status)
+	require.Equal(t, len(recs), len(journalOf(t, tb, res.RunID)))
+}
+
+// TestOpenAIProviderRetriesWithNewAttempts: a Chat Completions server that
+// answers 429, then 500, then a tool call and an answer; each failure is a
+// model.failed of its own attempt and the retries carry new attempt numbers.
+func TestOpenAIProviderRetriesWithNewAttempts(t *testing.T) {
+	t.Parallel()
+	var hits atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		switch hits.Add(1) {
+		case 1:
+			w.WriteHeader(http.StatusTooManyRequests)
+			_, _ = w.Write([]byte(`{"error":{"message":"slow down","type":"rate_limit_exceeded"}}`))
+		case 2:
+			w.WriteHeader(http.StatusInternalServerError)
+			_, _ = w.Write([]byte(`{"error":{"message":"boom","type":"server_error"}}`))
+		case 3:
+			_, _ = w.Write([]byte(`{"id":"c1","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"finish_reason":"tool_calls","message":{"role":"assistant","content":null,"tool_calls":[{"id":"t1","type":"function","function":{"name":"count","arguments":"{\"x\":1}"}}]}}],"usage":{"prompt_tokens":5,"completion_tokens":2,"total_tokens":7}}`))
+		default:
+			_, _ = w.Write([]byte(`{"id":"c2","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"finish_reason":"stop","message":{"role":"assistant","content":"all done"}}],"usage":{"prompt_tokens":9,"completion_tokens":3,"total_tokens":12}}`))
+		}
+	}))
+	t.Cleanup(srv.Close)
+	def := &agent.Definition{
+		Name: "oai", Version: "v1",
+		Model: model.Config{Provider: "openai", Model: "m", BaseURL: srv.URL},
+		Retry: &agent.RetryPolicy{Attempts: 4, BackoffSeconds: 0.01, MaxBackoffSeconds: 0.01},
+		Tools: []agent.ToolDef{{Config: tool.Config{Name: "count", Kind: "builtin", Builtin: "count", ReplayPolicy: "safe"}}},
+	}
+	tb := setup(t, def)
+	sess, err := tb.rt.CreateSession(context.Background(), hxruntime.CreateSessionParams{Agent: def.Ref(), Recording: recording(true)})
+	require.NoError(t, err)
+	res := runToEnd(t, tb, sess.ID, "go")
+	require.Equal(t, hxruntime.StatusCompleted, res.Status, "%+v", res.Error)
+	require.Equal(t, "all done", *res.Output)
+	require.Equal(t, int64(14), res.Usage.InputTokens)
+	var got []string
+	for _, b := range boundaries(journalOf(t, tb, res.RunID)) {
+		if b.kind == "model.started" || b.kind == "model.failed" {
+			got = append(got, b.kind+"@"+b.step+"/"+b.attempt)
+		}
+	}
+	require.Equal(t, []string{
+		"model.started@1/1", "model.failed@1/1",
+		"model.started@1/2", "model.failed@1/2",
+		"model.started@1/3", "model.started@2/1",
+	}, got)
+	srv.CloseClientConnections()
+}
