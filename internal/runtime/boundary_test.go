@@ -136,16 +136,21 @@ func TestFailedCommitIsRetriedWithSameRecords(t *testing.T) {
 }
 
 // TestFailedDispatchCommitNeverRunsHandler: when the commit carrying
-// tool.dispatched cannot be written, the handler never runs and the run
-// stays resumable; once storage is back, resume finishes it with the tool
-// run once.
+// tool.dispatched cannot be written, the handler never runs; while storage
+// stays down the run cannot advance; once it is back the run is marked
+// failed with a recording error, and resume finishes it with the tool run
+// once.
 func TestFailedDispatchCommitNeverRunsHandler(t *testing.T) {
 	t.Parallel()
 	var down, tripped atomic.Bool
+	var failedTries atomic.Int64
 	tb, _ := faultSetup(t, func(c *rtstore.Commit) (bool, bool) {
 		if hasKind(c, journal.KindToolDispatched) && !tripped.Load() {
 			tripped.Store(true)
 			down.Store(true) // storage goes down until the test brings it back
+		}
+		if down.Load() {
+			failedTries.Add(1)
 		}
 		return down.Load(), false
 	})
@@ -154,23 +159,33 @@ func TestFailedDispatchCommitNeverRunsHandler(t *testing.T) {
 	require.NoError(t, err)
 	run, _, err := tb.rt.SubmitRun(ctx, hxruntime.SubmitParams{SessionID: sess.ID, Message: jsonString("go")})
 	require.NoError(t, err)
-	// The driver gives up; the stored run is still running (resumable).
-	require.Eventually(t, func() bool {
-		_, err := tb.rt.Resume(ctx, sess.ID, hxruntime.ResumeParams{})
-		return !errors.Is(err, hxruntime.ErrSessionBusy)
-	}, 5*time.Second, 10*time.Millisecond)
+	require.Eventually(t, func() bool { return failedTries.Load() > 5 }, 5*time.Second, 5*time.Millisecond)
 	require.Equal(t, int64(0), tb.toolCalls("count"), "the handler never ran")
-	down.Store(false)
-	// The resume above failed on its own commit (storage down); resume again.
-	_, err = tb.rt.Resume(ctx, sess.ID, hxruntime.ResumeParams{})
-	if errors.Is(err, hxruntime.ErrSessionBusy) {
-		err = nil // the Eventually's resume is driving it
-	}
+	res, err := tb.rt.GetRun(ctx, run.RunID)
 	require.NoError(t, err)
-	res := waitRun(t, tb, run.RunID)
+	require.Equal(t, hxruntime.StatusRunning, res.Status, "nothing advanced while storage was down")
+
+	down.Store(false)
+	res = waitRun(t, tb, run.RunID)
+	require.Equal(t, hxruntime.StatusFailed, res.Status)
+	require.Equal(t, "RecordingError", res.Error.Type)
+
+	_, err = tb.rt.Resume(ctx, sess.ID, hxruntime.ResumeParams{})
+	require.NoError(t, err)
+	res = waitRun(t, tb, run.RunID)
 	require.Equal(t, hxruntime.StatusCompleted, res.Status)
 	require.Equal(t, int64(10), tb.toolCalls("count"))
-	requireUniqueRecords(t, journalOf(t, tb, res.RunID))
+	recs := journalOf(t, tb, res.RunID)
+	requireUniqueRecords(t, recs)
+	dispatched := map[string]int{}
+	for _, r := range recs {
+		if r.Kind == journal.KindToolDispatched {
+			dispatched[*r.ExecutionKey]++
+		}
+	}
+	for k, n := range dispatched {
+		require.Equal(t, 1, n, "%s dispatched once: the failed dispatch never became durable", k)
+	}
 }
 
 // TestConflictingResendRollsBack: a re-sent record id with other content

@@ -140,11 +140,53 @@ func (d *driver) loop() {
 			}
 			return
 		}
-		// A commit failed: nothing past the last commit happened durably;
-		// the run stays resumable from storage.
+		// A commit failed: nothing past the last commit happened durably.
 		log.ErrorContext(d.ctx, "run stopped: boundary commit failed", "error", err)
+		d.settleAfterCommitFailure()
 		return
 	}
+}
+
+// settleAfterCommitFailure marks the run failed once storage takes writes
+// again, so clients see why it stopped and can resume it. What the driver
+// did past the last commit never became durable (a tool whose dispatch
+// commit failed never ran), so the failure is written on top of the stored
+// state. It retries with capped backoff until it succeeds, the lease is
+// lost or the drive is stopped.
+func (d *driver) settleAfterCommitFailure() {
+	typ, msg := "StorageError", "Run state could not be committed"
+	if d.st.Recording {
+		typ, msg = "RecordingError", "Required flight-recording commit failed"
+	}
+	wait := 100 * time.Millisecond
+	for {
+		err := d.failStored(typ, msg)
+		if err == nil || errors.Is(err, rtstore.ErrLeaseLost) || d.soft.Load() {
+			return
+		}
+		if d.r.cfg.SleepFunc(d.ctx, wait) != nil {
+			return
+		}
+		wait = min(2*wait, 30*time.Second)
+	}
+}
+
+// failStored commits the stored run state as failed with {typ, msg}.
+func (d *driver) failStored(typ, msg string) error {
+	row, err := d.r.store.RunGet(d.ctx, d.st.RunID)
+	if err != nil {
+		return err
+	}
+	st, err := decodeState(row.State)
+	if err != nil || st.Status != StatusRunning {
+		return err
+	}
+	c := &committer{r: d.r, st: st, lease: d.lease}
+	st.Status, st.Error = StatusFailed, &RunError{Type: typ, Message: msg}
+	c.event(EventError, msg, nil)
+	c.record(journal.KindCommandFailed, map[string]any{"phase": st.Phase, "type": typ, "message": msg}, nil)
+	c.event(EventRunResult, st.resultData(), nil)
+	return c.commit(d.ctx)
 }
 
 // commandError fails the run with {type, message}.
