@@ -1,9 +1,41 @@
 package main
 
 import (
+	"encoding/json"
+	"fmt"
+	"os"
 	"testing"
 
 	"hxd/internal/hxtest"
 )
 
-func TestMain(m *testing.M) { hxtest.WrapTestMain(m) }
+// Re-exec hook: the crash tests (crash_test.go) run hxd as a child process
+// by starting this test binary again with HXD_TEST_RUN_MAIN=1; the child
+// then runs main() with the arguments of HXD_TEST_ARGS (a JSON array of
+// strings, without the program name) instead of the tests.
+const (
+	envRunMain = "HXD_TEST_RUN_MAIN"
+	envArgs    = "HXD_TEST_ARGS"
+)
+
+func TestMain(m *testing.M) {
+	if os.Getenv(envRunMain) == "1" {
+		runMainForTest()
+		return
+	}
+	hxtest.WrapTestMain(m)
+}
+
+// runMainForTest runs hxd's main() as the child of a crash test and exits.
+func runMainForTest() {
+	var args []string
+	if raw := os.Getenv(envArgs); raw != "" {
+		if err := json.Unmarshal([]byte(raw), &args); err != nil {
+			fmt.Fprintf(os.Stderr, "hxd test child: %s is not a JSON array of strings: %v\n", envArgs, err)
+			os.Exit(3)
+		}
+	}
+	os.Args = append([]string{"hxd"}, args...)
+	main() // exits non-zero itself on error (42 from HXD_CRASH_AFTER)
+	os.Exit(0)
+}
