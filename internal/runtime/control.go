@@ -248,11 +248,8 @@ func (r *Runtime) decide(ctx context.Context, sessionID, key string, resume bool
 	if sess.LastRunID == "" {
 		return nil, publicErr(ErrUnknownExecutionKey, fmt.Sprintf("No pending tool has execution key '%s'", key))
 	}
-	lease, err := r.lockSession(ctx, sessionID)
+	lease, err := r.lockForDecision(ctx, sessionID)
 	if err != nil {
-		if errors.Is(err, ErrSessionBusy) {
-			return nil, publicErr(ErrNotAwaitingResolution, "Run is not awaiting a resolution")
-		}
 		return nil, err
 	}
 	keep := false
@@ -302,8 +299,42 @@ func (r *Runtime) decide(ctx context.Context, sessionID, key string, resume bool
 		if _, err := r.resume(ctx, sess, ResumeParams{}, lease); err != nil {
 			return nil, err
 		}
+		// The answer is the run's result once it stops again.
+		r.mu.Lock()
+		d := r.active[sessionID]
+		r.mu.Unlock()
+		if d != nil {
+			select {
+			case <-d.done:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
 	}
 	return r.GetRun(ctx, sess.LastRunID)
+}
+
+// lockForDecision takes the session for a decision. A run driven here is
+// not awaiting a decision; other decisions of this process on the same
+// session are waited for (they hold the lock for one commit); a session
+// owned by another process is busy.
+func (r *Runtime) lockForDecision(ctx context.Context, sessionID string) (rtstore.Lease, error) {
+	deadline := r.cfg.NowFunc().Add(5 * time.Second)
+	for {
+		r.mu.Lock()
+		_, driving := r.active[sessionID]
+		r.mu.Unlock()
+		if driving {
+			return nil, publicErr(ErrNotAwaitingResolution, "Run is not awaiting a resolution")
+		}
+		lease, err := r.lockSession(ctx, sessionID)
+		if err == nil || !errors.Is(err, ErrSessionBusy) || r.cfg.NowFunc().After(deadline) {
+			return lease, err
+		}
+		if err := r.cfg.SleepFunc(ctx, 10*time.Millisecond); err != nil {
+			return nil, err
+		}
+	}
 }
 
 // resolveEntry applies the reference's resolution rules (REFERENCE §4.4).
