@@ -1,0 +1,196 @@
+package journal
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"unicode/utf8"
+)
+
+// Errors returned by AppendCanonical, Canonical and Equal. They are
+// wrapped with a short context (usually the byte offset in the input);
+// test for them with errors.Is.
+var (
+	// ErrInvalidJSON reports input that is not one JSON text (RFC 8259)
+	// in UTF-8: a syntax error, trailing data after the value, a raw
+	// control character in a string, invalid UTF-8, a byte order mark,
+	// or the non-standard NaN/Infinity literals.
+	ErrInvalidJSON = errors.New("invalid json")
+	// ErrDuplicateKey reports an object with the same key twice (after
+	// decoding escapes). Python's json.loads would keep the last value;
+	// hxd never writes such objects and refuses to guess.
+	ErrDuplicateKey = errors.New("duplicate object key")
+	// ErrTooDeep reports arrays and objects nested more than MaxDepth
+	// levels.
+	ErrTooDeep = errors.New("json nested too deeply")
+	// ErrNonFinite reports a float literal that overflows float64 (such as
+	// 1e999): Python reads it as an infinity, which json.dumps with
+	// allow_nan=False refuses to write.
+	ErrNonFinite = errors.New("non-finite float")
+	// ErrLoneSurrogate reports a \uD800-\uDFFF escape that is not part of
+	// a surrogate pair. Python's json.loads accepts it, but the resulting
+	// string cannot be encoded as UTF-8, so canonical JSON cannot hold it.
+	ErrLoneSurrogate = errors.New("lone surrogate escape")
+)
+
+// MaxDepth is the deepest nesting of arrays and objects that
+// AppendCanonical and Equal accept; deeper input fails with ErrTooDeep.
+// (CPython's json itself gives up near its recursion limit of 1000.)
+const MaxDepth = 10000
+
+// AppendCanonical appends to dst the canonical form of the single JSON
+// text src (optionally surrounded by JSON whitespace) and returns the
+// extended slice. The canonical form is byte for byte what Python writes
+// for the value json.loads(src) with
+//
+//	json.dumps(value, ensure_ascii=False, allow_nan=False, sort_keys=True,
+//	           separators=(",", ":")).encode("utf-8")
+//
+// (REFERENCE §6.5):
+//
+//   - object keys sorted by code point (UTF-8 byte order) at every level;
+//   - no whitespace;
+//   - strings escape only '"', '\\', and control characters below 0x20
+//     (\n \r \t \b \f by name, the others as \u00xx in lowercase hex);
+//     everything else, including non-ASCII, U+2028, U+2029, '<', '>',
+//     '&', '/' and DEL, is written raw. Escapes in src are decoded, and a
+//     surrogate pair escape becomes one raw code point;
+//   - an integer literal (no '.', 'e' or 'E') keeps its exact value at any
+//     size, with -0 written as 0;
+//   - a float literal is rounded to float64 and written like Python's
+//     repr (FormatFloat): 1E2 becomes 100.0, 1e16 becomes 1e+16;
+//   - true, false and null unchanged.
+//
+// Where Python would fail or guess, AppendCanonical returns an error
+// instead: ErrInvalidJSON (also for invalid UTF-8 and NaN/Infinity
+// literals), ErrDuplicateKey, ErrTooDeep, ErrNonFinite (1e999) and
+// ErrLoneSurrogate. One divergence remains: CPython 3.11 refuses integer
+// literals longer than 4300 digits, AppendCanonical copies them.
+//
+// On error dst is returned unchanged in length. Memory use is about 24
+// bytes per JSON value in src on top of the output.
+func AppendCanonical(dst, src []byte) ([]byte, error) {
+	p := getParser(src, false)
+	defer putParser(p)
+	if err := p.parse(); err != nil {
+		return dst, err
+	}
+	dst = slices.Grow(dst, len(src))
+	dst, _ = p.emit(dst, 0)
+	return dst, nil
+}
+
+// Canonical marshals v with encoding/json (HTML escaping off) and returns
+// its canonical form (see AppendCanonical). Go float64 values that are
+// integral marshal without a fraction ("300") and so become JSON
+// integers; use Float where a value must stay a float ("300.0"). Note
+// that Float renders NaN and infinities as null rather than failing.
+func Canonical(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, fmt.Errorf("canonical json: %w", err)
+	}
+	b := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
+	return AppendCanonical(make([]byte, 0, len(b)), b)
+}
+
+// emit appends the canonical form of node i and returns the index of the
+// node after its subtree. Recursion depth is bounded by MaxDepth.
+func (p *parser) emit(dst []byte, i int32) ([]byte, int32) {
+	n := &p.nodes[i]
+	switch n.kind {
+	case jNull:
+		return append(dst, "null"...), i + 1
+	case jTrue:
+		return append(dst, "true"...), i + 1
+	case jFalse:
+		return append(dst, "false"...), i + 1
+	case jInt:
+		lit := p.src[n.start:n.end]
+		if len(lit) == 2 && lit[0] == '-' && lit[1] == '0' {
+			lit = lit[1:]
+		}
+		return append(dst, lit...), i + 1
+	case jFloat:
+		return append(dst, FormatFloat(p.floats[n.aux])...), i + 1
+	case jString:
+		return p.appendString(dst, n), i + 1
+	case jArray:
+		dst = append(dst, '[')
+		end := n.next
+		for j := i + 1; j < end; {
+			if j > i+1 {
+				dst = append(dst, ',')
+			}
+			dst, j = p.emit(dst, j)
+		}
+		return append(dst, ']'), end
+	default: // jObject
+		dst = append(dst, '{')
+		for k, key := range p.members[n.aux : n.aux+n.aux2] {
+			if k > 0 {
+				dst = append(dst, ',')
+			}
+			dst = p.appendString(dst, &p.nodes[key])
+			dst = append(dst, ':')
+			dst, _ = p.emit(dst, key+1)
+		}
+		return append(dst, '}'), n.next
+	}
+}
+
+// appendString appends string node n in canonical form.
+func (p *parser) appendString(dst []byte, n *jnode) []byte {
+	raw := p.src[n.start:n.end]
+	dst = append(dst, '"')
+	if !n.esc {
+		// Validated: no '"', '\\' or control characters, valid UTF-8.
+		dst = append(dst, raw...)
+		return append(dst, '"')
+	}
+	for len(raw) > 0 {
+		j := bytes.IndexByte(raw, '\\')
+		if j < 0 {
+			dst = append(dst, raw...)
+			break
+		}
+		dst = append(dst, raw[:j]...)
+		r, size := decodeEscape(raw[j:])
+		raw = raw[j+size:]
+		dst = appendCanonicalRune(dst, r)
+	}
+	return append(dst, '"')
+}
+
+// appendCanonicalRune appends r as Python's json encoder writes it inside
+// a string with ensure_ascii=False. r is never a surrogate here.
+func appendCanonicalRune(dst []byte, r rune) []byte {
+	switch r {
+	case '"':
+		return append(dst, '\\', '"')
+	case '\\':
+		return append(dst, '\\', '\\')
+	case '\n':
+		return append(dst, '\\', 'n')
+	case '\r':
+		return append(dst, '\\', 'r')
+	case '\t':
+		return append(dst, '\\', 't')
+	case '\b':
+		return append(dst, '\\', 'b')
+	case '\f':
+		return append(dst, '\\', 'f')
+	}
+	if r < 0x20 {
+		const hex = "0123456789abcdef"
+		return append(dst, '\\', 'u', '0', '0', hex[r>>4], hex[r&0xf])
+	}
+	if r < 0x80 {
+		return append(dst, byte(r))
+	}
+	return utf8.AppendRune(dst, r)
+}
