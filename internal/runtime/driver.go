@@ -569,7 +569,7 @@ func (d *driver) toolFailed(e *ToolEntry, f *tool.Failure) error {
 
 func (d *driver) storeArtifacts(arts []tool.Artifact) error {
 	for _, a := range arts {
-		if _, err := d.r.putArtifact(d.ctx, a.Data); err != nil {
+		if _, err := d.r.putArtifact(d.ctx, d.st.SessionID, a.Data); err != nil {
 			return err
 		}
 	}

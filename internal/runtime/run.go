@@ -278,11 +278,12 @@ func runView(row *rtstore.RunRow) (*RunResult, error) {
 	}, nil
 }
 
-// putArtifact stores bytes content-addressed and returns the key.
-func (r *Runtime) putArtifact(ctx context.Context, data []byte) (string, error) {
+// putArtifact stores bytes content-addressed, linked to the session, and
+// returns the key.
+func (r *Runtime) putArtifact(ctx context.Context, sessionID string, data []byte) (string, error) {
 	sum := sha256.Sum256(data)
 	key := hex.EncodeToString(sum[:])
-	if err := r.store.ArtifactPut(context.WithoutCancel(ctx), key, data); err != nil {
+	if err := r.store.ArtifactPut(context.WithoutCancel(ctx), sessionID, key, data); err != nil {
 		return "", fmt.Errorf("store artifact: %w", err)
 	}
 	return key, nil

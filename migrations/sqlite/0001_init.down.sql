@@ -6,6 +6,7 @@ DROP TRIGGER IF EXISTS events_no_update;
 DROP TRIGGER IF EXISTS journal_no_delete;
 DROP TRIGGER IF EXISTS journal_no_update;
 DROP TABLE IF EXISTS journal;
+DROP TABLE IF EXISTS artifact_refs;
 DROP TABLE IF EXISTS artifacts;
 DROP TABLE IF EXISTS snapshots;
 DROP TABLE IF EXISTS events;

@@ -77,6 +77,12 @@ CREATE TABLE artifacts (
     content BLOB NOT NULL
 );
 
+CREATE TABLE artifact_refs (
+    sha256     TEXT NOT NULL REFERENCES artifacts (id),
+    session_id TEXT NOT NULL REFERENCES sessions (id),
+    PRIMARY KEY (sha256, session_id)
+) WITHOUT ROWID;
+
 CREATE TABLE journal (
     run_id  TEXT    NOT NULL REFERENCES runs (id),
     seq     INTEGER NOT NULL,                         -- per run, contiguous from 1

@@ -72,10 +72,24 @@ type JournalStore interface {
 
 // ArtifactStore holds content-addressed blobs.
 type ArtifactStore interface {
-	// ArtifactPut stores data under its lowercase hex SHA-256 (no-op if present).
-	ArtifactPut(ctx context.Context, sha256 string, data []byte) error
+	// ArtifactPut stores data under its lowercase hex SHA-256 (no-op if
+	// present) and links it to the session that produced it.
+	ArtifactPut(ctx context.Context, sessionID, sha256 string, data []byte) error
 	// ArtifactGet returns the bytes. Returns ErrNotFound.
 	ArtifactGet(ctx context.Context, sha256 string) ([]byte, error)
+	// ArtifactOwned reports whether a session of the principal references
+	// the artifact.
+	ArtifactOwned(ctx context.Context, sha256, principal string) (bool, error)
+}
+
+// SnapshotStore reads a consistent cut of a run for export.
+type SnapshotStore interface {
+	// RunSnapshot reads, in ONE read transaction, the run and its journal
+	// records in seq order, calling fn for each record (fn runs inside the
+	// transaction; an error from fn ends the read and is returned). The
+	// records and the returned row describe the same instant. Returns
+	// ErrNotFound for an unknown run.
+	RunSnapshot(ctx context.Context, runID string, fn func(journal.Record) error) (*RunRow, error)
 }
 
 // Store is everything the runtime needs of a storage backend. Safe for
@@ -86,6 +100,7 @@ type Store interface {
 	EventStore
 	JournalStore
 	ArtifactStore
+	SnapshotStore
 	// Ping checks that storage is reachable and the schema current.
 	Ping(ctx context.Context) error
 	// Close releases resources.

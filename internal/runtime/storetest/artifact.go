@@ -14,23 +14,41 @@ var artifactCases = []testCase{
 	{"PutGet", func(t *testing.T, b *bundle) {
 		data := []byte("invoice #42\x00\xff binary")
 		id := digest(data)
-		require.NoError(t, b.store.ArtifactPut(b.ctx, id, data))
+		sid := b.newSession(t, "alice").ID
+		require.NoError(t, b.store.ArtifactPut(b.ctx, sid, id, data))
 		got, err := b.store.ArtifactGet(b.ctx, id)
 		require.NoError(t, err)
 		require.Equal(t, data, got)
 
 		// Idempotent.
-		require.NoError(t, b.store.ArtifactPut(b.ctx, id, data))
+		require.NoError(t, b.store.ArtifactPut(b.ctx, sid, id, data))
 		got, err = b.store.ArtifactGet(b.ctx, id)
 		require.NoError(t, err)
 		require.Equal(t, data, got)
 	}},
 	{"Empty", func(t *testing.T, b *bundle) {
 		id := digest(nil)
-		require.NoError(t, b.store.ArtifactPut(b.ctx, id, []byte{}))
+		require.NoError(t, b.store.ArtifactPut(b.ctx, b.newSession(t, "alice").ID, id, []byte{}))
 		got, err := b.store.ArtifactGet(b.ctx, id)
 		require.NoError(t, err)
 		require.Empty(t, got)
+	}},
+	{"Ownership", func(t *testing.T, b *bundle) {
+		data := []byte("alice's report")
+		id := digest(data)
+		alice, bob := b.newSession(t, "alice"), b.newSession(t, "bob")
+		require.NoError(t, b.store.ArtifactPut(b.ctx, alice.ID, id, data))
+		ok, err := b.store.ArtifactOwned(b.ctx, id, "alice")
+		require.NoError(t, err)
+		require.True(t, ok)
+		ok, err = b.store.ArtifactOwned(b.ctx, id, "bob")
+		require.NoError(t, err)
+		require.False(t, ok, "bob's sessions never referenced it")
+		// The same bytes produced in bob's session link it to bob too.
+		require.NoError(t, b.store.ArtifactPut(b.ctx, bob.ID, id, data))
+		ok, err = b.store.ArtifactOwned(b.ctx, id, "bob")
+		require.NoError(t, err)
+		require.True(t, ok)
 	}},
 	{"NotFound", func(t *testing.T, b *bundle) {
 		_, err := b.store.ArtifactGet(b.ctx, digest([]byte("never stored")))

@@ -29,6 +29,7 @@ func Exercise(t *testing.T, newStore func(t *testing.T) rtstore.Store) {
 		{"Event", eventCases},
 		{"Artifact", artifactCases},
 		{"Lock", lockCases},
+		{"Snapshot", snapshotCases},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {

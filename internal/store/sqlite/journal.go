@@ -3,6 +3,7 @@ package sqlite
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"math/big"
@@ -204,4 +205,58 @@ func marshalJSON(v any) ([]byte, error) {
 		return nil, err
 	}
 	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
+
+// RunSnapshot reads the run and its journal in one read transaction (a
+// consistent cut: WAL readers see one snapshot), calling fn for every
+// record in seq order. Returns ErrNotFound for an unknown run.
+func (s *Store) RunSnapshot(ctx context.Context, runID string, fn func(journal.Record) error) (*rtstore.RunRow, error) {
+	op := "snapshot run " + runID
+	tx, err := s.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return nil, s.mapErr(ctx, op, err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	run, err := scanRun(tx.StmtContext(ctx, s.rs.runGet).QueryRowContext(ctx, runID))
+	if err != nil {
+		return nil, s.mapErr(ctx, op, err)
+	}
+	const page = 1000
+	var after int64
+	for {
+		rows, err := tx.StmtContext(ctx, s.rs.journalList).QueryContext(ctx, runID, after, page)
+		if err != nil {
+			return nil, s.mapErr(ctx, op, err)
+		}
+		var recs []journal.Record
+		for rows.Next() {
+			var (
+				seq     int64
+				payload []byte
+			)
+			if err := rows.Scan(&seq, &payload); err != nil {
+				_ = rows.Close()
+				return nil, s.mapErr(ctx, op, err)
+			}
+			var rec journal.Record
+			if err := json.Unmarshal(payload, &rec); err != nil {
+				_ = rows.Close()
+				return nil, fmt.Errorf("%s: decode record %d: %w", op, seq, err)
+			}
+			rec.Seq = seq
+			recs = append(recs, rec)
+		}
+		if err := rows.Close(); err != nil {
+			return nil, s.mapErr(ctx, op, err)
+		}
+		for _, rec := range recs {
+			if err := fn(rec); err != nil {
+				return nil, err
+			}
+			after = rec.Seq
+		}
+		if len(recs) < page {
+			return run, nil
+		}
+	}
 }

@@ -109,7 +109,7 @@ func (b *testBundle) seed(t *testing.T) (*rtstore.SessionRow, *rtstore.RunRow) {
 		},
 	})
 	require.NoError(t, err)
-	require.NoError(t, b.store.ArtifactPut(b.ctx, digest("blob"), []byte("blob")))
+	require.NoError(t, b.store.ArtifactPut(b.ctx, s.ID, digest("blob"), []byte("blob")))
 	return s, run
 }
 
@@ -320,7 +320,7 @@ func TestSkippedEventKeepsStoredCursor(t *testing.T) {
 func TestArtifactDigestChecked(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	require.Error(t, b.store.ArtifactPut(b.ctx, digest("a"), []byte("b")))
+	require.Error(t, b.store.ArtifactPut(b.ctx, "", digest("a"), []byte("b")))
 	_, err := b.store.ArtifactGet(b.ctx, digest("a"))
 	require.ErrorIs(t, err, rtstore.ErrNotFound)
 }

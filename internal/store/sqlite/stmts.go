@@ -33,6 +33,7 @@ type writeStmts struct {
 	eventInsert       *sql.Stmt
 	eventGetByID      *sql.Stmt
 	artifactPut       *sql.Stmt
+	artifactRef       *sql.Stmt
 }
 
 // stmtDef pairs a statement field with its SQL.
@@ -64,6 +65,7 @@ func (w *writeStmts) defs() []stmtDef {
 		{&w.eventInsert, sqlEventInsert},
 		{&w.eventGetByID, sqlEventGetByID},
 		{&w.artifactPut, sqlArtifactPut},
+		{&w.artifactRef, sqlArtifactRef},
 	}
 }
 
@@ -85,6 +87,7 @@ type readStmts struct {
 	eventListAfter    *sql.Stmt
 	journalList       *sql.Stmt
 	artifactGet       *sql.Stmt
+	artifactOwned     *sql.Stmt
 }
 
 func (r *readStmts) defs() []stmtDef {
@@ -98,6 +101,7 @@ func (r *readStmts) defs() []stmtDef {
 		{&r.eventListAfter, sqlEventListAfter},
 		{&r.journalList, sqlJournalList},
 		{&r.artifactGet, sqlArtifactGet},
+		{&r.artifactOwned, sqlArtifactOwned},
 	}
 }
 

@@ -1,0 +1,49 @@
+package storetest
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"hxd/internal/journal"
+	"hxd/internal/runtime/rtstore"
+)
+
+var snapshotCases = []testCase{
+	{"ConsistentCut", func(t *testing.T, b *bundle) {
+		s := b.newSession(t, "alice")
+		run := b.newRun(t, s.ID)
+		c := commitFor(run, rtstore.StatusCompleted, "result")
+		c.Records = []journal.Record{
+			newRecord(s.ID, run.ID, journal.KindModelCompleted, `{"text":"done"}`),
+			newRecord(s.ID, run.ID, journal.KindCheckpoint, `{"phase":"result","status":"completed"}`),
+		}
+		require.NoError(t, b.store.Commit(b.ctx, c))
+		var got []journal.Record
+		row, err := b.store.RunSnapshot(b.ctx, run.ID, func(r journal.Record) error {
+			got = append(got, r)
+			return nil
+		})
+		require.NoError(t, err)
+		require.Equal(t, rtstore.StatusCompleted, row.Status)
+		require.Equal(t, "result", row.Phase)
+		requireContiguous(t, got)
+		require.Equal(t, b.journalOf(t, run.ID), got)
+	}},
+	{"CallbackErrorStops", func(t *testing.T, b *bundle) {
+		run := b.newRun(t, b.newSession(t, "alice").ID)
+		stop := errors.New("enough")
+		n := 0
+		_, err := b.store.RunSnapshot(b.ctx, run.ID, func(journal.Record) error {
+			n++
+			return stop
+		})
+		require.ErrorIs(t, err, stop)
+		require.Equal(t, 1, n)
+	}},
+	{"UnknownRun", func(t *testing.T, b *bundle) {
+		_, err := b.store.RunSnapshot(b.ctx, "no-such-run", func(journal.Record) error { return nil })
+		require.ErrorIs(t, err, rtstore.ErrNotFound)
+	}},
+}
