@@ -64,6 +64,8 @@ const usage = `hxd — durable AI-agent runs with a flight recorder
 
 Usage:
   hxd serve [flags]     run the HTTP API (see hxd serve -h)
+  hxd demo crash-recovery crash|status|resume [flags]
+                        reproduce the crash-recovery example (exit 42)
   hxd version           print the version
 
 `
@@ -80,6 +82,8 @@ func run(ctx context.Context, args []string, e env) error {
 	switch args[0] {
 	case "serve":
 		return serve(ctx, args[1:], e)
+	case "demo":
+		return demo(ctx, args[1:], e)
 	case "version", "--version", "-version":
 		fmt.Fprintln(e.stdout, "hxd", version)
 		return nil

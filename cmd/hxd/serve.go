@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -47,6 +48,8 @@ type serveConfig struct {
 	WorkDir string
 	// CrashAfter is the HXD_CRASH_AFTER testing hook (<kind>[:<n>]).
 	CrashAfter string
+	// CheckpointHook is a URL notified of every checkpoint. Default: none.
+	CheckpointHook string
 }
 
 func (c *serveConfig) validate() error {
@@ -68,6 +71,11 @@ func (c *serveConfig) validate() error {
 	}
 	if c.CrashAfter != "" {
 		if _, _, err := parseCrashAfter(c.CrashAfter); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if c.CheckpointHook != "" {
+		if err := validateHookURL(c.CheckpointHook); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -111,6 +119,7 @@ func parseServeFlags(args []string, e env) (*serveConfig, error) {
 	fs.DurationVar(&c.MaxSessionDuration, "max-session-duration", 0, "default deadline of one drive of a run, 0 = none")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", 15*time.Second, "graceful shutdown bound")
 	fs.StringVar(&c.WorkDir, "workdir", envOr("HXD_WORKDIR", "."), "folder where demo tools write files (HXD_WORKDIR)")
+	fs.StringVar(&c.CheckpointHook, "checkpoint-hook", envOr("HXD_CHECKPOINT_HOOK", ""), "URL receiving a JSON POST {session_id, run_id, status, phase} at every checkpoint (HXD_CHECKPOINT_HOOK)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil, &exitError{code: 0}
@@ -177,6 +186,12 @@ func serve(ctx context.Context, args []string, e env) error {
 	if cfg.CrashAfter != "" {
 		rtCfg.AfterCommitFunc = crashAfter(cfg.CrashAfter, log, e.exit)
 	}
+	// The hook queues from the first commit and delivers once started.
+	var hook *checkpointHook
+	if cfg.CheckpointHook != "" {
+		hook = newCheckpointHook(hookConfig{URL: cfg.CheckpointHook, Logger: log})
+		rtCfg.CheckpointFunc = hook.Notify
+	}
 	rt, err := hxruntime.New(rtCfg)
 	if err != nil {
 		return err
@@ -189,6 +204,12 @@ func serve(ctx context.Context, args []string, e env) error {
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
+	}
+	if hook != nil {
+		if err := hook.Start(ctx); err != nil {
+			_ = ln.Close()
+			return fmt.Errorf("start checkpoint hook: %w", err)
+		}
 	}
 	// Interrupted runs are resumed before the first request is served, so
 	// a client never races start-up recovery.
@@ -214,6 +235,11 @@ func serve(ctx context.Context, args []string, e env) error {
 	case <-ctx.Done():
 	case err := <-serveErr:
 		_ = rt.Stop(context.Background())
+		if hook != nil {
+			hctx, hcancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
+			_ = hook.Stop(hctx)
+			hcancel()
+		}
 		return fmt.Errorf("serve: %w", err)
 	}
 	log.Info("shutting down")
@@ -224,6 +250,12 @@ func serve(ctx context.Context, args []string, e env) error {
 	}
 	if err := rt.Stop(sctx); err != nil {
 		log.Warn("runtime stop", "error", err)
+	}
+	// Last: the runs' final checkpoints are queued by now.
+	if hook != nil {
+		if err := hook.Stop(sctx); err != nil {
+			log.Warn("checkpoint hook stop", "error", err)
+		}
 	}
 	return nil
 }
@@ -253,14 +285,14 @@ func crashAfter(v string, log *slog.Logger, exit func(int)) func([]journal.Kind)
 	return func(kinds []journal.Kind) {
 		mu.Lock()
 		defer mu.Unlock()
-		for _, k := range kinds {
-			if k == kind {
-				seen++
-				if seen == n {
-					log.Warn("HXD_CRASH_AFTER: exiting after boundary commit", "kind", kind, "n", n)
-					exit(42)
-				}
-			}
+		if !slices.Contains(kinds, kind) {
+			return
+		}
+		// One commit counts once, however many records of the kind it holds.
+		seen++
+		if seen == n {
+			log.Warn("HXD_CRASH_AFTER: exiting after boundary commit", "kind", kind, "n", n)
+			exit(42)
 		}
 	}
 }

@@ -29,6 +29,8 @@ type committer struct {
 	// toolStatus is each entry's status at the last commit (tool rows are
 	// written only when it changes).
 	toolStatus map[string]ToolStatus
+	// stashed are rows of entries of an earlier step not yet committed.
+	stashed []rtstore.ToolRow
 }
 
 // record adds a boundary record of kind with payload; e ties it to a tool
@@ -85,6 +87,37 @@ func (c *committer) event(typ string, data any, e *ToolEntry) {
 	c.events = append(c.events, pe)
 }
 
+// changedTools returns the tool rows of entries whose status changed
+// since the last commit.
+func (c *committer) changedTools() []rtstore.ToolRow {
+	if c.toolStatus == nil {
+		c.toolStatus = map[string]ToolStatus{}
+	}
+	var rows []rtstore.ToolRow
+	for i := range c.st.Tools {
+		e := &c.st.Tools[i]
+		if c.toolStatus[e.ExecutionKey] == e.Status {
+			continue // unchanged since the last commit
+		}
+		rows = append(rows, rtstore.ToolRow{
+			ExecutionKey: e.ExecutionKey,
+			HasOutcome:   e.RawResult != nil || e.Result != nil,
+			Payload:      mustJSON(e),
+		})
+	}
+	return rows
+}
+
+// stashTools keeps the rows of changed entries before the state drops
+// them (a new step), so the next commit still writes their outcome.
+func (c *committer) stashTools() {
+	rows := c.changedTools()
+	c.stashed = append(c.stashed, rows...)
+	for _, r := range rows {
+		c.toolStatus[r.ExecutionKey] = "" // written by the stash, not again
+	}
+}
+
 // hasPending reports whether boundaries or events await a commit.
 func (c *committer) hasPending() bool { return len(c.kinds) > 0 || len(c.events) > 0 }
 
@@ -95,21 +128,7 @@ func (c *committer) build() *rtstore.Commit {
 		cp := c.newRecord(journal.KindCheckpoint, mustJSON(c.st.checkpointPayload()), nil)
 		records = append(records[:len(records):len(records)], cp)
 	}
-	var tools []rtstore.ToolRow
-	if c.toolStatus == nil {
-		c.toolStatus = map[string]ToolStatus{}
-	}
-	for i := range c.st.Tools {
-		e := &c.st.Tools[i]
-		if c.toolStatus[e.ExecutionKey] == e.Status {
-			continue // unchanged since the last commit
-		}
-		tools = append(tools, rtstore.ToolRow{
-			ExecutionKey: e.ExecutionKey,
-			HasOutcome:   e.RawResult != nil || e.Result != nil,
-			Payload:      mustJSON(e),
-		})
-	}
+	tools := append(c.stashed[:len(c.stashed):len(c.stashed)], c.changedTools()...)
 	return &rtstore.Commit{
 		SessionID: c.st.SessionID,
 		RunID:     c.st.RunID,
@@ -164,7 +183,7 @@ func (c *committer) apply(ctx context.Context, write func(context.Context) error
 		return fmt.Errorf("commit run %s: %w", c.st.RunID, err)
 	}
 	kinds := c.kinds
-	c.records, c.events, c.kinds = nil, nil, nil
+	c.records, c.events, c.kinds, c.stashed = nil, nil, nil, nil
 	for i := range c.st.Tools {
 		c.toolStatus[c.st.Tools[i].ExecutionKey] = c.st.Tools[i].Status
 	}

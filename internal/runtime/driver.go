@@ -278,6 +278,7 @@ func (d *driver) cmdPrepareModel() error {
 	}
 	d.st.Iterations++
 	d.st.Attempt = 0
+	d.stashTools()
 	d.st.Tools = nil
 	d.st.Response = nil
 	return d.advance(OutReady)
@@ -524,6 +525,11 @@ func (d *driver) processTool(e *ToolEntry) error {
 	}
 	res := *e.RawResult
 	res.Content = applyToContent(d.b.resultMW[e.Call.Name], res.Content)
+	content, err := d.spill(e, res.Content)
+	if err != nil {
+		return err
+	}
+	res.Content = content
 	e.Result = &res
 	d.record(journal.KindToolProcessed, res, e)
 	d.event(EventToolCallComplete, e.Call, e)
@@ -716,4 +722,53 @@ func walkStrings(v any, f func(string) string) any {
 		}
 	}
 	return v
+}
+
+// spillPreviewChars is how much of a spilled result stays in the conversation.
+const spillPreviewChars = 2000
+
+// spill stores a tool result longer than the agent's max_result_chars as a
+// content-addressed artifact and returns a preview that carries its
+// artifact:// URI; the mapping result id → URI is kept in the state's
+// extensions (result_spill), as the reference's result-spill extension does.
+func (d *driver) spill(e *ToolEntry, content json.RawMessage) (json.RawMessage, error) {
+	limit := d.b.def.MaxResultChars
+	if limit <= 0 {
+		return content, nil
+	}
+	text, format := string(content), "json"
+	var s string
+	if json.Unmarshal(content, &s) == nil {
+		text, format = s, "text"
+	}
+	runes := []rune(text)
+	if len(runes) <= limit {
+		return content, nil
+	}
+	key, err := d.r.putArtifact(d.ctx, d.st.SessionID, []byte(text))
+	if err != nil {
+		return nil, err
+	}
+	uri := "artifact://" + key
+	id := "r_" + d.r.cfg.NewIDFunc()
+	preview := string(runes[:min(spillPreviewChars, limit)])
+	note := fmt.Sprintf("%s\n\n[Result truncated: %d characters. Full result: %s]", preview, len(runes), uri)
+	ext, _ := d.st.Extensions["result_spill"].(map[string]any)
+	if ext == nil {
+		ext = map[string]any{"results": map[string]any{}}
+		if d.st.Extensions == nil {
+			d.st.Extensions = map[string]any{}
+		}
+		d.st.Extensions["result_spill"] = ext
+	}
+	results, _ := ext["results"].(map[string]any)
+	if results == nil {
+		results = map[string]any{}
+		ext["results"] = results
+	}
+	results[id] = map[string]any{
+		"result_id": id, "path": uri, "fmt": format, "row_count": nil, "columns": nil,
+		"parent_keys": []string{e.ExecutionKey}, "size_bytes": len(text),
+	}
+	return tool.TextContent(note), nil
 }

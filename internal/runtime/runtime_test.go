@@ -26,11 +26,15 @@ import (
 // countingStore counts boundary commits per run.
 type countingStore struct {
 	rtstore.Store
-	commits atomic.Int64
+	commits    atomic.Int64
+	commitHook func(*rtstore.Commit)
 }
 
 func (c *countingStore) Commit(ctx context.Context, cm *rtstore.Commit) error {
 	c.commits.Add(1)
+	if c.commitHook != nil {
+		c.commitHook(cm)
+	}
 	return c.Store.Commit(ctx, cm)
 }
 
@@ -432,4 +436,74 @@ func TestForeignPrincipalSeesNothing(t *testing.T) {
 	require.Empty(t, page.Items)
 	_, _, err = tb.rt.SubmitRun(bob, hxruntime.SubmitParams{SessionID: sess.ID, Message: jsonString("x")})
 	require.ErrorIs(t, err, hxruntime.ErrNotFound)
+}
+
+// TestLargeResultSpillsToArtifact: a tool result longer than
+// max_result_chars becomes an artifact; the conversation keeps a preview
+// with its artifact:// URI and the checkpoint's extensions map it.
+func TestLargeResultSpillsToArtifact(t *testing.T) {
+	t.Parallel()
+	def := &agent.Definition{
+		Name: "spiller", Version: "v1", MaxResultChars: 100,
+		Model: model.Config{Provider: "scripted", Script: []model.ScriptStep{
+			{ToolCalls: []model.ToolCall{{ID: "big", Name: "count", Input: json.RawMessage(`{"text":"` + strings.Repeat("x", 500) + `"}`)}}},
+			{Text: "done"},
+		}},
+		Tools: []agent.ToolDef{{Config: tool.Config{Name: "count", Kind: "builtin", Builtin: "count", ReplayPolicy: "safe"}}},
+	}
+	tb := setup(t, def)
+	ctx := context.Background()
+	sess, err := tb.rt.CreateSession(ctx, hxruntime.CreateSessionParams{Agent: def.Ref(), Recording: recording(true)})
+	require.NoError(t, err)
+	res := runToEnd(t, tb, sess.ID, "go")
+	require.Equal(t, hxruntime.StatusCompleted, res.Status)
+	var processed model.ToolResult
+	var lastCheckpoint map[string]any
+	for _, r := range journalOf(t, tb, res.RunID) {
+		switch r.Kind {
+		case journal.KindToolProcessed:
+			require.NoError(t, json.Unmarshal(r.Payload, &processed))
+		case journal.KindCheckpoint:
+			require.NoError(t, json.Unmarshal(r.Payload, &lastCheckpoint))
+		}
+	}
+	var preview string
+	require.NoError(t, json.Unmarshal(processed.Content, &preview))
+	require.Less(t, len(preview), 300)
+	i := strings.Index(preview, "artifact://")
+	require.GreaterOrEqual(t, i, 0, preview)
+	key := preview[i+len("artifact://") : i+len("artifact://")+64]
+	data, err := tb.store.ArtifactGet(ctx, key)
+	require.NoError(t, err)
+	require.Contains(t, string(data), strings.Repeat("x", 500))
+	results := lastCheckpoint["extensions"].(map[string]any)["result_spill"].(map[string]any)["results"].(map[string]any)
+	require.Len(t, results, 1)
+	for _, v := range results {
+		require.Equal(t, "artifact://"+key, v.(map[string]any)["path"])
+	}
+	owned, err := tb.store.ArtifactOwned(ctx, key, hxruntime.LocalPrincipal)
+	require.NoError(t, err)
+	require.True(t, owned)
+}
+
+// TestToolOutcomesStored: every completed tool entry reaches the
+// tool_outcomes rows, even though the next step drops it from the state.
+func TestToolOutcomesStored(t *testing.T) {
+	t.Parallel()
+	tb := setup(t, tenStepAgent("ten"))
+	var rows sync.Map
+	tb.store.commitHook = func(c *rtstore.Commit) {
+		for _, r := range c.Tools {
+			if r.HasOutcome {
+				rows.Store(r.ExecutionKey, true)
+			}
+		}
+	}
+	sess, err := tb.rt.CreateSession(context.Background(), hxruntime.CreateSessionParams{Agent: agent.Ref{Name: "ten", Version: "v1"}})
+	require.NoError(t, err)
+	res := runToEnd(t, tb, sess.ID, "go")
+	require.Equal(t, hxruntime.StatusCompleted, res.Status)
+	n := 0
+	rows.Range(func(_, _ any) bool { n++; return true })
+	require.Equal(t, 10, n, "one outcome row per tool call")
 }

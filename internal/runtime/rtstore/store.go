@@ -84,12 +84,12 @@ type ArtifactStore interface {
 
 // SnapshotStore reads a consistent cut of a run for export.
 type SnapshotStore interface {
-	// RunSnapshot reads, in ONE read transaction, the run and its journal
-	// records in seq order, calling fn for each record (fn runs inside the
-	// transaction; an error from fn ends the read and is returned). The
-	// records and the returned row describe the same instant. Returns
-	// ErrNotFound for an unknown run.
-	RunSnapshot(ctx context.Context, runID string, fn func(journal.Record) error) (*RunRow, error)
+	// RunSnapshot opens ONE read transaction, reads the run and calls fn
+	// with it and an iterator over the run's journal records in seq order
+	// (an error from yield ends the iteration and is returned). Everything
+	// fn reads describes the same instant; the transaction ends when fn
+	// returns. Returns ErrNotFound for an unknown run, else fn's error.
+	RunSnapshot(ctx context.Context, runID string, fn func(run *RunRow, records func(yield func(journal.Record) error) error) error) error
 }
 
 // Store is everything the runtime needs of a storage backend. Safe for

@@ -21,9 +21,13 @@ var snapshotCases = []testCase{
 		}
 		require.NoError(t, b.store.Commit(b.ctx, c))
 		var got []journal.Record
-		row, err := b.store.RunSnapshot(b.ctx, run.ID, func(r journal.Record) error {
-			got = append(got, r)
-			return nil
+		var row *rtstore.RunRow
+		err := b.store.RunSnapshot(b.ctx, run.ID, func(r *rtstore.RunRow, records func(func(journal.Record) error) error) error {
+			row = r
+			return records(func(rec journal.Record) error {
+				got = append(got, rec)
+				return nil
+			})
 		})
 		require.NoError(t, err)
 		require.Equal(t, rtstore.StatusCompleted, row.Status)
@@ -35,15 +39,17 @@ var snapshotCases = []testCase{
 		run := b.newRun(t, b.newSession(t, "alice").ID)
 		stop := errors.New("enough")
 		n := 0
-		_, err := b.store.RunSnapshot(b.ctx, run.ID, func(journal.Record) error {
-			n++
-			return stop
+		err := b.store.RunSnapshot(b.ctx, run.ID, func(_ *rtstore.RunRow, records func(func(journal.Record) error) error) error {
+			return records(func(journal.Record) error {
+				n++
+				return stop
+			})
 		})
 		require.ErrorIs(t, err, stop)
 		require.Equal(t, 1, n)
 	}},
 	{"UnknownRun", func(t *testing.T, b *bundle) {
-		_, err := b.store.RunSnapshot(b.ctx, "no-such-run", func(journal.Record) error { return nil })
+		err := b.store.RunSnapshot(b.ctx, "no-such-run", func(*rtstore.RunRow, func(func(journal.Record) error) error) error { return nil })
 		require.ErrorIs(t, err, rtstore.ErrNotFound)
 	}},
 }

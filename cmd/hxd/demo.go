@@ -1,0 +1,537 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"time"
+
+	"hxd/internal/agent"
+	"hxd/internal/journal"
+	hxruntime "hxd/internal/runtime"
+	"hxd/internal/store/sqlite"
+	"hxd/internal/tool"
+)
+
+// This file holds `hxd demo crash-recovery crash|status|resume`
+// (REFERENCE §10.2 on SQLite): crash exits the process with code 42 right
+// after the report tool's result is committed, status shows the saved state
+// without changing anything, resume finishes the same run without running
+// the tool again.
+
+const demoUsage = `Usage:
+  hxd demo crash-recovery crash|status|resume [--workspace DIR] [--db FILE]
+
+  crash    start the crash-recovery@v1 agent; the process exits with code 42
+           right after the write_report result is committed
+  status   show the saved state (read-only)
+  resume   finish the same run; write_report must not run again
+
+Flags:
+  --workspace DIR  folder of session.json, report.txt and tool-invocations.txt
+                   (default .agent_sessions/sqlite-demo)
+  --db FILE        SQLite database (default <workspace>/hxd.db; status and
+                   resume default to the one saved in session.json)
+`
+
+// Demo texts of REFERENCE §10.2.
+const (
+	demoSessionFile   = "session.json"
+	demoMessage       = "Create the weekly sales report"
+	demoRequestID     = "weekly-report"
+	demoCrashCode     = 42
+	demoCrashNotice   = "Tool result committed. Intentionally exiting this process (code 42)."
+	demoResumeHint    = "Run the resume command to finish the same run."
+	demoNoSession     = "No demo session found. Run crash first with the same --workspace."
+	demoSessionBusy   = "Session is still owned by another process; retry when it has exited."
+	demoNothingToDo   = "No unfinished run; showing saved results."
+	demoDefaultFolder = ".agent_sessions/sqlite-demo"
+)
+
+// demoConfig is what `hxd demo crash-recovery` reads from its flags.
+type demoConfig struct {
+	// Workspace holds the demo files. Default: .agent_sessions/sqlite-demo.
+	Workspace string
+	// DB is the SQLite file. Default: <Workspace>/hxd.db for crash, the
+	// path saved in session.json for status and resume.
+	DB string
+}
+
+// demoSession is session.json: what status and resume need from crash.
+type demoSession struct {
+	SessionID string `json:"session_id"`
+	DB        string `json:"db"`
+}
+
+// demo dispatches `hxd demo <name>`.
+func demo(ctx context.Context, args []string, e env) error {
+	if len(args) == 0 {
+		fmt.Fprint(e.stderr, demoUsage)
+		return &exitError{code: 2}
+	}
+	switch args[0] {
+	case "crash-recovery":
+		return crashRecoveryDemo(ctx, args[1:], e)
+	case "help", "-h", "--help":
+		fmt.Fprint(e.stdout, demoUsage)
+		return nil
+	}
+	fmt.Fprint(e.stderr, demoUsage)
+	return &exitError{code: 2, err: fmt.Errorf("unknown demo %q", args[0])}
+}
+
+// crashRecoveryDemo runs one command of the crash-recovery demo.
+func crashRecoveryDemo(ctx context.Context, args []string, e env) error {
+	cmd, cfg, err := parseDemoFlags(args, e)
+	if err != nil {
+		return err
+	}
+	log := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	switch cmd {
+	case "crash":
+		return demoCrash(ctx, cfg, e, log)
+	case "status":
+		return demoStatus(ctx, cfg, e, log)
+	case "resume":
+		return demoResume(ctx, cfg, e, log)
+	}
+	fmt.Fprint(e.stderr, demoUsage)
+	return &exitError{code: 2, err: fmt.Errorf("unknown crash-recovery command %q: use crash, status or resume", cmd)}
+}
+
+// parseDemoFlags returns the command and the flags, which may come before
+// or after it.
+func parseDemoFlags(args []string, e env) (string, demoConfig, error) {
+	var cfg demoConfig
+	fs := flag.NewFlagSet("demo crash-recovery", flag.ContinueOnError)
+	fs.SetOutput(e.stderr)
+	fs.Usage = func() { fmt.Fprint(e.stderr, demoUsage) }
+	fs.StringVar(&cfg.Workspace, "workspace", demoDefaultFolder, "folder of the demo files")
+	fs.StringVar(&cfg.DB, "db", "", "SQLite database file")
+	var positional []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return "", cfg, &exitError{code: 0}
+			}
+			return "", cfg, &exitError{code: 2, err: err}
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		positional = append(positional, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
+	if len(positional) != 1 {
+		fmt.Fprint(e.stderr, demoUsage)
+		return "", cfg, &exitError{code: 2, err: fmt.Errorf("crash-recovery takes one command (crash, status or resume), got %q", positional)}
+	}
+	if cfg.Workspace == "" {
+		return "", cfg, &exitError{code: 2, err: errors.New("--workspace must not be empty")}
+	}
+	return positional[0], cfg, nil
+}
+
+// demoCrash starts the demo run in a fresh workspace; the process exits
+// with code 42 inside the run, right after the commit holding tool.returned.
+func demoCrash(ctx context.Context, cfg demoConfig, e env, log *slog.Logger) error {
+	ws := cfg.Workspace
+	var existing []string
+	for _, name := range []string{demoSessionFile, tool.ReportFile, tool.InvocationLogFile} {
+		_, err := os.Stat(filepath.Join(ws, name))
+		switch {
+		case err == nil:
+			existing = append(existing, name)
+		case !errors.Is(err, os.ErrNotExist):
+			return fmt.Errorf("check workspace: %w", err)
+		}
+	}
+	if len(existing) > 0 {
+		return &exitError{code: 1, err: fmt.Errorf("demo files already exist in %s (%s): use another --workspace or remove them",
+			ws, strings.Join(existing, ", "))}
+	}
+	if err := os.MkdirAll(ws, 0o700); err != nil {
+		return fmt.Errorf("create workspace: %w", err)
+	}
+	db := cfg.DB
+	if db == "" {
+		db = filepath.Join(ws, "hxd.db")
+	}
+	db, err := filepath.Abs(db)
+	if err != nil {
+		return fmt.Errorf("database path: %w", err)
+	}
+	store, err := sqlite.Open(ctx, sqlite.Config{Path: db, Logger: log, AutoMigrate: true})
+	if err != nil {
+		return fmt.Errorf("open store: %w", err)
+	}
+	defer store.Close()
+
+	crashed := make(chan struct{})
+	afterCommit := func(kinds []journal.Kind) {
+		if !slices.Contains(kinds, journal.KindToolReturned) {
+			return
+		}
+		fmt.Fprintln(e.stdout, demoCrashNotice)
+		fmt.Fprintln(e.stdout, demoResumeHint)
+		e.exit(demoCrashCode)
+		// Reached only when exit is injected (tests): end this driver
+		// goroutine as the process would have ended, so nothing after the
+		// crash point runs, and let the command return code 42.
+		close(crashed)
+		runtime.Goexit()
+	}
+	rt, err := newDemoRuntime(store, ws, log, afterCommit)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = rt.Stop(context.WithoutCancel(ctx)) }()
+
+	recording := true
+	sess, err := rt.CreateSession(ctx, hxruntime.CreateSessionParams{Agent: agent.DemoCrashRecovery, Recording: &recording})
+	if err != nil {
+		return fmt.Errorf("create session: %w", err)
+	}
+	if err := writeDemoSession(ws, demoSession{SessionID: sess.ID, DB: db}); err != nil {
+		return err
+	}
+	fmt.Fprintln(e.stdout, "Session:", sess.ID)
+	fmt.Fprintln(e.stdout, "Workspace:", ws)
+	msg, _ := json.Marshal(demoMessage)
+	run, _, err := rt.SubmitRun(ctx, hxruntime.SubmitParams{SessionID: sess.ID, Message: msg, RequestID: demoRequestID})
+	if err != nil {
+		return fmt.Errorf("submit run: %w", err)
+	}
+	res, err := waitDemoRun(ctx, rt, run.RunID, crashed)
+	if errors.Is(err, errDemoCrashed) {
+		return &exitError{code: demoCrashCode}
+	}
+	if err != nil {
+		return err
+	}
+	return &exitError{code: 1, err: fmt.Errorf("the run ended %s before the tool result was committed%s", res.Status, runErrorSuffix(res))}
+}
+
+// demoStatus prints the saved state; it changes nothing (the store is
+// opened without migrating and no run is resumed).
+func demoStatus(ctx context.Context, cfg demoConfig, e env, log *slog.Logger) error {
+	ds, err := readDemoSession(cfg.Workspace)
+	if err != nil {
+		return err
+	}
+	store, err := sqlite.Open(ctx, sqlite.Config{Path: demoDB(cfg, ds), Logger: log})
+	if err != nil {
+		return fmt.Errorf("open store: %w", err)
+	}
+	defer store.Close()
+	return printDemoStatus(ctx, e.stdout, store, ds.SessionID, cfg.Workspace)
+}
+
+// demoResume finishes the crashed run in this process and checks that the
+// report tool ran exactly once.
+func demoResume(ctx context.Context, cfg demoConfig, e env, log *slog.Logger) error {
+	ds, err := readDemoSession(cfg.Workspace)
+	if err != nil {
+		return err
+	}
+	store, err := sqlite.Open(ctx, sqlite.Config{Path: demoDB(cfg, ds), Logger: log})
+	if err != nil {
+		return fmt.Errorf("open store: %w", err)
+	}
+	defer store.Close()
+	rt, err := newDemoRuntime(store, cfg.Workspace, log, nil)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = rt.Stop(context.WithoutCancel(ctx)) }()
+
+	runID, err := rt.Resume(ctx, ds.SessionID, hxruntime.ResumeParams{})
+	if errors.Is(err, hxruntime.ErrSessionBusy) {
+		return &exitError{code: 1, err: errors.New(demoSessionBusy)}
+	}
+	if err != nil {
+		return fmt.Errorf("resume: %w", err)
+	}
+	if runID == "" {
+		fmt.Fprintln(e.stdout, demoNothingToDo)
+	} else {
+		res, err := waitDemoRun(ctx, rt, runID, nil)
+		if err != nil {
+			return err
+		}
+		if res.Status != hxruntime.StatusCompleted {
+			return &exitError{code: 1, err: fmt.Errorf("the resumed run ended %s, not completed%s", res.Status, runErrorSuffix(res))}
+		}
+	}
+	if err := printDemoStatus(ctx, e.stdout, store, ds.SessionID, cfg.Workspace); err != nil {
+		return err
+	}
+	inv, err := os.ReadFile(filepath.Join(cfg.Workspace, tool.InvocationLogFile))
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("read invocation log: %w", err)
+	}
+	if string(inv) != tool.BuiltinWriteReport+"\n" {
+		return &exitError{code: 1, err: fmt.Errorf("%s must hold exactly one %s line, it holds %d lines",
+			tool.InvocationLogFile, tool.BuiltinWriteReport, countLines(inv))}
+	}
+	report, err := os.ReadFile(filepath.Join(cfg.Workspace, tool.ReportFile))
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("read report: %w", err)
+	}
+	if string(report) != tool.ReportText {
+		return &exitError{code: 1, err: fmt.Errorf("%s is missing or its content changed", tool.ReportFile)}
+	}
+	return nil
+}
+
+// newDemoRuntime returns a runtime over store with the demo agents, whose
+// write_report writes in ws; afterCommit is the crash hook (nil: none).
+func newDemoRuntime(store *sqlite.Store, ws string, log *slog.Logger, afterCommit func([]journal.Kind)) (*hxruntime.Runtime, error) {
+	registry := agent.NewRegistry()
+	for _, d := range agent.Demo() {
+		if err := registry.Register(d); err != nil {
+			return nil, fmt.Errorf("register demo agents: %w", err)
+		}
+	}
+	rt, err := hxruntime.New(hxruntime.Config{
+		Store: store, Agents: registry, Logger: log,
+		ToolOptions:     tool.Options{WorkDir: ws},
+		AfterCommitFunc: afterCommit,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("build runtime: %w", err)
+	}
+	return rt, nil
+}
+
+// errDemoCrashed tells waitDemoRun's caller that the crash hook ended the
+// driver (injected exit only).
+var errDemoCrashed = errors.New("the demo run crashed")
+
+// waitDemoRun waits until the run is no longer running; errDemoCrashed
+// when crashed is closed first (a nil channel never is).
+func waitDemoRun(ctx context.Context, rt *hxruntime.Runtime, runID string, crashed <-chan struct{}) (*hxruntime.RunResult, error) {
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	type outcome struct {
+		res *hxruntime.RunResult
+		err error
+	}
+	ch := make(chan outcome, 1)
+	go func() {
+		for {
+			res, err := rt.WaitRun(wctx, runID, time.Minute)
+			if err != nil || res.Status != hxruntime.StatusRunning {
+				ch <- outcome{res, err}
+				return
+			}
+		}
+	}()
+	select {
+	case <-crashed:
+		cancel()
+		<-ch
+		return nil, errDemoCrashed
+	case o := <-ch:
+		if o.err != nil {
+			return nil, fmt.Errorf("wait for run %s: %w", runID, o.err)
+		}
+		return o.res, nil
+	}
+}
+
+// runErrorSuffix renders a run's error for a message ("" when none).
+func runErrorSuffix(res *hxruntime.RunResult) string {
+	if res.Error == nil {
+		return ""
+	}
+	return fmt.Sprintf(" (%s: %s)", res.Error.Type, res.Error.Message)
+}
+
+// printDemoStatus prints the status block of REFERENCE §10.2 from storage
+// and the workspace files, reading only.
+func printDemoStatus(ctx context.Context, w io.Writer, store *sqlite.Store, sessionID, ws string) error {
+	sess, err := store.SessionGet(ctx, sessionID)
+	if err != nil {
+		return fmt.Errorf("session %s: %w", sessionID, err)
+	}
+	var st hxruntime.RunState
+	var status hxruntime.RunStatus
+	var tools []demoTool
+	if sess.LastRunID != "" {
+		row, err := store.RunGet(ctx, sess.LastRunID)
+		if err != nil {
+			return fmt.Errorf("run %s: %w", sess.LastRunID, err)
+		}
+		if err := json.Unmarshal(row.State, &st); err != nil {
+			return fmt.Errorf("decode state of run %s: %w", row.ID, err)
+		}
+		status = row.Status
+		if tools, err = demoToolEntries(ctx, store, row.ID, st.Tools); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintln(w, "Session:", sessionID)
+	if status == "" {
+		fmt.Fprintln(w, "Run: not submitted")
+		fmt.Fprintln(w, "Status: idle")
+	} else {
+		fmt.Fprintln(w, "Run:", sess.LastRunID)
+		fmt.Fprintln(w, "Status:", status)
+	}
+	for _, t := range tools {
+		fmt.Fprintf(w, "Tool: %s | Saved state: %s\n", t.name, t.status)
+	}
+	_, err = os.Stat(filepath.Join(ws, tool.ReportFile))
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("check report: %w", err)
+	}
+	fmt.Fprintln(w, "Report exists:", err == nil)
+	inv, err := os.ReadFile(filepath.Join(ws, tool.InvocationLogFile))
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("read invocation log: %w", err)
+	}
+	fmt.Fprintln(w, "Tool invocations:", countLines(inv))
+	if st.Output != nil {
+		fmt.Fprintln(w, "Answer:", *st.Output)
+	}
+	return nil
+}
+
+// demoTool is one tool entry of the status block.
+type demoTool struct {
+	name   string
+	status hxruntime.ToolStatus
+}
+
+// demoToolEntries lists the run's tool entries: those of earlier steps,
+// then those of the current step (state.tools). The runtime clears
+// state.tools when the next step opens, and the commit holding the
+// previous tools' outcomes is that step's first one, so entries of earlier
+// steps are read back from the run's journal (the demo session records):
+// the last of tool.started, tool.returned, tool.processed per execution
+// key gives started, raw_completed, completed.
+func demoToolEntries(ctx context.Context, store *sqlite.Store, runID string, current []hxruntime.ToolEntry) ([]demoTool, error) {
+	inState := make(map[string]bool, len(current))
+	for _, e := range current {
+		inState[e.ExecutionKey] = true
+	}
+	recs, err := store.JournalList(ctx, runID, 0, 0)
+	if err != nil {
+		return nil, fmt.Errorf("journal of run %s: %w", runID, err)
+	}
+	var keys []string
+	byKey := map[string]*demoTool{}
+	for _, r := range recs {
+		if r.ExecutionKey == nil || inState[*r.ExecutionKey] {
+			continue
+		}
+		key := *r.ExecutionKey
+		t := byKey[key]
+		switch r.Kind {
+		case journal.KindToolStarted:
+			if t == nil {
+				var p struct {
+					Call struct {
+						Name string `json:"name"`
+					} `json:"call"`
+				}
+				if err := json.Unmarshal(r.Payload, &p); err != nil {
+					return nil, fmt.Errorf("decode %s record of run %s: %w", r.Kind, runID, err)
+				}
+				t = &demoTool{name: p.Call.Name}
+				byKey[key] = t
+				keys = append(keys, key)
+			}
+			t.status = hxruntime.ToolStarted
+		case journal.KindToolReturned:
+			if t != nil {
+				t.status = hxruntime.ToolRawCompleted
+			}
+		case journal.KindToolProcessed:
+			if t != nil {
+				t.status = hxruntime.ToolCompleted
+			}
+		}
+	}
+	out := make([]demoTool, 0, len(keys)+len(current))
+	for _, k := range keys {
+		out = append(out, *byKey[k])
+	}
+	for _, e := range current {
+		out = append(out, demoTool{name: e.Call.Name, status: e.Status})
+	}
+	return out, nil
+}
+
+// countLines counts the non-empty lines of b.
+func countLines(b []byte) int {
+	n := 0
+	for line := range strings.Lines(string(b)) {
+		if strings.TrimSpace(line) != "" {
+			n++
+		}
+	}
+	return n
+}
+
+// writeDemoSession creates session.json exclusively (mode 0600).
+func writeDemoSession(ws string, ds demoSession) error {
+	raw, err := json.MarshalIndent(ds, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode %s: %w", demoSessionFile, err)
+	}
+	f, err := os.OpenFile(filepath.Join(ws, demoSessionFile), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return fmt.Errorf("create %s: %w", demoSessionFile, err)
+	}
+	_, err = f.Write(append(raw, '\n'))
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("write %s: %w", demoSessionFile, err)
+	}
+	return nil
+}
+
+// readDemoSession reads session.json; a missing file is exit code 1 with
+// the reference's message.
+func readDemoSession(ws string) (demoSession, error) {
+	var ds demoSession
+	raw, err := os.ReadFile(filepath.Join(ws, demoSessionFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return ds, &exitError{code: 1, err: errors.New(demoNoSession)}
+	}
+	if err != nil {
+		return ds, fmt.Errorf("read %s: %w", demoSessionFile, err)
+	}
+	if err := json.Unmarshal(raw, &ds); err != nil {
+		return ds, &exitError{code: 1, err: fmt.Errorf("%s in %s is not a demo session file: %w", demoSessionFile, ws, err)}
+	}
+	if ds.SessionID == "" {
+		return ds, &exitError{code: 1, err: fmt.Errorf("%s in %s names no session", demoSessionFile, ws)}
+	}
+	return ds, nil
+}
+
+// demoDB is the database of status and resume: --db when given, else the
+// one saved in session.json, else <workspace>/hxd.db.
+func demoDB(cfg demoConfig, ds demoSession) string {
+	switch {
+	case cfg.DB != "":
+		return cfg.DB
+	case ds.DB != "":
+		return ds.DB
+	}
+	return filepath.Join(cfg.Workspace, "hxd.db")
+}

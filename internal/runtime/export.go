@@ -1,0 +1,89 @@
+package runtime
+
+import (
+	"context"
+	"fmt"
+
+	"hxd/internal/agent"
+	"hxd/internal/journal"
+	"hxd/internal/runtime/rtstore"
+)
+
+// UnresolvedOperation is a tool attempt whose outcome is unknown at export:
+// an entry in status started or uncertain.
+type UnresolvedOperation struct {
+	ExecutionKey string
+	Status       ToolStatus
+	Attempt      int
+}
+
+// Incident is a consistent cut of a recorded run: its identity and state
+// at one instant and the journal records up to that instant. It is valid
+// only inside the Export callback. Its Records and Artifact methods make
+// it a bundle source.
+type Incident struct {
+	RunID      string
+	SessionID  string
+	Status     RunStatus
+	Phase      Phase
+	Agent      agent.Ref
+	Unresolved []UnresolvedOperation
+
+	store   Store
+	records func(yield func(journal.Record) error) error
+}
+
+// Records calls fn for every record of the cut in seq order.
+func (i *Incident) Records(_ context.Context, fn func(journal.Record) error) error {
+	return i.records(fn)
+}
+
+// Artifact returns an artifact's bytes.
+func (i *Incident) Artifact(ctx context.Context, sha256 string) ([]byte, error) {
+	return i.store.ArtifactGet(ctx, sha256)
+}
+
+// Export reads a consistent cut of a recorded run of the calling
+// principal and hands it to fn. It never resumes or executes anything and
+// works on live runs. Errors: ErrNotFound, ErrRecordingDisabled.
+func (r *Runtime) Export(ctx context.Context, runID string, fn func(*Incident) error) error {
+	if _, err := r.ownedRun(ctx, runID); err != nil {
+		return err
+	}
+	return exportRun(ctx, r.store, runID, fn)
+}
+
+// ExportOffline is Export for an operator working on a store directly
+// (`hxd export --db`): no principal check, no runtime needed.
+func ExportOffline(ctx context.Context, store Store, sessionID, runID string, fn func(*Incident) error) error {
+	row, err := store.RunGet(ctx, runID)
+	if err != nil {
+		return fmt.Errorf("run: %w", err)
+	}
+	if row.SessionID != sessionID {
+		return fmt.Errorf("run %s of session %s: %w", runID, sessionID, ErrNotFound)
+	}
+	return exportRun(ctx, store, runID, fn)
+}
+
+func exportRun(ctx context.Context, store Store, runID string, fn func(*Incident) error) error {
+	return store.RunSnapshot(ctx, runID, func(row *rtstore.RunRow, records func(func(journal.Record) error) error) error {
+		st, err := decodeState(row.State)
+		if err != nil {
+			return err
+		}
+		if !st.Recording {
+			return publicErr(ErrRecordingDisabled, "Flight recording was not enabled for this run")
+		}
+		inc := &Incident{
+			RunID: row.ID, SessionID: row.SessionID, Status: row.Status, Phase: Phase(row.Phase),
+			Agent: st.Agent, store: store, records: records,
+		}
+		for _, e := range st.Tools {
+			if e.Status == ToolStarted || e.Status == ToolUncertain {
+				inc.Unresolved = append(inc.Unresolved, UnresolvedOperation{ExecutionKey: e.ExecutionKey, Status: e.Status, Attempt: e.Attempt})
+			}
+		}
+		return fn(inc)
+	})
+}
