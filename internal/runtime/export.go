@@ -87,3 +87,37 @@ func exportRun(ctx context.Context, store Store, runID string, fn func(*Incident
 		return fn(inc)
 	})
 }
+
+// Artifact returns an artifact's bytes to a principal owning a session
+// that references it; anything else is ErrNotFound.
+func (r *Runtime) Artifact(ctx context.Context, sha256 string) ([]byte, error) {
+	if !validArtifactKey(sha256) {
+		return nil, fmt.Errorf("artifact: %w", ErrNotFound)
+	}
+	owned, err := r.store.ArtifactOwned(ctx, sha256, PrincipalFrom(ctx))
+	if err != nil {
+		return nil, fmt.Errorf("artifact: %w", err)
+	}
+	if !owned {
+		return nil, fmt.Errorf("artifact: %w", ErrNotFound)
+	}
+	data, err := r.store.ArtifactGet(ctx, sha256)
+	if err != nil {
+		return nil, fmt.Errorf("artifact: %w", err)
+	}
+	return data, nil
+}
+
+// validArtifactKey reports whether s is 64 lowercase hex characters.
+func validArtifactKey(s string) bool {
+	if len(s) != 64 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
