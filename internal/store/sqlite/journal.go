@@ -208,55 +208,66 @@ func marshalJSON(v any) ([]byte, error) {
 }
 
 // RunSnapshot reads the run and its journal in one read transaction (a
-// consistent cut: WAL readers see one snapshot), calling fn for every
-// record in seq order. Returns ErrNotFound for an unknown run.
-func (s *Store) RunSnapshot(ctx context.Context, runID string, fn func(journal.Record) error) (*rtstore.RunRow, error) {
+// consistent cut: a WAL reader sees one snapshot) and hands both to fn.
+// Returns ErrNotFound for an unknown run, else fn's error.
+func (s *Store) RunSnapshot(ctx context.Context, runID string, fn func(*rtstore.RunRow, func(func(journal.Record) error) error) error) error {
 	op := "snapshot run " + runID
 	tx, err := s.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
-		return nil, s.mapErr(ctx, op, err)
+		return s.mapErr(ctx, op, err)
 	}
 	defer func() { _ = tx.Rollback() }()
 	run, err := scanRun(tx.StmtContext(ctx, s.rs.runGet).QueryRowContext(ctx, runID))
 	if err != nil {
-		return nil, s.mapErr(ctx, op, err)
+		return s.mapErr(ctx, op, err)
 	}
-	const page = 1000
-	var after int64
-	for {
-		rows, err := tx.StmtContext(ctx, s.rs.journalList).QueryContext(ctx, runID, after, page)
-		if err != nil {
-			return nil, s.mapErr(ctx, op, err)
-		}
-		var recs []journal.Record
-		for rows.Next() {
-			var (
-				seq     int64
-				payload []byte
-			)
-			if err := rows.Scan(&seq, &payload); err != nil {
-				_ = rows.Close()
-				return nil, s.mapErr(ctx, op, err)
+	records := func(yield func(journal.Record) error) error {
+		const page = 1000
+		var after int64
+		for {
+			recs, err := s.journalPage(ctx, tx, runID, after, page)
+			if err != nil {
+				return fmt.Errorf("%s: %w", op, err)
 			}
-			var rec journal.Record
-			if err := json.Unmarshal(payload, &rec); err != nil {
-				_ = rows.Close()
-				return nil, fmt.Errorf("%s: decode record %d: %w", op, seq, err)
+			for _, rec := range recs {
+				if err := yield(rec); err != nil {
+					return err
+				}
+				after = rec.Seq
 			}
-			rec.Seq = seq
-			recs = append(recs, rec)
-		}
-		if err := rows.Close(); err != nil {
-			return nil, s.mapErr(ctx, op, err)
-		}
-		for _, rec := range recs {
-			if err := fn(rec); err != nil {
-				return nil, err
+			if len(recs) < page {
+				return nil
 			}
-			after = rec.Seq
-		}
-		if len(recs) < page {
-			return run, nil
 		}
 	}
+	return fn(run, records)
+}
+
+// journalPage reads up to limit records with seq > after inside tx.
+func (s *Store) journalPage(ctx context.Context, tx *sql.Tx, runID string, after int64, limit int) ([]journal.Record, error) {
+	rows, err := tx.StmtContext(ctx, s.rs.journalList).QueryContext(ctx, runID, after, limit)
+	if err != nil {
+		return nil, s.mapErr(ctx, "read journal", err)
+	}
+	defer func() { _ = rows.Close() }()
+	var recs []journal.Record
+	for rows.Next() {
+		var (
+			seq     int64
+			payload []byte
+		)
+		if err := rows.Scan(&seq, &payload); err != nil {
+			return nil, s.mapErr(ctx, "read journal", err)
+		}
+		var rec journal.Record
+		if err := json.Unmarshal(payload, &rec); err != nil {
+			return nil, fmt.Errorf("decode record %d: %w", seq, err)
+		}
+		rec.Seq = seq
+		recs = append(recs, rec)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.mapErr(ctx, "read journal", err)
+	}
+	return recs, nil
 }
