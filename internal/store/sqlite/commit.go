@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync"
 	"time"
 
 	"hxd/internal/runtime/rtstore"
@@ -47,16 +48,71 @@ func (s *Store) Commit(ctx context.Context, c *rtstore.Commit) error {
 	}
 	defer release()
 	var cursors []string
+	seq := s.seqs.get(c)
 	err = s.inTx(ctx, op, func(ctx context.Context, t *txn) error {
 		var err error
+		t.seq = seq
 		cursors, err = t.applyCommit(ctx, c, now())
+		seq = t.seq
 		return err
 	})
 	if err != nil {
+		s.seqs.forget(c.RunID)
 		return err
 	}
+	s.seqs.put(c, seq)
 	setCursors(c, cursors)
 	return nil
+}
+
+// runSeqs are a run's last journal and event seq; -1 when unknown.
+type runSeqs struct {
+	token          string
+	journal, event int64
+}
+
+// seqCache remembers each run's last seqs between the commits of one
+// lease, sparing two MAX(seq) reads per commit. Only the lease holder
+// writes a run's journal and events, so the values stay true for as long
+// as the same lease commits; any failure forgets them.
+type seqCache struct {
+	mu   sync.Mutex
+	runs map[string]runSeqs
+}
+
+func (c *seqCache) get(cm *rtstore.Commit) runSeqs {
+	unknown := runSeqs{journal: -1, event: -1}
+	if cm.Lease == nil {
+		return unknown
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if v, ok := c.runs[cm.RunID]; ok && v.token == cm.Lease.Token() {
+		return v
+	}
+	return unknown
+}
+
+func (c *seqCache) put(cm *rtstore.Commit, v runSeqs) {
+	if cm.Lease == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.runs == nil {
+		c.runs = map[string]runSeqs{}
+	}
+	if len(c.runs) > 10000 {
+		clear(c.runs) // bounded: a cold entry costs two reads
+	}
+	v.token = cm.Lease.Token()
+	c.runs[cm.RunID] = v
+}
+
+func (c *seqCache) forget(runID string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.runs, runID)
 }
 
 // setCursors writes the cursors assigned in a committed transaction back
@@ -119,7 +175,8 @@ func (t *txn) applyCommit(ctx context.Context, c *rtstore.Commit, ts time.Time) 
 		}
 	}
 
-	j := journalAppender{t: t, runID: c.RunID, last: -1}
+	j := journalAppender{t: t, runID: c.RunID, last: t.seq.journal}
+	defer func() { t.seq.journal = j.last }()
 	for i := range c.Records {
 		if err := j.append(ctx, c.Records[i]); err != nil {
 			return nil, err
@@ -130,7 +187,8 @@ func (t *txn) applyCommit(ctx context.Context, c *rtstore.Commit, ts time.Time) 
 		return nil, nil
 	}
 	cursors := make([]string, len(c.Events))
-	e := eventAppender{t: t, runID: c.RunID, last: -1}
+	e := eventAppender{t: t, runID: c.RunID, last: t.seq.event}
+	defer func() { t.seq.event = e.last }()
 	for i := range c.Events {
 		pe := &c.Events[i]
 		payload, cursor, inserted, err := e.append(ctx, pe.Event)

@@ -121,6 +121,7 @@ func (s *Store) RunInsert(ctx context.Context, p *rtstore.RunInsertParams) (*rts
 			return err
 		}
 		if p.Commit != nil {
+			t.seq = runSeqs{journal: -1, event: -1}
 			if cursors, err = t.applyCommit(ctx, p.Commit, ts); err != nil {
 				return err
 			}

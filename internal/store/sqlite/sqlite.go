@@ -56,6 +56,8 @@ type Store struct {
 	sums map[uint]string // embedded up-migration checksums by version
 	head uint            // highest embedded version
 
+	seqs seqCache // last journal/event seq per run under a lease
+
 	mu     sync.Mutex
 	locks  map[string]*lease // held session locks by session id
 	closed bool

@@ -140,6 +140,8 @@ type txn struct {
 	tx    *sql.Tx
 	s     *Store
 	bound map[*sql.Stmt]*sql.Stmt
+	// seq carries a run's known last seqs into and out of applyCommit.
+	seq runSeqs
 }
 
 // stmt returns st bound to the transaction (cached for the transaction).
