@@ -1,8 +1,10 @@
 package runtime
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"io"
 
 	"hxd/internal/agent"
 	"hxd/internal/journal"
@@ -41,6 +43,15 @@ func (i *Incident) Records(_ context.Context, fn func(journal.Record) error) err
 // Artifact returns an artifact's bytes.
 func (i *Incident) Artifact(ctx context.Context, sha256 string) ([]byte, error) {
 	return i.store.ArtifactGet(ctx, sha256)
+}
+
+// OpenArtifact returns a reader over an artifact's bytes.
+func (i *Incident) OpenArtifact(ctx context.Context, sha256 string) (io.ReadCloser, error) {
+	data, err := i.store.ArtifactGet(ctx, sha256)
+	if err != nil {
+		return nil, err
+	}
+	return io.NopCloser(bytes.NewReader(data)), nil
 }
 
 // Export reads a consistent cut of a recorded run of the calling
