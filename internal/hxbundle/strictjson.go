@@ -1,0 +1,869 @@
+package hxbundle
+
+import (
+	"bytes"
+	"encoding/binary"
+	"slices"
+	"strconv"
+	"unicode/utf8"
+)
+
+// The strict loader of REFERENCE §7.3 item 8: Python's json.loads with a
+// pairs hook that rejects duplicate keys and a constant hook that rejects
+// NaN/Infinity/-Infinity. Errors surface in the order CPython's scanner
+// meets them: the whole text is decoded first (UnicodeDecodeError), then
+// parsed left to right; a duplicate key is noticed when its object closes,
+// a non-finite constant or an over-long integer when it is scanned.
+//
+// Where hxd is stricter than the reference (DESIGN §8), the input is one a
+// conforming writer never produces:
+//   - a UTF-8 byte order mark and UTF-16/UTF-32 text (Python detects and
+//     accepts them) → (JSONDecodeError); if Python's codec would fail on
+//     the bytes the message is the reference's (UnicodeDecodeError);
+//   - UTF-8-encoded surrogates (Python decodes with "surrogatepass") →
+//     (UnicodeDecodeError), like any other invalid UTF-8;
+//   - a float literal that overflows float64, such as 1e999 (Python reads
+//     an infinity) → "Non-finite JSON number";
+//   - nesting deeper than maxJSONDepth → (RecursionError); CPython fails
+//     near its recursion limit of 1000, at a depth that depends on its
+//     call stack.
+//
+// The parser keeps number literals, so integer checks are exact (`1`
+// passes where `1.0` and `true` fail, REFERENCE §12.16), and builds a flat
+// node list that is reused from line to line.
+
+// maxJSONDepth bounds the nesting of arrays and objects.
+const maxJSONDepth = 1000
+
+// maxIntDigits is CPython's default int_max_str_digits: json.loads raises
+// ValueError on an integer literal with more digits.
+const maxIntDigits = 4300
+
+// The strict loader's own messages.
+const (
+	msgDuplicateKey = "Duplicate JSON key"
+	msgNonFinite    = "Non-finite JSON number"
+)
+
+// jsonKind is the type of a parsed JSON value.
+type jsonKind uint8
+
+const (
+	jsonNull jsonKind = iota
+	jsonFalse
+	jsonTrue
+	jsonNumber
+	jsonString
+	jsonArray
+	jsonObject
+)
+
+// Node flags.
+const (
+	// flagEscaped: the string contains a backslash escape.
+	flagEscaped uint8 = 1 << iota
+	// flagSurrogate: the string contains a lone surrogate escape.
+	flagSurrogate
+	// flagInt: the number literal has no fraction and no exponent.
+	flagInt
+)
+
+// jsonNode is one value. Nodes are stored in document order; a
+// container's members follow it (objects alternate key and value nodes)
+// and its subtree ends at next.
+type jsonNode struct {
+	// start and end delimit the value in the source: the bytes between the
+	// quotes of a string, the literal of a number, the brackets (end is the
+	// index of the closing one) of a container.
+	start, end int
+	// next is the index of the first node after this value's subtree.
+	next  int
+	kind  jsonKind
+	flags uint8
+}
+
+// jsonError is a parse failure: the rejection message and where it was
+// found (never the content).
+type jsonError struct {
+	msg string
+	why string
+	off int
+}
+
+// jsonDoc is a parsed JSON text. The zero value is ready to use; parse
+// reuses its memory.
+type jsonDoc struct {
+	src   []byte
+	nodes []jsonNode
+	stack []int
+	// scratch for key comparison.
+	keys       []int
+	bufA, bufB []byte
+	seen       map[string]struct{}
+	// surrogate reports a lone surrogate escape anywhere in the text.
+	surrogate bool
+}
+
+func genericJSON(class, why string, off int) *jsonError {
+	return &jsonError{msg: generic(class), why: why, off: off}
+}
+
+func syntaxError(why string, off int) *jsonError {
+	return genericJSON(pyJSONDecodeError, why, off)
+}
+
+// parse parses src, which must stay unmodified while the document is used.
+func (d *jsonDoc) parse(src []byte) *jsonError {
+	d.src = src
+	d.nodes = d.nodes[:0]
+	d.stack = d.stack[:0]
+	d.surrogate = false
+	if e := checkEncoding(src); e != nil {
+		return e
+	}
+	return d.parseValues()
+}
+
+// root is the top-level value of a parsed document.
+func (d *jsonDoc) root() jv { return jv{d: d, i: 0} }
+
+// checkEncoding applies json.loads' decoding of bytes: detect_encoding,
+// then decode with "surrogatepass". Only plain UTF-8 without a BOM is
+// accepted.
+func checkEncoding(b []byte) *jsonError {
+	enc := detectEncoding(b)
+	switch enc {
+	case "utf-8":
+		if !utf8.Valid(b) {
+			return genericJSON(pyUnicodeDecodeError, "invalid UTF-8", invalidUTF8At(b))
+		}
+		return nil
+	case "utf-8-sig":
+		if !utf8.Valid(b[3:]) {
+			return genericJSON(pyUnicodeDecodeError, "invalid UTF-8", 3+invalidUTF8At(b[3:]))
+		}
+		return syntaxError("byte order mark (hxd reads plain UTF-8 only)", 0)
+	}
+	if !pyCodecDecodes(enc, b) {
+		return genericJSON(pyUnicodeDecodeError, "invalid "+enc+" text", 0)
+	}
+	return syntaxError(enc+" text (hxd reads plain UTF-8 only)", 0)
+}
+
+// detectEncoding is json.detect_encoding.
+func detectEncoding(b []byte) string {
+	switch {
+	case bytes.HasPrefix(b, []byte{0, 0, 0xfe, 0xff}), bytes.HasPrefix(b, []byte{0xff, 0xfe, 0, 0}):
+		return "utf-32"
+	case bytes.HasPrefix(b, []byte{0xfe, 0xff}), bytes.HasPrefix(b, []byte{0xff, 0xfe}):
+		return "utf-16"
+	case bytes.HasPrefix(b, []byte{0xef, 0xbb, 0xbf}):
+		return "utf-8-sig"
+	}
+	if len(b) >= 4 {
+		if b[0] == 0 {
+			if b[1] != 0 {
+				return "utf-16-be"
+			}
+			return "utf-32-be"
+		}
+		if b[1] == 0 {
+			if b[2] != 0 || b[3] != 0 {
+				return "utf-16-le"
+			}
+			return "utf-32-le"
+		}
+	} else if len(b) == 2 {
+		if b[0] == 0 {
+			return "utf-16-be"
+		}
+		if b[1] == 0 {
+			return "utf-16-le"
+		}
+	}
+	return "utf-8"
+}
+
+// pyCodecDecodes reports whether Python's UTF-16/UTF-32 codec with the
+// "surrogatepass" error handler decodes b (lone surrogates pass; a
+// truncated code unit or a UTF-32 value above U+10FFFF does not).
+func pyCodecDecodes(enc string, b []byte) bool {
+	switch enc {
+	case "utf-16":
+		return len(b)%2 == 0
+	case "utf-16-be", "utf-16-le":
+		return len(b)%2 == 0
+	}
+	if len(b)%4 != 0 {
+		return false
+	}
+	var order binary.ByteOrder = binary.LittleEndian
+	switch {
+	case enc == "utf-32-be", enc == "utf-32" && b[0] == 0:
+		order = binary.BigEndian
+	}
+	for i := 0; i < len(b); i += 4 {
+		if order.Uint32(b[i:]) > utf8.MaxRune {
+			return false
+		}
+	}
+	return true
+}
+
+func invalidUTF8At(b []byte) int {
+	for i := 0; i < len(b); {
+		if b[i] < utf8.RuneSelf {
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRune(b[i:])
+		if r == utf8.RuneError && size <= 1 {
+			return i
+		}
+		i += size
+	}
+	return len(b)
+}
+
+func isWS(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+
+func skipWS(b []byte, i int) int {
+	for i < len(b) && isWS(b[i]) {
+		i++
+	}
+	return i
+}
+
+func isDigit(c byte) bool { return '0' <= c && c <= '9' }
+
+// parseValues is the scanner: it reads one value at a time and keeps the
+// open containers on a stack.
+func (d *jsonDoc) parseValues() *jsonError {
+	src := d.src
+	i := skipWS(src, 0)
+	var e *jsonError
+	for {
+		// A value starts at i.
+		if i >= len(src) {
+			return syntaxError("expecting value", i)
+		}
+		closed := true
+		switch c := src[i]; c {
+		case '{', '[':
+			if len(d.stack) >= maxJSONDepth {
+				return genericJSON(pyRecursionError, "nested too deeply", i)
+			}
+			kind := jsonArray
+			if c == '{' {
+				kind = jsonObject
+			}
+			d.stack = append(d.stack, len(d.nodes))
+			d.nodes = append(d.nodes, jsonNode{start: i, kind: kind})
+			i = skipWS(src, i+1)
+			if kind == jsonObject {
+				if i < len(src) && src[i] == '}' {
+					if e = d.closeContainer(i); e != nil {
+						return e
+					}
+					i++
+					break
+				}
+				if i, e = d.key(i); e != nil {
+					return e
+				}
+				closed = false
+				break
+			}
+			if i < len(src) && src[i] == ']' {
+				if e = d.closeContainer(i); e != nil {
+					return e
+				}
+				i++
+				break
+			}
+			closed = false
+		case '"':
+			if i, e = d.str(i); e != nil {
+				return e
+			}
+		case 'n':
+			if i, e = d.literal(i, "null", jsonNull); e != nil {
+				return e
+			}
+		case 't':
+			if i, e = d.literal(i, "true", jsonTrue); e != nil {
+				return e
+			}
+		case 'f':
+			if i, e = d.literal(i, "false", jsonFalse); e != nil {
+				return e
+			}
+		case 'N':
+			if bytes.HasPrefix(src[i:], []byte("NaN")) {
+				return &jsonError{msg: msgNonFinite, why: "NaN literal", off: i}
+			}
+			return syntaxError("expecting value", i)
+		case 'I':
+			if bytes.HasPrefix(src[i:], []byte("Infinity")) {
+				return &jsonError{msg: msgNonFinite, why: "Infinity literal", off: i}
+			}
+			return syntaxError("expecting value", i)
+		default:
+			if c == '-' && bytes.HasPrefix(src[i+1:], []byte("Infinity")) {
+				return &jsonError{msg: msgNonFinite, why: "-Infinity literal", off: i}
+			}
+			if i, e = d.number(i); e != nil {
+				return e
+			}
+		}
+		if !closed {
+			continue // a container was opened: its first value is next
+		}
+		// A value ended at i: continue the enclosing container.
+		for {
+			if len(d.stack) == 0 {
+				i = skipWS(src, i)
+				if i != len(src) {
+					return syntaxError("extra data", i)
+				}
+				return nil
+			}
+			top := d.stack[len(d.stack)-1]
+			i = skipWS(src, i)
+			if i >= len(src) {
+				return syntaxError("unterminated container", i)
+			}
+			c := src[i]
+			if d.nodes[top].kind == jsonObject {
+				if c == '}' {
+					if e = d.closeContainer(i); e != nil {
+						return e
+					}
+					i++
+					continue
+				}
+				if c != ',' {
+					return syntaxError("expecting ',' delimiter", i)
+				}
+				if i, e = d.key(skipWS(src, i+1)); e != nil {
+					return e
+				}
+				break
+			}
+			if c == ']' {
+				if e = d.closeContainer(i); e != nil {
+					return e
+				}
+				i++
+				continue
+			}
+			if c != ',' {
+				return syntaxError("expecting ',' delimiter", i)
+			}
+			i = skipWS(src, i+1)
+			break
+		}
+	}
+}
+
+// key parses an object key and the colon after it, returning the index of
+// the value.
+func (d *jsonDoc) key(i int) (int, *jsonError) {
+	src := d.src
+	if i >= len(src) || src[i] != '"' {
+		return i, syntaxError("expecting property name enclosed in double quotes", i)
+	}
+	i, e := d.str(i)
+	if e != nil {
+		return i, e
+	}
+	i = skipWS(src, i)
+	if i >= len(src) || src[i] != ':' {
+		return i, syntaxError("expecting ':' delimiter", i)
+	}
+	return skipWS(src, i+1), nil
+}
+
+func (d *jsonDoc) literal(i int, lit string, kind jsonKind) (int, *jsonError) {
+	if !bytes.HasPrefix(d.src[i:], []byte(lit)) {
+		return i, syntaxError("expecting value", i)
+	}
+	d.nodes = append(d.nodes, jsonNode{start: i, end: i + len(lit), next: len(d.nodes) + 1, kind: kind})
+	return i + len(lit), nil
+}
+
+// number scans a number literal like CPython's _match_number_unicode: an
+// incomplete fraction or exponent is left for the caller to reject.
+func (d *jsonDoc) number(i int) (int, *jsonError) {
+	src := d.src
+	start := i
+	if src[i] == '-' {
+		i++
+	}
+	if i >= len(src) || !isDigit(src[i]) {
+		return start, syntaxError("expecting value", start)
+	}
+	if src[i] == '0' {
+		i++
+	} else {
+		for i < len(src) && isDigit(src[i]) {
+			i++
+		}
+	}
+	intEnd := i
+	isInt := true
+	if i+1 < len(src) && src[i] == '.' && isDigit(src[i+1]) {
+		isInt = false
+		i += 2
+		for i < len(src) && isDigit(src[i]) {
+			i++
+		}
+	}
+	if i+1 < len(src) && (src[i] == 'e' || src[i] == 'E') {
+		j := i + 1
+		if src[j] == '+' || src[j] == '-' {
+			j++
+		}
+		if j < len(src) && isDigit(src[j]) {
+			for j < len(src) && isDigit(src[j]) {
+				j++
+			}
+			isInt = false
+			i = j
+		}
+	}
+	var flags uint8
+	if isInt {
+		flags = flagInt
+		digits := intEnd - start
+		if src[start] == '-' {
+			digits--
+		}
+		if digits > maxIntDigits {
+			return start, genericJSON(pyValueError, "integer literal longer than 4300 digits", start)
+		}
+	} else if floatOverflows(src[start:i]) {
+		return start, &jsonError{msg: msgNonFinite, why: "float literal overflows", off: start}
+	}
+	d.nodes = append(d.nodes, jsonNode{start: start, end: i, next: len(d.nodes) + 1, kind: jsonNumber, flags: flags})
+	return i, nil
+}
+
+// floatOverflows reports whether a float literal rounds to an infinity.
+// Literals whose decimal exponent is clearly in range skip the parse.
+func floatOverflows(lit []byte) bool {
+	mant, exp := lit, 0
+	if k := bytes.IndexAny(lit, "eE"); k >= 0 {
+		mant = lit[:k]
+		e := lit[k+1:]
+		if len(e) > 0 && (e[0] == '+' || e[0] == '-') {
+			e = e[1:]
+		}
+		if len(e) > 6 {
+			return parseFloatOverflows(lit)
+		}
+		n, _ := strconv.Atoi(string(e))
+		if lit[k+1] == '-' {
+			n = -n
+		}
+		exp = n
+	}
+	// Integer digits of the mantissa, without leading zeros.
+	intPart := mant
+	if intPart[0] == '-' {
+		intPart = intPart[1:]
+	}
+	if k := bytes.IndexByte(intPart, '.'); k >= 0 {
+		intPart = intPart[:k]
+	}
+	intPart = bytes.TrimLeft(intPart, "0")
+	if len(intPart)+exp < 300 {
+		return false
+	}
+	return parseFloatOverflows(lit)
+}
+
+func parseFloatOverflows(lit []byte) bool {
+	_, err := strconv.ParseFloat(string(lit), 64)
+	return err != nil // syntax is already valid: the error is ErrRange (overflow)
+}
+
+// str scans a string starting at the quote at i and appends its node.
+func (d *jsonDoc) str(i int) (int, *jsonError) {
+	src := d.src
+	start := i + 1
+	j := start
+	var flags uint8
+	for {
+		k := indexStringSpecial(src[j:])
+		if k < 0 {
+			return i, syntaxError("unterminated string", i)
+		}
+		j += k
+		c := src[j]
+		if c == '"' {
+			break
+		}
+		if c < 0x20 {
+			return i, syntaxError("invalid control character in string", j)
+		}
+		// A backslash escape.
+		flags |= flagEscaped
+		if j+1 >= len(src) {
+			return i, syntaxError("unterminated string", i)
+		}
+		switch src[j+1] {
+		case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+			j += 2
+		case 'u':
+			// CPython requires one more character after the four digits.
+			if j+6 >= len(src) {
+				return i, syntaxError("invalid \\uXXXX escape", j)
+			}
+			r, ok := hex4(src[j+2 : j+6])
+			if !ok {
+				return i, syntaxError("invalid \\uXXXX escape", j)
+			}
+			j += 6
+			if 0xd800 <= r && r < 0xdc00 && j+6 < len(src) && src[j] == '\\' && src[j+1] == 'u' {
+				r2, ok := hex4(src[j+2 : j+6])
+				if !ok {
+					return i, syntaxError("invalid \\uXXXX escape", j)
+				}
+				if 0xdc00 <= r2 && r2 < 0xe000 {
+					j += 6
+					continue
+				}
+			}
+			if 0xd800 <= r && r < 0xe000 {
+				flags |= flagSurrogate
+				d.surrogate = true
+			}
+		default:
+			return i, syntaxError("invalid \\escape", j)
+		}
+	}
+	d.nodes = append(d.nodes, jsonNode{start: start, end: j, next: len(d.nodes) + 1, kind: jsonString, flags: flags})
+	return j + 1, nil
+}
+
+func hex4(b []byte) (rune, bool) {
+	var r rune
+	for _, c := range b[:4] {
+		switch {
+		case '0' <= c && c <= '9':
+			r = r<<4 | rune(c-'0')
+		case 'a' <= c && c <= 'f':
+			r = r<<4 | rune(c-'a'+10)
+		case 'A' <= c && c <= 'F':
+			r = r<<4 | rune(c-'A'+10)
+		default:
+			return 0, false
+		}
+	}
+	return r, true
+}
+
+// SWAR constants for indexStringSpecial.
+const (
+	swarOnes  = 0x0101010101010101
+	swarHighs = 0x8080808080808080
+)
+
+// indexStringSpecial returns the index of the first '"', '\\' or control
+// character (< 0x20) in b, or -1. It tests eight bytes at a time.
+func indexStringSpecial(b []byte) int {
+	i := 0
+	for ; i+8 <= len(b); i += 8 {
+		x := binary.LittleEndian.Uint64(b[i:])
+		q := x ^ (swarOnes * '"')
+		s := x ^ (swarOnes * '\\')
+		hit := ((q - swarOnes) &^ q) | ((s - swarOnes) &^ s) | ((x - swarOnes*0x20) &^ x)
+		if hit&swarHighs != 0 {
+			break
+		}
+	}
+	for ; i < len(b); i++ {
+		if c := b[i]; c == '"' || c == '\\' || c < 0x20 {
+			return i
+		}
+	}
+	return -1
+}
+
+// closeContainer closes the innermost container at the bracket at end.
+// Closing an object runs the duplicate-key check, as Python's
+// object_pairs_hook does.
+func (d *jsonDoc) closeContainer(end int) *jsonError {
+	top := d.stack[len(d.stack)-1]
+	d.stack = d.stack[:len(d.stack)-1]
+	n := &d.nodes[top]
+	n.end = end
+	n.next = len(d.nodes)
+	if n.kind == jsonObject && d.hasDuplicateKey(top) {
+		return &jsonError{msg: msgDuplicateKey, why: "object has a repeated key", off: n.start}
+	}
+	return nil
+}
+
+func (d *jsonDoc) hasDuplicateKey(obj int) bool {
+	d.keys = d.keys[:0]
+	for j := obj + 1; j < d.nodes[obj].next; j = d.nodes[j+1].next {
+		d.keys = append(d.keys, j)
+	}
+	if len(d.keys) < 2 {
+		return false
+	}
+	if len(d.keys) <= 16 {
+		for a := 1; a < len(d.keys); a++ {
+			for b := 0; b < a; b++ {
+				if d.keyEqual(d.keys[a], d.keys[b]) {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	if d.seen == nil {
+		d.seen = make(map[string]struct{}, len(d.keys))
+	}
+	clear(d.seen)
+	for _, k := range d.keys {
+		d.bufA = d.appendString(d.bufA[:0], k)
+		if _, dup := d.seen[string(d.bufA)]; dup {
+			return true
+		}
+		d.seen[string(d.bufA)] = struct{}{}
+	}
+	return false
+}
+
+func (d *jsonDoc) keyEqual(a, b int) bool {
+	na, nb := &d.nodes[a], &d.nodes[b]
+	if (na.flags|nb.flags)&flagEscaped == 0 {
+		return bytes.Equal(d.src[na.start:na.end], d.src[nb.start:nb.end])
+	}
+	d.bufA = d.appendString(d.bufA[:0], a)
+	d.bufB = d.appendString(d.bufB[:0], b)
+	return bytes.Equal(d.bufA, d.bufB)
+}
+
+// appendString appends the decoded content of string node i. Lone
+// surrogates are encoded like UTF-8 would encode them (WTF-8), so that
+// decoded strings compare as Python's str values do.
+func (d *jsonDoc) appendString(dst []byte, i int) []byte {
+	n := &d.nodes[i]
+	raw := d.src[n.start:n.end]
+	if n.flags&flagEscaped == 0 {
+		return append(dst, raw...)
+	}
+	for len(raw) > 0 {
+		k := bytes.IndexByte(raw, '\\')
+		if k < 0 {
+			return append(dst, raw...)
+		}
+		dst = append(dst, raw[:k]...)
+		raw = raw[k:]
+		switch c := raw[1]; c {
+		case 'u':
+			r, _ := hex4(raw[2:6])
+			size := 6
+			if 0xd800 <= r && r < 0xdc00 && len(raw) >= 12 && raw[6] == '\\' && raw[7] == 'u' {
+				if r2, _ := hex4(raw[8:12]); 0xdc00 <= r2 && r2 < 0xe000 {
+					r = 0x10000 + (r-0xd800)<<10 + (r2 - 0xdc00)
+					size = 12
+				}
+			}
+			dst = appendWTF8(dst, r)
+			raw = raw[size:]
+		default:
+			dst = append(dst, unescapeByte(c))
+			raw = raw[2:]
+		}
+	}
+	return dst
+}
+
+func unescapeByte(c byte) byte {
+	switch c {
+	case 'b':
+		return '\b'
+	case 'f':
+		return '\f'
+	case 'n':
+		return '\n'
+	case 'r':
+		return '\r'
+	case 't':
+		return '\t'
+	}
+	return c // '"', '\\', '/'
+}
+
+// appendWTF8 appends r as UTF-8, surrogates included.
+func appendWTF8(dst []byte, r rune) []byte {
+	if 0xd800 <= r && r < 0xe000 {
+		return append(dst, byte(0xe0|r>>12), byte(0x80|(r>>6)&0x3f), byte(0x80|r&0x3f))
+	}
+	return utf8.AppendRune(dst, r)
+}
+
+// pyLen is Python's len() of a decoded (WTF-8) string: its code points.
+func pyLen(s []byte) int {
+	n := 0
+	for _, c := range s {
+		if c&0xc0 != 0x80 {
+			n++
+		}
+	}
+	return n
+}
+
+// jv is a value of a parsed document; i < 0 is an absent value (what
+// Python's dict.get returns as None for a missing key, kept distinct here).
+type jv struct {
+	d *jsonDoc
+	i int
+}
+
+var absent = jv{i: -1}
+
+func (v jv) exists() bool { return v.i >= 0 }
+
+func (v jv) node() *jsonNode { return &v.d.nodes[v.i] }
+
+// kind is the value's type; an absent value reports jsonNull.
+func (v jv) kind() jsonKind {
+	if v.i < 0 {
+		return jsonNull
+	}
+	return v.d.nodes[v.i].kind
+}
+
+func (v jv) isObject() bool { return v.kind() == jsonObject }
+func (v jv) isArray() bool  { return v.kind() == jsonArray }
+func (v jv) isString() bool { return v.kind() == jsonString }
+
+// isNone is Python's "is None": null or absent.
+func (v jv) isNone() bool { return v.kind() == jsonNull }
+
+// raw is the source text of the value (strings without their quotes).
+func (v jv) raw() []byte {
+	n := v.node()
+	switch n.kind {
+	case jsonArray, jsonObject:
+		return v.d.src[n.start : n.end+1]
+	}
+	return v.d.src[n.start:n.end]
+}
+
+// get is dict.get on an object; anything else, or a missing key, gives
+// absent.
+func (v jv) get(key string) jv {
+	if v.kind() != jsonObject {
+		return absent
+	}
+	d := v.d
+	for j := v.i + 1; j < d.nodes[v.i].next; j = d.nodes[j+1].next {
+		if d.strEquals(j, key) {
+			return jv{d: d, i: j + 1}
+		}
+	}
+	return absent
+}
+
+// has reports whether an object has the key.
+func (v jv) has(key string) bool { return v.get(key).exists() }
+
+// strEquals reports whether string node i decodes to s.
+func (d *jsonDoc) strEquals(i int, s string) bool {
+	n := &d.nodes[i]
+	raw := d.src[n.start:n.end]
+	if n.flags&flagEscaped == 0 {
+		return string(raw) == s
+	}
+	if len(raw) < len(s) { // escapes only make the source longer
+		return false
+	}
+	d.bufB = d.appendString(d.bufB[:0], i)
+	return string(d.bufB) == s
+}
+
+// isStr reports whether the value is the string s.
+func (v jv) isStr(s string) bool {
+	return v.kind() == jsonString && v.d.strEquals(v.i, s)
+}
+
+// str returns a string value decoded (WTF-8).
+func (v jv) str() (string, bool) {
+	if v.kind() != jsonString {
+		return "", false
+	}
+	n := v.node()
+	if n.flags&flagEscaped == 0 {
+		return string(v.d.src[n.start:n.end]), true
+	}
+	return string(v.d.appendString(nil, v.i)), true
+}
+
+// strIn reports whether the value is one of the strings.
+func (v jv) strIn(set ...string) bool {
+	if v.kind() != jsonString {
+		return false
+	}
+	return slices.ContainsFunc(set, func(s string) bool { return v.d.strEquals(v.i, s) })
+}
+
+// isInt is Python's type(x) is int: an integer literal (not a float, not
+// a boolean).
+func (v jv) isInt() bool {
+	return v.kind() == jsonNumber && v.node().flags&flagInt != 0
+}
+
+// intEquals reports whether the value is an integer literal equal to n.
+func (v jv) intEquals(n int64) bool {
+	if !v.isInt() {
+		return false
+	}
+	got, err := strconv.ParseInt(string(v.raw()), 10, 64)
+	return err == nil && got == n
+}
+
+// elems calls fn for each element of an array.
+func (v jv) elems(fn func(jv) bool) {
+	if v.kind() != jsonArray {
+		return
+	}
+	d := v.d
+	for j := v.i + 1; j < d.nodes[v.i].next; j = d.nodes[j].next {
+		if !fn(jv{d: d, i: j}) {
+			return
+		}
+	}
+}
+
+// members calls fn for each key (node index) and value of an object, in
+// document order.
+func (v jv) members(fn func(key jv, val jv) bool) {
+	if v.kind() != jsonObject {
+		return
+	}
+	d := v.d
+	for j := v.i + 1; j < d.nodes[v.i].next; j = d.nodes[j+1].next {
+		if !fn(jv{d: d, i: j}, jv{d: d, i: j + 1}) {
+			return
+		}
+	}
+}
+
+// length is len() of an array or object (its elements or keys).
+func (v jv) length() int {
+	n := 0
+	switch v.kind() {
+	case jsonArray:
+		v.elems(func(jv) bool { n++; return true })
+	case jsonObject:
+		v.members(func(jv, jv) bool { n++; return true })
+	}
+	return n
+}

@@ -1,0 +1,244 @@
+package hxbundle
+
+import (
+	"bytes"
+	"maps"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"hxd/internal/journal"
+)
+
+func TestStrictJSON(t *testing.T) {
+	t.Parallel()
+	const (
+		ok       = ""
+		syntax   = "Invalid incident bundle (JSONDecodeError)"
+		decode   = "Invalid incident bundle (UnicodeDecodeError)"
+		dup      = "Duplicate JSON key"
+		nonFin   = "Non-finite JSON number"
+		valueErr = "Invalid incident bundle (ValueError)"
+		recErr   = "Invalid incident bundle (RecursionError)"
+	)
+	tests := []struct {
+		in   string
+		want string
+	}{
+		{`{}`, ok}, {` [ ] `, ok}, {"\t\r\n1\n", ok}, {`"a"`, ok}, {`-0`, ok}, {`1.5e-3`, ok}, {`1E+5`, ok},
+		{`1e-999`, ok}, {`{"a":{"b":[1,{"c":null}]},"d":true,"e":false}`, ok},
+		{`"\u00e9\ud83d\ude00\/\b\f\n\r\t\"\\"`, ok}, {"\"\u2028<>&\x7f\"", ok}, {`"\ud800"`, ok}, {`"\udc00\ud800"`, ok},
+		{`{"a":1,"A":2}`, ok}, {`{"a":{"a":1}}`, ok}, {`[{"a":1},{"a":1}]`, ok},
+		{"1" + strings.Repeat("0", 4299), ok}, {"-1" + strings.Repeat("0", 4299), ok},
+		{"1" + strings.Repeat("0", 4299) + ".5", nonFin}, {"0." + strings.Repeat("0", 4299) + "1", ok},
+		{strings.Repeat("[", maxJSONDepth) + strings.Repeat("]", maxJSONDepth), ok},
+		// Syntax errors.
+		{``, syntax}, {` `, syntax}, {`{`, syntax}, {`[1,]`, syntax}, {`{"a":1,}`, syntax}, {`{"a" 1}`, syntax},
+		{`{a:1}`, syntax}, {`01`, syntax}, {`1.`, syntax}, {`.5`, syntax}, {`1e`, syntax}, {`+1`, syntax}, {`-`, syntax},
+		{`--1`, syntax}, {`nul`, syntax}, {`True`, syntax}, {`nan`, syntax}, {`-Inf`, syntax}, {`-NaN`, syntax},
+		{`"abc`, syntax}, {"\"a\nb\"", syntax}, {"\"a\x00\"", syntax}, {`"\x"`, syntax}, {`"\u12"`, syntax},
+		{`"\u12g4"`, syntax}, {`"\ud800\uzzzz"`, syntax}, {`1 2`, syntax}, {`{} {}`, syntax}, {`[1 2]`, syntax},
+		{"\ufeff{}", syntax}, {"\xff\xfe{\x00}\x00", syntax}, {"{\x00}\x00", syntax},
+		// The loader's own errors, in scanning order.
+		{`{"a":1,"a":2}`, dup}, {`{"a":1,"\u0061":2}`, dup}, {`[{"x":{"a":1,"a":1}}]`, dup},
+		{`{"a":NaN,"a":1}`, nonFin}, {`{"a":1,"a":Infinity}`, nonFin}, {`[-Infinity]`, nonFin}, {`NaNx`, nonFin},
+		{`[{"a":1,"a":1}, NaN]`, dup}, {`{"a":1,"a":2} x`, dup}, {`{"a":1,"a":2`, syntax}, {`[1, NaN`, nonFin},
+		{`1e999`, nonFin}, {`-1.5e400`, nonFin}, {"1" + strings.Repeat("0", 400) + ".0", nonFin},
+		{"1" + strings.Repeat("0", 4300), valueErr}, {"[1" + strings.Repeat("0", 4300) + ",NaN]", valueErr},
+		{strings.Repeat("[", maxJSONDepth+1) + strings.Repeat("]", maxJSONDepth+1), recErr},
+		// Decoding comes first.
+		{"\"\xff\" NaN", decode}, {"{\"a\":1,\"a\":2,\"b\":\"\xc3\"}", decode}, {"\"\xed\xa0\x80\"", decode},
+		{"\ufeff\"\xff\"", decode}, {"\xff\xfe{", decode}, {"\x00\x00\x00{\x00\x00\x00", decode},
+	}
+	for _, tt := range tests {
+		var d jsonDoc
+		e := d.parse([]byte(tt.in))
+		got := ""
+		if e != nil {
+			got = e.msg
+		}
+		require.Equal(t, tt.want, got, "input %q", tt.in)
+	}
+}
+
+func TestStrictJSONValues(t *testing.T) {
+	t.Parallel()
+	var d jsonDoc
+	require.Nil(t, d.parse([]byte(`{"i":1,"f":1.0,"b":true,"n":null,"s":"x\u00e9","big":123456789012345678901234567890,"neg":-0,"arr":[1,"a"],"o":{}}`)))
+	r := d.root()
+	require.True(t, r.get("i").isInt())
+	require.True(t, r.get("i").intEquals(1))
+	require.False(t, r.get("f").isInt())
+	require.False(t, r.get("f").intEquals(1))
+	require.False(t, r.get("b").isInt())
+	require.True(t, r.get("neg").intEquals(0))
+	require.False(t, r.get("big").intEquals(0))
+	require.True(t, r.get("n").isNone())
+	require.True(t, r.get("missing").isNone())
+	require.False(t, r.get("missing").exists())
+	s, ok := r.get("s").str()
+	require.True(t, ok)
+	require.Equal(t, "xé", s)
+	require.True(t, r.get("s").isStr("xé"))
+	require.Equal(t, 2, r.get("arr").length())
+	require.Equal(t, 0, r.get("o").length())
+	// Python equality.
+	require.True(t, pyEqual(r.get("i"), r.get("f")))
+	require.True(t, pyEqual(r.get("i"), r.get("b")))
+	require.False(t, pyEqual(r.get("i"), r.get("s")))
+	require.False(t, pyEqual(r.get("n"), r.get("o")))
+	require.True(t, pyEqual(r.get("neg"), r.get("n")) == false)
+	var e jsonDoc
+	require.Nil(t, e.parse([]byte(`[{"b":[1.0,true],"a":"x\u00e9"},9007199254740993,9007199254740992.0]`)))
+	var f jsonDoc
+	require.Nil(t, f.parse([]byte(`[{"a":"xé","b":[1,1]},9007199254740992,9007199254740992]`)))
+	var xs, ys []jv
+	e.root().elems(func(v jv) bool { xs = append(xs, v); return true })
+	f.root().elems(func(v jv) bool { ys = append(ys, v); return true })
+	require.True(t, pyEqual(xs[0], ys[0]))
+	require.False(t, pyEqual(xs[1], ys[1])) // 2**53+1 != 2**53
+	require.True(t, pyEqual(xs[2], ys[2]))
+	require.False(t, pyEqual(e.root(), f.root()))
+}
+
+func TestPyConversions(t *testing.T) {
+	t.Parallel()
+	for _, s := range []string{"1", " 12 ", "+3", "-0", "007", "1_000", "\u0663", "\u00a012\u2003", "\u00855"} {
+		require.True(t, pyIntString(s), "int(%q)", s)
+	}
+	for _, s := range []string{"", " ", "1.5", "_1", "1_", "1__0", "+_1", "0x10", "1e3", "١_", "\xed\xa0\x80", "1 2", "\x1c5\x1f", strings.Repeat("9", 4301)} {
+		require.False(t, pyIntString(s), "int(%q)", s)
+	}
+	for _, s := range []string{"1", "1.5", ".5", "5.", "-1e-3", "1E+9", " inf ", "-Infinity", "nan", "NaN", "1_0.5", "1e1_0", "\u0661.5", "1e999"} {
+		require.True(t, pyFloatString(s), "float(%q)", s)
+	}
+	for _, s := range []string{"", ".", "e5", "1e", "1e+", "inf1", "infinit", "_1", "1_", "1__0", "1_.5", "0x1p3", "1,5", "--1"} {
+		require.False(t, pyFloatString(s), "float(%q)", s)
+	}
+}
+
+// refsByCanonical is the reference's definition: the regex over the
+// canonical JSON of the parsed record (journal.AppendCanonical).
+var refRegexp = regexp.MustCompile(`artifact://([a-f0-9]{64})`)
+
+func refsByCanonical(t testing.TB, line []byte) (map[string]struct{}, bool) {
+	canonical, err := journal.AppendCanonical(nil, line)
+	if err != nil {
+		return nil, false
+	}
+	refs := map[string]struct{}{}
+	for _, m := range refRegexp.FindAllSubmatchIndex(canonical, -1) {
+		end := m[3]
+		if end < len(canonical) && isLowerHex(canonical[end]) {
+			continue // (?![a-f0-9]); Go's regexp has no lookahead
+		}
+		refs[string(canonical[m[2]:m[3]])] = struct{}{}
+	}
+	return refs, true
+}
+
+// refsByStream is what the verifier computes for one record line.
+func refsByStream(line []byte) (map[string]struct{}, bool) {
+	s := &recordStream{refs: map[string]struct{}{}}
+	if e := s.doc.parse(line); e != nil || s.doc.surrogate {
+		return nil, false
+	}
+	s.collectRefs(line)
+	return s.refs, true
+}
+
+func TestRefsMatchCanonicalJSON(t *testing.T) {
+	t.Parallel()
+	h := sha([]byte("a"))
+	for _, line := range []string{
+		`{"a":"artifact://` + h + `"}`,
+		`{"a":"artifact:\/\/` + h + `"}`,
+		`{"a":"\u0061rtifact://` + h + `"}`,
+		`{"a":"artifact://` + h[:63] + `\u0061"}`,
+		`{"a":"artifact://` + h + `\u0061"}`,
+		`{"a":"artifact://` + h + `\n"}`,
+		`{"a":"artifact://` + h + `f"}`,
+		`{"a":"artifact://` + strings.ToUpper(h) + `"}`,
+		`{"artifact://` + h + `":1}`,
+		`{"a":["xartifact://` + h + `artifact://` + sha([]byte("b")) + `"]}`,
+		`{"a":"artifact://artifact://` + h + `"}`,
+		`{"a":"\\u0061rtifact://` + h + `"}`,
+		`{"a":"artifact://` + h + `\"", "b": "\\"}`,
+	} {
+		want, ok := refsByCanonical(t, []byte(line))
+		require.True(t, ok, line)
+		got, ok := refsByStream([]byte(line))
+		require.True(t, ok, line)
+		require.Equal(t, slices.Sorted(maps.Keys(want)), slices.Sorted(maps.Keys(got)), line)
+	}
+}
+
+func TestLineSplitter(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		in   string
+		want []string
+	}{
+		{"", nil}, {"\n", []string{""}}, {"a", []string{"a"}}, {"a\n", []string{"a"}}, {"a\n\n", []string{"a", ""}},
+		{"a\r\nb", []string{"a", "b"}}, {"a\rb\r", []string{"a", "b"}}, {"a\n\rb", []string{"a", "", "b"}},
+		{"\r\n", []string{""}}, {"\r\r\n", []string{"", ""}}, {"a\x0bb\x0cc\x1cd\u2028e", []string{"a\x0bb\x0cc\x1cd\u2028e"}},
+	}
+	for _, tt := range tests {
+		// Every way of cutting the input into two chunks gives the same lines.
+		for cut := 0; cut <= len(tt.in); cut++ {
+			var got []string
+			s := lineSplitter{onLine: func(b []byte) { got = append(got, string(b)) }}
+			s.feed([]byte(tt.in[:cut]))
+			s.feed([]byte(tt.in[cut:]))
+			s.finish()
+			require.Equal(t, tt.want, got, "%q cut at %d", tt.in, cut)
+		}
+		// And byte by byte.
+		var got []string
+		s := lineSplitter{onLine: func(b []byte) { got = append(got, string(b)) }}
+		for i := range len(tt.in) {
+			s.feed([]byte{tt.in[i]})
+		}
+		s.finish()
+		require.Equal(t, tt.want, got, "%q byte by byte", tt.in)
+		require.Equal(t, tt.want, pySplitlines([]byte(tt.in)), "%q", tt.in)
+	}
+}
+
+// pySplitlines is bytes.splitlines (for the fuzz and unit tests).
+func pySplitlines(b []byte) []string {
+	var out []string
+	for len(b) > 0 {
+		i := bytes.IndexAny(b, "\r\n")
+		if i < 0 {
+			out = append(out, string(b))
+			break
+		}
+		out = append(out, string(b[:i]))
+		if b[i] == '\r' && i+1 < len(b) && b[i+1] == '\n' {
+			i++
+		}
+		b = b[i+1:]
+	}
+	return out
+}
+
+func TestIndexStringSpecial(t *testing.T) {
+	t.Parallel()
+	for n := 0; n < 40; n++ {
+		for _, c := range []byte{'"', '\\', 0, 0x1f} {
+			for at := 0; at < n; at++ {
+				b := bytes.Repeat([]byte{'a'}, n)
+				b[at] = c
+				require.Equal(t, at, indexStringSpecial(b))
+			}
+		}
+		b := bytes.Repeat([]byte{0x20}, n)
+		require.Equal(t, -1, indexStringSpecial(b))
+		b = bytes.Repeat([]byte{0xff}, n)
+		require.Equal(t, -1, indexStringSpecial(b))
+	}
+}

@@ -1,0 +1,871 @@
+package hxbundle
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"math"
+	"strings"
+	"sync"
+
+	"hxd/internal/journal"
+)
+
+// Verification reproduces `_read_bundle` of harnessx/recorder.py
+// (REFERENCE §7.3) check by check, in the same order and with the same
+// messages. A failure the reference reports through its generic handler
+// reads "Invalid incident bundle (<Python exception class>)"; the classes
+// hxd reports, and the Go conditions they stand for:
+//
+//	BadZipFile          not a ZIP, damaged central directory, bad local
+//	                    header, CRC-32 mismatch, and every structural
+//	                    check hxd adds (reader.go)
+//	error               invalid DEFLATE data (zlib.error)
+//	NotImplementedError ZIP version needed above 6.3, flag bit 5 or 6
+//	UnicodeDecodeError  an entry name flagged UTF-8 that is not; JSON text
+//	                    that is not valid UTF-8 (or UTF-16/32 that
+//	                    Python's codec would not decode)
+//	JSONDecodeError     JSON syntax error, empty record line; hxd also
+//	                    for a BOM and for UTF-16/32 text (strictjson.go)
+//	ValueError          integer literal over 4300 digits; RunEvent
+//	                    validation (runevent.go)
+//	RecursionError      JSON nested deeper than maxJSONDepth
+//	TypeError, KeyError, AttributeError, ConfigurationError, OverflowError
+//	                    RunEvent decoding (runevent.go); the checkpoint
+//	                    tools list of item 24; KeyError also for a record
+//	                    without an execution_key field (the reference's
+//	                    completeness pass subscripts it)
+//	UnicodeEncodeError  a record holding a lone surrogate escape: the
+//	                    reference cannot re-serialize it to UTF-8 when it
+//	                    collects artifact references
+//	OSError             an I/O error from the io.ReaderAt; a negative local
+//	                    header offset
+//
+// hxd is stricter than the reference only on input a conforming writer
+// never produces (DESIGN §8); see reader.go and strictjson.go.
+
+// Names inside a bundle.
+const (
+	memberManifest = "manifest.json"
+	memberRecords  = "records.jsonl"
+	artifactPrefix = "artifacts/"
+	formatID       = "harness-x.incident"
+	capturePresent = "present"
+)
+
+// The reference's rejection messages (REFERENCE §7.3).
+const (
+	msgByteLimit          = "Incident exceeds byte limit"
+	msgTooManyMembers     = "Too many bundle members"
+	msgDuplicateMember    = "Duplicate bundle member"
+	msgExpandedLimit      = "Expanded incident exceeds byte limit"
+	msgMemberLimit        = "Bundle member exceeds byte limit"
+	msgUnexpectedPath     = "Unexpected bundle path"
+	msgEncrypted          = "Encrypted members are not supported"
+	msgSymlink            = "Symlink members are not supported"
+	msgCompression        = "Unsupported compression"
+	msgMissingMembers     = "Missing bundle manifest or records"
+	msgInvalidManifest    = "Invalid manifest"
+	msgFormatVersion      = "Unsupported incident format/version"
+	msgManifestIdentity   = "Invalid manifest identity/state"
+	msgUnknownStatus      = "Unknown run status"
+	msgMemberSet          = "Manifest member set mismatch"
+	msgMemberDescriptor   = "Invalid member descriptor"
+	msgMemberSize         = "Member size mismatch"
+	msgMemberChecksum     = "Member checksum mismatch"
+	msgTooManyRecords     = "Too many incident records"
+	msgRecordCount        = "Record count mismatch"
+	msgLastSequence       = "Last sequence mismatch"
+	msgInvalidRecord      = "Invalid journal record"
+	msgJournalVersion     = "Unsupported journal version"
+	msgSequence           = "Journal sequence gap or reordering"
+	msgRecordIdentity     = "Missing or duplicate record identity"
+	msgMixedIdentity      = "Mixed run/session identities"
+	msgUnknownKind        = "Unknown journal kind"
+	msgCapture            = "Invalid capture status"
+	msgOmittedPayload     = "Invalid omitted payload"
+	msgPayload            = "Invalid journal payload"
+	msgMetadata           = "Missing record metadata"
+	msgExecutionKey       = "Invalid execution key"
+	msgToolKey            = "Missing tool execution key"
+	msgEventIdentity      = "Mixed event identity"
+	msgCatalog            = "Artifact reference/catalog mismatch"
+	msgArtifactDescriptor = "Invalid artifact descriptor"
+	msgMissingArtifact    = "Missing declared artifact"
+	msgArtifactChecksum   = "Artifact checksum mismatch"
+	msgArtifactStatus     = "Unknown artifact status"
+	msgExcludedPresent    = "Excluded artifact is present"
+	msgUnreferenced       = "Unreferenced bundle artifact"
+	msgUnresolvedOps      = "Invalid unresolved operations"
+	msgUnresolvedOp       = "Invalid unresolved operation"
+	msgCheckpointPayload  = "Invalid checkpoint payload"
+	msgCheckpointState    = "Manifest/checkpoint state mismatch"
+	msgUnresolvedMismatch = "Unresolved outcome metadata mismatch"
+)
+
+// Python exception classes named in generic messages.
+const (
+	pyBadZipFile          = "BadZipFile"
+	pyZlibError           = "error"
+	pyNotImplementedError = "NotImplementedError"
+	pyUnicodeDecodeError  = "UnicodeDecodeError"
+	pyUnicodeEncodeError  = "UnicodeEncodeError"
+	pyJSONDecodeError     = "JSONDecodeError"
+	pyRecursionError      = "RecursionError"
+	pyValueError          = "ValueError"
+	pyTypeError           = "TypeError"
+	pyKeyError            = "KeyError"
+	pyAttributeError      = "AttributeError"
+	pyConfigurationError  = "ConfigurationError"
+	pyOverflowError       = "OverflowError"
+	pyOSError             = "OSError"
+)
+
+// generic is the reference's message for an exception it catches.
+func generic(class string) string { return "Invalid incident bundle (" + class + ")" }
+
+// failure is a rejection: the message and where it was found.
+type failure struct {
+	msg    string
+	detail Detail
+}
+
+func (f *failure) report() Report {
+	d := f.detail
+	d.Issue = f.msg
+	return Report{Valid: false, Complete: false, RecordCount: 0, Issues: []string{f.msg}, Details: []Detail{d}}
+}
+
+// Verify checks the bundle of the given size read from r (REFERENCE §7):
+// every validity check of §7.3 in order, then the completeness pass of
+// §7.4. It never fails: a malformed, oversized or unreadable input yields
+// Report{Valid: false, Issues: [message]} with the reference's message.
+// Limits fields that are not positive take their DefaultLimits value;
+// the byte limit applies to size. Verify reads r sequentially in chunks
+// and keeps neither records nor artifacts in memory. It is safe to call
+// concurrently if r is.
+func Verify(r io.ReaderAt, size int64, limits Limits) Report {
+	return verify(r, size, limits, false).report
+}
+
+// result is the outcome of one verification.
+type result struct {
+	report    Report
+	fail      *failure
+	manifest  []byte
+	records   [][]byte
+	artifacts map[string][]byte
+}
+
+func verify(r io.ReaderAt, size int64, limits Limits, keep bool) *result {
+	v := &verifier{r: r, size: size, lim: limits.orDefault(), keep: keep}
+	if f := v.run(); f != nil {
+		return &result{report: f.report(), fail: f}
+	}
+	return &result{report: v.report, manifest: v.manifestRaw, records: v.recs.raw, artifacts: v.artifacts}
+}
+
+// orDefault replaces limits that are not positive by the defaults.
+func (l Limits) orDefault() Limits {
+	if l.MaxBytes <= 0 {
+		l.MaxBytes = DefaultLimits.MaxBytes
+	}
+	if l.MaxMemberBytes <= 0 {
+		l.MaxMemberBytes = DefaultLimits.MaxMemberBytes
+	}
+	if l.MaxRecords <= 0 {
+		l.MaxRecords = DefaultLimits.MaxRecords
+	}
+	if l.MaxMembers <= 0 {
+		l.MaxMembers = DefaultLimits.MaxMembers
+	}
+	return l
+}
+
+// readBuffers are the chunk buffers members are streamed through.
+var readBuffers = sync.Pool{New: func() any {
+	b := make([]byte, 256<<10)
+	return &b
+}}
+
+// verifier holds the state of one verification.
+type verifier struct {
+	r    io.ReaderAt
+	size int64
+	lim  Limits
+	keep bool // playback: keep manifest, records and artifacts
+
+	z      *zipArchive
+	byName map[string]*zipEntry
+	buf    []byte
+
+	manifest    jsonDoc
+	manifestRaw []byte
+	m           jv
+	runID       string
+	sessionID   string
+	status      string
+	phase       string
+
+	digests   map[string]string // member name → SHA-256 hex
+	recs      *recordStream
+	artifacts map[string][]byte
+	report    Report
+}
+
+func (v *verifier) run() *failure {
+	// 1. The input size (the reference's on-disk size check).
+	if v.size > v.lim.MaxBytes {
+		return &failure{msg: msgByteLimit, detail: Detail{
+			Message: fmt.Sprintf("archive is %d bytes, the limit is %d", v.size, v.lim.MaxBytes)}}
+	}
+	if v.size < 0 {
+		return badZip("negative archive size")
+	}
+	// 2. Open the archive.
+	z, f := openZip(v.r, v.size, min(v.lim.MaxMembers, math.MaxInt-1)+1)
+	if f != nil {
+		return f
+	}
+	v.z = z
+	// 3.–7. Container checks.
+	if z.count > v.lim.MaxMembers {
+		return &failure{msg: msgTooManyMembers, detail: Detail{
+			Message: fmt.Sprintf("%d entries, the limit is %d", z.count, v.lim.MaxMembers)}}
+	}
+	v.byName = make(map[string]*zipEntry, len(z.entries))
+	for i := range z.entries {
+		e := &z.entries[i]
+		if _, dup := v.byName[e.name]; dup {
+			return &failure{msg: msgDuplicateMember, detail: Detail{Member: printableName(e.name)}}
+		}
+		v.byName[e.name] = e
+	}
+	var total uint64
+	for i := range z.entries {
+		total += z.entries[i].usize
+		if total < z.entries[i].usize || total > uint64(v.lim.MaxBytes) {
+			return &failure{msg: msgExpandedLimit, detail: Detail{
+				Message: fmt.Sprintf("declared member sizes exceed %d bytes", v.lim.MaxBytes)}}
+		}
+	}
+	for i := range z.entries {
+		if f := v.checkEntry(&z.entries[i]); f != nil {
+			return f
+		}
+	}
+	if v.byName[memberManifest] == nil || v.byName[memberRecords] == nil {
+		return &failure{msg: msgMissingMembers}
+	}
+	bp := readBuffers.Get().(*[]byte)
+	defer readBuffers.Put(bp)
+	v.buf = *bp
+	if f := v.checkManifest(); f != nil {
+		return f
+	}
+	if f := v.checkMembers(); f != nil {
+		return f
+	}
+	if f := v.checkRecords(); f != nil {
+		return f
+	}
+	if f := v.checkArtifacts(); f != nil {
+		return f
+	}
+	if f := v.checkUnresolved(); f != nil {
+		return f
+	}
+	issues, details, f := v.recs.comp.finish(manifestView{
+		status: v.status, phase: v.phase,
+		artifacts: v.m.get("artifacts"), unresolved: v.m.get("unresolved_operations"),
+	})
+	if f != nil {
+		return f
+	}
+	if issues == nil {
+		issues = []string{}
+	}
+	if details == nil {
+		details = []Detail{}
+	}
+	v.report = Report{Valid: true, Complete: len(issues) == 0, RecordCount: v.recs.lines, Issues: issues, Details: details}
+	return nil
+}
+
+// checkEntry is item 6 for one entry.
+func (v *verifier) checkEntry(e *zipEntry) *failure {
+	at := Detail{Member: printableName(e.name)}
+	fail := func(msg string) *failure { return &failure{msg: msg, detail: at} }
+	if e.usize > uint64(v.lim.MaxMemberBytes) {
+		at.Message = fmt.Sprintf("declared size %d, the limit is %d", e.usize, v.lim.MaxMemberBytes)
+		return fail(msgMemberLimit)
+	}
+	if !validMemberName(e.name) {
+		return fail(msgUnexpectedPath)
+	}
+	if e.flags&flagEncrypted != 0 {
+		return fail(msgEncrypted)
+	}
+	if (e.extAttr>>16)&0o170000 == 0o120000 {
+		return fail(msgSymlink)
+	}
+	if e.method != methodStored && e.method != methodDeflated {
+		at.Message = fmt.Sprintf("compression method %d", e.method)
+		return fail(msgCompression)
+	}
+	return nil
+}
+
+// validMemberName: manifest.json, records.jsonl or artifacts/<64 hex>.
+func validMemberName(name string) bool {
+	if name == memberManifest || name == memberRecords {
+		return true
+	}
+	key, ok := strings.CutPrefix(name, artifactPrefix)
+	return ok && isArtifactKey(key)
+}
+
+func isLowerHex(c byte) bool { return ('0' <= c && c <= '9') || ('a' <= c && c <= 'f') }
+
+func isArtifactKey(s string) bool {
+	if len(s) != 64 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if !isLowerHex(s[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// readMember streams one member through SHA-256 (and sink), returning
+// the hex digest and the byte count.
+func (v *verifier) readMember(e *zipEntry, sink func([]byte)) (string, int64, *failure) {
+	mr, f := v.z.open(e)
+	if f != nil {
+		return "", 0, f
+	}
+	h := sha256.New()
+	var n int64
+	for {
+		k, err := mr.Read(v.buf)
+		if k > 0 {
+			h.Write(v.buf[:k])
+			if sink != nil {
+				sink(v.buf[:k])
+			}
+			n += int64(k)
+		}
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return "", 0, err.(*memberError).f
+		}
+	}
+	return hex.EncodeToString(h.Sum(nil)), n, nil
+}
+
+// checkManifest is items 8–13.
+func (v *verifier) checkManifest() *failure {
+	var raw bytes.Buffer
+	if _, _, f := v.readMember(v.byName[memberManifest], func(b []byte) { raw.Write(b) }); f != nil {
+		return f
+	}
+	v.manifestRaw = raw.Bytes()
+	at := Detail{Member: memberManifest}
+	fail := func(msg string) *failure { return &failure{msg: msg, detail: at} }
+	if e := v.manifest.parse(v.manifestRaw); e != nil {
+		at.Message = fmt.Sprintf("byte %d: %s", e.off, e.why)
+		return fail(e.msg)
+	}
+	m := v.manifest.root()
+	v.m = m
+	if !m.isObject() {
+		return fail(msgInvalidManifest)
+	}
+	if !m.get("format").isStr(formatID) || !m.get("version").intEquals(1) {
+		return fail(msgFormatVersion)
+	}
+	for _, key := range []string{"run_id", "session_id", "status", "phase"} {
+		if s, ok := m.get(key).str(); !ok || s == "" {
+			at.Message = key + " is not a non-empty string"
+			return fail(msgManifestIdentity)
+		}
+	}
+	v.runID, _ = m.get("run_id").str()
+	v.sessionID, _ = m.get("session_id").str()
+	v.status, _ = m.get("status").str()
+	v.phase, _ = m.get("phase").str()
+	if !m.get("status").strIn(runStatuses...) {
+		return fail(msgUnknownStatus)
+	}
+	index := m.get("members")
+	if !index.isObject() || index.length() != len(v.byName)-1 {
+		return fail(msgMemberSet)
+	}
+	ok := true
+	index.members(func(key, _ jv) bool {
+		name, _ := key.str()
+		ok = name != memberManifest && v.byName[name] != nil
+		if !ok {
+			at.Message = "manifest lists " + printableName(name) + " which is not in the archive"
+		}
+		return ok
+	})
+	if !ok {
+		return fail(msgMemberSet)
+	}
+	return nil
+}
+
+// checkMembers is item 14: every member, in the manifest's order, read
+// and compared with its descriptor. records.jsonl is parsed as it
+// streams; its failures are reported later, in their own order.
+func (v *verifier) checkMembers() *failure {
+	v.digests = make(map[string]string, len(v.byName))
+	v.recs = newRecordStream(v)
+	if v.keep {
+		v.artifacts = make(map[string][]byte)
+	}
+	var f *failure
+	v.m.get("members").members(func(key, desc jv) bool {
+		name, _ := key.str()
+		at := Detail{Member: printableName(name)}
+		if !desc.isObject() {
+			f = &failure{msg: msgMemberDescriptor, detail: at}
+			return false
+		}
+		e := v.byName[name]
+		var sink func([]byte)
+		var kept *bytes.Buffer
+		switch {
+		case name == memberRecords:
+			sink = v.recs.feed
+		case v.keep:
+			kept = bytes.NewBuffer(make([]byte, 0, min(e.usize, 1<<20)))
+			sink = func(b []byte) { kept.Write(b) }
+		}
+		digest, n, rf := v.readMember(e, sink)
+		if rf != nil {
+			f = rf
+			return false
+		}
+		if name == memberRecords {
+			v.recs.finish()
+		}
+		if !desc.get("size").intEquals(n) {
+			at.Message = fmt.Sprintf("the member has %d bytes", n)
+			f = &failure{msg: msgMemberSize, detail: at}
+			return false
+		}
+		if !desc.get("sha256").isStr(digest) {
+			at.Message = "SHA-256 of the member differs from the manifest"
+			f = &failure{msg: msgMemberChecksum, detail: at}
+			return false
+		}
+		v.digests[name] = digest
+		if kept != nil {
+			v.artifacts[name] = kept.Bytes()
+		}
+		return true
+	})
+	return f
+}
+
+// checkRecords is items 15–19, from what the record stream collected.
+func (v *verifier) checkRecords() *failure {
+	rs := v.recs
+	at := Detail{Member: memberRecords}
+	if rs.tooMany {
+		at.Message = fmt.Sprintf("%d lines, the limit is %d", rs.lines, v.lim.MaxRecords)
+		return &failure{msg: msgTooManyRecords, detail: at}
+	}
+	if rs.parseErr != nil {
+		return rs.parseErr
+	}
+	if !v.m.get("record_count").intEquals(int64(rs.lines)) {
+		at.Message = fmt.Sprintf("records.jsonl has %d records", rs.lines)
+		return &failure{msg: msgRecordCount, detail: at}
+	}
+	if !v.m.get("last_sequence").intEquals(int64(rs.lines)) {
+		at.Message = fmt.Sprintf("records.jsonl has %d records", rs.lines)
+		return &failure{msg: msgLastSequence, detail: at}
+	}
+	return rs.recErr
+}
+
+// checkArtifacts is items 20–22.
+func (v *verifier) checkArtifacts() *failure {
+	catalog := v.m.get("artifacts")
+	at := Detail{Member: memberManifest}
+	if !catalog.isObject() {
+		at.Message = "artifacts is not an object"
+		return &failure{msg: msgCatalog, detail: at}
+	}
+	if v.recs.surrogateSeq > 0 {
+		return &failure{msg: generic(pyUnicodeEncodeError), detail: Detail{Member: memberRecords, Seq: v.recs.surrogateSeq,
+			Kind: v.recs.surrogateKind, Message: "record holds a lone surrogate escape, which cannot be encoded as UTF-8"}}
+	}
+	refs := v.recs.refs
+	equal := catalog.length() == len(refs)
+	catalog.members(func(key, _ jv) bool {
+		k, _ := key.str()
+		_, equal = refs[k]
+		if !equal {
+			at.Message = "catalog lists " + clip(k) + " which no record references"
+		}
+		return equal
+	})
+	if !equal {
+		if at.Message == "" {
+			at.Message = "a record references an artifact missing from the catalog"
+		}
+		return &failure{msg: msgCatalog, detail: at}
+	}
+	included := make(map[string]bool)
+	var f *failure
+	catalog.members(func(key, desc jv) bool {
+		k, _ := key.str()
+		member := artifactPrefix + k
+		at := Detail{Member: member}
+		if !desc.isObject() {
+			f = &failure{msg: msgArtifactDescriptor, detail: at}
+			return false
+		}
+		status := desc.get("status")
+		if status.isStr("included") {
+			if !desc.get("path").isStr(member) || v.digests[member] == "" {
+				f = &failure{msg: msgMissingArtifact, detail: at}
+				return false
+			}
+			if v.digests[member] != k {
+				at.Message = "SHA-256 of the member differs from its key"
+				f = &failure{msg: msgArtifactChecksum, detail: at}
+				return false
+			}
+			included[member] = true
+			return true
+		}
+		if !status.strIn("missing", "corrupt", "omitted") {
+			f = &failure{msg: msgArtifactStatus, detail: at}
+			return false
+		}
+		if v.digests[member] != "" {
+			f = &failure{msg: msgExcludedPresent, detail: at}
+			return false
+		}
+		return true
+	})
+	if f != nil {
+		return f
+	}
+	for i := range v.z.entries {
+		name := v.z.entries[i].name
+		if name != memberManifest && name != memberRecords && !included[name] {
+			return &failure{msg: msgUnreferenced, detail: Detail{Member: printableName(name)}}
+		}
+	}
+	if v.keep {
+		for name := range v.artifacts {
+			if !included[name] {
+				delete(v.artifacts, name)
+			}
+		}
+	}
+	return nil
+}
+
+// checkUnresolved is item 23.
+func (v *verifier) checkUnresolved() *failure {
+	ops := v.m.get("unresolved_operations")
+	at := Detail{Member: memberManifest}
+	if !ops.isArray() {
+		return &failure{msg: msgUnresolvedOps, detail: at}
+	}
+	ok := true
+	ops.elems(func(op jv) bool {
+		ok = op.isObject() && op.get("execution_key").isString() &&
+			op.get("status").strIn("started", "uncertain") && op.get("attempt").isInt()
+		return ok
+	})
+	if !ok {
+		return &failure{msg: msgUnresolvedOp, detail: at}
+	}
+	return nil
+}
+
+// recordStream parses records.jsonl line by line as it is read (items
+// 15–19), collects artifact references (item 20) and runs the
+// completeness pass. It remembers the first failure of each step, which
+// checkRecords reports in the reference's order once every member has
+// been read.
+type recordStream struct {
+	v     *verifier
+	split lineSplitter
+	doc   jsonDoc
+	lines int
+
+	tooMany  bool
+	parseErr *failure
+	recErr   *failure
+
+	ids           map[string]struct{}
+	refs          map[string]struct{}
+	surrogateSeq  int
+	surrogateKind string
+	comp          *tracker
+	raw           [][]byte // playback
+	scratch       []byte
+}
+
+func newRecordStream(v *verifier) *recordStream {
+	s := &recordStream{v: v, ids: map[string]struct{}{}, refs: map[string]struct{}{}, comp: newTracker()}
+	s.split.onLine = s.line
+	return s
+}
+
+func (s *recordStream) feed(b []byte) { s.split.feed(b) }
+func (s *recordStream) finish()       { s.split.finish() }
+
+// line handles one line of records.jsonl (the reference's splitlines).
+func (s *recordStream) line(b []byte) {
+	s.lines++
+	if s.lines > s.v.lim.MaxRecords {
+		s.tooMany = true
+	}
+	if s.tooMany || s.parseErr != nil {
+		return // only the count matters now
+	}
+	if e := s.doc.parse(b); e != nil {
+		s.parseErr = &failure{msg: e.msg, detail: Detail{Member: memberRecords, Seq: s.lines,
+			Message: fmt.Sprintf("line %d, byte %d: %s", s.lines, e.off, e.why)}}
+		return
+	}
+	if s.v.keep {
+		s.raw = append(s.raw, bytes.Clone(b))
+	}
+	if s.recErr != nil {
+		return // parse errors in later lines still come first
+	}
+	s.recErr = s.checkRecord(b)
+}
+
+// recordContext names a record for a Detail from whatever of its fields
+// are strings.
+func recordContext(item jv, seq int) Detail {
+	d := Detail{Member: memberRecords, Seq: seq}
+	if k, ok := item.get("kind").str(); ok && journal.Kind(k).Valid() {
+		d.Kind = k
+	}
+	d.StepID, _ = item.get("step_id").str()
+	d.AttemptID, _ = item.get("attempt_id").str()
+	d.ExecutionKey, _ = item.get("execution_key").str()
+	d.StepID, d.AttemptID, d.ExecutionKey = clip(d.StepID), clip(d.AttemptID), clip(d.ExecutionKey)
+	return d
+}
+
+// checkRecord is item 19 for record number seq, then feeds the
+// completeness pass and collects artifact references.
+func (s *recordStream) checkRecord(line []byte) *failure {
+	seq := s.lines
+	item := s.doc.root()
+	if !item.isObject() {
+		return &failure{msg: msgInvalidRecord, detail: Detail{Member: memberRecords, Seq: seq}}
+	}
+	fail := func(msg, why string) *failure {
+		d := recordContext(item, seq)
+		d.Message = why
+		return &failure{msg: msg, detail: d}
+	}
+	if !item.get("version").intEquals(1) {
+		return fail(msgJournalVersion, "")
+	}
+	if !item.get("seq").intEquals(int64(seq)) {
+		return fail(msgSequence, fmt.Sprintf("expected seq %d", seq))
+	}
+	id, ok := item.get("id").str()
+	if _, dup := s.ids[id]; !ok || id == "" || dup {
+		return fail(msgRecordIdentity, "")
+	}
+	s.ids[id] = struct{}{}
+	if !item.get("run_id").isStr(s.v.runID) || !item.get("session_id").isStr(s.v.sessionID) {
+		return fail(msgMixedIdentity, "")
+	}
+	kindV := item.get("kind")
+	kind, _ := kindV.str()
+	if !kindV.isString() || !journal.Kind(kind).Valid() {
+		return fail(msgUnknownKind, "")
+	}
+	captureV := item.get("capture")
+	if !captureV.strIn("present", "redacted", "omitted") {
+		return fail(msgCapture, "")
+	}
+	capture, _ := captureV.str()
+	payload := item.get("payload")
+	if !payload.exists() || (capture == "omitted" && payload.kind() != jsonNull) {
+		return fail(msgOmittedPayload, "")
+	}
+	if capture == capturePresent && !payload.isObject() {
+		return fail(msgPayload, "")
+	}
+	for _, key := range []string{"step_id", "attempt_id", "recorded_at"} {
+		if !item.get(key).isString() {
+			return fail(msgMetadata, key+" is not a string")
+		}
+	}
+	ek := item.get("execution_key")
+	if !ek.isNone() && !ek.isString() {
+		return fail(msgExecutionKey, "")
+	}
+	if strings.HasPrefix(kind, "tool.") && !pyTruthy(ek) {
+		return fail(msgToolKey, "")
+	}
+	if capture == capturePresent && kind == string(journal.KindEvent) {
+		if class := decodeRunEvent(payload); class != "" {
+			return fail(generic(class), "event payload is not a valid RunEvent")
+		}
+		if !payload.get("run_id").isStr(s.v.runID) || !payload.get("session_id").isStr(s.v.sessionID) {
+			return fail(msgEventIdentity, "")
+		}
+	}
+	// The record is valid: artifact references and completeness.
+	if s.doc.surrogate {
+		if s.surrogateSeq == 0 {
+			s.surrogateSeq, s.surrogateKind = seq, kind
+		}
+	} else {
+		s.collectRefs(line)
+	}
+	r := trackedRecord{seq: seq, kind: kind, capture: capture, hasExecKey: ek.exists()}
+	r.stepID, _ = item.get("step_id").str()
+	r.attemptID, _ = item.get("attempt_id").str()
+	r.executionKey, _ = ek.str()
+	switch kind {
+	case "tool.resolved":
+		r.resolvedWithResult = capture == capturePresent && !payload.get("result").isNone()
+	case "checkpoint":
+		if capture == capturePresent {
+			r.payload = bytes.Clone(payload.raw())
+		}
+	}
+	s.comp.add(&r)
+	return nil
+}
+
+// collectRefs adds the artifact references of the current record: every
+// artifact://<64 lowercase hex> not followed by another hex digit in the
+// canonical JSON of the record (REFERENCE §5.6). References can only lie
+// inside strings, and canonical serialization changes a string only
+// through escapes; of those only \uXXXX and \/ can produce or hide
+// characters of a reference. A line without them is searched as is;
+// otherwise each string is decoded first.
+func (s *recordStream) collectRefs(line []byte) {
+	if !bytes.Contains(line, []byte(`artifact:`)) && !bytes.Contains(line, []byte(`\u`)) && !bytes.Contains(line, []byte(`\/`)) {
+		return
+	}
+	if !bytes.Contains(line, []byte(`\u`)) && !bytes.Contains(line, []byte(`\/`)) {
+		findRefs(line, s.refs)
+		return
+	}
+	d := &s.doc
+	for i := range d.nodes {
+		n := &d.nodes[i]
+		if n.kind != jsonString {
+			continue
+		}
+		if n.flags&flagEscaped == 0 {
+			findRefs(d.src[n.start:n.end], s.refs)
+			continue
+		}
+		s.scratch = d.appendString(s.scratch[:0], i)
+		findRefs(s.scratch, s.refs)
+	}
+}
+
+var refPrefix = []byte("artifact://")
+
+// findRefs adds the matches of artifact://([a-f0-9]{64})(?![a-f0-9]) in b.
+func findRefs(b []byte, refs map[string]struct{}) {
+	for {
+		k := bytes.Index(b, refPrefix)
+		if k < 0 {
+			return
+		}
+		h := b[k+len(refPrefix):]
+		if len(h) >= 64 && allLowerHex(h[:64]) && (len(h) == 64 || !isLowerHex(h[64])) {
+			refs[string(h[:64])] = struct{}{}
+			b = h[64:]
+			continue
+		}
+		b = b[k+1:]
+	}
+}
+
+func allLowerHex(b []byte) bool {
+	for _, c := range b {
+		if !isLowerHex(c) {
+			return false
+		}
+	}
+	return true
+}
+
+// lineSplitter splits a stream like bytes.splitlines: lines end at "\n",
+// "\r\n" or "\r", and a final line break does not start an empty line.
+type lineSplitter struct {
+	carry     []byte
+	pendingCR bool // the previous chunk ended with '\r'
+	onLine    func([]byte)
+}
+
+func (s *lineSplitter) feed(b []byte) {
+	if len(b) == 0 {
+		return
+	}
+	if s.pendingCR {
+		s.pendingCR = false
+		if b[0] == '\n' {
+			b = b[1:]
+		}
+	}
+	for len(b) > 0 {
+		i := bytes.IndexByte(b, '\n')
+		limit := i
+		if limit < 0 {
+			limit = len(b)
+		}
+		if j := bytes.IndexByte(b[:limit], '\r'); j >= 0 {
+			i = j
+		}
+		if i < 0 {
+			s.carry = append(s.carry, b...)
+			return
+		}
+		line := b[:i]
+		if len(s.carry) > 0 {
+			s.carry = append(s.carry, line...)
+			line = s.carry
+		}
+		s.onLine(line)
+		s.carry = s.carry[:0]
+		if b[i] == '\r' {
+			if i+1 == len(b) {
+				s.pendingCR = true
+			} else if b[i+1] == '\n' {
+				i++
+			}
+		}
+		b = b[i+1:]
+	}
+}
+
+func (s *lineSplitter) finish() {
+	if len(s.carry) > 0 {
+		s.onLine(s.carry)
+		s.carry = s.carry[:0]
+	}
+}
