@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"hxd/internal/agent"
+	hxhttp "hxd/internal/http"
+	"hxd/internal/hxbundle"
 	"hxd/internal/journal"
 	hxruntime "hxd/internal/runtime"
 	"hxd/internal/store/sqlite"
@@ -26,11 +28,21 @@ import (
 // (REFERENCE §10.2 on SQLite): crash exits the process with code 42 right
 // after the report tool's result is committed, status shows the saved state
 // without changing anything, resume finishes the same run without running
-// the tool again.
+// the tool again. And `hxd demo flight-recorder` (REFERENCE §10.1): a
+// recorded run with an injected model failure, exported with payloads,
+// verified and played back offline.
 
 const demoUsage = `Usage:
+  hxd demo flight-recorder [--output FILE.hx]
   hxd demo crash-recovery crash|status|resume [--workspace DIR] [--db FILE]
 
+flight-recorder: run the invoice-analyst@v1 agent (an injected model
+connection failure, a retry, the safe overdue_balance tool) on a temporary
+database, export the recorded run with payloads to --output (default
+invoice-incident.hx, never overwritten), then verify it and print its
+model/tool timeline. No network, no API key.
+
+crash-recovery commands:
   crash    start the crash-recovery@v1 agent; the process exits with code 42
            right after the write_report result is committed
   status   show the saved state (read-only)
@@ -81,6 +93,8 @@ func demo(ctx context.Context, args []string, e env) error {
 	switch args[0] {
 	case "crash-recovery":
 		return crashRecoveryDemo(ctx, args[1:], e)
+	case "flight-recorder":
+		return flightRecorderDemo(ctx, args[1:], e)
 	case "help", "-h", "--help":
 		fmt.Fprint(e.stdout, demoUsage)
 		return nil
@@ -534,4 +548,145 @@ func demoDB(cfg demoConfig, ds demoSession) string {
 		return ds.DB
 	}
 	return filepath.Join(cfg.Workspace, "hxd.db")
+}
+
+// Flight-recorder demo texts (REFERENCE §10.1).
+const (
+	recorderDefaultOutput = "invoice-incident.hx"
+	recorderMessage       = "Analyze overdue invoices for the demo account"
+	recorderTempPrefix    = "hxd-recorder-"
+)
+
+// flightRecorderDemo is `hxd demo flight-recorder [--output F]`.
+func flightRecorderDemo(ctx context.Context, args []string, e env) error {
+	flags := flag.NewFlagSet("demo flight-recorder", flag.ContinueOnError)
+	flags.SetOutput(e.stderr)
+	flags.Usage = func() { fmt.Fprint(e.stderr, demoUsage) }
+	output := flags.String("output", recorderDefaultOutput, "bundle file to create (never overwritten)")
+	if err := flags.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return &exitError{code: 0}
+		}
+		return &exitError{code: 2, err: err}
+	}
+	if flags.NArg() > 0 {
+		return &exitError{code: 2, err: fmt.Errorf("flight-recorder takes no arguments, got %q", flags.Args())}
+	}
+	if *output == "" {
+		return &exitError{code: 2, err: errors.New("--output must not be empty")}
+	}
+	path, err := filepath.Abs(*output)
+	if err != nil {
+		return fmt.Errorf("output path: %w", err)
+	}
+	if err := refuseExisting(path); err != nil {
+		return err
+	}
+
+	answer, err := recordDemoIncident(ctx, path, e)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(e.stdout, answer)
+
+	// Offline playback: the temporary database is gone; only the file is read.
+	f, size, err := openBundle(path)
+	if err != nil {
+		return &exitError{code: 1, err: err}
+	}
+	defer f.Close()
+	played, err := hxbundle.Playback(f, size, hxbundle.DefaultLimits)
+	if err != nil {
+		return &exitError{code: 1, err: fmt.Errorf("the exported bundle does not verify: %w", err)}
+	}
+	if !played.Report.Valid || !played.Report.Complete {
+		return &exitError{code: 1, err: fmt.Errorf("the exported bundle is not complete: %s", strings.Join(played.Report.Issues, ", "))}
+	}
+	// The reference checks its provider and tool counters: 3 model calls
+	// (the injected failure, the retry, the answer) and 1 tool call. The
+	// recording says the same; playback itself can call nothing.
+	calls := map[string]int{}
+	for _, raw := range played.Records {
+		var r timelineRecord
+		if err := json.Unmarshal(raw, &r); err != nil {
+			return fmt.Errorf("decode record: %w", err)
+		}
+		calls[r.Kind]++
+	}
+	if calls["model.started"] != 3 || calls["tool.dispatched"] != 1 {
+		return &exitError{code: 1, err: fmt.Errorf("the bundle records %d model and %d tool calls, want 3 and 1",
+			calls["model.started"], calls["tool.dispatched"])}
+	}
+	if err := printTimeline(e.stdout, played, false); err != nil {
+		return err
+	}
+	printVerified(e.stdout, played)
+	fmt.Fprintln(e.stdout, "Bundle:", path)
+	return nil
+}
+
+// recordDemoIncident runs the invoice-analyst demo agent with recording
+// in a temporary folder, exports the run with payloads to path, then
+// closes everything and deletes the folder. It returns the run's output.
+func recordDemoIncident(ctx context.Context, path string, e env) (string, error) {
+	tmp, err := os.MkdirTemp(e.getenv("TMPDIR"), recorderTempPrefix) // "" → os.TempDir()
+	if err != nil {
+		return "", fmt.Errorf("create temporary folder: %w", err)
+	}
+	defer os.RemoveAll(tmp)
+	log := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	store, err := sqlite.Open(ctx, sqlite.Config{Path: filepath.Join(tmp, "runtime.db"), Logger: log, AutoMigrate: true})
+	if err != nil {
+		return "", fmt.Errorf("open store: %w", err)
+	}
+	defer store.Close()
+	rt, err := newDemoRuntime(store, tmp, log, nil)
+	if err != nil {
+		return "", err
+	}
+	defer func() { _ = rt.Stop(context.WithoutCancel(ctx)) }()
+
+	recording := true
+	sess, err := rt.CreateSession(ctx, hxruntime.CreateSessionParams{Agent: agent.DemoInvoiceAnalyst, Recording: &recording})
+	if err != nil {
+		return "", fmt.Errorf("create session: %w", err)
+	}
+	msg, _ := json.Marshal(recorderMessage)
+	run, _, err := rt.SubmitRun(ctx, hxruntime.SubmitParams{SessionID: sess.ID, Message: msg})
+	if err != nil {
+		return "", fmt.Errorf("submit run: %w", err)
+	}
+	res, err := waitDemoRun(ctx, rt, run.RunID, nil)
+	if err != nil {
+		return "", err
+	}
+	if res.Status != hxruntime.StatusCompleted || res.Output == nil {
+		reason := string(res.Status)
+		if res.Error != nil && res.Error.Message != "" {
+			reason = res.Error.Message
+		}
+		fmt.Fprintln(e.stdout, "Error:", reason)
+		return "", &exitError{code: 1}
+	}
+
+	archive, _, err := hxhttp.ExportBundle(ctx, func(fn func(*hxruntime.Incident) error) error {
+		return rt.Export(ctx, run.RunID, fn)
+	}, hxhttp.BundleOptions{Policy: hxbundle.Policy{IncludePayloads: true}, Version: version, Dir: tmp})
+	if err != nil {
+		return "", fmt.Errorf("export run %s: %w", run.RunID, err)
+	}
+	defer archive.Close()
+	if err := archive.Publish(path); err != nil {
+		if errors.Is(err, os.ErrExist) {
+			return "", &exitError{code: 1, err: existsError(path)}
+		}
+		return "", &exitError{code: 1, err: err}
+	}
+	// Everything is closed and the folder deleted before playback: the
+	// deferred calls repeat harmlessly.
+	err = errors.Join(archive.Close(), rt.Stop(context.WithoutCancel(ctx)), store.Close(), os.RemoveAll(tmp))
+	if err != nil {
+		return "", fmt.Errorf("clean up the demo runtime: %w", err)
+	}
+	return *res.Output, nil
 }

@@ -64,6 +64,13 @@ const usage = `hxd — durable AI-agent runs with a flight recorder
 
 Usage:
   hxd serve [flags]     run the HTTP API (see hxd serve -h)
+  hxd export --db F --session S --run R --output X.hx [--include-payloads] [--include-artifacts]
+                        export a recorded run from a store file (see hxd export -h)
+  hxd verify [--json] X.hx
+                        verify a bundle (exit 0 complete, 1 incomplete, 2 invalid)
+  hxd playback X.hx     print a bundle's model/tool timeline (executes nothing)
+  hxd demo flight-recorder [--output F.hx]
+                        reproduce the flight-recorder example
   hxd demo crash-recovery crash|status|resume [flags]
                         reproduce the crash-recovery example (exit 42)
   hxd version           print the version
@@ -84,6 +91,12 @@ func run(ctx context.Context, args []string, e env) error {
 		return serve(ctx, args[1:], e)
 	case "demo":
 		return demo(ctx, args[1:], e)
+	case "export":
+		return exportCmd(ctx, args[1:], e)
+	case "verify":
+		return verifyCmd(ctx, args[1:], e)
+	case "playback":
+		return playbackCmd(ctx, args[1:], e)
 	case "version", "--version", "-version":
 		fmt.Fprintln(e.stdout, "hxd", version)
 		return nil

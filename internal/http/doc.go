@@ -9,6 +9,7 @@
 // they hold no SQL and no state-machine decisions.
 //
 // It may import internal/http/api (generated), runtime, hxbundle and agent
-// (plus model for the ToolResult of a resolution). It must never import
+// (plus model for the ToolResult of a resolution and journal for the
+// records a bundle is built from). It must never import
 // store/*, temporal or a database driver.
 package http

@@ -94,10 +94,13 @@ func eventOut(ev hxruntime.RunEvent) api.RunEvent {
 type httpRequestKey struct{}
 
 // withHTTPRequest hands the raw request to the few operations that need
-// more than the contract can declare: listRunEvents (the Accept header)
-// and getMetrics (promhttp negotiates the format itself).
+// more than the contract can declare: listRunEvents (the Accept header),
+// getMetrics (promhttp negotiates the format itself), verifyBundle and
+// playbackBundle (the declared Content-Length of the upload).
 func withHTTPRequest(f api.StrictHandlerFunc, operationID string) api.StrictHandlerFunc {
-	if operationID != "ListRunEvents" && operationID != "GetMetrics" {
+	switch operationID {
+	case "ListRunEvents", "GetMetrics", "VerifyBundle", "PlaybackBundle":
+	default:
 		return f
 	}
 	return func(ctx context.Context, w http.ResponseWriter, r *http.Request, req any) (any, error) {

@@ -35,6 +35,8 @@ type fakeService struct {
 	PendingFunc       func(ctx context.Context, sessionID string) ([]hxruntime.PendingTool, error)
 	ApproveFunc       func(ctx context.Context, p hxruntime.ApproveParams) (*hxruntime.RunResult, error)
 	ResolveFunc       func(ctx context.Context, p hxruntime.ResolveParams) (*hxruntime.RunResult, error)
+	ExportFunc        func(ctx context.Context, runID string, fn func(*hxruntime.Incident) error) error
+	ArtifactFunc      func(ctx context.Context, sha256 string) ([]byte, error)
 }
 
 var _ hxhttp.Service = (*fakeService)(nil)
@@ -163,4 +165,18 @@ func (f *fakeService) Resolve(ctx context.Context, p hxruntime.ResolveParams) (*
 		return nil, errNotStubbed
 	}
 	return f.ResolveFunc(ctx, p)
+}
+
+func (f *fakeService) Export(ctx context.Context, runID string, fn func(*hxruntime.Incident) error) error {
+	if f.ExportFunc == nil {
+		return errNotStubbed
+	}
+	return f.ExportFunc(ctx, runID, fn)
+}
+
+func (f *fakeService) Artifact(ctx context.Context, sha256 string) ([]byte, error) {
+	if f.ArtifactFunc == nil {
+		return nil, errNotStubbed
+	}
+	return f.ArtifactFunc(ctx, sha256)
 }

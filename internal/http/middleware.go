@@ -90,9 +90,15 @@ func (s *Server) recoverer(next http.Handler) http.Handler {
 
 // limitBody bounds the request body: a declared length over the limit is
 // refused at once, an undeclared one fails when the reader passes it.
+// Bundle uploads are exempt: their handlers bound them by the bundle byte
+// limit and answer a larger one as an invalid bundle (see bundleUpload).
 func (s *Server) limitBody(limit int64) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if bundleUpload(r) {
+				next.ServeHTTP(w, r)
+				return
+			}
 			if r.ContentLength > limit {
 				s.writeProblem(w, r, &http.MaxBytesError{Limit: limit})
 				return

@@ -11,6 +11,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"hxd/internal/http/api"
+	"hxd/internal/hxbundle"
 	hxruntime "hxd/internal/runtime"
 )
 
@@ -93,6 +94,9 @@ var problemTable = []problemRule{
 	{is(hxruntime.ErrUnknownAgent), http.StatusUnprocessableEntity, "unknown_agent", "Unknown agent"},
 	{is(hxruntime.ErrInvalidMessage), http.StatusUnprocessableEntity, "invalid_message", "Invalid message"},
 	{is(hxruntime.ErrRecordingDisabled), http.StatusUnprocessableEntity, "recording_disabled", "Flight recording was not enabled"},
+	{is(hxbundle.ErrInvalidPolicy), http.StatusUnprocessableEntity, "invalid_policy", "Invalid export policy"},
+	{is(hxbundle.ErrLimitExceeded), http.StatusUnprocessableEntity, "bundle_limit_exceeded", "Bundle limit exceeded"},
+	{is(hxbundle.ErrInvalidBundle), http.StatusUnprocessableEntity, "invalid_bundle", "Invalid bundle"},
 	{is(hxruntime.ErrUnavailable), http.StatusServiceUnavailable, "unavailable", "Service unavailable"},
 }
 
@@ -108,11 +112,17 @@ func problemFor(r *http.Request, err error) (problemRule, string) {
 		var detail string
 		var re *requestError
 		var pe *hxruntime.PublicError
+		var le *hxbundle.LimitError
+		var ie *hxbundle.InvalidError
 		switch {
 		case errors.As(err, &re):
 			detail = re.Detail
 		case errors.As(err, &pe):
 			detail = pe.Detail
+		case errors.As(err, &le):
+			detail = le.Message // the reference's message, e.g. "Incident exceeds byte limit"
+		case errors.As(err, &ie):
+			detail = ie.Message // the verifier's message
 		}
 		return rule, detail
 	}

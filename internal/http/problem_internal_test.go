@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"hxd/internal/hxbundle"
 	hxruntime "hxd/internal/runtime"
 )
 
@@ -55,6 +56,12 @@ func TestProblemTable(t *testing.T) {
 		{"panic", live, &panicError{Value: "boom"}, 500, "internal", ""},
 		{"unmapped", live, errors.New("disk on fire"), 500, "internal", ""},
 		{"unmapped public error", live, &hxruntime.PublicError{Err: hxruntime.ErrRecording, Detail: "x"}, 500, "internal", ""},
+		{"invalid policy", live, &hxruntime.PublicError{Err: hxbundle.ErrInvalidPolicy, Detail: "Artifact export also requires include_payloads=True"},
+			422, "invalid_policy", "Artifact export also requires include_payloads=True"},
+		{"bundle limit", live, fmt.Errorf("build: %w", &hxbundle.LimitError{Message: hxbundle.MsgRecordLimit}),
+			422, "bundle_limit_exceeded", "Incident exceeds the configured record limit"},
+		{"invalid bundle", live, &hxbundle.InvalidError{Message: "Member checksum mismatch"}, 422, "invalid_bundle", "Member checksum mismatch"},
+		{"self-verification", live, fmt.Errorf("%w: Record count mismatch", ErrSelfVerification), 500, "internal", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"hxd/internal/http/api"
+	"hxd/internal/hxbundle"
 )
 
 // Defaults of Config.
@@ -51,6 +52,17 @@ type Config struct {
 	// KeepAlive is the interval of `: keep-alive` comments on event
 	// streams. Optional, default: 15s.
 	KeepAlive time.Duration
+	// BundleLimits bound the bundles the server handles: uploads to
+	// /bundles/verify and /bundles/playback (whose bodies MaxBodyBytes does
+	// not bound: a larger upload is reported invalid), and exports, whose
+	// request may only tighten them. Optional; a zero field takes its
+	// hxbundle.DefaultLimits value (64 MiB, 32 MiB per member, 100,000
+	// records, 10,000 members).
+	BundleLimits hxbundle.Limits
+	// SpoolDir holds the private temporary files (mode 0600) of exports
+	// and uploaded bundles while a request uses them. Optional, default:
+	// os.TempDir().
+	SpoolDir string
 }
 
 // Server implements the generated strict-server interface on top of a
@@ -62,6 +74,8 @@ type Server struct {
 	keepAlive time.Duration
 	contract  []byte       // the served api/openapi.yaml
 	metrics   http.Handler // promhttp for the Registry
+	limits    hxbundle.Limits
+	spoolDir  string
 }
 
 var _ api.StrictServerInterface = (*Server)(nil)
@@ -73,7 +87,7 @@ var _ api.StrictServerInterface = (*Server)(nil)
 // contract.
 //
 // New panics on wiring bugs, as prometheus.MustRegister does: a nil
-// cfg.Service, metrics already registered in cfg.Registry (New called
+// cfg.Service, negative cfg.BundleLimits, metrics already registered in cfg.Registry (New called
 // twice with one registry) or an embedded contract that does not load.
 func New(cfg Config) http.Handler {
 	h, err := newHandler(cfg)
@@ -87,7 +101,11 @@ func newHandler(cfg Config) (http.Handler, error) {
 	if cfg.Service == nil {
 		return nil, errors.New("http: Config.Service is required")
 	}
-	s := &Server{svc: cfg.Service, log: cfg.Logger, version: cfg.Version, keepAlive: cfg.KeepAlive}
+	s := &Server{svc: cfg.Service, log: cfg.Logger, version: cfg.Version, keepAlive: cfg.KeepAlive,
+		limits: hxbundle.Policy{Limits: cfg.BundleLimits}.EffectiveLimits(), spoolDir: cfg.SpoolDir}
+	if err := s.limits.Validate(); err != nil {
+		return nil, fmt.Errorf("http: Config.BundleLimits: %w", err)
+	}
 	if s.log == nil {
 		s.log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}

@@ -66,4 +66,14 @@ type Service interface {
 	// *runtime.PublicError whose Detail is shown to the client).
 	Approve(ctx context.Context, p hxruntime.ApproveParams) (*hxruntime.RunResult, error)
 	Resolve(ctx context.Context, p hxruntime.ResolveParams) (*hxruntime.RunResult, error)
+
+	// Export reads a consistent cut of a recorded run and hands it to fn;
+	// the Incident is valid only inside fn. It never resumes or executes
+	// anything and works on live runs. Errors: runtime.ErrNotFound,
+	// runtime.ErrRecordingDisabled, else fn's error.
+	Export(ctx context.Context, runID string, fn func(*hxruntime.Incident) error) error
+	// Artifact returns the bytes of an artifact (by its lowercase hex
+	// SHA-256) referenced by a session the caller owns; runtime.ErrNotFound
+	// for anything else, whatever the key's shape.
+	Artifact(ctx context.Context, sha256 string) ([]byte, error)
 }

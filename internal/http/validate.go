@@ -56,6 +56,10 @@ func (s *Server) validate(routes *routeIndex) func(http.Handler) http.Handler {
 		SkipSettingDefaults: true,
 		AuthenticationFunc:  openapi3filter.NoopAuthenticationFunc,
 	}
+	// Bundle uploads are archives of up to 64 MiB that the validator would
+	// read into memory; their handlers spool and check them instead.
+	uploadOpts := *opts
+	uploadOpts.ExcludeRequestBody = true
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			rctx := chi.RouteContext(r.Context())
@@ -78,7 +82,11 @@ func (s *Server) validate(routes *routeIndex) func(http.Handler) http.Handler {
 				}
 				params[k] = v
 			}
-			in := &openapi3filter.RequestValidationInput{Request: r, PathParams: params, Route: route, Options: opts}
+			o := opts
+			if bundleUploadOperations[route.Operation.OperationID] {
+				o = &uploadOpts
+			}
+			in := &openapi3filter.RequestValidationInput{Request: r, PathParams: params, Route: route, Options: o}
 			if err := openapi3filter.ValidateRequest(r.Context(), in); err != nil {
 				s.writeProblem(w, r, validationError(err))
 				return

@@ -243,6 +243,40 @@ type ApproveRequest struct {
 	Resume *bool `json:"resume,omitempty"`
 }
 
+// ArtifactInfo defines model for ArtifactInfo.
+type ArtifactInfo struct {
+	// Sha256 The artifact key (lowercase hex SHA-256 of its bytes).
+	Sha256 string `json:"sha256"`
+
+	// Size Its length in bytes.
+	Size int64 `json:"size"`
+}
+
+// BundleLimits Bounds of a bundle (REFERENCE §7.2). Each given value must be a
+// positive integer not above the server's own limit (else 422
+// `invalid_policy`); an absent one takes the server's.
+type BundleLimits struct {
+	// MaxBytes The archive and the sum of its members (default 67108864 = 64 MiB).
+	//
+	// Example: 67108864
+	MaxBytes *int64 `json:"max_bytes,omitempty"`
+
+	// MaxMemberBytes One member (default 33554432 = 32 MiB).
+	//
+	// Example: 33554432
+	MaxMemberBytes *int64 `json:"max_member_bytes,omitempty"`
+
+	// MaxMembers Archive entries (default 10000).
+	//
+	// Example: 10000
+	MaxMembers *int `json:"max_members,omitempty"`
+
+	// MaxRecords Journal records (default 100000).
+	//
+	// Example: 100000
+	MaxRecords *int `json:"max_records,omitempty"`
+}
+
 // ContentBlock One message block (Anthropic-shaped): text, tool_use or tool_result.
 type ContentBlock struct {
 	// Content Content of a tool_result block (any JSON value, usually a string).
@@ -302,6 +336,23 @@ type EventPage struct {
 	NextCursor EventCursor `json:"next_cursor"`
 }
 
+// ExportPolicy What an export may contain (REFERENCE §5.3 plus declarative redaction rules).
+type ExportPolicy struct {
+	// IncludeArtifacts Add the referenced artifacts' bytes; requires `include_payloads` (else 422 `invalid_policy`).
+	IncludeArtifacts *bool `json:"include_artifacts,omitempty"`
+
+	// IncludePayloads Export payloads (auto-redacted, then `redact`, then auto-redacted again); false exports metadata only.
+	IncludePayloads *bool `json:"include_payloads,omitempty"`
+
+	// Limits Bounds of a bundle (REFERENCE §7.2). Each given value must be a
+	// positive integer not above the server's own limit (else 422
+	// `invalid_policy`); an absent one takes the server's.
+	Limits *BundleLimits `json:"limits,omitempty"`
+
+	// Redact Redaction rules, applied in order between the two automatic passes.
+	Redact *[]RedactRule `json:"redact,omitempty"`
+}
+
 // Health defines model for Health.
 type Health struct {
 	Status HealthStatus `json:"status"`
@@ -336,12 +387,31 @@ type PendingTool struct {
 // PendingToolStatus defines model for PendingTool.Status.
 type PendingToolStatus string
 
+// PlaybackResult A verified bundle opened for playback (REFERENCE §8).
+type PlaybackResult struct {
+	// Artifacts The included artifacts, by ascending key.
+	Artifacts []ArtifactInfo `json:"artifacts"`
+
+	// Manifest manifest.json.
+	Manifest json.RawMessage `json:"manifest"`
+
+	// Records The journal records in sequence order, as in records.jsonl.
+	Records []json.RawMessage `json:"records"`
+
+	// Report The verdict on a bundle (REFERENCE §7.1). A valid bundle lists its
+	// completeness issue codes (REFERENCE §7.4, in order; `complete` when
+	// none); an invalid one has `record_count` 0 and the rejection message
+	// (REFERENCE §7.3) as its single issue. `details` locate each issue.
+	Report VerificationReport `json:"report"`
+}
+
 // Problem RFC 9457 problem details. `code` is the stable machine code:
 // invalid_request, not_found, method_not_allowed, payload_too_large,
 // session_exists, session_busy, request_id_conflict,
 // recording_mismatch, agent_mismatch, not_awaiting_resolution,
 // unknown_execution_key, resolution_invalid, unknown_agent,
-// invalid_message, recording_disabled, unavailable,
+// invalid_message, recording_disabled, invalid_policy,
+// bundle_limit_exceeded, invalid_bundle, unavailable,
 // client_closed_request, internal. New codes may be added.
 type Problem struct {
 	// Code The stable machine code.
@@ -367,6 +437,15 @@ type Problem struct {
 	// Example: urn:hxd:problem:not_found
 	Type string `json:"type"`
 }
+
+// RedactRule One redaction rule, of three shapes: `{kinds?, action: "omit"}`
+// omits matching payloads (capture `redacted`); `{kinds?, pointer,
+// action: "omit"|"replace", value?}` omits or replaces the value at an
+// RFC 6901 JSON pointer inside them; `{kinds?, pattern, replace?}`
+// replaces every match of an RE2 regular expression in every string
+// of them. `kinds` restricts the rule to those record kinds (default:
+// every kind). A rule that breaks these rules is 422 `invalid_policy`.
+type RedactRule = json.RawMessage
 
 // ReplayPolicy defines model for ReplayPolicy.
 type ReplayPolicy string
@@ -545,6 +624,40 @@ type Usage struct {
 	OutputTokens             int64 `json:"output_tokens"`
 }
 
+// VerificationDetail Where one issue was found (never payload content).
+type VerificationDetail struct {
+	AttemptId    *string `json:"attempt_id,omitempty"`
+	ExecutionKey *string `json:"execution_key,omitempty"`
+
+	// Issue The issue code or rejection message it explains.
+	Issue string `json:"issue"`
+
+	// Kind The record kind concerned.
+	Kind *string `json:"kind,omitempty"`
+
+	// Member The archive member concerned.
+	Member *string `json:"member,omitempty"`
+
+	// Message A short explanation.
+	Message *string `json:"message,omitempty"`
+
+	// Seq The 1-based record number concerned.
+	Seq    *int    `json:"seq,omitempty"`
+	StepId *string `json:"step_id,omitempty"`
+}
+
+// VerificationReport The verdict on a bundle (REFERENCE §7.1). A valid bundle lists its
+// completeness issue codes (REFERENCE §7.4, in order; `complete` when
+// none); an invalid one has `record_count` 0 and the rejection message
+// (REFERENCE §7.3) as its single issue. `details` locate each issue.
+type VerificationReport struct {
+	Complete    bool                 `json:"complete"`
+	Details     []VerificationDetail `json:"details"`
+	Issues      []string             `json:"issues"`
+	RecordCount int                  `json:"record_count"`
+	Valid       bool                 `json:"valid"`
+}
+
 // AgentName defines model for AgentName.
 type AgentName = string
 
@@ -576,7 +689,8 @@ type SessionID = string
 // session_exists, session_busy, request_id_conflict,
 // recording_mismatch, agent_mismatch, not_awaiting_resolution,
 // unknown_execution_key, resolution_invalid, unknown_agent,
-// invalid_message, recording_disabled, unavailable,
+// invalid_message, recording_disabled, invalid_policy,
+// bundle_limit_exceeded, invalid_bundle, unavailable,
 // client_closed_request, internal. New codes may be added.
 type BadRequest = Problem
 
@@ -585,7 +699,8 @@ type BadRequest = Problem
 // session_exists, session_busy, request_id_conflict,
 // recording_mismatch, agent_mismatch, not_awaiting_resolution,
 // unknown_execution_key, resolution_invalid, unknown_agent,
-// invalid_message, recording_disabled, unavailable,
+// invalid_message, recording_disabled, invalid_policy,
+// bundle_limit_exceeded, invalid_bundle, unavailable,
 // client_closed_request, internal. New codes may be added.
 type Conflict = Problem
 
@@ -594,7 +709,8 @@ type Conflict = Problem
 // session_exists, session_busy, request_id_conflict,
 // recording_mismatch, agent_mismatch, not_awaiting_resolution,
 // unknown_execution_key, resolution_invalid, unknown_agent,
-// invalid_message, recording_disabled, unavailable,
+// invalid_message, recording_disabled, invalid_policy,
+// bundle_limit_exceeded, invalid_bundle, unavailable,
 // client_closed_request, internal. New codes may be added.
 type NotFound = Problem
 
@@ -603,7 +719,8 @@ type NotFound = Problem
 // session_exists, session_busy, request_id_conflict,
 // recording_mismatch, agent_mismatch, not_awaiting_resolution,
 // unknown_execution_key, resolution_invalid, unknown_agent,
-// invalid_message, recording_disabled, unavailable,
+// invalid_message, recording_disabled, invalid_policy,
+// bundle_limit_exceeded, invalid_bundle, unavailable,
 // client_closed_request, internal. New codes may be added.
 type Unavailable = Problem
 
@@ -612,7 +729,8 @@ type Unavailable = Problem
 // session_exists, session_busy, request_id_conflict,
 // recording_mismatch, agent_mismatch, not_awaiting_resolution,
 // unknown_execution_key, resolution_invalid, unknown_agent,
-// invalid_message, recording_disabled, unavailable,
+// invalid_message, recording_disabled, invalid_policy,
+// bundle_limit_exceeded, invalid_bundle, unavailable,
 // client_closed_request, internal. New codes may be added.
 type Unprocessable = Problem
 
@@ -655,6 +773,9 @@ type SubmitRunParams struct {
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
+// ExportRunJSONRequestBody defines body for ExportRun for application/json ContentType.
+type ExportRunJSONRequestBody = ExportPolicy
+
 // CreateSessionJSONRequestBody defines body for CreateSession for application/json ContentType.
 type CreateSessionJSONRequestBody = CreateSessionRequest
 
@@ -678,6 +799,15 @@ type ServerInterface interface {
 	// GetAgent Get one agent
 	// (GET /agents/{name}/{version})
 	GetAgent(w http.ResponseWriter, r *http.Request, name AgentName, version AgentVersion)
+	// GetArtifact Download an artifact
+	// (GET /artifacts/{sha256})
+	GetArtifact(w http.ResponseWriter, r *http.Request, sha256 string)
+	// PlaybackBundle Play a `.hx` bundle back
+	// (POST /bundles/playback)
+	PlaybackBundle(w http.ResponseWriter, r *http.Request)
+	// VerifyBundle Verify a `.hx` bundle
+	// (POST /bundles/verify)
+	VerifyBundle(w http.ResponseWriter, r *http.Request)
 	// GetHealth Liveness
 	// (GET /healthz)
 	GetHealth(w http.ResponseWriter, r *http.Request)
@@ -696,6 +826,9 @@ type ServerInterface interface {
 	// ListRunEvents Read a run's events (SSE or JSON page)
 	// (GET /runs/{run_id}/events)
 	ListRunEvents(w http.ResponseWriter, r *http.Request, runId RunID, params ListRunEventsParams)
+	// ExportRun Export a recorded run as a `.hx` bundle
+	// (POST /runs/{run_id}/export)
+	ExportRun(w http.ResponseWriter, r *http.Request, runId RunID)
 	// ListSessions List the caller's sessions
 	// (GET /sessions)
 	ListSessions(w http.ResponseWriter, r *http.Request, params ListSessionsParams)
@@ -747,6 +880,24 @@ func (_ Unimplemented) GetAgent(w http.ResponseWriter, r *http.Request, name Age
 	w.WriteHeader(http.StatusNotImplemented)
 }
 
+// GetArtifact Download an artifact
+// (GET /artifacts/{sha256})
+func (_ Unimplemented) GetArtifact(w http.ResponseWriter, r *http.Request, sha256 string) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// PlaybackBundle Play a `.hx` bundle back
+// (POST /bundles/playback)
+func (_ Unimplemented) PlaybackBundle(w http.ResponseWriter, r *http.Request) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// VerifyBundle Verify a `.hx` bundle
+// (POST /bundles/verify)
+func (_ Unimplemented) VerifyBundle(w http.ResponseWriter, r *http.Request) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
 // GetHealth Liveness
 // (GET /healthz)
 func (_ Unimplemented) GetHealth(w http.ResponseWriter, r *http.Request) {
@@ -780,6 +931,12 @@ func (_ Unimplemented) GetRun(w http.ResponseWriter, r *http.Request, runId RunI
 // ListRunEvents Read a run's events (SSE or JSON page)
 // (GET /runs/{run_id}/events)
 func (_ Unimplemented) ListRunEvents(w http.ResponseWriter, r *http.Request, runId RunID, params ListRunEventsParams) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// ExportRun Export a recorded run as a `.hx` bundle
+// (POST /runs/{run_id}/export)
+func (_ Unimplemented) ExportRun(w http.ResponseWriter, r *http.Request, runId RunID) {
 	w.WriteHeader(http.StatusNotImplemented)
 }
 
@@ -898,6 +1055,60 @@ func (siw *ServerInterfaceWrapper) GetAgent(w http.ResponseWriter, r *http.Reque
 
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		siw.Handler.GetAgent(w, r, name, version)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// GetArtifact operation middleware
+func (siw *ServerInterfaceWrapper) GetArtifact(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "sha256" -------------
+	var sha256 string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "sha256", chi.URLParam(r, "sha256"), &sha256, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "sha256", Err: err})
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.GetArtifact(w, r, sha256)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// PlaybackBundle operation middleware
+func (siw *ServerInterfaceWrapper) PlaybackBundle(w http.ResponseWriter, r *http.Request) {
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.PlaybackBundle(w, r)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// VerifyBundle operation middleware
+func (siw *ServerInterfaceWrapper) VerifyBundle(w http.ResponseWriter, r *http.Request) {
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.VerifyBundle(w, r)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -1056,6 +1267,32 @@ func (siw *ServerInterfaceWrapper) ListRunEvents(w http.ResponseWriter, r *http.
 
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		siw.Handler.ListRunEvents(w, r, runId, params)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// ExportRun operation middleware
+func (siw *ServerInterfaceWrapper) ExportRun(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "run_id" -------------
+	var runId RunID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "run_id", chi.URLParam(r, "run_id"), &runId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "run_id", Err: err})
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.ExportRun(w, r, runId)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -1596,6 +1833,18 @@ func HandlerWithOptions(si ServerInterface, options ChiServerOptions) http.Handl
 		r.Get(options.BaseURL+"/runs/{run_id}/events", wrapper.ListRunEvents)
 	})
 	r.Group(func(r chi.Router) {
+		r.Post(options.BaseURL+"/runs/{run_id}/export", wrapper.ExportRun)
+	})
+	r.Group(func(r chi.Router) {
+		r.Post(options.BaseURL+"/bundles/verify", wrapper.VerifyBundle)
+	})
+	r.Group(func(r chi.Router) {
+		r.Post(options.BaseURL+"/bundles/playback", wrapper.PlaybackBundle)
+	})
+	r.Group(func(r chi.Router) {
+		r.Get(options.BaseURL+"/artifacts/{sha256}", wrapper.GetArtifact)
+	})
+	r.Group(func(r chi.Router) {
 		r.Post(options.BaseURL+"/sessions/{session_id}/pause", wrapper.PauseSession)
 	})
 	r.Group(func(r chi.Router) {
@@ -1712,6 +1961,169 @@ type GetAgentdefaultApplicationProblemPlusJSONResponse struct {
 }
 
 func (response GetAgentdefaultApplicationProblemPlusJSONResponse) VisitGetAgentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetArtifactRequestObject struct {
+	Sha256 string `json:"sha256"`
+}
+
+type GetArtifactResponseObject interface {
+	VisitGetArtifactResponse(w http.ResponseWriter) error
+}
+
+type GetArtifact200ResponseHeaders struct {
+	ETag *string
+}
+
+type GetArtifact200ApplicationoctetStreamResponse struct {
+	Body          io.Reader
+	Headers       GetArtifact200ResponseHeaders
+	ContentLength int64
+}
+
+func (response GetArtifact200ApplicationoctetStreamResponse) VisitGetArtifactResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "application/octet-stream")
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	if response.Headers.ETag != nil {
+		w.Header().Set("ETag", fmt.Sprint(*response.Headers.ETag))
+	}
+	w.WriteHeader(200)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	_, err := io.Copy(w, response.Body)
+	return err
+}
+
+type GetArtifact404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response GetArtifact404ApplicationProblemPlusJSONResponse) VisitGetArtifactResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetArtifactdefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	StatusCode int
+}
+
+func (response GetArtifactdefaultApplicationProblemPlusJSONResponse) VisitGetArtifactResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PlaybackBundleRequestObject struct {
+	Body io.Reader
+}
+
+type PlaybackBundleResponseObject interface {
+	VisitPlaybackBundleResponse(w http.ResponseWriter) error
+}
+
+type PlaybackBundle200JSONResponse PlaybackResult
+
+func (response PlaybackBundle200JSONResponse) VisitPlaybackBundleResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PlaybackBundle422ApplicationProblemPlusJSONResponse struct {
+	UnprocessableApplicationProblemPlusJSONResponse
+}
+
+func (response PlaybackBundle422ApplicationProblemPlusJSONResponse) VisitPlaybackBundleResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PlaybackBundledefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	StatusCode int
+}
+
+func (response PlaybackBundledefaultApplicationProblemPlusJSONResponse) VisitPlaybackBundleResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type VerifyBundleRequestObject struct {
+	Body io.Reader
+}
+
+type VerifyBundleResponseObject interface {
+	VisitVerifyBundleResponse(w http.ResponseWriter) error
+}
+
+type VerifyBundle200JSONResponse VerificationReport
+
+func (response VerifyBundle200JSONResponse) VisitVerifyBundleResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type VerifyBundledefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	StatusCode int
+}
+
+func (response VerifyBundledefaultApplicationProblemPlusJSONResponse) VisitVerifyBundleResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -2053,6 +2465,112 @@ type ListRunEventsdefaultApplicationProblemPlusJSONResponse struct {
 }
 
 func (response ListRunEventsdefaultApplicationProblemPlusJSONResponse) VisitListRunEventsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ExportRunRequestObject struct {
+	RunId RunID `json:"run_id"`
+	Body  *ExportRunJSONRequestBody
+}
+
+type ExportRunResponseObject interface {
+	VisitExportRunResponse(w http.ResponseWriter) error
+}
+
+type ExportRun200ResponseHeaders struct {
+	ContentDisposition *string
+	ContentLength      *int64
+}
+
+type ExportRun200ApplicationvndHarnessxIncidentZipResponse struct {
+	Body          io.Reader
+	Headers       ExportRun200ResponseHeaders
+	ContentLength int64
+}
+
+func (response ExportRun200ApplicationvndHarnessxIncidentZipResponse) VisitExportRunResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "application/vnd.harnessx.incident+zip")
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	if response.Headers.ContentDisposition != nil {
+		w.Header().Set("Content-Disposition", fmt.Sprint(*response.Headers.ContentDisposition))
+	}
+	if response.Headers.ContentLength != nil {
+		w.Header().Set("Content-Length", fmt.Sprint(*response.Headers.ContentLength))
+	}
+	w.WriteHeader(200)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	_, err := io.Copy(w, response.Body)
+	return err
+}
+
+type ExportRun400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response ExportRun400ApplicationProblemPlusJSONResponse) VisitExportRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ExportRun404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response ExportRun404ApplicationProblemPlusJSONResponse) VisitExportRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ExportRun422ApplicationProblemPlusJSONResponse struct {
+	UnprocessableApplicationProblemPlusJSONResponse
+}
+
+func (response ExportRun422ApplicationProblemPlusJSONResponse) VisitExportRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ExportRundefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	StatusCode int
+}
+
+func (response ExportRundefaultApplicationProblemPlusJSONResponse) VisitExportRunResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -2955,6 +3473,15 @@ type StrictServerInterface interface {
 	// GetAgent Get one agent
 	// (GET /agents/{name}/{version})
 	GetAgent(ctx context.Context, request GetAgentRequestObject) (GetAgentResponseObject, error)
+	// GetArtifact Download an artifact
+	// (GET /artifacts/{sha256})
+	GetArtifact(ctx context.Context, request GetArtifactRequestObject) (GetArtifactResponseObject, error)
+	// PlaybackBundle Play a `.hx` bundle back
+	// (POST /bundles/playback)
+	PlaybackBundle(ctx context.Context, request PlaybackBundleRequestObject) (PlaybackBundleResponseObject, error)
+	// VerifyBundle Verify a `.hx` bundle
+	// (POST /bundles/verify)
+	VerifyBundle(ctx context.Context, request VerifyBundleRequestObject) (VerifyBundleResponseObject, error)
 	// GetHealth Liveness
 	// (GET /healthz)
 	GetHealth(ctx context.Context, request GetHealthRequestObject) (GetHealthResponseObject, error)
@@ -2973,6 +3500,9 @@ type StrictServerInterface interface {
 	// ListRunEvents Read a run's events (SSE or JSON page)
 	// (GET /runs/{run_id}/events)
 	ListRunEvents(ctx context.Context, request ListRunEventsRequestObject) (ListRunEventsResponseObject, error)
+	// ExportRun Export a recorded run as a `.hx` bundle
+	// (POST /runs/{run_id}/export)
+	ExportRun(ctx context.Context, request ExportRunRequestObject) (ExportRunResponseObject, error)
 	// ListSessions List the caller's sessions
 	// (GET /sessions)
 	ListSessions(ctx context.Context, request ListSessionsRequestObject) (ListSessionsResponseObject, error)
@@ -3091,6 +3621,84 @@ func (sh *strictHandler) GetAgent(w http.ResponseWriter, r *http.Request, name A
 		sh.options.ResponseErrorHandlerFunc(w, r, err)
 	} else if validResponse, ok := response.(GetAgentResponseObject); ok {
 		if err := validResponse.VisitGetAgentResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// GetArtifact operation middleware
+func (sh *strictHandler) GetArtifact(w http.ResponseWriter, r *http.Request, sha256 string) {
+	var request GetArtifactRequestObject
+
+	request.Sha256 = sha256
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.GetArtifact(ctx, request.(GetArtifactRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetArtifact")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(GetArtifactResponseObject); ok {
+		if err := validResponse.VisitGetArtifactResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// PlaybackBundle operation middleware
+func (sh *strictHandler) PlaybackBundle(w http.ResponseWriter, r *http.Request) {
+	var request PlaybackBundleRequestObject
+
+	request.Body = r.Body
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.PlaybackBundle(ctx, request.(PlaybackBundleRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "PlaybackBundle")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(PlaybackBundleResponseObject); ok {
+		if err := validResponse.VisitPlaybackBundleResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// VerifyBundle operation middleware
+func (sh *strictHandler) VerifyBundle(w http.ResponseWriter, r *http.Request) {
+	var request VerifyBundleRequestObject
+
+	request.Body = r.Body
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.VerifyBundle(ctx, request.(VerifyBundleRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "VerifyBundle")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(VerifyBundleResponseObject); ok {
+		if err := validResponse.VisitVerifyBundleResponse(w); err != nil {
 			sh.options.ResponseErrorHandlerFunc(w, r, err)
 		}
 	} else if response != nil {
@@ -3240,6 +3848,42 @@ func (sh *strictHandler) ListRunEvents(w http.ResponseWriter, r *http.Request, r
 		sh.options.ResponseErrorHandlerFunc(w, r, err)
 	} else if validResponse, ok := response.(ListRunEventsResponseObject); ok {
 		if err := validResponse.VisitListRunEventsResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// ExportRun operation middleware
+func (sh *strictHandler) ExportRun(w http.ResponseWriter, r *http.Request, runId RunID) {
+	var request ExportRunRequestObject
+
+	request.RunId = runId
+
+	var body ExportRunJSONRequestBody
+	if err := runtime.BindJSONBody(r, &body); err != nil {
+		if !errors.Is(err, io.EOF) {
+			sh.options.RequestErrorHandlerFunc(w, r, fmt.Errorf("can't decode JSON body: %w", err))
+			return
+		}
+	} else {
+		request.Body = &body
+	}
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.ExportRun(ctx, request.(ExportRunRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ExportRun")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(ExportRunResponseObject); ok {
+		if err := validResponse.VisitExportRunResponse(w); err != nil {
 			sh.options.ResponseErrorHandlerFunc(w, r, err)
 		}
 	} else if response != nil {
@@ -3578,132 +4222,185 @@ func (sh *strictHandler) ResolveTool(w http.ResponseWriter, r *http.Request, ses
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7H3tctw4kuCrZPA2oqVdllT68PS6HB13nm7PjG/7wyHbN7fb5StCJEqFNQvgAKCkGq3u5z3APeI9yQUS",
-	"AAmSYKlKkrtnd/uPXeIHkEgk8juTd0ku1pXglGuVzO4SekvWVUnx97fC/NS0uKi5+VvV6zWRm2SWEMj9",
-	"PZA1T9LkmpQ1NQ/lkhJNiwXRySw5nZ6+mExPJtPTD9Oz2fR8Nn3xL0maUCmFTGa8Lss0EbWuavPwhxUF",
-	"cU1lUVO4JCXhOQWm4OR0OoU3Hy+OkjSpKC8Yv0pmP39KE1nzBSuSWTI9eXlOzi6nk6/zk2LyNT1fTv6R",
-	"nF5OzvLz4gX93fJr8o+XSZooqhQT7h3Gc1ZQrifnp+aWJrpWySxploUXRbWQlCjBk1lCebHQtTRrrati",
-	"2xJfmiXWilxZfJB8RReIFZycV7VeaPGZcpXMpqm7Lykphve6F05Opx5bzbWz6b2ba8G4Bz6ZLUmp6P39",
-	"fZpURJI11VTijr6+olz/SNYIWUFVLlllwEpm9hZwsqYG0Y4MEFHXguV0QjgpN0onBqpkllREr5I04TiW",
-	"/S9NJP1LzSQtkpmWNU0Tla/ompi51uT2e8qv9CqZnU6nabJm3P99kiZ6U5lRlJZmcw3YCM3/oFIhcHFY",
-	"r+3tLrjXJ3EI3cPPCuS3tVSGjvvgZZze6kWOdzMQS9ArCpWk10zUCipyReFArJmGpZB4b8mk0njjsLua",
-	"F1O/mr/UVG7a5djBkxHoX+wC/ZtbmtcG4n+im8ga5vV0epbbM4a/6cxeYppKpOXOVS1EuchJWTaP48oJ",
-	"uCML5oHu4nY5trOTGQ46sqvUr2HxmW523dvf7YKdtwVdV0JTnm+i+DHMysxGlQZWwIEiawpEwaUoNpC5",
-	"OwtWZK/gUugVXLFryoHwAgq2XFJpCPj//Z//C+fTaW/PJf3LZDqdNiteUVJQ2a45gGzyT7jqdpV/J+ky",
-	"mSX/5bhl6sf2rjq+sDC9/Q7X9z1bMz1c1jtDnIr9tcsEXkzjVFjiICEABV2SutT2lTW5Zet6ncxOpg7l",
-	"7s8G4YxrekUlQnRR87ffDSG6qDkiuOafubjhIKQ5NpRdcYe/88P9ySpOTU6gPCeLeG9lTmxh7hYujvAN",
-	"qBWpKNQVaAFG5OUrIkluOPcr2HnxXbEWWWMgBJ9vnfdmKFUJrqzi8HtSOGpDCSi4phx/kqoqWY7c47iS",
-	"4rKk63/4V2VZfLMI80bhRA8pWbFwpylJk4JqwkpPiNAIN5hbWpwnM+D1+pJKWNdKwyUFoqGkRGmwB0pp",
-	"o1cks+TYYUI5PNjjuhP9vJwGKsO5QY9mGtH/1kIMLcQOVbXks9VtMXOLnvWXdr/rKX5nB7BI77Hs3qDZ",
-	"DNakXAq5pgX89/c//WjIx2huXBvCgmsmStyKIzP9t4IvS5Y/bcc8dV3WajOC7uOARI9l/Qz4f9ni358p",
-	"N/8I8jtQPgfmX4OBhhrUIg5nkPk56C1TWmVpe8XMav5uF73w79nLuZBGYi7WTK2JzlfmKjEaT+cKF3pB",
-	"bgjT5lFJlShREGa4mT8K/QdR8+JJm2lmWOIo3Z00m3a8I5d92s6etzv7ozDqkgVmZFtbeJ/lNDXDZVHh",
-	"w4pD82fmbi06qojdBT/603igppKT8om4fNHlUnZMUFReUwnWHNvCqxwIz3JUuJ0ODi7+8C28PH/xNbh5",
-	"wDJ3dYi4+8jJNWElufTYeCT+6mCcp6LwLGQ08prlFLrDjyAwfOhZSDMYMJuB0kIata3mkpJ8Za4ayrQD",
-	"ARca8loahdMhtpIip0o9GbUt01k4yRNK6G9XQigK9JbkutyA4NTYA5KqutQpSKrlJgVyKaR+Kps4PY0J",
-	"YA/b+LZE4H+O3fkzLcuJk7qXtQZF14RrZsyYDbiJZi3fQM5uGLqX3muzN1fUyoI+hF0JUTDcxcKwmwb0",
-	"1tCPGM4g6RVTmkpaAM4MBV0yzsx9uGF6JRDiXFKt4IALeP3uLXymG5UCF0B5UQnGNXy8+N5esYMr1EIr",
-	"KSoqNbM64FoUtHwIjQjmD/jkvVdRh8pnT91ME7VRmq4XlRTrSvfeMLbGNPqWsUARNKbpWu0E2gchELI1",
-	"uX1rXzoJxyZSEtQgrltPxQPA34da98/ecdJ6JyzaPLCfmvfF5b/SHPVEBOx7ZnXrLs6bhe2+wuHqBsvr",
-	"gWzHHoXsB7/vI+QwNKMrKa5ZQeVXCvApdELBAblUhj6XyMrMG7Sw9y21PUgkftjhpKKinDD4NyBcr6So",
-	"WA7/1szRMafsk93Zfnf+0KY2M48i6cLsyl1CigJPHinfBchC512fq/xI1lQB4YNTOzx5/hht8+HtZd91",
-	"6LvnatvXIN5C/KPYwlM4oKgOfiIsILKMz8yqxJTXawPAZc1Kzcyxu6GXKyE+J2mSl8wci0+R13fmTxWV",
-	"a6YajLnZSFmKmyRNiPqMgpJvorNIWpVks6hEyfLNw04d8/A7++wIfnHV/XE7QEYxXxkypoEdv5Vau3tj",
-	"lzo4eFrWFIz5gF5Pw+JeAb4PhKsbKhUwDfPkXQMZFJQzWsyTo1aMXwpRUsItqlTtfdnO7xQ9PBf4HE4q",
-	"aw5kqal1vBY0Z96H3B++h0y7pBimvrUK1O9LkX/e81T/xCk4eQ+X5n04eO150gQdQsXhDDS91Smia1Er",
-	"1O3wt9Wlhuc/UOi6szlArV82GMJPTfjG+gkwmJNCrWpUWghY6kS+ezu5EhOHA6MbHl2Qmx/sEgwyWBGZ",
-	"l5QlsCKY1ywDJ92Jk2MYZDjsW3N5bNDuLj0Mtlq4oNRdhM54NGJi2JKVVY9dmNnYyLj01i/L/IoNt13J",
-	"MVAsYhthpK09abSAfLArITXsBj9eaDkcrqeFwf+040aYXe+I4d2xEyZFeWHHiS7LeVe+UlASTZUODjqB",
-	"irhzkxOe0xIOeF2WcLOi3DCcFVHABacRJVbawCcpy5+WyeznB3hxzR2E95/SxExhTSzD9fpLNQNHV4rR",
-	"U+fGeiTv9ar/g7qf0UKM+kc1KYgmQ8T+QVKKpgwSC5VgHoPPtNJoKyALdYh39BJCdxLQzK7nsLFtHmbq",
-	"H2rJbfSsZFcrDfZVKkHwJrDWUoWROnEhEoaFY5yLykm+EopaT72DCQhwegMfP7797vrrrT747QpSRbSm",
-	"0kz1v35+PfkXMvnrdPLyU/vzaDH7b//7H76ZfPr7v0seOj5242NU9eaacj0WrXwNFZUTc1yoeQxsaNGs",
-	"NGdrUtpTEYBpALw7SU9e3kdAcnO9c8HvLmXi+LvbJxc1x8F2McCCiOtDw4bI6KPQQdgdL4bRP1FSmi3s",
-	"L9E7JVqeiEqlpKSIa3vXYzFuy9TkNdpFQah7P/vSwbNdyX5nQ7TPYVO6oXa1m3vb1iPM8oZsFCCvPhCc",
-	"tgHyfqi7y2sfwoldyMN7HK4lcmqMaLNC1LvhgaDOTEoMtHCoeU6lJoxPRK1zse7qmz2urTX1zgwfJ50O",
-	"46RpYmZ8aBcMyIZ14fOCO/dfXLfphtAjkfKhdfMIy8TsgJab3YWpWcIFvhIRpmnknFWSVkSi/e63wToJ",
-	"pTXqm80wx5HcLMJMn/Z37Ihqtqai1gtFc8ELnNTIRMz+KUTdcf3a4OOA5HDT0vY0+t1OBxkMjXkW7NsQ",
-	"BI/OKNm2UYeeFTTicD+CLBcFzYBZu0xpdCGvSb5inIK5N5vzXnAxhSY+ksKa6pUoFhiSMmYSLVKoyKYU",
-	"pFhoIRYlkVc0nfNuUCyFMCSWQiQgls75MB6WQjcaZkGJxMLSOY9GZ1IYOlZT6Dhk03bBzj5LYeh3TUP/",
-	"fzrn1newyEuhaIApH0A5gh/pDeJTwZpsMDpdFLQ4mvOIEVfQEaEw3J6joYcqlNhk8tdP5p9FVItoffZD",
-	"HmcXNFFkSYHeViXhGBywOU1MgcgtjeZ0KJrilpwPI27Lp6mIXkUMnqivpI0bPJShQ0olgFmV8X9OnG49",
-	"efsd2ASb3ZyKLd8ZTvanDx/egX3AjWXZ+IuXL8Pkl2mUrbsAxnAL1EpIDS710ieTmU2HAzysxv406i69",
-	"puZ+syGHe1lw/QBTL1Ric7zMrC63q6Pwjgdi91VX8K5HRsAv8TR0tjvG+ToiJxANhnyTNGE+cco6QHlN",
-	"yii/bxOlBoj5gXymCgio+tJ7qNpR0SZixqRUoVUUzeza0/96YfjV7s64LtBvtoTgrMJk43D4Gw5oqSic",
-	"n55GmGTEQrYRvIjhhIa287iNe+9KvYsu483qL+zxC5SUYQ6a91gCuSKMGyPTwjLiOowQp3n6cSZ9zyru",
-	"RBtXlNvkwtSmPNG/1KTsG7/+fchXguXNJk9fwlC8Hu67Ir+LA9fJFrZs3sTU8dToyq07hgtzhK7ghij7",
-	"lJF1MU62n8rvgIkyjZq/8Z6/XsjKuSU6QQ+fYVTUNgkWMO8M6G1OaUGLmJtum+OsGfeD1fDeuFSMR7FN",
-	"D/DYMq9HYsJVfVmy3Jr/R5AVRJMMClpRXihD6JkZLZs1fmDrXjHWU0FLTVL72yvRqVEN+GfUk9ztWvLg",
-	"NjpaXwEBb6bY8ZoEYtTZj9u//Zv+FUtx7UuWj5i7jQcOb5pNb+5xsLgAoVdU3jBFR20wR7bBFpydRvbw",
-	"Ed6GNIn72TAKavVlOFCUOozv4m/HTYtAHFeXmjP5sKLT8YrtoBfRake8xVWOfcipSynhheClljLiBJg2",
-	"1vrCHyWr4hs9KrjkiUJSRXGuQqiFqwBJwRkdaUBsKVyRCg44vQGz1K6q33MVdla6b5jZnXokqbSX2Osz",
-	"mf2+pCFxB1TTkPEIz3gOn1DgF3+iR8icE/MAeoK+Us5V+crKD2FldElcKcUv5yjCBS63icA97IoHMPne",
-	"Pjgi4JqBRsGMR1BeG/r9SnlJMBpZDGq7QicI0XSi2ZrGjMsmrLZzEMXKwPtPg8Sq1aZR6JaElbQwuoPR",
-	"FGxYBw1yVGzMNhvoB24jX2sWI6wl46R04TEXIaq5ZqhLSaxE8zGiYSDuYdIKatdicUQVOBE7OuqX8Lp+",
-	"STGwJxn3quxCjSgouNtT+etW6O1KqE3F3jbQP3q5O6y5G2yrsaZQqVViTQFfgFzUZYE5mUYi5LmouaaF",
-	"UVd2SEGIs3hH04G1HKLUr8sfxJYOI2tIwxPeweIIP3k/cMPKmnM7euhgxQAsSiHvpbMx/TRpjm6SJvZQ",
-	"R21yp3YPeeze0c7H8DAbUl7sHw1eRtjYBxRSPkbds38Cu62JS0c52XjQ1oxvw7VfKfCPwUF2d595G8vx",
-	"safEZh+Ko+4Zpgop225pOF+w3B6JBjsTI1FHNs+hxXgK/A+qw7yvL9dMI9E+xkMR2MrD5daKSp/mZKxI",
-	"LvjE6KIbZ0/iGXBZSzb7RMEBwdfm3KdHaXS9tRkxyhh1G+stQKGPBXGnp8NE6kPrXxecumMbS6TZ7oDb",
-	"kUY6mWARQlkz7v/uU82nHY5f6OvevdIzpIZtHoImaDg8KEVXMjcVuY/N3PIs6isFRF7VawP9IxjSMNFV",
-	"0uVj3M7Idly2pAV5DEGtAr3H4RhNyPO+sFI/U/JdkMXW948OGXZYsr3jBu+T3dsZPm2QMI5Z53qN+mRU",
-	"IHOCqMklyT+L5XKv0CyuavG4N9E/bHHsrH0VE4b9xBy/hiHAcWDiE8Uw91FFM222Np0IVsq4/t15kj6Y",
-	"cjDSomLvkZ74eq/5xZ7v9w99CEt/7PFFp1uRO9yje1z2UgxP/+q2sMnQRS0xpPv67cRm9+NVwgv4TGml",
-	"gAxT3DAMuD6a8zn/VvBrys2Yamb+/nv4vSgYNayVIkc5gjcYG7R1d0xBNlbnlbVVeYdzDpATKTfWJu1F",
-	"nV3GgIHRKCzdhgekyTDg9NrIcEDpThiuqgmHO4CMSD8yYJ9Pp/BgDXNqi5gvRbFJg/pvIV0Y10ymV8RX",
-	"NxuVYcVUU/R8BOfTcwhqO2dGi4BofeeRGet8+nLWq+5VR0bPmMHNDoVeuDCjfiqQ1FizkN2hKpFCoJHd",
-	"Z6+gIkpBt3OIYQtAlAEj89d8ZmOjQr7qvcTUiCppILGE4Gv1cX8NpWRhPDyzgWVvQqRNniyW4xADTbhy",
-	"wanzutiUSFY4fatkOeWKthUpiRGUklFN5CYIeZtzECSozZLp0cnRFI97RTmpWDJLzo6mR2c2D3GFB/8Y",
-	"Dwr+vKIRyeoXOlrslvar3Yx4NSwUT8XbIpklZtteX7mEwE5/g9PpdEvlZKRi0mmPPwd1UO5HclXpybmY",
-	"GMaVhEVLvvao0XMiVTy9Orjkn0UN9i4F97TVq2zl28+R9Na8NqcESaXmFWGFb7105CtHZkFxjIPEdWla",
-	"uEe7xSSzptClV8li4/BG0233+vokuf+0c9VlW/oWqbs0S3BUgfec+hMfsdnOoJIzDRpcmUkG5GPoQJMr",
-	"1STbquSTec0R4/GdQc/98Z1b3n1AnV3K+iO1hPVkuloHxXaebppCtm2UM0YRb/KVQGJAqRbQQFsq5Vvv",
-	"5CvxxI3fa9u3brkZ63x6/vBuN40Rnk4if6QaUyq8u2JAGd3mWyPuovaR47Y5lzE4d3nYN8jCI3S8wpzk",
-	"v47yxNPpFG5WrKSuHxVWgdscY4XJS0MW+EeqXabzUym16bCGfCTC7HcjBQdNhBZIya7ps5z8a8qpCs+6",
-	"ZbPurK+pliwflzzvpFhTvaK1c1bQ20ooW19ttdUoln9woz6IZjPmcVUS1vOWr26LxUrryitOaqGFJuWd",
-	"Tc38Zp788c2HeZI2E38zN+BbdM6T1G7PN3Mz4zy5hxMU4e2eRDr+dJft0fL0DQgQuG6wEt0Kpx8cbci6",
-	"HN0PY2P/VFH++t1bKESOzgbnZsXmFzdEATI3WEqxhoN/fv3D94fRPXKj7HcUPGy9muKKzQCVmn3xbLP/",
-	"rDL7DMj+ECrHY3jG6oWH+ArlTSMKZpRd34nCmwiuHYXLaXYq44vpGXS6WUQRf4HVE8/GgaQb7gswITv0",
-	"fZq8mJ49vCUfu31BnriVBktsG+fCvj13Nm60VTe5qPmTsO2cXj78M7Ie//Bxp83o/c67EKQVxI+JrPmv",
-	"pRcQF093KY7thmDDq/1VA9sbz4r5zjYetzVVY3YQ18pW6xFf2nWFERRjRxIOGeZGZnAgJGTfE6Un+I4x",
-	"BI3px/LVnN8Yyx2POPYyJJLalMPDFBj3o6JnAj0SfzazZa/znFZ6Bn1CyWbgi3kgu7Pw96xhEMs5t53w",
-	"Msyvy2xymooYu42Ri080AZUUhJxzv7gmtlY5/oThB2d0Mw1ENXjQAvkh4zXFxfzk88WAQIbSFyeaKC0p",
-	"WbvFLM1OQUWlhSKd84wVM3Bp0wiQS5xOIcNH/E3D8NtbBdHE3/EZe+j2aB6pyloZIzyboXNogmpPBrlY",
-	"o2CzWeAnL0AdgS0WMFCCy+TL24xYpuacCygFv6ISMhe2tR4dO4itBrS7wLTCZ5wvMkOpqSjXr2yBBuc0",
-	"dzWhPRrq4TNqZPuVqmRwLvpZvehCsbTQJPUyFdQs2urMKXxjxbmrZ5G6l3h1cjrSWBUH3bmnZq+WcLSb",
-	"ps/bRwc/FtQesCsujGV5uXFAmo3qQomlAnv23XSBpn06b8Y0pvfv37gs3SZAaQNwlaQ5LaghJWHUJ3ds",
-	"xrDbb17aIY5HovnTUzUBzzN/7qZ8JidtOpz9wwbYkz/RshRh1txOTUbz5JlbVLsMS4TM7WI3fxAr5cLY",
-	"c7KHkd3W7d67zgQdRtdrKFPMjIngOFkHijm3TOxujkDOk9m8C+Y8SeeIWbyFuMVL7drxRrB6vO06EZtb",
-	"uyDTDmlxhi+d4JV2v4OLfl93HTzHtxxbd8PcG1nRO5Kdbq/v31gpoV6B0Y19mnXJOIWVKJE/U2iYPlHW",
-	"d5+ku9kEjqZR35k+rLoEHVp/BRXJqKqNjuS4+YHBkJCWRWKl7/OqTU271zHF10ii921P2P1msu2Ud/Db",
-	"eC726flcyk0K1Ki3r+9226VHfzfnaW9GNmyo301a6uYTufbDY9xvwNh4XZY7c7YwCShyerwy+siz8xyO",
-	"5jDeAkFf4saM85fwCAgVK7jCLVVAmmiiTyO7NIfWqGHtLNYoF637cs59hwEsCup3r7X6c9buj9W8yWfK",
-	"X8H56emc99oZtgq3jbswhTmPrUM9pgp2ep+01X6/F8Vmv6Ox/4EIs+nyWmmxRlc6ydf9zLeHKHVXoow2",
-	"ernvxqhdql+PT5x8aWTsyx3sZzx+eRQ2GXnDM+2W8Ghx+PLhV5p+2eaF09NdvD1h49Wncw5LQUD8QY/z",
-	"i1D0Hd+1SN/qAArP4FNk1N+0ZPKZytvkksud+qK0GqT8/nruqq00tK8y1H70oKt6dejv2GZ+Y/Dy0aOP",
-	"SkMc2zuHMNe65kvGmVrZslM4sHQAWZOAnh2iWHSdCOe86XAVNBQ7yO5kzWeYYXGfjaVsm0cPoxIO53qu",
-	"09Uw392FTqeP2ggtDvqn6baRwqMIdG92+lTG2NaetyXQ3e0P6LzZoa3c8hgrGL4Msb5Wny2lFpJdG3wL",
-	"UFpUQHSb6YNKHJEb62PztGvLKrI5DwgXHkm36A4cI9x3ZqLf6PbL0i0iedi2zgipR9JsW3EWD436DlbK",
-	"+ydDHO7d1Kpt0jWSk3YYz7F61xQkPZtF7JtpTdt+WSi7g29JucR0shY1R79pmy7jssh7zbOcLtDrl7X3",
-	"V6yapBjXgSTsjNXkOp9FUpunRy9GUpfPpiOZyfYzcIHOE3TGGnS1OptOn2Znh23kRs5o+DEw9WtoO6O1",
-	"lmOn68voPm0bk+cXJ5mPDTafnuu32/BPdOWBb73B1Jy3rTcAu3xYXElsg8JUkztESgx4W8GlgibOas4z",
-	"O0cGB22HnMNXQDg2YGiGMK/irP5zaC/nvPupHOeSiHwXx7klmjuZ+7aamvM2+ONZ6Ss7TO9DOq0o7Cf7",
-	"zXm+Ivwq7qqwrU+ewVXRM4t3D353usncDz/B9RipvIcdtTegWwP1IX2yJRC++aUc2b+0jA/6Eg06Fj9V",
-	"RUUn+Tbv9kX978yz/du3ZP9mviX7JM3ANxJ5fu/7L60/NO56LNHB1ulD18kjo1W7CPf3mkitnCxGS88g",
-	"MCywPeoU42Baj17ROc963w3NXMHMDt8nhbWtvTXDRDvfzaBpRciKoDW4ueDrd235ixsF4wrOrrHPn06n",
-	"qVHHmsn9e61WEPtg3hG8boxYm+TE+56eUbXiNXB6U27AcRlr9TgV5nR6egQ2j8noit/8mFnAXXsQY/cM",
-	"Emogkk9jy5XQHP0RnKodUyia8uu9+XPvQ7XDdI73dlbQArsVNRVEqM0JKCm5pkEC0MEUvvFdUIjGNXaz",
-	"Us5GklLM4PGclDAh5ayTjxKr0vv0BHWqKUNP/rwi2qeH9QWBOba29Qacn/7X/ufHmi6Nuzt3+7XzO8Vx",
-	"/n0lVBIOw0PbHPKgz6phIeu2JPl0errfFj5a5tu/vrhUbxucdGS6nf0Baf7iC0nzoSzfJsqfhx6w2K9J",
-	"sf0b1NR/laCcZQVAGvF1gNmHVmBHMlrGtXl0kRzfddxN98fWgfM0z8HDqnzn0/Djysh31JwQ5T4fE/EY",
-	"HmRYEWbpLmuEq09EmPPot54OveS1diGyzyyUs95edKUFjVRm6HrwHRVQOjONvnT1qu37OHB0mrfmnClX",
-	"Gxz/oGtq3QdjX91NXRpE5IuNMXHvPq6FDbuekuhgP7NlA+rep7SXH6H3la//gIJrvAXwb5wr5FyOEoy+",
-	"WtAc0xJJ+42L/b0Rcf4lbSPrvw3+1WuMnd1ZznGfpfhby80M8AjgBdsj211o22THD/2hy9QXle0R45lZ",
-	"dmR/lToDVZuD4w2rayrZktECfFjFNqxfiRvIbBv+zLrNHRs9fGVG0nKTNV/Um/NYg+pXkCHomWuTqJqu",
-	"3IbfBalbezG8Ea+o2dyncrW2L3jzjgvJwAl6b4ApVaNbpW1447vcdHra+HjP/SO5Y6/t+m/c8T8td3SU",
-	"0AmAWu7ojusog8TOePI6XtBiEL66LXwtKjYucQXZGGjxBavGbJBlMkuOkZ25mQYNZbAuMQXpKwHTprTT",
-	"mWW+nNaZ7K48cOgz2NI4I3i96bbQf92noOYC80pJ770mtSgysWFlB41Py5b7kHx16JU9JqH9SJcL19Zj",
-	"Q9nlG5aI+a6ibKg7eD3YrvtP9/8/AAD//w==",
+	"7H3bcuQ2luCvILgdYWmamaJu5apUVPTKtrq7pm13hao83nGlNokkkUq2mECaACWl1drYp/2A/Yjd/9hP",
+	"mS/ZwDkACZJgXiRVu2emX2xVksTl4ODcLw9BIhZLwRlXMhg9BOyeLpY5g7+/FvpPxdLLkut/y3KxoMUq",
+	"GAWUJPYZKUoehMEtzUumX0oKRhVLJ1QFo+AoOjodRIeD6OhjdDyKTkbR6U9BGLCiEEUw4mWeh4Eo1bLU",
+	"L3+cMyJuWZGWjExpTnnCSCbJ4VEUkYsfLodBGCwZTzN+HYw+XYVBUfJJlgajIDp8c0KPp9Hgy+QwHXzJ",
+	"TmaD1/RoOjhOTtJT9mr2JX09DcJAMikzYb7JeJKljKvByZF+pKgqZTAKqm3Bj2I5KRiVggejgPF0ospC",
+	"77Vcpuu2+EZvsZT0GuFBkzmbAFRgcr4s1USJG8ZlMIpC87xgNO0+a/5weBRZaFW/HUePZq5Jxu3ig9GM",
+	"5pI9Pj6GwZIWdMEUK+BEz68ZV9/TBawsZTIpsqVeVjDCR4TTBdOANmgAgLoVWcIGlNN8JVWgVxWMgiVV",
+	"8yAMOIyF/wuDgv1cZgVLg5EqShYGMpmzBdVzLej9t4xfq3kwOoqiMFhk3P77MAzUaqlHkarQh6uXDav5",
+	"F1ZIWJx/rbf4uLnc20P/Cs3LL7rIr8tCajxuLy/m7F5NEngaEzEjas7IsmC3mSglWdJrRvbEIlNkJgp4",
+	"NssKqeDBfnM3p5Hdzc8lK1b1dnDwoGf1p9us/uKeJaVe8Z/YyrOHcRlFxwneMfibjfCnTLECcLnxqxIi",
+	"nyQ0z6vXYeeUmCtL9AvNzW1zbUeHIxi051SZ3cPkhq22PdtX20DnXcoWS6EYT1Ze+GhipWdjUpEsJXuS",
+	"LhihkkxFuiKxeTLJ0viMTIWak+vslnFCeUrSbDZjhUbgf/tf/5ucRFHrzAv28yCKomrHc0ZTVtR7dlY2",
+	"+BPsut7lbwo2C0bBfzmoifoBPpUHl7imd9/A/r7NFpnqbuu9Rk6Z/dIkAqeRHwtzGMRdQMpmtMwVfrKg",
+	"99miXASjw8iA3PyzAnjGFbtmBazosuTvvumu6LLkAOCS33Bxx4ko9LVh2TU38DvZ3x2t/NhkGMpLkogP",
+	"yHN8GzOPYHOUr4ic0yUj5ZIoQTTLS+a0oImm3Gdk68032Zpnjw4TfLl9Puqh5FJwiYLDVzQ12AYcUHDF",
+	"OPxJl8s8S4B6HCwLMc3Z4rd/kUjiq03oL1LDemiepRNzm4IwSJmiWW4RkVTMjYwRF8fBiPByMWUFWZRS",
+	"kSkjVJGcUakIXiiptFwRjIIDAwlp4IDXdSv8eRM5IsOJBo/KFID/Ha6Y1Cs2oCoLPprfpyOz6VF7a4/b",
+	"3uL3OAACvUWyW4PGI7Kg+UwUC5aSf/7w5+81+mjJjSuNWOQ2EzkcxVBP/7XgszxLnndiFrumpVz1gPvA",
+	"QdGDonwB+L+p4W/vlJm/B/iNVb4E5M+JXg3ToAUYjkhs52D3mVQyDutf9Kz63/WmJ/Y7/DkRheaYk0Um",
+	"F1Qlc/0r1RJP4xcu1ITe0UzpVwsmRQ6MMIbD/F6o34uSp886TD3DDEZpnqQ+tIMtqezzTvakPtnvhRaX",
+	"cDE9x1qv90VuUzVc7GU+Wbqv/xmbR5OGKIKnYEd/Hg1UrOA0fyYsT5tUCsckkhW3rCCojq2hVWYJL3JV",
+	"OE5H9i5//zV5c3L6JTHzECTuch9g9wOntzTL6dRC44nwK51xngvCY5fQFLdZwkhz+B4Aui+9CGo6A8Yj",
+	"IpUotNhW8oLRZK5/1ZiJAxEuFEnKQgucBrDLQiRMymeDtiY6E8N5XA799VwIyQi7p4nKV0RwpvWBgsky",
+	"VyEpmCpWIaFTUajnkomjIx8DtmvrPxbP+l/idH5keT4wXHdaKiLZgnKVaTVmRcxEo5puAGXXBN1y74U+",
+	"m2uGvKC9wiaHSDM4xdT9fCnyLAEGMy15mrMJCEYTdp8wljZfxRc0rar2XVsJPFo3Kdh1JhUrWEpg2SRl",
+	"s4xn+jm5y9RcwHaTgilJ9rgg5+/fkRu2kiHhgjCeLkXGFfnh8lv8BQeXIMIuC7FkhcpQgFyIlOWbzgCW",
+	"+R28+Wjl267k2pJVw0CupGKLybIQi6VqfaEVlcj7lVZfYWmZYgu51dI+CgErW9D7d/jRoTs2LQoK4sdt",
+	"bebYsPhHV2T/ZK0utWkDwWYXe1V9L6Z/YQkImbCwbzMUzJswrza2/Q67u+tsr7VkHLt3Zd/Zc+9Bh64O",
+	"vizEbZay4gtJ4C2wYJE9OpUaP2dAB/UXLMXniG0bkcQO251ULBmnGfkroVzNC7HMEvLXao6GLoZvNmd7",
+	"dbLpUKuZe4F0qU/lIaBpCjeP5u8dYIHlr02SvqcLJgnlnVvbvXn2Gq0zAO6kHDbwu2Wn21WbXoP8vdCC",
+	"W9jBqAZ8PCTAs42bDOVpxsuFXsC0zHKV6Wt3x6ZzIW6CMEjyTF+LK8/nW9OnJSsWmawgZmajeS7ugjCg",
+	"8ga4LF95ZynYMqcrwwQ2W4T0y+/x3R74wq7b4zYW6YX8UqMxc4wAa7G1eTa41c7FU0XJiNY9wGSqSdwZ",
+	"ge8J5fKOFZJkioyD99XKSMp4xtJxMKxlgKkQOaMcQSVLawg3Rivv5bmE92DSouSEzhRDq23KkswaoNvD",
+	"t4CJW/JCqlDZjCbqHZ+JLprKOT06feWnfNR8qTks2cvFHSsSKhmZs3vy4Y/ng6PTV1riypQk05ViHcKn",
+	"SZFz4fQ/l1RpUT8YBf/9UzR4Qwezq4dXJ4+/CXxsNPvF40V4pyTJYUSScZxXT6vFIfCWZFy9OgkcW2Dk",
+	"tQW6sDMwMDP6YPgVyDFg0ZQ7UsavtIIn0VKN4hDZu7z4/cXlxfdfX5D/93+/HB7tD8kFTawFF/xctXFp",
+	"zJdCZiq7ZcSsHwRuOhW3iDKoYn0hiVYfQRQje0wj7cnR0Zi3pbb9M6DSyLy0yKzoDZONgYZj3hWX6P0E",
+	"YN2HKclcr5DyFIcqFxYzFmwx1Vdnz9wB8urLw+j161cn5C15dUK+y75qGhjtY8+Rto8RkG2CE/St7s+c",
+	"mSXUKzg+Pj09OTk+Im/J8VF3BfbxjivwTH5uwMK4KjLmwABYQHPWpmzTmgEFcs8M/yxK0LPNC60ZfFP4",
+	"r0MH479Gne2rXCQ3O2I8ghxUDDLV35O9cyvJDMAGne6PiGL3KgQiOyklqJPwN6pvXanB0SGbs5mF4gVz",
+	"hrBTU75C0yTcq5CUsgQ9iRKkNACi+8G1GBgYaHV0eEnvvsMtaGBkqWdemuckS5159TZg0q3kP/C8esib",
+	"/rlv0OYpbV62nBg/+IOHO3Gvk1YLMyjhPnVj+mA947J7uy39l2+49aqRXsXEdxBAf4A/s5QknVNxsWG7",
+	"9cMPtVwE+6nXYP/EcT0iUou5wNOrnhtWiPwSx/Fuyxh0v5Akp4pJ5YgHlCypuTcJ5QnLyR4v85zczRnX",
+	"YsqcSsIFZx7Vt8BYC5rnf54Fo08bJLiSmxU+XoWBngKtOlpWam9VD+zdKQRsGMv5EyU2azDYqDFq3UVT",
+	"TaZoShXtAvb3BWNgPQFkYQXRr5EbtlRgYTCsUFq5a0Hv3dUdOjiz7T2szCmbRcGPZcHRYZ9n13Nl6Dor",
+	"iOCVL7/GCi2r+kVPNxLFR7lYMUjmQjJ0DlqmQQlnd+SHH959c/vlWrfferXKFfLOBz/RwS/R4M1V/edw",
+	"Mvqv/+O3bwdX/+SR+9py7XVT3amx6uKWcdUXIHFOlqwY6OvC9GsEoxn0TpNsQXO8FU1Z9OrhMDx84xdF",
+	"Ya73Jt6miZkw/vZWjcuSw2DbmG2cII9Nw7rAaIPQrLA5nhei90tRqPeVZrcDz/9xTpUWLBkMQRZ0BV5A",
+	"mvGmtHs6PCbLvJRatclpQUGuLVhKEzDxFWXOfNa6jCd5mbKJ1Ujk5pt0nqIoWjCIhUhYWukz8gvUG86I",
+	"AZMksZ1hSVe5oKmMayG6Y/nc99+59hCb14gAJ/YDskdLJQYIDpaGev2cxPjv2Pyz8Qqh1zTj+1ZNRehr",
+	"mRuJHxE8X/kXm1e6zDq0aug9gFZ6Xk8IRfMEQwJ2fpZqFQ3p15SpO8aQtqk7AdtYUJUlZEmlRB1uuwsE",
+	"U12W6OlYf4V8gu0fGc01neoowsbYXzN+sLcUjKZ+Q8htX+zYR1cpc0LIdjO9mvWstz+9x9CnlzC3mqG2",
+	"NSm3aFPr7uV3dCUJCCR7WsmsAs/aIWRNgWITTHAjmwmZuxcPa9DyG0qK1r2t8bUQtzSHAAZOSp6wQlOv",
+	"gShVIhZNU0xLNFGKWTv/GptDGOgZN52CXrLmz/C+4Mat5hfgm6Fpngi0ruHvCUY7fQKqWG0vMeotXMIn",
+	"Hokx9NyzZcGWtADTtj0GdL4VaO+uDkNfR3o3cSNo6799V1RlCyZKNZEsERwJcqXSp6JsuFQxqKeDcnBo",
+	"YX0b7WmHncjAynLpnFt3CRacXrTN6WpKk5s+leBcU5NsloHbDyxJYsk4S0EyXJqPm/z2tYeZtphom3QZ",
+	"Nuawy5BMV4TKxMRZ3rDV1tS6YXzc7MvRL/BsZvSD5trskyFI2METpfCeTf+lZUfJOJFaUeEJQwYWEgq/",
+	"mhdgEXkDDDsupwUJDygKprn5Jgj/C6AEutQv8Ys2DlcwrYFQjR466ODFyTrCpMXye4IrhiRORMpikhmr",
+	"ooJwgQVN5hlnRD8bjXkrkCwkVSxMqKWXuUgnEH6U5+JOS0JGRJooISY5La5ZOObNAKiQuOFPIfEEP4Vj",
+	"3o19Ckkz8gmX4ol7CsfcG4kTkq4TPSQN53tYb9gYxkLS9bGHpClnhmPudbDX7+Hj0I0RCcccXUSTJBeS",
+	"ORC2QTZD8j27g3OQIKdPGaFpylKf2RfjMLwCTvdYPdZ/V8Wig1+u9H8mXrWvjuvoUj3c0EDSGYi4OeWA",
+	"7Rj3nkkiEqS3CeuKWX7Tmw01WxdzvaRq7rFQeV1idWzJpihumkuh6Yi+Gv9tYIwhg3ffEAzC3s53XPPQ",
+	"7mR//PjxPcEXzFgokpy+eeMGSPttzSbIpXsEcq4VFZOeYxMO9KGTPbjkdMGAC7Fbpp9XB7K/k8mtHYTU",
+	"CqfBPAA9q4n/b1go+oP1dhW94akFhsP74TY0jttHMR0FZXe7eVMVDhHSBWMYuy1HJH64yXgqfxcSfG9E",
+	"xoGAuOTHeMz1X/pWK30rrx3FMqFLVRbMKpMsjffPnLEgbIYV4Zi3R/3rGD2zCRsHIdrQf/cYE5xIFMQ8",
+	"RFqPriuwBIy5ZhCv3kSHaH03M5CMyywFx9WisQAkFKEd73d6N9XYiFWwLbDscnJ5cUQKdl3mtNAkobCR",
+	"7ty8iyc75oipiyGJYaZY02pVZImSxt2aM6IEUXMhmSHJBN6sjGKjMcch9c/7Q3JuPppTRaYFozcwksSx",
+	"pOZ6PpOBj7giqD14r4EbQ+ingUDctMUJzIlwCdOrnnCCpv5XDwGRKkMbUr8xgqQhrrzuiioVnX/oBmP6",
+	"j6q5I5okagBGuN9uRXENNvkoVQvb4HCZvQlkbxyMA/IWfrubi7x60jJ3HmB23XbUH86oj/TDw4XxUMUG",
+	"UDEiM5NkL/7NYYxGKqkxkZLrQpTLM2JtsnrB+x5o/dv//D8e94nPTmHzJtevruUo20cXSoWBgN56GV0X",
+	"wI6Cb0O9dNRAzd61PG2TjxDFeUlzr25XJxt1tvYduLQpkeXUBmrUo4KRP+Pgm5Y+XHSyo3YMQ7rUcuD2",
+	"MSltW2B/GCsaRzCWFf52jJNd4dOn8k2NJtH2BIDnyASe9Aex5Gobu4X1E33mwBfHINHN47KBO2gYJZqP",
+	"whw9ETQe5q3ffpqPquXmaZrHGcfwjhAjO9jPJc3b3hz7PUnmIkuqQ47ekK7asr/rjuwpdnyBa8RW/SWk",
+	"X4eaG9X+RS4UyBd3VOJbmiD4JL3dzHtmMV6hquQX1pXdikwxlKXB3myWTlpiIqmJi7EalM/vvM4TXI37",
+	"Ea05Fyad4UlipV1w3zZve0Kjl+U0zxL0Zw1JnFJFY5KyJYPwIk5iPVo8qgIb0F/I7tUkZbmiIf5tDWah",
+	"Vp34Deif5nFZcOcxRA6cEUqsSRLHq5JwwT53UP/bfmk/QYyrP0I6op9WLmV4qA+9esYJwoIINWfFXSZZ",
+	"r73VoK1zBMdHnjN8gvssDPyO44+uHCEZMxDfJoAEDs2zYr9AUd3JzYpgw827hd7IllvCza+S7YJOTUxx",
+	"f3A+qjHDj4BhZZmf2KuEphMtkjs/WaQomGQwVyrkxFRRCIkx5oQOsoXkmi7JHmd3RG+1aQppyVuNne4a",
+	"bW1uPaBU2EqOtdnA9lxCF7kdrKnQuIdmvIT/xwn0eKb3R98T/QJ4fb6Qxvd+hvxDII/OqSlH8LdzCsEG",
+	"Z+tY4A52lw2Q/IAv9jC4aqDeZfbZ/4tSCwqGE/SGyjn1UVyHB1VsoLIF8xnfqjixraOCkAc+XnUjAVaV",
+	"QDejWc5SLTtoSQHjlMDQCYKNPmaPRlHXa/Eh1izjNDfxXibkqeQqA1mqgGouNuipG1m2GbWc+i++wDjp",
+	"OAwbMurn8LB+TjawIxq3KtW4EpFTtGZH4a9Z5WZbRK2q3qxb+g+W73br1nSOVWtTINRKsWAEPiCJKPMU",
+	"wqw1R0gSUXKFbrYtIvH9JN7gtGNNdEFq92UvYo2Hnj2E7g1vQLGHnnzouFyLknMc3XWmQkQhcCHr/cAg",
+	"1TCorm4QBnipvTq5Ebu7NHbn8L2n0DCMkZzsHt4485Cxj8CkbNBlS/9x9LYq0NJLyfqjEPX4GH/4hROv",
+	"sxc/PMZWxzJ07DnBhpsCA3cMSXExG4/Unc/ZbgtFnZPxoahBm5eQYiwG/geVYT6U00WmAGmfYqFwdOXu",
+	"dkvJChu3r7VILvhAy6LWmA53wIThYzi1JHsUPhtzG+9vskmqEG+plboVWguA6UNRGddAbpOR99FELjgz",
+	"19YXGb7eALcljjRSGzyIssi4/Xcba662uH6uL3D7akkNf/0aC0EVINS9KGmTM1dVrZ6aimBJ1BeS0OK6",
+	"XOjVP4EgdfM9CzZ7ilsOyI5JGsQl9wGoFqB3uBy9GSbWFparF8omcdIy2vbRLsF2y55tecC7JLk2hg8r",
+	"IPRD1phevTYZNw7G8SpPaXIjZrOdwrAw7+lpX4J9GGFstH3pY4btSHO7h+6C/YvxT+SD3A/SGzq+tnDj",
+	"w24pjWvKPO480jM/bxWQfHhWbmZjLe2x+zcdrgWu74zcOKpvekJRfgQdU3CtZ0qtN1CJJYPIHjiJK/Og",
+	"uUb7O1gve7yL64I8ez6BtfXE9sGyIW4DfPd681qItewbbOTLnGZcbhf6YlPWfRSzcqZrcCSs4CwdbuNp",
+	"hmzK9XmmJqOzb9yexfaKPza+xQku2i6SSLKf/Qs9HEypZKmFgqkY11zvmmKFfaZa78baNwaOfxOKX1bB",
+	"hd3F37IizRKl5dy+nOVDiITASjjmjTyTSpJMyXGlqnImpYNzsj3KSVglCJyR2H6FCtCYgwYETgEjK8LN",
+	"0/qWKVAzAcU8JlGVd9zB6DFvTXm8D4GcShKZ8evcXIkhiU34YkxykVDFCKPJ3Dz0BsbVBoUuzzZjba21",
+	"eGjPNrGysLq+CA8b+zMRi0xpTQx4FAb/bHdb3Ol90an1EWyOfcfiR5uZsC3y5Bg7GhNVm66B3MX0R+Bh",
+	"WO2gid3z+xQLPKRlAfGL5+8GWLEEftVodMPYUhLaTcAzkURjPuZfC37LuB5TjvS//4l8JdKMaTmZgXg4",
+	"JBcQM4SFyDJJ4r7CV3Fdpmx/zAlJaFGs0MDYCrE0YbUW1ZsVYGkVhguMCEbC/CuJF8jUY8MFaf1sqJd9",
+	"EkVkY1HHEKs6TkW6Cp2CmKIwMYt6MgiHwnKPEAuWyaoK5JCcRCfEKXY30ioh8Ra8G+qxTqI3o1a5QznU",
+	"SuOI3G1R+Qo29i0Qo4KpsuAkfoD7ERJHvX6MzyDziDRLKUMEPZV6GbH9zeZdVvaAs9ZHmeyxC+iVICLY",
+	"SCs4X40psRv8GWMUpbUHhVUWL1RpoHo17s4FZ8aEjgmbWWqU5zxLGJesrrITaK2nyJiixcqJ79T3wMks",
+	"GgXR8HAYgey2ZJwus2AUHA+j4TFmSc6BtBzARYE/r5mHc9iN9hbwCtsVvDQX1EQVbsW7NBgF+tjOr026",
+	"YqPg61EUrSkl5ykhZ0jiJ6e2k/kjuF6qwYkYaIoVuIWYbD2lSmn1VCZq1fYK/lWUBJ8yYt5GJRmreX3y",
+	"JN8mpb4lgColX1LNQbEW/dBWwxk5BX/MSkzZ+ol5tVkgZ1QV72lV58Ggqscr96xvD4PHq63L0NXlvDyF",
+	"6PQWDFbAM6PL+kesjtMpbRc6Ff/1JB300Xig6LWsUoFlcKU/M8h48KDB83jwYLb36GBnE7P+wBCxno1X",
+	"C6eAmMWbqjjXOszpw4iLZI4xiqCiODhQl3+ytciTuXjmwe907GuPXI91Ep1sPu2qUuzzUeQPDGvWWNtz",
+	"BzOa3Qh6bP/1Kwd1t4LHcLuXbccAuEIHVe7MwQMWEXrsJY9asIasYwysNAg3oGlaMCmddCuyx4bXQ1O+",
+	"whiexjwX/BqC4ygyGdjyF5LEWB5GvzRJ5rSQcdhIeZZjHtuRRwcHGEKPazVB9PshcDhqyyGIO27kD+Ph",
+	"0Lx9zKtBtfR81ubpTsAOmnE7l8+sYbf7JxLF1ECqgtFFU7z9kbGbfEUkzZnm81qZgYlr9K6sDtOM02IV",
+	"eIuKe5DbHgMWFApNdXxY7MVHeu0/2Z9LoVhqU+PqZY6DN7PXr9Lo9eHr1yfJl+mr0zf0aMYojZLTU5pG",
+	"h6f0eDo7mR1Oj6bR9PXRUZIenqavksPTaTSLIhq9HgeNXXX28Ctcw2/EHQczB+UVuJzbiPqg9zqurzEW",
+	"ovi0sc4YmmEB40xNe3+p+ueCvqe+va0W9lK17YGSGKAd2DRO4DDClweJyqLJuCiX+iCAetQVuFDsRS3X",
+	"5v6F8C+T/jfmnvxGhZp/pYiaW1UpHDYvdMydOgpzKucMFSeZ/cLkkNgkVlIwmuIi7doEz1cjwsWYAxPF",
+	"8K8QqguDPYozdSeKGy1Pa/aZ37J0SM5r9d8YGjDFwiltZqrMkjvI4kC90KYfmoxZ9LKCSUArS3Y8pSFh",
+	"dU1j2DPgYymWg4kRDEP71ghrLcQ+Omf3jmUT6lShr0S6WkPlbnk6nNOCMynvh7bQym9/yZZNkvf+T5pi",
+	"R8fw3xOM/38WuXMtauZiNfTUX7Il6ptxH02OQeOlScKg/qkSAq5g82Y8PlfkchKWP101U4SrXRv4DWoA",
+	"aklpTqWpI63J3edv6FQJW4duwvGnptk3iMA8DQlZJpvHFnZt2HqxedW2y01qwbEo+bBOnzeGIDueMWj0",
+	"t88aorP1t1E0iqInwexnIHNrYWeMmwAKB2hXbtZzq9mUY1bTWGCNX582WbqSOUtuICFoAmIzvw6u2uar",
+	"w8pCZZNatizS3czY7xEpNE1n6QCoItIqEJ6PjjYz4GYt9eezbr1gQkk8nN/Hlp4Cu/Gxb5cvAR1dPZUr",
+	"VYW1KinyC0ngYGRosmHHHJJI0dimiU5djEv/boi3DA2Hw0I3d3MGUkCmSCbHhk1Q8Dgg7gzJuWPNwnVp",
+	"Gk+hAQ4SeFMvHcn6mPfakgk1Ge2O4ThEexuh5PT+/gzyHs0kkKXuCOxVRRhNaW2dzqomJhbChE3ED+6C",
+	"QpxHjsincfDO3CKTyOCONQ6uHuMh+R4zM8Y8kwTJCcZfAo9NfTwLDm71D471Yhyr4x+ob18XPxt9Datv",
+	"UJ70k7sO7Tp50yFezYBHt6mijdAaaFnM1Ivyr6FDcx+sY3ETwfVyIeQKj9sT7u32WfkV6k1CdVxLZ3fd",
+	"mu3uYHG6cn99RdOfsuXvs5ztB81dbPVJZzdRtZm6k+J2PMdb8MPLd4wf7wXYBhKJFuPo5RlzKLH1S68p",
+	"BEjvPMuZaVsIDA4JpIT6BUOfBcEU7nquMFnJbWBd9ZjAtzsFsxoP5Gme3bIXsYfeggPVATManw2UF0wV",
+	"WdJvj39fiIXmjqWJx9OXXWInDaS8Xih/Z0bdCGY95gGECjRp/vw+ncyVWlp3kpwooWj+gFVd3o6DP1x8",
+	"HAdhNfHbsV4+gnMchHg8b8d6xnHwSA5bVp2NLMKC5QVkpRqAiwoq3qMwXpPhii7ytQbAPy8ZP3//jqQi",
+	"gXg6RzKAYBIw+ZJZIRZk71/Pv/t233tGZpTdroJdW6t7xDIbEXD17ApnLACCLr4XAPZH12XYB2coxreJ",
+	"rjBe9SsCZd42LKpqk2PXIlOiyzjSTqNj0mh65AX8JRQDfDEKVJjhPgMRwqEfw+A0Ot5Gy2i0j3rmUWoo",
+	"ZesoF7R3e0C9cq3H5rLkwYuJYr0Bufblg0Y36u0ZspM5578mRcl/LW8JNSljlQXEHgj0RdzdYYItVNFk",
+	"2TjGg7oObp93mGuFTWtc1JbjvYYkAaMkxZD+H5M9UZD4WyrVAL4ZvPsmDrW4kMzH/C7jEq84tLzVojxk",
+	"1e+DFmlGBRUS4jR+BP3uHIT9EWkjSjwitjYliR9w/a0YASJmWqEjSpAY1KwY86+lJwSgcv3DG1XOQEhE",
+	"MeZ2c1X6yNLQJ4iwN6EImdIqpn1VCaCHGYcIpDH/s/WwaDEMuC9MZPUa3MxMnxRZsgJXEY55rFVJUzkJ",
+	"FmTcPiGJ4RX7UBP8+pHWEewTm5QOwSDVK1DFl441FG8YWw5A7Im1YgOMDWvmHJ4SOSRYL0yvkphk9aQu",
+	"+qBVXi6I8W/FJjMJtTgcBCs44ylkSsI7xuUVA9eUjKszrO3GOUtMHe8WDrXg6Q09sDuVwQbPxSUGliAu",
+	"VHUrMunUmUbFPiJvkZ2bUniFavkoDo96+m/DoFu3Xm7Vf+5tumxLd0EMOxRB38uuuShYSqYrs0h9UJ3G",
+	"ETu3Zza5FLs0aPZJTB8+XJhCFFUODuaYLAuWsBQdGFp8MtemD7rtHtcN5HgimK+eKwlYmtk2EB/WGd/4",
+	"D8whC/7I8ly4ieFbW4Zf1PBtjbeHtcmmmSIPhV/d9Kpgh9CDutb6o+km0SB0rdZh6UirCIaSNVYx5kjE",
+	"HsawyHEwGjeXOQ7CMUAWHgFs4ad67/DA2T08Ng3r9aNtgIlDIszgo0P4pT5v50d7rtsOnsBXhqybYR41",
+	"r2hdyUZT8A8XyCXkGca4mkoiecYZmYsc6DMjFdGnEiMat/WfG5wGeSfaLLo4jbx/BRFJi6qVjGSo+Z6G",
+	"kChMITF6zfY/q9h0b90dTxsx7LHHX5hS8BBpIjOpsAuC6cFinUBYdgnCXcEkMLg9RBPPmFsz695P797v",
+	"D8k7ZSzdSIyh9p8xMMs6xQ/s9qK40Tg05jkU94d+akIMyVerqqgZIAoWv89a5epHhusb4yBYsjHzFpi6",
+	"8ZvZAoWKpeMgHvrq99ti+OBbsD+HdeF5iBmtCulP2UwUqCTWZahs6f0xh+J+Z/U0lUsyJntrmgjsE5qm",
+	"ZglrGhGAfIfxk+AUIXO6XDIu7aqgIUhWSAxK0SCToLpKoU+OZnkJpQ/GnGLh9SoaeNSO0znD5EtPg1cM",
+	"QS1KPuZ3kNJcxT6n+72tXrWgo2iWj9rOnSojNCQQzbTBd4GNrls1E8d8z3xrg4cszkAR1Qrsbai//ViU",
+	"UK2SkqlGIKjXKAqca39oJHkZQ8kXsIOr7HquWMtPg2+NectJE5qeYSBkYx5KSLSAFEWRja/QP8C/TWew",
+	"fZ/AiTfUqrjbeF18Ua7dxhjGut3tRoFehbrxQ6Ox2GkURZHT4eFTXZ/S1ps09SQ/tYtHXjn1GG3hRC3M",
+	"1cV/m+Udq4KJdSHDHQJSG01KMP5pByHs13JcacyyfoHM6WAoCUbBZ5zQ9JbyBLiNE3JmkpUH32TSmm89",
+	"FUOpUjSZa8XrjMyynGkh9+04QP3NCCyguA3n9+OgWTe359ttZBsYba3ZsGokN7ABUGvSujQPvtfXHDQV",
+	"t7tjtdqT10eHx96z6GvRZyLkPr8o8qv4800HGR9H38pVY2Rd2WuF02rxB/vSrmIPNI7ZJrTWqlRXLxf1",
+	"X5Uc6Q3IbkdGuzVHfIExPwXtGiM7a1XdmKFmkZBm/Q4TVtininW0LC0mbU1H3aIbHoJlLWNPFORfIhfA",
+	"TYkhssbByqZsfwJ53CsFY+c5fRtswpcNap5C2q6pDmwinyn+UkWYj7nt3gNFOONmwwFjzIvr80EzIL1h",
+	"/MxEKDZb8NfWP0yNyayYZXMefGJCo3nec0SF3S+EW70mKaUSC2DxNFm0K81swtRtkdLbKfCxmSToD9A4",
+	"/NzA2JU6YLTd3x6EVQWc7p02W3iybv5m8ydfm4S9X40hIgbV2Qt+euGyvoOHGuhrvVHuHXxWOOvfM2ey",
+	"lcHW8SWjYXxWXHVKbP16vrO1OLSrMGQ2W9mBvPh3gJXWdrcHuaP3ckMY23qqoLZZyWcZz+TcCI57iAck",
+	"rgq+xftoE8EG+GNeRWU6HWn34oei5CMw0zzGfSXS9KteRRiX9VK3qyK+2zOdRiPeHlzsNOBVdWOXp6kL",
+	"u5LT5xLGutZ7XXK8efwOnlcntJZaHkDFwM+DrOcSO2uQtMhuNbwFkUosCVV1MjYIcbRYoW3Q4i6WMTSR",
+	"vAZxyRPxFnyTfYj7Xk/0D7z9vHgLQO72PYYcxafhbF3h1R+nZbtDSussdWG4c8PIugFmT9mAfX8a/Puq",
+	"AOiLacS2UWVU96IE3l0VEqsKwdGFyYuI6oxmU7Wt1ZjSyAKt1JWtxI7R4aiaucpbNh0/3K6TVW2xY08p",
+	"sWh42lMq7DjqqQSGAbeOzON0nex0jDyOoufp2W6L1r78ENNYETPEfwVpp7e2cd/t+jyyT9025OXZSWw9",
+	"brG91e32FvaNJj+wrS4yOeZ1qwsCXTUQVgW0HclkFchMc4i+Q8YlKw4EzoQY54jJXt2RBmocYTarHUJ/",
+	"CrMqk9r6Zsxjt79hbEwS3cYg1ixRPYlJms1mILzVkSiWlJ7hMM0WiA4rbNdjGPNkTvm131SBrUZewFTR",
+	"Uou3j8RrdG/Z2Tng58o76FE7L3Rt1KCLn9mMUL76W3nV/9Y83ukDVDN5r4ayO7sHj/066/Zl+e/Msr2N",
+	"NcAUGEUjlK2nD74WU0jG1pzRUsjhURSRix8uh07dcUw0+szpso2q8m4pebcyvGeLb34KnErwa8toRmsK",
+	"Y0btUpeHR1GnfOVx5K0jj0LEsyQD27jj5a3vf2v5oTLXQ7AHRJh0TSdPDJ3Zhrl/UBRjXTQvBk1PA9At",
+	"aD1s1EuDGGMIyojfWTacrAZ/YqvY1DQ7wwBjCC4GAwjyUMYtQ472yQJrXUPqqq/T3KjOXs160lmrUg0w",
+	"CvgVjF6D7x9FUajFsWpy+10tFXj6HMdDcl4psRhxzduWnl6x4pxwdpeviKEyqPUYEeYoOhoSDKrWsuLb",
+	"72NcuGnHofWeTnQv8QT3YkU5UEe/J0bU9gkUVbnznemzc6x/YqugG1v6AWclSkB3oKrIG0hzguSM3jIn",
+	"GnkvIm9t1xGqYI/NENnjnghZPbg/QNaNjj1uBMf6quJePUOcquqeBj/OqbKx6m1GoK8ttrogJ0e/a/a5",
+	"dboibm/cbdeq38qP8+8ru4Ny0r201SV3+j5rErKoS4AfRUe7HeGTeT7+67Nz9bqhSIOn4+wbuPnpZ+Lm",
+	"XV6+jpW/DD5APcYq3+fvUFL/VZxySAoIrdjXHqRCIMP2hNf2S/NgIjl4aJibHg/QgPM8y8FmUf7CTgoc",
+	"pVcY+YbpGyJtAbeuxXAvhqJ9iHdxxVxtIMKYj4P3VYk/kjKesXQc7FvOi3ohkM/Y5bNWXzR5jhVXzqQp",
+	"/QQdDIA7Zwps6fKsLtvWMXTqr8Y8k6Z8q41kaEA+DtF8wIWaVD2D6oa0+jGEQXR71HrLJ53jMUKDrOcE",
+	"OkBJRONQtzalnewIZiH/gRlXf8vdf1Aul3IZTNDyasoSyJEw9xos6DtbI/z0q8DG0X8f9KvViDp+QMrx",
+	"GIfwtypWIwJXAH7AntTmh7ottf/S75u0QbHEniyWmMVD/CtXMZGlvjhWsTLl21Ji3Sp7EPs9F3ckTvIM",
+	"oqoUWq+B2u2f6ZFUsYpN4oEexNcQ+ozEsPTYtCWUVRdsTe+c0K2dCF6PVVQf7nOpWt2Hu/rGuGTIIVhv",
+	"sFBQGrgNZmxXmUYPGevveXwidWy1Of8HdfxPSx0NJjQcoEgdzXXtJZDQO6O49WfXaoDP71NbGANqy5vq",
+	"MOBosdUztNpQ5MEoOAByZmbq1PyHIgkh1KOEsgRhVWfCqGW2toct8Im1Cro2gzW1zZ3Pq4LY7c9tCGoi",
+	"IK6Utr6rQos8E2tStlfZtDD3mCbzfSvsZYXNu6vdtWXfULh9TRIh3lXkFXY7nzvH1R0EeyMMqt4ImJYT",
+	"NsuH6tFtNVNgJE48uinjVmetVPPa8PTHq8f/HwAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,
