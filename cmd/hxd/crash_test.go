@@ -33,7 +33,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	hxhttp "hxd/internal/http"
+	"hxd/internal/hxbundle"
 	"hxd/internal/journal"
+	hxruntime "hxd/internal/runtime"
 	"hxd/internal/store/sqlite"
 )
 
@@ -379,6 +382,20 @@ func writeHookAgent(t *testing.T, name, hookURL, policy string, steps int) strin
 	return dir
 }
 
+// requireBundleValid exports the run offline with payloads, as `hxd
+// export` does on a crashed store, and requires the verifier's verdict
+// valid.
+func requireBundleValid(t *testing.T, st *sqlite.Store, sessionID, runID string) {
+	t.Helper()
+	ctx := context.Background()
+	archive, report, err := hxhttp.ExportBundle(ctx, func(fn func(*hxruntime.Incident) error) error {
+		return hxruntime.ExportOffline(ctx, st, sessionID, runID, fn)
+	}, hxhttp.BundleOptions{Policy: hxbundle.Policy{IncludePayloads: true}, Version: "test", Dir: t.TempDir()})
+	require.NoError(t, err)
+	defer archive.Close()
+	require.True(t, report.Valid, "bundle of run %s: %v", runID, report.Issues)
+}
+
 // readJournal opens the (stopped) child's database and lists the run's
 // journal; it checks seq 1..N without gaps and unique record ids.
 func readJournal(t *testing.T, db, rid string) []journal.Record {
@@ -390,6 +407,7 @@ func readJournal(t *testing.T, db, rid string) []journal.Record {
 	recs, err := st.JournalList(ctx, rid, 0, 0)
 	require.NoError(t, err)
 	require.NotEmpty(t, recs)
+	requireBundleValid(t, st, recs[0].SessionID, rid)
 	ids := map[string]int64{}
 	for i, r := range recs {
 		require.Equal(t, int64(i+1), r.Seq, "journal seq gap or duplicate at index %d (%s)", i, r.Kind)
