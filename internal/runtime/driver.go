@@ -501,8 +501,12 @@ func (d *driver) runTool(e *ToolEntry) error {
 	if len(res.Content) == 0 {
 		res.Content = tool.TextContent("")
 	}
-	if err := d.storeArtifacts(out.Artifacts); err != nil {
-		return err
+	if len(out.Artifacts) > 0 {
+		content, err := d.storeArtifacts(e, res.Content, out.Artifacts)
+		if err != nil {
+			return err
+		}
+		res.Content = content
 	}
 	return d.returned(e, res)
 }
@@ -573,13 +577,39 @@ func (d *driver) toolFailed(e *ToolEntry, f *tool.Failure) error {
 	}
 }
 
-func (d *driver) storeArtifacts(arts []tool.Artifact) error {
+// storeArtifacts stores the files a tool returned as content-addressed
+// artifacts, records them in the state's extensions (artifacts.results,
+// keyed by execution key) and, for text content, appends one
+// `[artifact://<sha256> <media type>, <n> bytes]` line per file, so the
+// model and the journal carry references, never host paths.
+func (d *driver) storeArtifacts(e *ToolEntry, content json.RawMessage, arts []tool.Artifact) (json.RawMessage, error) {
+	var text string
+	isText := json.Unmarshal(content, &text) == nil
+	refs := make([]map[string]any, 0, len(arts))
 	for _, a := range arts {
-		if _, err := d.r.putArtifact(d.ctx, d.st.SessionID, a.Data); err != nil {
-			return err
+		key, err := d.r.putArtifact(d.ctx, d.st.SessionID, a.Data)
+		if err != nil {
+			return nil, err
+		}
+		uri := "artifact://" + key
+		refs = append(refs, map[string]any{"uri": uri, "media_type": a.MediaType, "size_bytes": len(a.Data)})
+		if isText {
+			text += fmt.Sprintf("\n[%s %s, %d bytes]", uri, a.MediaType, len(a.Data))
 		}
 	}
-	return nil
+	if d.st.Extensions == nil {
+		d.st.Extensions = map[string]any{}
+	}
+	ext, _ := d.st.Extensions["artifacts"].(map[string]any)
+	if ext == nil {
+		ext = map[string]any{}
+		d.st.Extensions["artifacts"] = ext
+	}
+	ext[e.ExecutionKey] = refs
+	if isText {
+		return tool.TextContent(text), nil
+	}
+	return content, nil
 }
 
 // cmdFinish ends the run as completed (pure).

@@ -2,6 +2,8 @@ package runtime_test
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"path/filepath"
 	"strconv"
@@ -65,7 +67,7 @@ func setup(t *testing.T, defs ...*agent.Definition) *testBundle {
 		v, _ := calls.LoadOrStore(name, &atomic.Int64{})
 		return v.(*atomic.Int64)
 	}
-	reg := agent.NewRegistry("count", "block", "leak")
+	reg := agent.NewRegistry("count", "block", "leak", "file")
 	for _, d := range append(defs, agent.Demo()...) {
 		require.NoError(t, reg.Register(d))
 	}
@@ -78,6 +80,12 @@ func setup(t *testing.T, defs ...*agent.Definition) *testBundle {
 			},
 			"leak": func(ctx context.Context, inv tool.Invocation) (tool.Outcome, error) {
 				return tool.Outcome{Result: model.ToolResult{Content: jsonString("card 4111111111111111")}}, nil
+			},
+			"file": func(ctx context.Context, inv tool.Invocation) (tool.Outcome, error) {
+				return tool.Outcome{
+					Result:    model.ToolResult{Content: jsonString("report attached")},
+					Artifacts: []tool.Artifact{{MediaType: "application/pdf", Data: []byte("%PDF-1.7 report")}},
+				}, nil
 			},
 			"block": func(ctx context.Context, inv tool.Invocation) (tool.Outcome, error) {
 				counter(inv.Call.Name).Add(1)
@@ -506,4 +514,31 @@ func TestToolOutcomesStored(t *testing.T) {
 	n := 0
 	rows.Range(func(_, _ any) bool { n++; return true })
 	require.Equal(t, 10, n, "one outcome row per tool call")
+}
+
+// TestToolArtifactsAreReferenced: files a tool returns become artifacts the
+// result and the checkpoint refer to by artifact:// URI.
+func TestToolArtifactsAreReferenced(t *testing.T) {
+	t.Parallel()
+	def := &agent.Definition{
+		Name: "filer", Version: "v1",
+		Model: model.Config{Provider: "scripted", Script: []model.ScriptStep{
+			{ToolCalls: []model.ToolCall{{ID: "f", Name: "file", Input: json.RawMessage(`{}`)}}},
+			{Text: "done"},
+		}},
+		Tools: []agent.ToolDef{{Config: tool.Config{Name: "file", Kind: "builtin", Builtin: "file", ReplayPolicy: "safe"}}},
+	}
+	tb := setup(t, def)
+	ctx := context.Background()
+	sess, err := tb.rt.CreateSession(ctx, hxruntime.CreateSessionParams{Agent: def.Ref(), Recording: recording(true)})
+	require.NoError(t, err)
+	res := runToEnd(t, tb, sess.ID, "go")
+	require.Equal(t, hxruntime.StatusCompleted, res.Status)
+	sum := sha256.Sum256([]byte("%PDF-1.7 report"))
+	uri := "artifact://" + hex.EncodeToString(sum[:])
+	all, _ := json.Marshal(journalOf(t, tb, res.RunID))
+	require.Contains(t, string(all), uri)
+	data, err := tb.store.ArtifactGet(ctx, hex.EncodeToString(sum[:]))
+	require.NoError(t, err)
+	require.Equal(t, "%PDF-1.7 report", string(data))
 }
