@@ -36,8 +36,11 @@ type serveConfig struct {
 	Demo bool
 	// LogFormat is text or json. Default: text.
 	LogFormat string
-	// Auth is the authentication mode; only "none" for now. Default: none.
+	// Auth is the authentication mode: none (one local principal,
+	// loopback addresses only) or oidc (bearer JWTs of OIDC). Default: none.
 	Auth string
+	// OIDC configures --auth=oidc.
+	OIDC oidcConfig
 	// ResumeInterrupted resumes runs left running at start-up. Default: true.
 	ResumeInterrupted bool
 	// MaxSessionDuration is the default deadline of a drive. Default: none.
@@ -57,13 +60,11 @@ func (c *serveConfig) validate() error {
 	if c.LogFormat != "text" && c.LogFormat != "json" {
 		errs = append(errs, fmt.Errorf("--log-format must be text or json, not %q", c.LogFormat))
 	}
-	if c.Auth != "none" {
-		errs = append(errs, fmt.Errorf("--auth must be none (oidc is not available yet), not %q", c.Auth))
-	}
+	errs = append(errs, validateAuth(c.Auth, c.OIDC)...)
 	host, _, err := net.SplitHostPort(c.Addr)
 	if err != nil {
 		errs = append(errs, fmt.Errorf("--addr %q: %w", c.Addr, err))
-	} else if c.Auth == "none" && !isLoopback(host) {
+	} else if c.Auth == authNone && !isLoopback(host) {
 		errs = append(errs, fmt.Errorf("--auth=none refuses to listen on non-loopback address %q: use 127.0.0.1 or configure authentication", c.Addr))
 	}
 	if c.DB == "" {
@@ -114,7 +115,8 @@ func parseServeFlags(args []string, e env) (*serveConfig, error) {
 	fs.StringVar(&c.AgentsDir, "agents", envOr("HXD_AGENTS", ""), "folder of agent YAML files (HXD_AGENTS)")
 	fs.BoolVar(&c.Demo, "demo", envBool("HXD_DEMO", false), "register the demo agents (HXD_DEMO)")
 	fs.StringVar(&c.LogFormat, "log-format", envOr("HXD_LOG_FORMAT", "text"), "log format: text or json (HXD_LOG_FORMAT)")
-	fs.StringVar(&c.Auth, "auth", envOr("HXD_AUTH", "none"), "authentication: none (HXD_AUTH)")
+	fs.StringVar(&c.Auth, "auth", envOr("HXD_AUTH", authNone), "authentication: none (loopback only) or oidc (HXD_AUTH)")
+	c.OIDC.register(fs, envOr)
 	fs.BoolVar(&c.ResumeInterrupted, "resume-interrupted", envBool("HXD_RESUME_INTERRUPTED", true), "resume runs left running at start-up (HXD_RESUME_INTERRUPTED)")
 	fs.DurationVar(&c.MaxSessionDuration, "max-session-duration", 0, "default deadline of one drive of a run, 0 = none")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", 15*time.Second, "graceful shutdown bound")
@@ -149,6 +151,10 @@ func serve(ctx context.Context, args []string, e env) error {
 		return err
 	}
 	log := newLogger(cfg.LogFormat, e)
+	auth, err := newAuthenticator(ctx, cfg.Auth, cfg.OIDC, log)
+	if err != nil {
+		return &exitError{code: 2, err: err}
+	}
 
 	registry := agent.NewRegistry()
 	var defs []*agent.Definition
@@ -199,7 +205,7 @@ func serve(ctx context.Context, args []string, e env) error {
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
-	handler := hxhttp.New(hxhttp.Config{Service: rt, Logger: log, Version: version, Registry: reg})
+	handler := hxhttp.New(hxhttp.Config{Service: rt, Logger: log, Version: version, Registry: reg, Authenticator: auth})
 
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {

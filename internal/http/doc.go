@@ -5,11 +5,14 @@
 // the one error → problem+json table (problem.go), request validation
 // against the embedded contract (validate.go) and the middleware chain
 // (request id, access log and metrics, panic recovery, body limit,
-// principal). Handlers only call Service (service.go) and convert types;
-// they hold no SQL and no state-machine decisions.
+// authentication: the caller's principal, OIDC bearer tokens with
+// --auth=oidc, and per-operation role checks, auth.go). Handlers only call
+// Service (service.go) and convert types; they hold no SQL and no
+// state-machine decisions. Ownership is the runtime's: it answers
+// runtime.ErrNotFound for anything the caller does not own.
 //
 // It may import internal/http/api (generated), runtime, hxbundle and agent
-// (plus model for the ToolResult of a resolution and journal for the
-// records a bundle is built from). It must never import
+// (plus model for the ToolResult of a resolution, journal for the
+// records a bundle is built from, and go-oidc for token verification). It must never import
 // store/*, temporal or a database driver.
 package http

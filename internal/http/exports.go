@@ -129,6 +129,7 @@ func (s *Server) ExportRun(ctx context.Context, req api.ExportRunRequestObject) 
 	audit := []any{
 		"request_id", requestIDFrom(ctx),
 		"principal", hxruntime.PrincipalFrom(ctx),
+		"operation", "exportRun",
 		"run_id", req.RunId,
 		"include_payloads", p.IncludePayloads,
 		"include_artifacts", p.IncludeArtifacts,

@@ -11,8 +11,6 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus"
-
-	hxruntime "hxd/internal/runtime"
 )
 
 type requestIDKey struct{}
@@ -58,15 +56,6 @@ func validRequestID(id string) bool {
 func requestIDFrom(ctx context.Context) string {
 	id, _ := ctx.Value(requestIDKey{}).(string)
 	return id
-}
-
-// authenticate puts the calling principal into the context. Until OIDC
-// lands (DESIGN §6) every request acts as runtime.LocalPrincipal; this is
-// the one place that decides who the caller is.
-func authenticate(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		next.ServeHTTP(w, r.WithContext(hxruntime.WithPrincipal(r.Context(), hxruntime.LocalPrincipal)))
-	})
 }
 
 // recoverer turns a handler panic into a 500 `internal` problem (logged

@@ -79,6 +79,8 @@ var problemTable = []problemRule{
 	{clientGone, statusClientClosedRequest, "client_closed_request", "Client closed request"},
 	{as[*requestError], http.StatusBadRequest, "invalid_request", "Invalid request"},
 	{as[*http.MaxBytesError], http.StatusRequestEntityTooLarge, "payload_too_large", "Request body too large"},
+	{is(ErrUnauthorized), http.StatusUnauthorized, "unauthorized", "Unauthorized"},
+	{is(ErrForbidden), http.StatusForbidden, "forbidden", "Forbidden"},
 	{is(hxruntime.ErrInvalidCursor), http.StatusBadRequest, "invalid_request", "Invalid request"},
 	{is(errNoRoute), http.StatusNotFound, "not_found", "Not found"},
 	{is(errMethodNotAllowed), http.StatusMethodNotAllowed, "method_not_allowed", "Method not allowed"},

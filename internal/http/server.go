@@ -63,6 +63,12 @@ type Config struct {
 	// and uploaded bundles while a request uses them. Optional, default:
 	// os.TempDir().
 	SpoolDir string
+	// Authenticator verifies the bearer token of every request except the
+	// operations the contract declares public (`security: []`): a missing
+	// or rejected token is a 401 `unauthorized`. Optional, default: no
+	// authentication; every request acts as runtime.LocalPrincipal, which
+	// holds every role (--auth=none).
+	Authenticator Authenticator
 }
 
 // Server implements the generated strict-server interface on top of a
@@ -76,6 +82,7 @@ type Server struct {
 	metrics   http.Handler // promhttp for the Registry
 	limits    hxbundle.Limits
 	spoolDir  string
+	auth      Authenticator // nil: --auth=none
 }
 
 var _ api.StrictServerInterface = (*Server)(nil)
@@ -83,8 +90,8 @@ var _ api.StrictServerInterface = (*Server)(nil)
 // New returns the HTTP handler of the whole API (every operation of
 // api/openapi.yaml, /openapi.yaml and /metrics included) behind the
 // middleware chain (request id, access log and metrics, panic recovery,
-// body limit, principal) and request validation against the embedded
-// contract.
+// body limit, authentication), per-operation role checks and request
+// validation against the embedded contract.
 //
 // New panics on wiring bugs, as prometheus.MustRegister does: a nil
 // cfg.Service, negative cfg.BundleLimits, metrics already registered in cfg.Registry (New called
@@ -102,7 +109,8 @@ func newHandler(cfg Config) (http.Handler, error) {
 		return nil, errors.New("http: Config.Service is required")
 	}
 	s := &Server{svc: cfg.Service, log: cfg.Logger, version: cfg.Version, keepAlive: cfg.KeepAlive,
-		limits: hxbundle.Policy{Limits: cfg.BundleLimits}.EffectiveLimits(), spoolDir: cfg.SpoolDir}
+		limits: hxbundle.Policy{Limits: cfg.BundleLimits}.EffectiveLimits(), spoolDir: cfg.SpoolDir,
+		auth: cfg.Authenticator}
 	if err := s.limits.Validate(); err != nil {
 		return nil, fmt.Errorf("http: Config.BundleLimits: %w", err)
 	}
@@ -140,14 +148,14 @@ func newHandler(cfg Config) (http.Handler, error) {
 	}
 
 	r := chi.NewRouter()
-	r.Use(requestID, s.observe(m, routes), s.recoverer, s.limitBody(maxBody), authenticate)
+	r.Use(requestID, s.observe(m, routes), s.recoverer, s.limitBody(maxBody), s.authenticate(r, routes, publicOperations(spec)))
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) { s.writeProblem(w, r, errNoRoute) })
 	r.MethodNotAllowed(func(w http.ResponseWriter, req *http.Request) {
 		w.Header().Set("Allow", allowedMethods(r, req.URL.Path))
 		s.writeProblem(w, req, errMethodNotAllowed)
 	})
 
-	strict := api.NewStrictHandlerWithOptions(s, []api.StrictMiddlewareFunc{withHTTPRequest},
+	strict := api.NewStrictHandlerWithOptions(s, []api.StrictMiddlewareFunc{withHTTPRequest, s.authorize},
 		api.StrictHTTPServerOptions{
 			RequestErrorHandlerFunc:  s.bodyError,
 			ResponseErrorHandlerFunc: s.writeProblem,

@@ -1,4 +1,4 @@
-// Package hxtest holds test-only helpers: goleak-wrapped TestMain and slog
-// routed to t.Log. Import it only from _test.go files; it imports nothing
-// of hxd.
+// Package hxtest holds test-only helpers: goleak-wrapped TestMain, slog
+// routed to t.Log and a fake OpenID provider (Issuer) minting signed
+// tokens. Import it only from _test.go files; it imports nothing of hxd.
 package hxtest

@@ -406,7 +406,8 @@ type PlaybackResult struct {
 }
 
 // Problem RFC 9457 problem details. `code` is the stable machine code:
-// invalid_request, not_found, method_not_allowed, payload_too_large,
+// invalid_request, unauthorized, forbidden, not_found,
+// method_not_allowed, payload_too_large,
 // session_exists, session_busy, request_id_conflict,
 // recording_mismatch, agent_mismatch, not_awaiting_resolution,
 // unknown_execution_key, resolution_invalid, unknown_agent,
@@ -685,7 +686,8 @@ type RunID = string
 type SessionID = string
 
 // BadRequest RFC 9457 problem details. `code` is the stable machine code:
-// invalid_request, not_found, method_not_allowed, payload_too_large,
+// invalid_request, unauthorized, forbidden, not_found,
+// method_not_allowed, payload_too_large,
 // session_exists, session_busy, request_id_conflict,
 // recording_mismatch, agent_mismatch, not_awaiting_resolution,
 // unknown_execution_key, resolution_invalid, unknown_agent,
@@ -695,7 +697,8 @@ type SessionID = string
 type BadRequest = Problem
 
 // Conflict RFC 9457 problem details. `code` is the stable machine code:
-// invalid_request, not_found, method_not_allowed, payload_too_large,
+// invalid_request, unauthorized, forbidden, not_found,
+// method_not_allowed, payload_too_large,
 // session_exists, session_busy, request_id_conflict,
 // recording_mismatch, agent_mismatch, not_awaiting_resolution,
 // unknown_execution_key, resolution_invalid, unknown_agent,
@@ -704,8 +707,20 @@ type BadRequest = Problem
 // client_closed_request, internal. New codes may be added.
 type Conflict = Problem
 
+// Forbidden RFC 9457 problem details. `code` is the stable machine code:
+// invalid_request, unauthorized, forbidden, not_found,
+// method_not_allowed, payload_too_large,
+// session_exists, session_busy, request_id_conflict,
+// recording_mismatch, agent_mismatch, not_awaiting_resolution,
+// unknown_execution_key, resolution_invalid, unknown_agent,
+// invalid_message, recording_disabled, invalid_policy,
+// bundle_limit_exceeded, invalid_bundle, unavailable,
+// client_closed_request, internal. New codes may be added.
+type Forbidden = Problem
+
 // NotFound RFC 9457 problem details. `code` is the stable machine code:
-// invalid_request, not_found, method_not_allowed, payload_too_large,
+// invalid_request, unauthorized, forbidden, not_found,
+// method_not_allowed, payload_too_large,
 // session_exists, session_busy, request_id_conflict,
 // recording_mismatch, agent_mismatch, not_awaiting_resolution,
 // unknown_execution_key, resolution_invalid, unknown_agent,
@@ -714,8 +729,20 @@ type Conflict = Problem
 // client_closed_request, internal. New codes may be added.
 type NotFound = Problem
 
+// Unauthorized RFC 9457 problem details. `code` is the stable machine code:
+// invalid_request, unauthorized, forbidden, not_found,
+// method_not_allowed, payload_too_large,
+// session_exists, session_busy, request_id_conflict,
+// recording_mismatch, agent_mismatch, not_awaiting_resolution,
+// unknown_execution_key, resolution_invalid, unknown_agent,
+// invalid_message, recording_disabled, invalid_policy,
+// bundle_limit_exceeded, invalid_bundle, unavailable,
+// client_closed_request, internal. New codes may be added.
+type Unauthorized = Problem
+
 // Unavailable RFC 9457 problem details. `code` is the stable machine code:
-// invalid_request, not_found, method_not_allowed, payload_too_large,
+// invalid_request, unauthorized, forbidden, not_found,
+// method_not_allowed, payload_too_large,
 // session_exists, session_busy, request_id_conflict,
 // recording_mismatch, agent_mismatch, not_awaiting_resolution,
 // unknown_execution_key, resolution_invalid, unknown_agent,
@@ -725,7 +752,8 @@ type NotFound = Problem
 type Unavailable = Problem
 
 // Unprocessable RFC 9457 problem details. `code` is the stable machine code:
-// invalid_request, not_found, method_not_allowed, payload_too_large,
+// invalid_request, unauthorized, forbidden, not_found,
+// method_not_allowed, payload_too_large,
 // session_exists, session_busy, request_id_conflict,
 // recording_mismatch, agent_mismatch, not_awaiting_resolution,
 // unknown_execution_key, resolution_invalid, unknown_agent,
@@ -1870,9 +1898,20 @@ type BadRequestApplicationProblemPlusJSONResponse Problem
 
 type ConflictApplicationProblemPlusJSONResponse Problem
 
+type ForbiddenApplicationProblemPlusJSONResponse Problem
+
 type NotFoundApplicationProblemPlusJSONResponse Problem
 
 type ProblemApplicationProblemPlusJSONResponse Problem
+
+type UnauthorizedResponseHeaders struct {
+	WWWAuthenticate *string
+}
+type UnauthorizedApplicationProblemPlusJSONResponse struct {
+	Body Problem
+
+	Headers UnauthorizedResponseHeaders
+}
 
 type UnavailableApplicationProblemPlusJSONResponse Problem
 
@@ -1895,6 +1934,25 @@ func (response ListAgents200JSONResponse) VisitListAgentsResponse(w http.Respons
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListAgents401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response ListAgents401ApplicationProblemPlusJSONResponse) VisitListAgentsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -1935,6 +1993,25 @@ func (response GetAgent200JSONResponse) VisitGetAgentResponse(w http.ResponseWri
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetAgent401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response GetAgent401ApplicationProblemPlusJSONResponse) VisitGetAgentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -2008,6 +2085,25 @@ func (response GetArtifact200ApplicationoctetStreamResponse) VisitGetArtifactRes
 	return err
 }
 
+type GetArtifact401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response GetArtifact401ApplicationProblemPlusJSONResponse) VisitGetArtifactResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetArtifact404ApplicationProblemPlusJSONResponse struct {
 	NotFoundApplicationProblemPlusJSONResponse
 }
@@ -2063,6 +2159,25 @@ func (response PlaybackBundle200JSONResponse) VisitPlaybackBundleResponse(w http
 	return err
 }
 
+type PlaybackBundle401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response PlaybackBundle401ApplicationProblemPlusJSONResponse) VisitPlaybackBundleResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type PlaybackBundle422ApplicationProblemPlusJSONResponse struct {
 	UnprocessableApplicationProblemPlusJSONResponse
 }
@@ -2114,6 +2229,25 @@ func (response VerifyBundle200JSONResponse) VisitVerifyBundleResponse(w http.Res
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type VerifyBundle401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response VerifyBundle401ApplicationProblemPlusJSONResponse) VisitVerifyBundleResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -2188,6 +2322,25 @@ func (response GetMetrics200TextResponse) VisitGetMetricsResponse(w http.Respons
 	w.WriteHeader(200)
 
 	_, err := w.Write([]byte(fmt.Sprint(response)))
+	return err
+}
+
+type GetMetrics401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response GetMetrics401ApplicationProblemPlusJSONResponse) VisitGetMetricsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
 	return err
 }
 
@@ -2328,6 +2481,25 @@ func (response GetRun200JSONResponse) VisitGetRunResponse(w http.ResponseWriter)
 	return err
 }
 
+type GetRun401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response GetRun401ApplicationProblemPlusJSONResponse) VisitGetRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetRun404ApplicationProblemPlusJSONResponse struct {
 	NotFoundApplicationProblemPlusJSONResponse
 }
@@ -2443,6 +2615,25 @@ func (response ListRunEvents400ApplicationProblemPlusJSONResponse) VisitListRunE
 	return err
 }
 
+type ListRunEvents401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response ListRunEvents401ApplicationProblemPlusJSONResponse) VisitListRunEventsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListRunEvents404ApplicationProblemPlusJSONResponse struct {
 	NotFoundApplicationProblemPlusJSONResponse
 }
@@ -2529,6 +2720,41 @@ func (response ExportRun400ApplicationProblemPlusJSONResponse) VisitExportRunRes
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ExportRun401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response ExportRun401ApplicationProblemPlusJSONResponse) VisitExportRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ExportRun403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response ExportRun403ApplicationProblemPlusJSONResponse) VisitExportRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -2620,6 +2846,25 @@ func (response ListSessions400ApplicationProblemPlusJSONResponse) VisitListSessi
 	return err
 }
 
+type ListSessions401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response ListSessions401ApplicationProblemPlusJSONResponse) VisitListSessionsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListSessionsdefaultApplicationProblemPlusJSONResponse struct {
 	Body       Problem
 	StatusCode int
@@ -2671,6 +2916,25 @@ func (response CreateSession400ApplicationProblemPlusJSONResponse) VisitCreateSe
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateSession401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response CreateSession401ApplicationProblemPlusJSONResponse) VisitCreateSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -2746,6 +3010,25 @@ func (response GetSession200JSONResponse) VisitGetSessionResponse(w http.Respons
 	return err
 }
 
+type GetSession401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response GetSession401ApplicationProblemPlusJSONResponse) VisitGetSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetSession404ApplicationProblemPlusJSONResponse struct {
 	NotFoundApplicationProblemPlusJSONResponse
 }
@@ -2797,6 +3080,25 @@ func (response CancelSession200JSONResponse) VisitCancelSessionResponse(w http.R
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CancelSession401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response CancelSession401ApplicationProblemPlusJSONResponse) VisitCancelSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -2872,6 +3174,25 @@ func (response PauseSession200JSONResponse) VisitPauseSessionResponse(w http.Res
 	return err
 }
 
+type PauseSession401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response PauseSession401ApplicationProblemPlusJSONResponse) VisitPauseSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type PauseSession404ApplicationProblemPlusJSONResponse struct {
 	NotFoundApplicationProblemPlusJSONResponse
 }
@@ -2939,6 +3260,25 @@ func (response ListPending200JSONResponse) VisitListPendingResponse(w http.Respo
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListPending401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response ListPending401ApplicationProblemPlusJSONResponse) VisitListPendingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -3011,6 +3351,25 @@ func (response ResumeSession400ApplicationProblemPlusJSONResponse) VisitResumeSe
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ResumeSession401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response ResumeSession401ApplicationProblemPlusJSONResponse) VisitResumeSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -3103,6 +3462,25 @@ func (response ListRuns400ApplicationProblemPlusJSONResponse) VisitListRunsRespo
 	return err
 }
 
+type ListRuns401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response ListRuns401ApplicationProblemPlusJSONResponse) VisitListRunsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListRuns404ApplicationProblemPlusJSONResponse struct {
 	NotFoundApplicationProblemPlusJSONResponse
 }
@@ -3186,6 +3564,25 @@ func (response SubmitRun400ApplicationProblemPlusJSONResponse) VisitSubmitRunRes
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SubmitRun401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response SubmitRun401ApplicationProblemPlusJSONResponse) VisitSubmitRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -3295,6 +3692,25 @@ func (response ApproveTool400ApplicationProblemPlusJSONResponse) VisitApproveToo
 	return err
 }
 
+type ApproveTool401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response ApproveTool401ApplicationProblemPlusJSONResponse) VisitApproveToolResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ApproveTool404ApplicationProblemPlusJSONResponse struct {
 	NotFoundApplicationProblemPlusJSONResponse
 }
@@ -3396,6 +3812,25 @@ func (response ResolveTool400ApplicationProblemPlusJSONResponse) VisitResolveToo
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ResolveTool401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response ResolveTool401ApplicationProblemPlusJSONResponse) VisitResolveToolResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -4222,185 +4657,199 @@ func (sh *strictHandler) ResolveTool(w http.ResponseWriter, r *http.Request, ses
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7H3bcuQ2luCvILgdYWmamaJu5apUVPTKtrq7pm13hao83nGlNokkkUq2mECaACWl1drYp/2A/Yjd/9hP",
-	"mS/ZwDkACZJgXiRVu2emX2xVksTl4ODcLw9BIhZLwRlXMhg9BOyeLpY5g7+/FvpPxdLLkut/y3KxoMUq",
-	"GAWUJPYZKUoehMEtzUumX0oKRhVLJ1QFo+AoOjodRIeD6OhjdDyKTkbR6U9BGLCiEEUw4mWeh4Eo1bLU",
-	"L3+cMyJuWZGWjExpTnnCSCbJ4VEUkYsfLodBGCwZTzN+HYw+XYVBUfJJlgajIDp8c0KPp9Hgy+QwHXzJ",
-	"TmaD1/RoOjhOTtJT9mr2JX09DcJAMikzYb7JeJKljKvByZF+pKgqZTAKqm3Bj2I5KRiVggejgPF0ospC",
-	"77Vcpuu2+EZvsZT0GuFBkzmbAFRgcr4s1USJG8ZlMIpC87xgNO0+a/5weBRZaFW/HUePZq5Jxu3ig9GM",
-	"5pI9Pj6GwZIWdMEUK+BEz68ZV9/TBawsZTIpsqVeVjDCR4TTBdOANmgAgLoVWcIGlNN8JVWgVxWMgiVV",
-	"8yAMOIyF/wuDgv1cZgVLg5EqShYGMpmzBdVzLej9t4xfq3kwOoqiMFhk3P77MAzUaqlHkarQh6uXDav5",
-	"F1ZIWJx/rbf4uLnc20P/Cs3LL7rIr8tCajxuLy/m7F5NEngaEzEjas7IsmC3mSglWdJrRvbEIlNkJgp4",
-	"NssKqeDBfnM3p5Hdzc8lK1b1dnDwoGf1p9us/uKeJaVe8Z/YyrOHcRlFxwneMfibjfCnTLECcLnxqxIi",
-	"nyQ0z6vXYeeUmCtL9AvNzW1zbUeHIxi051SZ3cPkhq22PdtX20DnXcoWS6EYT1Ze+GhipWdjUpEsJXuS",
-	"LhihkkxFuiKxeTLJ0viMTIWak+vslnFCeUrSbDZjhUbgf/tf/5ucRFHrzAv28yCKomrHc0ZTVtR7dlY2",
-	"+BPsut7lbwo2C0bBfzmoifoBPpUHl7imd9/A/r7NFpnqbuu9Rk6Z/dIkAqeRHwtzGMRdQMpmtMwVfrKg",
-	"99miXASjw8iA3PyzAnjGFbtmBazosuTvvumu6LLkAOCS33Bxx4ko9LVh2TU38DvZ3x2t/NhkGMpLkogP",
-	"yHN8GzOPYHOUr4ic0yUj5ZIoQTTLS+a0oImm3Gdk68032Zpnjw4TfLl9Puqh5FJwiYLDVzQ12AYcUHDF",
-	"OPxJl8s8S4B6HCwLMc3Z4rd/kUjiq03oL1LDemiepRNzm4IwSJmiWW4RkVTMjYwRF8fBiPByMWUFWZRS",
-	"kSkjVJGcUakIXiiptFwRjIIDAwlp4IDXdSv8eRM5IsOJBo/KFID/Ha6Y1Cs2oCoLPprfpyOz6VF7a4/b",
-	"3uL3OAACvUWyW4PGI7Kg+UwUC5aSf/7w5+81+mjJjSuNWOQ2EzkcxVBP/7XgszxLnndiFrumpVz1gPvA",
-	"QdGDonwB+L+p4W/vlJm/B/iNVb4E5M+JXg3ToAUYjkhs52D3mVQyDutf9Kz63/WmJ/Y7/DkRheaYk0Um",
-	"F1Qlc/0r1RJP4xcu1ITe0UzpVwsmRQ6MMIbD/F6o34uSp886TD3DDEZpnqQ+tIMtqezzTvakPtnvhRaX",
-	"cDE9x1qv90VuUzVc7GU+Wbqv/xmbR5OGKIKnYEd/Hg1UrOA0fyYsT5tUCsckkhW3rCCojq2hVWYJL3JV",
-	"OE5H9i5//zV5c3L6JTHzECTuch9g9wOntzTL6dRC44nwK51xngvCY5fQFLdZwkhz+B4Aui+9CGo6A8Yj",
-	"IpUotNhW8oLRZK5/1ZiJAxEuFEnKQgucBrDLQiRMymeDtiY6E8N5XA799VwIyQi7p4nKV0RwpvWBgsky",
-	"VyEpmCpWIaFTUajnkomjIx8DtmvrPxbP+l/idH5keT4wXHdaKiLZgnKVaTVmRcxEo5puAGXXBN1y74U+",
-	"m2uGvKC9wiaHSDM4xdT9fCnyLAEGMy15mrMJCEYTdp8wljZfxRc0rar2XVsJPFo3Kdh1JhUrWEpg2SRl",
-	"s4xn+jm5y9RcwHaTgilJ9rgg5+/fkRu2kiHhgjCeLkXGFfnh8lv8BQeXIMIuC7FkhcpQgFyIlOWbzgCW",
-	"+R28+Wjl267k2pJVw0CupGKLybIQi6VqfaEVlcj7lVZfYWmZYgu51dI+CgErW9D7d/jRoTs2LQoK4sdt",
-	"bebYsPhHV2T/ZK0utWkDwWYXe1V9L6Z/YQkImbCwbzMUzJswrza2/Q67u+tsr7VkHLt3Zd/Zc+9Bh64O",
-	"vizEbZay4gtJ4C2wYJE9OpUaP2dAB/UXLMXniG0bkcQO251ULBmnGfkroVzNC7HMEvLXao6GLoZvNmd7",
-	"dbLpUKuZe4F0qU/lIaBpCjeP5u8dYIHlr02SvqcLJgnlnVvbvXn2Gq0zAO6kHDbwu2Wn21WbXoP8vdCC",
-	"W9jBqAZ8PCTAs42bDOVpxsuFXsC0zHKV6Wt3x6ZzIW6CMEjyTF+LK8/nW9OnJSsWmawgZmajeS7ugjCg",
-	"8ga4LF95ZynYMqcrwwQ2W4T0y+/x3R74wq7b4zYW6YX8UqMxc4wAa7G1eTa41c7FU0XJiNY9wGSqSdwZ",
-	"ge8J5fKOFZJkioyD99XKSMp4xtJxMKxlgKkQOaMcQSVLawg3Rivv5bmE92DSouSEzhRDq23KkswaoNvD",
-	"t4CJW/JCqlDZjCbqHZ+JLprKOT06feWnfNR8qTks2cvFHSsSKhmZs3vy4Y/ng6PTV1riypQk05ViHcKn",
-	"SZFz4fQ/l1RpUT8YBf/9UzR4Qwezq4dXJ4+/CXxsNPvF40V4pyTJYUSScZxXT6vFIfCWZFy9OgkcW2Dk",
-	"tQW6sDMwMDP6YPgVyDFg0ZQ7UsavtIIn0VKN4hDZu7z4/cXlxfdfX5D/93+/HB7tD8kFTawFF/xctXFp",
-	"zJdCZiq7ZcSsHwRuOhW3iDKoYn0hiVYfQRQje0wj7cnR0Zi3pbb9M6DSyLy0yKzoDZONgYZj3hWX6P0E",
-	"YN2HKclcr5DyFIcqFxYzFmwx1Vdnz9wB8urLw+j161cn5C15dUK+y75qGhjtY8+Rto8RkG2CE/St7s+c",
-	"mSXUKzg+Pj09OTk+Im/J8VF3BfbxjivwTH5uwMK4KjLmwABYQHPWpmzTmgEFcs8M/yxK0LPNC60ZfFP4",
-	"r0MH479Gne2rXCQ3O2I8ghxUDDLV35O9cyvJDMAGne6PiGL3KgQiOyklqJPwN6pvXanB0SGbs5mF4gVz",
-	"hrBTU75C0yTcq5CUsgQ9iRKkNACi+8G1GBgYaHV0eEnvvsMtaGBkqWdemuckS5159TZg0q3kP/C8esib",
-	"/rlv0OYpbV62nBg/+IOHO3Gvk1YLMyjhPnVj+mA947J7uy39l2+49aqRXsXEdxBAf4A/s5QknVNxsWG7",
-	"9cMPtVwE+6nXYP/EcT0iUou5wNOrnhtWiPwSx/Fuyxh0v5Akp4pJ5YgHlCypuTcJ5QnLyR4v85zczRnX",
-	"YsqcSsIFZx7Vt8BYC5rnf54Fo08bJLiSmxU+XoWBngKtOlpWam9VD+zdKQRsGMv5EyU2azDYqDFq3UVT",
-	"TaZoShXtAvb3BWNgPQFkYQXRr5EbtlRgYTCsUFq5a0Hv3dUdOjiz7T2szCmbRcGPZcHRYZ9n13Nl6Dor",
-	"iOCVL7/GCi2r+kVPNxLFR7lYMUjmQjJ0DlqmQQlnd+SHH959c/vlWrfferXKFfLOBz/RwS/R4M1V/edw",
-	"Mvqv/+O3bwdX/+SR+9py7XVT3amx6uKWcdUXIHFOlqwY6OvC9GsEoxn0TpNsQXO8FU1Z9OrhMDx84xdF",
-	"Ya73Jt6miZkw/vZWjcuSw2DbmG2cII9Nw7rAaIPQrLA5nhei90tRqPeVZrcDz/9xTpUWLBkMQRZ0BV5A",
-	"mvGmtHs6PCbLvJRatclpQUGuLVhKEzDxFWXOfNa6jCd5mbKJ1Ujk5pt0nqIoWjCIhUhYWukz8gvUG86I",
-	"AZMksZ1hSVe5oKmMayG6Y/nc99+59hCb14gAJ/YDskdLJQYIDpaGev2cxPjv2Pyz8Qqh1zTj+1ZNRehr",
-	"mRuJHxE8X/kXm1e6zDq0aug9gFZ6Xk8IRfMEQwJ2fpZqFQ3p15SpO8aQtqk7AdtYUJUlZEmlRB1uuwsE",
-	"U12W6OlYf4V8gu0fGc01neoowsbYXzN+sLcUjKZ+Q8htX+zYR1cpc0LIdjO9mvWstz+9x9CnlzC3mqG2",
-	"NSm3aFPr7uV3dCUJCCR7WsmsAs/aIWRNgWITTHAjmwmZuxcPa9DyG0qK1r2t8bUQtzSHAAZOSp6wQlOv",
-	"gShVIhZNU0xLNFGKWTv/GptDGOgZN52CXrLmz/C+4Mat5hfgm6Fpngi0ruHvCUY7fQKqWG0vMeotXMIn",
-	"Hokx9NyzZcGWtADTtj0GdL4VaO+uDkNfR3o3cSNo6799V1RlCyZKNZEsERwJcqXSp6JsuFQxqKeDcnBo",
-	"YX0b7WmHncjAynLpnFt3CRacXrTN6WpKk5s+leBcU5NsloHbDyxJYsk4S0EyXJqPm/z2tYeZtphom3QZ",
-	"Nuawy5BMV4TKxMRZ3rDV1tS6YXzc7MvRL/BsZvSD5trskyFI2METpfCeTf+lZUfJOJFaUeEJQwYWEgq/",
-	"mhdgEXkDDDsupwUJDygKprn5Jgj/C6AEutQv8Ys2DlcwrYFQjR466ODFyTrCpMXye4IrhiRORMpikhmr",
-	"ooJwgQVN5hlnRD8bjXkrkCwkVSxMqKWXuUgnEH6U5+JOS0JGRJooISY5La5ZOObNAKiQuOFPIfEEP4Vj",
-	"3o19Ckkz8gmX4ol7CsfcG4kTkq4TPSQN53tYb9gYxkLS9bGHpClnhmPudbDX7+Hj0I0RCcccXUSTJBeS",
-	"ORC2QTZD8j27g3OQIKdPGaFpylKf2RfjMLwCTvdYPdZ/V8Wig1+u9H8mXrWvjuvoUj3c0EDSGYi4OeWA",
-	"7Rj3nkkiEqS3CeuKWX7Tmw01WxdzvaRq7rFQeV1idWzJpihumkuh6Yi+Gv9tYIwhg3ffEAzC3s53XPPQ",
-	"7mR//PjxPcEXzFgokpy+eeMGSPttzSbIpXsEcq4VFZOeYxMO9KGTPbjkdMGAC7Fbpp9XB7K/k8mtHYTU",
-	"CqfBPAA9q4n/b1go+oP1dhW94akFhsP74TY0jttHMR0FZXe7eVMVDhHSBWMYuy1HJH64yXgqfxcSfG9E",
-	"xoGAuOTHeMz1X/pWK30rrx3FMqFLVRbMKpMsjffPnLEgbIYV4Zi3R/3rGD2zCRsHIdrQf/cYE5xIFMQ8",
-	"RFqPriuwBIy5ZhCv3kSHaH03M5CMyywFx9WisQAkFKEd73d6N9XYiFWwLbDscnJ5cUQKdl3mtNAkobCR",
-	"7ty8iyc75oipiyGJYaZY02pVZImSxt2aM6IEUXMhmSHJBN6sjGKjMcch9c/7Q3JuPppTRaYFozcwksSx",
-	"pOZ6PpOBj7giqD14r4EbQ+ingUDctMUJzIlwCdOrnnCCpv5XDwGRKkMbUr8xgqQhrrzuiioVnX/oBmP6",
-	"j6q5I5okagBGuN9uRXENNvkoVQvb4HCZvQlkbxyMA/IWfrubi7x60jJ3HmB23XbUH86oj/TDw4XxUMUG",
-	"UDEiM5NkL/7NYYxGKqkxkZLrQpTLM2JtsnrB+x5o/dv//D8e94nPTmHzJtevruUo20cXSoWBgN56GV0X",
-	"wI6Cb0O9dNRAzd61PG2TjxDFeUlzr25XJxt1tvYduLQpkeXUBmrUo4KRP+Pgm5Y+XHSyo3YMQ7rUcuD2",
-	"MSltW2B/GCsaRzCWFf52jJNd4dOn8k2NJtH2BIDnyASe9Aex5Gobu4X1E33mwBfHINHN47KBO2gYJZqP",
-	"whw9ETQe5q3ffpqPquXmaZrHGcfwjhAjO9jPJc3b3hz7PUnmIkuqQ47ekK7asr/rjuwpdnyBa8RW/SWk",
-	"X4eaG9X+RS4UyBd3VOJbmiD4JL3dzHtmMV6hquQX1pXdikwxlKXB3myWTlpiIqmJi7EalM/vvM4TXI37",
-	"Ea05Fyad4UlipV1w3zZve0Kjl+U0zxL0Zw1JnFJFY5KyJYPwIk5iPVo8qgIb0F/I7tUkZbmiIf5tDWah",
-	"Vp34Deif5nFZcOcxRA6cEUqsSRLHq5JwwT53UP/bfmk/QYyrP0I6op9WLmV4qA+9esYJwoIINWfFXSZZ",
-	"r73VoK1zBMdHnjN8gvssDPyO44+uHCEZMxDfJoAEDs2zYr9AUd3JzYpgw827hd7IllvCza+S7YJOTUxx",
-	"f3A+qjHDj4BhZZmf2KuEphMtkjs/WaQomGQwVyrkxFRRCIkx5oQOsoXkmi7JHmd3RG+1aQppyVuNne4a",
-	"bW1uPaBU2EqOtdnA9lxCF7kdrKnQuIdmvIT/xwn0eKb3R98T/QJ4fb6Qxvd+hvxDII/OqSlH8LdzCsEG",
-	"Z+tY4A52lw2Q/IAv9jC4aqDeZfbZ/4tSCwqGE/SGyjn1UVyHB1VsoLIF8xnfqjixraOCkAc+XnUjAVaV",
-	"QDejWc5SLTtoSQHjlMDQCYKNPmaPRlHXa/Eh1izjNDfxXibkqeQqA1mqgGouNuipG1m2GbWc+i++wDjp",
-	"OAwbMurn8LB+TjawIxq3KtW4EpFTtGZH4a9Z5WZbRK2q3qxb+g+W73br1nSOVWtTINRKsWAEPiCJKPMU",
-	"wqw1R0gSUXKFbrYtIvH9JN7gtGNNdEFq92UvYo2Hnj2E7g1vQLGHnnzouFyLknMc3XWmQkQhcCHr/cAg",
-	"1TCorm4QBnipvTq5Ebu7NHbn8L2n0DCMkZzsHt4485Cxj8CkbNBlS/9x9LYq0NJLyfqjEPX4GH/4hROv",
-	"sxc/PMZWxzJ07DnBhpsCA3cMSXExG4/Unc/ZbgtFnZPxoahBm5eQYiwG/geVYT6U00WmAGmfYqFwdOXu",
-	"dkvJChu3r7VILvhAy6LWmA53wIThYzi1JHsUPhtzG+9vskmqEG+plboVWguA6UNRGddAbpOR99FELjgz",
-	"19YXGb7eALcljjRSGzyIssi4/Xcba662uH6uL3D7akkNf/0aC0EVINS9KGmTM1dVrZ6aimBJ1BeS0OK6",
-	"XOjVP4EgdfM9CzZ7ilsOyI5JGsQl9wGoFqB3uBy9GSbWFparF8omcdIy2vbRLsF2y55tecC7JLk2hg8r",
-	"IPRD1phevTYZNw7G8SpPaXIjZrOdwrAw7+lpX4J9GGFstH3pY4btSHO7h+6C/YvxT+SD3A/SGzq+tnDj",
-	"w24pjWvKPO480jM/bxWQfHhWbmZjLe2x+zcdrgWu74zcOKpvekJRfgQdU3CtZ0qtN1CJJYPIHjiJK/Og",
-	"uUb7O1gve7yL64I8ez6BtfXE9sGyIW4DfPd681qItewbbOTLnGZcbhf6YlPWfRSzcqZrcCSs4CwdbuNp",
-	"hmzK9XmmJqOzb9yexfaKPza+xQku2i6SSLKf/Qs9HEypZKmFgqkY11zvmmKFfaZa78baNwaOfxOKX1bB",
-	"hd3F37IizRKl5dy+nOVDiITASjjmjTyTSpJMyXGlqnImpYNzsj3KSVglCJyR2H6FCtCYgwYETgEjK8LN",
-	"0/qWKVAzAcU8JlGVd9zB6DFvTXm8D4GcShKZ8evcXIkhiU34YkxykVDFCKPJ3Dz0BsbVBoUuzzZjba21",
-	"eGjPNrGysLq+CA8b+zMRi0xpTQx4FAb/bHdb3Ol90an1EWyOfcfiR5uZsC3y5Bg7GhNVm66B3MX0R+Bh",
-	"WO2gid3z+xQLPKRlAfGL5+8GWLEEftVodMPYUhLaTcAzkURjPuZfC37LuB5TjvS//4l8JdKMaTmZgXg4",
-	"JBcQM4SFyDJJ4r7CV3Fdpmx/zAlJaFGs0MDYCrE0YbUW1ZsVYGkVhguMCEbC/CuJF8jUY8MFaf1sqJd9",
-	"EkVkY1HHEKs6TkW6Cp2CmKIwMYt6MgiHwnKPEAuWyaoK5JCcRCfEKXY30ioh8Ra8G+qxTqI3o1a5QznU",
-	"SuOI3G1R+Qo29i0Qo4KpsuAkfoD7ERJHvX6MzyDziDRLKUMEPZV6GbH9zeZdVvaAs9ZHmeyxC+iVICLY",
-	"SCs4X40psRv8GWMUpbUHhVUWL1RpoHo17s4FZ8aEjgmbWWqU5zxLGJesrrITaK2nyJiixcqJ79T3wMks",
-	"GgXR8HAYgey2ZJwus2AUHA+j4TFmSc6BtBzARYE/r5mHc9iN9hbwCtsVvDQX1EQVbsW7NBgF+tjOr026",
-	"YqPg61EUrSkl5ykhZ0jiJ6e2k/kjuF6qwYkYaIoVuIWYbD2lSmn1VCZq1fYK/lWUBJ8yYt5GJRmreX3y",
-	"JN8mpb4lgColX1LNQbEW/dBWwxk5BX/MSkzZ+ol5tVkgZ1QV72lV58Ggqscr96xvD4PHq63L0NXlvDyF",
-	"6PQWDFbAM6PL+kesjtMpbRc6Ff/1JB300Xig6LWsUoFlcKU/M8h48KDB83jwYLb36GBnE7P+wBCxno1X",
-	"C6eAmMWbqjjXOszpw4iLZI4xiqCiODhQl3+ytciTuXjmwe907GuPXI91Ep1sPu2qUuzzUeQPDGvWWNtz",
-	"BzOa3Qh6bP/1Kwd1t4LHcLuXbccAuEIHVe7MwQMWEXrsJY9asIasYwysNAg3oGlaMCmddCuyx4bXQ1O+",
-	"whiexjwX/BqC4ygyGdjyF5LEWB5GvzRJ5rSQcdhIeZZjHtuRRwcHGEKPazVB9PshcDhqyyGIO27kD+Ph",
-	"0Lx9zKtBtfR81ubpTsAOmnE7l8+sYbf7JxLF1ECqgtFFU7z9kbGbfEUkzZnm81qZgYlr9K6sDtOM02IV",
-	"eIuKe5DbHgMWFApNdXxY7MVHeu0/2Z9LoVhqU+PqZY6DN7PXr9Lo9eHr1yfJl+mr0zf0aMYojZLTU5pG",
-	"h6f0eDo7mR1Oj6bR9PXRUZIenqavksPTaTSLIhq9HgeNXXX28Ctcw2/EHQczB+UVuJzbiPqg9zqurzEW",
-	"ovi0sc4YmmEB40xNe3+p+ueCvqe+va0W9lK17YGSGKAd2DRO4DDClweJyqLJuCiX+iCAetQVuFDsRS3X",
-	"5v6F8C+T/jfmnvxGhZp/pYiaW1UpHDYvdMydOgpzKucMFSeZ/cLkkNgkVlIwmuIi7doEz1cjwsWYAxPF",
-	"8K8QqguDPYozdSeKGy1Pa/aZ37J0SM5r9d8YGjDFwiltZqrMkjvI4kC90KYfmoxZ9LKCSUArS3Y8pSFh",
-	"dU1j2DPgYymWg4kRDEP71ghrLcQ+Omf3jmUT6lShr0S6WkPlbnk6nNOCMynvh7bQym9/yZZNkvf+T5pi",
-	"R8fw3xOM/38WuXMtauZiNfTUX7Il6ptxH02OQeOlScKg/qkSAq5g82Y8PlfkchKWP101U4SrXRv4DWoA",
-	"aklpTqWpI63J3edv6FQJW4duwvGnptk3iMA8DQlZJpvHFnZt2HqxedW2y01qwbEo+bBOnzeGIDueMWj0",
-	"t88aorP1t1E0iqInwexnIHNrYWeMmwAKB2hXbtZzq9mUY1bTWGCNX582WbqSOUtuICFoAmIzvw6u2uar",
-	"w8pCZZNatizS3czY7xEpNE1n6QCoItIqEJ6PjjYz4GYt9eezbr1gQkk8nN/Hlp4Cu/Gxb5cvAR1dPZUr",
-	"VYW1KinyC0ngYGRosmHHHJJI0dimiU5djEv/boi3DA2Hw0I3d3MGUkCmSCbHhk1Q8Dgg7gzJuWPNwnVp",
-	"Gk+hAQ4SeFMvHcn6mPfakgk1Ge2O4ThEexuh5PT+/gzyHs0kkKXuCOxVRRhNaW2dzqomJhbChE3ED+6C",
-	"QpxHjsincfDO3CKTyOCONQ6uHuMh+R4zM8Y8kwTJCcZfAo9NfTwLDm71D471Yhyr4x+ob18XPxt9Datv",
-	"UJ70k7sO7Tp50yFezYBHt6mijdAaaFnM1Ivyr6FDcx+sY3ETwfVyIeQKj9sT7u32WfkV6k1CdVxLZ3fd",
-	"mu3uYHG6cn99RdOfsuXvs5ztB81dbPVJZzdRtZm6k+J2PMdb8MPLd4wf7wXYBhKJFuPo5RlzKLH1S68p",
-	"BEjvPMuZaVsIDA4JpIT6BUOfBcEU7nquMFnJbWBd9ZjAtzsFsxoP5Gme3bIXsYfeggPVATManw2UF0wV",
-	"WdJvj39fiIXmjqWJx9OXXWInDaS8Xih/Z0bdCGY95gGECjRp/vw+ncyVWlp3kpwooWj+gFVd3o6DP1x8",
-	"HAdhNfHbsV4+gnMchHg8b8d6xnHwSA5bVp2NLMKC5QVkpRqAiwoq3qMwXpPhii7ytQbAPy8ZP3//jqQi",
-	"gXg6RzKAYBIw+ZJZIRZk71/Pv/t233tGZpTdroJdW6t7xDIbEXD17ApnLACCLr4XAPZH12XYB2coxreJ",
-	"rjBe9SsCZd42LKpqk2PXIlOiyzjSTqNj0mh65AX8JRQDfDEKVJjhPgMRwqEfw+A0Ot5Gy2i0j3rmUWoo",
-	"ZesoF7R3e0C9cq3H5rLkwYuJYr0Bufblg0Y36u0ZspM5578mRcl/LW8JNSljlQXEHgj0RdzdYYItVNFk",
-	"2TjGg7oObp93mGuFTWtc1JbjvYYkAaMkxZD+H5M9UZD4WyrVAL4ZvPsmDrW4kMzH/C7jEq84tLzVojxk",
-	"1e+DFmlGBRUS4jR+BP3uHIT9EWkjSjwitjYliR9w/a0YASJmWqEjSpAY1KwY86+lJwSgcv3DG1XOQEhE",
-	"MeZ2c1X6yNLQJ4iwN6EImdIqpn1VCaCHGYcIpDH/s/WwaDEMuC9MZPUa3MxMnxRZsgJXEY55rFVJUzkJ",
-	"FmTcPiGJ4RX7UBP8+pHWEewTm5QOwSDVK1DFl441FG8YWw5A7Im1YgOMDWvmHJ4SOSRYL0yvkphk9aQu",
-	"+qBVXi6I8W/FJjMJtTgcBCs44ylkSsI7xuUVA9eUjKszrO3GOUtMHe8WDrXg6Q09sDuVwQbPxSUGliAu",
-	"VHUrMunUmUbFPiJvkZ2bUniFavkoDo96+m/DoFu3Xm7Vf+5tumxLd0EMOxRB38uuuShYSqYrs0h9UJ3G",
-	"ETu3Zza5FLs0aPZJTB8+XJhCFFUODuaYLAuWsBQdGFp8MtemD7rtHtcN5HgimK+eKwlYmtk2EB/WGd/4",
-	"D8whC/7I8ly4ieFbW4Zf1PBtjbeHtcmmmSIPhV/d9Kpgh9CDutb6o+km0SB0rdZh6UirCIaSNVYx5kjE",
-	"HsawyHEwGjeXOQ7CMUAWHgFs4ad67/DA2T08Ng3r9aNtgIlDIszgo0P4pT5v50d7rtsOnsBXhqybYR41",
-	"r2hdyUZT8A8XyCXkGca4mkoiecYZmYsc6DMjFdGnEiMat/WfG5wGeSfaLLo4jbx/BRFJi6qVjGSo+Z6G",
-	"kChMITF6zfY/q9h0b90dTxsx7LHHX5hS8BBpIjOpsAuC6cFinUBYdgnCXcEkMLg9RBPPmFsz695P797v",
-	"D8k7ZSzdSIyh9p8xMMs6xQ/s9qK40Tg05jkU94d+akIMyVerqqgZIAoWv89a5epHhusb4yBYsjHzFpi6",
-	"8ZvZAoWKpeMgHvrq99ti+OBbsD+HdeF5iBmtCulP2UwUqCTWZahs6f0xh+J+Z/U0lUsyJntrmgjsE5qm",
-	"ZglrGhGAfIfxk+AUIXO6XDIu7aqgIUhWSAxK0SCToLpKoU+OZnkJpQ/GnGLh9SoaeNSO0znD5EtPg1cM",
-	"QS1KPuZ3kNJcxT6n+72tXrWgo2iWj9rOnSojNCQQzbTBd4GNrls1E8d8z3xrg4cszkAR1Qrsbai//ViU",
-	"UK2SkqlGIKjXKAqca39oJHkZQ8kXsIOr7HquWMtPg2+NectJE5qeYSBkYx5KSLSAFEWRja/QP8C/TWew",
-	"fZ/AiTfUqrjbeF18Ua7dxhjGut3tRoFehbrxQ6Ox2GkURZHT4eFTXZ/S1ps09SQ/tYtHXjn1GG3hRC3M",
-	"1cV/m+Udq4KJdSHDHQJSG01KMP5pByHs13JcacyyfoHM6WAoCUbBZ5zQ9JbyBLiNE3JmkpUH32TSmm89",
-	"FUOpUjSZa8XrjMyynGkh9+04QP3NCCyguA3n9+OgWTe359ttZBsYba3ZsGokN7ABUGvSujQPvtfXHDQV",
-	"t7tjtdqT10eHx96z6GvRZyLkPr8o8qv4800HGR9H38pVY2Rd2WuF02rxB/vSrmIPNI7ZJrTWqlRXLxf1",
-	"X5Uc6Q3IbkdGuzVHfIExPwXtGiM7a1XdmKFmkZBm/Q4TVtininW0LC0mbU1H3aIbHoJlLWNPFORfIhfA",
-	"TYkhssbByqZsfwJ53CsFY+c5fRtswpcNap5C2q6pDmwinyn+UkWYj7nt3gNFOONmwwFjzIvr80EzIL1h",
-	"/MxEKDZb8NfWP0yNyayYZXMefGJCo3nec0SF3S+EW70mKaUSC2DxNFm0K81swtRtkdLbKfCxmSToD9A4",
-	"/NzA2JU6YLTd3x6EVQWc7p02W3iybv5m8ydfm4S9X40hIgbV2Qt+euGyvoOHGuhrvVHuHXxWOOvfM2ey",
-	"lcHW8SWjYXxWXHVKbP16vrO1OLSrMGQ2W9mBvPh3gJXWdrcHuaP3ckMY23qqoLZZyWcZz+TcCI57iAck",
-	"rgq+xftoE8EG+GNeRWU6HWn34oei5CMw0zzGfSXS9KteRRiX9VK3qyK+2zOdRiPeHlzsNOBVdWOXp6kL",
-	"u5LT5xLGutZ7XXK8efwOnlcntJZaHkDFwM+DrOcSO2uQtMhuNbwFkUosCVV1MjYIcbRYoW3Q4i6WMTSR",
-	"vAZxyRPxFnyTfYj7Xk/0D7z9vHgLQO72PYYcxafhbF3h1R+nZbtDSussdWG4c8PIugFmT9mAfX8a/Puq",
-	"AOiLacS2UWVU96IE3l0VEqsKwdGFyYuI6oxmU7Wt1ZjSyAKt1JWtxI7R4aiaucpbNh0/3K6TVW2xY08p",
-	"sWh42lMq7DjqqQSGAbeOzON0nex0jDyOoufp2W6L1r78ENNYETPEfwVpp7e2cd/t+jyyT9025OXZSWw9",
-	"brG91e32FvaNJj+wrS4yOeZ1qwsCXTUQVgW0HclkFchMc4i+Q8YlKw4EzoQY54jJXt2RBmocYTarHUJ/",
-	"CrMqk9r6Zsxjt79hbEwS3cYg1ixRPYlJms1mILzVkSiWlJ7hMM0WiA4rbNdjGPNkTvm131SBrUZewFTR",
-	"Uou3j8RrdG/Z2Tng58o76FE7L3Rt1KCLn9mMUL76W3nV/9Y83ukDVDN5r4ayO7sHj/066/Zl+e/Msr2N",
-	"NcAUGEUjlK2nD74WU0jG1pzRUsjhURSRix8uh07dcUw0+szpso2q8m4pebcyvGeLb34KnErwa8toRmsK",
-	"Y0btUpeHR1GnfOVx5K0jj0LEsyQD27jj5a3vf2v5oTLXQ7AHRJh0TSdPDJ3Zhrl/UBRjXTQvBk1PA9At",
-	"aD1s1EuDGGMIyojfWTacrAZ/YqvY1DQ7wwBjCC4GAwjyUMYtQ472yQJrXUPqqq/T3KjOXs160lmrUg0w",
-	"CvgVjF6D7x9FUajFsWpy+10tFXj6HMdDcl4psRhxzduWnl6x4pxwdpeviKEyqPUYEeYoOhoSDKrWsuLb",
-	"72NcuGnHofWeTnQv8QT3YkU5UEe/J0bU9gkUVbnznemzc6x/YqugG1v6AWclSkB3oKrIG0hzguSM3jIn",
-	"GnkvIm9t1xGqYI/NENnjnghZPbg/QNaNjj1uBMf6quJePUOcquqeBj/OqbKx6m1GoK8ttrogJ0e/a/a5",
-	"dboibm/cbdeq38qP8+8ru4Ny0r201SV3+j5rErKoS4AfRUe7HeGTeT7+67Nz9bqhSIOn4+wbuPnpZ+Lm",
-	"XV6+jpW/DD5APcYq3+fvUFL/VZxySAoIrdjXHqRCIMP2hNf2S/NgIjl4aJibHg/QgPM8y8FmUf7CTgoc",
-	"pVcY+YbpGyJtAbeuxXAvhqJ9iHdxxVxtIMKYj4P3VYk/kjKesXQc7FvOi3ohkM/Y5bNWXzR5jhVXzqQp",
-	"/QQdDIA7Zwps6fKsLtvWMXTqr8Y8k6Z8q41kaEA+DtF8wIWaVD2D6oa0+jGEQXR71HrLJ53jMUKDrOcE",
-	"OkBJRONQtzalnewIZiH/gRlXf8vdf1Aul3IZTNDyasoSyJEw9xos6DtbI/z0q8DG0X8f9KvViDp+QMrx",
-	"GIfwtypWIwJXAH7AntTmh7ottf/S75u0QbHEniyWmMVD/CtXMZGlvjhWsTLl21Ji3Sp7EPs9F3ckTvIM",
-	"oqoUWq+B2u2f6ZFUsYpN4oEexNcQ+ozEsPTYtCWUVRdsTe+c0K2dCF6PVVQf7nOpWt2Hu/rGuGTIIVhv",
-	"sFBQGrgNZmxXmUYPGevveXwidWy1Of8HdfxPSx0NJjQcoEgdzXXtJZDQO6O49WfXaoDP71NbGANqy5vq",
-	"MOBosdUztNpQ5MEoOAByZmbq1PyHIgkh1KOEsgRhVWfCqGW2toct8Im1Cro2gzW1zZ3Pq4LY7c9tCGoi",
-	"IK6Utr6rQos8E2tStlfZtDD3mCbzfSvsZYXNu6vdtWXfULh9TRIh3lXkFXY7nzvH1R0EeyMMqt4ImJYT",
-	"NsuH6tFtNVNgJE48uinjVmetVPPa8PTHq8f/HwAA//8=",
+	"7H39cuNGkuerVOA2wtIOSIH6aHdT0TEn2+2dnrE9Her29q2bOqIIFEWswCoaVZBEa3Vxf90D3EPcvcc9",
+	"yj7JRWVWAQWgQJGS2h5PzPzhURNAfWZl5ccvM++CRCxXgjOuZDC+C9gtXa5yBn9/LfSfiqXnJdf/luVy",
+	"SYt1MA4oSewzUpQ8CINrmpdMv5QUjCqWTqkKxsFhdHgyiEaD6PBDdDSOjsfRyU9BGLCiEEUw5mWeh4Eo",
+	"1arUL39YMCKuWZGWjMxoTnnCSCbJ6DCKyJsfz4dBGKwYTzN+GYw/XYRBUfJplgbjIBq9OqZHs2jwZTJK",
+	"B1+y4/ngJT2cDY6S4/SEvZh/SV/OgjCQTMpMmG8ynmQp42pwfKgfKapKGYyDalrwo1hNC0al4ME4YDyd",
+	"qrLQcy1X6aYpvtJTLCW9xPWgyYJNYVWgc74q1VSJK8ZlMI5C87xgNO0+a/4wOozsalW/HUX3pq9pxu3g",
+	"g/Gc5pLd39+HwYoWdMkUK2BHzy4ZVz/QJYwsZTIpspUeVjDGR4TTJdMLbcgAFupaZAkbUE7ztVSBHlUw",
+	"DlZULYIw4NAW/l8YFOznMitYGoxVUbIwkMmCLanua0lvv2P8Ui2C8WEUhcEy4/bfozBQ65VuRapCb64e",
+	"NozmX1khYXD+sV7j4+Zwr0f+EZqXn3WQX5eF1HTcHl7M2a2aJvA0JmJO1IKRVcGuM1FKsqKXjOyJZabI",
+	"XBTwbJ4VUsGD/eZsTiI7m59LVqzr6WDjQc/oT7YZ/ZtblpR6xH9ha88cJmUUHSV4xuBvNsafMsUKoOXG",
+	"r0qIfJrQPK9eh5lTYo4s0S80J7fNsR2PxtBoz64yO4fpFVtvu7cvtlmdtylbroRiPFl710czK90bk4pk",
+	"KdmTdMkIlWQm0jWJzZNplsanZCbUglxm14wTylOSZvM5KzQB/+f/+t/kOIpae16wnwdRFFUzXjCasqKe",
+	"szOywV9g1vUs/6lg82Ac/JeDmqkf4FN5cI5jevsNzO+7bJmp7rTeaeKU2S9NJnAS+akwh0bcAaRsTstc",
+	"4SdLepsty2UwHkVmyc0/qwXPuGKXrIARnZf87TfdEZ2XHBa45Fdc3HAiCn1sWHbJzfod7+9OVn5qMhfK",
+	"c7KI93jn+CZmHsHkKF8TuaArRsoVUYLoKy9Z0IImmnOfkq0n37zWPHN0LsHnm+e9bkquBJcoOHxFU0Nt",
+	"cAMKrhiHP+lqlWcJcI+DVSFmOVv+4d8lsvhqEvqL1Fw9NM/SqTlNQRikTNEst4RIqsuNTJAWJ8GY8HI5",
+	"YwVZllKRGSNUkZxRqQgeKKm0XBGMgwOzEtKsAx7XrejnVeSIDMd6eVSmYPnf4ohJPWKzVGXBx4vbdGwm",
+	"PW5P7X7bU/wOG8BFb7HsVqPxmCxpPhfFkqXkz+//+oMmHy25caUJi1xnIoetGOruvxZ8nmfJ03bMUtes",
+	"lOue5T5wSPSgKJ9h/V/V62/PlOm/Z/Ebo3yOlT8jejRMLy2s4ZjEtg92m0kl47D+Rfeq/11Pemq/w58T",
+	"Uegbc7rM5JKqZKF/pVriafzChZrSG5op/WrBpMjhIoxhM78VxSxLU8aftJvzqpXmVupdO9iGzR6w25Uo",
+	"1JN3+Kje4W+dMfVsbz3sZzlVVXPxGIQ1LY+wguQ0uZKEkkLkDH630gBnLJVkjw0vhyTGBRiv6DoXNJWx",
+	"Zu74G7G/7cOO/SDUt6Lk6ZM2TNPEHFp55IY9eaeO6536QWgBFwfTs1P1eJ9lp6rmYq+4kKX7+p+xeTRt",
+	"CI94bmzrT7u1FCs4zZ+4lifNewXbJJIV16wgqEBvuF3MEJ6FuXHsjuydf/s1eXV88iUx/RC8jg0F/8hp",
+	"qRaiyH5hT6Pi0m3oM93Zo3ptf2x217OkjUE9C7W6LRrWMmO0YAUB5Z5kkiwzKTN+GTr3uCgIF2rCaZKw",
+	"lWIp2WO3Ky3Dhfp3smaKgBAQkptC8EuSSVmyAm7+Ms0YT1hIZjSdcJldcqrKgoWVdHnF1vtDgpoNlQKG",
+	"wJmmtzSTSS4kS4cTzXhRJQFR7+PHj4OzUi0YV3qHPYaF+CucVcFovnw9CRa36SSIyc2CccKFmewNlUQy",
+	"rkLCcsmI/QYI7/WkkgThZf010OKLL0/aytPm7xqqSkeIRRq+pllOZ5YgH0/CVTtPZQNHrnhTXGcJI83m",
+	"+ym2eum5CNY2GI+JVKLQymLJC0aThf5VUxk2BLSYlIVWcw1zWBUiYVI+eWlrUWdqdtfVC75eCCEZYbc0",
+	"UfmaCM6ImJOCyTJXISmYKtYhobNnEEoOD31ivx1b/7Z4xv8cu/OR5fnA8IhZqYhkSwpHMs/XxHQ0ru8+",
+	"kCe1GGlPyFLvzSVDCbQ9wqZcmmawi6n7+UrkWQJi7azkac6moI5N2W3CWNp8FV/Q920179o26bH1kYJd",
+	"ZlKxgqUEhk1SNs94pp+Tm0wtBEw3KZiSZI8LcvburWZlUnNEwni6EhlX5Mfz7/AXbFwC41gVYsUKlaHa",
+	"uhQpyx/aAxjm9/DmvdWqu/pyi7mEgVxLxZbTVSGWK9X6YhTB/zxfKSFyGFqm2FJuNbQPQsDIlvT2LX40",
+	"ctumRUFB6bmujasPDP7eNRR8srbe2qCKy2YHe1F9L2b/zhJQbWFg32VoDmiueTWx7WfYnV1neq0hY9u9",
+	"I/ve7nsPOXQtf6tCXGcpK76QBN4CuznZozN9h4FZF79gKT5HanuQSGyz3U7FinGakf8glKtFIVZZQv6j",
+	"6qNxA+Kbzd5eHD+0qVXPvYt0rnflLqBpCieP5u+cxQJ/Q5sl/UCXTBLKO6e2e/LsMdrkdtjJJNWg75Z3",
+	"YFcb3gbi710tOIUdimqsj4cFeKZxlaFOyHi51AOYlVmuMn3sbthsIcRVEAZJnuljceH5fGv+tGIFSJtm",
+	"xUxvNM/FTRAGVF7BLcvX3l4Ktsrp2lwCD9uh9cvv8N2e9YVZt9ttDNK78itNxswxPW6k1ube4FQ7B08V",
+	"JSNafwYBXbO4UwLfE8rlDSskyRSZBO+qkZGU8Yylk2BYywAzIXJGOS6VLK37zZjKvYfnHN5Dw0LJCZ0r",
+	"hr6ilCWZdXu1m28tJk7Ju1KFyuY0UW/5XHTJVC7o4ckLP+ej5kt9w5K9XNywIqGSkQW7Je//dDY4PHmh",
+	"Ja5MSTJbK9ZhfJoVOQdO/3NFlVZXg3Hw3z9Fg1d0ML+4e3F8/0+B7xrNfvGoGG+VJDm0SDKO/eputTgE",
+	"PtqMqxfHgeOBiLweCHftzBqYHn1r+BXIMeBHkTtyxq9EyVOJ/jEUh8je+Ztv35y/+eHrN+T//d8vh4f7",
+	"Q/KGJtZvBN712qQ94SshM5VdM2LGDwI3nYlrJBk0E3whiVbrQBQje6BYHR8eTnhbats/BS6Nl5cWmRW9",
+	"YrLREOp9rfuR3k5hrfsoJVnoEVKeYlPl0lLGki1n+ujsmTNAXnw5il6+fHFMXpMXx+T77KumWmcfe7a0",
+	"vY1AbFPsoG90f+XMDKEewdHRycnx8dEheU2ODrsjsI93HIGn8zOzLIyrImPOGsAV0Oy1Kdu0ekCB3NPD",
+	"n0UJtiLzQqsHXxf+49Ch+K9RZ/sqF8nVjhSPSw4qBpnp78nemZVkBuD5SvfHRLFbFQKTnZYS1En4G9W3",
+	"rtTg6JDN3sxA8YA5TdiuKV+jQwTOVUhKWYKeRAlyGlii28GlGJg10Oro8JzefI9T0IuRpZ5+aZ6TLHX6",
+	"1dOATreS/wDv4WFv+ue+Rpu79PCw5dSgb+48txP3QkO0MIMS7mMnpjfW0y67tdPSf/ma26wa6VFMfRsB",
+	"/AfuZ5aCwb65Ky41bDd++KGWi2A+9Rjsn9iuR0RqXS7w9KLnhBUiP8d2vNMyJtAvJMmpYlI54gElK2rO",
+	"TUJ5wnKyx8s8R1NbpsiCSsIFZx7Vt0CEF83zv86D8acHJLiSmxHeX4SB7gKtOlpWak9VN+ydKcDEjL/u",
+	"kRKbNRg8qDFq3UVzTaZoShXtLuy3BWNgPbHeHf0auWIrBRYGcxVKK3ct6a07upFDM9uew8qc8rAo+KEs",
+	"OMKE8uxyoQxfZwURvEIQ1VShZVW/6Oni33ycixWDZCEkQ0iCvTQo4eyG/Pjj22+uv9wINtisVrlC3tng",
+	"Jzr4JRq8uqj/HE7H//V//OH14OKfPXJfW669bKo7NVW9uWZc9cGyzsiKFQN9XJh+jSCGSs80yZY0x1PR",
+	"lEUv7kbh6JVfFIW+3hmUX5Myof3trRrnJYfGtjHbONCyh5p1F6O9hGaEzfa8KwrOyneVZrfDnf9xQZUW",
+	"LI2/c0nXgD2gGW9KuyfDI7LKS6lVm5wWFOTagqU0ARNfUebMZ63LeJKXKZtajUQ+fJLO0tS4agGBlbC0",
+	"0mfkF6g3nBKzTJLEtofae1sJ0R3L577/zLWbeHiMb5reYbJHSyUGuBwsDfX4OYnx37H5Z+MVQi9pxvet",
+	"moqrr2VuZH5E8HztH2xe6TKbyKqh9wBZ6X49wK3mDoYE7Pws1Soa8q8ZUzeMIW9TNwKmsaQqS8iKSok6",
+	"3HYHCLo6L9HTsfkI+QTbPzGaaz7VUYSNsb+++MHeUjCa+g0h132I1Q+uUuYAV3czvZrxbLY/vUPA5XOY",
+	"W01T25qUW7ypdfbyG7qWBASSPa1kVnDXNnC1KVA8tCY4kYcZmTsXz9Wg5TeUFC2oRtNrIa5pDs5TTkqe",
+	"sEJzr4EoVSKWTVNMSzRRilk7/wabQxjoHh/aBT1kfT/D+4Ibt5pfgG8CYj24167h7xFGO70DqlhvLzHq",
+	"KZzDJx6JMfScs1XBVrQA07bdBnS+FWjvrjZDH0d6M3Vx+/XfviOqsiUTpZpKlgiODLlS6VNRNlyqCCXs",
+	"kBxsWlifRrvbYQePXFkunX3rDsEup5dsc7qe0eSqTyU409wkm2fg9gNLklgxzlKQDFfm4+Z9+9JzmbYu",
+	"0TbrMteYc12GZLYmVCYG3X3F1ltz64bx8WFfjn6BZ3OjHzTHZp8MQcIOHimF90z631t2lIwTqRUVnjC8",
+	"wEJC4VfzAgwibyzDjsNprYRnKQoGgLoHVvhfgSTQpX6OX7RpuFrTehGq1kOHHLw0WaOkWld+D0BoSOJE",
+	"pCwmmbEqKoALLGmyyDgj+tl4wlvw1ZC4CJmQVDg8QLog0Cuc8CVTC5FOAQ6Z5+JGv2qEp6kSYprT4pKF",
+	"E94EZIbEhWOGxAPGDCe8i8UMSROJiWPx4DDDCffizELSda9XCBx0y4f1UhiTWUi63veQNCXQcMK9rvf6",
+	"PXwcuuiRcMLReTRFeE+99hZCNiQ/sBvYIQkS/IwRmqYWCNS2x6WsR/TpbrjHL+AqX3Twy4X+z9SrENaI",
+	"jy4/xAkNJJ2D8JtTDucA43AySUSCnDhhXQHMb5Sz+LNNMSArqhYe25XXWVajTh6KKqG5FJrD6EPz3wbG",
+	"TDJ4+w1BBNZ2XuX6du129qcPH94RfMG0hcLKyatXbsCG3wpt4C/dLZALrcKYcEEbAKU3nezB8adLBvcT",
+	"u2b6ebUh+zsZ49rwpBbQBuOSdK8mHqlhu+iHou4qlMNTuxiOVACnobHdPl7qqC67W9SbSnKIK10whrEk",
+	"ckziu6uMp/KPIcH3xmQSCIiTuI8nXP+lT7XSp/LSUTkTulJlwayaydJ4/9RpCwA1rAgnvN3qf0zQZ5uw",
+	"SRCidf2P9zHBjkRBzEO8BdCpBTaCCQc836tohHZ50wPJuMxScGktGwNARhHa9v6oZ1O1jVQF0wKbLyfn",
+	"bw5JwS7LnBaaJRQ28oabd3FnJxwpdTkkMfQUa16tiixR0jhic0aUIGohJDMsmcCblblsPOHYpP55f0jO",
+	"zEcLqsisYPQKWpLYltT3oc+Y4GOuuNQeuteLGwOw2axA3LTSCYzRchnTix6gQVMzrJsADMvQhvg8iC1p",
+	"CDIvu0JMxefvulBj/1Y1Z0STRA3APPeHrTiuoSYfp2pRG2wusyeB7E2CSUBew283C5FXT1qG0AOM9t2O",
+	"+8Me9bF+eLg0vqvYLFSMxMwk2Yv/aRSj+UpqSqTkshDl6pRYa60e8L5ntf7zf/4fj2PFZ8GwcdybR9dy",
+	"oe2jc6WiQCBvPYyuc2BHkbiheDoKor7etaRtgyGRxHlJc6/WVwc/dqb2PTi7KZHlzEI46lbB/J9x8FpL",
+	"Hy060Zo7ApTOtRy4PVqlbSXsB7ii2QRRrvC3Y7bsCp8+ZXBmdIy2jwB8SgaS0g9vydU2Fg3rQfrMkBjH",
+	"VNGNK7WQHjSZEn2PQh892BrP5a3ffpz3quUAahrOGUfgR4iYD/ZzSfO2n8d+T5KFyJJqk6NXpKu27O86",
+	"I7uLHS/hBrFVfwnpIEKIUqg8j1wokC9uqMS3NEPwSXq7Gf7MYLxCVcnfWCd3C7NiOEvjerNRg2mJge0G",
+	"MWM1KJ9HepOPuGr3A9p53phgnUeJlXbAfdO87gFNr8pZniXo6RqSOKWKxiRlKwbAI05i3Vo8riAP6Elk",
+	"t2qaslzREP+2prRQq078CvRP87gsuPMYMAWnhBJrrMT2qqQAYLk7qP9tv7SfIMXVHyEf0U8rZzM81Jte",
+	"PeME14IItWDFTSZZryXWkK2zBUeHnj18hGMtDPwu5Q+uHCEZMyu+DbQENs0zYr9AUZ3JhxXBhgN4C72R",
+	"rbZcN79Ktgs5NSnF/cH5qKYMPwGGlc1+ao8Smk60SO78ZImiYJJBX6mQU5PVJSTGmBM6xBaSS7oie5zd",
+	"ED3VpimkJW81ZrorDtuceiCpsBWsb7MT2H0JXeJ2qKYi4x6e8RyeIQcC8kS/kD4n+gXwB30hjVf+FO8P",
+	"gXd0Tk16lF/PXQQTnG+6Anewuzywku/xxZ4Lrmqod5h9noGi1IKCuQl6QXROvibXFUIVG6hsyXzGtwpB",
+	"tjVeCO/A+4suRmBdCXRzmuUY4aglBUQwgaETBBu9zR6Nos4f5SOsecZpbpBgBgxVcpWBLFVAdikLh+pi",
+	"zh4mLScflQ8yJx1XYkNG/Ry+1895DexIxq3MWa5E5CTR2lH4a2bd2pZQqyxcm4b+o713u3m0OtuqtSkQ",
+	"aqVYMgIfkESUeQoAbH0jJIkouUIH3BYYfT+LNzTtWBPdJbXzsgexpkPPHEL3hDdWsYefvO84Y4uSc2zd",
+	"dbMC1hBuIev9QPhqGFRHNwgDPNRendyI3V0euzOw7zE8DNGT092Bj3MPG/sAl5SFY7b0H0dvqyCYXk7W",
+	"j0/8UOWd+MJB8uzFd/dVILXhY0+BIT4EGdwRrOJSNm6p258z3RaJOjvjI1FDNs8hxVgK/DuVYd6Xs2Wm",
+	"gGgfY6FwdOXudEvJCovo11okF3ygZVFrTIczYAD6CLSWZI/CZxNuIwFMnEkF/pZaqVujtQAufUhy5RrI",
+	"bZjyPprIBWfm2Pow45sNcFvSSCPowUMoy4zbf7ep5mKL4+f6ArfP3tbw5G+wEFTQoe5BSZs3c5Vl77FB",
+	"CpZFfSEJLS7LpR79IxhSNxK0YPPHuOWA7ZhwQhxy3wLVAvQOh6M39sTawnL1THEmTsBG2z7aZdhuGsYt",
+	"N3iX8NdG82G1CP0ra0yvXpuMi5BxvMozmlyJ+XwngBZGRD3uS7AP4xobbV/6LsM2Bt3OoTtg/2D8HflW",
+	"7kfpBZVvTCR7t1uw44a0szu39MTPWwlt754UtdkYS7vt/kmHGxfXt0cuwuqbHijKR9AxBWeYhAe0WoAY",
+	"kD3MqmPNg+YY7e9gvezxLm6Cf/Z8AmPrQf3BsAG3Ab57PXktxNrrG2zkq5xmXG4HfbHB7D6OWTnT9XIk",
+	"rOAsHW7jaYY4y80RqCbWs6/dnsH2ij8W3+KAi7ZDEkn2s3+go8GMSpbaVTAZLJvj3ZA8tc9U651Y+8TA",
+	"9j9E4ucV7LA7+GtWpFmitJzbF808AiQE5sgxb+SZVJJkSk4qVZUzKR2ak+1WjsMqdOCUxPYrVIAmHDQg",
+	"cAoYWRFOnta3TOqaKSjmMYmqiOQORU94q8ujfYB4Kklkxi9zcySGJDbAxpjkIqGKEUaThXnoBcbVBoXu",
+	"nW3a2lpr8fCebVC0MLo+hIfF/kzFMlNaE4M7CsE/250Wt3sfbrXegodR8ZgW6eFL2KZ/cowdjY6qSdeL",
+	"3KV0OJhJWWRq/V6vMK4RpmI7KzEsBP/1rb2Z/vzxQ+BJk0eTRJMwZjTb+/PHD/sW+/bXFeNvv6nSxpDF",
+	"bUoyCflCs8uyYCngDCZ8Lx4MRJYmA0zbFu+H5AbARjEt05gsRJ5KYt+xCd1izNmG9oEJz2yqiivGv5A2",
+	"AZymeVmiu2wPoq3gJcYpVyTJabY056ge0/4pJLfUw1wyMi/EEr6x3cOzAXwaYwtI+kCmsGuwaLXItVBq",
+	"hamrMpN2ormCelEg00ZaFgAXPXs7wNQx8KuewRVjK0loNxLSALcmfMK/Fvyacd2mHOt//zP5SqQZ02oJ",
+	"A2l8SN4ARAuzGmaSxH0ZyOI65+H+hBOS0KJYoz23hWg1+GbLWZoJwGmFh4Z7H1rCQDiJ/Mokd8QBaXV4",
+	"qId9HEXkwZy+ISb1nYl0HTr5kEVhIKK6M0CfYbZfgN4h5UES4CE5jo6JkzlzrDVw4s2eOdRtHUevxq1s",
+	"t3KodfQxudkiBRlM7Dvg/QVTZcFJfAfsKCSONeM+PoUQMNLMpA+hDFTqYcT2NxsAW5lfTlsfZbLHDKNH",
+	"goRggW2wv5pSYhdrGyNo1ZrfwiqcGtJlUD0ad+aCM+OxwMjZLN2HrpwkiQCZhLjiWNM8xIWRwYCWavFa",
+	"H63YAmNXJtM+QBFWSnd1yRRGq4X6z3NG0zVQ3SVTmsmcvXtrEtDGZwY7b/ozmRERFfvnjx8MKFa3CSwi",
+	"JbO1welWTKnFtjQlm5SUmjLsPYvJFaEdQslxNCLN3JY4VUridq7ImCQLvar8kmn5wBgMdUszlgt+KYnB",
+	"45mgbKBjYyokmRrD5lO+1hc9rHimQrisNb8IdTsY5ho2ihAgJ7FhkZoptI5AWKUPpBKwqaQ6D1k6JB9h",
+	"48x2aakjJnu5ECugTsHz9T6MGY+fXpPskovCIubzLGFcsjrpVfCuEKsiY4oWawdUrbmhE+g3DqLhaBiB",
+	"wrRinK6yYBwcDaPhEQYtL+DSOgB2CX9eMo+4Zsm9N59e2E6op0XPigzfpsE40If37NJEDzeyvh9G0YbM",
+	"jp6MjkYO+eSkWjN/BJcrNTgWAy0mBG5eNJverLIUeRKFtVLtBf8mSoJPGTFvo2UKk+t98sTCJ6XmlbCP",
+	"JV9RLbZiQZqhTU41dvJvmZGY2jVT82ozX9W4yqXVSpaFSMb7C3evr0fB/cXWWSHr7HqevJB6CoYq7sPg",
+	"OBr1tVZt5cGPrVS3ldXpoQ/r9JShUytIj6xDc5p4FL2UVTi/DC70Z4aCD+70mt4f3Jk1uXdIukmO/8KQ",
+	"Gp9MjEsnCaAltirB3iZy6yOjN8kCuRcYExzCqVO42SomyUI8kVp2opWNdPJoMjmOjh/+qEpz/nS6+heG",
+	"yaqsa6lDTs3iRz2uvfqVg7o40n243cu2QBEc1oMqaO7gDrOH3fcyYi2vQ7oBxE0bKh3QNC2YlE6cpckj",
+	"j3lrjF15wvXliPchCjUw5S8kiTEvlH5pmixoIeOwketATnhsWx4fHKAsgGM14sB+iJeqvXLFDTfyrnFg",
+	"6jt4wqtGtXJ82r5AHTweemk6J9aMYbdDKxLF1ECqgtFlU3v9yNhVviaSam0FgxhrVYQ2jIqzjNNiHXhr",
+	"mHhOhN0GzCTWyHz95gO99O/sz6XQEoqJia2HOQlezV++SKOXo5cvj5Mv0xcnr+jhnFEaJScnNI1GJ/Ro",
+	"Nj+ej2aHs2j28vAwSUcn6YtkdDKL5lFEo5dbpLD+XZzdb8QNB9Mn5dUaO0cYbUTeM7w5I2GIMv6DWQnR",
+	"NQNkauru+MvpPHW/emrw2NyCz1V/B9iPWbQDG/QNd5nwRU2jAclEYZUrvRHAcup8faiboeXLRgob0RqD",
+	"hSfcEw2t0BpYGafMUay0YhtFPuFO1pUFlQuGMrnMfmFySGzIOykYTXGQdmxavB4TLiYcrmuEhIaQixxs",
+	"1JypG1FcgdTNr0V+zdIhOatNgsb4iGFXTiJEk5PaGFvQVmSDlU18PSIvwEyo9SDbntIrYe1Pxthvls9Y",
+	"dSAqRhRqaN8aY2aW2Mcc7dwxyUodPviVSNcbWOM1T4cLWnAm5e3QpmX6wy/Zqskn3/1Fs/noCP57jDFB",
+	"T+KRrpXdHKyGMeWXbIVGkbiPkceggVXVDJQQcASbJ+P+qcKdk97g00UzoUA1a7N+g3oBtUy2oNJkndfs",
+	"7vMXnazEupGbnuBT0xUUROCygiBNE+Fn00A3/D9YYHPb4Sa1iFqUfFgn2zDGYduesbr1l/gcIgDjD1E0",
+	"jqJHrdnPwOY2rp1xeMBSOIt24eZIaBXEdEztmgqsQfzTQ9bvZMGSKwgSnBrzR3DRNmmPKqu1DXTbMqV/",
+	"M79HjxyieTpLB8AVkVc9Xkw/PNzmI7dcw9Pvez1LQkk8XNzGlgnDHeW7893LDJjv+rFXWZW7r5JXv5AE",
+	"dlOGJqx+wiEaHc3ImlPV+f7074bjy9Bci2g0ulkwEB0yRTI5MXcLBdclEtyQnDl2WhwXmscOo8jcCqYk",
+	"A94FE97rlCLUJM1wPFChqctCycnt7SkYqUwnkO7CUQ2qpFOaPdtUwFXaXcy1C5OI79wBhdiPHJNPk+Ct",
+	"OXomIsptaxJc3MdD8gOGeIHzAXkQArnhYk59Fx1s3Pof19yzXXMdR2N9+rr02SjYXH2DQqifR3YY3vGr",
+	"DsdrIqfdatEW6jnQAhypqsJ5xtBh1HcWofAQl/ZeXXiV3G/P7bebZ+WgrCcJCbgtc951araAjKXpyo/+",
+	"FU1/ylbfZjnbD5qz2OqTzmyiajJ1iejtLipvTiHvZWUAAb+VvRE5S+u26b1oFuBM+aXXUgP8epGZGn/m",
+	"VkSuKiF7ytBn4DAJBZ8qtlYSIpiZPb6A7bbOjMazXTTPrp9wvxu3ObIH1+J7DWAOZ9HRJm/WfMlUkSX9",
+	"bop3hVjqC7Y02GDNLyTW+0Hm7V3z702rDy66bvMAYEvNa2Nxm04XSq2sr1VOlVA0v8MMU68nwb+8+TAJ",
+	"wqrj15Og8sZNghA36/VE9zgJ7smoZYJ68Jaxy/IbnRtn1ZfVUnr3z3ighmu6zDeaOK1HMhUJAIIdiQTQ",
+	"cGAJR2TB3r+dff/dvndjTSu7nSY7tlZhnFU2JuA223VzjGcUnObPfmA+uC75vlWHrKMPMSrGq8JsYIew",
+	"ldmqIgxYns3kIjSO6pPoiDSqu3m3AXzNz8fSCtPcZ+Bq2PR9GJxER1sdI7dO3rNurF6zbBMrhMqsd6gg",
+	"b3RynZc8eDbxsDfawL588LV9U/e7vZDghAX7j1BR8t+Vg4maINrK/mN3ESpX7+5jwiL3aLBt7P1BnTO8",
+	"z3XPteaJUAqTuvwSsBBG24shIUpM9kRB4u+oVAP4ZvD2mzjUIkyymPCbjEvkEjOhGyoY5hnZB3XYtAq6",
+	"MECpEOpwBlrLmLSpKx4Tm8eXxHcWatGA8RAx15opUYLEoC/GBpLhQelU6Bx4o4qiCokoJtxOrgqoWxkW",
+	"BzFHBi2UKa0r21eVAJaaccBkTvhfrVNKi4YgA0BHVkHDycz1TpEVK3AU4YTHWic2ueRgQMZTFpIYXrEP",
+	"9Q1SP9LKjn1i03QAXqt6BTB4dKJX8Yqx1QBEsVhraHBTIgJodEIkovtwlMSk70jqNDhad+eCGJdgbGI1",
+	"UR3FRjDbPe5CpiS8Y7yEcVV49RSzXXLOElPzoEVDrfX04kLsTGXwgN/mHLFfSAtVJp9MOjn50UIRkdc1",
+	"8hDUupaHZnRofSw/lwy0eeNkgUaDbRlXK1d+RyLV1CazX5gFdEJUDxSM2DPwHgufwo3qFNnxDxLORGOQ",
+	"Fc8y0WU2IWMVbNaLAu+OWtPN+/dvTGqeKioRo+5WBUtYiu4bLY+ZY9O3uuj4rEfeII5HLvPFU4UJyzPb",
+	"5vFRnQMD/4FRtcGfWJ4LN1XG1nbxZzX7W9P1qLY9NZOGQJJsN+A02AHiUdeluDeVdxqMrlVmMR1rRcVw",
+	"ssYoJhyZ2N0EBjkJxpPmMCdBOIGVhUewtvBTPXd44MweHuNSwqNtFhObxDWDj0bwS73fzo92X7dtPIGv",
+	"DFs3zdzru6J1JN1DpQ8U3BLyFFH/JrdSnnFmANr6IqmYPpUIOt4WcmBoGuSd6GHR5Sua2uje34tcpYXi",
+	"SrAyV8CeXlZRmHyM9JLtf1ZZ69Z6iB7XYtjjjXhjQaX6ppSZVFhmxhS5sn4zzF4HMHawZgyuR2irmnBr",
+	"ZN776e27/SF5q4ydHzk4pFA15nVZR0qD10IUV5rwJjyH6ilQsFKIIflqXeWGBOrC6iJZqx7I2IgKxjQK",
+	"dnxMYACSgHE12jyviqWTIB76CqRYWC14VuzPYV3ZA7DgVaWSGZuLApXTOpufrW0y4ZAj9bTupvLixmRv",
+	"Q5WWfULT1AxhQ6UXEAo9U0D4tAv5hjAIEuPcxk41mOPoaMLjKjG5A3zSEjdVsHdGUNsH9LTHDj7h2CP8",
+	"JG44K+QiW1lBA0+JTT2ph4wgXvBikQVdrRiXdiGhSFRWSMQr6V3GmvpSaGKjWV5C0psJp1iMowpMGLch",
+	"XKcYdu8p+o1o+KLkE34DySyqMIx0v7f8txboFM3ycdsbV+UCCAkA3R5wNu1DnttWttwJ3zPfWlyZJXNI",
+	"n11RSnurX38oSshTTMlM0zxk6hUF9rU/NBqLjCHZF+yOyi4XirUca/jWhLe8aqGpIwnKBEYghkQLglEU",
+	"WRSN/gH+bapF7vsEa2QqVv/fxk3mg1p3iyUZd0S3QhG6gepiQI1ikydRFEVO1Z9PdWZim2nYZBL+1E4b",
+	"fOFk4rUpc7XQWqd9byb2rVLl1ilsd0BFNwpXITRuB2Hzt/I0asqyjpzMqWoriQlA4ISm15QncEE6aEST",
+	"pmLwTSatsdyTK5oqRZOFVjBPyTzLmRbmX08C1FONYAYK6nBxOwmaGdN7vt1GhoPWNtpbq+KiAwtz2xDQ",
+	"q8WGW33MQSNzK/5Woz1+eTg68u5FX9lWA578tUSuLQyT39p75VFC2m+C8zDFy3yyzlbeOHPPyV5L6HeZ",
+	"VO/tS7sKhFCzbBtwt9VQL54vwqXKadUbR9AG9LtJrXwoq5+CdhKrnZXULgCtmYWqmSDKYFT7NNuO0qoF",
+	"yK3ZtZvVycMXraHx19SLniPupSFGyppwK2eA/QnUG69SgZVS9RGycbEWiz+DZBLNGDmKv1SBERNuq81B",
+	"aui4WQbHGFTjelPRFEuvGD81GNlGbRrHAouxY5kVAW18j0+EaRR7fYoYs/spcnOqJaVUYgniB02W7fxn",
+	"D5H3tpTsrWx73wxd96N9Rp97MXZlKYj3/PWXsMrL1mUEZgq/rn3k1cMffW2CoX+zqxfJro7U8TMZ95I9",
+	"uKt3aqPv0T24T0Jh/y3fgTbJ5aYb0KhMn5XAnWyRvzNP6UbC21VWMytUGfC8RHuAmUZ3N+S5rffeu9C2",
+	"9UtCbs+SzzOeyYWRa/eQeEhcJTyN99GYBQmH5YRXYGKnVvtefFeUfAz2tfu4L0UomIy8dyn09VxHsmLz",
+	"219vjRL1PQTcKU2v6sJmvx5V78y4n8qC6wIpdZ2OJs04h6Pa1o18+QDS7H4eCj+TWI6KpEUGlkpBpBIr",
+	"QlWdUgNkTFqs0RJsCR5z/xrUuqF28khiB/d1H7W/0x39g9j/BokddqZdkwbv0EcSep1L3Q8otBWapbWN",
+	"uwu/c9Hmugh1T8aYfX/ui3dVqu1nMw3YYtFRXQ8aRIsqZWeVcpUuTbRRVGckMPlRW8WhjajSCgjbSioa",
+	"j8ZVz1XeAVNby638XGXxPPIk7YyGJz1JOY+inpybiEh3RDKn8nOnavNRFD3N4OCWSe+LunKzxvxuhLHe",
+	"0gN9R/LziGZ1Va/nv7hi68mNKzdZq/qUfaN589hKVJmc8LoSFYGiV7hWBVQFy2SF9Kc5oEnxipTVXQce",
+	"nxj7iMleXTAOUhBiYLltQn8KvSoTZf5qwmO3/HBsbDPdul3WPlM9iUmazecgW9awKMt/T7GZZoVi59Jt",
+	"J2GZ8GRB+aXfZoOVwJ7BZtOyD2yPJW0UV9vZg+O//3fQDXce6Ebcq0uf2ZxQvv6bhnj82tKEU9uvFie8",
+	"WtfuggXARzY5FM7L35kzYRuziEkajiY8WyMHvGgmT5VNaaXlndFhFJE3P54PnVoiGPP3mcPdG5Vi3PIw",
+	"brUXzxRf/RQ41V02psaONiS7jtrpq0eHUScl9VHkrQ2D4sqTZBBbjOtvxOHxa0sqlYcE4EqAkerakB4J",
+	"/tpGjHivKKK19K0P2qtedbeyxbCRyROg9QArit/aCz9ZD/7C1rFJ93eKuHrA1IMlCG9rxu3VH+2TJRa9",
+	"gNBzX8nZcR19nvWEo1f5WaAVcOUYtQvfP4yiUAt+Vef2u1r+qKc1tXk8YycJowk04G2TV68Ac0Y4u8nX",
+	"VXpGUMqMsHQYHdq0iVoqff1DjAM3dbm0WtYBtRMPph1znYKK/QMxmoBPdKnqnuzM1J1t/QtbB11I9Xvs",
+	"lSgBZQKr9KMgNwqSM3rNHBD+XkRe2/JjVMEcm8jwox5guG7cjwt3QeFHDUy4Lz3+xRMEtyoBevBxQZUN",
+	"0WjfHvrYYs0rcnz4x2bBe6c88vam8XbRmq1cZ7+vSCjKSffQVofcLCAxMfvLuhbIYXS42xY+WlDAf312",
+	"UaCuLNYQBLD3B0SAk88kAnQFgE33//PQA2QKrmLj/l50gt/ED4r8A7C2eOftQdgQ3vIeVHm/3gBmn4O7",
+	"hgnt/gCNUk8zbDysNLyxncI11CvBfMP0sZI2P2TXCroXQyJRJNa4upEtYGTCJ8G7Ku0oSRnPWDoJ9u11",
+	"jWor8NzYvZytOmvCiqurPJMmSRzUP4IrPVPgVJCnNTi6Y7zVX014Jk02cos4aax8HKJ1gws1rSoO1uXs",
+	"9WOAq3Qr3HsTrZ3hNkJ5zacAUiBNqwE+WJPXTmYOM5C/49uuv2D/P9jdk9mdIR8tGacsgSAkwwzAlbCz",
+	"scTP9OBQ/a0wvTcmO7tW1sScxHfIbu7jEP5WxXpM4NzAD3QmCmV/IHuQ8KCXU+ybuFyxwjJwlgPGQ/wr",
+	"VzGRpT5tVoUz2SFTYv1LexB0sBA3JE7yDCBzNuu8ZpH7p7olVaxjE6SjG0HmfUkzTiBrpu7ylMQw9NhU",
+	"QpaW/wKTdHB5O3HJHkuv3tynssKiKqNXfWN8U2QExiVTZyBwa9rZQnaNsnXW8XX/SJZqJvQPlvoPlvpI",
+	"W7Qmn4b7GFmqOeO9XLWZCaRZROjTheZoGDXkC4mHmhG2GoipdWHSTIFDyubQ0UpPkQfj4ABYpBlIp5aO",
+	"qRFS2AQkYZVfxiiVNsOPzUmMWUm6Fo8N1SKcz6sSA+3PLWY5EQBEpq3vKoSYp2PNHvcqixwmDKDJYt9K",
+	"nVlhg2VrX3jZ1xROX7NZAEiLvDoxzufObnYbwZpDg6rmEMaYhc2Mx7p1m4AZLicn6sEkkaxDsKp+bRDE",
+	"/cX9/w8AAP//",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,
