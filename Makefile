@@ -32,6 +32,11 @@ FUZZTIME ?= 10s
 # `make docker`.
 IMAGE ?= hxd
 
+# The generated TypeScript client (npm package @hxd/client); its npm
+# dependencies are (re)installed with `npm ci` when the lockfile changes.
+TS_CLIENT ?= clients/typescript
+TS_DEPS = $(TS_CLIENT)/node_modules/.package-lock.json
+
 # Every Go file of the module's packages, tests and build-tag-excluded files
 # included (testdata and other directories the go command skips are not).
 GO_FILES = $(GO) list -e -f '{{$$d := .Dir}}{{range .GoFiles}}{{$$d}}/{{.}} {{end}}{{range .CgoFiles}}{{$$d}}/{{.}} {{end}}{{range .TestGoFiles}}{{$$d}}/{{.}} {{end}}{{range .XTestGoFiles}}{{$$d}}/{{.}} {{end}}{{range .IgnoredGoFiles}}{{$$d}}/{{.}} {{end}}' ./...
@@ -51,8 +56,9 @@ build: ## build bin/hxd (-trimpath, main.version=VERSION)
 # The race detector needs cgo (a C compiler): outside CI, a machine without
 # one still runs the suite and gets a warning instead of test/race; CI insists.
 .PHONY: test
-test: ## run the whole suite, then test/race
+test: ## run the whole suite, then test/ts and test/race
 	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
+	@$(MAKE) --no-print-directory test/ts
 	@if [ "$$($(GO) env CGO_ENABLED)" = 1 ] || [ -n "$${CI:-}" ]; then \
 		$(MAKE) --no-print-directory test/race; \
 	else \
@@ -63,20 +69,32 @@ test: ## run the whole suite, then test/race
 test/race: ## race-detector tests of RACE_PKGS (default ./internal/runtime/...)
 	$(GO) test -race -count=1 -timeout $(RACE_TIMEOUT) $(RACE_PKGS)
 
+.PHONY: test/ts
+test/ts: $(TS_DEPS) ## TypeScript client (clients/typescript): build, node --test against a real hxd
+	cd $(TS_CLIENT) && npm run --silent build && HXD_GO=$(GO) npm test --silent
+
+$(TS_DEPS): $(TS_CLIENT)/package.json $(TS_CLIENT)/package-lock.json
+	cd $(TS_CLIENT) && npm ci --silent --no-audit --no-fund
+
 .PHONY: generate
-generate: ## regenerate internal/http/api from api/openapi.yaml (go tool oapi-codegen)
+generate: $(TS_DEPS) ## regenerate internal/http/api and the TypeScript client's schema from api/openapi.yaml
 	$(GO) generate ./internal/http/api/...
+	cd $(TS_CLIENT) && npm run --silent generate
 
 .PHONY: verify
-verify: generate lint ## regenerate and fail on stale generated code; vet; gofmt check
-	@git diff --exit-code --stat -- internal/http/api || { \
-		echo 'internal/http/api is stale: run `make generate` and commit the result' >&2; exit 1; }
-	@untracked="$$(git ls-files --others --exclude-standard -- internal/http/api)"; \
+verify: generate lint lint/contract ## regenerate and fail on stale generated code; vet; gofmt check; contract lint
+	@git diff --exit-code --stat -- internal/http/api $(TS_CLIENT)/src/schema.ts || { \
+		echo 'generated code is stale: run `make generate` and commit the result' >&2; exit 1; }
+	@untracked="$$(git ls-files --others --exclude-standard -- internal/http/api $(TS_CLIENT)/src/schema.ts)"; \
 	if [ -n "$$untracked" ]; then \
 		echo "generated files not committed (git add them):" >&2; echo "$$untracked" >&2; exit 1; fi
 
 .PHONY: lint
 lint: vet fmt/check ## go vet + gofmt check
+
+.PHONY: lint/contract
+lint/contract: $(TS_DEPS) ## lint api/openapi.yaml with Redocly CLI (rules: api/redocly.yaml)
+	cd $(TS_CLIENT) && npm run --silent lint:contract
 
 .PHONY: vet
 vet: ## go vet ./...

@@ -1,0 +1,201 @@
+import { after, before, describe, test } from "node:test";
+import assert from "node:assert/strict";
+import { readFile, stat } from "node:fs/promises";
+import path from "node:path";
+import {
+  BUNDLE_MEDIA_TYPE,
+  HxdError,
+  createClient,
+  downloadExport,
+  streamRunEvents,
+  type HxdClient,
+  type RunEvent,
+  type RunResult,
+} from "../src/index.js";
+import { startHxd, type Hxd } from "./server.js";
+
+const OUTPUT = "Overdue balance: $1,500. (synthetic fixture)";
+
+let hxd: Hxd;
+let client: HxdClient;
+let run: RunResult;
+
+async function collect(it: AsyncIterable<RunEvent>): Promise<RunEvent[]> {
+  const out: RunEvent[] = [];
+  for await (const ev of it) out.push(ev);
+  return out;
+}
+
+async function verify(bundle: Blob) {
+  const { data, error } = await client.POST("/bundles/verify", {
+    // the contract types the binary body as a string; send the bytes as they are
+    body: bundle as unknown as string,
+    bodySerializer: (b: unknown) => b as Blob,
+    headers: { "content-type": BUNDLE_MEDIA_TYPE },
+  });
+  assert.equal(error, undefined);
+  return data!;
+}
+
+before(async () => {
+  hxd = await startHxd();
+  client = createClient({ baseUrl: hxd.baseUrl });
+});
+
+after(async () => {
+  await hxd?.stop();
+});
+
+describe("hxd TypeScript client against a real hxd", () => {
+  test("creates a recorded session and runs it to completion", async () => {
+    const s = await client.POST("/sessions", {
+      body: { agent: { name: "invoice-analyst", version: "v1" }, recording: true, metadata: { suite: "ts" } },
+    });
+    assert.equal(s.response.status, 201);
+    assert.ok(s.data);
+    assert.equal(s.data.recording, true);
+    assert.equal(s.data.latest_run, null);
+
+    const r = await client.POST("/sessions/{session_id}/runs", {
+      params: { path: { session_id: s.data.session_id }, query: { wait: 20 } },
+      body: { message: "Analyze overdue invoices for the demo account" },
+    });
+    assert.ok(r.data, JSON.stringify(r.error));
+    assert.equal(r.data.status, "completed");
+    assert.equal(r.data.output, OUTPUT);
+    run = r.data;
+
+    const g = await client.GET("/runs/{run_id}", { params: { path: { run_id: run.run_id } } });
+    assert.equal(g.data?.output, OUTPUT);
+  });
+
+  test("streams the run's events until run_result, and resumes after a Last-Event-ID", async () => {
+    const events = await collect(streamRunEvents(client, run.run_id));
+    assert.ok(events.length >= 3, `only ${events.length} events`);
+    const last = events.at(-1)!;
+    assert.equal(last.type, "run_result");
+    assert.equal((last.data as RunResult).output, OUTPUT);
+    const cursors = events.map((e) => BigInt(e.cursor));
+    for (let i = 1; i < cursors.length; i++) assert.ok(cursors[i]! > cursors[i - 1]!, "cursors ascend");
+
+    const mid = events[Math.floor(events.length / 2)]!;
+    const later = await collect(streamRunEvents(hxd.baseUrl, run.run_id, { lastEventId: mid.cursor }));
+    assert.deepEqual(
+      later.map((e) => e.cursor),
+      events.filter((e) => BigInt(e.cursor) > BigInt(mid.cursor)).map((e) => e.cursor),
+    );
+    assert.equal(later.at(-1)?.type, "run_result");
+  });
+
+  test("resumes a dropped stream with Last-Event-ID without repeating events", async () => {
+    const seen: (string | null)[] = [];
+    let calls = 0;
+    // The first connection is cut after its second frame.
+    const flaky = async (req: Request): Promise<Response> => {
+      seen.push(req.headers.get("last-event-id"));
+      const res = await fetch(req);
+      if (calls++ > 0 || !res.body) return res;
+      const reader = res.body.getReader();
+      let frames = 0;
+      const body = new ReadableStream<Uint8Array>({
+        async pull(ctl) {
+          if (frames >= 2) {
+            await reader.cancel();
+            ctl.error(new TypeError("connection reset (simulated)"));
+            return;
+          }
+          const { value, done } = await reader.read();
+          if (done) return ctl.close();
+          // the demo's frames are small; count frame ends in this chunk and cut at the second
+          const text = new TextDecoder().decode(value);
+          const parts = text.split("\n\n");
+          if (parts.length - 1 >= 2 - frames) {
+            const keep = parts.slice(0, 2 - frames).join("\n\n") + "\n\n";
+            frames = 2;
+            ctl.enqueue(new TextEncoder().encode(keep));
+          } else {
+            frames += parts.length - 1;
+            ctl.enqueue(value);
+          }
+        },
+      });
+      return new Response(body, { status: res.status, headers: res.headers });
+    };
+    const flakyClient = createClient({ baseUrl: hxd.baseUrl, fetch: flaky });
+    const all = await collect(streamRunEvents(client, run.run_id));
+    const got = await collect(streamRunEvents(flakyClient, run.run_id, { reconnectDelayMs: 10 }));
+    assert.equal(calls, 2, "one reconnect");
+    assert.equal(seen[0], null);
+    assert.equal(seen[1], all[1]!.cursor, "resumed after the second event");
+    assert.deepEqual(got.map((e) => e.cursor), all.map((e) => e.cursor));
+  });
+
+  test("exports with payloads and the bundle verifies valid and complete", async () => {
+    const blob = await downloadExport(client, run.run_id, { include_payloads: true });
+    assert.ok(blob.size > 0);
+    const head = new Uint8Array(await blob.slice(0, 2).arrayBuffer());
+    assert.deepEqual([...head], [0x50, 0x4b], "a ZIP archive");
+    const report = await verify(blob);
+    assert.equal(report.valid, true, JSON.stringify(report));
+    assert.equal(report.complete, true, JSON.stringify(report));
+    assert.ok(report.record_count > 0);
+
+    const file = path.join(hxd.dir, "run.hx");
+    const n = await downloadExport(client, run.run_id, { include_payloads: true }, { toFile: file });
+    const st = await stat(file);
+    assert.equal(st.size, n);
+    assert.equal(st.mode & 0o777, 0o600);
+    const again = await verify(new Blob([await readFile(file)]));
+    assert.equal(again.valid, true);
+    await assert.rejects(downloadExport(client, run.run_id, {}, { toFile: file }), { code: "EEXIST" });
+  });
+
+  test("a problem+json error surfaces typed", async () => {
+    const { data, error, response } = await client.GET("/runs/{run_id}", {
+      params: { path: { run_id: "no-such-run" } },
+    });
+    assert.equal(data, undefined);
+    assert.equal(response.status, 404);
+    assert.equal(response.headers.get("content-type"), "application/problem+json");
+    assert.equal(error?.code, "not_found");
+    assert.equal(error?.status, 404);
+    assert.ok(error?.request_id);
+
+    await assert.rejects(collect(streamRunEvents(client, "no-such-run")), (err: unknown) => {
+      assert.ok(err instanceof HxdError);
+      assert.equal(err.status, 404);
+      assert.equal(err.code, "not_found");
+      return true;
+    });
+    await assert.rejects(downloadExport(client, "no-such-run"), { name: "HxdError", code: "not_found" });
+  });
+
+  test("a tool awaiting approval is listed, approved and the run completes", async () => {
+    const s = await client.POST("/sessions", { body: { agent: { name: "approval-demo", version: "v1" } } });
+    assert.ok(s.data, JSON.stringify(s.error));
+    const sid = s.data.session_id;
+    const r = await client.POST("/sessions/{session_id}/runs", {
+      params: { path: { session_id: sid }, query: { wait: 20 } },
+      body: { message: "echo, please" },
+    });
+    assert.equal(r.data?.status, "awaiting_input", JSON.stringify(r.data ?? r.error));
+
+    const p = await client.GET("/sessions/{session_id}/pending", { params: { path: { session_id: sid } } });
+    assert.equal(p.data?.items.length, 1);
+    const pending = p.data!.items[0]!;
+    assert.equal(pending.status, "approval");
+    assert.equal(pending.call.name, "echo");
+
+    const a = await client.POST("/sessions/{session_id}/tools/{execution_key}/approve", {
+      params: { path: { session_id: sid, execution_key: pending.execution_key } },
+      body: { allow: true, resume: true },
+    });
+    assert.ok(a.data, JSON.stringify(a.error));
+    assert.equal(a.data.status, "completed");
+    assert.equal(a.data.output, "Done after approval.");
+
+    const events = await collect(streamRunEvents(client, a.data.run_id));
+    assert.ok(events.some((e) => e.type === "approval_required"));
+    assert.equal(events.at(-1)?.type, "run_result");
+  });
+});
