@@ -414,9 +414,5 @@ func checkpointConsistency(payload []byte, seq int, m manifestView) *failure {
 
 // clip shortens an identifier taken from a bundle for a Detail.
 func clip(s string) string {
-	s = strings.ToValidUTF8(s, "\ufffd")
-	if len(s) > 200 {
-		return s[:200] + "…"
-	}
-	return s
+	return truncate(strings.ToValidUTF8(s, "\ufffd"), 200)
 }

@@ -82,7 +82,7 @@ func TestCompleteness(t *testing.T) {
 			b.last("checkpoint")["payload"].(map[string]any)["status"] = "running"
 		}, want: []string{IssueRunNotTerminalAtExport}},
 		{name: "unresolved tool outcome (item 60)", edit: func(b *bundle) { awaiting(b, "uncertain") },
-			want: []string{IssueRunNotTerminalAtExport, IssueUnresolvedToolOutcome},
+			want:    []string{IssueRunNotTerminalAtExport, IssueUnresolvedToolOutcome},
 			details: map[string]Detail{IssueUnresolvedToolOutcome: {Member: memberManifest, ExecutionKey: toolKey, AttemptID: "1"}}},
 		{name: "unresolved attempt true equals 1", edit: func(b *bundle) {
 			awaiting(b, "uncertain")
@@ -103,19 +103,19 @@ func TestCompleteness(t *testing.T) {
 			}
 		}, want: []string{IssuePayloadsOmittedOrRedacted}},
 		{name: "model.response removed (item 58)", edit: func(b *bundle) { removeKinds(b, "2", "model.response") },
-			want: []string{IssueModelBoundariesMissing},
+			want:    []string{IssueModelBoundariesMissing},
 			details: map[string]Detail{IssueModelBoundariesMissing: {Member: memberRecords, Seq: 16, Kind: "model.processed", StepID: "2", AttemptID: "1"}}},
 		{name: "model.started removed", edit: func(b *bundle) { removeKinds(b, "1", "model.started") },
 			want: []string{IssueModelBoundariesMissing}},
 		{name: "tool.started removed", edit: func(b *bundle) { removeKinds(b, "", "tool.started") },
-			want: []string{IssueToolBoundariesMissing},
+			want:    []string{IssueToolBoundariesMissing},
 			details: map[string]Detail{IssueToolBoundariesMissing: {Member: memberRecords, Seq: 9, Kind: "tool.dispatched", StepID: "1", ExecutionKey: toolKey, AttemptID: "1"}}},
 		{name: "tool.returned removed", edit: func(b *bundle) { removeKinds(b, "", "tool.returned") },
 			want: []string{IssueToolBoundariesMissing, IssueToolAttemptOutcomeUnresolved}},
 		{name: "both gaps, sorted", edit: func(b *bundle) { removeKinds(b, "", "tool.started", "model.processed") },
 			want: []string{IssueModelBoundariesMissing, IssueToolBoundariesMissing}},
 		{name: "model attempt not completed", edit: func(b *bundle) { removeKinds(b, "2", "model.completed") },
-			want: []string{IssueModelAttemptIncomplete},
+			want:    []string{IssueModelAttemptIncomplete},
 			details: map[string]Detail{IssueModelAttemptIncomplete: {Member: memberRecords, Seq: 15, Kind: "model.started", StepID: "2", AttemptID: "1"}}},
 		{name: "model.interrupted does not close (12.5)", edit: func(b *bundle) {
 			i := slices.IndexFunc(b.records, func(r map[string]any) bool { return r["kind"] == "model.completed" && r["step_id"] == "2" })

@@ -11,6 +11,7 @@ import (
 	"hash/crc32"
 	"io"
 	"math"
+	"math/big"
 	"slices"
 	"strings"
 	"unicode/utf8"
@@ -239,7 +240,8 @@ func openZip(r io.ReaderAt, size int64, keep int) (*zipArchive, *failure) {
 	}
 	startDir -= int64(e.sizeCD)
 	// concat: bytes prepended to the archive, added to every header offset.
-	concat := new(bigOffset).set(startDir).sub(e.offsetCD)
+	// (Python integers: offsets are unsigned 64-bit, concat may be negative.)
+	concat := new(big.Int).Sub(big.NewInt(startDir), new(big.Int).SetUint64(e.offsetCD))
 
 	z := &zipArchive{r: r, size: size, startDir: startDir}
 	avail := max(min(int64(e.sizeCD), size-startDir), 0)
@@ -290,7 +292,11 @@ func openZip(r io.ReaderAt, size int64, keep int) (*zipArchive, *failure) {
 			f.detail.Member = printableName(name)
 			return nil, f
 		}
-		ent.offset, ent.badOff = new(bigOffset).set(0).add(rawOffset).addBig(concat).int64()
+		if off := new(big.Int).Add(new(big.Int).SetUint64(rawOffset), concat); off.IsInt64() {
+			ent.offset = off.Int64()
+		} else {
+			ent.badOff = true
+		}
 		if z.count < keep {
 			z.entries = append(z.entries, ent)
 		}
@@ -397,10 +403,18 @@ func printableName(name string) string {
 		}
 		return r
 	}, name)
-	if len(name) > 200 {
-		name = name[:200] + "…"
+	return truncate(name, 200)
+}
+
+// truncate shortens s to at most n bytes on a character boundary.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
 	}
-	return name
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
 }
 
 // computeEnds sets each entry's end (zipfile's _end_offset: the next
@@ -674,66 +688,4 @@ func (c *countingReader) ReadByte() (byte, error) {
 		c.n++
 	}
 	return b, err
-}
-
-// bigOffset is a small signed 128-bit-free helper: offsets in a ZIP can
-// be 64-bit unsigned, and zipfile adds a possibly negative "concat".
-// It tracks a value as sign and magnitude with overflow saturation.
-type bigOffset struct {
-	neg bool
-	mag uint64
-	ovf bool
-}
-
-func (b *bigOffset) set(v int64) *bigOffset {
-	if v < 0 {
-		*b = bigOffset{neg: true, mag: uint64(-v)}
-	} else {
-		*b = bigOffset{mag: uint64(v)}
-	}
-	return b
-}
-
-func (b *bigOffset) add(v uint64) *bigOffset {
-	return b.addBig(&bigOffset{mag: v})
-}
-
-func (b *bigOffset) sub(v uint64) *bigOffset {
-	return b.addBig(&bigOffset{neg: true, mag: v})
-}
-
-func (b *bigOffset) addBig(o *bigOffset) *bigOffset {
-	if b.ovf || o.ovf {
-		b.ovf = true
-		return b
-	}
-	if b.neg == o.neg {
-		s := b.mag + o.mag
-		if s < b.mag {
-			b.ovf = true
-		}
-		b.mag = s
-		return b
-	}
-	if b.mag >= o.mag {
-		b.mag -= o.mag
-	} else {
-		b.mag = o.mag - b.mag
-		b.neg = o.neg
-	}
-	if b.mag == 0 {
-		b.neg = false
-	}
-	return b
-}
-
-// int64 returns the value and whether it does not fit an int64.
-func (b *bigOffset) int64() (int64, bool) {
-	if b.ovf || b.mag > math.MaxInt64 {
-		return 0, true
-	}
-	if b.neg {
-		return -int64(b.mag), false
-	}
-	return int64(b.mag), false
 }

@@ -3,6 +3,7 @@ package hxbundle
 import (
 	"bytes"
 	"encoding/binary"
+	"math/bits"
 	"slices"
 	"strconv"
 	"unicode/utf8"
@@ -102,6 +103,9 @@ type jsonDoc struct {
 	seen       map[string]struct{}
 	// surrogate reports a lone surrogate escape anywhere in the text.
 	surrogate bool
+	// codeEscape reports a \uXXXX or \/ escape anywhere in the text: the
+	// escapes that can spell or hide part of an artifact reference.
+	codeEscape bool
 }
 
 func genericJSON(class, why string, off int) *jsonError {
@@ -118,10 +122,21 @@ func (d *jsonDoc) parse(src []byte) *jsonError {
 	d.nodes = d.nodes[:0]
 	d.stack = d.stack[:0]
 	d.surrogate = false
+	d.codeEscape = false
 	if e := checkEncoding(src); e != nil {
 		return e
 	}
-	return d.parseValues()
+	// UTF-8 is validated string by string as they are scanned (a byte
+	// above 0x7f anywhere else is a syntax error). Python decodes the
+	// whole text before parsing, so on any error the whole text is checked
+	// first.
+	if e := d.parseValues(); e != nil {
+		if !utf8.Valid(src) {
+			return genericJSON(pyUnicodeDecodeError, "invalid UTF-8", invalidUTF8At(src))
+		}
+		return e
+	}
+	return nil
 }
 
 // root is the top-level value of a parsed document.
@@ -134,10 +149,7 @@ func checkEncoding(b []byte) *jsonError {
 	enc := detectEncoding(b)
 	switch enc {
 	case "utf-8":
-		if !utf8.Valid(b) {
-			return genericJSON(pyUnicodeDecodeError, "invalid UTF-8", invalidUTF8At(b))
-		}
-		return nil
+		return nil // validated while parsing
 	case "utf-8-sig":
 		if !utf8.Valid(b[3:]) {
 			return genericJSON(pyUnicodeDecodeError, "invalid UTF-8", 3+invalidUTF8At(b[3:]))
@@ -489,42 +501,84 @@ func parseFloatOverflows(lit []byte) bool {
 }
 
 // str scans a string starting at the quote at i and appends its node.
+// The next quote, backslash or control character is looked for eight
+// bytes at a time in the following 32 bytes; a longer run is searched
+// with bytes.IndexByte (vectorized), remembering where the next quote is.
 func (d *jsonDoc) str(i int) (int, *jsonError) {
 	src := d.src
 	start := i + 1
 	j := start
+	q := -1 // a '"' at or after j+32 (len(src): none), once searched
 	var flags uint8
+	var high uint64 // nonzero once a byte above 0x7f was seen
 	for {
-		k := indexStringSpecial(src[j:])
-		if k < 0 {
+		var k int
+		var h uint64
+		if w := min(len(src)-j, 32); w < 32 {
+			if k, h = indexSpecial(src[j:]); k < 0 {
+				k = len(src)
+			} else {
+				k += j
+			}
+		} else if k, h = indexSpecial(src[j : j+32]); k >= 0 {
+			k += j
+		} else {
+			window := h // of the 32 bytes before from
+			from := j + 32
+			if q < from {
+				if q = bytes.IndexByte(src[from:], '"'); q < 0 {
+					q = len(src)
+				} else {
+					q += from
+				}
+			}
+			k = q
+			if b := bytes.IndexByte(src[from:q], '\\'); b >= 0 {
+				k = from + b
+			}
+			var c int
+			if c, h = indexControl(src[from:k]); c >= 0 {
+				k = from + c
+			}
+			h |= window
+		}
+		high |= h
+		if k >= len(src) {
 			return i, syntaxError("unterminated string", i)
 		}
-		j += k
-		c := src[j]
+		c := src[k]
 		if c == '"' {
+			j = k
+			if high != 0 && !utf8.Valid(src[start:j]) {
+				return i, genericJSON(pyUnicodeDecodeError, "invalid UTF-8", start+invalidUTF8At(src[start:j]))
+			}
 			break
 		}
 		if c < 0x20 {
-			return i, syntaxError("invalid control character in string", j)
+			return i, syntaxError("invalid control character in string", k)
 		}
-		// A backslash escape.
+		// A backslash escape at k.
 		flags |= flagEscaped
-		if j+1 >= len(src) {
+		if k+1 >= len(src) {
 			return i, syntaxError("unterminated string", i)
 		}
-		switch src[j+1] {
-		case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-			j += 2
+		switch src[k+1] {
+		case '"', '\\', 'b', 'f', 'n', 'r', 't':
+			j = k + 2
+		case '/':
+			d.codeEscape = true
+			j = k + 2
 		case 'u':
+			d.codeEscape = true
 			// CPython requires one more character after the four digits.
-			if j+6 >= len(src) {
-				return i, syntaxError("invalid \\uXXXX escape", j)
+			if k+6 >= len(src) {
+				return i, syntaxError("invalid \\uXXXX escape", k)
 			}
-			r, ok := hex4(src[j+2 : j+6])
+			r, ok := hex4(src[k+2 : k+6])
 			if !ok {
-				return i, syntaxError("invalid \\uXXXX escape", j)
+				return i, syntaxError("invalid \\uXXXX escape", k)
 			}
-			j += 6
+			j = k + 6
 			if 0xd800 <= r && r < 0xdc00 && j+6 < len(src) && src[j] == '\\' && src[j+1] == 'u' {
 				r2, ok := hex4(src[j+2 : j+6])
 				if !ok {
@@ -540,11 +594,59 @@ func (d *jsonDoc) str(i int) (int, *jsonError) {
 				d.surrogate = true
 			}
 		default:
-			return i, syntaxError("invalid \\escape", j)
+			return i, syntaxError("invalid \\escape", k)
 		}
 	}
 	d.nodes = append(d.nodes, jsonNode{start: start, end: j, next: len(d.nodes) + 1, kind: jsonString, flags: flags})
 	return j + 1, nil
+}
+
+// indexSpecial returns the index of the first '"', '\\' or control
+// character (< 0x20) in b, or -1, and a nonzero high if a byte above 0x7f
+// may occur in b before it. It tests eight bytes at a time: in the
+// SWAR zero-byte test the lowest flagged byte is exact.
+func indexSpecial(b []byte) (int, uint64) {
+	var high uint64
+	i := 0
+	for ; i+8 <= len(b); i += 8 {
+		x := binary.LittleEndian.Uint64(b[i:])
+		q := x ^ (swarOnes * '"')
+		s := x ^ (swarOnes * '\\')
+		if m := ((q-swarOnes)&^q | (s-swarOnes)&^s | (x-swarOnes*0x20)&^x) & swarHighs; m != 0 {
+			return i + bits.TrailingZeros64(m)/8, high | x&swarHighs
+		}
+		high |= x & swarHighs
+	}
+	for ; i < len(b); i++ {
+		c := b[i]
+		if c == '"' || c == '\\' || c < 0x20 {
+			return i, high
+		}
+		high |= uint64(c & 0x80)
+	}
+	return -1, high
+}
+
+// indexControl returns the index of the first control character (< 0x20)
+// in b, or -1, and a nonzero high if a byte above 0x7f may occur before
+// it. It tests eight bytes at a time.
+func indexControl(b []byte) (int, uint64) {
+	var high uint64
+	i := 0
+	for ; i+8 <= len(b); i += 8 {
+		x := binary.LittleEndian.Uint64(b[i:])
+		if m := (x - swarOnes*0x20) &^ x & swarHighs; m != 0 {
+			return i + bits.TrailingZeros64(m)/8, high | x&swarHighs
+		}
+		high |= x & swarHighs
+	}
+	for ; i < len(b); i++ {
+		if b[i] < 0x20 {
+			return i, high
+		}
+		high |= uint64(b[i] & 0x80)
+	}
+	return -1, high
 }
 
 func hex4(b []byte) (rune, bool) {
@@ -564,32 +666,11 @@ func hex4(b []byte) (rune, bool) {
 	return r, true
 }
 
-// SWAR constants for indexStringSpecial.
+// SWAR constants for indexSpecial and indexControl.
 const (
 	swarOnes  = 0x0101010101010101
 	swarHighs = 0x8080808080808080
 )
-
-// indexStringSpecial returns the index of the first '"', '\\' or control
-// character (< 0x20) in b, or -1. It tests eight bytes at a time.
-func indexStringSpecial(b []byte) int {
-	i := 0
-	for ; i+8 <= len(b); i += 8 {
-		x := binary.LittleEndian.Uint64(b[i:])
-		q := x ^ (swarOnes * '"')
-		s := x ^ (swarOnes * '\\')
-		hit := ((q - swarOnes) &^ q) | ((s - swarOnes) &^ s) | ((x - swarOnes*0x20) &^ x)
-		if hit&swarHighs != 0 {
-			break
-		}
-	}
-	for ; i < len(b); i++ {
-		if c := b[i]; c == '"' || c == '\\' || c < 0x20 {
-			return i
-		}
-	}
-	return -1
-}
 
 // closeContainer closes the innermost container at the bracket at end.
 // Closing an object runs the duplicate-key check, as Python's
@@ -822,11 +903,17 @@ func (v jv) isInt() bool {
 
 // intEquals reports whether the value is an integer literal equal to n.
 func (v jv) intEquals(n int64) bool {
+	got, ok := v.int64()
+	return ok && got == n
+}
+
+// int64 is the value of an integer literal that fits an int64 ("-0" is 0).
+func (v jv) int64() (int64, bool) {
 	if !v.isInt() {
-		return false
+		return 0, false
 	}
 	got, err := strconv.ParseInt(string(v.raw()), 10, 64)
-	return err == nil && got == n
+	return got, err == nil
 }
 
 // elems calls fn for each element of an array.

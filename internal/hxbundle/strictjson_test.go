@@ -2,11 +2,14 @@ package hxbundle
 
 import (
 	"bytes"
+	"encoding/json"
 	"maps"
+	"math/rand/v2"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/require"
 
@@ -52,6 +55,11 @@ func TestStrictJSON(t *testing.T) {
 		// Decoding comes first.
 		{"\"\xff\" NaN", decode}, {"{\"a\":1,\"a\":2,\"b\":\"\xc3\"}", decode}, {"\"\xed\xa0\x80\"", decode},
 		{"\ufeff\"\xff\"", decode}, {"\xff\xfe{", decode}, {"\x00\x00\x00{\x00\x00\x00", decode},
+		{`"` + strings.Repeat("a", 40) + "\xff\"", decode}, {"\"\xff" + strings.Repeat("a", 40) + `"`, decode},
+		{`"` + strings.Repeat("a", 40) + "\xc3\"", decode}, {`"` + strings.Repeat("a", 40) + "\xed\xa0\x80\"", decode},
+		{`"` + strings.Repeat("é", 40) + `\n` + strings.Repeat("a", 70) + "\xc3\"", decode},
+		{`["` + strings.Repeat("é→", 40) + `\"` + strings.Repeat("a", 70) + "😀\"]", ok},
+		{`{"a":1,"a":2,"` + strings.Repeat("b", 50) + "\xff\"}", decode}, {"[1,2]\xff", decode}, {"[1,\xc3\xa9]", syntax},
 	}
 	for _, tt := range tests {
 		var d jsonDoc
@@ -142,12 +150,16 @@ func refsByCanonical(t testing.TB, line []byte) (map[string]struct{}, bool) {
 
 // refsByStream is what the verifier computes for one record line.
 func refsByStream(line []byte) (map[string]struct{}, bool) {
-	s := &recordStream{refs: map[string]struct{}{}}
-	if e := s.doc.parse(line); e != nil || s.doc.surrogate {
+	var d jsonDoc
+	if e := d.parse(line); e != nil || d.surrogate {
 		return nil, false
 	}
-	s.collectRefs(line)
-	return s.refs, true
+	var scratch []byte
+	refs := map[string]struct{}{}
+	for _, k := range appendRefs(nil, &d, line, &scratch) {
+		refs[k] = struct{}{}
+	}
+	return refs, true
 }
 
 func TestRefsMatchCanonicalJSON(t *testing.T) {
@@ -226,19 +238,75 @@ func pySplitlines(b []byte) []string {
 	return out
 }
 
-func TestIndexStringSpecial(t *testing.T) {
+func TestIndexControl(t *testing.T) {
 	t.Parallel()
 	for n := 0; n < 40; n++ {
 		for _, c := range []byte{'"', '\\', 0, 0x1f} {
 			for at := 0; at < n; at++ {
 				b := bytes.Repeat([]byte{'a'}, n)
 				b[at] = c
-				require.Equal(t, at, indexStringSpecial(b))
+				k, _ := indexSpecial(b)
+				require.Equal(t, at, k)
 			}
 		}
-		b := bytes.Repeat([]byte{0x20}, n)
-		require.Equal(t, -1, indexStringSpecial(b))
-		b = bytes.Repeat([]byte{0xff}, n)
-		require.Equal(t, -1, indexStringSpecial(b))
+		k, h := indexSpecial(bytes.Repeat([]byte{0x20}, n))
+		require.Equal(t, -1, k)
+		require.Zero(t, h)
+		k, h = indexSpecial(bytes.Repeat([]byte{0xff}, n))
+		require.Equal(t, -1, k)
+		require.Equal(t, n > 0, h != 0)
+		for _, c := range []byte{0, 0x1f, '\n'} {
+			for at := 0; at < n; at++ {
+				b := bytes.Repeat([]byte{'a'}, n)
+				b[at] = c
+				k, _ := indexControl(b)
+				require.Equal(t, at, k)
+			}
+		}
+		k, h = indexControl(bytes.Repeat([]byte{0x20}, n))
+		require.Equal(t, -1, k)
+		require.Zero(t, h)
+		k, h = indexControl(bytes.Repeat([]byte{0x80}, n))
+		require.Equal(t, -1, k)
+		require.Equal(t, n > 0, h != 0)
+	}
+}
+
+// TestStrictJSONStringsRandomized compares the string scanner (short
+// windows, long vectorized runs, lazy UTF-8 checks) with encoding/json
+// and utf8.Valid on random strings.
+func TestStrictJSONStringsRandomized(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(7, 11))
+	pieces := []string{"a", "abcdefgh", strings.Repeat("x", 31), strings.Repeat("y", 33), strings.Repeat("z", 100),
+		`\n`, `\"`, `\\`, `\/`, `\u00e9`, `\ud83d\ude00`, `\ud800`, "é", "→", "😀", "\x7f",
+		"\xff", "\xc3", "\xed\xa0\x80", "\x01", "\t", `\x`, `\u12`, `"`}
+	for n := 0; n < 20000; n++ {
+		var b strings.Builder
+		b.WriteString(`["`)
+		for k := rng.IntN(12); k > 0; k-- {
+			b.WriteString(pieces[rng.IntN(len(pieces))])
+		}
+		b.WriteString(`",1]`)
+		in := []byte(b.String())
+		var d jsonDoc
+		e := d.parse(in)
+		want := json.Valid(in) && utf8.Valid(in)
+		require.Equal(t, want, e == nil, "%q: %v", in, e)
+		if e != nil && !utf8.Valid(in) {
+			require.Equal(t, generic(pyUnicodeDecodeError), e.msg, "%q", in)
+		}
+		if e == nil {
+			// The decoded string is what encoding/json decodes (no lone
+			// surrogates: Go replaces them).
+			var want []any
+			require.NoError(t, json.Unmarshal(in, &want))
+			var first jv
+			d.root().elems(func(v jv) bool { first = v; return false })
+			s, _ := first.str()
+			if !d.surrogate {
+				require.Equal(t, want[0], s, "%q", in)
+			}
+		}
 	}
 }

@@ -2,15 +2,10 @@ package hxbundle
 
 import (
 	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"io"
 	"math"
 	"strings"
-	"sync"
-
-	"hxd/internal/journal"
 )
 
 // Verification reproduces `_read_bundle` of harnessx/recorder.py
@@ -143,9 +138,11 @@ func (f *failure) report() Report {
 // §7.4. It never fails: a malformed, oversized or unreadable input yields
 // Report{Valid: false, Issues: [message]} with the reference's message.
 // Limits fields that are not positive take their DefaultLimits value;
-// the byte limit applies to size. Verify reads r sequentially in chunks
-// and keeps neither records nor artifacts in memory. It is safe to call
-// concurrently if r is.
+// the byte limit applies to size. Verify streams each member through
+// SHA-256 and CRC-32 in chunks, reading members (and parsing records) on
+// up to GOMAXPROCS goroutines with parallel ReadAt calls, as io.ReaderAt
+// permits; it keeps neither records nor artifacts in memory. It may be
+// called concurrently.
 func Verify(r io.ReaderAt, size int64, limits Limits) Report {
 	return verify(r, size, limits, false).report
 }
@@ -184,12 +181,6 @@ func (l Limits) orDefault() Limits {
 	return l
 }
 
-// readBuffers are the chunk buffers members are streamed through.
-var readBuffers = sync.Pool{New: func() any {
-	b := make([]byte, 256<<10)
-	return &b
-}}
-
 // verifier holds the state of one verification.
 type verifier struct {
 	r    io.ReaderAt
@@ -199,7 +190,6 @@ type verifier struct {
 
 	z      *zipArchive
 	byName map[string]*zipEntry
-	buf    []byte
 
 	manifest    jsonDoc
 	manifestRaw []byte
@@ -259,9 +249,6 @@ func (v *verifier) run() *failure {
 	if v.byName[memberManifest] == nil || v.byName[memberRecords] == nil {
 		return &failure{msg: msgMissingMembers}
 	}
-	bp := readBuffers.Get().(*[]byte)
-	defer readBuffers.Put(bp)
-	v.buf = *bp
 	if f := v.checkManifest(); f != nil {
 		return f
 	}
@@ -341,38 +328,10 @@ func isArtifactKey(s string) bool {
 	return true
 }
 
-// readMember streams one member through SHA-256 (and sink), returning
-// the hex digest and the byte count.
-func (v *verifier) readMember(e *zipEntry, sink func([]byte)) (string, int64, *failure) {
-	mr, f := v.z.open(e)
-	if f != nil {
-		return "", 0, f
-	}
-	h := sha256.New()
-	var n int64
-	for {
-		k, err := mr.Read(v.buf)
-		if k > 0 {
-			h.Write(v.buf[:k])
-			if sink != nil {
-				sink(v.buf[:k])
-			}
-			n += int64(k)
-		}
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return "", 0, err.(*memberError).f
-		}
-	}
-	return hex.EncodeToString(h.Sum(nil)), n, nil
-}
-
 // checkManifest is items 8–13.
 func (v *verifier) checkManifest() *failure {
 	var raw bytes.Buffer
-	if _, _, f := v.readMember(v.byName[memberManifest], func(b []byte) { raw.Write(b) }); f != nil {
+	if _, _, f := v.z.readMember(v.byName[memberManifest], func(b []byte) { raw.Write(b) }); f != nil {
 		return f
 	}
 	v.manifestRaw = raw.Bytes()
@@ -420,60 +379,6 @@ func (v *verifier) checkManifest() *failure {
 		return fail(msgMemberSet)
 	}
 	return nil
-}
-
-// checkMembers is item 14: every member, in the manifest's order, read
-// and compared with its descriptor. records.jsonl is parsed as it
-// streams; its failures are reported later, in their own order.
-func (v *verifier) checkMembers() *failure {
-	v.digests = make(map[string]string, len(v.byName))
-	v.recs = newRecordStream(v)
-	if v.keep {
-		v.artifacts = make(map[string][]byte)
-	}
-	var f *failure
-	v.m.get("members").members(func(key, desc jv) bool {
-		name, _ := key.str()
-		at := Detail{Member: printableName(name)}
-		if !desc.isObject() {
-			f = &failure{msg: msgMemberDescriptor, detail: at}
-			return false
-		}
-		e := v.byName[name]
-		var sink func([]byte)
-		var kept *bytes.Buffer
-		switch {
-		case name == memberRecords:
-			sink = v.recs.feed
-		case v.keep:
-			kept = bytes.NewBuffer(make([]byte, 0, min(e.usize, 1<<20)))
-			sink = func(b []byte) { kept.Write(b) }
-		}
-		digest, n, rf := v.readMember(e, sink)
-		if rf != nil {
-			f = rf
-			return false
-		}
-		if name == memberRecords {
-			v.recs.finish()
-		}
-		if !desc.get("size").intEquals(n) {
-			at.Message = fmt.Sprintf("the member has %d bytes", n)
-			f = &failure{msg: msgMemberSize, detail: at}
-			return false
-		}
-		if !desc.get("sha256").isStr(digest) {
-			at.Message = "SHA-256 of the member differs from the manifest"
-			f = &failure{msg: msgMemberChecksum, detail: at}
-			return false
-		}
-		v.digests[name] = digest
-		if kept != nil {
-			v.artifacts[name] = kept.Bytes()
-		}
-		return true
-	})
-	return f
 }
 
 // checkRecords is items 15–19, from what the record stream collected.
@@ -596,276 +501,4 @@ func (v *verifier) checkUnresolved() *failure {
 		return &failure{msg: msgUnresolvedOp, detail: at}
 	}
 	return nil
-}
-
-// recordStream parses records.jsonl line by line as it is read (items
-// 15–19), collects artifact references (item 20) and runs the
-// completeness pass. It remembers the first failure of each step, which
-// checkRecords reports in the reference's order once every member has
-// been read.
-type recordStream struct {
-	v     *verifier
-	split lineSplitter
-	doc   jsonDoc
-	lines int
-
-	tooMany  bool
-	parseErr *failure
-	recErr   *failure
-
-	ids           map[string]struct{}
-	refs          map[string]struct{}
-	surrogateSeq  int
-	surrogateKind string
-	comp          *tracker
-	raw           [][]byte // playback
-	scratch       []byte
-}
-
-func newRecordStream(v *verifier) *recordStream {
-	s := &recordStream{v: v, ids: map[string]struct{}{}, refs: map[string]struct{}{}, comp: newTracker()}
-	s.split.onLine = s.line
-	return s
-}
-
-func (s *recordStream) feed(b []byte) { s.split.feed(b) }
-func (s *recordStream) finish()       { s.split.finish() }
-
-// line handles one line of records.jsonl (the reference's splitlines).
-func (s *recordStream) line(b []byte) {
-	s.lines++
-	if s.lines > s.v.lim.MaxRecords {
-		s.tooMany = true
-	}
-	if s.tooMany || s.parseErr != nil {
-		return // only the count matters now
-	}
-	if e := s.doc.parse(b); e != nil {
-		s.parseErr = &failure{msg: e.msg, detail: Detail{Member: memberRecords, Seq: s.lines,
-			Message: fmt.Sprintf("line %d, byte %d: %s", s.lines, e.off, e.why)}}
-		return
-	}
-	if s.v.keep {
-		s.raw = append(s.raw, bytes.Clone(b))
-	}
-	if s.recErr != nil {
-		return // parse errors in later lines still come first
-	}
-	s.recErr = s.checkRecord(b)
-}
-
-// recordContext names a record for a Detail from whatever of its fields
-// are strings.
-func recordContext(item jv, seq int) Detail {
-	d := Detail{Member: memberRecords, Seq: seq}
-	if k, ok := item.get("kind").str(); ok && journal.Kind(k).Valid() {
-		d.Kind = k
-	}
-	d.StepID, _ = item.get("step_id").str()
-	d.AttemptID, _ = item.get("attempt_id").str()
-	d.ExecutionKey, _ = item.get("execution_key").str()
-	d.StepID, d.AttemptID, d.ExecutionKey = clip(d.StepID), clip(d.AttemptID), clip(d.ExecutionKey)
-	return d
-}
-
-// checkRecord is item 19 for record number seq, then feeds the
-// completeness pass and collects artifact references.
-func (s *recordStream) checkRecord(line []byte) *failure {
-	seq := s.lines
-	item := s.doc.root()
-	if !item.isObject() {
-		return &failure{msg: msgInvalidRecord, detail: Detail{Member: memberRecords, Seq: seq}}
-	}
-	fail := func(msg, why string) *failure {
-		d := recordContext(item, seq)
-		d.Message = why
-		return &failure{msg: msg, detail: d}
-	}
-	if !item.get("version").intEquals(1) {
-		return fail(msgJournalVersion, "")
-	}
-	if !item.get("seq").intEquals(int64(seq)) {
-		return fail(msgSequence, fmt.Sprintf("expected seq %d", seq))
-	}
-	id, ok := item.get("id").str()
-	if _, dup := s.ids[id]; !ok || id == "" || dup {
-		return fail(msgRecordIdentity, "")
-	}
-	s.ids[id] = struct{}{}
-	if !item.get("run_id").isStr(s.v.runID) || !item.get("session_id").isStr(s.v.sessionID) {
-		return fail(msgMixedIdentity, "")
-	}
-	kindV := item.get("kind")
-	kind, _ := kindV.str()
-	if !kindV.isString() || !journal.Kind(kind).Valid() {
-		return fail(msgUnknownKind, "")
-	}
-	captureV := item.get("capture")
-	if !captureV.strIn("present", "redacted", "omitted") {
-		return fail(msgCapture, "")
-	}
-	capture, _ := captureV.str()
-	payload := item.get("payload")
-	if !payload.exists() || (capture == "omitted" && payload.kind() != jsonNull) {
-		return fail(msgOmittedPayload, "")
-	}
-	if capture == capturePresent && !payload.isObject() {
-		return fail(msgPayload, "")
-	}
-	for _, key := range []string{"step_id", "attempt_id", "recorded_at"} {
-		if !item.get(key).isString() {
-			return fail(msgMetadata, key+" is not a string")
-		}
-	}
-	ek := item.get("execution_key")
-	if !ek.isNone() && !ek.isString() {
-		return fail(msgExecutionKey, "")
-	}
-	if strings.HasPrefix(kind, "tool.") && !pyTruthy(ek) {
-		return fail(msgToolKey, "")
-	}
-	if capture == capturePresent && kind == string(journal.KindEvent) {
-		if class := decodeRunEvent(payload); class != "" {
-			return fail(generic(class), "event payload is not a valid RunEvent")
-		}
-		if !payload.get("run_id").isStr(s.v.runID) || !payload.get("session_id").isStr(s.v.sessionID) {
-			return fail(msgEventIdentity, "")
-		}
-	}
-	// The record is valid: artifact references and completeness.
-	if s.doc.surrogate {
-		if s.surrogateSeq == 0 {
-			s.surrogateSeq, s.surrogateKind = seq, kind
-		}
-	} else {
-		s.collectRefs(line)
-	}
-	r := trackedRecord{seq: seq, kind: kind, capture: capture, hasExecKey: ek.exists()}
-	r.stepID, _ = item.get("step_id").str()
-	r.attemptID, _ = item.get("attempt_id").str()
-	r.executionKey, _ = ek.str()
-	switch kind {
-	case "tool.resolved":
-		r.resolvedWithResult = capture == capturePresent && !payload.get("result").isNone()
-	case "checkpoint":
-		if capture == capturePresent {
-			r.payload = bytes.Clone(payload.raw())
-		}
-	}
-	s.comp.add(&r)
-	return nil
-}
-
-// collectRefs adds the artifact references of the current record: every
-// artifact://<64 lowercase hex> not followed by another hex digit in the
-// canonical JSON of the record (REFERENCE §5.6). References can only lie
-// inside strings, and canonical serialization changes a string only
-// through escapes; of those only \uXXXX and \/ can produce or hide
-// characters of a reference. A line without them is searched as is;
-// otherwise each string is decoded first.
-func (s *recordStream) collectRefs(line []byte) {
-	if !bytes.Contains(line, []byte(`artifact:`)) && !bytes.Contains(line, []byte(`\u`)) && !bytes.Contains(line, []byte(`\/`)) {
-		return
-	}
-	if !bytes.Contains(line, []byte(`\u`)) && !bytes.Contains(line, []byte(`\/`)) {
-		findRefs(line, s.refs)
-		return
-	}
-	d := &s.doc
-	for i := range d.nodes {
-		n := &d.nodes[i]
-		if n.kind != jsonString {
-			continue
-		}
-		if n.flags&flagEscaped == 0 {
-			findRefs(d.src[n.start:n.end], s.refs)
-			continue
-		}
-		s.scratch = d.appendString(s.scratch[:0], i)
-		findRefs(s.scratch, s.refs)
-	}
-}
-
-var refPrefix = []byte("artifact://")
-
-// findRefs adds the matches of artifact://([a-f0-9]{64})(?![a-f0-9]) in b.
-func findRefs(b []byte, refs map[string]struct{}) {
-	for {
-		k := bytes.Index(b, refPrefix)
-		if k < 0 {
-			return
-		}
-		h := b[k+len(refPrefix):]
-		if len(h) >= 64 && allLowerHex(h[:64]) && (len(h) == 64 || !isLowerHex(h[64])) {
-			refs[string(h[:64])] = struct{}{}
-			b = h[64:]
-			continue
-		}
-		b = b[k+1:]
-	}
-}
-
-func allLowerHex(b []byte) bool {
-	for _, c := range b {
-		if !isLowerHex(c) {
-			return false
-		}
-	}
-	return true
-}
-
-// lineSplitter splits a stream like bytes.splitlines: lines end at "\n",
-// "\r\n" or "\r", and a final line break does not start an empty line.
-type lineSplitter struct {
-	carry     []byte
-	pendingCR bool // the previous chunk ended with '\r'
-	onLine    func([]byte)
-}
-
-func (s *lineSplitter) feed(b []byte) {
-	if len(b) == 0 {
-		return
-	}
-	if s.pendingCR {
-		s.pendingCR = false
-		if b[0] == '\n' {
-			b = b[1:]
-		}
-	}
-	for len(b) > 0 {
-		i := bytes.IndexByte(b, '\n')
-		limit := i
-		if limit < 0 {
-			limit = len(b)
-		}
-		if j := bytes.IndexByte(b[:limit], '\r'); j >= 0 {
-			i = j
-		}
-		if i < 0 {
-			s.carry = append(s.carry, b...)
-			return
-		}
-		line := b[:i]
-		if len(s.carry) > 0 {
-			s.carry = append(s.carry, line...)
-			line = s.carry
-		}
-		s.onLine(line)
-		s.carry = s.carry[:0]
-		if b[i] == '\r' {
-			if i+1 == len(b) {
-				s.pendingCR = true
-			} else if b[i+1] == '\n' {
-				i++
-			}
-		}
-		b = b[i+1:]
-	}
-}
-
-func (s *lineSplitter) finish() {
-	if len(s.carry) > 0 {
-		s.onLine(s.carry)
-		s.carry = s.carry[:0]
-	}
 }

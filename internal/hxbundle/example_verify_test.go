@@ -1,0 +1,58 @@
+package hxbundle_test
+
+import (
+	"errors"
+	"fmt"
+	"os"
+
+	"hxd/internal/hxbundle"
+)
+
+func ExampleVerify() {
+	f, err := os.Open("testdata/valid-metadata-only.hx")
+	if err != nil {
+		panic(err)
+	}
+	defer f.Close()
+	st, _ := f.Stat()
+	r := hxbundle.Verify(f, st.Size(), hxbundle.DefaultLimits)
+	fmt.Println(r.Valid, r.Complete, r.RecordCount, r.Issues)
+	// Output: true false 21 [payloads_omitted_or_redacted]
+}
+
+func ExamplePlayback() {
+	f, err := os.Open("testdata/valid-complete.hx")
+	if err != nil {
+		panic(err)
+	}
+	defer f.Close()
+	st, _ := f.Stat()
+	p, err := hxbundle.Playback(f, st.Size(), hxbundle.DefaultLimits)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(len(p.Records), p.Report.Complete)
+	for _, a := range p.Artifacts {
+		data, _ := p.Artifact(a.SHA256)
+		fmt.Println(a.SHA256[:12], a.Size, len(data))
+	}
+	// Output:
+	// 21 true
+	// cdf07145156a 74 74
+}
+
+func ExamplePlayback_invalid() {
+	f, err := os.Open("testdata/tampered-edited-payload.hx")
+	if err != nil {
+		panic(err)
+	}
+	defer f.Close()
+	st, _ := f.Stat()
+	_, err = hxbundle.Playback(f, st.Size(), hxbundle.DefaultLimits)
+	var invalid *hxbundle.InvalidError
+	fmt.Println(errors.Is(err, hxbundle.ErrInvalidBundle), errors.As(err, &invalid))
+	fmt.Println(invalid.Message, invalid.Detail.Member)
+	// Output:
+	// true true
+	// Member checksum mismatch records.jsonl
+}
