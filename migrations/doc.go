@@ -7,7 +7,11 @@
 // whose applied files changed. Fix a released migration with a new one.
 //
 // SQLite files must not contain BEGIN/COMMIT: golang-migrate's sqlite driver
-// runs each file inside its own transaction.
+// runs each file inside its own transaction. PostgreSQL files must not
+// contain them either (golang-migrate sends a file as one multi-statement
+// query, which PostgreSQL runs as one transaction), and must not qualify
+// names with a schema: the store runs them with search_path set to its
+// configured schema.
 //
 // This package imports nothing of hxd.
 package migrations

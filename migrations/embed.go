@@ -16,8 +16,11 @@ import (
 //go:embed sqlite/*.sql
 var SQLite embed.FS
 
-// A Postgres embed.FS (directory "postgres", same version numbers) joins
-// SQLite when the PostgreSQL store lands.
+// Postgres holds the PostgreSQL migrations under the directory "postgres"
+// (the same version numbers as SQLite).
+//
+//go:embed postgres/*.sql
+var Postgres embed.FS
 
 // Checksums returns the lowercase hex SHA-256 of every up-migration file in
 // dir of fsys, keyed by version (the leading digits of the file name).

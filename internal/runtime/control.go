@@ -180,9 +180,70 @@ func (r *Runtime) ResumeInterrupted(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("list interrupted runs: %w", err)
 	}
+	return r.resumeRows(ctx, rows)
+}
+
+// Reap resumes the runs whose session lease expired (Config.ExpiredRunsFunc):
+// the process that drove them died or lost its lease. A run another
+// process claims first (ErrSessionBusy) is skipped. Returns how many runs
+// this process took over; 0 without an ExpiredRunsFunc.
+func (r *Runtime) Reap(ctx context.Context) (int, error) {
+	if r.cfg.ExpiredRunsFunc == nil {
+		return 0, nil
+	}
+	rows, err := r.cfg.ExpiredRunsFunc(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("list expired runs: %w", err)
+	}
+	return r.resumeRows(ctx, rows)
+}
+
+// StartReaper calls Reap every interval in the background until ctx ends
+// or Stop is called. A no-op without an ExpiredRunsFunc or once stopping.
+func (r *Runtime) StartReaper(ctx context.Context, every time.Duration) {
+	if r.cfg.ExpiredRunsFunc == nil || every <= 0 {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.stopping {
+		return
+	}
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-r.quit:
+				return
+			case <-t.C:
+			}
+			n, err := r.Reap(ctx)
+			if n > 0 {
+				r.log.Info("reaper resumed runs whose lease expired", "runs", n)
+			}
+			if err != nil && ctx.Err() == nil {
+				r.log.Warn("reaper", "error", err)
+			}
+		}
+	}()
+}
+
+// resumeRows resumes the runs among rows that are their session's latest.
+func (r *Runtime) resumeRows(ctx context.Context, rows []*rtstore.RunRow) (int, error) {
 	n := 0
 	var errs []error
 	for _, row := range rows {
+		if ctx.Err() != nil {
+			errs = append(errs, ctx.Err())
+			break
+		}
 		sess, err := r.store.SessionGet(ctx, row.SessionID)
 		if err != nil {
 			errs = append(errs, err)
@@ -191,13 +252,22 @@ func (r *Runtime) ResumeInterrupted(ctx context.Context) (int, error) {
 		if sess.LastRunID != row.ID {
 			continue
 		}
-		if _, err := r.resume(ctx, sess, ResumeParams{}, nil); err != nil {
+		r.mu.Lock()
+		_, driving := r.active[sess.ID]
+		r.mu.Unlock()
+		if driving {
+			continue // this process drives it already
+		}
+		id, err := r.resume(ctx, sess, ResumeParams{}, nil)
+		if err != nil {
 			if !errors.Is(err, ErrSessionBusy) {
 				errs = append(errs, fmt.Errorf("resume session %s: %w", sess.ID, err))
 			}
 			continue
 		}
-		n++
+		if id != "" {
+			n++
+		}
 	}
 	return n, errors.Join(errs...)
 }
@@ -391,6 +461,9 @@ func resolveEntry(st *RunState, e *ToolEntry, dec decision) error {
 // resumable); when ctx ends first, in-flight calls are cancelled.
 func (r *Runtime) Stop(ctx context.Context) error {
 	r.mu.Lock()
+	if !r.stopping {
+		close(r.quit)
+	}
 	r.stopping = true
 	drivers := make([]*driver, 0, len(r.active))
 	for _, d := range r.active {

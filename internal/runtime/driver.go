@@ -21,6 +21,10 @@ var (
 	errCancelRequested = errors.New("run cancelled")
 	errDeadline        = errors.New("session duration limit exceeded")
 	errShutdown        = errors.New("process shutting down")
+	// errLeaseLost: the session lease could not be renewed; another process
+	// may own the session, so the driver stops without committing (the
+	// fence would refuse its commits anyway).
+	errLeaseLost = errors.New("session lease lost")
 	// errStop ends the loop without a further commit (the state on disk is
 	// consistent and resumable).
 	errStop = errors.New("drive stopped")
@@ -82,10 +86,16 @@ func (d *driver) finish() {
 }
 
 // heartbeat polls the session's control flag so a cancel from another
-// process interrupts an in-flight call within a second.
+// process interrupts an in-flight call within a second, and renews the
+// session lease every LeaseRenewEvery. A renewal that reports the lease
+// lost, or a second failed renewal in a row (by then two thirds of the
+// lease have passed unrenewed), cancels the driver with errLeaseLost.
 func (d *driver) heartbeat() {
 	t := time.NewTicker(time.Second)
 	defer t.Stop()
+	renew := time.NewTicker(d.r.cfg.LeaseRenewEvery)
+	defer renew.Stop()
+	failures := 0
 	for {
 		select {
 		case <-d.done:
@@ -95,6 +105,26 @@ func (d *driver) heartbeat() {
 			if err == nil && ctl == rtstore.ControlCancelled {
 				d.cancel(errCancelRequested)
 			}
+		case <-renew.C:
+			if d.ctx.Err() != nil {
+				continue
+			}
+			err := d.lease.Renew(d.ctx)
+			if err == nil {
+				failures = 0
+				continue
+			}
+			if d.ctx.Err() != nil {
+				continue
+			}
+			failures++
+			log := d.r.log.With("session_id", d.st.SessionID, "run_id", d.st.RunID, "error", err)
+			if errors.Is(err, rtstore.ErrLeaseLost) || failures >= 2 {
+				log.Error("session lease lost: driver stops without committing; another process resumes the run")
+				d.cancel(fmt.Errorf("%w: %w", errLeaseLost, err))
+				continue
+			}
+			log.Warn("session lease renewal failed; retrying")
 		}
 	}
 }
@@ -102,6 +132,10 @@ func (d *driver) heartbeat() {
 func (d *driver) loop() {
 	log := d.r.log.With("session_id", d.st.SessionID, "run_id", d.st.RunID)
 	for {
+		if errors.Is(context.Cause(d.ctx), errLeaseLost) {
+			// Another process may own the session: nothing more is written.
+			return
+		}
 		cmd := NextCommand(d.st)
 		if cmd == CommandResult || d.soft.Load() {
 			// Whatever happened since the last commit becomes durable now.
@@ -649,7 +683,7 @@ func (d *driver) failRun(typ, msg string) error {
 // deadline ends the run as cancelled; a shutdown leaves storage as it is.
 func (d *driver) interrupted() error {
 	cause := context.Cause(d.ctx)
-	if errors.Is(cause, errShutdown) || errors.Is(cause, errStop) {
+	if errors.Is(cause, errShutdown) || errors.Is(cause, errStop) || errors.Is(cause, errLeaseLost) {
 		return nil
 	}
 	st := d.st

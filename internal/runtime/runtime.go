@@ -57,8 +57,18 @@ type Config struct {
 	// with {session_id, run_id, status, phase}; it must not block.
 	CheckpointFunc func(sessionID, runID string, status RunStatus, phase Phase)
 	// WatchPoll is how often event watchers re-check storage when another
-	// process may write, default: 1s.
+	// process may write, default: 1s. NotifyRun wakes them sooner.
 	WatchPoll time.Duration
+	// LeaseRenewEvery is how often a driver renews its session lease
+	// (REFERENCE §4.6: a third of the lease duration), default: 10s. A
+	// renewal that reports the lease lost, or two failed renewals in a
+	// row, stop the driver without a further commit.
+	LeaseRenewEvery time.Duration
+	// ExpiredRunsFunc lists the running runs whose session lease expired
+	// (another process died driving them); Reap and StartReaper resume
+	// them. Nil: no reaper (SQLite, where a dead process's lock is gone at
+	// once and start-up recovery suffices).
+	ExpiredRunsFunc func(ctx context.Context) ([]*rtstore.RunRow, error)
 }
 
 // Runtime drives durable runs. Safe for concurrent use.
@@ -73,6 +83,7 @@ type Runtime struct {
 	active   map[string]*driver // by session id
 	stopping bool
 	wg       sync.WaitGroup
+	quit     chan struct{} // closed by Stop
 
 	notify notifier
 }
@@ -106,12 +117,16 @@ func New(cfg Config) (*Runtime, error) {
 	if cfg.WatchPoll <= 0 {
 		cfg.WatchPoll = time.Second
 	}
+	if cfg.LeaseRenewEvery <= 0 {
+		cfg.LeaseRenewEvery = 10 * time.Second
+	}
 	return &Runtime{
 		cfg: cfg, store: cfg.Store, agents: cfg.Agents,
 		log:      cfg.Logger.With("component", "runtime"),
 		bindings: map[agent.Ref]*binding{},
 		active:   map[string]*driver{},
 		notify:   notifier{chans: map[string]chan struct{}{}},
+		quit:     make(chan struct{}),
 	}, nil
 }
 
@@ -214,6 +229,28 @@ func (n *notifier) wake(runID string) {
 		close(ch)
 		delete(n.chans, runID)
 	}
+}
+
+// wakeAll wakes every watcher.
+func (n *notifier) wakeAll() {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for id, ch := range n.chans {
+		close(ch)
+		delete(n.chans, id)
+	}
+}
+
+// NotifyRun wakes the watchers of runID as a commit of this process would:
+// cmd/hxd feeds it the commit notifications of other processes (PostgreSQL
+// LISTEN/NOTIFY). "" wakes every watcher ("anything may have changed").
+// Watchers keep polling every WatchPoll in any case.
+func (r *Runtime) NotifyRun(runID string) {
+	if runID == "" {
+		r.notify.wakeAll()
+		return
+	}
+	r.notify.wake(runID)
 }
 
 // WatchRun returns a channel closed at the next commit of the run in this

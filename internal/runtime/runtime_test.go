@@ -58,6 +58,14 @@ func (tb *testBundle) toolCalls(name string) int64 {
 // builtin "count" tool counts its invocations and echoes its input.
 func setup(t *testing.T, defs ...*agent.Definition) *testBundle {
 	t.Helper()
+	return setupCfg(t, nil, defs...)
+}
+
+// setupCfg is setup with mod applied to the runtime config last. The
+// builtin "gate" blocks until cancelled on its first call and answers
+// "open" on later ones.
+func setupCfg(t *testing.T, mod func(*hxruntime.Config), defs ...*agent.Definition) *testBundle {
+	t.Helper()
 	ctx := context.Background()
 	st, err := sqlite.Open(ctx, sqlite.Config{Path: filepath.Join(t.TempDir(), "hxd.db"), Logger: hxtest.Logger(t), AutoMigrate: true})
 	require.NoError(t, err)
@@ -67,11 +75,11 @@ func setup(t *testing.T, defs ...*agent.Definition) *testBundle {
 		v, _ := calls.LoadOrStore(name, &atomic.Int64{})
 		return v.(*atomic.Int64)
 	}
-	reg := agent.NewRegistry("count", "block", "leak", "file")
+	reg := agent.NewRegistry("count", "block", "leak", "file", "gate")
 	for _, d := range append(defs, agent.Demo()...) {
 		require.NoError(t, reg.Register(d))
 	}
-	rt, err := hxruntime.New(hxruntime.Config{
+	cfg := hxruntime.Config{
 		Store: cs, Agents: reg, Logger: hxtest.Logger(t),
 		ToolOptions: tool.Options{WorkDir: t.TempDir(), Builtins: map[string]tool.BuiltinFunc{
 			"count": func(ctx context.Context, inv tool.Invocation) (tool.Outcome, error) {
@@ -92,10 +100,21 @@ func setup(t *testing.T, defs ...*agent.Definition) *testBundle {
 				<-ctx.Done()
 				return tool.Outcome{}, ctx.Err()
 			},
+			"gate": func(ctx context.Context, inv tool.Invocation) (tool.Outcome, error) {
+				if counter(inv.Call.Name).Add(1) == 1 {
+					<-ctx.Done()
+					return tool.Outcome{}, ctx.Err()
+				}
+				return tool.Outcome{Result: model.ToolResult{Content: jsonString("open")}}, nil
+			},
 		}},
 		SleepFunc: func(ctx context.Context, d time.Duration) error { return ctx.Err() },
 		WatchPoll: 50 * time.Millisecond,
-	})
+	}
+	if mod != nil {
+		mod(&cfg)
+	}
+	rt, err := hxruntime.New(cfg)
 	require.NoError(t, err)
 	t.Cleanup(func() {
 		require.NoError(t, rt.Stop(context.Background()))

@@ -31,6 +31,8 @@ type Lease interface {
 	Token() string
 	// Generation is the fencing number (0 where the store has none).
 	Generation() int64
+	// Renew extends the lease; ErrLeaseLost if superseded or expired.
+	Renew(ctx context.Context) error
 	// Release gives ownership up; a no-op for a stale lease.
 	Release(ctx context.Context) error
 }

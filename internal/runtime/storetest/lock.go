@@ -47,6 +47,28 @@ var lockCases = []testCase{
 		require.NoError(t, l2.Release(b.ctx))
 		require.NoError(t, l2.Release(b.ctx))
 	}},
+	{"Renew", func(t *testing.T, b *bundle) {
+		s := b.newSession(t, "alice")
+		l, err := b.store.SessionLock(b.ctx, s.ID)
+		require.NoError(t, err)
+		require.NoError(t, l.Renew(b.ctx))
+		require.NoError(t, l.Renew(b.ctx))
+
+		// A renewed lease still fences commits.
+		p := runParams(s.ID, "req-1", "d")
+		p.Commit.Lease = l
+		_, _, err = b.store.RunInsert(b.ctx, p)
+		require.NoError(t, err)
+
+		require.NoError(t, l.Release(b.ctx))
+		require.ErrorIs(t, l.Renew(b.ctx), rtstore.ErrLeaseLost)
+		// Renewing a released lease does not take the session back.
+		l2, err := b.store.SessionLock(b.ctx, s.ID)
+		require.NoError(t, err)
+		require.ErrorIs(t, l.Renew(b.ctx), rtstore.ErrLeaseLost)
+		require.NoError(t, l2.Renew(b.ctx))
+		require.NoError(t, l2.Release(b.ctx))
+	}},
 	{"CommitFenced", func(t *testing.T, b *bundle) {
 		s := b.newSession(t, "alice")
 		l1, err := b.store.SessionLock(b.ctx, s.ID)

@@ -107,6 +107,17 @@ func (l *lease) Token() string { return l.token }
 // Generation returns 0: the SQLite store fences in-process only.
 func (l *lease) Generation() int64 { return 0 }
 
+// Renew checks that the lease is still held: an OS lock does not expire, so
+// there is nothing to extend. Returns ErrLeaseLost once released.
+func (l *lease) Renew(context.Context) error {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	if l.released {
+		return fmt.Errorf("renew session %s: %w", l.sessionID, rtstore.ErrLeaseLost)
+	}
+	return nil
+}
+
 // Release unlocks and closes the lock file (the file stays). A no-op for a
 // lease already released. Waits for a Commit fenced by this lease.
 func (l *lease) Release(context.Context) error {

@@ -1,0 +1,42 @@
+// Package postgres implements rtstore.Store on PostgreSQL with jackc/pgx/v5:
+// the shared backend that lets several hxd processes serve one database.
+//
+// It owns the PostgreSQL side of storage:
+//
+//   - the connection pool (pgxpool) with search_path pinned to the
+//     configured schema on every connection, so SQL names no schema and any
+//     legal schema name (quotes, spaces, '?', '%') works; values always
+//     travel as bind parameters;
+//   - golang-migrate migrations from hxd/migrations (directory "postgres"),
+//     serialised across processes by a session advisory lock, with hxd's own
+//     SHA-256 record of every applied file (schema_checksums) and a
+//     validate-only mode that changes nothing;
+//   - session leases with fencing (REFERENCE §4.6): a claim bumps the
+//     session's generation on the database clock, every write transaction
+//     re-checks owner, generation and expiry while holding the session row
+//     lock, so a superseded writer can never commit;
+//   - boundary commits in two round trips (the transaction begins in the
+//     first pipelined batch and commits in the second), with group commit:
+//     concurrent Commits of different sessions share one transaction and
+//     one WAL flush, each keeping its own outcome;
+//   - event wake-ups: after a commit that appended events, the run id is
+//     NOTIFYed on a per-schema channel (outside the commit, which a NOTIFY
+//     would serialise);
+//   - the translation of driver errors into the rtstore sentinels (no pgx
+//     type leaves the package; passwords never appear in an error or log).
+//
+// Hooks for the runtime beyond rtstore.Store: Lease.Renew (the heartbeat
+// renews every LeaseDuration/3), (*Store).LeaseDuration, (*Store).ExpiredRuns
+// (the reaper's work list), (*Store).ListenEvents (LISTEN/NOTIFY wake-ups for
+// event streams; every commit that appends events notifies) and Migrate (the
+// explicit `hxd migrate`).
+//
+// Besides the errors each method names, every method may return an error
+// wrapping rtstore.ErrUnavailable when the database cannot be reached, a
+// serialization failure or deadlock persists after 3 attempts, or the Store
+// is closed, and context errors.
+//
+// It may import rtstore, journal and migrations plus pgx and golang-migrate.
+// It must not import internal/http, internal/store/sqlite, internal/temporal
+// or the runtime root package.
+package postgres

@@ -1,0 +1,363 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"hxd/internal/runtime/rtstore"
+)
+
+// commitReq is one Commit waiting for, or taking part in, a group.
+type commitReq struct {
+	ctx    context.Context
+	c      *rtstore.Commit
+	l      *lease // nil for an unleased commit
+	op     string
+	cached runSeqs // the run's seqs from the cache (-1 when unknown)
+
+	// Set by the group before done closes.
+	err  error
+	plan *commitPlan
+	done chan struct{}
+}
+
+// committer groups concurrent Commits into shared transactions (group
+// commit). A Commit that arrives while fewer than maxGroups groups are in
+// flight starts one at once (a group of one: no added latency); otherwise
+// it queues, and the next group to start takes up to maxSize queued
+// boundaries, at most one per session (and run), in arrival order.
+// Boundaries of one session therefore commit one after the other, in
+// order. A group whose
+// transaction fails as a whole is split: every boundary is retried alone,
+// so each gets its own outcome.
+type committer struct {
+	s         *Store
+	maxGroups int
+	maxSize   int
+
+	groupCount, boundaryCount atomic.Int64 // transactions and boundaries committed (stats)
+
+	mu     sync.Mutex
+	queue  []*commitReq
+	busy   map[string]bool // sessions and runs with a boundary in a group in flight
+	groups int             // groups in flight
+	closed bool
+	wg     sync.WaitGroup
+}
+
+// Group limits. maxGroupSize bounds a transaction's size. Groups in flight
+// are at most half the pool (leaving connections for reads, leases and run
+// inserts) and at most maxGroupsInFlight: a few groups keep the database
+// busy (one executes while another waits for its WAL flush), and fewer,
+// larger groups spend less per boundary than many small ones.
+const (
+	maxGroupSize      = 64
+	maxGroupsInFlight = 1
+)
+
+func newCommitter(s *Store, poolSize int) *committer {
+	return &committer{
+		s:         s,
+		maxGroups: min(maxGroupsInFlight, max(1, poolSize/2)),
+		maxSize:   maxGroupSize,
+		busy:      make(map[string]bool),
+	}
+}
+
+// submit queues r and starts a group when one may start.
+func (g *committer) submit(r *commitReq) {
+	g.mu.Lock()
+	if g.closed {
+		g.mu.Unlock()
+		r.err = fmt.Errorf("%s: %w: store closed", r.op, rtstore.ErrUnavailable)
+		close(r.done)
+		return
+	}
+	g.queue = append(g.queue, r)
+	var batch []*commitReq
+	if g.groups < g.maxGroups {
+		if batch = g.takeLocked(); len(batch) > 0 {
+			g.groups++
+			g.wg.Add(1)
+		}
+	}
+	g.mu.Unlock()
+	if len(batch) > 0 {
+		go g.run(batch)
+	}
+}
+
+// withdraw removes r from the queue; false when a group already took it.
+func (g *committer) withdraw(r *commitReq) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for i, q := range g.queue {
+		if q == r {
+			g.queue = append(g.queue[:i], g.queue[i+1:]...)
+			return true
+		}
+	}
+	return false
+}
+
+// sessionKey and runKey name a boundary's session and run in busy.
+func sessionKey(r *commitReq) string { return "s:" + r.c.SessionID }
+func runKey(r *commitReq) string     { return "r:" + r.c.RunID }
+
+// takeLocked takes the next group from the queue: up to maxSize boundaries
+// of sessions (and runs) not in flight, one per session and run, in
+// arrival order. The caller holds mu.
+func (g *committer) takeLocked() []*commitReq {
+	var batch []*commitReq
+	rest := g.queue[:0]
+	for _, r := range g.queue {
+		if len(batch) < g.maxSize && !g.busy[sessionKey(r)] && !g.busy[runKey(r)] {
+			g.busy[sessionKey(r)], g.busy[runKey(r)] = true, true
+			batch = append(batch, r)
+			continue
+		}
+		rest = append(rest, r)
+	}
+	clear(g.queue[len(rest):])
+	g.queue = rest
+	return batch
+}
+
+// run commits batch, then further groups while the queue has work.
+func (g *committer) run(batch []*commitReq) {
+	defer g.wg.Done()
+	for {
+		g.s.commitGroup(batch)
+		g.mu.Lock()
+		for _, r := range batch {
+			delete(g.busy, sessionKey(r))
+			delete(g.busy, runKey(r))
+		}
+		next := g.takeLocked()
+		if len(next) == 0 {
+			g.groups--
+		}
+		g.mu.Unlock()
+		for _, r := range batch {
+			close(r.done)
+		}
+		if len(next) == 0 {
+			return
+		}
+		batch = next
+	}
+}
+
+// close refuses new boundaries and waits for the groups in flight.
+func (g *committer) close() {
+	g.mu.Lock()
+	g.closed = true
+	g.mu.Unlock()
+	g.wg.Wait()
+}
+
+// groupContext bounds a group's transaction: the latest deadline of its
+// boundaries' contexts, at most opTimeout. Cancelling one caller does not
+// cancel the others' writes.
+func groupContext(batch []*commitReq) (context.Context, context.CancelFunc) {
+	deadline := time.Now().Add(opTimeout)
+	latest := time.Time{}
+	for _, r := range batch {
+		d, ok := r.ctx.Deadline()
+		if !ok {
+			latest = deadline
+			break
+		}
+		if d.After(latest) {
+			latest = d
+		}
+	}
+	if latest.After(deadline) {
+		latest = deadline
+	}
+	return context.WithDeadline(context.Background(), latest)
+}
+
+// commitGroup commits batch in one transaction and records each boundary's
+// outcome in it (err or plan; cache, cursors and notification on
+// success). When the transaction fails as a whole, a group of several is
+// split and each boundary is committed alone.
+func (s *Store) commitGroup(batch []*commitReq) {
+	ctx, cancel := groupContext(batch)
+	defer cancel()
+	op := "group commit"
+	if len(batch) == 1 {
+		op = batch[0].op
+	}
+	err := s.withTx(ctx, op, func(ctx context.Context, t *tx) error {
+		return s.applyGroup(ctx, t, batch)
+	})
+	if err == nil {
+		s.group.groupCount.Add(1)
+		s.group.boundaryCount.Add(int64(len(batch)))
+	}
+	if err != nil && len(batch) > 1 {
+		s.logger.DebugContext(ctx, "group commit failed; committing its boundaries one by one",
+			"boundaries", len(batch), "error", err)
+		var wg sync.WaitGroup
+		for _, r := range batch {
+			wg.Go(func() { s.commitGroup([]*commitReq{r}) })
+		}
+		wg.Wait()
+		return
+	}
+	for _, r := range batch {
+		switch {
+		case err != nil:
+			r.err = err
+		case r.err == nil:
+			s.seqs.put(r.c, r.plan.last)
+			setCursors(r.c, r.plan.cursors)
+			if len(r.plan.events.seq) > 0 {
+				s.notify.add(r.c.RunID)
+			}
+		}
+	}
+}
+
+// GroupCommitStats reports how many write transactions Commit ran and how
+// many boundaries they carried (failed boundaries included), since Open:
+// boundaries/groups is the average group size. For metrics and benchmarks.
+func (s *Store) GroupCommitStats() (groups, boundaries int64) {
+	return s.group.groupCount.Load(), s.group.boundaryCount.Load()
+}
+
+// errGroupSplit fails a group transaction whose appends collided: the group
+// is split and every boundary retried alone.
+var errGroupSplit = errors.New("group appends collided")
+
+// applyGroup writes batch in t (one attempt). Boundaries that fail on
+// their own (lease, validation, unknown run, record conflict) get their
+// error in r.err and write nothing; the others commit together.
+func (s *Store) applyGroup(ctx context.Context, t *tx, batch []*commitReq) error {
+	ts := now()
+	works := make([]*commitWork, len(batch))
+	invalid := make([]error, len(batch))
+	var (
+		sessionIDs, runSessions, runIDs []string
+		ownerPtrs                       []*string
+		gens                            []int64
+		needJournal, needEvents         []string
+		recordIDs, eventIDs             []string
+	)
+	byRun := make(map[string]*commitWork, len(batch))
+	for i, r := range batch {
+		r.err, r.plan = nil, nil
+		w := newCommitWork(r.c, ts, r.cached)
+		works[i] = w
+		byRun[r.c.RunID] = w
+		invalid[i] = validateCommit(r.c)
+		var owner *string
+		var gen int64
+		if r.l != nil {
+			owner, gen = &r.l.token, r.l.gen
+		}
+		sessionIDs, ownerPtrs, gens = append(sessionIDs, r.c.SessionID), append(ownerPtrs, owner), append(gens, gen)
+		runIDs, runSessions = append(runIDs, r.c.RunID), append(runSessions, r.c.SessionID)
+		if invalid[i] != nil {
+			continue
+		}
+		recs, evs := w.ids()
+		recordIDs, eventIDs = append(recordIDs, recs...), append(eventIDs, evs...)
+		if len(recs) > 0 && w.seq.journal < 0 {
+			needJournal = append(needJournal, r.c.RunID)
+		}
+		if len(evs) > 0 && w.seq.event < 0 {
+			needEvents = append(needEvents, r.c.RunID)
+		}
+	}
+	// A retry must not trust what the failed attempt cached.
+	for _, r := range batch {
+		r.cached = unknownSeqs
+	}
+
+	// Round trip 1: begin, fence, and what the plans need.
+	fenced := make(map[string]bool, len(batch))
+	found := make(map[string]bool, len(batch))
+	var known map[string][]byte
+	var knownEvents map[string]storedEvent
+	b := &pgx.Batch{}
+	b.Queue(sqlGroupFence, sessionIDs, ownerPtrs, gens).Query(func(rows pgx.Rows) error {
+		var id string
+		_, err := pgx.ForEachRow(rows, []any{&id}, func() error { fenced[id] = true; return nil })
+		return err
+	})
+	b.Queue(sqlGroupRuns, runIDs, runSessions).Query(func(rows pgx.Rows) error {
+		var id string
+		_, err := pgx.ForEachRow(rows, []any{&id}, func() error { found[id] = true; return nil })
+		return err
+	})
+	maxSeqs := func(ids []string, sql string, set func(w *commitWork, seq int64)) {
+		if len(ids) == 0 {
+			return
+		}
+		for _, id := range ids {
+			set(byRun[id], 0) // no row: no journal (events) yet
+		}
+		b.Queue(sql, ids).Query(func(rows pgx.Rows) error {
+			var id string
+			var seq int64
+			_, err := pgx.ForEachRow(rows, []any{&id, &seq}, func() error {
+				set(byRun[id], seq)
+				return nil
+			})
+			return err
+		})
+	}
+	maxSeqs(needJournal, sqlGroupJournalMax, func(w *commitWork, seq int64) { w.seq.journal = seq })
+	maxSeqs(needEvents, sqlGroupEventMax, func(w *commitWork, seq int64) { w.seq.event = seq })
+	queueKnown(b, recordIDs, eventIDs, &known, &knownEvents)
+	if err := t.send(ctx, b, false); err != nil {
+		return err
+	}
+
+	// Each boundary's own outcome.
+	var ws writeSet
+	n := 0
+	for i, r := range batch {
+		c, w := r.c, works[i]
+		switch {
+		case !fenced[c.SessionID] && r.l != nil:
+			r.err = fmt.Errorf("%s: session %s: %w: lease expired or was superseded", r.op, c.SessionID, rtstore.ErrLeaseLost)
+			continue
+		case invalid[i] != nil:
+			r.err = fmt.Errorf("%s: %w", r.op, invalid[i])
+			continue
+		case !fenced[c.SessionID] || !found[c.RunID]:
+			r.err = fmt.Errorf("%s: run %s of session %s: %w", r.op, c.RunID, c.SessionID, rtstore.ErrNotFound)
+			continue
+		}
+		w.known, w.knownEvents = known, knownEvents
+		plan, err := w.plan()
+		if err != nil {
+			r.err = fmt.Errorf("%s: %w", r.op, err)
+			continue
+		}
+		r.plan = plan
+		ws.addBoundary(w, plan, true, !w.seq.lastRun)
+		n++
+	}
+	if n == 0 {
+		return nil // nothing to write: the transaction rolls back
+	}
+
+	// Round trip 2: every write, then commit.
+	collided := errGroupSplit
+	if len(batch) == 1 {
+		collided = errRetry
+	}
+	b = &pgx.Batch{}
+	ws.queue(b, collided)
+	return t.send(ctx, b, true)
+}

@@ -1,0 +1,192 @@
+package postgres_test
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"hxd/internal/journal"
+	"hxd/internal/runtime/rtstore"
+)
+
+// TestGroupCommitIsolation fires many boundaries at once (so that they
+// share transactions) where some fail on their own: every boundary gets
+// the outcome it would get alone, and the failures write nothing.
+func TestGroupCommitIsolation(t *testing.T) {
+	t.Parallel()
+	b := setup(t) // PoolSize 4: at most 2 groups in flight, the rest queue
+	const n = 24
+	type runOf struct {
+		s   *rtstore.SessionRow
+		l   rtstore.Lease
+		run *rtstore.RunRow
+	}
+	runs := make([]runOf, n)
+	for i := range runs {
+		s := b.newSession(t)
+		l, err := b.store.SessionLock(b.ctx, s.ID)
+		require.NoError(t, err)
+		runs[i] = runOf{s: s, l: l, run: b.newRun(t, s.ID, l)}
+	}
+	stale := runs[3].l
+	require.NoError(t, stale.Release(b.ctx)) // released: ErrLeaseLost without a database trip
+	l3, err := b.store.SessionLock(b.ctx, runs[3].s.ID)
+	require.NoError(t, err)
+	runs[3].l = l3
+	known := record(runs[5].s.ID, runs[5].run.ID, journal.KindModelResponse, `{"v":1}`)
+	require.NoError(t, b.store.Commit(b.ctx, &rtstore.Commit{SessionID: runs[5].s.ID, RunID: runs[5].run.ID, Lease: runs[5].l,
+		Status: rtstore.StatusRunning, Phase: "model", Records: []journal.Record{known}}))
+
+	want := make([]error, n)
+	commits := make([]*rtstore.Commit, n)
+	for i, r := range runs {
+		c := &rtstore.Commit{SessionID: r.s.ID, RunID: r.run.ID, Lease: r.l, Status: rtstore.StatusRunning, Phase: fmt.Sprint("p", i),
+			State: json.RawMessage(fmt.Sprintf(`{"i":%d}`, i)), StepID: "1", Step: json.RawMessage(`{}`),
+			Tools:   []rtstore.ToolRow{{ExecutionKey: r.run.ID + ":1:c", Payload: json.RawMessage(`{}`)}},
+			Records: []journal.Record{record(r.s.ID, r.run.ID, journal.KindCheckpoint, fmt.Sprintf(`{"i":%d}`, i))},
+			Events:  []rtstore.PendingEvent{event(r.s.ID, r.run.ID, "text_delta")}}
+		switch i {
+		case 1: // a record of another run
+			c.Records = append(c.Records, record(r.s.ID, runs[0].run.ID, journal.KindCheckpoint, `{}`))
+			want[i] = rtstore.ErrForeignRecord
+		case 3: // a released lease
+			c.Lease = stale
+			want[i] = rtstore.ErrLeaseLost
+		case 5: // a known record id with other content
+			bad := known
+			bad.Payload = json.RawMessage(`{"v":2}`)
+			c.Records = append(c.Records, bad)
+			want[i] = rtstore.ErrRecordConflict
+		case 7: // a run of another session
+			c.Lease, c.SessionID = nil, runs[8].s.ID
+			want[i] = rtstore.ErrNotFound
+		}
+		commits[i] = c
+	}
+	before := make([]*rtstore.RunRow, n)
+	for i, r := range runs {
+		before[i], err = b.store.RunGet(b.ctx, r.run.ID)
+		require.NoError(t, err)
+	}
+	groups0, boundaries0 := b.store.GroupCommitStats()
+	errs := make([]error, n)
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			<-start
+			errs[i] = b.store.Commit(b.ctx, commits[i])
+		})
+	}
+	close(start)
+	wg.Wait()
+	groups, boundaries := b.store.GroupCommitStats()
+	groups, boundaries = groups-groups0, boundaries-boundaries0
+	t.Logf("%d boundaries in %d transactions", boundaries, groups)
+	require.Less(t, groups, boundaries, "some boundaries shared a transaction")
+
+	for i, r := range runs {
+		got, err := b.store.RunGet(b.ctx, r.run.ID)
+		require.NoError(t, err)
+		recs, err := b.store.JournalList(b.ctx, r.run.ID, 0, 0)
+		require.NoError(t, err)
+		if want[i] != nil {
+			require.ErrorIs(t, errs[i], want[i], "boundary %d", i)
+			require.Empty(t, commits[i].Events[0].Event.Cursor, "boundary %d", i)
+			require.Equal(t, before[i], got, "boundary %d wrote nothing", i)
+			continue
+		}
+		require.NoError(t, errs[i], "boundary %d", i)
+		require.Equal(t, fmt.Sprint("p", i), got.Phase)
+		require.JSONEq(t, fmt.Sprintf(`{"i":%d}`, i), string(got.State))
+		require.Equal(t, "1", commits[i].Events[0].Event.Cursor)
+		for j, rec := range recs {
+			require.Equal(t, int64(j+1), rec.Seq)
+		}
+		require.Len(t, recs, 3, "run.started, checkpoint, event record")
+	}
+	for _, r := range runs {
+		require.NoError(t, r.l.Release(b.ctx))
+	}
+}
+
+// TestGroupCommitOneSessionInOrder commits many boundaries of one session
+// at once: they serialise (never two in one group) and the journal stays
+// contiguous.
+func TestGroupCommitOneSessionInOrder(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	s := b.newSession(t)
+	l, err := b.store.SessionLock(b.ctx, s.ID)
+	require.NoError(t, err)
+	run := b.newRun(t, s.ID, l)
+	const n = 16
+	errs := make(chan error, n)
+	var wg sync.WaitGroup
+	for range n {
+		wg.Go(func() {
+			errs <- b.store.Commit(b.ctx, &rtstore.Commit{SessionID: s.ID, RunID: run.ID, Lease: l, Status: rtstore.StatusRunning,
+				Phase: "model", Records: []journal.Record{record(s.ID, run.ID, journal.KindCheckpoint, `{}`)},
+				Events: []rtstore.PendingEvent{event(s.ID, run.ID, "text_delta")}})
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+	recs, err := b.store.JournalList(b.ctx, run.ID, 0, 0)
+	require.NoError(t, err)
+	require.Len(t, recs, 1+2*n)
+	for i, r := range recs {
+		require.Equal(t, int64(i+1), r.Seq)
+	}
+	evs, err := b.store.EventListAfter(b.ctx, run.ID, 0, 0)
+	require.NoError(t, err)
+	for i, ev := range evs {
+		require.Equal(t, fmt.Sprint(i+1), ev.Cursor)
+	}
+	require.NoError(t, l.Release(b.ctx))
+}
+
+// TestGroupCommitCollision has two sessions append the same new record id
+// at once: grouped, their appends collide and the group is split; alone or
+// split, one commits and the other gets ErrRecordConflict.
+func TestGroupCommitCollision(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	for range 5 {
+		s1, s2 := b.newSession(t), b.newSession(t)
+		r1, r2 := b.newRun(t, s1.ID, nil), b.newRun(t, s2.ID, nil)
+		shared := record(s1.ID, r1.ID, journal.KindCheckpoint, `{}`)
+		other := shared
+		other.SessionID, other.RunID = s2.ID, r2.ID
+		var wg sync.WaitGroup
+		errs := make([]error, 2)
+		start := make(chan struct{})
+		for i, c := range []*rtstore.Commit{
+			{SessionID: s1.ID, RunID: r1.ID, Status: rtstore.StatusRunning, Phase: "m", Records: []journal.Record{shared}},
+			{SessionID: s2.ID, RunID: r2.ID, Status: rtstore.StatusRunning, Phase: "m", Records: []journal.Record{other}},
+		} {
+			wg.Go(func() {
+				<-start
+				errs[i] = b.store.Commit(b.ctx, c)
+			})
+		}
+		close(start)
+		wg.Wait()
+		ok := 0
+		for _, err := range errs {
+			if err == nil {
+				ok++
+				continue
+			}
+			require.True(t, errors.Is(err, rtstore.ErrRecordConflict), "%v", err)
+		}
+		require.Equal(t, 1, ok, "%v", errs)
+	}
+}

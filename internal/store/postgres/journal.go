@@ -1,0 +1,207 @@
+package postgres
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/big"
+
+	"github.com/jackc/pgx/v5"
+
+	"hxd/internal/journal"
+	"hxd/internal/runtime/rtstore"
+)
+
+// Journal SQL. payload holds the whole record JSON, seq included, as the
+// exact text hxd wrote (a json column).
+const (
+	sqlJournalList = `SELECT seq, payload FROM journal
+WHERE run_id = $1 AND seq > $2
+ORDER BY seq
+LIMIT $3`
+)
+
+// JournalList returns up to limit records of a run with Seq > after, in
+// order (all when limit <= 0). An unknown run has no records.
+func (s *Store) JournalList(ctx context.Context, runID string, after int64, limit int) ([]journal.Record, error) {
+	op := "list journal of run " + runID
+	if err := s.checkOpen(op); err != nil {
+		return nil, err
+	}
+	ctx, cancel := opContext(ctx)
+	defer cancel()
+	rows, err := s.pool.Query(ctx, sqlJournalList, runID, after, limitArg(limit))
+	if err != nil {
+		return nil, s.mapErr(ctx, op, err)
+	}
+	recs, err := collectRecords(rows)
+	if err != nil {
+		return nil, s.mapErr(ctx, op, err)
+	}
+	return recs, nil
+}
+
+// collectRecords decodes journal rows (seq, payload).
+func collectRecords(rows pgx.Rows) ([]journal.Record, error) {
+	var (
+		out     []journal.Record
+		seq     int64
+		payload []byte
+	)
+	_, err := pgx.ForEachRow(rows, []any{&seq, &payload}, func() error {
+		var rec journal.Record
+		if err := json.Unmarshal(payload, &rec); err != nil {
+			return fmt.Errorf("decode record %d: %w", seq, err)
+		}
+		rec.Seq = seq
+		out = append(out, rec)
+		return nil
+	})
+	return out, err
+}
+
+// RunSnapshot reads the run and its journal in one REPEATABLE READ, read
+// only transaction (a consistent cut: every statement sees one snapshot)
+// and hands both to fn. The records are read in pages of 1000 as fn
+// iterates. Returns ErrNotFound for an unknown run, else fn's error.
+func (s *Store) RunSnapshot(ctx context.Context, runID string, fn func(*rtstore.RunRow, func(func(journal.Record) error) error) error) error {
+	op := "snapshot run " + runID
+	if err := s.checkOpen(op); err != nil {
+		return err
+	}
+	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{BeginQuery: sqlBeginSnapshot})
+	if err != nil {
+		return s.mapErr(ctx, op, err)
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	run, err := scanRun(tx.QueryRow(ctx, sqlRunGet, runID))
+	if err != nil {
+		return s.mapErr(ctx, op, err)
+	}
+	records := func(yield func(journal.Record) error) error {
+		const page = 1000
+		var after int64
+		for {
+			rows, err := tx.Query(ctx, sqlJournalList, runID, after, page)
+			if err != nil {
+				return s.mapErr(ctx, op+": read journal", err)
+			}
+			recs, err := collectRecords(rows)
+			if err != nil {
+				return s.mapErr(ctx, op+": read journal", err)
+			}
+			for _, rec := range recs {
+				if err := yield(rec); err != nil {
+					return err
+				}
+				after = rec.Seq
+			}
+			if len(recs) < page {
+				return nil
+			}
+		}
+	}
+	return fn(run, records)
+}
+
+// sameRecord reports whether two records are equal in every field but Seq,
+// payloads compared as decoded JSON.
+func sameRecord(a, b *journal.Record) bool {
+	if a.Version != b.Version || a.ID != b.ID || a.Kind != b.Kind || a.RecordedAt != b.RecordedAt ||
+		a.SessionID != b.SessionID || a.RunID != b.RunID || a.StepID != b.StepID || a.AttemptID != b.AttemptID {
+		return false
+	}
+	if (a.ExecutionKey == nil) != (b.ExecutionKey == nil) ||
+		(a.ExecutionKey != nil && *a.ExecutionKey != *b.ExecutionKey) {
+		return false
+	}
+	return jsonEqual(a.Payload, b.Payload)
+}
+
+// jsonEqual reports whether two JSON texts decode to equal values: same
+// object members in any order, same array elements, numbers equal as
+// exact decimals (1 equals 1.0 and 1e0). Empty text counts as null; invalid
+// JSON equals nothing.
+func jsonEqual(a, b []byte) bool {
+	if len(a) == 0 {
+		a = []byte("null")
+	}
+	if len(b) == 0 {
+		b = []byte("null")
+	}
+	if bytes.Equal(a, b) {
+		return true
+	}
+	va, okA := decodeJSON(a)
+	vb, okB := decodeJSON(b)
+	return okA && okB && valueEqual(va, vb)
+}
+
+// decodeJSON decodes data keeping numbers as json.Number.
+func decodeJSON(data []byte) (any, bool) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, false
+	}
+	if dec.More() {
+		return nil, false
+	}
+	return v, true
+}
+
+// valueEqual compares decoded JSON values.
+func valueEqual(a, b any) bool {
+	switch x := a.(type) {
+	case map[string]any:
+		y, ok := b.(map[string]any)
+		if !ok || len(x) != len(y) {
+			return false
+		}
+		for k, vx := range x {
+			vy, ok := y[k]
+			if !ok || !valueEqual(vx, vy) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		y, ok := b.([]any)
+		if !ok || len(x) != len(y) {
+			return false
+		}
+		for i := range x {
+			if !valueEqual(x[i], y[i]) {
+				return false
+			}
+		}
+		return true
+	case json.Number:
+		y, ok := b.(json.Number)
+		if !ok {
+			return false
+		}
+		if x == y {
+			return true
+		}
+		rx, okX := new(big.Rat).SetString(string(x))
+		ry, okY := new(big.Rat).SetString(string(y))
+		return okX && okY && rx.Cmp(ry) == 0
+	default: // string, bool, nil
+		return a == b
+	}
+}
+
+// marshalJSON encodes v compactly without HTML escaping, so stored JSON
+// keeps the bytes of raw payloads.
+func marshalJSON(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}

@@ -1,0 +1,220 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"hxd/internal/runtime/rtstore"
+)
+
+// Lease SQL (REFERENCE §4.6). "now" is always the database's
+// clock_timestamp(): no host clock takes part, so hosts with skewed clocks
+// agree on who owns a session. Durations travel in microseconds.
+const (
+	// sqlSessionClaim takes a free or expired session: a new owner token,
+	// the next generation and a fresh expiry, in one statement.
+	sqlSessionClaim = `UPDATE sessions
+SET owner = $2, generation = generation + 1,
+    lease_until = clock_timestamp() + $3::bigint * interval '1 microsecond'
+WHERE id = $1 AND (owner IS NULL OR lease_until <= clock_timestamp())
+RETURNING generation`
+	sqlSessionExists = `SELECT EXISTS (SELECT 1 FROM sessions WHERE id = $1)`
+	// sqlLeaseRenew is the fence plus a new expiry.
+	sqlLeaseRenew = `UPDATE sessions
+SET lease_until = clock_timestamp() + $4::bigint * interval '1 microsecond'
+WHERE id = $1 AND owner = $2 AND generation = $3 AND lease_until > clock_timestamp()`
+	// sqlLeaseRelease frees the session only for the lease that holds it.
+	sqlLeaseRelease = `UPDATE sessions SET owner = NULL, lease_until = NULL
+WHERE id = $1 AND owner = $2 AND generation = $3`
+	// sqlSessionFence is the fence inside every leased write transaction:
+	// the lease still owns the session, and the row stays locked until the
+	// transaction ends, so no claim can slip in before it commits.
+	sqlSessionFence = `SELECT 1 FROM sessions
+WHERE id = $1 AND owner = $2 AND generation = $3 AND lease_until > clock_timestamp()
+FOR NO KEY UPDATE`
+	// sqlSessionLockRow serialises an unleased write with every other write
+	// of the session.
+	sqlSessionLockRow = `SELECT 1 FROM sessions WHERE id = $1 FOR NO KEY UPDATE`
+	// sqlExpiredRuns lists running runs nobody owns: the lease expired or
+	// was released.
+	sqlExpiredRuns = `SELECT ` + sqlRunColumnsR + `
+FROM runs r JOIN sessions s ON s.id = r.session_id
+WHERE r.status = 'running' AND (s.owner IS NULL OR s.lease_until <= clock_timestamp())
+ORDER BY r.seq`
+)
+
+// SessionLock claims a session for LeaseDuration (REFERENCE §4.6): one
+// UPDATE sets a new owner token, bumps the generation (the fencing number)
+// and sets the expiry on the database clock, provided the session is free
+// or its lease expired. Returns ErrSessionBusy if a live lease holds it
+// (this Store's or another process's), ErrNotFound for an unknown session.
+// The lease must be renewed (Lease.Renew) more often than LeaseDuration;
+// every Commit and RunInsert fenced by it checks it inside the transaction.
+func (s *Store) SessionLock(ctx context.Context, id string) (rtstore.Lease, error) {
+	op := "lock session " + id
+	if err := s.checkOpen(op); err != nil {
+		return nil, err
+	}
+	ctx, cancel := opContext(ctx)
+	defer cancel()
+	token := uuid.NewString()
+	var gen int64
+	err := s.pool.QueryRow(ctx, sqlSessionClaim, id, token, s.leaseDur.Microseconds()).Scan(&gen)
+	if isNoRows(err) {
+		var exists bool
+		if err := s.pool.QueryRow(ctx, sqlSessionExists, id).Scan(&exists); err != nil {
+			return nil, s.mapErr(ctx, op, err)
+		}
+		if !exists {
+			return nil, fmt.Errorf("%s: %w", op, rtstore.ErrNotFound)
+		}
+		return nil, fmt.Errorf("%s: %w: session is owned by another worker", op, rtstore.ErrSessionBusy)
+	}
+	if err != nil {
+		return nil, s.mapErr(ctx, op, err)
+	}
+	l := &lease{store: s, sessionID: id, token: token, gen: gen}
+	s.mu.Lock()
+	s.leases[l] = struct{}{}
+	s.mu.Unlock()
+	s.logger.DebugContext(ctx, "claimed session", "session_id", id, "generation", gen)
+	return l, nil
+}
+
+// ExpiredRuns returns the runs in status running whose session lease
+// expired or was released, in Seq order: the reaper's work list. A run a
+// live process drives is never listed (its lease is renewed). Taking one
+// over is SessionLock (which fails with ErrSessionBusy if another reaper
+// was faster) followed by a resume.
+func (s *Store) ExpiredRuns(ctx context.Context) ([]*rtstore.RunRow, error) {
+	const op = "list expired runs"
+	if err := s.checkOpen(op); err != nil {
+		return nil, err
+	}
+	ctx, cancel := opContext(ctx)
+	defer cancel()
+	rows, err := s.pool.Query(ctx, sqlExpiredRuns)
+	return s.collectRuns(ctx, op, rows, err)
+}
+
+// lease is a claimed session. Safe for concurrent use.
+type lease struct {
+	store     *Store
+	sessionID string
+	token     string
+	gen       int64
+
+	mu       sync.Mutex
+	released bool
+}
+
+// SessionID returns the claimed session.
+func (l *lease) SessionID() string { return l.sessionID }
+
+// Token returns the owner token (a uuid) stored in sessions.owner.
+func (l *lease) Token() string { return l.token }
+
+// Generation returns the fencing number of this claim.
+func (l *lease) Generation() int64 { return l.gen }
+
+// Renew checks the fence and extends the lease to LeaseDuration from now
+// (database clock). Returns ErrLeaseLost if the lease was released, expired
+// or superseded; an expired lease is never revived, even if nobody else
+// claimed the session meanwhile.
+func (l *lease) Renew(ctx context.Context) error {
+	s := l.store
+	op := "renew session " + l.sessionID
+	if l.isReleased() {
+		return fmt.Errorf("%s: %w: released", op, rtstore.ErrLeaseLost)
+	}
+	if err := s.checkOpen(op); err != nil {
+		return err
+	}
+	ctx, cancel := opContext(ctx)
+	defer cancel()
+	ct, err := s.pool.Exec(ctx, sqlLeaseRenew, l.sessionID, l.token, l.gen, s.leaseDur.Microseconds())
+	if err != nil {
+		return s.mapErr(ctx, op, err)
+	}
+	if ct.RowsAffected() == 0 {
+		return fmt.Errorf("%s: %w: lease expired or was superseded", op, rtstore.ErrLeaseLost)
+	}
+	return nil
+}
+
+// Release frees the session if this lease still holds it (owner and
+// generation match); a no-op for a stale or released lease. On an error
+// the lease stays registered (Close tries again) and expires in any case.
+func (l *lease) Release(ctx context.Context) error { return l.release(ctx) }
+
+func (l *lease) release(ctx context.Context) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.released {
+		return nil
+	}
+	s := l.store
+	op := "release session " + l.sessionID
+	if s.pool == nil {
+		return fmt.Errorf("%s: %w: store closed", op, rtstore.ErrUnavailable)
+	}
+	ctx, cancel := opContext(ctx)
+	defer cancel()
+	if _, err := s.pool.Exec(ctx, sqlLeaseRelease, l.sessionID, l.token, l.gen); err != nil {
+		return s.mapErr(ctx, op, err)
+	}
+	l.released = true
+	s.mu.Lock()
+	delete(s.leases, l)
+	s.mu.Unlock()
+	s.seqs.forgetToken(l.token)
+	return nil
+}
+
+func (l *lease) isReleased() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.released
+}
+
+// leaseOf returns le as a live lease of this Store for sessionID (nil for
+// nil). Returns ErrLeaseLost for a lease of another Store or session, or
+// one already released; whether it still holds the session is checked in
+// the transaction.
+func (s *Store) leaseOf(le rtstore.Lease, sessionID string) (*lease, error) {
+	if le == nil {
+		return nil, nil
+	}
+	l, ok := le.(*lease)
+	if !ok || l.store != s || l.sessionID != sessionID {
+		return nil, fmt.Errorf("session %s: %w: lease is not this store's lease of the session", sessionID, rtstore.ErrLeaseLost)
+	}
+	if l.isReleased() {
+		return nil, fmt.Errorf("session %s: %w: released", sessionID, rtstore.ErrLeaseLost)
+	}
+	return l, nil
+}
+
+// queueFence queues the fence (with a lease) or the plain session row lock
+// (without one) as b's next query; *ok reports whether it matched a row.
+func queueFence(b *pgx.Batch, l *lease, sessionID string, ok *bool) {
+	var q *pgx.QueuedQuery
+	if l != nil {
+		q = b.Queue(sqlSessionFence, sessionID, l.token, l.gen)
+	} else {
+		q = b.Queue(sqlSessionLockRow, sessionID)
+	}
+	q.QueryRow(func(row pgx.Row) error {
+		var one int
+		err := row.Scan(&one)
+		*ok = err == nil
+		if isNoRows(err) {
+			return nil
+		}
+		return err
+	})
+}
