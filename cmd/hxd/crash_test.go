@@ -61,11 +61,12 @@ type hxdChild struct {
 
 var listenLine = regexp.MustCompile(`msg="hxd listening".*\baddr=(\S+)`)
 
-// childEnv is the parent's environment without any HXD_* setting, plus env.
+// childEnv is the parent's environment without any HXD_* setting or
+// DATABASE_URL (which would switch serve to PostgreSQL), plus env.
 func childEnv(env ...string) []string {
 	out := []string{}
 	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "HXD_") {
+		if !strings.HasPrefix(kv, "HXD_") && !strings.HasPrefix(kv, "DATABASE_URL=") {
 			out = append(out, kv)
 		}
 	}
@@ -76,10 +77,17 @@ func childEnv(env ...string) []string {
 // variables (e.g. HXD_CRASH_AFTER=…). It does not wait for the listener.
 func spawnHxd(t *testing.T, name, db, agents string, env ...string) *hxdChild {
 	t.Helper()
+	return spawnHxdArgs(t, name, []string{"serve", "--addr", "127.0.0.1:0", "--db", db, "--agents", agents,
+		"--workdir", filepath.Dir(db), "--shutdown-timeout", "500ms"}, env...)
+}
+
+// spawnHxdArgs starts hxd with the command line argv (without the program
+// name); env adds variables. It does not wait for the listener.
+func spawnHxdArgs(t *testing.T, name string, argv []string, env ...string) *hxdChild {
+	t.Helper()
 	exe, err := os.Executable()
 	require.NoError(t, err)
-	args, err := json.Marshal([]string{"serve", "--addr", "127.0.0.1:0", "--db", db, "--agents", agents,
-		"--workdir", filepath.Dir(db), "--shutdown-timeout", "500ms"})
+	args, err := json.Marshal(argv)
 	require.NoError(t, err)
 	cmd := exec.Command(exe, "-test.run=^$") // the flag is never parsed: TestMain runs main()
 	cmd.Env = childEnv(append([]string{envRunMain + "=1", envArgs + "=" + string(args)}, env...)...)

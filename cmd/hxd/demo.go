@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -20,6 +21,7 @@ import (
 	"hxd/internal/hxbundle"
 	"hxd/internal/journal"
 	hxruntime "hxd/internal/runtime"
+	"hxd/internal/runtime/rtstore"
 	"hxd/internal/store/sqlite"
 	"hxd/internal/tool"
 )
@@ -35,6 +37,7 @@ import (
 const demoUsage = `Usage:
   hxd demo flight-recorder [--output FILE.hx]
   hxd demo crash-recovery crash|status|resume [--workspace DIR] [--db FILE]
+      [--database-url URL] [--schema S] [--lease-duration D]
 
 flight-recorder: run the invoice-analyst@v1 agent (an injected model
 connection failure, a retry, the safe overdue_balance tool) on a temporary
@@ -53,6 +56,14 @@ Flags:
                    (default .agent_sessions/sqlite-demo)
   --db FILE        SQLite database (default <workspace>/hxd.db; status and
                    resume default to the one saved in session.json)
+  --database-url URL
+                   run on PostgreSQL instead (or DATABASE_URL); crash
+                   provisions the schema, status and resume only validate
+  --schema S       PostgreSQL schema (default harness_x; status and resume
+                   default to the one saved in session.json)
+  --lease-duration D
+                   PostgreSQL session lease (default 30s): resume works once
+                   the crashed process's lease expired
 `
 
 // Demo texts of REFERENCE §10.2.
@@ -65,6 +76,7 @@ const (
 	demoResumeHint    = "Run the resume command to finish the same run."
 	demoNoSession     = "No demo session found. Run crash first with the same --workspace."
 	demoSessionBusy   = "Session is still owned by another process; retry when it has exited."
+	demoLeaseBusy     = "Session lease is still active. Wait at least %d seconds after the crash, then retry resume."
 	demoNothingToDo   = "No unfinished run; showing saved results."
 	demoDefaultFolder = ".agent_sessions/sqlite-demo"
 )
@@ -76,12 +88,19 @@ type demoConfig struct {
 	// DB is the SQLite file. Default: <Workspace>/hxd.db for crash, the
 	// path saved in session.json for status and resume.
 	DB string
+	// PG: PostgreSQL instead of SQLite when PG.URL is set.
+	PG pgOptions
+	// schemaSet: --schema was given (else status and resume use the saved one).
+	schemaSet bool
 }
 
 // demoSession is session.json: what status and resume need from crash.
 type demoSession struct {
 	SessionID string `json:"session_id"`
-	DB        string `json:"db"`
+	DB        string `json:"db,omitempty"`
+	// Schema and LeaseSeconds: the PostgreSQL schema and lease of crash.
+	Schema       string  `json:"schema,omitempty"`
+	LeaseSeconds float64 `json:"lease_seconds,omitempty"`
 }
 
 // demo dispatches `hxd demo <name>`.
@@ -131,6 +150,7 @@ func parseDemoFlags(args []string, e env) (string, demoConfig, error) {
 	fs.Usage = func() { fmt.Fprint(e.stderr, demoUsage) }
 	fs.StringVar(&cfg.Workspace, "workspace", demoDefaultFolder, "folder of the demo files")
 	fs.StringVar(&cfg.DB, "db", "", "SQLite database file")
+	cfg.PG.register(fs, e, true)
 	var positional []string
 	for {
 		if err := fs.Parse(args); err != nil {
@@ -151,6 +171,13 @@ func parseDemoFlags(args []string, e env) (string, demoConfig, error) {
 	}
 	if cfg.Workspace == "" {
 		return "", cfg, &exitError{code: 2, err: errors.New("--workspace must not be empty")}
+	}
+	fs.Visit(func(f *flag.Flag) { cfg.schemaSet = cfg.schemaSet || f.Name == "schema" })
+	if e.getenv("HXD_SCHEMA") != "" {
+		cfg.schemaSet = true
+	}
+	if err := cfg.PG.validate(); err != nil {
+		return "", cfg, &exitError{code: 2, err: err}
 	}
 	return positional[0], cfg, nil
 }
@@ -176,17 +203,27 @@ func demoCrash(ctx context.Context, cfg demoConfig, e env, log *slog.Logger) err
 	if err := os.MkdirAll(ws, 0o700); err != nil {
 		return fmt.Errorf("create workspace: %w", err)
 	}
-	db := cfg.DB
-	if db == "" {
-		db = filepath.Join(ws, "hxd.db")
+	var ds demoSession
+	if cfg.PG.URL == "" {
+		db := cfg.DB
+		if db == "" {
+			db = filepath.Join(ws, "hxd.db")
+		}
+		db, err := filepath.Abs(db)
+		if err != nil {
+			return fmt.Errorf("database path: %w", err)
+		}
+		ds.DB = db
+	} else {
+		ds.Schema, ds.LeaseSeconds = cfg.PG.Schema, cfg.PG.LeaseDuration.Seconds()
 	}
-	db, err := filepath.Abs(db)
+	// crash provisions the schema (REFERENCE §10.2: the demo's backend
+	// auto-migrates); status and resume only validate.
+	pg := cfg.PG
+	pg.AutoMigrate = true
+	store, err := openStore(ctx, pg, ds.DB, log)
 	if err != nil {
-		return fmt.Errorf("database path: %w", err)
-	}
-	store, err := sqlite.Open(ctx, sqlite.Config{Path: db, Logger: log, AutoMigrate: true})
-	if err != nil {
-		return fmt.Errorf("open store: %w", err)
+		return err
 	}
 	defer store.Close()
 
@@ -215,7 +252,8 @@ func demoCrash(ctx context.Context, cfg demoConfig, e env, log *slog.Logger) err
 	if err != nil {
 		return fmt.Errorf("create session: %w", err)
 	}
-	if err := writeDemoSession(ws, demoSession{SessionID: sess.ID, DB: db}); err != nil {
+	ds.SessionID = sess.ID
+	if err := writeDemoSession(ws, ds); err != nil {
 		return err
 	}
 	fmt.Fprintln(e.stdout, "Session:", sess.ID)
@@ -242,9 +280,9 @@ func demoStatus(ctx context.Context, cfg demoConfig, e env, log *slog.Logger) er
 	if err != nil {
 		return err
 	}
-	store, err := sqlite.Open(ctx, sqlite.Config{Path: demoDB(cfg, ds), Logger: log})
+	store, err := openDemoStore(ctx, cfg, ds, log)
 	if err != nil {
-		return fmt.Errorf("open store: %w", err)
+		return err
 	}
 	defer store.Close()
 	return printDemoStatus(ctx, e.stdout, store, ds.SessionID, cfg.Workspace)
@@ -257,9 +295,9 @@ func demoResume(ctx context.Context, cfg demoConfig, e env, log *slog.Logger) er
 	if err != nil {
 		return err
 	}
-	store, err := sqlite.Open(ctx, sqlite.Config{Path: demoDB(cfg, ds), Logger: log})
+	store, err := openDemoStore(ctx, cfg, ds, log)
 	if err != nil {
-		return fmt.Errorf("open store: %w", err)
+		return err
 	}
 	defer store.Close()
 	rt, err := newDemoRuntime(store, cfg.Workspace, log, nil)
@@ -270,6 +308,13 @@ func demoResume(ctx context.Context, cfg demoConfig, e env, log *slog.Logger) er
 
 	runID, err := rt.Resume(ctx, ds.SessionID, hxruntime.ResumeParams{})
 	if errors.Is(err, hxruntime.ErrSessionBusy) {
+		if store.pg != nil {
+			secs := ds.LeaseSeconds
+			if secs <= 0 {
+				secs = store.pg.LeaseDuration().Seconds()
+			}
+			return &exitError{code: 1, err: fmt.Errorf(demoLeaseBusy, int(math.Ceil(secs)))}
+		}
 		return &exitError{code: 1, err: errors.New(demoSessionBusy)}
 	}
 	if err != nil {
@@ -309,18 +354,21 @@ func demoResume(ctx context.Context, cfg demoConfig, e env, log *slog.Logger) er
 
 // newDemoRuntime returns a runtime over store with the demo agents, whose
 // write_report writes in ws; afterCommit is the crash hook (nil: none).
-func newDemoRuntime(store *sqlite.Store, ws string, log *slog.Logger, afterCommit func([]journal.Kind)) (*hxruntime.Runtime, error) {
+func newDemoRuntime(store *openedStore, ws string, log *slog.Logger, afterCommit func([]journal.Kind)) (*hxruntime.Runtime, error) {
 	registry := agent.NewRegistry()
 	for _, d := range agent.Demo() {
 		if err := registry.Register(d); err != nil {
 			return nil, fmt.Errorf("register demo agents: %w", err)
 		}
 	}
-	rt, err := hxruntime.New(hxruntime.Config{
+	cfg := hxruntime.Config{
 		Store: store, Agents: registry, Logger: log,
 		ToolOptions:     tool.Options{WorkDir: ws},
 		AfterCommitFunc: afterCommit,
-	})
+	}
+	store.wire(&cfg)
+	cfg.ExpiredRunsFunc = nil // the demo resumes explicitly
+	rt, err := hxruntime.New(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("build runtime: %w", err)
 	}
@@ -373,7 +421,7 @@ func runErrorSuffix(res *hxruntime.RunResult) string {
 
 // printDemoStatus prints the status block of REFERENCE §10.2 from storage
 // and the workspace files, reading only.
-func printDemoStatus(ctx context.Context, w io.Writer, store *sqlite.Store, sessionID, ws string) error {
+func printDemoStatus(ctx context.Context, w io.Writer, store rtstore.Store, sessionID, ws string) error {
 	sess, err := store.SessionGet(ctx, sessionID)
 	if err != nil {
 		return fmt.Errorf("session %s: %w", sessionID, err)
@@ -434,7 +482,7 @@ type demoTool struct {
 // steps are read back from the run's journal (the demo session records):
 // the last of tool.started, tool.returned, tool.processed per execution
 // key gives started, raw_completed, completed.
-func demoToolEntries(ctx context.Context, store *sqlite.Store, runID string, current []hxruntime.ToolEntry) ([]demoTool, error) {
+func demoToolEntries(ctx context.Context, store rtstore.Store, runID string, current []hxruntime.ToolEntry) ([]demoTool, error) {
 	inState := make(map[string]bool, len(current))
 	for _, e := range current {
 		inState[e.ExecutionKey] = true
@@ -536,6 +584,25 @@ func readDemoSession(ws string) (demoSession, error) {
 		return ds, &exitError{code: 1, err: fmt.Errorf("%s in %s names no session", demoSessionFile, ws)}
 	}
 	return ds, nil
+}
+
+// openDemoStore opens the store of status and resume without migrating:
+// PostgreSQL when --database-url (or DATABASE_URL) is set, in --schema or
+// else the schema saved in session.json; SQLite otherwise.
+func openDemoStore(ctx context.Context, cfg demoConfig, ds demoSession, log *slog.Logger) (*openedStore, error) {
+	pg := cfg.PG
+	pg.AutoMigrate = false
+	if pg.URL != "" && !cfg.schemaSet && ds.Schema != "" {
+		pg.Schema = ds.Schema
+	}
+	if pg.URL == "" {
+		st, err := sqlite.Open(ctx, sqlite.Config{Path: demoDB(cfg, ds), Logger: log})
+		if err != nil {
+			return nil, fmt.Errorf("open store: %w", err)
+		}
+		return &openedStore{Store: st, desc: "sqlite"}, nil
+	}
+	return openStore(ctx, pg, "", log)
 }
 
 // demoDB is the database of status and resume: --db when given, else the
@@ -640,7 +707,7 @@ func recordDemoIncident(ctx context.Context, path string, e env) (string, error)
 		return "", fmt.Errorf("open store: %w", err)
 	}
 	defer store.Close()
-	rt, err := newDemoRuntime(store, tmp, log, nil)
+	rt, err := newDemoRuntime(&openedStore{Store: store}, tmp, log, nil)
 	if err != nil {
 		return "", err
 	}

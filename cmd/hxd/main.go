@@ -64,6 +64,8 @@ const usage = `hxd — durable AI-agent runs with a flight recorder
 
 Usage:
   hxd serve [flags]     run the HTTP API (see hxd serve -h)
+  hxd migrate [--database-url URL] [--schema S] [--db F]
+                        apply storage migrations (PostgreSQL and/or SQLite)
   hxd export --db F --session S --run R --output X.hx [--include-payloads] [--include-artifacts]
                         export a recorded run from a store file (see hxd export -h)
   hxd verify [--json] X.hx
@@ -91,6 +93,8 @@ func run(ctx context.Context, args []string, e env) error {
 		return serve(ctx, args[1:], e)
 	case "demo":
 		return demo(ctx, args[1:], e)
+	case "migrate":
+		return migrateCmd(ctx, args[1:], e)
 	case "export":
 		return exportCmd(ctx, args[1:], e)
 	case "verify":

@@ -20,7 +20,6 @@ import (
 	hxhttp "hxd/internal/http"
 	"hxd/internal/journal"
 	hxruntime "hxd/internal/runtime"
-	"hxd/internal/store/sqlite"
 	"hxd/internal/tool"
 )
 
@@ -53,6 +52,8 @@ type serveConfig struct {
 	CrashAfter string
 	// CheckpointHook is a URL notified of every checkpoint. Default: none.
 	CheckpointHook string
+	// PG selects PostgreSQL instead of the SQLite file DB when PG.URL is set.
+	PG pgOptions
 }
 
 func (c *serveConfig) validate() error {
@@ -67,8 +68,11 @@ func (c *serveConfig) validate() error {
 	} else if c.Auth == authNone && !isLoopback(host) {
 		errs = append(errs, fmt.Errorf("--auth=none refuses to listen on non-loopback address %q: use 127.0.0.1 or configure authentication", c.Addr))
 	}
-	if c.DB == "" {
+	if c.DB == "" && c.PG.URL == "" {
 		errs = append(errs, errors.New("--db must not be empty"))
+	}
+	if err := c.PG.validate(); err != nil {
+		errs = append(errs, err)
 	}
 	if c.CrashAfter != "" {
 		if _, _, err := parseCrashAfter(c.CrashAfter); err != nil {
@@ -122,6 +126,7 @@ func parseServeFlags(args []string, e env) (*serveConfig, error) {
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", 15*time.Second, "graceful shutdown bound")
 	fs.StringVar(&c.WorkDir, "workdir", envOr("HXD_WORKDIR", "."), "folder where demo tools write files (HXD_WORKDIR)")
 	fs.StringVar(&c.CheckpointHook, "checkpoint-hook", envOr("HXD_CHECKPOINT_HOOK", ""), "URL receiving a JSON POST {session_id, run_id, status, phase} at every checkpoint (HXD_CHECKPOINT_HOOK)")
+	c.PG.register(fs, e, true)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil, &exitError{code: 0}
@@ -174,9 +179,9 @@ func serve(ctx context.Context, args []string, e env) error {
 		}
 	}
 
-	store, err := sqlite.Open(ctx, sqlite.Config{Path: cfg.DB, Logger: log, AutoMigrate: true})
+	store, err := openStore(ctx, cfg.PG, cfg.DB, log)
 	if err != nil {
-		return fmt.Errorf("open store: %w", err)
+		return err
 	}
 	defer store.Close()
 
@@ -185,6 +190,7 @@ func serve(ctx context.Context, args []string, e env) error {
 		ToolOptions:        tool.Options{HTTPClient: &http.Client{}, WorkDir: cfg.WorkDir},
 		MaxSessionDuration: cfg.MaxSessionDuration,
 	}
+	store.wire(&rtCfg)
 	rtCfg.ModelOptions.LookupEnvFunc = func(name string) (string, bool) {
 		v := e.getenv(name)
 		return v, v != ""
@@ -228,11 +234,16 @@ func serve(ctx context.Context, args []string, e env) error {
 			log.InfoContext(ctx, "resumed interrupted runs", "count", n)
 		}
 	}
+	// PostgreSQL: the reaper takes over runs of dead processes, and event
+	// streams wake on other processes' commits.
+	bgCtx, stopBG := context.WithCancel(ctx)
+	defer stopBG()
+	store.start(bgCtx, rt, log)
 	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
 	addr := ln.Addr().String()
-	log.InfoContext(ctx, "hxd listening", "addr", "http://"+addr, "db", cfg.DB, "version", version, "agents", len(defs))
+	log.InfoContext(ctx, "hxd listening", "addr", "http://"+addr, "store", store.desc, "version", version, "agents", len(defs))
 	if e.onListen != nil {
 		e.onListen(addr)
 	}

@@ -1,0 +1,138 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"time"
+
+	hxruntime "hxd/internal/runtime"
+	"hxd/internal/runtime/rtstore"
+	"hxd/internal/store/postgres"
+	"hxd/internal/store/sqlite"
+)
+
+// pgOptions are the PostgreSQL flags shared by serve, migrate and the
+// crash-recovery demo. An empty URL means SQLite.
+type pgOptions struct {
+	// URL of the database (--database-url, DATABASE_URL or
+	// HXD_DATABASE_URL). Never echoed: its password stays out of errors.
+	URL string
+	// Schema, default harness_x (--schema, HXD_SCHEMA).
+	Schema string
+	// AutoMigrate provisions and migrates at start-up; default false:
+	// validate only (--auto-migrate, HXD_AUTO_MIGRATE).
+	AutoMigrate bool
+	// PoolSize, default 10 (--pool-size, HXD_POOL_SIZE).
+	PoolSize int
+	// LeaseDuration of session leases, default 30s (--lease-duration,
+	// HXD_LEASE_DURATION); renewed and reaped every third of it.
+	LeaseDuration time.Duration
+}
+
+// register adds the flags to fs; migrate passes withServe=false (no pool,
+// lease or auto-migrate flags there).
+func (o *pgOptions) register(fs *flag.FlagSet, e env, withServe bool) {
+	envOr := func(name, def string) string {
+		if v := e.getenv(name); v != "" {
+			return v
+		}
+		return def
+	}
+	url := envOr("HXD_DATABASE_URL", envOr("DATABASE_URL", ""))
+	fs.StringVar(&o.URL, "database-url", url, "PostgreSQL URL; empty = SQLite (HXD_DATABASE_URL, DATABASE_URL)")
+	fs.StringVar(&o.Schema, "schema", envOr("HXD_SCHEMA", postgres.DefaultSchema), "PostgreSQL schema (HXD_SCHEMA)")
+	if !withServe {
+		return
+	}
+	auto, _ := strconv.ParseBool(envOr("HXD_AUTO_MIGRATE", "false"))
+	fs.BoolVar(&o.AutoMigrate, "auto-migrate", auto, "PostgreSQL: provision and migrate the schema at start-up instead of only validating it (HXD_AUTO_MIGRATE)")
+	pool, _ := strconv.Atoi(envOr("HXD_POOL_SIZE", "0"))
+	fs.IntVar(&o.PoolSize, "pool-size", pool, "PostgreSQL connection pool size, 0 = 10 (HXD_POOL_SIZE)")
+	lease, _ := time.ParseDuration(envOr("HXD_LEASE_DURATION", "0"))
+	if lease == 0 {
+		lease = postgres.DefaultLeaseDuration
+	}
+	fs.DurationVar(&o.LeaseDuration, "lease-duration", lease, "PostgreSQL session lease; renewed and reaped every third of it (HXD_LEASE_DURATION)")
+}
+
+func (o *pgOptions) validate() error {
+	if o.URL == "" {
+		return nil
+	}
+	var errs []error
+	if o.Schema == "" {
+		errs = append(errs, errors.New("--schema must not be empty"))
+	}
+	if o.PoolSize < 0 {
+		errs = append(errs, fmt.Errorf("--pool-size %d: must not be negative", o.PoolSize))
+	}
+	if o.LeaseDuration < 3*time.Millisecond {
+		errs = append(errs, fmt.Errorf("--lease-duration %s: too short", o.LeaseDuration))
+	}
+	return errors.Join(errs...)
+}
+
+func (o *pgOptions) config(log *slog.Logger) postgres.Config {
+	pool := o.PoolSize
+	if pool == 0 {
+		// postgres.Open does not apply its own default to the pool yet.
+		pool = postgres.DefaultPoolSize
+	}
+	return postgres.Config{URL: o.URL, Schema: o.Schema, AutoMigrate: o.AutoMigrate, PoolSize: pool, LeaseDuration: o.LeaseDuration, Logger: log}
+}
+
+// openedStore is the store serve and the demo run on.
+type openedStore struct {
+	rtstore.Store
+	pg *postgres.Store // nil on SQLite
+	// desc names it for logs (no secret).
+	desc string
+}
+
+// openStore opens PostgreSQL when o.URL is set, else the SQLite file db
+// (migrated automatically, as before).
+func openStore(ctx context.Context, o pgOptions, db string, log *slog.Logger) (*openedStore, error) {
+	if o.URL == "" {
+		st, err := sqlite.Open(ctx, sqlite.Config{Path: db, Logger: log, AutoMigrate: true})
+		if err != nil {
+			return nil, fmt.Errorf("open store: %w", err)
+		}
+		return &openedStore{Store: st, desc: "sqlite:" + db}, nil
+	}
+	st, err := postgres.Open(ctx, o.config(log))
+	if err != nil {
+		// postgres errors never hold the password.
+		return nil, fmt.Errorf("open store: %w", err)
+	}
+	return &openedStore{Store: st, pg: st, desc: "postgres schema " + strconv.Quote(st.Schema())}, nil
+}
+
+// wire sets the PostgreSQL parts of a runtime config: lease renewal at a
+// third of the lease and the reaper's work list.
+func (s *openedStore) wire(cfg *hxruntime.Config) {
+	if s.pg == nil {
+		return
+	}
+	cfg.LeaseRenewEvery = s.pg.LeaseDuration() / 3
+	cfg.ExpiredRunsFunc = s.pg.ExpiredRuns
+}
+
+// start runs the reaper (every third of the lease) and feeds committed-event
+// notifications of every process into rt.NotifyRun, until ctx ends or rt
+// stops. No-op on SQLite.
+func (s *openedStore) start(ctx context.Context, rt *hxruntime.Runtime, log *slog.Logger) {
+	if s.pg == nil {
+		return
+	}
+	rt.StartReaper(ctx, s.pg.LeaseDuration()/3)
+	go func() {
+		err := s.pg.ListenEvents(ctx, rt.NotifyRun)
+		if err != nil && ctx.Err() == nil {
+			log.Warn("event listener stopped; event streams fall back to polling", "error", err)
+		}
+	}()
+}
