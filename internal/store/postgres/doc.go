@@ -28,8 +28,9 @@
 // Hooks for the runtime beyond rtstore.Store: Lease.Renew (the heartbeat
 // renews every LeaseDuration/3), (*Store).LeaseDuration, (*Store).ExpiredRuns
 // (the reaper's work list), (*Store).ListenEvents (LISTEN/NOTIFY wake-ups for
-// event streams; every commit that appends events notifies) and Migrate (the
-// explicit `hxd migrate`).
+// event streams; every commit that appends events notifies),
+// (*Store).GroupCommitStats (metrics) and Migrate (the explicit
+// `hxd migrate`).
 //
 // Besides the errors each method names, every method may return an error
 // wrapping rtstore.ErrUnavailable when the database cannot be reached, a

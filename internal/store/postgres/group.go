@@ -33,9 +33,8 @@ type commitReq struct {
 // it queues, and the next group to start takes up to maxSize queued
 // boundaries, at most one per session (and run), in arrival order.
 // Boundaries of one session therefore commit one after the other, in
-// order. A group whose
-// transaction fails as a whole is split: every boundary is retried alone,
-// so each gets its own outcome.
+// order. A group whose transaction fails as a whole is split: every
+// boundary is retried alone, so each gets its own outcome.
 type committer struct {
 	s         *Store
 	maxGroups int
@@ -51,20 +50,16 @@ type committer struct {
 	wg     sync.WaitGroup
 }
 
-// Group limits. maxGroupSize bounds a transaction's size. Groups in flight
-// are at most half the pool (leaving connections for reads, leases and run
-// inserts) and at most maxGroupsInFlight: a few groups keep the database
-// busy (one executes while another waits for its WAL flush), and fewer,
-// larger groups spend less per boundary than many small ones.
-const (
-	maxGroupSize      = 64
-	maxGroupsInFlight = 1
-)
+// maxGroupSize bounds a group transaction's size.
+const maxGroupSize = 64
 
-func newCommitter(s *Store, poolSize int) *committer {
+// newCommitter returns the committer of a pool of poolSize connections
+// running at most groups group transactions at once (at most half the
+// pool, at least one).
+func newCommitter(s *Store, poolSize, groups int) *committer {
 	return &committer{
 		s:         s,
-		maxGroups: min(maxGroupsInFlight, max(1, poolSize/2)),
+		maxGroups: max(1, min(groups, poolSize/2)),
 		maxSize:   maxGroupSize,
 		busy:      make(map[string]bool),
 	}

@@ -31,6 +31,9 @@ const (
 	DefaultPoolSize = 10
 	// DefaultLeaseDuration is the default session lease length.
 	DefaultLeaseDuration = 30 * time.Second
+	// DefaultCommitGroups is the default number of group-commit
+	// transactions in flight.
+	DefaultCommitGroups = 2
 )
 
 // maxIdentifierBytes is PostgreSQL's identifier limit (NAMEDATALEN - 1).
@@ -59,6 +62,13 @@ type Config struct {
 	// LeaseDuration is how long a session lease lasts without renewal; the
 	// runtime renews every third of it. Default: 30s.
 	LeaseDuration time.Duration
+	// CommitGroups is how many group-commit transactions (see Commit) may
+	// be in flight at once; boundaries that arrive meanwhile queue and go
+	// together in the next one. Fewer means larger groups and less database
+	// work per boundary; more means more overlap (one group executes while
+	// another waits for its WAL flush). At most half of PoolSize.
+	// Default: 2.
+	CommitGroups int
 	// Logger receives the store's logs (component=store/postgres).
 	// Default: logs are discarded.
 	Logger *slog.Logger
@@ -88,6 +98,12 @@ func (cfg Config) withDefaults() (Config, error) {
 	case cfg.LeaseDuration < time.Millisecond:
 		return cfg, fmt.Errorf("lease duration %s: must be at least 1ms", cfg.LeaseDuration)
 	}
+	switch {
+	case cfg.CommitGroups == 0:
+		cfg.CommitGroups = DefaultCommitGroups
+	case cfg.CommitGroups < 0:
+		return cfg, fmt.Errorf("commit groups %d: must be positive", cfg.CommitGroups)
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -112,17 +128,18 @@ func validSchema(name string) error {
 // Store is the PostgreSQL rtstore.Store. Safe for concurrent use by many
 // goroutines and, through the database, by many processes.
 type Store struct {
-	schema     string
-	poolSize   int
-	leaseDur   time.Duration
-	logger     *slog.Logger
-	secret     string // the URL's password, scrubbed from every error
-	connCfg    *pgx.ConnConfig
-	pool       *pgxpool.Pool
-	channel    string     // NOTIFY channel of this schema's events
-	notify     *notifier  // sends the NOTIFYs of committed events
-	group      *committer // groups concurrent commits
-	migrations *migrationSet
+	schema       string
+	poolSize     int
+	commitGroups int
+	leaseDur     time.Duration
+	logger       *slog.Logger
+	secret       string // the URL's password, scrubbed from every error
+	connCfg      *pgx.ConnConfig
+	pool         *pgxpool.Pool
+	channel      string     // NOTIFY channel of this schema's events
+	notify       *notifier  // sends the NOTIFYs of committed events
+	group        *committer // groups concurrent commits
+	migrations   *migrationSet
 
 	seqs seqCache // last journal/event seq per run under a lease
 
@@ -208,16 +225,17 @@ func newStore(cfg Config, ms *migrationSet) (*Store, error) {
 		connCfg.RuntimeParams["application_name"] = "hxd"
 	}
 	return &Store{
-		schema:     cfg.Schema,
-		poolSize:   cfg.PoolSize,
-		leaseDur:   cfg.LeaseDuration,
-		logger:     cfg.Logger.With("component", "store/postgres", "schema", cfg.Schema),
-		secret:     secret,
-		connCfg:    connCfg,
-		channel:    eventChannel(cfg.Schema),
-		migrations: ms,
-		leases:     make(map[*lease]struct{}),
-		done:       make(chan struct{}),
+		schema:       cfg.Schema,
+		poolSize:     cfg.PoolSize,
+		commitGroups: cfg.CommitGroups,
+		leaseDur:     cfg.LeaseDuration,
+		logger:       cfg.Logger.With("component", "store/postgres", "schema", cfg.Schema),
+		secret:       secret,
+		connCfg:      connCfg,
+		channel:      eventChannel(cfg.Schema),
+		migrations:   ms,
+		leases:       make(map[*lease]struct{}),
+		done:         make(chan struct{}),
 	}, nil
 }
 
@@ -242,7 +260,7 @@ func (s *Store) openPool(ctx context.Context) error {
 	}
 	s.pool = pool
 	s.notify = newNotifier(s)
-	s.group = newCommitter(s, s.poolSize)
+	s.group = newCommitter(s, s.poolSize, s.commitGroups)
 	return nil
 }
 

@@ -391,12 +391,13 @@ func TestConfigRefused(t *testing.T) {
 	t.Parallel()
 	ctx := testCtx(t)
 	for name, cfg := range map[string]postgres.Config{
-		"no url":         {},
-		"long schema":    {URL: defaultTestURL, Schema: strings.Repeat("s", 64)},
-		"nul in schema":  {URL: defaultTestURL, Schema: "a\x00b"},
-		"bad utf8":       {URL: defaultTestURL, Schema: "a\xffb"},
-		"negative pool":  {URL: defaultTestURL, PoolSize: -1},
-		"negative lease": {URL: defaultTestURL, LeaseDuration: -1},
+		"no url":          {},
+		"long schema":     {URL: defaultTestURL, Schema: strings.Repeat("s", 64)},
+		"nul in schema":   {URL: defaultTestURL, Schema: "a\x00b"},
+		"bad utf8":        {URL: defaultTestURL, Schema: "a\xffb"},
+		"negative pool":   {URL: defaultTestURL, PoolSize: -1},
+		"negative lease":  {URL: defaultTestURL, LeaseDuration: -1},
+		"negative groups": {URL: defaultTestURL, CommitGroups: -1},
 	} {
 		_, err := postgres.Open(ctx, cfg)
 		require.Error(t, err, name)
