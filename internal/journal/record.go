@@ -121,3 +121,27 @@ func FormatFloat(f float64) string {
 	}
 	return s
 }
+
+// SameContent reports whether two records are equal in every field but
+// Seq, payloads compared with Equal (Python equality of the decoded JSON,
+// as the reference's idempotent re-send does; an absent payload is null).
+// Stores use it to tell an identical re-send from a conflicting one.
+func SameContent(a, b *Record) bool {
+	if a.Version != b.Version || a.ID != b.ID || a.Kind != b.Kind || a.RecordedAt != b.RecordedAt ||
+		a.SessionID != b.SessionID || a.RunID != b.RunID || a.StepID != b.StepID || a.AttemptID != b.AttemptID {
+		return false
+	}
+	if (a.ExecutionKey == nil) != (b.ExecutionKey == nil) ||
+		(a.ExecutionKey != nil && *a.ExecutionKey != *b.ExecutionKey) {
+		return false
+	}
+	pa, pb := []byte(a.Payload), []byte(b.Payload)
+	if len(pa) == 0 {
+		pa = []byte("null")
+	}
+	if len(pb) == 0 {
+		pb = []byte("null")
+	}
+	eq, err := Equal(pa, pb)
+	return err == nil && eq
+}

@@ -458,13 +458,13 @@ func (j *journalPlanner) append(rec journal.Record) error {
 		if err := json.Unmarshal(stored, &old); err != nil {
 			return fmt.Errorf("decode stored journal record %s: %w", rec.ID, err)
 		}
-		if !sameRecord(&old, &rec) {
+		if !journal.SameContent(&old, &rec) {
 			return fmt.Errorf("journal record %s: %w", rec.ID, rtstore.ErrRecordConflict)
 		}
 		return nil
 	}
 	if old, ok := j.pending[rec.ID]; ok {
-		if !sameRecord(&old, &rec) {
+		if !journal.SameContent(&old, &rec) {
 			return fmt.Errorf("journal record %s: %w", rec.ID, rtstore.ErrRecordConflict)
 		}
 		return nil

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"math/big"
 
 	"github.com/jackc/pgx/v5"
 
@@ -103,95 +102,6 @@ func (s *Store) RunSnapshot(ctx context.Context, runID string, fn func(*rtstore.
 		}
 	}
 	return fn(run, records)
-}
-
-// sameRecord reports whether two records are equal in every field but Seq,
-// payloads compared as decoded JSON.
-func sameRecord(a, b *journal.Record) bool {
-	if a.Version != b.Version || a.ID != b.ID || a.Kind != b.Kind || a.RecordedAt != b.RecordedAt ||
-		a.SessionID != b.SessionID || a.RunID != b.RunID || a.StepID != b.StepID || a.AttemptID != b.AttemptID {
-		return false
-	}
-	if (a.ExecutionKey == nil) != (b.ExecutionKey == nil) ||
-		(a.ExecutionKey != nil && *a.ExecutionKey != *b.ExecutionKey) {
-		return false
-	}
-	return jsonEqual(a.Payload, b.Payload)
-}
-
-// jsonEqual reports whether two JSON texts decode to equal values: same
-// object members in any order, same array elements, numbers equal as
-// exact decimals (1 equals 1.0 and 1e0). Empty text counts as null; invalid
-// JSON equals nothing.
-func jsonEqual(a, b []byte) bool {
-	if len(a) == 0 {
-		a = []byte("null")
-	}
-	if len(b) == 0 {
-		b = []byte("null")
-	}
-	if bytes.Equal(a, b) {
-		return true
-	}
-	va, okA := decodeJSON(a)
-	vb, okB := decodeJSON(b)
-	return okA && okB && valueEqual(va, vb)
-}
-
-// decodeJSON decodes data keeping numbers as json.Number.
-func decodeJSON(data []byte) (any, bool) {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		return nil, false
-	}
-	if dec.More() {
-		return nil, false
-	}
-	return v, true
-}
-
-// valueEqual compares decoded JSON values.
-func valueEqual(a, b any) bool {
-	switch x := a.(type) {
-	case map[string]any:
-		y, ok := b.(map[string]any)
-		if !ok || len(x) != len(y) {
-			return false
-		}
-		for k, vx := range x {
-			vy, ok := y[k]
-			if !ok || !valueEqual(vx, vy) {
-				return false
-			}
-		}
-		return true
-	case []any:
-		y, ok := b.([]any)
-		if !ok || len(x) != len(y) {
-			return false
-		}
-		for i := range x {
-			if !valueEqual(x[i], y[i]) {
-				return false
-			}
-		}
-		return true
-	case json.Number:
-		y, ok := b.(json.Number)
-		if !ok {
-			return false
-		}
-		if x == y {
-			return true
-		}
-		rx, okX := new(big.Rat).SetString(string(x))
-		ry, okY := new(big.Rat).SetString(string(y))
-		return okX && okY && rx.Cmp(ry) == 0
-	default: // string, bool, nil
-		return a == b
-	}
 }
 
 // marshalJSON encodes v compactly without HTML escaping, so stored JSON
