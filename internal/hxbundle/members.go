@@ -36,11 +36,13 @@ var chunks = sync.Pool{New: func() any {
 type memberTask struct {
 	name   string
 	entry  *zipEntry
-	descOK bool   // the descriptor is an object
-	size   int64  // its size, if an integer literal that fits an int64
-	sizeOK bool   //
-	sha    string // its sha256, if a string
-	shaOK  bool   //
+	descOK bool // the descriptor is an object
+	// size is its size, if an integer literal that fits an int64 (sizeOK).
+	size   int64
+	sizeOK bool
+	// sha is its sha256, if a string (shaOK).
+	sha   string
+	shaOK bool
 	// Outcome.
 	digest string
 	kept   []byte
