@@ -59,13 +59,19 @@ CREATE TABLE tool_outcomes (
     PRIMARY KEY (run_id, id)
 ) WITHOUT ROWID;
 
+-- events and journal are rowid tables keyed by k = (runs.seq << 32) + seq:
+-- a run's rows are contiguous and in seq order, an append writes at the end
+-- of the run's range, and interior pages hold only integers (a WITHOUT
+-- ROWID table keeps whole rows, payload included, in its interior pages,
+-- which multiplies the pages a commit writes). k makes (run_id, seq) unique.
 CREATE TABLE events (
+    k        INTEGER PRIMARY KEY,                     -- (runs.seq << 32) + seq
     run_id   TEXT    NOT NULL REFERENCES runs (id),
-    seq      INTEGER NOT NULL,                        -- the event cursor
+    seq      INTEGER NOT NULL CHECK (seq BETWEEN 1 AND 4294967295), -- the event cursor
     event_id TEXT    NOT NULL UNIQUE,
     payload  TEXT    NOT NULL,                        -- JSON RunEvent with cursor
-    PRIMARY KEY (run_id, seq)
-) WITHOUT ROWID;
+    CHECK ((k & 4294967295) = seq)
+);
 
 CREATE TABLE snapshots (
     session_id TEXT PRIMARY KEY REFERENCES sessions (id),
@@ -84,12 +90,13 @@ CREATE TABLE artifact_refs (
 ) WITHOUT ROWID;
 
 CREATE TABLE journal (
+    k       INTEGER PRIMARY KEY,                      -- (runs.seq << 32) + seq
     run_id  TEXT    NOT NULL REFERENCES runs (id),
-    seq     INTEGER NOT NULL,                         -- per run, contiguous from 1
+    seq     INTEGER NOT NULL CHECK (seq BETWEEN 1 AND 4294967295), -- per run, contiguous from 1
     id      TEXT    NOT NULL UNIQUE,
     payload TEXT    NOT NULL,                         -- the whole record JSON (11 fields)
-    PRIMARY KEY (run_id, seq)
-) WITHOUT ROWID;
+    CHECK ((k & 4294967295) = seq)
+);
 
 -- The flight recorder, the event stream and artifacts are append-only.
 CREATE TRIGGER journal_no_update BEFORE UPDATE ON journal

@@ -2,12 +2,14 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"strconv"
 	"sync"
 	"time"
 
+	"hxd/internal/journal"
 	"hxd/internal/runtime/rtstore"
 )
 
@@ -48,33 +50,64 @@ func (s *Store) Commit(ctx context.Context, c *rtstore.Commit) error {
 	}
 	defer release()
 	var cursors []string
-	seq := s.seqs.get(c)
-	err = s.inTx(ctx, op, func(ctx context.Context, t *txn) error {
+	known := s.seqs.get(c)
+	err = s.inCommitTx(ctx, op, func(ctx context.Context, t *txn) error {
 		var err error
-		t.seq = seq
+		t.seq = known
 		cursors, err = t.applyCommit(ctx, c, now())
-		seq = t.seq
+		if err == nil {
+			known = t.seq
+		}
 		return err
 	})
 	if err != nil {
 		s.seqs.forget(c.RunID)
 		return err
 	}
-	s.seqs.put(c, seq)
+	s.seqs.put(c, known)
 	setCursors(c, cursors)
 	return nil
 }
 
-// runSeqs are a run's last journal and event seq; -1 when unknown.
+// errKnownID is how a batched insert reports a known record or event id:
+// the transaction is rolled back and done again one row at a time, which
+// skips re-sent rows and detects conflicting ones.
+var errKnownID = errors.New("known id in a batch")
+
+// inCommitTx runs fn (a commit) in one transaction by inTx; when fn's
+// batched inserts meet a known id it runs fn again in a new transaction
+// in row-by-row mode.
+func (s *Store) inCommitTx(ctx context.Context, op string, fn func(ctx context.Context, t *txn) error) error {
+	var known bool
+	err := s.inTx(ctx, op, func(ctx context.Context, t *txn) error {
+		err := fn(ctx, t)
+		known = errors.Is(err, errKnownID)
+		return err
+	})
+	if !known {
+		return err
+	}
+	return s.inTx(ctx, op, func(ctx context.Context, t *txn) error {
+		t.rowByRow = true
+		return fn(ctx, t)
+	})
+}
+
+// runSeqs are what a lease's commits know of a run: its last journal and
+// event seq (-1 when unknown), its stored status ("" when unknown) and
+// whether it is its session's latest run.
 type runSeqs struct {
 	token          string
 	journal, event int64
+	status         rtstore.RunStatus
+	latest         bool // the run is its session's latest
 }
 
-// seqCache remembers each run's last seqs between the commits of one
-// lease, sparing two MAX(seq) reads per commit. Only the lease holder
-// writes a run's journal and events, so the values stay true for as long
-// as the same lease commits; any failure forgets them.
+// seqCache remembers each run's last seqs and status between the commits
+// of one lease, sparing two last-seq reads, a sessions lookup and a
+// runs_status index write per commit. Only the lease holder writes a
+// run's row, journal and events, so the values stay true for as long as
+// the same lease commits; any failure forgets them.
 type seqCache struct {
 	mu   sync.Mutex
 	runs map[string]runSeqs
@@ -145,16 +178,26 @@ func (t *txn) applyCommit(ctx context.Context, c *rtstore.Commit, ts time.Time) 
 	if c.State != nil {
 		state = string(c.State)
 	}
-	n, err := t.exec(ctx, "update run", s.ws.runUpdate, string(c.Status), c.Phase, state, formatTime(ts), c.RunID, c.SessionID)
-	if err != nil {
-		return nil, err
+	var row *sql.Row
+	if t.seq.status == c.Status {
+		row = t.stmt(ctx, s.ws.runUpdateSame).QueryRowContext(ctx, c.Phase, state, formatTime(ts), c.RunID, c.SessionID)
+	} else {
+		row = t.stmt(ctx, s.ws.runUpdate).QueryRowContext(ctx, string(c.Status), c.Phase, state, formatTime(ts), c.RunID, c.SessionID)
 	}
-	if n == 0 {
+	var runSeq int64
+	if err := row.Scan(&runSeq); errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("run %s of session %s: %w", c.RunID, c.SessionID, rtstore.ErrNotFound)
+	} else if err != nil {
+		return nil, s.mapErr(ctx, "update run", err)
 	}
-	if _, err := t.exec(ctx, "set latest run", s.ws.sessionLastRun, c.RunID, c.SessionID); err != nil {
-		return nil, err
+	t.seq.status = c.Status
+	if !t.seq.latest {
+		if _, err := t.exec(ctx, "set latest run", s.ws.sessionLastRun, c.RunID, c.SessionID); err != nil {
+			return nil, err
+		}
 	}
+	// No other run of the session can start before this one is finished.
+	t.seq.latest = !c.Status.Finished()
 	if c.State != nil && c.Snapshot {
 		if _, err := t.exec(ctx, "upsert snapshot", s.ws.snapshotUpsert, c.SessionID, state); err != nil {
 			return nil, err
@@ -175,20 +218,37 @@ func (t *txn) applyCommit(ctx context.Context, c *rtstore.Commit, ts time.Time) 
 		}
 	}
 
-	j := journalAppender{t: t, runID: c.RunID, last: t.seq.journal}
-	defer func() { t.seq.journal = j.last }()
+	j := journalAppender{t: t, runID: c.RunID, runSeq: runSeq, last: t.seq.journal}
+	e := eventAppender{t: t, runID: c.RunID, runSeq: runSeq, last: t.seq.event}
+	var (
+		cursors []string
+		err     error
+	)
+	if t.rowByRow {
+		cursors, err = t.appendRows(ctx, c, &j, &e)
+	} else {
+		cursors, err = t.appendBatch(ctx, c, &j, &e)
+	}
+	if err != nil {
+		return nil, err
+	}
+	t.seq.journal, t.seq.event = j.last, e.last
+	return cursors, nil
+}
+
+// appendRows appends c's records and events one row at a time: a record
+// whose id is stored with the same content is skipped, as is an event
+// whose id is stored (and its record).
+func (t *txn) appendRows(ctx context.Context, c *rtstore.Commit, j *journalAppender, e *eventAppender) ([]string, error) {
 	for i := range c.Records {
 		if err := j.append(ctx, c.Records[i]); err != nil {
 			return nil, err
 		}
 	}
-
 	if len(c.Events) == 0 {
 		return nil, nil
 	}
 	cursors := make([]string, len(c.Events))
-	e := eventAppender{t: t, runID: c.RunID, last: t.seq.event}
-	defer func() { t.seq.event = e.last }()
 	for i := range c.Events {
 		pe := &c.Events[i]
 		payload, cursor, inserted, err := e.append(ctx, pe.Event)
@@ -206,6 +266,93 @@ func (t *txn) applyCommit(ctx context.Context, c *rtstore.Commit, ts time.Time) 
 		}
 	}
 	return cursors, nil
+}
+
+// appendBatch appends c's records and events assuming every id is new,
+// with one multi-row INSERT per table (and per batchRows rows): the
+// records in order, then each event's record. The rows are exactly those
+// appendRows writes when no id is known; a known id fails the INSERT with
+// a UNIQUE violation, returned as errKnownID.
+func (t *txn) appendBatch(ctx context.Context, c *rtstore.Commit, j *journalAppender, e *eventAppender) ([]string, error) {
+	s := t.s
+	var cursors []string
+	evArgs := make([]any, 0, len(c.Events)*eventCols)
+	mirrors := make([]journal.Record, 0, len(c.Events))
+	if len(c.Events) > 0 {
+		if err := e.load(ctx); err != nil {
+			return nil, err
+		}
+		if e.last+int64(len(c.Events)) > maxSeq {
+			return nil, fmt.Errorf("event stream of run %s is full (%d events)", e.runID, e.last)
+		}
+		cursors = make([]string, len(c.Events))
+		for i := range c.Events {
+			pe := &c.Events[i]
+			ev := pe.Event
+			seq := e.last + 1 + int64(i)
+			ev.Cursor = formatCursor(seq)
+			data, err := marshalJSON(&ev)
+			if err != nil {
+				return nil, fmt.Errorf("encode event %s: %w", ev.EventID, err)
+			}
+			cursors[i] = ev.Cursor
+			evArgs = append(evArgs, seqKey(e.runSeq, seq), e.runID, seq, ev.EventID, string(data))
+			if pe.Record != nil {
+				rec := *pe.Record
+				rec.Payload = data
+				mirrors = append(mirrors, rec)
+			}
+		}
+	}
+	nrec := len(c.Records) + len(mirrors)
+	jArgs := make([]any, 0, nrec*journalCols)
+	if nrec > 0 {
+		if err := j.load(ctx); err != nil {
+			return nil, err
+		}
+		if j.last+int64(nrec) > maxSeq {
+			return nil, fmt.Errorf("journal of run %s is full (%d records)", j.runID, j.last)
+		}
+		seq := j.last
+		for _, list := range [][]journal.Record{c.Records, mirrors} {
+			for _, rec := range list {
+				seq++
+				rec.Seq = seq
+				data, err := marshalJSON(&rec)
+				if err != nil {
+					return nil, fmt.Errorf("encode journal record %s: %w", rec.ID, err)
+				}
+				jArgs = append(jArgs, seqKey(j.runSeq, seq), j.runID, seq, rec.ID, string(data))
+			}
+		}
+	}
+	if err := t.insertRows(ctx, "insert events", &s.ws.eventInsertN, eventCols, evArgs); err != nil {
+		return nil, err
+	}
+	if err := t.insertRows(ctx, "insert journal records", &s.ws.journalInsertN, journalCols, jArgs); err != nil {
+		return nil, err
+	}
+	e.last += int64(len(c.Events))
+	j.last += int64(nrec)
+	return cursors, nil
+}
+
+// insertRows inserts the rows of args (cols values each) with the
+// multi-row statements stmts (stmts[n-1] inserts n rows). A UNIQUE
+// violation comes back as errKnownID.
+func (t *txn) insertRows(ctx context.Context, op string, stmts *[batchRows]*sql.Stmt, cols int, args []any) error {
+	for len(args) > 0 {
+		n := min(len(args)/cols, batchRows)
+		_, err := t.stmt(ctx, stmts[n-1]).ExecContext(ctx, args[:n*cols]...)
+		if isKnownID(err) {
+			return errKnownID
+		}
+		if err != nil {
+			return t.s.mapErr(ctx, op, err)
+		}
+		args = args[n*cols:]
+	}
+	return nil
 }
 
 // foreignRecord is the ErrForeignRecord of a record.

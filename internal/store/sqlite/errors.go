@@ -76,6 +76,13 @@ func isUniqueViolation(err error) bool {
 	return se.Code() == sqlite3.SQLITE_CONSTRAINT_UNIQUE || se.Code() == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY
 }
 
+// isKnownID reports whether err is a UNIQUE constraint failure (a known
+// record or event id; a taken primary key is SQLITE_CONSTRAINT_PRIMARYKEY).
+func isKnownID(err error) bool {
+	var se *sqlite.Error
+	return errors.As(err, &se) && se.Code() == sqlite3.SQLITE_CONSTRAINT_UNIQUE
+}
+
 // plainError carries a foreign error's message without its type.
 type plainError struct{ msg string }
 

@@ -10,18 +10,26 @@ import (
 	"hxd/internal/runtime/rtstore"
 )
 
-// Event SQL. payload holds the RunEvent JSON with its cursor.
+// Event SQL. payload holds the RunEvent JSON with its cursor. k is
+// (runs.seq << 32) + seq, so a run's events are the k range of its seq.
 const (
-	sqlEventMaxSeq = `SELECT COALESCE(MAX(seq), 0) FROM events WHERE run_id = ?`
+	sqlEventMaxSeq = `SELECT seq FROM events WHERE k > (?1 << 32) AND k < ((?1 + 1) << 32) ORDER BY k DESC LIMIT 1`
 	// sqlEventInsert changes no row when the event id is known.
-	sqlEventInsert = `INSERT INTO events (run_id, seq, event_id, payload) VALUES (?, ?, ?, ?)
+	sqlEventInsert = `INSERT INTO events (k, run_id, seq, event_id, payload) VALUES (?, ?, ?, ?, ?)
 ON CONFLICT (event_id) DO NOTHING`
-	sqlEventGetByID   = `SELECT run_id, seq FROM events WHERE event_id = ?`
-	sqlEventListAfter = `SELECT payload FROM events
-WHERE run_id = ? AND seq > ?
-ORDER BY seq
-LIMIT ?`
+	// sqlEventInsertRows heads a multi-row insert of eventCols values per
+	// row; a known event id fails it.
+	sqlEventInsertRows = `INSERT INTO events (k, run_id, seq, event_id, payload) VALUES`
+	sqlEventGetByID    = `SELECT run_id, seq FROM events WHERE event_id = ?`
+	sqlEventListAfter  = `SELECT payload FROM events
+WHERE k > ((SELECT seq FROM runs WHERE id = ?1) << 32) + MIN(MAX(?2, 0), 4294967295)
+  AND k < (((SELECT seq FROM runs WHERE id = ?1) + 1) << 32)
+ORDER BY k
+LIMIT ?3`
 )
+
+// eventCols is the number of values of an event row.
+const eventCols = 5
 
 // EventListAfter returns up to limit events of a run with cursor > after,
 // in order (all when limit <= 0). An unknown run has no events.
@@ -51,11 +59,13 @@ func (s *Store) EventListAfter(ctx context.Context, runID string, after int64, l
 }
 
 // eventAppender appends events of one run inside a transaction. It reads
-// MAX(seq) once and counts from there; a skipped duplicate consumes no seq.
+// the last seq once and counts from there; a skipped duplicate consumes no
+// seq.
 type eventAppender struct {
-	t     *txn
-	runID string
-	last  int64 // last seq of the run; -1 until read
+	t      *txn
+	runID  string
+	runSeq int64 // runs.seq of the run
+	last   int64 // last seq of the run; -1 until read
 }
 
 // append inserts ev with the next cursor and returns its stored JSON, the
@@ -64,10 +74,11 @@ type eventAppender struct {
 // false.
 func (e *eventAppender) append(ctx context.Context, ev rtstore.RunEvent) (payload []byte, cursor string, inserted bool, err error) {
 	t := e.t
-	if e.last < 0 {
-		if err := t.stmt(ctx, t.s.ws.eventMaxSeq).QueryRowContext(ctx, e.runID).Scan(&e.last); err != nil {
-			return nil, "", false, t.s.mapErr(ctx, "read event seq", err)
-		}
+	if err := e.load(ctx); err != nil {
+		return nil, "", false, err
+	}
+	if e.last >= maxSeq {
+		return nil, "", false, fmt.Errorf("event stream of run %s is full (%d events)", e.runID, e.last)
 	}
 	seq := e.last + 1
 	original := ev.Cursor
@@ -76,7 +87,7 @@ func (e *eventAppender) append(ctx context.Context, ev rtstore.RunEvent) (payloa
 	if err != nil {
 		return nil, "", false, fmt.Errorf("encode event %s: %w", ev.EventID, err)
 	}
-	n, err := t.exec(ctx, "insert event", t.s.ws.eventInsert, e.runID, seq, ev.EventID, string(data))
+	n, err := t.exec(ctx, "insert event", t.s.ws.eventInsert, seqKey(e.runSeq, seq), e.runID, seq, ev.EventID, string(data))
 	if err != nil {
 		return nil, "", false, err
 	}
@@ -96,4 +107,20 @@ func (e *eventAppender) append(ctx context.Context, ev rtstore.RunEvent) (payloa
 		return nil, formatCursor(storedSeq), false, nil
 	}
 	return nil, original, false, nil
+}
+
+// load reads the run's last seq unless known.
+func (e *eventAppender) load(ctx context.Context) error {
+	if e.last >= 0 {
+		return nil
+	}
+	t := e.t
+	err := t.stmt(ctx, t.s.ws.eventMaxSeq).QueryRowContext(ctx, e.runSeq).Scan(&e.last)
+	if errors.Is(err, sql.ErrNoRows) {
+		e.last, err = 0, nil
+	}
+	if err != nil {
+		return t.s.mapErr(ctx, "read event seq", err)
+	}
+	return nil
 }

@@ -5,25 +5,40 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"hxd/internal/journal"
 	"hxd/internal/runtime/rtstore"
 )
 
-// Journal SQL. payload holds the whole record JSON, seq included.
+// Journal SQL. payload holds the whole record JSON, seq included. k is
+// (runs.seq << 32) + seq, so a run's records are the k range of its seq.
 const (
-	sqlJournalMaxSeq = `SELECT COALESCE(MAX(seq), 0) FROM journal WHERE run_id = ?`
+	sqlJournalMaxSeq = `SELECT seq FROM journal WHERE k > (?1 << 32) AND k < ((?1 + 1) << 32) ORDER BY k DESC LIMIT 1`
 	// sqlJournalInsert changes no row when the id is known; the caller then
 	// compares the stored record.
-	sqlJournalInsert = `INSERT INTO journal (run_id, seq, id, payload) VALUES (?, ?, ?, ?)
+	sqlJournalInsert = `INSERT INTO journal (k, run_id, seq, id, payload) VALUES (?, ?, ?, ?, ?)
 ON CONFLICT (id) DO NOTHING`
-	sqlJournalGetByID = `SELECT payload FROM journal WHERE id = ?`
-	sqlJournalList    = `SELECT seq, payload FROM journal
-WHERE run_id = ? AND seq > ?
-ORDER BY seq
-LIMIT ?`
+	// sqlJournalInsertRows heads a multi-row insert of journalCols values
+	// per row; a known id fails it.
+	sqlJournalInsertRows = `INSERT INTO journal (k, run_id, seq, id, payload) VALUES`
+	sqlJournalGetByID    = `SELECT payload FROM journal WHERE id = ?`
+	sqlJournalList       = `SELECT seq, payload FROM journal
+WHERE k > ((SELECT seq FROM runs WHERE id = ?1) << 32) + MIN(MAX(?2, 0), 4294967295)
+  AND k < (((SELECT seq FROM runs WHERE id = ?1) + 1) << 32)
+ORDER BY k
+LIMIT ?3`
 )
+
+// journalCols is the number of values of a journal row.
+const journalCols = 5
+
+// seqKey is the k of seq in the run with the given runs.seq.
+func seqKey(runSeq, seq int64) int64 { return runSeq<<32 | seq }
+
+// maxSeq is the largest journal or event seq of a run (k leaves 32 bits).
+const maxSeq = 1<<32 - 1
 
 // JournalList returns up to limit records of a run with Seq > after, in
 // order (all when limit <= 0). An unknown run has no records.
@@ -57,11 +72,12 @@ func (s *Store) JournalList(ctx context.Context, runID string, after int64, limi
 }
 
 // journalAppender appends records of one run inside a transaction. It reads
-// MAX(seq) once and counts from there.
+// the last seq once and counts from there.
 type journalAppender struct {
-	t     *txn
-	runID string
-	last  int64 // last seq of the run; -1 until read
+	t      *txn
+	runID  string
+	runSeq int64 // runs.seq of the run
+	last   int64 // last seq of the run; -1 until read
 }
 
 // append inserts rec with the next seq, or skips it when a record with its
@@ -72,17 +88,18 @@ func (j *journalAppender) append(ctx context.Context, rec journal.Record) error 
 	if rec.RunID != j.runID {
 		return foreignRecord(rec.ID, rec.RunID, j.runID)
 	}
-	if j.last < 0 {
-		if err := t.stmt(ctx, t.s.ws.journalMaxSeq).QueryRowContext(ctx, j.runID).Scan(&j.last); err != nil {
-			return t.s.mapErr(ctx, "read journal seq", err)
-		}
+	if err := j.load(ctx); err != nil {
+		return err
+	}
+	if j.last >= maxSeq {
+		return fmt.Errorf("journal of run %s is full (%d records)", j.runID, j.last)
 	}
 	rec.Seq = j.last + 1
 	data, err := marshalJSON(&rec)
 	if err != nil {
 		return fmt.Errorf("encode journal record %s: %w", rec.ID, err)
 	}
-	n, err := t.exec(ctx, "insert journal record", t.s.ws.journalInsert, j.runID, rec.Seq, rec.ID, string(data))
+	n, err := t.exec(ctx, "insert journal record", t.s.ws.journalInsert, seqKey(j.runSeq, rec.Seq), j.runID, rec.Seq, rec.ID, string(data))
 	if err != nil {
 		return err
 	}
@@ -101,6 +118,22 @@ func (j *journalAppender) append(ctx context.Context, rec journal.Record) error 
 	}
 	if !journal.SameContent(&old, &rec) {
 		return fmt.Errorf("journal record %s: %w", rec.ID, rtstore.ErrRecordConflict)
+	}
+	return nil
+}
+
+// load reads the run's last seq unless known.
+func (j *journalAppender) load(ctx context.Context) error {
+	if j.last >= 0 {
+		return nil
+	}
+	t := j.t
+	err := t.stmt(ctx, t.s.ws.journalMaxSeq).QueryRowContext(ctx, j.runSeq).Scan(&j.last)
+	if errors.Is(err, sql.ErrNoRows) {
+		j.last, err = 0, nil
+	}
+	if err != nil {
+		return t.s.mapErr(ctx, "read journal seq", err)
 	}
 	return nil
 }

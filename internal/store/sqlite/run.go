@@ -29,12 +29,20 @@ ORDER BY seq
 LIMIT ?`
 	sqlRunListByStatus = `SELECT ` + sqlRunColumns + ` FROM runs WHERE status = ? ORDER BY seq`
 
-	// sqlRunUpdate writes a boundary's run columns; it matches no row for
-	// an unknown run or a run of another session. A NULL state keeps the
-	// stored one.
+	// sqlRunUpdate writes a boundary's run columns and returns the run's
+	// seq; it matches no row for an unknown run or a run of another
+	// session. A NULL state keeps the stored one.
 	sqlRunUpdate = `UPDATE runs
 SET status = ?, phase = ?, payload = COALESCE(?, payload), updated_at = ?
-WHERE id = ? AND session_id = ?`
+WHERE id = ? AND session_id = ?
+RETURNING seq`
+	// sqlRunUpdateSameStatus is sqlRunUpdate for a status known to be the
+	// stored one: SQLite rewrites the entry of an index on every column a
+	// SET names, so leaving status out spares a runs_status page per commit.
+	sqlRunUpdateSameStatus = `UPDATE runs
+SET phase = ?, payload = COALESCE(?, payload), updated_at = ?
+WHERE id = ? AND session_id = ?
+RETURNING seq`
 )
 
 // RunInsert creates a run and applies p.Commit (if any) in the same
@@ -83,8 +91,9 @@ func (s *Store) RunInsert(ctx context.Context, p *rtstore.RunInsertParams) (*rts
 		out     *rtstore.RunRow
 		created bool
 		cursors []string
+		known   runSeqs // the new run's seqs after p.Commit
 	)
-	err = s.inTx(ctx, op, func(ctx context.Context, t *txn) error {
+	err = s.inCommitTx(ctx, op, func(ctx context.Context, t *txn) error {
 		if err := t.sessionMustExist(ctx, r.SessionID); err != nil {
 			return err
 		}
@@ -121,10 +130,11 @@ func (s *Store) RunInsert(ctx context.Context, p *rtstore.RunInsertParams) (*rts
 			return err
 		}
 		if p.Commit != nil {
-			t.seq = runSeqs{journal: -1, event: -1}
+			t.seq = runSeqs{journal: 0, event: 0, latest: true} // a new run has no rows and is the latest
 			if cursors, err = t.applyCommit(ctx, p.Commit, ts); err != nil {
 				return err
 			}
+			known = t.seq
 		}
 		if out, err = scanRun(t.stmt(ctx, s.ws.runGet).QueryRowContext(ctx, r.ID)); err != nil {
 			return s.mapErr(ctx, "read back", err)
@@ -136,6 +146,7 @@ func (s *Store) RunInsert(ctx context.Context, p *rtstore.RunInsertParams) (*rts
 		return nil, false, err
 	}
 	if created && p.Commit != nil {
+		s.seqs.put(p.Commit, known)
 		setCursors(p.Commit, cursors)
 	}
 	return out, created, nil

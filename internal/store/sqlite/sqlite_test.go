@@ -438,3 +438,86 @@ func TestCancelledContext(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, rtstore.StatusRunning, got.Status)
 }
+
+// TestBatchedAppend covers the multi-row path: more rows than one INSERT
+// takes, a re-send mixing known and new ids (done again row by row), and
+// runs whose journal and events sit side by side.
+func TestBatchedAppend(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	s1, run1 := b.seed(t) // 3 records, 1 event
+	_, run2 := b.seed(t)
+	rec := func(i int) journal.Record {
+		return journal.Record{
+			Version: 1, ID: uuid.NewString(), Kind: journal.KindCheckpoint, RecordedAt: journal.Timestamp(time.Now()),
+			SessionID: s1.ID, RunID: run1.ID, StepID: "1", AttemptID: "1", Payload: json.RawMessage(fmt.Sprintf(`{"i":%d}`, i)),
+		}
+	}
+	ev := func() rtstore.PendingEvent {
+		r := rec(-1)
+		r.Kind = journal.KindEvent
+		return rtstore.PendingEvent{Event: rtstore.RunEvent{Type: "text_delta", SessionID: s1.ID, RunID: run1.ID, EventID: uuid.NewString()}, Record: &r}
+	}
+	var records []journal.Record
+	for i := range 40 {
+		records = append(records, rec(i))
+	}
+	var events []rtstore.PendingEvent
+	for range 20 {
+		events = append(events, ev())
+	}
+	c := &rtstore.Commit{SessionID: s1.ID, RunID: run1.ID, Status: rtstore.StatusRunning, Phase: "model",
+		Records: records[:30], Events: events[:10]}
+	require.NoError(t, b.store.Commit(b.ctx, c))
+	require.Equal(t, "2", c.Events[0].Event.Cursor)
+	require.Equal(t, "11", c.Events[9].Event.Cursor)
+
+	// Re-send the second half of the first commit with new rows.
+	c = &rtstore.Commit{SessionID: s1.ID, RunID: run1.ID, Status: rtstore.StatusRunning, Phase: "tools",
+		Records: records[20:], Events: events[5:]}
+	require.NoError(t, b.store.Commit(b.ctx, c))
+	require.Equal(t, "7", c.Events[0].Event.Cursor, "a known event keeps its cursor")
+	require.Equal(t, "12", c.Events[5].Event.Cursor, "the first new event follows")
+	require.Equal(t, "21", c.Events[14].Event.Cursor)
+
+	recs, err := b.store.JournalList(b.ctx, run1.ID, 0, 0)
+	require.NoError(t, err)
+	require.Len(t, recs, 3+40+20) // seed, records, one record per event
+	for i, r := range recs {
+		require.Equal(t, int64(i+1), r.Seq)
+		require.Equal(t, run1.ID, r.RunID)
+	}
+	require.Equal(t, records[39].ID, recs[3+30+10+9].ID, "new records come before the new events' records")
+	recs, err = b.store.JournalList(b.ctx, run1.ID, 60, 2)
+	require.NoError(t, err)
+	require.Len(t, recs, 2)
+	require.Equal(t, int64(61), recs[0].Seq)
+	evs, err := b.store.EventListAfter(b.ctx, run1.ID, 19, 0)
+	require.NoError(t, err)
+	require.Len(t, evs, 2)
+	require.Equal(t, "20", evs[0].Cursor)
+
+	// The other run's rows are untouched.
+	recs, err = b.store.JournalList(b.ctx, run2.ID, 0, 0)
+	require.NoError(t, err)
+	require.Len(t, recs, 3)
+	evs, err = b.store.EventListAfter(b.ctx, run2.ID, -5, 0)
+	require.NoError(t, err)
+	require.Len(t, evs, 1)
+	recs, err = b.store.JournalList(b.ctx, "run-unknown", 0, 0)
+	require.NoError(t, err)
+	require.Empty(t, recs)
+
+	// A changed record in a batch rolls the whole commit back.
+	bad := records[39]
+	bad.Payload = json.RawMessage(`{"changed":true}`)
+	c = &rtstore.Commit{SessionID: s1.ID, RunID: run1.ID, Status: rtstore.StatusRunning, Phase: "model",
+		Records: []journal.Record{rec(100), bad}, Events: []rtstore.PendingEvent{ev()}}
+	require.ErrorIs(t, b.store.Commit(b.ctx, c), rtstore.ErrRecordConflict)
+	recs, err = b.store.JournalList(b.ctx, run1.ID, 0, 0)
+	require.NoError(t, err)
+	require.Len(t, recs, 63)
+	evs, err = b.store.EventListAfter(b.ctx, run1.ID, 0, 0)
+	require.NoError(t, err)
+	require.Len(t, evs, 21)
+}

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 
 	"hxd/internal/runtime/rtstore"
 )
@@ -22,6 +23,7 @@ type writeStmts struct {
 	runByRequest      *sql.Stmt
 	runUnfinished     *sql.Stmt
 	runUpdate         *sql.Stmt
+	runUpdateSame     *sql.Stmt
 	snapshotUpsert    *sql.Stmt
 	stepUpsert        *sql.Stmt
 	approvalUpsert    *sql.Stmt
@@ -34,6 +36,9 @@ type writeStmts struct {
 	eventGetByID      *sql.Stmt
 	artifactPut       *sql.Stmt
 	artifactRef       *sql.Stmt
+	// journalInsertN[n-1] and eventInsertN[n-1] insert n rows.
+	journalInsertN [batchRows]*sql.Stmt
+	eventInsertN   [batchRows]*sql.Stmt
 }
 
 // stmtDef pairs a statement field with its SQL.
@@ -43,7 +48,7 @@ type stmtDef struct {
 }
 
 func (w *writeStmts) defs() []stmtDef {
-	return []stmtDef{
+	defs := []stmtDef{
 		{&w.sessionInsert, sqlSessionInsert},
 		{&w.sessionControlSet, sqlSessionControlSet},
 		{&w.sessionExists, sqlSessionExists},
@@ -54,6 +59,7 @@ func (w *writeStmts) defs() []stmtDef {
 		{&w.runByRequest, sqlRunByRequest},
 		{&w.runUnfinished, sqlRunUnfinished},
 		{&w.runUpdate, sqlRunUpdate},
+		{&w.runUpdateSame, sqlRunUpdateSameStatus},
 		{&w.snapshotUpsert, sqlSnapshotUpsert},
 		{&w.stepUpsert, sqlStepUpsert},
 		{&w.approvalUpsert, sqlApprovalUpsert},
@@ -67,6 +73,21 @@ func (w *writeStmts) defs() []stmtDef {
 		{&w.artifactPut, sqlArtifactPut},
 		{&w.artifactRef, sqlArtifactRef},
 	}
+	for n := 1; n <= batchRows; n++ {
+		defs = append(defs,
+			stmtDef{&w.journalInsertN[n-1], multiInsert(sqlJournalInsertRows, journalCols, n)},
+			stmtDef{&w.eventInsertN[n-1], multiInsert(sqlEventInsertRows, eventCols, n)})
+	}
+	return defs
+}
+
+// batchRows is the most rows one multi-row INSERT writes.
+const batchRows = 16
+
+// multiInsert appends n rows of cols placeholders to head ("INSERT … VALUES").
+func multiInsert(head string, cols, n int) string {
+	row := "(" + strings.Repeat("?, ", cols-1) + "?)"
+	return head + " " + strings.Repeat(row+", ", n-1) + row
 }
 
 func (w *writeStmts) prepare(ctx context.Context, db *sql.DB) error {
@@ -142,6 +163,9 @@ type txn struct {
 	bound map[*sql.Stmt]*sql.Stmt
 	// seq carries a run's known last seqs into and out of applyCommit.
 	seq runSeqs
+	// rowByRow makes applyCommit insert records and events one at a time,
+	// checking each id (after a batch met a known one).
+	rowByRow bool
 }
 
 // stmt returns st bound to the transaction (cached for the transaction).
