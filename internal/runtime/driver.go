@@ -267,69 +267,26 @@ func (d *driver) checkControl() (stop bool, err error) {
 	return false, nil
 }
 
-func (d *driver) advance(o Outcome) error {
-	p, err := NextPhase(d.st.Phase, o)
-	if err != nil {
-		return &commandError{typ: "RuntimeError", msg: err.Error()}
-	}
-	d.st.Phase = p
-	return nil
-}
+func (d *driver) advance(o Outcome) error { return asCommandError(Advance(d.st, o)) }
 
-func (d *driver) setStatus(ev StatusEvent) error {
-	s, err := NextStatus(d.st.Status, ev)
-	if err != nil {
-		return &commandError{typ: "RuntimeError", msg: err.Error()}
-	}
-	d.st.Status = s
-	return nil
-}
+func (d *driver) setStatus(ev StatusEvent) error { return asCommandError(SetStatus(d.st, ev)) }
 
 func (d *driver) setToolStatus(e *ToolEntry, ev ToolEvent) error {
-	s, err := NextToolStatus(e.Status, ev)
-	if err != nil {
-		return &commandError{typ: "RuntimeError", msg: err.Error()}
-	}
-	e.Status = s
-	return nil
+	return asCommandError(SetToolStatus(e, ev))
 }
 
 // cmdStart appends the user message (pure).
-func (d *driver) cmdStart() error {
-	msg, err := userMessage(d.st.Message)
-	if err != nil {
-		return &commandError{typ: "ValueError", msg: err.Error()}
-	}
-	d.st.Messages = append(d.st.Messages, msg)
-	return d.advance(OutStarted)
-}
+func (d *driver) cmdStart() error { return asCommandError(StartRun(d.st)) }
 
 // cmdPrepareModel opens a new step (pure).
 func (d *driver) cmdPrepareModel() error {
-	if d.st.Iterations >= d.b.def.MaxIterations {
-		d.st.StopReason = ptr("max_iterations")
-		return d.advance(OutIterationLimit)
+	if d.st.Iterations < d.b.def.MaxIterations {
+		d.stashTools()
 	}
-	d.st.Iterations++
-	d.st.Attempt = 0
-	d.stashTools()
-	d.st.Tools = nil
-	d.st.Response = nil
-	return d.advance(OutReady)
+	return asCommandError(PrepareModel(d.st, d.b.def.MaxIterations))
 }
 
-func (d *driver) buildRequest() *model.Request {
-	def := d.b.def
-	specs := d.b.specs
-	if specs == nil {
-		specs = []model.ToolSpec{}
-	}
-	return &model.Request{
-		Model: def.Model.Model, Messages: d.st.Messages, System: def.SystemPrompt, Tools: specs,
-		MaxTokens: def.Model.MaxTokens, Temperature: def.Model.Temperature,
-		Step: d.st.Iterations, Attempt: d.st.Attempt,
-	}
-}
+func (d *driver) buildRequest() *model.Request { return BuildModelRequest(d.b.def, d.b.specs, d.st) }
 
 // cmdModel makes one model attempt: commit model.started, call, commit the
 // outcome (two commits per call).
@@ -366,11 +323,7 @@ func (d *driver) cmdModel() error {
 		}
 		return &commandError{typ: f.Type, msg: f.Message}
 	}
-	processed := *resp
-	processed.Text = agent.ApplyAll(d.b.def.ResponseMiddleware, resp.Text)
-	if processed.ToolCalls == nil {
-		processed.ToolCalls = []model.ToolCall{}
-	}
+	processed := ProcessResponse(d.b.def, resp)
 	d.record(journal.KindModelResponse, resp, nil)
 	d.record(journal.KindModelProcessed, processed, nil)
 	st.Response = &processed
@@ -401,35 +354,13 @@ func (d *driver) cmdModel() error {
 
 // cmdPrepareTools turns the response's tool calls into entries (pure).
 func (d *driver) cmdPrepareTools() error {
-	st := d.st
-	resp := st.Response
-	seen := map[string]bool{}
-	blocks := []model.ContentBlock{}
-	if resp.Text != "" {
-		blocks = append(blocks, model.ContentBlock{Type: model.BlockText, Text: resp.Text})
-	}
-	st.Tools = st.Tools[:0]
-	for _, c := range resp.ToolCalls {
-		if seen[c.ID] {
-			return &commandError{typ: "ValueError", msg: "Duplicate tool call IDs in a model response"}
+	return asCommandError(PrepareTools(d.st, func(name string) (tool.Config, bool) {
+		t, ok := d.b.tools[name]
+		if !ok {
+			return tool.Config{}, false
 		}
-		seen[c.ID] = true
-		if len(c.Input) == 0 {
-			c.Input = json.RawMessage(`{}`)
-		}
-		blocks = append(blocks, model.ContentBlock{Type: model.BlockToolUse, ID: c.ID, Name: c.Name, Input: c.Input})
-		e := ToolEntry{
-			Call: c, Status: ToolPrepared, ExecutionKey: st.RunID + ":" + itoa(st.Iterations) + ":" + c.ID,
-			Policy: tool.PolicyManual, Timeout: 300,
-		}
-		if t, ok := d.b.tools[c.Name]; ok {
-			cfg := t.Config()
-			e.Policy, e.Concurrent, e.Timeout, e.Retry = cfg.ReplayPolicy, cfg.Concurrent, journal.Float(cfg.TimeoutSeconds), cfg.Retry
-		}
-		st.Tools = append(st.Tools, e)
-	}
-	st.Messages = append(st.Messages, model.Message{Role: model.RoleAssistant, Content: blocks})
-	return d.advance(OutPrepared)
+		return t.Config(), true
+	}))
 }
 
 // cmdTools runs every entry that can run, then either stops for decisions
@@ -460,23 +391,16 @@ func (d *driver) cmdTools() error {
 		d.event(EventRunResult, st.resultData(), nil)
 		return d.commit(d.ctx)
 	}
-	blocks := make([]model.ContentBlock, 0, len(st.Tools))
-	for i := range st.Tools {
-		res := st.Tools[i].Result
-		blocks = append(blocks, model.ContentBlock{Type: model.BlockToolResult, ToolUseID: res.ToolCallID, Content: res.Content, IsError: res.IsError})
-	}
-	st.Messages = append(st.Messages, model.Message{Role: model.RoleUser, Content: blocks})
-	return d.advance(OutCollected)
+	return asCommandError(CollectResults(st))
 }
 
 // answer completes an entry without dispatching it (deny, unknown tool,
 // invalid input).
 func (d *driver) answer(e *ToolEntry, text string) error {
-	if err := d.setToolStatus(e, TevAnswer); err != nil {
-		return err
+	res, err := AnswerTool(e, text)
+	if err != nil {
+		return asCommandError(err)
 	}
-	res := model.ToolResult{ToolCallID: e.Call.ID, Content: tool.TextContent(text), IsError: true}
-	e.Result = &res
 	d.event(EventToolResult, res, e)
 	return nil
 }
@@ -488,11 +412,10 @@ func (d *driver) runTool(e *ToolEntry) error {
 	if !ok {
 		return d.answer(e, "Unknown tool: "+e.Call.Name)
 	}
-	cfg := t.Config()
-	switch {
-	case cfg.Permission == tool.PermissionDeny:
+	switch GateTool(t.Config(), e) {
+	case GateDeny:
 		return d.answer(e, "Permission denied")
-	case cfg.Permission == tool.PermissionAsk && (e.Approved == nil || !*e.Approved):
+	case GateAsk:
 		if err := d.setToolStatus(e, TevNeedApproval); err != nil {
 			return err
 		}
@@ -586,17 +509,16 @@ func (d *driver) toolFailed(e *ToolEntry, f *tool.Failure) error {
 	if retry == nil {
 		retry = &tool.DefaultRetry
 	}
-	canRetry := e.Policy != tool.PolicyManual && e.Attempt < retry.Attempts
-	switch {
-	case f.Transient && !canRetry:
-		return d.returned(e, model.ToolResult{ToolCallID: e.Call.ID, Content: tool.TextContent("Tool execution error: " + f.Message), IsError: true})
-	case e.Policy == tool.PolicyManual:
+	switch ToolFailureAction(e, f.Transient) {
+	case FailErrorResult:
+		return d.returned(e, model.ToolResult{ToolCallID: e.Call.ID, Content: tool.TextContent(ToolErrorText(f.Message)), IsError: true})
+	case FailUncertain:
 		if err := d.setToolStatus(e, TevUnknown); err != nil {
 			return err
 		}
 		d.event(EventRecoveryRequired, map[string]any{"execution_key": e.ExecutionKey, "call": e.Call}, e)
 		return nil
-	case canRetry:
+	case FailRetry:
 		if err := d.setToolStatus(e, TevRetry); err != nil {
 			return err
 		}
@@ -649,19 +571,7 @@ func (d *driver) storeArtifacts(e *ToolEntry, content json.RawMessage, arts []to
 // cmdFinish ends the run as completed (pure).
 func (d *driver) cmdFinish() {
 	st := d.st
-	out := ""
-	if st.Response != nil {
-		out = st.Response.Text
-		if st.StopReason == nil {
-			st.StopReason = ptr(st.Response.StopReason)
-		}
-		if st.Phase == PhaseFinish && len(st.Response.ToolCalls) == 0 {
-			st.Messages = append(st.Messages, model.TextMessage(model.RoleAssistant, out))
-		}
-	}
-	st.Output = &out
-	_ = d.advance(OutFinished)
-	_ = d.setStatus(EvComplete)
+	out := FinishRun(st)
 	d.event(EventTurnComplete, out, nil)
 	d.event(EventRunResult, st.resultData(), nil)
 }

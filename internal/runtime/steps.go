@@ -1,0 +1,330 @@
+package runtime
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"hxd/internal/agent"
+	"hxd/internal/journal"
+	"hxd/internal/model"
+	"hxd/internal/tool"
+)
+
+// Pure steps of the run loop, shared by the local driver and the Temporal
+// workflow (internal/temporal): they change a RunState only through the
+// tables of machine.go and never do I/O.
+
+// StepFailure is a command failure that ends the run as failed with
+// {Type, Message}.
+type StepFailure struct {
+	Type    string
+	Message string
+}
+
+// Error implements error.
+func (e *StepFailure) Error() string { return e.Type + ": " + e.Message }
+
+// asCommandError turns a *StepFailure into the driver's commandError.
+func asCommandError(err error) error {
+	if f, ok := err.(*StepFailure); ok {
+		return &commandError{typ: f.Type, msg: f.Message}
+	}
+	return err
+}
+
+// Advance moves st to the phase after outcome o (NextPhase).
+func Advance(st *RunState, o Outcome) error {
+	p, err := NextPhase(st.Phase, o)
+	if err != nil {
+		return &StepFailure{Type: "RuntimeError", Message: err.Error()}
+	}
+	st.Phase = p
+	return nil
+}
+
+// SetStatus moves st's status by ev (NextStatus).
+func SetStatus(st *RunState, ev StatusEvent) error {
+	s, err := NextStatus(st.Status, ev)
+	if err != nil {
+		return &StepFailure{Type: "RuntimeError", Message: err.Error()}
+	}
+	st.Status = s
+	return nil
+}
+
+// SetToolStatus moves e's status by ev (NextToolStatus).
+func SetToolStatus(e *ToolEntry, ev ToolEvent) error {
+	s, err := NextToolStatus(e.Status, ev)
+	if err != nil {
+		return &StepFailure{Type: "RuntimeError", Message: err.Error()}
+	}
+	e.Status = s
+	return nil
+}
+
+// ExecutionKey returns "<run_id>:<iterations>:<call id>".
+func ExecutionKey(runID string, iterations int, callID string) string {
+	return runID + ":" + itoa(iterations) + ":" + callID
+}
+
+// UserMessage turns a submitted message (a JSON string or text content
+// blocks) into a user message; errors wrap ErrInvalidMessage.
+func UserMessage(raw json.RawMessage) (model.Message, error) { return userMessage(raw) }
+
+// MessageDigest identifies a submitted message for request idempotency.
+func MessageDigest(raw json.RawMessage) string { return messageDigest(raw) }
+
+// StartRun is the start command: append the user message.
+func StartRun(st *RunState) error {
+	msg, err := userMessage(st.Message)
+	if err != nil {
+		return &StepFailure{Type: "ValueError", Message: err.Error()}
+	}
+	st.Messages = append(st.Messages, msg)
+	return Advance(st, OutStarted)
+}
+
+// PrepareModel is the prepare_model command: open a new step, or go to
+// finish when maxIterations model steps were made. The local driver
+// stashes the previous step's tool rows before calling it.
+func PrepareModel(st *RunState, maxIterations int) error {
+	if st.Iterations >= maxIterations {
+		st.StopReason = ptr("max_iterations")
+		return Advance(st, OutIterationLimit)
+	}
+	st.Iterations++
+	st.Attempt = 0
+	st.Tools = nil
+	st.Response = nil
+	return Advance(st, OutReady)
+}
+
+// ToolSpecs describes an agent's tools to the model, in definition order.
+func ToolSpecs(def *agent.Definition) []model.ToolSpec {
+	specs := make([]model.ToolSpec, 0, len(def.Tools))
+	for _, t := range def.Tools {
+		cfg := t.Config.WithDefaults()
+		specs = append(specs, model.ToolSpec{Name: cfg.Name, Description: cfg.Description, InputSchema: cfg.InputSchema})
+	}
+	return specs
+}
+
+// BuildModelRequest returns the model request of st's current step and
+// attempt.
+func BuildModelRequest(def *agent.Definition, specs []model.ToolSpec, st *RunState) *model.Request {
+	if specs == nil {
+		specs = []model.ToolSpec{}
+	}
+	return &model.Request{
+		Model: def.Model.Model, Messages: st.Messages, System: def.SystemPrompt, Tools: specs,
+		MaxTokens: def.Model.MaxTokens, Temperature: def.Model.Temperature,
+		Step: st.Iterations, Attempt: st.Attempt,
+	}
+}
+
+// ProcessResponse applies the agent's response middleware to a raw model
+// response (tool calls never nil).
+func ProcessResponse(def *agent.Definition, resp *model.Response) model.Response {
+	processed := *resp
+	processed.Text = agent.ApplyAll(def.ResponseMiddleware, resp.Text)
+	if processed.ToolCalls == nil {
+		processed.ToolCalls = []model.ToolCall{}
+	}
+	return processed
+}
+
+// PrepareTools is the prepare_tools command: turn the response's tool
+// calls into entries (configured by lookup; an unknown tool gets the
+// defaults) and append the assistant message.
+func PrepareTools(st *RunState, lookup func(name string) (tool.Config, bool)) error {
+	resp := st.Response
+	seen := map[string]bool{}
+	blocks := []model.ContentBlock{}
+	if resp.Text != "" {
+		blocks = append(blocks, model.ContentBlock{Type: model.BlockText, Text: resp.Text})
+	}
+	st.Tools = st.Tools[:0]
+	for _, c := range resp.ToolCalls {
+		if seen[c.ID] {
+			return &StepFailure{Type: "ValueError", Message: "Duplicate tool call IDs in a model response"}
+		}
+		seen[c.ID] = true
+		if len(c.Input) == 0 {
+			c.Input = json.RawMessage(`{}`)
+		}
+		blocks = append(blocks, model.ContentBlock{Type: model.BlockToolUse, ID: c.ID, Name: c.Name, Input: c.Input})
+		e := ToolEntry{
+			Call: c, Status: ToolPrepared, ExecutionKey: ExecutionKey(st.RunID, st.Iterations, c.ID),
+			Policy: tool.PolicyManual, Timeout: 300,
+		}
+		if cfg, ok := lookup(c.Name); ok {
+			e.Policy, e.Concurrent, e.Timeout, e.Retry = cfg.ReplayPolicy, cfg.Concurrent, journal.Float(cfg.TimeoutSeconds), cfg.Retry
+		}
+		st.Tools = append(st.Tools, e)
+	}
+	st.Messages = append(st.Messages, model.Message{Role: model.RoleAssistant, Content: blocks})
+	return Advance(st, OutPrepared)
+}
+
+// ToolGate is what a tool's permission allows for an entry.
+type ToolGate string
+
+// Tool gates.
+const (
+	GateRun  ToolGate = "run"  // dispatch
+	GateDeny ToolGate = "deny" // answer "Permission denied"
+	GateAsk  ToolGate = "ask"  // stop for approval
+)
+
+// GateTool applies a tool's permission to an entry.
+func GateTool(cfg tool.Config, e *ToolEntry) ToolGate {
+	switch {
+	case cfg.Permission == tool.PermissionDeny:
+		return GateDeny
+	case cfg.Permission == tool.PermissionAsk && (e.Approved == nil || !*e.Approved):
+		return GateAsk
+	}
+	return GateRun
+}
+
+// AnswerTool completes an entry without dispatching it (deny, unknown
+// tool, invalid input) and returns the error result.
+func AnswerTool(e *ToolEntry, text string) (model.ToolResult, error) {
+	if err := SetToolStatus(e, TevAnswer); err != nil {
+		return model.ToolResult{}, err
+	}
+	res := model.ToolResult{ToolCallID: e.Call.ID, Content: tool.TextContent(text), IsError: true}
+	e.Result = &res
+	return res, nil
+}
+
+// FailureAction is what a failed tool attempt leads to (REFERENCE §4.2).
+type FailureAction string
+
+// Failure actions.
+const (
+	FailErrorResult FailureAction = "error_result" // transient, no retry left: "Tool execution error: …"
+	FailUncertain   FailureAction = "uncertain"    // manual tool: ask for a resolution
+	FailRetry       FailureAction = "retry"        // retry automatically
+	FailRun         FailureAction = "fail"         // fail the run with the failure
+)
+
+// ToolFailureAction decides a failed attempt of e (its attempt already
+// counted) by replay policy and retry budget.
+func ToolFailureAction(e *ToolEntry, transient bool) FailureAction {
+	retry := e.Retry
+	if retry == nil {
+		retry = &tool.DefaultRetry
+	}
+	canRetry := e.Policy != tool.PolicyManual && e.Attempt < retry.Attempts
+	switch {
+	case transient && !canRetry:
+		return FailErrorResult
+	case e.Policy == tool.PolicyManual:
+		return FailUncertain
+	case canRetry:
+		return FailRetry
+	default:
+		return FailRun
+	}
+}
+
+// ToolErrorText is the result text of a transient failure without retry.
+func ToolErrorText(msg string) string { return "Tool execution error: " + msg }
+
+// ApplyToContent applies middleware to every string of a result's content.
+func ApplyToContent(mws []agent.Middleware, content json.RawMessage) json.RawMessage {
+	return applyToContent(mws, content)
+}
+
+// CollectResults appends the tool results of a step whose entries all
+// completed and moves to the next step.
+func CollectResults(st *RunState) error {
+	blocks := make([]model.ContentBlock, 0, len(st.Tools))
+	for i := range st.Tools {
+		res := st.Tools[i].Result
+		if res == nil {
+			return &StepFailure{Type: "RuntimeError", Message: fmt.Sprintf("tool entry %s has no result", st.Tools[i].ExecutionKey)}
+		}
+		blocks = append(blocks, model.ContentBlock{Type: model.BlockToolResult, ToolUseID: res.ToolCallID, Content: res.Content, IsError: res.IsError})
+	}
+	st.Messages = append(st.Messages, model.Message{Role: model.RoleUser, Content: blocks})
+	return Advance(st, OutCollected)
+}
+
+// FinishRun is the finish command: set the output and complete the run.
+// It returns the output (the turn_complete payload).
+func FinishRun(st *RunState) string {
+	out := ""
+	if st.Response != nil {
+		out = st.Response.Text
+		if st.StopReason == nil {
+			st.StopReason = ptr(st.Response.StopReason)
+		}
+		if st.Phase == PhaseFinish && len(st.Response.ToolCalls) == 0 {
+			st.Messages = append(st.Messages, model.TextMessage(model.RoleAssistant, out))
+		}
+	}
+	st.Output = &out
+	_ = Advance(st, OutFinished)
+	_ = SetStatus(st, EvComplete)
+	return out
+}
+
+// CancelState ends the run as cancelled; open tool calls are answered so
+// the conversation stays well-formed.
+func CancelState(st *RunState, stopReason string, runErr *RunError) {
+	cancelState(st, stopReason, runErr)
+}
+
+// Decision is an approval (Allow) or a resolution (exactly one of Result,
+// Retry, Abort).
+type Decision struct {
+	Allow  *bool
+	Result *model.ToolResult
+	Retry  bool
+	Abort  bool
+}
+
+// ResolveEntry applies a decision to entry e of st (REFERENCE §4.4);
+// errors wrap ErrResolutionInvalid.
+func ResolveEntry(st *RunState, e *ToolEntry, d Decision) error {
+	return resolveEntry(st, e, decision{allow: d.Allow, result: d.Result, retry: d.Retry, abort: d.Abort})
+}
+
+// AwaitingResolution reports whether a run in status s takes decisions.
+func AwaitingResolution(s RunStatus) bool {
+	switch s {
+	case StatusAwaitingInput, StatusPaused, StatusFailed, StatusCancelled:
+		return true
+	}
+	return false
+}
+
+// PendingTools lists the entries awaiting a decision, in state order
+// (never nil).
+func (s *RunState) PendingTools() []PendingTool {
+	p := s.pending()
+	if p == nil {
+		p = []PendingTool{}
+	}
+	return p
+}
+
+// ResultData is the run_result event payload (the RunResult field dump).
+func (s *RunState) ResultData() any { return s.resultData() }
+
+// StepID is the decimal step id of the state.
+func (s *RunState) StepID() string { return s.stepID() }
+
+// View returns the public RunResult of a state.
+func (s *RunState) View() RunResult {
+	return RunResult{
+		SessionID: s.SessionID, RunID: s.RunID, Output: s.Output, Status: s.Status,
+		StopReason: s.StopReason, Usage: s.Usage, Error: s.Error, Pending: s.PendingTools(),
+		UsageIncomplete: s.UsageIncomplete,
+	}
+}
+
+// Ptr returns a pointer to v.
+func Ptr[T any](v T) *T { return &v }
