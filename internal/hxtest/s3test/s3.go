@@ -1,0 +1,269 @@
+// Package s3test starts a real S3-compatible server (the pinned versitygw)
+// for tests. It is separate from hxtest so that only the tests that need an
+// S3 client link one.
+package s3test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/minio/minio-go/v7"
+	"github.com/minio/minio-go/v7/pkg/credentials"
+
+	"hxd/internal/hxtest"
+)
+
+// S3 test server defaults.
+const (
+	S3Bucket    = "hxd-test"
+	S3AccessKey = "hxdtestaccess"
+	S3SecretKey = "hxdtestsecret0123456789"
+	S3Region    = "us-east-1"
+)
+
+// S3Server is a real S3-compatible server: the pinned versitygw with its
+// posix backend, serving a temporary folder over plain HTTP on a free
+// loopback port, with one bucket created. It stops with the test.
+type S3Server struct {
+	// Endpoint is the server's host:port (plain HTTP).
+	Endpoint string
+	// AccessKey, SecretKey and Region are the root credentials.
+	AccessKey, SecretKey, Region string
+	// Bucket is the bucket created at start (S3Bucket).
+	Bucket string
+	// Root is the posix backend's folder: object k of bucket b is the file
+	// Root/b/k, which a test may overwrite to corrupt the object.
+	Root string
+}
+
+// versitygwBinary caches the versitygw path (or the error) for the test
+// binary.
+var versitygwBinary struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+// VersityGW returns the path of the pinned versitygw, building it once per
+// machine with scripts/build-versitygw.sh (under 2 minutes cold, cached
+// under ~/.cache/hxd). HXD_VERSITYGW overrides the path.
+func VersityGW() (string, error) {
+	versitygwBinary.once.Do(func() {
+		if p := os.Getenv("HXD_VERSITYGW"); p != "" {
+			versitygwBinary.path = p
+			return
+		}
+		root, err := s3RepoRoot()
+		if err != nil {
+			versitygwBinary.err = err
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, "bash", filepath.Join(root, "scripts", "build-versitygw.sh"))
+		cmd.Dir = root
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		if err != nil {
+			versitygwBinary.err = fmt.Errorf("scripts/build-versitygw.sh: %w\n%s", err, s3Tail(stderr.String(), 4000))
+			return
+		}
+		lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+		versitygwBinary.path = strings.TrimSpace(lines[len(lines)-1])
+	})
+	return versitygwBinary.path, versitygwBinary.err
+}
+
+// StartS3 starts a versitygw for the test, creates S3Bucket and stops the
+// server at cleanup. When versitygw cannot be built or does not start, the
+// test is skipped with the reason, except under CI=true, where it fails.
+func StartS3(t testing.TB) *S3Server {
+	t.Helper()
+	bin, err := VersityGW()
+	if err != nil {
+		hxtest.DependencyMissing(t, "hxtest: versitygw unavailable: %v", err)
+		return nil
+	}
+	var lastErr error
+	for range 3 { // a free port may be taken between picking and binding
+		srv, err := startS3(t, bin)
+		if err == nil {
+			return srv
+		}
+		lastErr = err
+	}
+	hxtest.DependencyMissing(t, "hxtest: versitygw did not start: %v", lastErr)
+	return nil
+}
+
+func startS3(t testing.TB, bin string) (*S3Server, error) {
+	port, err := s3FreePort()
+	if err != nil {
+		return nil, err
+	}
+	dir := t.TempDir()
+	root := filepath.Join(dir, "root")
+	if err := os.Mkdir(root, 0o755); err != nil {
+		return nil, err
+	}
+	srv := &S3Server{
+		Endpoint:  net.JoinHostPort("127.0.0.1", strconv.Itoa(port)),
+		AccessKey: S3AccessKey, SecretKey: S3SecretKey, Region: S3Region,
+		Bucket: S3Bucket, Root: root,
+	}
+	logPath := filepath.Join(dir, "versitygw.log")
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(bin,
+		"--port", srv.Endpoint,
+		"--access", srv.AccessKey, "--secret", srv.SecretKey, "--region", srv.Region,
+		"--quiet",
+		"posix", root)
+	// Only what versitygw needs: no ROOT_ACCESS_KEY or VGW_* from the caller.
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir}
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		_ = logFile.Close()
+		return nil, fmt.Errorf("start %s: %w", bin, err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	stop := func() {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
+		select {
+		case <-exited:
+		case <-time.After(10 * time.Second):
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			<-exited
+		}
+		_ = logFile.Close()
+	}
+	logTail := func() string {
+		b, _ := os.ReadFile(logPath)
+		return s3Tail(string(b), 4000)
+	}
+
+	client, closeClient, err := srv.newClient()
+	if err != nil {
+		stop()
+		return nil, err
+	}
+	defer closeClient()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := waitS3(ctx, client, srv.Endpoint, srv.Bucket, exited); err != nil {
+		stop()
+		return nil, fmt.Errorf("versitygw on %s: %w\n%s", srv.Endpoint, err, logTail())
+	}
+	t.Cleanup(stop)
+	t.Logf("hxtest: versitygw on %s, bucket %s, folder %s", srv.Endpoint, srv.Bucket, root)
+	return srv, nil
+}
+
+// waitS3 waits until the server accepts connections, then creates bucket.
+func waitS3(ctx context.Context, client *minio.Client, addr, bucket string, exited <-chan error) error {
+	for {
+		select {
+		case err := <-exited:
+			return fmt.Errorf("exited early: %v", err)
+		case <-ctx.Done():
+			return errors.New("not listening within 30s")
+		case <-time.After(50 * time.Millisecond):
+		}
+		conn, err := net.DialTimeout("tcp", addr, time.Second)
+		if err != nil {
+			continue
+		}
+		_ = conn.Close()
+		break
+	}
+	err := client.MakeBucket(ctx, bucket, minio.MakeBucketOptions{})
+	if err != nil && minio.ToErrorResponse(err).Code != "BucketAlreadyOwnedByYou" {
+		return fmt.Errorf("create bucket %s: %w", bucket, err)
+	}
+	return nil
+}
+
+// Client returns a minio client for the server with its own HTTP
+// transport, whose idle connections close at the test's cleanup (goleak).
+func (s *S3Server) Client(t testing.TB) *minio.Client {
+	t.Helper()
+	client, closeClient, err := s.newClient()
+	if err != nil {
+		t.Fatalf("hxtest: s3 client: %v", err)
+	}
+	t.Cleanup(closeClient)
+	return client
+}
+
+func (s *S3Server) newClient() (*minio.Client, func(), error) {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	client, err := minio.New(s.Endpoint, &minio.Options{
+		Creds:     credentials.NewStaticV4(s.AccessKey, s.SecretKey, ""),
+		Secure:    false,
+		Region:    s.Region,
+		Transport: tr,
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return client, tr.CloseIdleConnections, nil
+}
+
+// ObjectPath returns the posix file holding object key of the bucket.
+func (s *S3Server) ObjectPath(key string) string {
+	return filepath.Join(s.Root, s.Bucket, filepath.FromSlash(key))
+}
+
+// s3FreePort returns a loopback TCP port that was free a moment ago.
+func s3FreePort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+// s3RepoRoot is the folder of the module's go.mod, found upwards from the
+// working directory (a test runs in its package's folder).
+func s3RepoRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("go.mod not found above the working directory")
+		}
+		dir = parent
+	}
+}
+
+func s3Tail(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return "…" + s[len(s)-n:]
+}

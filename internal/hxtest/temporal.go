@@ -1,0 +1,230 @@
+package hxtest
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TemporalNamespace is the namespace of a TemporalServer.
+const TemporalNamespace = "default"
+
+// TemporalServer is a real Temporal server (the pinned Temporal CLI's
+// `server start-dev`, in-memory, headless) listening on a free loopback
+// port. It stops with the test.
+type TemporalServer struct {
+	// Address is the frontend's host:port.
+	Address string
+	// Namespace is TemporalNamespace.
+	Namespace string
+	// CLI is the path of the Temporal CLI binary.
+	CLI string
+}
+
+// TemporalOptions configures StartTemporal.
+type TemporalOptions struct {
+	// SearchAttributes are custom search attributes to register, name →
+	// type (Keyword, KeywordList, Text, Int, Double, Bool, Datetime).
+	SearchAttributes map[string]string
+}
+
+// temporalCLI caches the CLI path (or the error) for the test binary.
+var temporalCLI struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+// TemporalCLI returns the path of the pinned Temporal CLI, building it once
+// per machine with scripts/build-temporal.sh (about 4 minutes cold, cached
+// under ~/.cache/hxd). HXD_TEMPORAL_CLI overrides the path.
+func TemporalCLI() (string, error) {
+	temporalCLI.once.Do(func() {
+		if p := os.Getenv("HXD_TEMPORAL_CLI"); p != "" {
+			temporalCLI.path = p
+			return
+		}
+		root, err := temporalRepoRoot()
+		if err != nil {
+			temporalCLI.err = err
+			return
+		}
+		cmd := exec.Command("bash", filepath.Join(root, "scripts", "build-temporal.sh"))
+		cmd.Dir = root
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		if err != nil {
+			temporalCLI.err = fmt.Errorf("scripts/build-temporal.sh: %w\n%s", err, temporalTail(stderr.String(), 4000))
+			return
+		}
+		lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+		temporalCLI.path = strings.TrimSpace(lines[len(lines)-1])
+	})
+	return temporalCLI.path, temporalCLI.err
+}
+
+// StartTemporal starts a Temporal dev server for the test and stops it at
+// cleanup. When the CLI cannot be built or the server does not start, the
+// test is skipped with the reason, except under CI=true, where it fails.
+func StartTemporal(t testing.TB, opts TemporalOptions) *TemporalServer {
+	t.Helper()
+	cli, err := TemporalCLI()
+	if err != nil {
+		temporalUnavailable(t, "Temporal CLI", err)
+		return nil
+	}
+	var lastErr error
+	for range 3 { // a free port may be taken between picking and binding
+		srv, err := startTemporal(t, cli, opts)
+		if err == nil {
+			return srv
+		}
+		lastErr = err
+	}
+	temporalUnavailable(t, "Temporal dev server", lastErr)
+	return nil
+}
+
+func startTemporal(t testing.TB, cli string, opts TemporalOptions) (*TemporalServer, error) {
+	port, err := temporalFreePort()
+	if err != nil {
+		return nil, err
+	}
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	args := []string{
+		"server", "start-dev", "--headless",
+		"--ip", "127.0.0.1", "--port", strconv.Itoa(port),
+		"--db-filename", "", // in memory: nothing outlives the test
+		"--log-level", "error",
+	}
+	names := make([]string, 0, len(opts.SearchAttributes))
+	for name := range opts.SearchAttributes {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		args = append(args, "--search-attribute", name+"="+opts.SearchAttributes[name])
+	}
+	logPath := filepath.Join(t.TempDir(), "temporal.log")
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(cli, args...)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		_ = logFile.Close()
+		return nil, fmt.Errorf("start %s: %w", cli, err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	stop := func() {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
+		select {
+		case <-exited:
+		case <-time.After(10 * time.Second):
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			<-exited
+		}
+		_ = logFile.Close()
+	}
+	logTail := func() string {
+		b, _ := os.ReadFile(logPath)
+		return temporalTail(string(b), 4000)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	if err := waitTemporal(ctx, cli, addr, exited); err != nil {
+		stop()
+		return nil, fmt.Errorf("temporal server on %s: %w\n%s", addr, err, logTail())
+	}
+	t.Cleanup(stop)
+	t.Logf("hxtest: Temporal dev server on %s", addr)
+	return &TemporalServer{Address: addr, Namespace: TemporalNamespace, CLI: cli}, nil
+}
+
+// waitTemporal waits until the frontend accepts connections and the
+// default namespace answers.
+func waitTemporal(ctx context.Context, cli, addr string, exited <-chan error) error {
+	for {
+		select {
+		case err := <-exited:
+			return fmt.Errorf("exited early: %v", err)
+		case <-ctx.Done():
+			return errors.New("not ready within 90s")
+		case <-time.After(200 * time.Millisecond):
+		}
+		conn, err := net.DialTimeout("tcp", addr, time.Second)
+		if err != nil {
+			continue
+		}
+		_ = conn.Close()
+		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		err = exec.CommandContext(cctx, cli, "operator", "namespace", "describe",
+			"--namespace", TemporalNamespace, "--address", addr).Run()
+		cancel()
+		if err == nil {
+			return nil
+		}
+	}
+}
+
+// unavailable skips the test, or fails it under CI=true.
+func temporalUnavailable(t testing.TB, what string, err error) {
+	t.Helper()
+	if os.Getenv("CI") == "true" {
+		t.Fatalf("hxtest: %s unavailable (CI=true requires it): %v", what, err)
+	}
+	t.Skipf("hxtest: %s unavailable, skipping: %v", what, err)
+}
+
+// temporalFreePort returns a loopback TCP port that was free a moment ago.
+func temporalFreePort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+// temporalRepoRoot is the folder of the module's go.mod, found upwards from the
+// working directory (a test runs in its package's folder).
+func temporalRepoRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("go.mod not found above the working directory")
+		}
+		dir = parent
+	}
+}
+
+func temporalTail(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return "…" + s[len(s)-n:]
+}

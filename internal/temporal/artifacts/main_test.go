@@ -1,0 +1,11 @@
+package artifacts
+
+import (
+	"testing"
+
+	"hxd/internal/hxtest"
+)
+
+func TestMain(m *testing.M) {
+	hxtest.WrapTestMain(m)
+}
