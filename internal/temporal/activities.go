@@ -1,0 +1,318 @@
+package temporal
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"sync"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
+
+	"hxd/internal/agent"
+	"hxd/internal/model"
+	"hxd/internal/runtime"
+	"hxd/internal/tool"
+)
+
+// ModelInput is the model activity's input: one model call of a run's
+// step, plus the workflow events to publish on the way.
+type ModelInput struct {
+	Agent      agent.Ref `json:"agent"`
+	ConfigHash string    `json:"config_hash"`
+	SessionID  string    `json:"session_id"`
+	RunID      string    `json:"run_id"`
+	// Step is state.iterations; Attempt the run's model attempt of the
+	// first activity attempt (later activity attempts add to it).
+	Step    int                `json:"step"`
+	Attempt int                `json:"attempt"`
+	Request model.Request      `json:"request"`
+	Events  []runtime.RunEvent `json:"events,omitempty"`
+}
+
+// ModelOutput is the raw model response and the attempt that produced it.
+type ModelOutput struct {
+	Response model.Response `json:"response"`
+	Attempt  int            `json:"attempt"`
+}
+
+// ToolInput is the tool activity's input: one tool entry (its Attempt
+// already counts the first activity attempt), plus events to publish.
+type ToolInput struct {
+	Agent      agent.Ref          `json:"agent"`
+	ConfigHash string             `json:"config_hash"`
+	SessionID  string             `json:"session_id"`
+	RunID      string             `json:"run_id"`
+	Step       int                `json:"step"`
+	Entry      runtime.ToolEntry  `json:"entry"`
+	Events     []runtime.RunEvent `json:"events,omitempty"`
+}
+
+// Tool activity outcome kinds.
+const (
+	ToolReturned     = "returned"      // Result is the raw result
+	ToolClientResult = "client_result" // a client tool: the caller resolves it
+	ToolUncertain    = "uncertain"     // a manual tool failed: outcome unknown
+	ToolFailed       = "failed"        // fail the run with Failure
+)
+
+// ToolOutput is what one tool call came to.
+type ToolOutput struct {
+	Kind    string            `json:"kind"`
+	Result  *model.ToolResult `json:"result,omitempty"`
+	Failure *runtime.RunError `json:"failure,omitempty"`
+	Attempt int               `json:"attempt"`
+}
+
+// PublishInput is the publish activity's input.
+type PublishInput struct {
+	RunID  string             `json:"run_id"`
+	Events []runtime.RunEvent `json:"events"`
+}
+
+// Activities are the worker's activities. Each rebuilds the agent from
+// the process-local registry by AgentRef and refuses to run when the
+// registered definition differs from the persisted one.
+type Activities struct {
+	deps WorkerDeps
+	log  *slog.Logger
+
+	mu       sync.Mutex
+	bindings map[string]*binding // by ref + config hash
+}
+
+type binding struct {
+	def      *agent.Definition
+	provider model.Provider
+	tools    map[string]tool.Tool
+}
+
+// NewActivities returns the activities over deps (defaults applied).
+func NewActivities(deps WorkerDeps) *Activities {
+	deps = deps.withDefaults()
+	return &Activities{deps: deps, log: deps.Logger.With("component", "temporal-activities"), bindings: map[string]*binding{}}
+}
+
+func mismatch() error {
+	return temporal.NewNonRetryableApplicationError(AgentMismatchMessage, ErrTypeAgentMismatch, nil)
+}
+
+// bind returns the worker's binding of ref, refusing a definition whose
+// config hash differs from the persisted one.
+func (a *Activities) bind(ref agent.Ref, hash string) (*binding, error) {
+	key := ref.String() + "#" + hash
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if b, ok := a.bindings[key]; ok {
+		return b, nil
+	}
+	if a.deps.Agents == nil {
+		return nil, mismatch()
+	}
+	def, err := a.deps.Agents.Get(ref)
+	if err != nil {
+		return nil, mismatch()
+	}
+	raw, err := AgentConfig(def)
+	if err != nil || ConfigHash(raw) != hash {
+		return nil, mismatch()
+	}
+	p, err := model.New(def.Model, a.deps.ModelOptions)
+	if err != nil {
+		return nil, temporal.NewNonRetryableApplicationError("bind model: "+err.Error(), "ConfigurationError", nil)
+	}
+	b := &binding{def: def, provider: p, tools: map[string]tool.Tool{}}
+	for _, td := range def.Tools {
+		t, err := tool.New(td.Config, a.deps.ToolOptions)
+		if err != nil {
+			return nil, temporal.NewNonRetryableApplicationError("bind tool "+td.Name+": "+err.Error(), "ConfigurationError", nil)
+		}
+		b.tools[td.Name] = t
+	}
+	a.bindings[key] = b
+	return b, nil
+}
+
+// publish sends events to the sink, bounded and best effort: a failure is
+// logged, never returned.
+func (a *Activities) publish(ctx context.Context, events []runtime.RunEvent) {
+	for len(events) > 0 {
+		n := 1
+		for n < len(events) && events[n].RunID == events[0].RunID {
+			n++
+		}
+		pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), a.deps.PublishTimeout)
+		err := a.deps.Events.Publish(pctx, events[0].RunID, events[:n])
+		cancel()
+		if err != nil {
+			a.log.Warn("publish events failed; events are provisional", "run_id", events[0].RunID, "events", n, "error", err)
+		}
+		events = events[n:]
+	}
+}
+
+// deltaEvents builds an activity's own events with IDs
+// "<run_id>:<iterations>:<activity_id>:<attempt>:<n>".
+type deltaEvents struct {
+	sessionID, runID, stepID, prefix string
+	events                           []runtime.RunEvent
+}
+
+func newDeltaEvents(ctx context.Context, sessionID, runID string, step int) *deltaEvents {
+	info := activity.GetInfo(ctx)
+	return &deltaEvents{
+		sessionID: sessionID, runID: runID, stepID: strconv.Itoa(step),
+		prefix: runID + ":" + strconv.Itoa(step) + ":" + info.ActivityID + ":" + strconv.Itoa(int(info.Attempt)) + ":",
+	}
+}
+
+func (d *deltaEvents) add(typ string, data any, attempt int) {
+	raw, err := json.Marshal(data)
+	if err != nil {
+		raw = json.RawMessage(`null`)
+	}
+	d.events = append(d.events, runtime.RunEvent{
+		Type: typ, Data: raw, SessionID: d.sessionID, RunID: d.runID, StepID: d.stepID,
+		AttemptID: strconv.Itoa(attempt), EventID: d.prefix + strconv.Itoa(len(d.events)),
+	})
+}
+
+// heartbeat records a heartbeat every interval until the returned stop is
+// called, so cancellation reaches the activity and a lost worker is
+// noticed within the heartbeat timeout.
+func heartbeat(ctx context.Context, every time.Duration) (stop func()) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				activity.RecordHeartbeat(ctx)
+			}
+		}
+	}()
+	return func() { close(done); wg.Wait() }
+}
+
+// Model makes one model call (activity ActivityModel). A failure is an
+// ApplicationError of the failure's type, retryable as the provider
+// classified it, with the run's model attempt as details.
+func (a *Activities) Model(ctx context.Context, in ModelInput) (*ModelOutput, error) {
+	a.publish(ctx, in.Events)
+	info := activity.GetInfo(ctx)
+	attempt := in.Attempt + int(info.Attempt) - 1
+	b, err := a.bind(in.Agent, in.ConfigHash)
+	if err != nil {
+		return nil, err
+	}
+	own := newDeltaEvents(ctx, in.SessionID, in.RunID, in.Step)
+	defer func() { a.publish(ctx, own.events) }()
+	if info.Attempt > 1 {
+		// A retried model call: the previous attempt's deltas are void.
+		own.add(runtime.EventAttemptReset, map[string]any{"attempt": attempt - 1}, attempt)
+	}
+	req := in.Request
+	req.Step, req.Attempt = in.Step, attempt
+	stop := heartbeat(ctx, a.deps.HeartbeatEvery)
+	callCtx, cancel := context.WithTimeout(ctx, seconds(b.def.Model.TimeoutSeconds))
+	resp, err := b.provider.Complete(callCtx, &req)
+	cancel()
+	stop()
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		f := model.AsFailure(err)
+		opts := temporal.ApplicationErrorOptions{NonRetryable: !f.Retryable, Details: []any{attempt}}
+		if f.RetryAfterSeconds > 0 {
+			opts.NextRetryDelay = seconds(f.RetryAfterSeconds)
+		}
+		return nil, temporal.NewApplicationErrorWithOptions(f.Message, f.Type, opts)
+	}
+	processed := runtime.ProcessResponse(b.def, resp)
+	if processed.Text != "" {
+		own.add(runtime.EventTextDelta, processed.Text, attempt)
+		own.add(runtime.EventTextComplete, processed.Text, attempt)
+	}
+	return &ModelOutput{Response: *resp, Attempt: attempt}, nil
+}
+
+// Tool runs one attempt of a tool entry (activity ActivityTool) and
+// classifies a failure by replay policy (REFERENCE §4.2): a retry is a
+// retryable ApplicationError (Temporal retries it), everything else an
+// outcome.
+func (a *Activities) Tool(ctx context.Context, in ToolInput) (*ToolOutput, error) {
+	a.publish(ctx, in.Events)
+	info := activity.GetInfo(ctx)
+	e := in.Entry
+	e.Attempt = in.Entry.Attempt + int(info.Attempt) - 1
+	b, err := a.bind(in.Agent, in.ConfigHash)
+	if err != nil {
+		return nil, err
+	}
+	t, ok := b.tools[e.Call.Name]
+	if !ok {
+		res := model.ToolResult{ToolCallID: e.Call.ID, Content: tool.TextContent("Unknown tool: " + e.Call.Name), IsError: true}
+		return &ToolOutput{Kind: ToolReturned, Result: &res, Attempt: e.Attempt}, nil
+	}
+	stop := heartbeat(ctx, a.deps.HeartbeatEvery)
+	callCtx, cancel := context.WithTimeout(ctx, seconds(float64(e.Timeout)))
+	out, err := t.Call(callCtx, tool.Invocation{
+		SessionID: in.SessionID, RunID: in.RunID, ExecutionKey: e.ExecutionKey, Attempt: e.Attempt, Call: e.Call,
+	})
+	cancel()
+	stop()
+	switch {
+	case errors.Is(err, tool.ErrClientResult):
+		return &ToolOutput{Kind: ToolClientResult, Attempt: e.Attempt}, nil
+	case err != nil && ctx.Err() != nil:
+		return nil, ctx.Err()
+	case err != nil:
+		f := tool.AsFailure(err)
+		switch runtime.ToolFailureAction(&e, f.Transient) {
+		case runtime.FailErrorResult:
+			res := model.ToolResult{ToolCallID: e.Call.ID, Content: tool.TextContent(runtime.ToolErrorText(f.Message)), IsError: true}
+			return &ToolOutput{Kind: ToolReturned, Result: &res, Attempt: e.Attempt}, nil
+		case runtime.FailUncertain:
+			return &ToolOutput{Kind: ToolUncertain, Failure: &runtime.RunError{Type: f.Type, Message: f.Message}, Attempt: e.Attempt}, nil
+		case runtime.FailRetry:
+			return nil, temporal.NewApplicationError(f.Message, f.Type)
+		default:
+			return &ToolOutput{Kind: ToolFailed, Failure: &runtime.RunError{Type: f.Type, Message: f.Message}, Attempt: e.Attempt}, nil
+		}
+	}
+	res := out.Result
+	res.ToolCallID = e.Call.ID
+	if len(res.Content) == 0 {
+		res.Content = tool.TextContent("")
+	}
+	if len(out.Artifacts) > 0 {
+		a.log.Warn("tool artifacts are not stored by the Temporal engine", "execution_key", e.ExecutionKey, "artifacts", len(out.Artifacts))
+	}
+	return &ToolOutput{Kind: ToolReturned, Result: &res, Attempt: e.Attempt}, nil
+}
+
+// Publish publishes a stopped run's settled events (activity
+// ActivityPublish, 3 attempts of 10 s). The workflow never waits on it
+// for durable work.
+func (a *Activities) Publish(ctx context.Context, in PublishInput) error {
+	if len(in.Events) == 0 {
+		return nil
+	}
+	if err := a.deps.Events.Publish(ctx, in.RunID, in.Events); err != nil {
+		return fmt.Errorf("publish %d events of run %s: %w", len(in.Events), in.RunID, err)
+	}
+	return nil
+}

@@ -1,0 +1,250 @@
+package temporal
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	historypb "go.temporal.io/api/history/v1"
+	"go.temporal.io/api/temporalproto"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/worker"
+
+	"hxd/internal/agent"
+	"hxd/internal/model"
+	"hxd/internal/runtime"
+	"hxd/internal/tool"
+)
+
+const replayDir = "testdata/replay"
+
+// TestReplayHistories replays every committed history with today's
+// workflow code: good histories (recorded before and after the
+// PatchFinalPublish marker existed) must replay with their original
+// command sequence; bad-*.json histories must fail with a nondeterminism
+// error.
+func TestReplayHistories(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join(replayDir, "*.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var good, bad int
+	for _, f := range files {
+		name := filepath.Base(f)
+		t.Run(name, func(t *testing.T) {
+			r := worker.NewWorkflowReplayer()
+			RegisterWorkflow(r)
+			err := r.ReplayWorkflowHistoryFromJSONFile(quietLogger(t), f)
+			if strings.HasPrefix(name, "bad-") {
+				bad++
+				if err == nil {
+					t.Fatal("replay of a history with a different command sequence succeeded")
+				}
+				if !strings.Contains(strings.ToLower(err.Error()), "nondeterministic") {
+					t.Fatalf("replay failed, but not with nondeterminism: %v", err)
+				}
+				return
+			}
+			good++
+			if err != nil {
+				t.Fatalf("replay: %v", err)
+			}
+		})
+	}
+	if good < 2 || bad < 1 {
+		t.Fatalf("found %d good and %d bad histories in %s; want the pre-patch and the current history and a bad one", good, bad, replayDir)
+	}
+}
+
+// TestReplayHistoriesCoverPatch checks what the committed histories are:
+// the pre-patch one has no marker and no publish activity, the current
+// one has both.
+func TestReplayHistoriesCoverPatch(t *testing.T) {
+	for file, wantPatch := range map[string]bool{"v0-pre-final-publish.json": false, "v1-final-publish.json": true} {
+		raw, err := os.ReadFile(filepath.Join(replayDir, file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var hist historypb.History
+		if err := (temporalproto.CustomJSONUnmarshalOptions{DiscardUnknown: true}).Unmarshal(raw, &hist); err != nil {
+			t.Fatal(err)
+		}
+		marker, publish, tools, updates := false, false, 0, 0
+		for _, e := range hist.Events {
+			switch e.EventType {
+			case enumspb.EVENT_TYPE_MARKER_RECORDED:
+				marker = marker || strings.Contains(e.String(), PatchFinalPublish)
+			case enumspb.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
+				switch e.GetActivityTaskScheduledEventAttributes().GetActivityType().GetName() {
+				case ActivityPublish:
+					publish = true
+				case ActivityTool:
+					tools++
+				}
+			case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED:
+				updates++
+			}
+		}
+		if marker != wantPatch || publish != wantPatch || tools == 0 || updates < 2 {
+			t.Errorf("%s: marker=%v publish=%v tools=%d updates=%d (want patch=%v)", file, marker, publish, tools, updates, wantPatch)
+		}
+	}
+}
+
+// replayAgent is the agent of the recorded histories: an approval, a tool
+// call and a final answer.
+func replayAgent() *agent.Definition {
+	return &agent.Definition{
+		Name: "replay", Version: "v1", SystemPrompt: "replay",
+		Model: model.Config{Provider: model.ProviderScripted, Script: []model.ScriptStep{
+			{Text: "checking", ToolCalls: []model.ToolCall{{ID: "c1", Name: "echo", Input: json.RawMessage(`{"text":"hi"}`)}}},
+			{Text: "done"},
+		}},
+		Tools: []agent.ToolDef{{Config: tool.Config{Name: "echo", Kind: tool.KindBuiltin, ReplayPolicy: tool.PolicySafe, Permission: tool.PermissionAsk}}},
+	}
+}
+
+// TestRecordReplayHistories records the committed histories against a real
+// Temporal server (the dev server of scripts/build-temporal.sh):
+//
+//	HXD_RECORD_REPLAY=127.0.0.1:7233 go test ./internal/temporal/ -run TestRecordReplayHistories
+//
+// v0-pre-final-publish.json runs the workflow as it was before
+// PatchFinalPublish (legacyWorkflow), v1-final-publish.json as it is now;
+// bad-activity-type.json is v1 with its tool activity renamed, a command
+// sequence today's code does not produce.
+func TestRecordReplayHistories(t *testing.T) {
+	addr := os.Getenv("HXD_RECORD_REPLAY")
+	if addr == "" {
+		t.Skip("HXD_RECORD_REPLAY (a Temporal server address) not set")
+	}
+	c, err := client.Dial(client.Options{HostPort: addr, Logger: quietLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	reg := agent.NewRegistry()
+	if err := reg.Register(replayAgent()); err != nil {
+		t.Fatal(err)
+	}
+	def, _ := reg.Get(agent.Ref{Name: "replay", Version: "v1"})
+	taskQueue := "replay-record-" + time.Now().Format("150405")
+	w := NewWorker(c, taskQueue, WorkerDeps{Agents: reg})
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	if err := os.MkdirAll(replayDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, rec := range []struct {
+		file   string
+		legacy bool
+	}{{"v0-pre-final-publish.json", true}, {"v1-final-publish.json", false}} {
+		legacyWorkflow = rec.legacy
+		hist := recordSession(t, c, taskQueue, def, "replay-"+strings.TrimSuffix(rec.file, ".json")+"-"+time.Now().Format("150405"))
+		legacyWorkflow = false
+		writeHistory(t, rec.file, hist)
+		if !rec.legacy {
+			renamed := false
+			for _, e := range hist.Events {
+				if a := e.GetActivityTaskScheduledEventAttributes(); a != nil && a.ActivityType.GetName() == ActivityTool && !renamed {
+					a.ActivityType.Name = ActivityModel
+					renamed = true
+				}
+			}
+			writeHistory(t, "bad-activity-type.json", hist)
+		}
+	}
+}
+
+func recordSession(t *testing.T, c client.Client, taskQueue string, def *agent.Definition, sessionID string) *historypb.History {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	in, err := NewSessionInput(sessionID, def, "alice", nil, time.Now(), RuntimeConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run, err := c.ExecuteWorkflow(ctx, StartWorkflowOptions(sessionID, taskQueue), WorkflowType, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	update := func(name, id string, arg, out any) {
+		t.Helper()
+		h, err := c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
+			WorkflowID: run.GetID(), UpdateID: id, UpdateName: name, Args: []any{arg},
+			WaitForStage: client.WorkflowUpdateStageCompleted,
+		})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if err := h.Get(ctx, out); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+	}
+	var sr SubmitResult
+	update(UpdateSubmit, "req-1", SubmitRequest{Message: json.RawMessage(`"hello"`), RequestID: "req-1", RunID: "run-1"}, &sr)
+	waitStatus(ctx, t, c, run.GetID(), "run-1", runtime.StatusAwaitingInput)
+	allow := true
+	var rr ResolveResult
+	update(UpdateResolve, "res-1", ResolveRequest{Key: "run-1:1:c1", Allow: &allow, Resume: true}, &rr)
+	if rr.Run.Status != runtime.StatusCompleted {
+		t.Fatalf("run = %+v", rr.Run)
+	}
+	time.Sleep(500 * time.Millisecond) // let the final publish finish
+	if err := c.CancelWorkflow(ctx, run.GetID(), ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := run.Get(ctx, nil); err == nil {
+		t.Fatal("workflow ended without the cancellation")
+	}
+	var hist historypb.History
+	it := c.GetWorkflowHistory(ctx, run.GetID(), run.GetRunID(), false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	for it.HasNext() {
+		e, err := it.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		hist.Events = append(hist.Events, e)
+	}
+	return &hist
+}
+
+func waitStatus(ctx context.Context, t *testing.T, c client.Client, wfID, runID string, want runtime.RunStatus) {
+	t.Helper()
+	for {
+		v, err := c.QueryWorkflow(ctx, wfID, "", QueryGetRun, runID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var r runtime.RunResult
+		if err := v.Get(&r); err != nil {
+			t.Fatal(err)
+		}
+		if r.Status == want {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("run %s is %s, want %s", runID, r.Status, want)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+func writeHistory(t *testing.T, file string, hist *historypb.History) {
+	t.Helper()
+	raw, err := temporalproto.CustomJSONMarshalOptions{Indent: "  "}.Marshal(hist)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(replayDir, file), append(raw, '\n'), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}

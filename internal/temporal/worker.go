@@ -1,0 +1,90 @@
+package temporal
+
+import (
+	"log/slog"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
+
+	"hxd/internal/agent"
+	"hxd/internal/model"
+	"hxd/internal/tool"
+)
+
+// WorkerDeps are the process-local dependencies of a worker. Agent
+// factories and credentials never travel through Temporal; only the
+// AgentRef does.
+type WorkerDeps struct {
+	// Agents is the process-local registry activities bind agents from. Required.
+	Agents *agent.Registry
+	// ModelOptions are passed to model.New.
+	ModelOptions model.Options
+	// ToolOptions are passed to tool.New.
+	ToolOptions tool.Options
+	// Events receives the provisional public events. Optional, default: NopSink.
+	Events EventSink
+	// Logger, default: slog.Default().
+	Logger *slog.Logger
+	// PublishTimeout bounds one publish from inside a model or tool
+	// activity. Optional, default: 5s.
+	PublishTimeout time.Duration
+	// HeartbeatEvery is how often a running call heartbeats. Optional, default: 5s.
+	HeartbeatEvery time.Duration
+	// WorkerOptions are passed to worker.New.
+	WorkerOptions worker.Options
+}
+
+func (d WorkerDeps) withDefaults() WorkerDeps {
+	if d.Events == nil {
+		d.Events = NopSink{}
+	}
+	if d.Logger == nil {
+		d.Logger = slog.Default()
+	}
+	if d.PublishTimeout <= 0 {
+		d.PublishTimeout = 5 * time.Second
+	}
+	if d.HeartbeatEvery <= 0 {
+		d.HeartbeatEvery = 5 * time.Second
+	}
+	return d
+}
+
+// Registry is where Register puts the workflow and activities: a
+// worker.Worker, a workflow replayer or the SDK test environment.
+type Registry interface {
+	RegisterWorkflowWithOptions(w any, options workflow.RegisterOptions)
+	RegisterActivityWithOptions(a any, options activity.RegisterOptions)
+}
+
+// NewWorker returns a worker on taskQueue ("" → DefaultTaskQueue) with the
+// session workflow and the model, tool and publish activities registered.
+// The caller starts and stops it.
+func NewWorker(c client.Client, taskQueue string, deps WorkerDeps) worker.Worker {
+	if taskQueue == "" {
+		taskQueue = DefaultTaskQueue
+	}
+	w := worker.New(c, taskQueue, deps.WorkerOptions)
+	Register(w, deps)
+	return w
+}
+
+// Register registers the workflow and the activities over deps on r.
+func Register(r Registry, deps WorkerDeps) *Activities {
+	RegisterWorkflow(r)
+	a := NewActivities(deps)
+	r.RegisterActivityWithOptions(a.Model, activity.RegisterOptions{Name: ActivityModel})
+	r.RegisterActivityWithOptions(a.Tool, activity.RegisterOptions{Name: ActivityTool})
+	r.RegisterActivityWithOptions(a.Publish, activity.RegisterOptions{Name: ActivityPublish})
+	return a
+}
+
+// RegisterWorkflow registers only the session workflow (replayers).
+func RegisterWorkflow(r interface {
+	RegisterWorkflowWithOptions(w any, options workflow.RegisterOptions)
+}) {
+	r.RegisterWorkflowWithOptions(SessionWorkflow, workflow.RegisterOptions{Name: WorkflowType})
+}

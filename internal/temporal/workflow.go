@@ -1,0 +1,685 @@
+package temporal
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"hxd/internal/agent"
+	"hxd/internal/model"
+	"hxd/internal/runtime"
+	"hxd/internal/tool"
+)
+
+// Patch markers (workflow.GetVersion change IDs). A marker is recorded the
+// first time its code path runs; histories recorded before it existed
+// replay with the original command sequence.
+const (
+	// PatchFinalPublish: when a run stops, its pending (settled) events are
+	// published by ONE harness_publish_v1 activity. Before it, they stayed
+	// pending and reached the sink with the session's next activity.
+	PatchFinalPublish = "hxd-final-publish-v1"
+)
+
+// legacyWorkflow makes the workflow behave as it did before
+// PatchFinalPublish existed (no marker, no final publish). Test-only: it
+// records the pre-patch history of the replay test.
+var legacyWorkflow = false
+
+const (
+	// activityGrace is added to a call's own timeout (REFERENCE §9).
+	activityGrace = 10 * time.Second
+	// toolHeartbeat is the tool activity heartbeat timeout.
+	toolHeartbeat = 20 * time.Second
+	// publishTimeout bounds the final publish activity (3 attempts).
+	publishTimeout = 10 * time.Second
+	// controlWait bounds how long pause/cancel wait for the run to stop.
+	controlWait = 5 * time.Second
+)
+
+// Drive interruption causes.
+const (
+	causeCancelled = "cancelled"
+	causeDeadline  = "deadline"
+)
+
+var errInterrupted = errors.New("drive interrupted")
+
+// sessionWorkflow is the in-memory state of one workflow execution.
+type sessionWorkflow struct {
+	s     *SessionInput
+	def   *agent.Definition
+	specs []model.ToolSpec
+	hash  string
+	tools map[string]agent.ToolDef
+	// validators check tool input schemas in workflow code (pure).
+	validators map[string]tool.Tool
+	wfRunID    string
+	drive      *drive
+	publishes  []workflow.Future
+}
+
+// drive is one uninterrupted stretch of driving a run.
+type drive struct {
+	runID    string
+	cancel   workflow.CancelFunc
+	deadline time.Time // zero: none
+	cause    string
+}
+
+// SessionWorkflow is the workflow of one session (WorkflowType). It runs
+// until the session is continued as new; runs are driven between updates.
+func SessionWorkflow(ctx workflow.Context, in SessionInput) error {
+	w, err := newSessionWorkflow(ctx, &in)
+	if err != nil {
+		return err
+	}
+	if err := w.register(ctx); err != nil {
+		return err
+	}
+	for {
+		err := workflow.Await(ctx, func() bool {
+			return w.runnable() != nil || workflow.GetInfo(ctx).GetContinueAsNewSuggested()
+		})
+		if err != nil {
+			return err
+		}
+		if rec := w.runnable(); rec != nil {
+			w.runDrive(ctx, rec)
+			continue
+		}
+		if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
+			return err
+		}
+		if w.runnable() != nil {
+			continue // a handler resumed a run meanwhile
+		}
+		w.awaitPublishes(ctx)
+		return workflow.NewContinueAsNewError(ctx, WorkflowType, *w.s)
+	}
+}
+
+func newSessionWorkflow(ctx workflow.Context, in *SessionInput) (*sessionWorkflow, error) {
+	var def agent.Definition
+	if err := json.Unmarshal(in.AgentConfig, &def); err != nil {
+		return nil, temporal.NewNonRetryableApplicationError("invalid persisted agent config: "+err.Error(), ErrTypeInvalidRequest, nil)
+	}
+	if in.Runs == nil {
+		in.Runs = map[string]*RunRecord{}
+	}
+	if in.Requests == nil {
+		in.Requests = map[string]RequestRecord{}
+	}
+	if in.RunOrder == nil {
+		in.RunOrder = []string{}
+	}
+	w := &sessionWorkflow{
+		s: in, def: &def, specs: runtime.ToolSpecs(&def), hash: ConfigHash(in.AgentConfig),
+		tools: map[string]agent.ToolDef{}, validators: map[string]tool.Tool{},
+		wfRunID: workflow.GetInfo(ctx).WorkflowExecution.RunID,
+	}
+	for _, t := range def.Tools {
+		t.Config = t.Config.WithDefaults()
+		w.tools[t.Name] = t
+	}
+	return w, nil
+}
+
+// latest returns the newest run, nil when none.
+func (w *sessionWorkflow) latest() *RunRecord {
+	if len(w.s.RunOrder) == 0 {
+		return nil
+	}
+	return w.s.Runs[w.s.RunOrder[len(w.s.RunOrder)-1]]
+}
+
+// runnable returns the run the loop should drive now, nil when none.
+func (w *sessionWorkflow) runnable() *RunRecord {
+	if w.drive != nil || w.s.Active == nil {
+		return nil
+	}
+	rec := w.s.Runs[*w.s.Active]
+	if rec == nil || rec.State.Status != runtime.StatusRunning {
+		return nil
+	}
+	return rec
+}
+
+func (w *sessionWorkflow) view(rec *RunRecord) runtime.RunResult {
+	v := rec.State.View()
+	v.CreatedAt, v.UpdatedAt = rec.CreatedAt, rec.UpdatedAt
+	return v
+}
+
+func (w *sessionWorkflow) touch(ctx workflow.Context, rec *RunRecord) {
+	rec.UpdatedAt = workflow.Now(ctx).UTC()
+}
+
+// event appends a workflow event; e ties it to a tool entry's attempt.
+func (w *sessionWorkflow) event(st *runtime.RunState, typ string, data any, e *runtime.ToolEntry) {
+	w.s.EventSeq++
+	raw, err := json.Marshal(data)
+	if err != nil {
+		raw = json.RawMessage(`null`)
+	}
+	attempt := st.Attempt
+	if e != nil {
+		attempt = e.Attempt
+	}
+	w.s.PendingEvents = append(w.s.PendingEvents, runtime.RunEvent{
+		Type: typ, Data: raw, SessionID: st.SessionID, RunID: st.RunID, StepID: st.StepID(),
+		AttemptID: strconv.Itoa(attempt), EventID: w.wfRunID + ":" + strconv.FormatInt(w.s.EventSeq, 10),
+	})
+}
+
+// takeEvents hands the pending events to an activity.
+func (w *sessionWorkflow) takeEvents() []runtime.RunEvent {
+	evs := w.s.PendingEvents
+	w.s.PendingEvents = nil
+	return evs
+}
+
+// settle runs when a run stops: its pending events (the settled ones:
+// turn_complete, approval/recovery requests, run_result) are published by
+// one publish activity that nobody waits for.
+func (w *sessionWorkflow) settle(ctx workflow.Context) {
+	if len(w.s.PendingEvents) == 0 {
+		return
+	}
+	if legacyWorkflow || workflow.GetVersion(ctx, PatchFinalPublish, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		return // pre-patch: the events ride with the next activity
+	}
+	evs := w.takeEvents()
+	pctx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: publishTimeout,
+		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumAttempts: 3},
+	})
+	for len(evs) > 0 {
+		n := 1
+		for n < len(evs) && evs[n].RunID == evs[0].RunID {
+			n++
+		}
+		f := workflow.ExecuteActivity(pctx, ActivityPublish, PublishInput{RunID: evs[0].RunID, Events: evs[:n]})
+		w.publishes = append(w.publishes, f)
+		evs = evs[n:]
+	}
+	w.prunePublishes(ctx)
+}
+
+func (w *sessionWorkflow) prunePublishes(ctx workflow.Context) {
+	kept := w.publishes[:0]
+	for _, f := range w.publishes {
+		if !f.IsReady() {
+			kept = append(kept, f)
+			continue
+		}
+		if err := f.Get(ctx, nil); err != nil {
+			workflow.GetLogger(ctx).Warn("publish settled events failed; events are provisional", "error", err)
+		}
+	}
+	w.publishes = kept
+}
+
+// awaitPublishes waits for outstanding publishes (their failure is only logged).
+func (w *sessionWorkflow) awaitPublishes(ctx workflow.Context) {
+	for _, f := range w.publishes {
+		if err := f.Get(ctx, nil); err != nil {
+			workflow.GetLogger(ctx).Warn("publish settled events failed; events are provisional", "error", err)
+		}
+	}
+	w.publishes = nil
+}
+
+// sessionLimit is the drive deadline duration, 0 for none.
+func (w *sessionWorkflow) sessionLimit() time.Duration {
+	s := w.s.RuntimeConfig.MaxSessionDurationSeconds
+	if w.def.MaxSessionDurationSeconds > 0 {
+		s = w.def.MaxSessionDurationSeconds
+	}
+	return time.Duration(s * float64(time.Second))
+}
+
+// runDrive drives a running run until it stops (or is interrupted).
+func (w *sessionWorkflow) runDrive(ctx workflow.Context, rec *RunRecord) {
+	st := rec.State
+	dctx, cancel := workflow.WithCancel(ctx)
+	d := &drive{runID: st.RunID, cancel: cancel}
+	if limit := w.sessionLimit(); limit > 0 {
+		d.deadline = workflow.Now(ctx).Add(limit)
+	}
+	w.drive = d
+	defer func() {
+		cancel()
+		w.drive = nil
+		w.touch(ctx, rec)
+		if st.Status.Finished() && w.s.Active != nil && *w.s.Active == st.RunID {
+			w.s.Active = nil
+		}
+		w.settle(ctx)
+	}()
+	for st.Status == runtime.StatusRunning {
+		if d.cause == "" && !d.deadline.IsZero() && !workflow.Now(ctx).Before(d.deadline) {
+			d.cause = causeDeadline
+		}
+		if d.cause != "" {
+			w.interrupted(st, d.cause)
+			return
+		}
+		cmd := runtime.NextCommand(st)
+		if cmd == runtime.CommandResult {
+			return
+		}
+		if cmd == runtime.Command(runtime.PhaseModel) || cmd == runtime.Command(runtime.PhaseTools) {
+			switch w.s.Control {
+			case ActionPaused:
+				_ = runtime.SetStatus(st, runtime.EvPause)
+				w.event(st, runtime.EventRunResult, st.ResultData(), nil)
+				return
+			case ActionCancelled:
+				runtime.CancelState(st, "cancelled", nil)
+				w.event(st, runtime.EventRunResult, st.ResultData(), nil)
+				return
+			}
+		}
+		err := w.step(dctx, d, st)
+		w.touch(ctx, rec)
+		if err == nil {
+			continue
+		}
+		if errors.Is(err, errInterrupted) {
+			if d.cause == "" {
+				d.cause = causeCancelled
+			}
+			w.interrupted(st, d.cause)
+			return
+		}
+		var f *runtime.StepFailure
+		if !errors.As(err, &f) {
+			f = &runtime.StepFailure{Type: "RuntimeError", Message: err.Error()}
+		}
+		w.failRun(st, f.Type, f.Message)
+		return
+	}
+}
+
+func (w *sessionWorkflow) step(ctx workflow.Context, d *drive, st *runtime.RunState) error {
+	switch st.Phase {
+	case runtime.PhaseStart:
+		return runtime.StartRun(st)
+	case runtime.PhasePrepareModel:
+		return runtime.PrepareModel(st, w.def.MaxIterations)
+	case runtime.PhaseModel:
+		return w.modelStep(ctx, d, st)
+	case runtime.PhasePrepareTools:
+		return runtime.PrepareTools(st, w.lookupTool)
+	case runtime.PhaseTools:
+		return w.toolsStep(ctx, d, st)
+	case runtime.PhaseFinish:
+		out := runtime.FinishRun(st)
+		w.event(st, runtime.EventTurnComplete, out, nil)
+		w.event(st, runtime.EventRunResult, st.ResultData(), nil)
+		return nil
+	}
+	return &runtime.StepFailure{Type: "RuntimeError", Message: fmt.Sprintf("unknown phase %q", st.Phase)}
+}
+
+func (w *sessionWorkflow) lookupTool(name string) (tool.Config, bool) {
+	t, ok := w.tools[name]
+	return t.Config, ok
+}
+
+// remaining returns the time left before the drive deadline (ok=false
+// when it passed); max when there is none.
+func (w *sessionWorkflow) capTimeout(ctx workflow.Context, d *drive, t time.Duration) (time.Duration, bool) {
+	if d.deadline.IsZero() {
+		return t, true
+	}
+	left := d.deadline.Sub(workflow.Now(ctx))
+	if left <= 0 {
+		return 0, false
+	}
+	return min(t, left), true
+}
+
+func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
+
+// modelStep makes one model call in an activity (retried by Temporal per
+// the agent's retry policy) and applies the response.
+func (w *sessionWorkflow) modelStep(ctx workflow.Context, d *drive, st *runtime.RunState) error {
+	if st.Attempt != 0 {
+		st.UsageIncomplete = true
+		w.event(st, runtime.EventAttemptReset, map[string]any{"attempt": st.Attempt}, nil)
+	}
+	st.Attempt++
+	base := st.Attempt
+	timeout, ok := w.capTimeout(ctx, d, seconds(w.def.Model.TimeoutSeconds)+activityGrace)
+	if !ok {
+		d.cause = causeDeadline
+		return errInterrupted
+	}
+	retry := agent.DefaultRetry
+	if w.def.Retry != nil {
+		retry = *w.def.Retry
+	}
+	attempts := max(1, retry.Attempts-(base-1))
+	opts := workflow.ActivityOptions{
+		StartToCloseTimeout: timeout,
+		HeartbeatTimeout:    toolHeartbeat,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval:        max(seconds(retry.BackoffSeconds), time.Millisecond),
+			BackoffCoefficient:     2,
+			MaximumInterval:        max(seconds(retry.MaxBackoffSeconds), seconds(retry.BackoffSeconds), time.Millisecond),
+			MaximumAttempts:        int32(attempts),
+			NonRetryableErrorTypes: []string{ErrTypeAgentMismatch},
+		},
+	}
+	req := runtime.BuildModelRequest(w.def, w.specs, st)
+	in := ModelInput{
+		Agent: w.s.Agent, ConfigHash: w.hash, SessionID: st.SessionID, RunID: st.RunID,
+		Step: st.Iterations, Attempt: base, Request: *req, Events: w.takeEvents(),
+	}
+	var out ModelOutput
+	err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, opts), ActivityModel, in).Get(ctx, &out)
+	if err != nil {
+		if ierr := w.interruption(ctx, d, err); ierr != nil {
+			return ierr
+		}
+		f := activityFailure(err, "model")
+		var app *temporal.ApplicationError
+		if errors.As(err, &app) && app.HasDetails() {
+			var attempt int
+			if app.Details(&attempt) == nil && attempt > base {
+				st.Attempt = attempt
+				st.UsageIncomplete = true
+			}
+		}
+		return f
+	}
+	st.Attempt = max(out.Attempt, base)
+	if st.Attempt > base {
+		st.UsageIncomplete = true
+	}
+	processed := runtime.ProcessResponse(w.def, &out.Response)
+	st.Response = &processed
+	st.Usage = st.Usage.Add(out.Response.Usage)
+	if len(processed.ToolCalls) > 0 {
+		return runtime.Advance(st, runtime.OutToolCalls)
+	}
+	return runtime.Advance(st, runtime.OutFinal)
+}
+
+// interruption returns errInterrupted when err is the drive's
+// cancellation or the deadline passing, else nil.
+func (w *sessionWorkflow) interruption(ctx workflow.Context, d *drive, err error) error {
+	if d.cause != "" || temporal.IsCanceledError(err) {
+		return errInterrupted
+	}
+	if !d.deadline.IsZero() && !workflow.Now(ctx).Before(d.deadline) {
+		d.cause = causeDeadline
+		return errInterrupted
+	}
+	return nil
+}
+
+// activityFailure turns an activity error into the run's failure.
+func activityFailure(err error, what string) *runtime.StepFailure {
+	var app *temporal.ApplicationError
+	if errors.As(err, &app) {
+		if app.Type() == ErrTypeAgentMismatch {
+			return &runtime.StepFailure{Type: "ValueError", Message: app.Message()}
+		}
+		typ := app.Type()
+		if typ == "" {
+			typ = "Error"
+		}
+		return &runtime.StepFailure{Type: typ, Message: app.Message()}
+	}
+	var te *temporal.TimeoutError
+	if errors.As(err, &te) {
+		return &runtime.StepFailure{Type: "TimeoutError", Message: what + " activity timed out (" + te.TimeoutType().String() + ")"}
+	}
+	return &runtime.StepFailure{Type: "ActivityError", Message: what + " activity failed: " + err.Error()}
+}
+
+// toolsStep runs every entry that can run, then stops for decisions or
+// collects the results (REFERENCE §4.2, §9).
+func (w *sessionWorkflow) toolsStep(ctx workflow.Context, d *drive, st *runtime.RunState) error {
+	var lost *runtime.StepFailure
+	for i := range st.Tools {
+		e := &st.Tools[i]
+	entry:
+		for e.Status == runtime.ToolPrepared || e.Status == runtime.ToolStarted || e.Status == runtime.ToolRawCompleted {
+			if e.Status == runtime.ToolRawCompleted {
+				if err := w.processTool(st, e); err != nil {
+					return err
+				}
+				continue
+			}
+			td, ok := w.tools[e.Call.Name]
+			if !ok {
+				if err := w.answer(st, e, "Unknown tool: "+e.Call.Name); err != nil {
+					return err
+				}
+				continue
+			}
+			switch runtime.GateTool(td.Config, e) {
+			case runtime.GateDeny:
+				if err := w.answer(st, e, "Permission denied"); err != nil {
+					return err
+				}
+				continue
+			case runtime.GateAsk:
+				if err := runtime.SetToolStatus(e, runtime.TevNeedApproval); err != nil {
+					return err
+				}
+				w.event(st, runtime.EventApprovalRequired, map[string]any{"execution_key": e.ExecutionKey, "call": e.Call}, e)
+				break entry
+			}
+			if e.Status == runtime.ToolPrepared {
+				if err := w.validateInput(td.Config, e.Call.Input); err != nil {
+					if err := w.answer(st, e, "Invalid tool input: "+err.Error()); err != nil {
+						return err
+					}
+					continue
+				}
+			}
+			if err := runtime.SetToolStatus(e, runtime.TevStart); err != nil {
+				return err
+			}
+			e.Attempt++
+			w.event(st, runtime.EventToolCallStart, e.Call, e)
+			out, err := w.toolActivity(ctx, d, st, e)
+			if err != nil {
+				if ierr := w.interruption(ctx, d, err); ierr != nil {
+					return ierr
+				}
+				f := activityFailure(err, "tool")
+				var app *temporal.ApplicationError
+				if errors.As(err, &app) && app.Type() == ErrTypeAgentMismatch {
+					return f
+				}
+				// The activity failed (lost worker, timeout, retries used up):
+				// a manual tool's outcome is unknown; others stay started and
+				// are executed again by a resume.
+				if e.Policy == tool.PolicyManual {
+					if err := runtime.SetToolStatus(e, runtime.TevUnknown); err != nil {
+						return err
+					}
+					w.event(st, runtime.EventRecoveryRequired, map[string]any{"execution_key": e.ExecutionKey, "call": e.Call}, e)
+				}
+				lost = f
+				break entry
+			}
+			e.Attempt = max(out.Attempt, e.Attempt)
+			switch out.Kind {
+			case ToolReturned:
+				if err := runtime.SetToolStatus(e, runtime.TevReturn); err != nil {
+					return err
+				}
+				e.RawResult = out.Result
+			case ToolClientResult:
+				if err := runtime.SetToolStatus(e, runtime.TevUnknown); err != nil {
+					return err
+				}
+				w.event(st, runtime.EventRecoveryRequired, map[string]any{"execution_key": e.ExecutionKey, "call": e.Call, "reason": "client_result"}, e)
+			case ToolUncertain:
+				if err := runtime.SetToolStatus(e, runtime.TevUnknown); err != nil {
+					return err
+				}
+				w.event(st, runtime.EventRecoveryRequired, map[string]any{"execution_key": e.ExecutionKey, "call": e.Call}, e)
+			case ToolFailed:
+				typ, msg := "ToolError", "tool call failed"
+				if out.Failure != nil {
+					typ, msg = out.Failure.Type, out.Failure.Message
+				}
+				return &runtime.StepFailure{Type: typ, Message: msg}
+			default:
+				return &runtime.StepFailure{Type: "RuntimeError", Message: fmt.Sprintf("unknown tool outcome %q", out.Kind)}
+			}
+		}
+	}
+	if len(st.PendingTools()) > 0 {
+		if err := runtime.SetStatus(st, runtime.EvAwait); err != nil {
+			return err
+		}
+		w.event(st, runtime.EventRunResult, st.ResultData(), nil)
+		return nil
+	}
+	for i := range st.Tools {
+		if st.Tools[i].Status != runtime.ToolCompleted {
+			if lost == nil {
+				lost = &runtime.StepFailure{Type: "RuntimeError", Message: "tool entry " + st.Tools[i].ExecutionKey + " did not complete"}
+			}
+			return lost
+		}
+	}
+	return runtime.CollectResults(st)
+}
+
+func (w *sessionWorkflow) toolActivity(ctx workflow.Context, d *drive, st *runtime.RunState, e *runtime.ToolEntry) (*ToolOutput, error) {
+	timeout, ok := w.capTimeout(ctx, d, seconds(float64(e.Timeout))+activityGrace)
+	if !ok {
+		d.cause = causeDeadline
+		return nil, errInterrupted
+	}
+	retry := tool.DefaultRetry
+	if e.Retry != nil {
+		retry = *e.Retry
+	}
+	attempts := 1
+	if e.Policy != tool.PolicyManual {
+		attempts = max(1, retry.Attempts-(e.Attempt-1))
+	}
+	opts := workflow.ActivityOptions{
+		StartToCloseTimeout: timeout,
+		HeartbeatTimeout:    toolHeartbeat,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval:        max(seconds(retry.BackoffSeconds), time.Millisecond),
+			BackoffCoefficient:     2,
+			MaximumInterval:        max(seconds(retry.MaxBackoffSeconds), seconds(retry.BackoffSeconds), time.Millisecond),
+			MaximumAttempts:        int32(attempts),
+			NonRetryableErrorTypes: []string{ErrTypeAgentMismatch},
+		},
+	}
+	in := ToolInput{
+		Agent: w.s.Agent, ConfigHash: w.hash, SessionID: st.SessionID, RunID: st.RunID,
+		Step: st.Iterations, Entry: *e, Events: w.takeEvents(),
+	}
+	var out ToolOutput
+	if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, opts), ActivityTool, in).Get(ctx, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// validateInput checks a call input against the tool's schema, in
+// workflow code: a client-kind tool of the same schema validates exactly
+// as the real tool does, without needing the worker's builtins.
+func (w *sessionWorkflow) validateInput(cfg tool.Config, input json.RawMessage) error {
+	v, ok := w.validators[cfg.Name]
+	if !ok {
+		vc := tool.Config{Name: cfg.Name, Kind: tool.KindClient, InputSchema: cfg.InputSchema}
+		t, err := tool.New(vc, tool.Options{})
+		if err != nil {
+			return nil // the worker validated the definition at registration
+		}
+		w.validators[cfg.Name], v = t, t
+	}
+	return v.ValidateInput(input)
+}
+
+func (w *sessionWorkflow) answer(st *runtime.RunState, e *runtime.ToolEntry, text string) error {
+	res, err := runtime.AnswerTool(e, text)
+	if err != nil {
+		return err
+	}
+	w.event(st, runtime.EventToolResult, res, e)
+	return nil
+}
+
+// processTool applies result middleware to the raw result (pure).
+func (w *sessionWorkflow) processTool(st *runtime.RunState, e *runtime.ToolEntry) error {
+	if err := runtime.SetToolStatus(e, runtime.TevProcess); err != nil {
+		return err
+	}
+	res := *e.RawResult
+	res.Content = runtime.ApplyToContent(w.tools[e.Call.Name].ResultMiddleware, res.Content)
+	e.Result = &res
+	w.event(st, runtime.EventToolCallComplete, e.Call, e)
+	w.event(st, runtime.EventToolResult, res, e)
+	return nil
+}
+
+// failRun ends the run as failed (resumable).
+func (w *sessionWorkflow) failRun(st *runtime.RunState, typ, msg string) {
+	if err := runtime.SetStatus(st, runtime.EvFail); err != nil {
+		return
+	}
+	st.Error = &runtime.RunError{Type: typ, Message: msg}
+	w.event(st, runtime.EventError, msg, nil)
+	w.event(st, runtime.EventRunResult, st.ResultData(), nil)
+}
+
+// interrupted ends a drive that was cancelled or ran out of time: manual
+// tools in flight become uncertain, the run ends cancelled.
+func (w *sessionWorkflow) interrupted(st *runtime.RunState, cause string) {
+	for i := range st.Tools {
+		e := &st.Tools[i]
+		if e.Status == runtime.ToolStarted && e.Policy == tool.PolicyManual {
+			_ = runtime.SetToolStatus(e, runtime.TevUnknown)
+		}
+	}
+	if cause == causeDeadline {
+		runtime.CancelState(st, "timeout", &runtime.RunError{Type: "TimeoutError", Message: "Session duration limit exceeded"})
+	} else {
+		runtime.CancelState(st, "cancelled", nil)
+	}
+	w.event(st, runtime.EventRunResult, st.ResultData(), nil)
+}
+
+// resume makes the latest unfinished run running again (Runtime.Resume):
+// control cleared, status resumed, lost manual outcomes become uncertain.
+func (w *sessionWorkflow) resume(ctx workflow.Context, rec *RunRecord) error {
+	st := rec.State
+	w.s.Control = ""
+	if err := runtime.SetStatus(st, runtime.EvResume); err != nil {
+		return newAppError(runtime.ErrNotAwaitingResolution, err.Error())
+	}
+	st.Error, st.StopReason = nil, nil
+	for i := range st.Tools {
+		e := &st.Tools[i]
+		if runtime.ResumeTable(e.Status, e.Policy) == runtime.ResumeUncertain {
+			e.Status = runtime.ToolUncertain
+			w.event(st, runtime.EventRecoveryRequired, map[string]any{"execution_key": e.ExecutionKey, "call": e.Call}, e)
+		}
+	}
+	id := st.RunID
+	w.s.Active = &id
+	w.touch(ctx, rec)
+	return nil
+}
