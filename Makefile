@@ -65,6 +65,17 @@ test: ## run the whole suite, then test/ts and test/race
 		echo "warning: test/race skipped: the race detector needs cgo and a C compiler (go env CGO_ENABLED is 0)" >&2; \
 	fi
 
+# The Temporal engine's end-to-end tests run against a real Temporal dev
+# server, Redis (HXD_TEST_REDIS_ADDR, default 127.0.0.1:6379) and an
+# S3-compatible server (versitygw): the pinned Temporal CLI and versitygw are
+# built once per machine into ~/.cache/hxd (minutes cold), so `make test`
+# skips these tests and this target runs them (HXD_TEST_TEMPORAL=1).
+.PHONY: test-temporal
+test-temporal: ## Temporal engine end-to-end tests: real Temporal dev server, Redis and S3 (builds the pinned CLIs once)
+	@bash scripts/build-temporal.sh >/dev/null
+	@bash scripts/build-versitygw.sh >/dev/null
+	HXD_TEST_TEMPORAL=1 $(GO) test -count=1 -timeout $(TEST_TIMEOUT) -run 'Temporal' ./cmd/hxd/
+
 .PHONY: test/race
 test/race: ## race-detector tests of RACE_PKGS (default ./internal/runtime/...)
 	$(GO) test -race -count=1 -timeout $(RACE_TIMEOUT) $(RACE_PKGS)
@@ -110,8 +121,8 @@ fmt/check: ## fail if a Go file is not gofmt-formatted
 	if [ -n "$$out" ]; then echo "not gofmt-formatted (run make fmt):" >&2; echo "$$out" >&2; exit 1; fi
 
 .PHONY: bench
-bench: ## run every benchmark (-benchtime BENCHTIME, default 1s), results to stdout
-	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) -count=1 ./...
+bench: ## run every benchmark (-benchtime BENCHTIME, default 1s), results to stdout; includes the Temporal engine's (see test-temporal)
+	HXD_TEST_TEMPORAL=1 $(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) -count=1 ./...
 
 .PHONY: fuzz
 fuzz: ## run every Fuzz target for FUZZTIME (default 10s) each

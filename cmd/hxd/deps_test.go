@@ -127,6 +127,15 @@ var depsRules = []depsRule{
 		forbid: []string{"go.temporal.io/sdk/..."},
 	},
 	{
+		// Direct imports, tests excluded: only the engine package tree
+		// names SDK packages; cmd/hxd reaches the SDK through it.
+		name:   "only internal/temporal/... imports go.temporal.io/sdk directly",
+		pkgs:   []string{"hxd/..."},
+		except: []string{"hxd/internal/temporal/..."},
+		direct: true,
+		forbid: []string{"go.temporal.io/sdk/..."},
+	},
+	{
 		name:   "cmd does not use the Temporal SDK itself",
 		pkgs:   []string{"hxd/cmd/..."},
 		direct: true,

@@ -64,6 +64,8 @@ const usage = `hxd — durable AI-agent runs with a flight recorder
 
 Usage:
   hxd serve [flags]     run the HTTP API (see hxd serve -h)
+  hxd worker --temporal-address A --s3-endpoint E --s3-bucket B [flags]
+                        run a Temporal worker for serve --engine temporal (see hxd worker -h)
   hxd migrate [--database-url URL] [--schema S] [--db F]
                         apply storage migrations (PostgreSQL and/or SQLite)
   hxd export --db F --session S --run R --output X.hx [--include-payloads] [--include-artifacts]
@@ -91,6 +93,8 @@ func run(ctx context.Context, args []string, e env) error {
 	switch args[0] {
 	case "serve":
 		return serve(ctx, args[1:], e)
+	case "worker":
+		return worker(ctx, args[1:], e)
 	case "demo":
 		return demo(ctx, args[1:], e)
 	case "migrate":

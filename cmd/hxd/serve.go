@@ -54,6 +54,10 @@ type serveConfig struct {
 	CheckpointHook string
 	// PG selects PostgreSQL instead of the SQLite file DB when PG.URL is set.
 	PG pgOptions
+	// Engine is local (SQLite or PostgreSQL) or temporal. Default: local.
+	Engine string
+	// Temporal configures --engine temporal (temporal_flags.go).
+	Temporal temporalConfig
 }
 
 func (c *serveConfig) validate() error {
@@ -67,6 +71,13 @@ func (c *serveConfig) validate() error {
 		errs = append(errs, fmt.Errorf("--addr %q: %w", c.Addr, err))
 	} else if c.Auth == authNone && !isLoopback(host) {
 		errs = append(errs, fmt.Errorf("--auth=none refuses to listen on non-loopback address %q: use 127.0.0.1 or configure authentication", c.Addr))
+	}
+	switch c.Engine {
+	case engineLocal:
+	case engineTemporal:
+		errs = append(errs, c.Temporal.validate()...)
+	default:
+		errs = append(errs, fmt.Errorf("--engine must be %s or %s, not %q", engineLocal, engineTemporal, c.Engine))
 	}
 	if c.DB == "" && c.PG.URL == "" {
 		errs = append(errs, errors.New("--db must not be empty"))
@@ -127,6 +138,8 @@ func parseServeFlags(args []string, e env) (*serveConfig, error) {
 	fs.StringVar(&c.WorkDir, "workdir", envOr("HXD_WORKDIR", "."), "folder where demo tools write files (HXD_WORKDIR)")
 	fs.StringVar(&c.CheckpointHook, "checkpoint-hook", envOr("HXD_CHECKPOINT_HOOK", ""), "URL receiving a JSON POST {session_id, run_id, status, phase} at every checkpoint (HXD_CHECKPOINT_HOOK)")
 	c.PG.register(fs, e, true)
+	fs.StringVar(&c.Engine, "engine", envOr("HXD_ENGINE", engineLocal), "engine: local (SQLite --db or PostgreSQL --database-url) or temporal (HXD_ENGINE)")
+	c.Temporal.register(fs, envOr)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil, &exitError{code: 0}
@@ -179,6 +192,9 @@ func serve(ctx context.Context, args []string, e env) error {
 		}
 	}
 
+	if cfg.Engine == engineTemporal {
+		return serveTemporal(ctx, cfg, e, log, auth, registry, len(defs))
+	}
 	store, err := openStore(ctx, cfg.PG, cfg.DB, log)
 	if err != nil {
 		return err

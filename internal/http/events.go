@@ -157,6 +157,18 @@ type eventStream struct {
 	s     *Server
 	runID string
 	after int64
+	// lastType is the type of the last event written.
+	lastType string
+}
+
+// eventLagger is implemented by a Service whose event stream may lag the
+// run status GetRun reports: the Temporal engine publishes a stopped
+// run's settled events (run_result last) after the workflow state
+// changed, and a gap event (cursor 0) stands for history it cannot read.
+type eventLagger interface {
+	// EventLag is how long a stream of a stopped run waits for its
+	// run_result event before it ends anyway.
+	EventLag() time.Duration
 }
 
 // VisitListRunEventsResponse implements api.ListRunEventsResponseObject.
@@ -186,9 +198,18 @@ func (e *eventStream) VisitListRunEventsResponse(w http.ResponseWriter) error {
 // event committed up to its run_result has been written (the terminal
 // status and its run_result commit together, so reading the status before
 // draining the events suffices).
+//
+// With a Service whose events lag the run's status (eventLagger), a
+// stopped run's stream waits up to that lag for the run_result event
+// before it ends.
 func (e *eventStream) stream(w http.ResponseWriter, rc *http.ResponseController) error {
 	keepAlive := time.NewTicker(e.s.keepAlive)
 	defer keepAlive.Stop()
+	var lag time.Duration
+	if l, ok := e.s.svc.(eventLagger); ok {
+		lag = l.EventLag()
+	}
+	var stoppedAt time.Time
 	after := e.after
 	for {
 		changed, release := e.s.svc.WatchRun(e.runID) // before reading: no commit is missed
@@ -196,9 +217,21 @@ func (e *eventStream) stream(w http.ResponseWriter, rc *http.ResponseController)
 		if err == nil {
 			after, err = e.drain(w, rc, after)
 		}
-		if err != nil || run.Status != hxruntime.StatusRunning {
+		if err != nil {
 			release()
 			return err
+		}
+		if run.Status != hxruntime.StatusRunning {
+			if stoppedAt.IsZero() {
+				stoppedAt = time.Now()
+			}
+			settled := e.lastType == hxruntime.EventRunResult || e.lastType == hxruntime.EventGap
+			if settled || time.Since(stoppedAt) >= lag {
+				release()
+				return nil
+			}
+		} else {
+			stoppedAt = time.Time{}
 		}
 		err = e.wait(w, rc, changed, keepAlive.C)
 		release()
@@ -221,6 +254,12 @@ func (e *eventStream) drain(w http.ResponseWriter, rc *http.ResponseController, 
 			if err != nil {
 				return after, fmt.Errorf("event %s: bad cursor: %w", ev.EventID, err)
 			}
+			// Consecutive gap events (Redis unreachable on every read)
+			// are written once.
+			if ev.Type == hxruntime.EventGap && e.lastType == hxruntime.EventGap {
+				after = n
+				continue
+			}
 			if err := writeFrame(w, ev); err != nil {
 				return after, err
 			}
@@ -228,6 +267,7 @@ func (e *eventStream) drain(w http.ResponseWriter, rc *http.ResponseController, 
 				return after, err
 			}
 			after = n
+			e.lastType = ev.Type
 		}
 		if len(evs) < eventBatch {
 			return after, nil

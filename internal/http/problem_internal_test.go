@@ -44,6 +44,8 @@ func TestProblemTable(t *testing.T) {
 		{"unknown agent", live, hxruntime.ErrUnknownAgent, 422, "unknown_agent", ""},
 		{"invalid message", live, hxruntime.ErrInvalidMessage, 422, "invalid_message", ""},
 		{"recording disabled", live, hxruntime.ErrRecordingDisabled, 422, "recording_disabled", ""},
+		{"recording unsupported", live, &hxruntime.PublicError{Err: hxruntime.ErrRecordingUnsupported, Detail: "The Temporal engine does not support flight recording"},
+			422, "recording_unsupported", "The Temporal engine does not support flight recording"},
 		{"unavailable", live, fmt.Errorf("ping: %w", hxruntime.ErrUnavailable), 503, "unavailable", ""},
 		{"invalid cursor", live, hxruntime.ErrInvalidCursor, 400, "invalid_request", ""},
 		{"request error", live, badRequest("query parameter \"limit\": too big"), 400, "invalid_request", "query parameter \"limit\": too big"},

@@ -34,6 +34,9 @@ var (
 	ErrResolutionInvalid = errors.New("invalid resolution")
 	// ErrRecordingDisabled: the run was not recorded.
 	ErrRecordingDisabled = errors.New("flight recording was not enabled for this run")
+	// ErrRecordingUnsupported: the engine keeps no flight recorder (the
+	// Temporal engine): recording cannot be turned on and nothing exports.
+	ErrRecordingUnsupported = errors.New("flight recording is not supported by this engine")
 	// ErrRecording: a required flight-recording commit failed.
 	ErrRecording = errors.New("required flight-recording commit failed")
 )

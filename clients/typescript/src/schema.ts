@@ -146,7 +146,9 @@ export interface paths {
          * Create a session
          * @description Creates a durable session bound to the caller and to one agent
          *     version. 409 `session_exists` when `session_id` is taken; 422
-         *     `unknown_agent` when the agent is not registered.
+         *     `unknown_agent` when the agent is not registered; 422
+         *     `recording_unsupported` when `recording` is true and the server's
+         *     engine cannot record (the Temporal engine).
          */
         post: operations["createSession"];
         delete?: never;
@@ -302,7 +304,8 @@ export interface paths {
          *
          *     Every check happens before the first byte is sent, so a failure is
          *     always a problem: 404 `not_found`; 422 `recording_disabled` (the run
-         *     was not recorded), `bundle_limit_exceeded` (detail: the reference's
+         *     was not recorded), `recording_unsupported` (the server's engine,
+         *     Temporal, keeps no flight recorder), `bundle_limit_exceeded` (detail: the reference's
          *     message, e.g. "Incident exceeds byte limit") or `invalid_policy`
          *     (e.g. "Artifact export also requires include_payloads=True", a bad
          *     rule or limit). `limits` may only tighten the server's limits
@@ -588,7 +591,7 @@ export interface components {
          *     session_exists, session_busy, request_id_conflict,
          *     recording_mismatch, agent_mismatch, not_awaiting_resolution,
          *     unknown_execution_key, resolution_invalid, unknown_agent,
-         *     invalid_message, recording_disabled, invalid_policy,
+         *     invalid_message, recording_disabled, recording_unsupported, invalid_policy,
          *     bundle_limit_exceeded, invalid_bundle, unavailable,
          *     client_closed_request, internal. New codes may be added.
          */
@@ -1115,7 +1118,7 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
-        /** @description Well-formed but semantically invalid: `unknown_agent`, `invalid_message`, `resolution_invalid`, `recording_disabled`, `invalid_policy`, `bundle_limit_exceeded`, `invalid_bundle`. */
+        /** @description Well-formed but semantically invalid: `unknown_agent`, `invalid_message`, `resolution_invalid`, `recording_disabled`, `recording_unsupported`, `invalid_policy`, `bundle_limit_exceeded`, `invalid_bundle`. */
         Unprocessable: {
             headers: {
                 [name: string]: unknown;

@@ -1,0 +1,125 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"hxd/internal/agent"
+	"hxd/internal/temporal"
+	"hxd/internal/tool"
+)
+
+// workerConfig is everything `hxd worker` reads from flags and HXD_* env.
+type workerConfig struct {
+	Temporal temporalConfig
+	// AgentsDir holds agent files. Default: none.
+	AgentsDir string
+	// Demo registers the demo agents. Default: false.
+	Demo bool
+	// LogFormat is text or json. Default: text.
+	LogFormat string
+	// WorkDir is where demo tools write files. Default: the current folder.
+	WorkDir string
+}
+
+func parseWorkerFlags(args []string, e env) (*workerConfig, error) {
+	c := &workerConfig{}
+	fs := flag.NewFlagSet("worker", flag.ContinueOnError)
+	fs.SetOutput(e.stderr)
+	envOr := func(name, def string) string {
+		if v := e.getenv(name); v != "" {
+			return v
+		}
+		return def
+	}
+	demo, _ := strconv.ParseBool(envOr("HXD_DEMO", "false"))
+	c.Temporal.register(fs, envOr)
+	fs.StringVar(&c.AgentsDir, "agents", envOr("HXD_AGENTS", ""), "folder of agent YAML files (HXD_AGENTS)")
+	fs.BoolVar(&c.Demo, "demo", demo, "register the demo agents (HXD_DEMO)")
+	fs.StringVar(&c.LogFormat, "log-format", envOr("HXD_LOG_FORMAT", "text"), "log format: text or json (HXD_LOG_FORMAT)")
+	fs.StringVar(&c.WorkDir, "workdir", envOr("HXD_WORKDIR", "."), "folder where demo tools write files (HXD_WORKDIR)")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil, &exitError{code: 0}
+		}
+		return nil, &exitError{code: 2, err: err}
+	}
+	if fs.NArg() > 0 {
+		return nil, &exitError{code: 2, err: fmt.Errorf("worker takes no arguments, got %q", fs.Args())}
+	}
+	errs := c.Temporal.validate()
+	if c.LogFormat != "text" && c.LogFormat != "json" {
+		errs = append(errs, fmt.Errorf("--log-format must be text or json, not %q", c.LogFormat))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, &exitError{code: 2, err: err}
+	}
+	return c, nil
+}
+
+// worker is `hxd worker`: a Temporal worker polling the task queue for
+// session workflows and their model/tool activities, with the agents of
+// --agents/--demo. Any number of workers may poll one task queue; a killed
+// worker's workflow tasks and activities are retried by the others.
+func worker(ctx context.Context, args []string, e env) error {
+	cfg, err := parseWorkerFlags(args, e)
+	if err != nil {
+		return err
+	}
+	log := newLogger(cfg.LogFormat, e)
+	registry := agent.NewRegistry()
+	var defs []*agent.Definition
+	if cfg.Demo {
+		defs = append(defs, agent.Demo()...)
+	}
+	if cfg.AgentsDir != "" {
+		loaded, err := agent.LoadDir(cfg.AgentsDir)
+		if err != nil {
+			return fmt.Errorf("load agents: %w", err)
+		}
+		defs = append(defs, loaded...)
+	}
+	for _, d := range defs {
+		if err := registry.Register(d); err != nil {
+			return fmt.Errorf("register agents: %w", err)
+		}
+	}
+	deps, err := dialTemporal(ctx, &cfg.Temporal, log)
+	if err != nil {
+		return err
+	}
+	defer deps.close()
+	wd := temporal.WorkerDeps{
+		Agents:      registry,
+		ToolOptions: tool.Options{HTTPClient: &http.Client{}, WorkDir: cfg.WorkDir},
+		Logger:      log,
+	}
+	wd.ModelOptions.LookupEnvFunc = func(name string) (string, bool) {
+		v := e.getenv(name)
+		return v, v != ""
+	}
+	if deps.events != nil {
+		wd.Events = deps.events
+	}
+	w := temporal.NewWorker(deps.client, cfg.Temporal.TaskQueue, wd)
+	if err := w.Start(); err != nil {
+		return fmt.Errorf("start worker: %w", err)
+	}
+	log.InfoContext(ctx, "hxd worker polling", "temporal", cfg.Temporal.Address, "namespace", cfg.Temporal.Namespace,
+		"task_queue", cfg.Temporal.TaskQueue, "agents", len(defs), "version", version)
+	<-ctx.Done()
+	log.Info("worker stopping")
+	stopped := make(chan struct{})
+	go func() { w.Stop(); close(stopped) }()
+	select {
+	case <-stopped:
+	case <-time.After(30 * time.Second):
+		log.Warn("worker stop timed out")
+	}
+	return nil
+}

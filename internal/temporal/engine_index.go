@@ -1,0 +1,112 @@
+package temporal
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+
+	"github.com/minio/minio-go/v7"
+
+	"hxd/internal/runtime"
+	"hxd/internal/temporal/artifacts"
+	"hxd/internal/temporal/events"
+)
+
+// S3RunIndex keeps the run → session index as one small object per run,
+// "<prefix>runs/<run_id>" holding the session ID. S3 is durable and
+// already part of a Temporal deployment (artifacts), the object is
+// written once before the run exists and never changes, and a read costs
+// one GET (the engine caches it).
+type S3RunIndex struct {
+	client *minio.Client
+	bucket string
+	prefix string
+}
+
+// NewS3RunIndex returns the index in bucket under prefix (default
+// "harness-x/"), on a client from artifacts.NewClient.
+func NewS3RunIndex(client *minio.Client, bucket, prefix string) (*S3RunIndex, error) {
+	if client == nil || bucket == "" {
+		return nil, errors.New("run index: s3 client and bucket are required")
+	}
+	if prefix == "" {
+		prefix = artifacts.DefaultPrefix
+	}
+	return &S3RunIndex{client: client, bucket: bucket, prefix: prefix}, nil
+}
+
+func (x *S3RunIndex) key(runID string) (string, bool) {
+	if events.ValidateRunID(runID) != nil || strings.HasPrefix(runID, ".") {
+		return "", false
+	}
+	return x.prefix + "runs/" + runID, true
+}
+
+// Record stores runID → sessionID.
+func (x *S3RunIndex) Record(ctx context.Context, runID, sessionID string) error {
+	key, ok := x.key(runID)
+	if !ok {
+		return fmt.Errorf("run index: invalid run id %q", runID)
+	}
+	_, err := x.client.PutObject(ctx, x.bucket, key, strings.NewReader(sessionID), int64(len(sessionID)),
+		minio.PutObjectOptions{ContentType: "text/plain; charset=utf-8", DisableMultipart: true})
+	if err != nil {
+		return fmt.Errorf("run index: put %s: %w", key, err)
+	}
+	return nil
+}
+
+// Lookup returns the session of runID; runtime.ErrNotFound when unknown.
+func (x *S3RunIndex) Lookup(ctx context.Context, runID string) (string, error) {
+	key, ok := x.key(runID)
+	if !ok {
+		return "", runtime.ErrNotFound
+	}
+	obj, err := x.client.GetObject(ctx, x.bucket, key, minio.GetObjectOptions{})
+	if err != nil {
+		return "", fmt.Errorf("run index: get %s: %w", key, err)
+	}
+	defer obj.Close()
+	var buf bytes.Buffer
+	if _, err := io.Copy(&buf, io.LimitReader(obj, 1024)); err != nil {
+		if minio.ToErrorResponse(err).Code == "NoSuchKey" {
+			return "", runtime.ErrNotFound
+		}
+		return "", fmt.Errorf("run index: get %s: %w: %w", key, runtime.ErrUnavailable, err)
+	}
+	if buf.Len() == 0 {
+		return "", runtime.ErrNotFound
+	}
+	return buf.String(), nil
+}
+
+// MemoryRunIndex is a RunIndex in memory (tests, single-process demos).
+type MemoryRunIndex struct {
+	mu sync.Mutex
+	m  map[string]string
+}
+
+// Record stores runID → sessionID.
+func (x *MemoryRunIndex) Record(_ context.Context, runID, sessionID string) error {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.m == nil {
+		x.m = map[string]string{}
+	}
+	x.m[runID] = sessionID
+	return nil
+}
+
+// Lookup returns the session of runID; runtime.ErrNotFound when unknown.
+func (x *MemoryRunIndex) Lookup(_ context.Context, runID string) (string, error) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if sid, ok := x.m[runID]; ok {
+		return sid, nil
+	}
+	return "", runtime.ErrNotFound
+}
