@@ -116,7 +116,7 @@ func (p *parser) emit(dst []byte, i int32) ([]byte, int32) {
 		}
 		return append(dst, lit...), i + 1
 	case jFloat:
-		return append(dst, FormatFloat(p.floats[n.aux])...), i + 1
+		return appendFloat(dst, p.floats[n.aux]), i + 1
 	case jString:
 		return p.appendString(dst, n), i + 1
 	case jArray:
@@ -147,8 +147,10 @@ func (p *parser) emit(dst []byte, i int32) ([]byte, int32) {
 func (p *parser) appendString(dst []byte, n *jnode) []byte {
 	raw := p.src[n.start:n.end]
 	dst = append(dst, '"')
-	if !n.esc {
-		// Validated: no '"', '\\' or control characters, valid UTF-8.
+	if !n.recode {
+		// Validated: valid UTF-8, no raw '"', '\\' or control characters,
+		// and the only escapes are \" \\ \b \f \n \r \t, which are
+		// canonical as they stand.
 		dst = append(dst, raw...)
 		return append(dst, '"')
 	}
@@ -193,4 +195,105 @@ func appendCanonicalRune(dst []byte, r rune) []byte {
 		return append(dst, byte(r))
 	}
 	return utf8.AppendRune(dst, r)
+}
+
+// Doc is one JSON text parsed for canonical output: Parse it once, then
+// look at its strings and write it, without parsing it again. The zero
+// Doc is ready for use and may be reused for text after text; a Doc is
+// not safe for concurrent use.
+type Doc struct {
+	p  parser
+	ok bool
+}
+
+// Parse parses src exactly as AppendCanonical does (and fails with the
+// same errors) for a value that sits inside depth enclosing arrays or
+// objects of a larger document (0 for a whole document): src may nest at
+// most MaxDepth-depth containers deep. The Doc aliases src until the next
+// Parse.
+func (d *Doc) Parse(src []byte, depth int) error {
+	d.ok = false
+	d.p.src = src
+	d.p.lenient = false
+	d.p.reset(MaxDepth - max(depth, 0))
+	if err := d.p.parse(); err != nil {
+		d.p.src = nil
+		return err
+	}
+	d.ok = true
+	return nil
+}
+
+// AppendCanonical appends the canonical form of the parsed text to dst
+// (see the function AppendCanonical). It panics without a successful
+// Parse.
+func (d *Doc) AppendCanonical(dst []byte) []byte {
+	if !d.ok {
+		panic("journal: Doc.AppendCanonical without a successful Parse")
+	}
+	dst = slices.Grow(dst, len(d.p.src))
+	dst, _ = d.p.emit(dst, 0)
+	return dst
+}
+
+// IsNull reports whether the parsed text is the literal null.
+func (d *Doc) IsNull() bool { return d.ok && d.p.nodes[0].kind == jNull }
+
+// Strings calls fn for every string of the parsed text, in source order,
+// until fn returns false, and reports whether it got to the end. For an
+// object key s is the key's decoded content and key is true; for any
+// other string s is its source text between the quotes, escapes not
+// decoded, and esc reports whether it contains any. s is valid until the
+// next Parse; fn must not keep it beyond.
+func (d *Doc) Strings(fn func(s []byte, key, esc bool) bool) bool {
+	if !d.ok {
+		return true
+	}
+	p := &d.p
+	for i := range p.nodes {
+		n := &p.nodes[i]
+		if n.kind != jString {
+			continue
+		}
+		var s []byte
+		if n.key {
+			s = p.keyBytes(int32(i))
+		} else {
+			s = p.src[n.start:n.end]
+		}
+		if !fn(s, n.key, n.esc) {
+			return false
+		}
+	}
+	return true
+}
+
+// AppendCanonicalString appends s as a canonical JSON string literal (see
+// AppendCanonical): quoted, with only '"', '\\' and control characters
+// escaped. It fails with ErrInvalidJSON, appending nothing, when s is not
+// valid UTF-8 (surrogate code points included), which JSON text cannot
+// hold.
+func AppendCanonicalString(dst []byte, s string) ([]byte, error) {
+	start := len(dst)
+	dst = append(dst, '"')
+	for i := 0; i < len(s); {
+		j := skipPlain(s, i)
+		dst = append(dst, s[i:j]...)
+		if j == len(s) {
+			break
+		}
+		c := s[j]
+		if c < utf8.RuneSelf {
+			dst = appendCanonicalRune(dst, rune(c))
+			i = j + 1
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[j:])
+		if r == utf8.RuneError && size <= 1 {
+			return dst[:start], fmt.Errorf("%w: invalid UTF-8 at offset %d of a string", ErrInvalidJSON, j)
+		}
+		dst = append(dst, s[j:j+size]...)
+		i = j + size
+	}
+	return append(dst, '"'), nil
 }

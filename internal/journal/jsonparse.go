@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/bits"
 	"slices"
 	"strconv"
 	"sync"
@@ -42,6 +43,12 @@ type jnode struct {
 	kind      jkind
 	// esc reports that a string contains at least one backslash escape.
 	esc bool
+	// key marks a string that is an object key.
+	key bool
+	// recode reports that a string with escapes holds one whose canonical
+	// form differs from its source text (\/ or \u); without it the
+	// source text between the quotes is already canonical.
+	recode bool
 }
 
 // frame is an open container during parsing.
@@ -59,6 +66,9 @@ type parser struct {
 	// float literals that overflow to ±Inf. Equal parses leniently,
 	// AppendCanonical strictly.
 	lenient bool
+	// maxDepth bounds the nesting of containers (MaxDepth less the
+	// containers the text sits in).
+	maxDepth int
 
 	nodes   []jnode
 	members []int32
@@ -78,6 +88,14 @@ func getParser(src []byte, lenient bool) *parser {
 	p := parserPool.Get().(*parser)
 	p.src = src
 	p.lenient = lenient
+	p.reset(MaxDepth)
+	return p
+}
+
+// reset prepares p for parsing p.src with at most maxDepth nested
+// containers.
+func (p *parser) reset(maxDepth int) {
+	p.maxDepth = maxDepth
 	p.nodes = p.nodes[:0]
 	p.members = p.members[:0]
 	p.floats = p.floats[:0]
@@ -85,7 +103,6 @@ func getParser(src []byte, lenient bool) *parser {
 	p.stack = p.stack[:0]
 	p.pending = p.pending[:0]
 	p.scratch = p.scratch[:0]
-	return p
 }
 
 func putParser(p *parser) {
@@ -134,7 +151,7 @@ func (p *parser) parse() error {
 		var err error
 		switch c := src[i]; {
 		case c == '{' || c == '[':
-			if len(p.stack) >= MaxDepth {
+			if len(p.stack) >= p.maxDepth {
 				return fmt.Errorf("%w: more than %d nested containers at offset %d", ErrTooDeep, MaxDepth, i)
 			}
 			k := jArray
@@ -247,7 +264,9 @@ func (p *parser) key(i int) (int, error) {
 		return j, err
 	}
 	k := int32(len(p.nodes) - 1)
-	if n := &p.nodes[k]; n.esc {
+	n := &p.nodes[k]
+	n.key = true
+	if n.esc {
 		start := len(p.arena)
 		p.arena = appendDecoded(p.arena, p.src[n.start:n.end])
 		n.aux, n.aux2 = int32(start), int32(len(p.arena))
@@ -391,26 +410,29 @@ func (p *parser) str(i int) (int, error) {
 	src := p.src
 	start := i + 1
 	i = start
-	esc := false
+	esc, recode := false, false
 	for {
-		// Fast path over plain ASCII.
-		for i < len(src) && plainASCII[src[i]] {
-			i++
-		}
+		// Fast path over plain ASCII, eight bytes at a time.
+		i = skipPlain(src, i)
 		if i >= len(src) {
 			return i, p.syntaxErr("unterminated string", start-1)
 		}
 		c := src[i]
 		switch {
 		case c == '"':
-			p.nodes = append(p.nodes, jnode{kind: jString, start: int32(start), end: int32(i), next: int32(len(p.nodes) + 1), esc: esc})
+			p.nodes = append(p.nodes, jnode{kind: jString, start: int32(start), end: int32(i), next: int32(len(p.nodes) + 1), esc: esc, recode: recode})
 			return i + 1, nil
 		case c == '\\':
 			esc = true
+			if i+1 < len(src) && shortEscape[src[i+1]] {
+				i += 2 // \" \\ \b \f \n \r \t: canonical as they stand
+				continue
+			}
 			n, err := p.escape(i)
 			if err != nil {
 				return i, err
 			}
+			recode = true // \/ or \u
 			i += n
 		case c < 0x20:
 			return i, p.syntaxErr(fmt.Sprintf("invalid control character 0x%02x in string", c), i)
@@ -478,6 +500,60 @@ func hex4(b []byte) (rune, bool) {
 	}
 	return r, true
 }
+
+// skipPlain returns the offset of the first byte at or after i that is
+// not plainASCII (or len(src)).
+func skipPlain[T string | []byte](src T, i int) int {
+	for i+16 <= len(src) {
+		b := src[i : i+16]
+		x := uint64(b[0]) | uint64(b[1])<<8 | uint64(b[2])<<16 | uint64(b[3])<<24 |
+			uint64(b[4])<<32 | uint64(b[5])<<40 | uint64(b[6])<<48 | uint64(b[7])<<56
+		y := uint64(b[8]) | uint64(b[9])<<8 | uint64(b[10])<<16 | uint64(b[11])<<24 |
+			uint64(b[12])<<32 | uint64(b[13])<<40 | uint64(b[14])<<48 | uint64(b[15])<<56
+		mx, my := specialBytes(x), specialBytes(y)
+		if mx|my != 0 {
+			if mx != 0 {
+				return i + bits.TrailingZeros64(mx)>>3
+			}
+			return i + 8 + bits.TrailingZeros64(my)>>3
+		}
+		i += 16
+	}
+	for i+8 <= len(src) {
+		b := src[i : i+8]
+		x := uint64(b[0]) | uint64(b[1])<<8 | uint64(b[2])<<16 | uint64(b[3])<<24 |
+			uint64(b[4])<<32 | uint64(b[5])<<40 | uint64(b[6])<<48 | uint64(b[7])<<56
+		if m := specialBytes(x); m != 0 {
+			return i + bits.TrailingZeros64(m)>>3
+		}
+		i += 8
+	}
+	for i < len(src) && plainASCII[src[i]] {
+		i++
+	}
+	return i
+}
+
+// specialBytes marks, in the high bit of each byte, the bytes of x (eight
+// bytes, the first in the low byte) that are not plainASCII: below 0x20,
+// '"', '\\', or 0x80 and above. Marks above the lowest may be spurious;
+// the lowest is always exact.
+func specialBytes(x uint64) uint64 {
+	const (
+		lo = 0x0101010101010101
+		hi = 0x8080808080808080
+	)
+	q := x ^ ('"' * lo)
+	e := x ^ ('\\' * lo)
+	// The usual "has a byte below n" test, (v - n*lo) &^ v & hi, for v = x,
+	// q and e, which share their high bits; or'ed with x itself, the
+	// &^ v drops out.
+	return ((x - 0x20*lo) | (q - lo) | (e - lo) | x) & hi
+}
+
+// shortEscape marks the characters that follow a backslash in the escapes
+// that canonical JSON writes unchanged.
+var shortEscape = [256]bool{'"': true, '\\': true, 'b': true, 'f': true, 'n': true, 'r': true, 't': true}
 
 // plainASCII marks bytes that stand for themselves inside a JSON string
 // and need no escaping on output: printable ASCII and DEL, except '"' and '\\'.

@@ -1,10 +1,10 @@
 package journal
 
 import (
+	"bytes"
 	"encoding/json"
 	"math"
 	"strconv"
-	"strings"
 	"time"
 )
 
@@ -90,36 +90,75 @@ func (f Float) MarshalJSON() ([]byte, error) {
 // FormatFloat renders f as Python's repr does. NaN and infinities, which
 // JSON cannot hold, render as null.
 func FormatFloat(f float64) string {
+	var buf [32]byte
+	return string(appendFloat(buf[:0], f))
+}
+
+// appendFloat appends FormatFloat(f) to dst without allocating.
+func appendFloat(dst []byte, f float64) []byte {
 	if math.IsNaN(f) || math.IsInf(f, 0) {
-		return "null"
+		return append(dst, "null"...)
 	}
 	if f == 0 {
 		if math.Signbit(f) {
-			return "-0.0"
+			return append(dst, "-0.0"...)
 		}
-		return "0.0"
+		return append(dst, "0.0"...)
 	}
-	// Shortest round-trip digits and decimal exponent.
-	e := strconv.FormatFloat(f, 'e', -1, 64) // d.ddde±XX
-	mant, expStr, _ := strings.Cut(e, "e")
-	exp, _ := strconv.Atoi(expStr)
+	// Shortest round-trip digits and decimal exponent: [-]d[.ddd]e±XX.
+	var buf [32]byte
+	e := strconv.AppendFloat(buf[:0], f, 'e', -1, 64)
+	if e[0] == '-' {
+		dst = append(dst, '-')
+		e = e[1:]
+	}
+	k := bytes.IndexByte(e, 'e')
+	mant := e[:k]
+	exp := 0
+	for _, c := range e[k+2:] {
+		exp = exp*10 + int(c-'0')
+	}
+	if e[k+1] == '-' {
+		exp = -exp
+	}
 	if exp < -4 || exp >= 16 {
-		sign := "+"
+		dst = append(dst, mant...)
+		dst = append(dst, 'e')
 		if exp < 0 {
-			sign = "-"
+			dst = append(dst, '-')
 			exp = -exp
+		} else {
+			dst = append(dst, '+')
 		}
-		es := strconv.Itoa(exp)
-		if len(es) < 2 {
-			es = "0" + es
+		if exp < 10 {
+			dst = append(dst, '0')
 		}
-		return mant + "e" + sign + es
+		return strconv.AppendInt(dst, int64(exp), 10)
 	}
-	s := strconv.FormatFloat(f, 'f', -1, 64)
-	if !strings.ContainsAny(s, ".") {
-		s += ".0"
+	// Positional: the digits d.ddd with the point moved by exp.
+	var digits [24]byte
+	n := copy(digits[:], mant[:1])
+	if len(mant) > 2 {
+		n += copy(digits[n:], mant[2:])
 	}
-	return s
+	ds := digits[:n]
+	if exp < 0 {
+		dst = append(dst, "0."...)
+		for range -exp - 1 {
+			dst = append(dst, '0')
+		}
+		return append(dst, ds...)
+	}
+	if n <= exp+1 {
+		dst = append(dst, ds...)
+		for range exp + 1 - n {
+			dst = append(dst, '0')
+		}
+		return append(dst, ".0"...)
+	}
+	dst = append(dst, ds[:exp+1]...)
+	dst = append(dst, '.')
+	return append(dst, ds[exp+1:]...)
 }
 
 // SameContent reports whether two records are equal in every field but
