@@ -380,6 +380,9 @@ func (b *exportBuilder) build() error {
 func (b *exportBuilder) finish(entries []zwEntry, man []byte) error {
 	date, tm := zwDOSDateTime(b.info.ExportedAt)
 	f := b.out.f
+	if err := b.out.flush(); err != nil {
+		return fmt.Errorf("write bundle spool: %w", err)
+	}
 	for _, e := range entries[:len(entries)-1] {
 		if _, err := f.WriteAt(zwAppendLocalHeader(nil, e, date, tm), e.offset); err != nil {
 			return fmt.Errorf("write bundle spool: %w", err)
@@ -390,6 +393,9 @@ func (b *exportBuilder) finish(entries []zwEntry, man []byte) error {
 	tail = append(tail, man...)
 	tail = zwAppendCentralDirectory(tail, entries, m.offset+int64(len(tail)), date, tm)
 	if _, err := b.out.Write(tail); err != nil {
+		return fmt.Errorf("write bundle spool: %w", err)
+	}
+	if err := b.out.flush(); err != nil {
 		return fmt.Errorf("write bundle spool: %w", err)
 	}
 	// Drop whatever a rolled-back artifact left beyond the end.
@@ -403,30 +409,78 @@ func (b *exportBuilder) finish(entries []zwEntry, man []byte) error {
 // within limit bytes; beyond, it only counts: the archive then exceeds
 // MaxBytes, the export is refused, and the discarded bytes are never
 // needed. The spool file therefore never grows much beyond MaxBytes.
+//
+// Bytes reach the file in aligned chunks of spoolChunk bytes: they are
+// collected in buf until the next chunk boundary (or a seek or flush).
+// The page cache takes large aligned writes for a fraction of the CPU
+// time that many small unaligned ones cost (the records arrive in pieces
+// of about recordJobBytes, artifacts in io.Copy's 32 KiB).
 type spoolWriter struct {
 	f         *os.File
-	off       int64
+	off       int64 // the logical end: every byte before it is written or in buf
 	limit     int64
 	truncated bool  // some bytes at or after discardAt were dropped
 	discardAt int64 // offset of the first dropped byte
+	buf       []byte
+	bufOff    int64 // the offset of buf[0]
+	err       error // the first error writing f, returned from then on
 }
+
+// spoolChunk is the size and alignment of the spool's writes.
+const spoolChunk = 1 << 20
 
 // Write implements io.Writer; it fails only if the spool file does.
 func (w *spoolWriter) Write(p []byte) (int, error) {
-	if !w.truncated && w.off+int64(len(p)) <= w.limit {
-		if _, err := w.f.WriteAt(p, w.off); err != nil {
-			return 0, err
-		}
-	} else if !w.truncated {
-		w.truncated, w.discardAt = true, w.off
+	if w.err != nil {
+		return 0, w.err
 	}
-	w.off += int64(len(p))
-	return len(p), nil
+	n := len(p)
+	if w.truncated || w.off+int64(n) > w.limit {
+		if !w.truncated {
+			if err := w.flush(); err != nil {
+				return 0, err
+			}
+			w.truncated, w.discardAt = true, w.off
+		}
+		w.off += int64(n)
+		return n, nil
+	}
+	if w.buf == nil {
+		w.buf = make([]byte, 0, spoolChunk)
+	}
+	for len(p) > 0 {
+		if len(w.buf) == 0 {
+			w.bufOff = w.off
+		}
+		k := min(len(p), spoolChunk-int(w.off%spoolChunk))
+		w.buf = append(w.buf, p[:k]...)
+		w.off += int64(k)
+		p = p[k:]
+		if w.off%spoolChunk == 0 {
+			if err := w.flush(); err != nil {
+				return 0, err
+			}
+		}
+	}
+	return n, nil
+}
+
+// flush writes the collected bytes and returns the first error writing f.
+func (w *spoolWriter) flush() error {
+	if w.err == nil && len(w.buf) > 0 {
+		if _, err := w.f.WriteAt(w.buf, w.bufOff); err != nil {
+			w.err = err
+		}
+	}
+	w.buf = w.buf[:0]
+	return w.err
 }
 
 // seek moves the write position back (dropping a rejected artifact) or
-// forward (reserving a local header).
+// forward (reserving a local header). Collected bytes are written first;
+// an error doing so is returned by the next Write or flush.
 func (w *spoolWriter) seek(off int64) {
+	_ = w.flush()
 	w.off = off
 	if w.truncated && off <= w.discardAt {
 		w.truncated = false // everything dropped lay beyond off
@@ -514,6 +568,9 @@ type recordJob struct {
 	out   []byte
 	err   error
 	done  chan struct{}
+	// stages counts the sink stages still reading out; the last one to
+	// finish frees the job.
+	stages atomic.Int32
 }
 
 // Chunking: a job is dispatched once it holds this many payload bytes or
@@ -541,14 +598,16 @@ func (j *recordJob) full() bool {
 }
 
 // recordPipeline encodes record jobs on GOMAXPROCS workers and hands the
-// results, in dispatch order, to one sink goroutine that computes CRC-32
-// and SHA-256, collects artifact references and writes the spool.
+// results, in dispatch order, to two sink goroutines running side by
+// side: one computes SHA-256, the other CRC-32, collects artifact
+// references and writes the spool.
 type recordPipeline struct {
 	out     io.Writer
 	work    chan *recordJob // to the workers
 	ordered chan *recordJob // to the sink, in seq order
+	hashed  chan *recordJob // to the SHA-256 stage, in seq order
 	free    chan *recordJob
-	wg      sync.WaitGroup // workers and sink
+	wg      sync.WaitGroup // workers and sink stages
 
 	// Written by the sink; read by the producer (atomics) or after close.
 	written      atomic.Int64
@@ -574,6 +633,7 @@ func newRecordPipeline(out io.Writer, include bool, rules []compiledRule, maxMem
 		out:     out,
 		work:    make(chan *recordJob, jobs),
 		ordered: make(chan *recordJob, jobs),
+		hashed:  make(chan *recordJob, jobs),
 		free:    make(chan *recordJob, jobs),
 		crc:     crc32.NewIEEE(),
 		sha:     sha256.New(),
@@ -593,12 +653,19 @@ func newRecordPipeline(out io.Writer, include bool, rules []compiledRule, maxMem
 		})
 	}
 	p.wg.Go(p.sink)
+	p.wg.Go(p.hashSink)
 	return p
 }
 
 // newJob takes an empty job (waiting while all are in flight).
 func (p *recordPipeline) newJob() *recordJob {
 	j := <-p.free
+	if j.arena == nil {
+		// Sized for a typical job, so that they rarely grow: the payloads,
+		// then the same with the records' other fields.
+		j.arena = make([]byte, 0, recordJobBytes+16<<10)
+		j.out = make([]byte, 0, recordJobBytes+recordJobBytes/2)
+	}
 	j.recs, j.arena, j.out, j.err = j.recs[:0], j.arena[:0], j.out[:0], nil
 	j.done = make(chan struct{})
 	return j
@@ -613,10 +680,13 @@ func (p *recordPipeline) dispatch(j *recordJob) {
 		p.release(j)
 		return
 	}
+	j.stages.Store(2)
 	p.work <- j
 	p.ordered <- j
+	p.hashed <- j
 }
 
+// sink checks, scans and writes the encoded jobs in seq order.
 func (p *recordPipeline) sink() {
 	for j := range p.ordered {
 		<-j.done
@@ -625,12 +695,32 @@ func (p *recordPipeline) sink() {
 				p.errFlag.Store(&err)
 			}
 		}
-		// Drop buffers that one huge record blew up.
-		if cap(j.arena) > 8*recordJobBytes || cap(j.out) > 8*recordJobBytes {
-			*j = recordJob{}
-		}
-		p.free <- j
+		p.stageDone(j)
 	}
+}
+
+// hashSink computes SHA-256 over the encoded jobs in seq order. After an
+// error the digest is never used.
+func (p *recordPipeline) hashSink() {
+	for j := range p.hashed {
+		<-j.done
+		if j.err == nil {
+			p.sha.Write(j.out)
+		}
+		p.stageDone(j)
+	}
+}
+
+// stageDone frees j once both sink stages are done with it.
+func (p *recordPipeline) stageDone(j *recordJob) {
+	if j.stages.Add(-1) != 0 {
+		return
+	}
+	// Drop buffers that one huge record blew up.
+	if cap(j.arena) > 8*recordJobBytes || cap(j.out) > 8*recordJobBytes {
+		j.recs, j.arena, j.out = nil, nil, nil
+	}
+	p.free <- j
 }
 
 func (p *recordPipeline) consume(j *recordJob) error {
@@ -638,7 +728,6 @@ func (p *recordPipeline) consume(j *recordJob) error {
 		return j.err
 	}
 	p.crc.Write(j.out)
-	p.sha.Write(j.out)
 	if !p.refsOverflow {
 		exportScanArtifactRefs(j.out, p.addRef)
 	}
@@ -676,6 +765,7 @@ func (p *recordPipeline) close() error {
 	p.closeOnce.Do(func() {
 		close(p.work)
 		close(p.ordered)
+		close(p.hashed)
 		p.wg.Wait()
 		p.closeErr = p.failed()
 	})
@@ -798,8 +888,8 @@ func (h *exportHashWriter) Write(p []byte) (int, error) {
 type exportRecordEncoder struct {
 	include bool
 	rules   []compiledRule
-	scratch []byte // the record being assembled
-	tree    []byte // a redacted payload (valid until the next record)
+	doc     journal.Doc // the payload being exported
+	tree    []byte      // a redacted payload (valid until the next record)
 	applied []*compiledRule
 }
 
@@ -815,49 +905,98 @@ func (enc *exportRecordEncoder) appendLines(dst []byte, recs []journal.Record) (
 }
 
 // appendLine appends rec's exported canonical JSON line and "\n" to dst.
+// The record's 12 fields are written in key order; only the payload goes
+// through the canonical encoder. On error dst keeps its length.
 func (enc *exportRecordEncoder) appendLine(dst []byte, rec journal.Record) ([]byte, error) {
-	payload, capture, err := enc.payload(rec.Kind, rec.Payload)
+	doc, capture, err := enc.payloadDoc(rec.Kind, rec.Payload)
 	if err != nil {
 		return dst, err
 	}
-	// Assemble the 12 fields as plain JSON; the canonical encoder sorts
-	// and normalizes it.
-	s := enc.scratch[:0]
-	s = append(s, `{"attempt_id":`...)
-	s = appendPayloadString(s, rec.AttemptID)
-	s = append(s, `,"capture":"`...)
-	s = append(s, capture...)
-	s = append(s, `","execution_key":`...)
+	start := len(dst)
+	str := func(s string) {
+		if err == nil {
+			dst, err = journal.AppendCanonicalString(dst, s)
+		}
+	}
+	dst = append(dst, `{"attempt_id":`...)
+	str(rec.AttemptID)
+	dst = append(dst, `,"capture":"`...)
+	dst = append(dst, capture...)
+	dst = append(dst, `","execution_key":`...)
 	if rec.ExecutionKey == nil {
-		s = append(s, "null"...)
+		dst = append(dst, "null"...)
 	} else {
-		s = appendPayloadString(s, *rec.ExecutionKey)
+		str(*rec.ExecutionKey)
 	}
-	s = append(s, `,"id":`...)
-	s = appendPayloadString(s, rec.ID)
-	s = append(s, `,"kind":`...)
-	s = appendPayloadString(s, string(rec.Kind))
-	s = append(s, `,"payload":`...)
-	s = append(s, payload...)
-	s = append(s, `,"recorded_at":`...)
-	s = appendPayloadString(s, rec.RecordedAt)
-	s = append(s, `,"run_id":`...)
-	s = appendPayloadString(s, rec.RunID)
-	s = append(s, `,"seq":`...)
-	s = strconv.AppendInt(s, rec.Seq, 10)
-	s = append(s, `,"session_id":`...)
-	s = appendPayloadString(s, rec.SessionID)
-	s = append(s, `,"step_id":`...)
-	s = appendPayloadString(s, rec.StepID)
-	s = append(s, `,"version":`...)
-	s = strconv.AppendInt(s, int64(rec.Version), 10)
-	s = append(s, '}')
-	enc.scratch = s
-	dst, err = journal.AppendCanonical(dst, s)
+	dst = append(dst, `,"id":`...)
+	str(rec.ID)
+	dst = append(dst, `,"kind":`...)
+	str(string(rec.Kind))
+	dst = append(dst, `,"payload":`...)
+	if doc == nil {
+		dst = append(dst, "null"...)
+	} else {
+		dst = doc.AppendCanonical(dst)
+	}
+	dst = append(dst, `,"recorded_at":`...)
+	str(rec.RecordedAt)
+	dst = append(dst, `,"run_id":`...)
+	str(rec.RunID)
+	dst = append(dst, `,"seq":`...)
+	dst = strconv.AppendInt(dst, rec.Seq, 10)
+	dst = append(dst, `,"session_id":`...)
+	str(rec.SessionID)
+	dst = append(dst, `,"step_id":`...)
+	str(rec.StepID)
+	dst = append(dst, `,"version":`...)
+	dst = strconv.AppendInt(dst, int64(rec.Version), 10)
 	if err != nil {
-		return dst, err
+		return dst[:start], err
 	}
-	return append(dst, '\n'), nil
+	return append(dst, "}\n"...), nil
+}
+
+// payloadDoc returns the exported payload parsed for canonical output (nil
+// for null) and its capture status (REFERENCE §5.4); see payload. The Doc
+// is valid until the next call.
+func (enc *exportRecordEncoder) payloadDoc(kind journal.Kind, stored []byte) (*journal.Doc, string, error) {
+	if !enc.include {
+		return nil, exportCaptureOmitted, nil
+	}
+	if len(stored) > 0 && !enc.anyRule(kind) {
+		// Fast path: parse once; when auto-redaction certainly changes
+		// nothing the stored payload is exported as it is. Anything else,
+		// a parse error included, takes the general path.
+		if err := enc.doc.Parse(stored, 1); err == nil {
+			if enc.doc.IsNull() {
+				return nil, exportCaptureOmitted, nil
+			}
+			if !docMightRedact(&enc.doc) {
+				return &enc.doc, exportCapturePresent, nil
+			}
+		}
+	}
+	out, capture, err := enc.payload(kind, stored)
+	if err != nil {
+		return nil, "", err
+	}
+	if err := enc.doc.Parse(out, 1); err != nil {
+		return nil, "", err
+	}
+	if enc.doc.IsNull() {
+		return nil, capture, nil
+	}
+	return &enc.doc, capture, nil
+}
+
+// anyRule reports whether a redaction rule applies to records of kind.
+func (enc *exportRecordEncoder) anyRule(kind journal.Kind) bool {
+	for i := range enc.rules {
+		if enc.rules[i].applies(kind) {
+			return true
+		}
+	}
+	return false
 }
 
 // payload returns the exported payload JSON (possibly aliasing stored)

@@ -2,9 +2,11 @@ package hxbundle
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/bits"
 	"regexp"
 	"strconv"
 	"strings"
@@ -28,18 +30,15 @@ const redactMarker = "[REDACTED]"
 // deeper is kept verbatim (the reference's RecursionError behaviour).
 const payloadMaxDepth = 10000
 
-// credentialKeys is the exact set of normalized credential key names.
-var credentialKeys = map[string]struct{}{
-	"authorization":      {},
-	"proxyauthorization": {},
-	"apikey":             {},
-	"password":           {},
-	"secret":             {},
-	"accesstoken":        {},
-	"refreshtoken":       {},
-	"clientsecret":       {},
-	"cookie":             {},
-	"setcookie":          {},
+// isCredentialName reports whether a normalized key name is in the exact
+// set of credential key names (a switch: no hashing on this hot path).
+func isCredentialName(name []byte) bool {
+	switch string(name) {
+	case "authorization", "proxyauthorization", "apikey", "password", "secret",
+		"accesstoken", "refreshtoken", "clientsecret", "cookie", "setcookie":
+		return true
+	}
+	return false
 }
 
 // credentialKeyMaxLen is the length of the longest sensitive key.
@@ -76,8 +75,7 @@ func isCredentialKey(key string) bool {
 		buf[n] = byte(r)
 		n++
 	}
-	_, ok := credentialKeys[string(buf[:n])]
-	return ok
+	return isCredentialName(buf[:n])
 }
 
 // pkind is the type of a pvalue.
@@ -358,6 +356,10 @@ func (p *payloadParser) str() (lit []byte, esc bool, err error) {
 	start := p.i
 	p.i++
 	for p.i < len(p.src) {
+		p.i = skipStringBytes(p.src, p.i)
+		if p.i >= len(p.src) {
+			break
+		}
 		c := p.src[p.i]
 		switch {
 		case c == '"':
@@ -391,6 +393,28 @@ func (p *payloadParser) str() (lit []byte, esc bool, err error) {
 		}
 	}
 	return nil, false, p.errorf("unterminated string")
+}
+
+// skipStringBytes returns the offset of the first '"', '\\' or control
+// character at or after i in b (or len(b)), eight bytes at a time.
+func skipStringBytes(b []byte, i int) int {
+	const (
+		lo = 0x0101010101010101
+		hi = 0x8080808080808080
+	)
+	for ; i+8 <= len(b); i += 8 {
+		x := binary.LittleEndian.Uint64(b[i:])
+		q := x ^ ('"' * lo)
+		e := x ^ ('\\' * lo)
+		// The high bit of a byte marks a match; the lowest mark is exact.
+		if m := ((x - 0x20*lo) | (q - lo) | (e - lo)) &^ x & hi; m != 0 {
+			return i + bits.TrailingZeros64(m)>>3
+		}
+	}
+	for i < len(b) && b[i] >= 0x20 && b[i] != '"' && b[i] != '\\' {
+		i++
+	}
+	return i
 }
 
 func isPayloadHex(c byte) bool {
@@ -510,7 +534,12 @@ func unquotePayloadString(lit []byte) (string, error) {
 	if len(lit) < 2 {
 		return "", errors.New("invalid string literal")
 	}
-	s := lit[1 : len(lit)-1]
+	return unescapePayloadString(lit[1 : len(lit)-1])
+}
+
+// unescapePayloadString decodes the text between a JSON string literal's
+// quotes (see unquotePayloadString).
+func unescapePayloadString(s []byte) (string, error) {
 	if bytes.IndexByte(s, '\\') < 0 {
 		return string(s), nil
 	}
@@ -550,10 +579,12 @@ func unquotePayloadString(lit []byte) (string, error) {
 			}
 			i += 6
 			if payloadHighSurrogate(r) {
-				if lo, ok := payloadHex4(s[i+2:]); ok && i+1 < len(s) && s[i] == '\\' && s[i+1] == 'u' && payloadLowSurrogate(lo) {
-					out.WriteRune((r-0xd800)<<10 + (lo - 0xdc00) + 0x10000)
-					i += 6
-					continue
+				if i+1 < len(s) && s[i] == '\\' && s[i+1] == 'u' {
+					if lo, ok := payloadHex4(s[i+2:]); ok && payloadLowSurrogate(lo) {
+						out.WriteRune((r-0xd800)<<10 + (lo - 0xdc00) + 0x10000)
+						i += 6
+						continue
+					}
 				}
 			}
 			if payloadHighSurrogate(r) || payloadLowSurrogate(r) {
@@ -713,6 +744,38 @@ func mightRedact(b []byte, depth int) bool {
 	return false
 }
 
+// docMightRedact is mightRedact for a payload already parsed for
+// canonical output: false means auto-redaction certainly leaves it
+// unchanged.
+func docMightRedact(d *journal.Doc) bool {
+	return !d.Strings(func(s []byte, key, esc bool) bool {
+		return !stringMightRedact(s, key, esc)
+	})
+}
+
+// stringMightRedact is mightRedact's test of one string of a payload: a
+// decoded object key, or a value's source text (esc: with escapes).
+func stringMightRedact(s []byte, key, esc bool) bool {
+	if key {
+		return isCredentialKeyBytes(s)
+	}
+	j := 0
+	for j < len(s) && (s[j] == ' ' || s[j] == '\t' || s[j] == '\n' || s[j] == '\r') {
+		j++
+	}
+	if j == len(s) || (s[j] != '{' && s[j] != '[' && s[j] != '\\') {
+		return false
+	}
+	if !esc {
+		return mightRedact(s, 1)
+	}
+	text, err := unescapePayloadString(s)
+	if err != nil {
+		return true
+	}
+	return embedsJSON(text) && mightRedact([]byte(text), 1)
+}
+
 // payloadStringEnd returns the index of the quote closing the string whose
 // contents start at i, or -1 if it is unterminated.
 func payloadStringEnd(b []byte, i int) int {
@@ -754,8 +817,7 @@ func isCredentialKeyBytes(b []byte) bool {
 		buf[n] = c
 		n++
 	}
-	_, ok := credentialKeys[string(buf[:n])]
-	return ok
+	return isCredentialName(buf[:n])
 }
 
 func embedsJSONBytes(b []byte) bool {

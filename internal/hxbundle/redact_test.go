@@ -2,6 +2,7 @@ package hxbundle
 
 import (
 	"encoding/json"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -22,6 +23,16 @@ func exRedactPayload(t *testing.T, rules []Rule, kind journal.Kind, payload stri
 	require.NoError(t, err)
 	canon, err := journal.AppendCanonical(nil, out)
 	require.NoError(t, err)
+	// The export's own path (parsed once, auto-redaction pre-checked on
+	// the parsed strings) gives the same payload and capture.
+	doc, docCapture, err := enc.payloadDoc(kind, []byte(payload))
+	require.NoError(t, err)
+	docOut := "null"
+	if doc != nil {
+		docOut = string(doc.AppendCanonical(nil))
+	}
+	require.Equal(t, string(canon), docOut)
+	require.Equal(t, capture, docCapture)
 	return string(canon), capture
 }
 
@@ -388,9 +399,123 @@ func FuzzRedactScanner(f *testing.F) {
 		if changed {
 			require.True(t, mightRedact(src, 0), "scanner missed a redaction in %s", src)
 		}
+		// The export's pre-check on the parsed payload agrees with the
+		// scanner.
+		var doc journal.Doc
+		if doc.Parse(src, 1) == nil {
+			require.Equal(t, mightRedact(src, 0), docMightRedact(&doc), "pre-checks disagree on %s", src)
+		}
 		out := v.appendJSON(nil)
 		again, err := parsePayload(out)
 		require.NoError(t, err)
 		require.False(t, autoRedact(&again), "second pass changed %s", out)
 	})
+}
+
+// exLineOracle is how an exported line used to be made: the fields
+// assembled as plain JSON, the whole record through the canonical encoder.
+func exLineOracle(enc *exportRecordEncoder, rec journal.Record) ([]byte, error) {
+	payload, capture, err := enc.payload(rec.Kind, rec.Payload)
+	if err != nil {
+		return nil, err
+	}
+	s := []byte(`{"attempt_id":`)
+	s = appendPayloadString(s, rec.AttemptID)
+	s = append(s, `,"capture":"`+capture+`","execution_key":`...)
+	if rec.ExecutionKey == nil {
+		s = append(s, "null"...)
+	} else {
+		s = appendPayloadString(s, *rec.ExecutionKey)
+	}
+	s = append(s, `,"id":`...)
+	s = appendPayloadString(s, rec.ID)
+	s = append(s, `,"kind":`...)
+	s = appendPayloadString(s, string(rec.Kind))
+	s = append(s, `,"payload":`...)
+	s = append(s, payload...)
+	s = append(s, `,"recorded_at":`...)
+	s = appendPayloadString(s, rec.RecordedAt)
+	s = append(s, `,"run_id":`...)
+	s = appendPayloadString(s, rec.RunID)
+	s = append(s, `,"seq":`+strconv.FormatInt(rec.Seq, 10)+`,"session_id":`...)
+	s = appendPayloadString(s, rec.SessionID)
+	s = append(s, `,"step_id":`...)
+	s = appendPayloadString(s, rec.StepID)
+	s = append(s, `,"version":`+strconv.Itoa(rec.Version)+`}`...)
+	out, err := journal.AppendCanonical(nil, s)
+	if err != nil {
+		return nil, err
+	}
+	return append(out, '\n'), nil
+}
+
+// TestExportLineMatchesOracle checks that a line written field by field,
+// with only the payload through the canonical encoder, is byte for byte
+// the canonical form of the whole record, and fails where it fails.
+func TestExportLineMatchesOracle(t *testing.T) {
+	t.Parallel()
+	key := "run-1:1:call\t1"
+	payloads := []string{
+		``, `null`, ` null `, `{}`, `[]`, `"s"`, `1.0`, `-0`, `1E400`, `{"a":1,"a":2}`, `{"a":`, `"\ud800"`,
+		`{"api_key":"\ud800"}`, `{"b": "x\/y", "a\u0041": [1.0, "k\n\u00e9", {"c": null}]}`,
+		`{"password":"p","z":[{"cookie":1}]}`, `{"s":"{\"token\":1,\"secret\":2}"}`, `{"s":"{\"x\":1}"}`,
+		`{"text":"line\nbreak \"quoted\" tab\t é → \u2028 \u0001 </script>"}`,
+		strings.Repeat("[", 9999) + strings.Repeat("]", 9999),
+		strings.Repeat("[", 10000) + strings.Repeat("]", 10000),
+	}
+	fields := []string{"plain", "", "a\"b\\c\n\x00\x1f\x7f", "é→日本\U0001F600", "bad\xff", "\xed\xa0\x80"}
+	policies := [][]Rule{nil, {{Pattern: "quoted", Replace: "q"}}, {{Pointer: "/a", Action: "replace", Value: json.RawMessage(`{"b":2,"a":1}`)}}}
+	for _, rules := range policies {
+		compiled, err := Policy{IncludePayloads: true, Redact: rules}.compile()
+		require.NoError(t, err)
+		for _, include := range []bool{true, false} {
+			enc := &exportRecordEncoder{include: include, rules: compiled}
+			for i, payload := range payloads {
+				for j, field := range fields {
+					rec := journal.Record{Version: 1, ID: "id-" + field, Kind: journal.KindToolReturned,
+						RecordedAt: "2025-03-04T05:06:07.891000+00:00", SessionID: "sess", RunID: "run-1",
+						StepID: "1", AttemptID: field, Payload: []byte(payload), Seq: int64(i*10 + j + 1)}
+					if j%2 == 0 {
+						rec.ExecutionKey = &key
+					}
+					want, wantErr := exLineOracle(enc, rec)
+					got, gotErr := enc.appendLine([]byte("prefix"), rec)
+					if wantErr != nil {
+						require.Error(t, gotErr, "payload %.40q field %q", payload, field)
+						require.Equal(t, "prefix", string(got))
+						continue
+					}
+					require.NoError(t, gotErr, "payload %.40q field %q", payload, field)
+					require.Equal(t, "prefix"+string(want), string(got), "payload %.40q field %q", payload, field)
+				}
+			}
+		}
+	}
+}
+
+// TestExportLineRefusesSplicedPayload checks that a stored payload must be
+// one JSON value on its own: text that would only parse spliced into the
+// record (adding or overriding fields) fails the export.
+func TestExportLineRefusesSplicedPayload(t *testing.T) {
+	t.Parallel()
+	enc := &exportRecordEncoder{include: true}
+	for _, payload := range []string{`1,"seq":7`, `{},"zz":1`, `null,"version":2`, `1 2`, `"a","b"`} {
+		rec := journal.Record{Version: 1, ID: "id", Kind: journal.KindToolReturned, RecordedAt: "t",
+			SessionID: "s", RunID: "r", StepID: "1", AttemptID: "1", Payload: []byte(payload), Seq: 1}
+		out, err := enc.appendLine(nil, rec)
+		require.Error(t, err, "payload %s gave %s", payload, out)
+	}
+}
+
+// TestUnquoteTrailingHighSurrogate: a high surrogate escape that ends a
+// string used to slice past the end (a panic in the export's worker).
+func TestUnquoteTrailingHighSurrogate(t *testing.T) {
+	t.Parallel()
+	for _, lit := range []string{`"\ud800"`, `"x\udbff"`, `"\ud800\u"`, `"\ud800\"`} {
+		require.NotPanics(t, func() { _, _ = unquotePayloadString([]byte(lit)) }, lit)
+	}
+	s, err := unquotePayloadString([]byte(`"\ud800"`))
+	require.NoError(t, err)
+	require.Equal(t, "\uFFFD", s)
+	require.NotPanics(t, func() { mightRedact([]byte(`{"s":"\ud800"}`), 0) })
 }
