@@ -26,11 +26,16 @@ type pgOptions struct {
 	// AutoMigrate provisions and migrates at start-up; default false:
 	// validate only (--auto-migrate, HXD_AUTO_MIGRATE).
 	AutoMigrate bool
-	// PoolSize, default 10 (--pool-size, HXD_POOL_SIZE).
+	// PoolSize, 0 = the store's default postgres.DefaultPoolSize (10)
+	// (--pool-size, HXD_POOL_SIZE).
 	PoolSize int
 	// LeaseDuration of session leases, default 30s (--lease-duration,
 	// HXD_LEASE_DURATION); renewed and reaped every third of it.
 	LeaseDuration time.Duration
+	// WatchPoll overrides how often event streams re-check storage besides
+	// the LISTEN/NOTIFY wake-ups (HXD_WATCH_POLL, no flag: for tests that
+	// prove the wake-ups; 0 = the runtime's default).
+	WatchPoll time.Duration
 }
 
 // register adds the flags to fs; migrate passes withServe=false (no pool,
@@ -51,12 +56,14 @@ func (o *pgOptions) register(fs *flag.FlagSet, e env, withServe bool) {
 	auto, _ := strconv.ParseBool(envOr("HXD_AUTO_MIGRATE", "false"))
 	fs.BoolVar(&o.AutoMigrate, "auto-migrate", auto, "PostgreSQL: provision and migrate the schema at start-up instead of only validating it (HXD_AUTO_MIGRATE)")
 	pool, _ := strconv.Atoi(envOr("HXD_POOL_SIZE", "0"))
-	fs.IntVar(&o.PoolSize, "pool-size", pool, "PostgreSQL connection pool size, 0 = 10 (HXD_POOL_SIZE)")
+	fs.IntVar(&o.PoolSize, "pool-size", pool, fmt.Sprintf("PostgreSQL connection pool size, 0 = %d; %d more are reserved for lease renewals (HXD_POOL_SIZE)",
+		postgres.DefaultPoolSize, postgres.LeaseConns))
 	lease, _ := time.ParseDuration(envOr("HXD_LEASE_DURATION", "0"))
 	if lease == 0 {
 		lease = postgres.DefaultLeaseDuration
 	}
 	fs.DurationVar(&o.LeaseDuration, "lease-duration", lease, "PostgreSQL session lease; renewed and reaped every third of it (HXD_LEASE_DURATION)")
+	o.WatchPoll, _ = time.ParseDuration(envOr("HXD_WATCH_POLL", "0"))
 }
 
 func (o *pgOptions) validate() error {
@@ -76,19 +83,18 @@ func (o *pgOptions) validate() error {
 	return errors.Join(errs...)
 }
 
+// config is the store configuration; zero values (PoolSize 0) take the
+// store's defaults.
 func (o *pgOptions) config(log *slog.Logger) postgres.Config {
-	pool := o.PoolSize
-	if pool == 0 {
-		// postgres.Open does not apply its own default to the pool yet.
-		pool = postgres.DefaultPoolSize
-	}
-	return postgres.Config{URL: o.URL, Schema: o.Schema, AutoMigrate: o.AutoMigrate, PoolSize: pool, LeaseDuration: o.LeaseDuration, Logger: log}
+	return postgres.Config{URL: o.URL, Schema: o.Schema, AutoMigrate: o.AutoMigrate, PoolSize: o.PoolSize, LeaseDuration: o.LeaseDuration, Logger: log}
 }
 
 // openedStore is the store serve and the demo run on.
 type openedStore struct {
 	rtstore.Store
 	pg *postgres.Store // nil on SQLite
+	// watchPoll: pgOptions.WatchPoll.
+	watchPoll time.Duration
 	// desc names it for logs (no secret).
 	desc string
 }
@@ -108,7 +114,7 @@ func openStore(ctx context.Context, o pgOptions, db string, log *slog.Logger) (*
 		// postgres errors never hold the password.
 		return nil, fmt.Errorf("open store: %w", err)
 	}
-	return &openedStore{Store: st, pg: st, desc: "postgres schema " + strconv.Quote(st.Schema())}, nil
+	return &openedStore{Store: st, pg: st, watchPoll: o.WatchPoll, desc: "postgres schema " + strconv.Quote(st.Schema())}, nil
 }
 
 // wire sets the PostgreSQL parts of a runtime config: lease renewal at a
@@ -119,6 +125,9 @@ func (s *openedStore) wire(cfg *hxruntime.Config) {
 	}
 	cfg.LeaseRenewEvery = s.pg.LeaseDuration() / 3
 	cfg.ExpiredRunsFunc = s.pg.ExpiredRuns
+	if s.watchPoll > 0 {
+		cfg.WatchPoll = s.watchPoll
+	}
 }
 
 // start runs the reaper (every third of the lease) and feeds committed-event

@@ -14,6 +14,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"hxd/internal/agent"
@@ -50,6 +51,9 @@ crash-recovery commands:
            right after the write_report result is committed
   status   show the saved state (read-only)
   resume   finish the same run; write_report must not run again
+
+crash and resume stop with exit code 3 if the session lease is lost while
+they drive the run (another process may own the session now).
 
 Flags:
   --workspace DIR  folder of session.json, report.txt and tool-invocations.txt
@@ -241,7 +245,7 @@ func demoCrash(ctx context.Context, cfg demoConfig, e env, log *slog.Logger) err
 		close(crashed)
 		runtime.Goexit()
 	}
-	rt, err := newDemoRuntime(store, ws, log, afterCommit)
+	rt, lost, err := newDemoRuntime(store, ws, log, afterCommit)
 	if err != nil {
 		return err
 	}
@@ -263,12 +267,12 @@ func demoCrash(ctx context.Context, cfg demoConfig, e env, log *slog.Logger) err
 	if err != nil {
 		return fmt.Errorf("submit run: %w", err)
 	}
-	res, err := waitDemoRun(ctx, rt, run.RunID, crashed)
+	res, err := waitDemoRun(ctx, rt, run.RunID, crashed, lost)
 	if errors.Is(err, errDemoCrashed) {
 		return &exitError{code: demoCrashCode}
 	}
 	if err != nil {
-		return err
+		return demoWaitErr(err)
 	}
 	return &exitError{code: 1, err: fmt.Errorf("the run ended %s before the tool result was committed%s", res.Status, runErrorSuffix(res))}
 }
@@ -300,7 +304,7 @@ func demoResume(ctx context.Context, cfg demoConfig, e env, log *slog.Logger) er
 		return err
 	}
 	defer store.Close()
-	rt, err := newDemoRuntime(store, cfg.Workspace, log, nil)
+	rt, lost, err := newDemoRuntime(store, cfg.Workspace, log, nil)
 	if err != nil {
 		return err
 	}
@@ -323,9 +327,9 @@ func demoResume(ctx context.Context, cfg demoConfig, e env, log *slog.Logger) er
 	if runID == "" {
 		fmt.Fprintln(e.stdout, demoNothingToDo)
 	} else {
-		res, err := waitDemoRun(ctx, rt, runID, nil)
+		res, err := waitDemoRun(ctx, rt, runID, nil, lost)
 		if err != nil {
-			return err
+			return demoWaitErr(err)
 		}
 		if res.Status != hxruntime.StatusCompleted {
 			return &exitError{code: 1, err: fmt.Errorf("the resumed run ended %s, not completed%s", res.Status, runErrorSuffix(res))}
@@ -354,25 +358,92 @@ func demoResume(ctx context.Context, cfg demoConfig, e env, log *slog.Logger) er
 
 // newDemoRuntime returns a runtime over store with the demo agents, whose
 // write_report writes in ws; afterCommit is the crash hook (nil: none).
-func newDemoRuntime(store *openedStore, ws string, log *slog.Logger, afterCommit func([]journal.Kind)) (*hxruntime.Runtime, error) {
+// The channel receives the error when the session lease is lost (a renewal
+// or a commit reports it): the driver then stops without committing and
+// the run stays running in storage, so waiting for it would never end.
+func newDemoRuntime(store *openedStore, ws string, log *slog.Logger, afterCommit func([]journal.Kind)) (*hxruntime.Runtime, <-chan error, error) {
 	registry := agent.NewRegistry()
 	for _, d := range agent.Demo() {
 		if err := registry.Register(d); err != nil {
-			return nil, fmt.Errorf("register demo agents: %w", err)
+			return nil, nil, fmt.Errorf("register demo agents: %w", err)
+		}
+	}
+	lost := make(chan error, 1)
+	report := func(err error) {
+		select {
+		case lost <- err:
+		default:
+		}
+	}
+	after := afterCommit
+	if hook := demoTestAfterCommit.Load(); hook != nil {
+		after = func(kinds []journal.Kind) {
+			(*hook)(ws, kinds)
+			if afterCommit != nil {
+				afterCommit(kinds)
+			}
 		}
 	}
 	cfg := hxruntime.Config{
-		Store: store, Agents: registry, Logger: log,
+		Store: &leaseWatchStore{Store: store, lost: report}, Agents: registry, Logger: log,
 		ToolOptions:     tool.Options{WorkDir: ws},
-		AfterCommitFunc: afterCommit,
+		AfterCommitFunc: after,
 	}
 	store.wire(&cfg)
 	cfg.ExpiredRunsFunc = nil // the demo resumes explicitly
+	cfg.LeaseLostFunc = func(_, _ string, err error) { report(err) }
 	rt, err := hxruntime.New(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("build runtime: %w", err)
+		return nil, nil, fmt.Errorf("build runtime: %w", err)
 	}
-	return rt, nil
+	return rt, lost, nil
+}
+
+// demoTestAfterCommit, when set (tests only), runs after every boundary
+// commit of a demo run with the demo's workspace, before the crash hook.
+var demoTestAfterCommit atomic.Pointer[func(ws string, kinds []journal.Kind)]
+
+// leaseWatchStore reports the commits that fail because the session lease
+// was lost (the runtime's heartbeat reports lost renewals through
+// Config.LeaseLostFunc).
+type leaseWatchStore struct {
+	rtstore.Store
+	lost func(error)
+}
+
+func (s *leaseWatchStore) Commit(ctx context.Context, c *rtstore.Commit) error {
+	err := s.Store.Commit(ctx, c)
+	if errors.Is(err, rtstore.ErrLeaseLost) {
+		s.lost(err)
+	}
+	return err
+}
+
+func (s *leaseWatchStore) RunInsert(ctx context.Context, p *rtstore.RunInsertParams) (*rtstore.RunRow, bool, error) {
+	row, created, err := s.Store.RunInsert(ctx, p)
+	if errors.Is(err, rtstore.ErrLeaseLost) {
+		s.lost(err)
+	}
+	return row, created, err
+}
+
+// demoLeaseLost is the message of a demo command whose lease was lost.
+const demoLeaseLost = "Session lease lost: this process stopped driving the run without committing " +
+	"(another process may own the session now). Run the resume command once no other process drives it."
+
+// demoLeaseLostCode is the exit code of a demo command whose session lease
+// was lost while it drove the run.
+const demoLeaseLostCode = 3
+
+// errDemoLeaseLost tells waitDemoRun's caller that the lease was lost.
+var errDemoLeaseLost = errors.New("session lease lost")
+
+// demoWaitErr turns a lost lease into its exit code and message.
+func demoWaitErr(err error) error {
+	if errors.Is(err, errDemoLeaseLost) {
+		return &exitError{code: demoLeaseLostCode, err: fmt.Errorf("%s (%w)", demoLeaseLost, err)}
+	}
+	return err
 }
 
 // errDemoCrashed tells waitDemoRun's caller that the crash hook ended the
@@ -380,8 +451,9 @@ func newDemoRuntime(store *openedStore, ws string, log *slog.Logger, afterCommit
 var errDemoCrashed = errors.New("the demo run crashed")
 
 // waitDemoRun waits until the run is no longer running; errDemoCrashed
-// when crashed is closed first (a nil channel never is).
-func waitDemoRun(ctx context.Context, rt *hxruntime.Runtime, runID string, crashed <-chan struct{}) (*hxruntime.RunResult, error) {
+// when crashed is closed first (a nil channel never is), errDemoLeaseLost
+// when lost receives first.
+func waitDemoRun(ctx context.Context, rt *hxruntime.Runtime, runID string, crashed <-chan struct{}, lost <-chan error) (*hxruntime.RunResult, error) {
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	type outcome struct {
@@ -403,6 +475,10 @@ func waitDemoRun(ctx context.Context, rt *hxruntime.Runtime, runID string, crash
 		cancel()
 		<-ch
 		return nil, errDemoCrashed
+	case err := <-lost:
+		cancel()
+		<-ch
+		return nil, fmt.Errorf("run %s: %w: %w", runID, errDemoLeaseLost, err)
 	case o := <-ch:
 		if o.err != nil {
 			return nil, fmt.Errorf("wait for run %s: %w", runID, o.err)
@@ -707,7 +783,7 @@ func recordDemoIncident(ctx context.Context, path string, e env) (string, error)
 		return "", fmt.Errorf("open store: %w", err)
 	}
 	defer store.Close()
-	rt, err := newDemoRuntime(&openedStore{Store: store}, tmp, log, nil)
+	rt, lost, err := newDemoRuntime(&openedStore{Store: store}, tmp, log, nil)
 	if err != nil {
 		return "", err
 	}
@@ -723,9 +799,9 @@ func recordDemoIncident(ctx context.Context, path string, e env) (string, error)
 	if err != nil {
 		return "", fmt.Errorf("submit run: %w", err)
 	}
-	res, err := waitDemoRun(ctx, rt, run.RunID, nil)
+	res, err := waitDemoRun(ctx, rt, run.RunID, nil, lost)
 	if err != nil {
-		return "", err
+		return "", demoWaitErr(err)
 	}
 	if res.Status != hxruntime.StatusCompleted || res.Output == nil {
 		reason := string(res.Status)

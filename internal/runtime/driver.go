@@ -101,7 +101,10 @@ func (d *driver) heartbeat() {
 		case <-d.done:
 			return
 		case <-t.C:
-			ctl, err := d.r.store.SessionControlGet(d.ctx, d.st.SessionID)
+			// Bounded, so that a slow read never holds up a renewal.
+			cctx, cancel := context.WithTimeout(d.ctx, min(time.Second, d.r.cfg.LeaseRenewEvery))
+			ctl, err := d.r.store.SessionControlGet(cctx, d.st.SessionID)
+			cancel()
 			if err == nil && ctl == rtstore.ControlCancelled {
 				d.cancel(errCancelRequested)
 			}
@@ -109,7 +112,11 @@ func (d *driver) heartbeat() {
 			if d.ctx.Err() != nil {
 				continue
 			}
-			err := d.lease.Renew(d.ctx)
+			// A renewal stuck behind the database counts as failed: by
+			// the next tick a third of the lease has passed anyway.
+			rctx, cancel := context.WithTimeout(d.ctx, d.r.cfg.LeaseRenewEvery)
+			err := d.lease.Renew(rctx)
+			cancel()
 			if err == nil {
 				failures = 0
 				continue
@@ -122,6 +129,9 @@ func (d *driver) heartbeat() {
 			if errors.Is(err, rtstore.ErrLeaseLost) || failures >= 2 {
 				log.Error("session lease lost: driver stops without committing; another process resumes the run")
 				d.cancel(fmt.Errorf("%w: %w", errLeaseLost, err))
+				if f := d.r.cfg.LeaseLostFunc; f != nil {
+					f(d.st.SessionID, d.st.RunID, err)
+				}
 				continue
 			}
 			log.Warn("session lease renewal failed; retrying")

@@ -24,6 +24,9 @@ type leaseFaultStore struct {
 	rtstore.Store
 	renewErr atomic.Pointer[error]
 	renews   atomic.Int64
+	// hang makes Renew block until its context ends (a renewal stuck
+	// behind a busy database).
+	hang atomic.Bool
 }
 
 type faultLease struct {
@@ -33,6 +36,10 @@ type faultLease struct {
 
 func (l *faultLease) Renew(ctx context.Context) error {
 	l.s.renews.Add(1)
+	if l.s.hang.Load() {
+		<-ctx.Done()
+		return fmt.Errorf("renew: %w: %w", rtstore.ErrUnavailable, ctx.Err())
+	}
 	if p := l.s.renewErr.Load(); p != nil && *p != nil {
 		return *p
 	}
@@ -173,6 +180,67 @@ func TestTransientRenewFailures(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, hxruntime.StatusRunning, row.Status)
 	require.GreaterOrEqual(t, fs.renews.Load(), int64(2))
+}
+
+// TestLeaseLostFunc: a driver stopped by a lost lease reports it through
+// Config.LeaseLostFunc with its session and run.
+func TestLeaseLostFunc(t *testing.T) {
+	t.Parallel()
+	type lost struct {
+		sessionID, runID string
+		err              error
+	}
+	got := make(chan lost, 4)
+	var fs *leaseFaultStore
+	tb := setupCfg(t, func(cfg *hxruntime.Config) {
+		fs = &leaseFaultStore{Store: cfg.Store}
+		cfg.Store = fs
+		cfg.LeaseRenewEvery = 20 * time.Millisecond
+		cfg.LeaseLostFunc = func(sessionID, runID string, err error) { got <- lost{sessionID, runID, err} }
+	}, gateAgent())
+	ctx := context.Background()
+	sess, err := tb.rt.CreateSession(ctx, hxruntime.CreateSessionParams{Agent: agent.Ref{Name: "gated", Version: "v1"}})
+	require.NoError(t, err)
+	run, _, err := tb.rt.SubmitRun(ctx, hxruntime.SubmitParams{SessionID: sess.ID, Message: jsonString("go")})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return tb.toolCalls("gate") == 1 }, 5*time.Second, 5*time.Millisecond)
+	fs.fail(fmt.Errorf("renew: %w", rtstore.ErrLeaseLost))
+	select {
+	case l := <-got:
+		require.Equal(t, sess.ID, l.sessionID)
+		require.Equal(t, run.RunID, l.runID)
+		require.ErrorIs(t, l.err, rtstore.ErrLeaseLost)
+	case <-time.After(5 * time.Second):
+		t.Fatal("LeaseLostFunc was not called")
+	}
+	driverGone(t, tb, sess.ID)
+	select {
+	case l := <-got:
+		t.Fatalf("LeaseLostFunc called twice: %+v", l)
+	case <-time.After(50 * time.Millisecond):
+	}
+}
+
+// TestLeaseRenewalBounded: a renewal that hangs (the database does not
+// answer) counts as failed after LeaseRenewEvery; two in a row stop the
+// driver, instead of the heartbeat waiting on it forever while the lease
+// runs out.
+func TestLeaseRenewalBounded(t *testing.T) {
+	t.Parallel()
+	tb, fs := leaseSetup(t)
+	ctx := context.Background()
+	sess, err := tb.rt.CreateSession(ctx, hxruntime.CreateSessionParams{Agent: agent.Ref{Name: "gated", Version: "v1"}})
+	require.NoError(t, err)
+	run, _, err := tb.rt.SubmitRun(ctx, hxruntime.SubmitParams{SessionID: sess.ID, Message: jsonString("go")})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return tb.toolCalls("gate") == 1 }, 5*time.Second, 5*time.Millisecond)
+	before := fs.renews.Load()
+	fs.hang.Store(true)
+	driverGone(t, tb, sess.ID)
+	require.GreaterOrEqual(t, fs.renews.Load()-before, int64(2), "two bounded renewals failed")
+	row, err := tb.store.RunGet(ctx, run.RunID)
+	require.NoError(t, err)
+	require.Equal(t, hxruntime.StatusRunning, row.Status)
 }
 
 // TestReapSkipsBusyAndErrors: ExpiredRunsFunc errors are reported; a

@@ -62,8 +62,15 @@ type Config struct {
 	// LeaseRenewEvery is how often a driver renews its session lease
 	// (REFERENCE §4.6: a third of the lease duration), default: 10s. A
 	// renewal that reports the lease lost, or two failed renewals in a
-	// row, stop the driver without a further commit.
+	// row, stop the driver without a further commit. Each renewal may take
+	// at most LeaseRenewEvery (a renewal stuck longer counts as failed).
 	LeaseRenewEvery time.Duration
+	// LeaseLostFunc, when set, is called (from the driver's heartbeat, must
+	// not block) when a driver stops because its session lease was lost:
+	// the run stays running in storage for another process, or a later
+	// resume, to finish. The demo uses it to stop instead of waiting for a
+	// run it no longer drives.
+	LeaseLostFunc func(sessionID, runID string, err error)
 	// ExpiredRunsFunc lists the running runs whose session lease expired
 	// (another process died driving them); Reap and StartReaper resume
 	// them. Nil: no reaper (SQLite, where a dead process's lock is gone at

@@ -86,8 +86,9 @@ ON CONFLICT DO NOTHING`
 // c.Events[i].Event.Cursor (a skipped event gets its stored cursor).
 //
 // Concurrent Commits of different sessions share transactions (group
-// commit, see committer): two round trips and one WAL flush for the whole
-// group. Whether alone or grouped, a boundary commits all or nothing and
+// commit, see committer): one WAL flush for the whole group, and one round
+// trip when every boundary's run seqs are cached under its lease (the
+// common case: see fastPath), else two. Whether alone or grouped, a boundary commits all or nothing and
 // the outcome of one never depends on another's.
 //
 // Returns ErrLeaseLost if c.Lease is not a live lease of this Store for
@@ -337,6 +338,18 @@ func (ws *writeSet) queue(b *pgx.Batch, collided error) {
 		b.Queue(sqlGroupRunUpdate, ws.runID, ws.runSession, ws.runStatus, ws.runPhase, ws.runPayload, ws.runUpdated).
 			Exec(expect(n))
 	}
+	ws.queueUpserts(b)
+	if n := len(ws.journal.seq); n > 0 {
+		b.Queue(sqlGroupJournal, ws.journal.run, ws.journal.seq, ws.journal.id, ws.journal.payload).Exec(expect(n))
+	}
+	if n := len(ws.events.seq); n > 0 {
+		b.Queue(sqlGroupEvents, ws.events.run, ws.events.seq, ws.events.id, ws.events.payload).Exec(expect(n))
+	}
+}
+
+// queueUpserts queues the writes that cannot collide: the session's latest
+// run, snapshot, step and tool rows.
+func (ws *writeSet) queueUpserts(b *pgx.Batch) {
 	if len(ws.lastSession) > 0 {
 		b.Queue(sqlGroupLastRun, ws.lastSession, ws.lastRun)
 	}
@@ -351,12 +364,6 @@ func (ws *writeSet) queue(b *pgx.Batch, collided error) {
 	}
 	if len(ws.outRun) > 0 {
 		b.Queue(sqlGroupToolOutcomes, ws.outRun, ws.outKey, ws.outPayload)
-	}
-	if n := len(ws.journal.seq); n > 0 {
-		b.Queue(sqlGroupJournal, ws.journal.run, ws.journal.seq, ws.journal.id, ws.journal.payload).Exec(expect(n))
-	}
-	if n := len(ws.events.seq); n > 0 {
-		b.Queue(sqlGroupEvents, ws.events.run, ws.events.seq, ws.events.id, ws.events.payload).Exec(expect(n))
 	}
 }
 

@@ -15,10 +15,12 @@
 //     session's generation on the database clock, every write transaction
 //     re-checks owner, generation and expiry while holding the session row
 //     lock, so a superseded writer can never commit;
-//   - boundary commits in two round trips (the transaction begins in the
-//     first pipelined batch and commits in the second), with group commit:
-//     concurrent Commits of different sessions share one transaction and
-//     one WAL flush, each keeping its own outcome;
+//   - boundary commits in one round trip when the lease's cached seqs
+//     allow (BEGIN, fence, writes and COMMIT in one pipelined batch, every
+//     check failing the transaction on the server), else in two (reads
+//     first), with group commit: concurrent Commits of different sessions
+//     share one transaction and one WAL flush, each keeping its own
+//     outcome;
 //   - event wake-ups: after a commit that appended events, the run id is
 //     NOTIFYed on a per-schema channel (outside the commit, which a NOTIFY
 //     would serialise);
@@ -26,7 +28,8 @@
 //     type leaves the package; passwords never appear in an error or log).
 //
 // Hooks for the runtime beyond rtstore.Store: Lease.Renew (the heartbeat
-// renews every LeaseDuration/3), (*Store).LeaseDuration, (*Store).ExpiredRuns
+// renews every LeaseDuration/3, on LeaseConns connections reserved for
+// leases so that a busy pool never delays it), (*Store).LeaseDuration, (*Store).ExpiredRuns
 // (the reaper's work list), (*Store).ListenEvents (LISTEN/NOTIFY wake-ups for
 // event streams; every commit that appends events notifies),
 // (*Store).GroupCommitStats (metrics) and Migrate (the explicit

@@ -17,14 +17,15 @@ import (
 
 // SQLSTATE codes the store reacts to.
 const (
-	codeUniqueViolation      = "23505"
-	codeForeignKeyViolation  = "23503"
-	codeSerializationFailure = "40001"
-	codeDeadlockDetected     = "40P01"
-	codeUndefinedTable       = "42P01"
-	codeInvalidSchemaName    = "3F000"
-	codeInsufficientPriv     = "42501"
-	codeQueryCanceled        = "57014"
+	codeUniqueViolation           = "23505"
+	codeInvalidTextRepresentation = "22P02"
+	codeForeignKeyViolation       = "23503"
+	codeSerializationFailure      = "40001"
+	codeDeadlockDetected          = "40P01"
+	codeUndefinedTable            = "42P01"
+	codeInvalidSchemaName         = "3F000"
+	codeInsufficientPriv          = "42501"
+	codeQueryCanceled             = "57014"
 )
 
 // mapErr translates a driver error into the rtstore vocabulary, prefixed

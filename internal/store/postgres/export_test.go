@@ -6,6 +6,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // Test hooks (compiled into the package's tests only).
@@ -53,3 +54,33 @@ func (s *Store) FailingTx(ctx context.Context, failures int, code string) (int, 
 	})
 	return attempts, err
 }
+
+// HoldPool acquires every connection of the Store's pool, as a burst of
+// commits and reads would, and returns the func that gives them back.
+func (s *Store) HoldPool(ctx context.Context) (release func(), err error) {
+	var held []*pgxpool.Conn
+	release = func() {
+		for _, c := range held {
+			c.Release()
+		}
+	}
+	for range s.poolSize {
+		c, err := s.pool.Acquire(ctx)
+		if err != nil {
+			release()
+			return nil, err
+		}
+		held = append(held, c)
+	}
+	return release, nil
+}
+
+// PoolMaxConns reports the configured maximum of the pool and of the
+// reserved lease connections.
+func (s *Store) PoolMaxConns() (pool, lease int32) {
+	return s.pool.Config().MaxConns, s.leasePool.Config().MaxConns
+}
+
+// FastMisses reports how many one-round-trip group commits fell back to
+// the careful path.
+func (s *Store) FastMisses() int64 { return s.group.fastMisses.Load() }

@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"hxd/internal/runtime/rtstore"
 )
@@ -28,10 +30,16 @@ type commitReq struct {
 }
 
 // committer groups concurrent Commits into shared transactions (group
-// commit). A Commit that arrives while fewer than maxGroups groups are in
-// flight starts one at once (a group of one: no added latency); otherwise
-// it queues, and the next group to start takes up to maxSize queued
-// boundaries, at most one per session (and run), in arrival order.
+// commit). A Commit that arrives while no group is in flight starts one at
+// once (a group of one: no added latency); otherwise it queues. A further
+// group (up to maxGroups in flight) starts only once minExtraGroup
+// boundaries wait, and a group that ends starts the next with whatever
+// queued meanwhile: commits are CPU-bound on the database (every boundary
+// writes some 9 rows with their foreign-key checks and index entries), so
+// fewer, larger groups do less work per boundary than many small ones,
+// while two in flight still overlap one's execution with the other's WAL
+// flush. Each group takes up to maxSize queued boundaries, at most one per
+// session (and run), in arrival order.
 // Boundaries of one session therefore commit one after the other, in
 // order. A group whose transaction fails as a whole is split: every
 // boundary is retried alone, so each gets its own outcome.
@@ -41,6 +49,7 @@ type committer struct {
 	maxSize   int
 
 	groupCount, boundaryCount atomic.Int64 // transactions and boundaries committed (stats)
+	fastMisses                atomic.Int64 // one-round-trip attempts that fell back (stats)
 
 	mu     sync.Mutex
 	queue  []*commitReq
@@ -49,6 +58,10 @@ type committer struct {
 	closed bool
 	wg     sync.WaitGroup
 }
+
+// minExtraGroup is how many boundaries must be waiting before a group
+// starts while another is in flight.
+var minExtraGroup = 8
 
 // maxGroupSize bounds a group transaction's size.
 const maxGroupSize = 64
@@ -76,7 +89,7 @@ func (g *committer) submit(r *commitReq) {
 	}
 	g.queue = append(g.queue, r)
 	var batch []*commitReq
-	if g.groups < g.maxGroups {
+	if g.groups == 0 || (g.groups < g.maxGroups && len(g.queue) >= minExtraGroup) {
 		if batch = g.takeLocked(); len(batch) > 0 {
 			g.groups++
 			g.wg.Add(1)
@@ -190,9 +203,34 @@ func (s *Store) commitGroup(batch []*commitReq) {
 	if len(batch) == 1 {
 		op = batch[0].op
 	}
-	err := s.withTx(ctx, op, func(ctx context.Context, t *tx) error {
-		return s.applyGroup(ctx, t, batch)
-	})
+	var err error
+	fast := fastPath(batch)
+	if fast {
+		// One round trip; when the optimism fails (the lease is gone, a
+		// re-sent id, a stale cached seq) nothing was written and the
+		// boundaries go the careful way, which gives each its outcome.
+		missed := false
+		err = s.withTx(ctx, op, func(ctx context.Context, t *tx) error {
+			missed = false
+			err := s.applyFast(ctx, t, batch)
+			if isFastMiss(err) {
+				missed = true
+			}
+			return err
+		})
+		if missed {
+			s.group.fastMisses.Add(1)
+			for _, r := range batch {
+				r.err, r.plan, r.cached = nil, nil, unknownSeqs
+			}
+			fast = false
+		}
+	}
+	if !fast {
+		err = s.withTx(ctx, op, func(ctx context.Context, t *tx) error {
+			return s.applyGroup(ctx, t, batch)
+		})
+	}
 	if err == nil {
 		s.group.groupCount.Add(1)
 		s.group.boundaryCount.Add(int64(len(batch)))
@@ -265,10 +303,13 @@ func (s *Store) applyGroup(ctx context.Context, t *tx, batch []*commitReq) error
 		}
 		recs, evs := w.ids()
 		recordIDs, eventIDs = append(recordIDs, recs...), append(eventIDs, evs...)
-		if len(recs) > 0 && w.seq.journal < 0 {
+		// Both seqs are read when unknown, even without records or
+		// events, so that the cache is whole again and the run's next
+		// boundary can take the fast path.
+		if w.seq.journal < 0 {
 			needJournal = append(needJournal, r.c.RunID)
 		}
-		if len(evs) > 0 && w.seq.event < 0 {
+		if w.seq.event < 0 {
 			needEvents = append(needEvents, r.c.RunID)
 		}
 	}
@@ -355,4 +396,116 @@ func (s *Store) applyGroup(ctx context.Context, t *tx, batch []*commitReq) error
 	b = &pgx.Batch{}
 	ws.queue(b, collided)
 	return t.send(ctx, b, true)
+}
+
+// Fast path: a group whose every boundary is leased and knows its run's
+// last journal and event seqs (the seq cache, warm from the lease's
+// previous commit) commits in ONE round trip: BEGIN, the fence, the writes
+// and COMMIT in one pipelined batch. Every check runs on the server and
+// fails the transaction there, before its COMMIT: the fence and the run
+// update count their rows and raise an error (a failed cast of a marker
+// text) when one is missing, and the appends are plain INSERTs, which a
+// re-sent record or event id, or a seq taken by a writer bypassing the
+// lease, fails with a unique violation. Any of these is a "fast miss": the
+// transaction rolled back, and the group is committed again the careful
+// way (applyGroup: reads first, each boundary its own outcome).
+const (
+	// sqlFastFence is sqlGroupFence (leased boundaries only) failing the
+	// transaction unless all $4 sessions are still held.
+	sqlFastFence = `SELECT (CASE WHEN count(*) = $4 THEN '1' ELSE '` + fastMissMarker + `fence' END)::int FROM (
+SELECT s.id FROM sessions AS s
+JOIN unnest($1::text[], $2::text[], $3::bigint[]) AS f (id, owner, generation) ON s.id = f.id
+WHERE s.owner = f.owner AND s.generation = f.generation AND s.lease_until > clock_timestamp()
+ORDER BY s.id
+FOR NO KEY UPDATE OF s) AS fenced`
+	// sqlFastRunUpdate is sqlGroupRunUpdate failing the transaction
+	// unless all $7 runs (of their sessions) were updated.
+	sqlFastRunUpdate = `WITH u AS (` + sqlGroupRunUpdate + `
+RETURNING 1)
+SELECT (CASE WHEN count(*) = $7 THEN '1' ELSE '` + fastMissMarker + `run' END)::int FROM u`
+	sqlFastJournal = `INSERT INTO journal (run_id, seq, id, payload)
+SELECT u.run_id, u.seq, u.id, u.payload::json
+FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[]) AS u (run_id, seq, id, payload)`
+	sqlFastEvents = `INSERT INTO events (run_id, seq, event_id, payload)
+SELECT u.run_id, u.seq, u.id, u.payload::json
+FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[]) AS u (run_id, seq, id, payload)`
+)
+
+// fastMissMarker starts the text whose failed integer cast signals a fast
+// miss.
+const fastMissMarker = "hxd fast miss: "
+
+// fastPath reports whether batch may try the one-round-trip commit: every
+// boundary leased, with both seqs of its run cached.
+func fastPath(batch []*commitReq) bool {
+	for _, r := range batch {
+		if r.l == nil || r.cached.journal < 0 || r.cached.event < 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// errFastMiss is a fast attempt that must be redone by applyGroup.
+var errFastMiss = errors.New("fast commit missed")
+
+// isFastMiss reports the failures of a fast attempt that the careful path
+// sorts out: a check of sqlFastFence or sqlFastRunUpdate, or a unique
+// violation of an append.
+func isFastMiss(err error) bool {
+	if errors.Is(err, errFastMiss) {
+		return true
+	}
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) {
+		return false
+	}
+	return pe.Code == codeUniqueViolation ||
+		(pe.Code == codeInvalidTextRepresentation && strings.Contains(pe.Message, fastMissMarker))
+}
+
+// applyFast writes batch in t in one round trip (see fastPath). A boundary
+// that fails before any database work (validation, a record conflict
+// inside the commit) makes it a miss at once: applyGroup gives every
+// boundary its outcome in the usual order.
+func (s *Store) applyFast(ctx context.Context, t *tx, batch []*commitReq) error {
+	ts := now()
+	var (
+		ws                 writeSet
+		sessionIDs, owners []string
+		gens               []int64
+	)
+	for _, r := range batch {
+		r.err, r.plan = nil, nil
+		if validateCommit(r.c) != nil {
+			return errFastMiss // applyGroup reports it (after the fence, as SQLite does)
+		}
+		w := newCommitWork(r.c, ts, r.cached)
+		plan, err := w.plan()
+		if err != nil {
+			return errFastMiss
+		}
+		r.plan = plan
+		sessionIDs, owners, gens = append(sessionIDs, r.c.SessionID), append(owners, r.l.token), append(gens, r.l.gen)
+		ws.addBoundary(w, plan, true, !w.seq.lastRun)
+	}
+	b := &pgx.Batch{}
+	b.Queue(sqlFastFence, sessionIDs, owners, gens, len(sessionIDs))
+	ws.queueFast(b)
+	return t.send(ctx, b, true)
+}
+
+// queueFast queues the writes of the fast path: the run update and the
+// appends check themselves on the server (see sqlFastRunUpdate).
+func (ws *writeSet) queueFast(b *pgx.Batch) {
+	if n := len(ws.runID); n > 0 {
+		b.Queue(sqlFastRunUpdate, ws.runID, ws.runSession, ws.runStatus, ws.runPhase, ws.runPayload, ws.runUpdated, n)
+	}
+	ws.queueUpserts(b)
+	if len(ws.journal.seq) > 0 {
+		b.Queue(sqlFastJournal, ws.journal.run, ws.journal.seq, ws.journal.id, ws.journal.payload)
+	}
+	if len(ws.events.seq) > 0 {
+		b.Queue(sqlFastEvents, ws.events.run, ws.events.seq, ws.events.id, ws.events.payload)
+	}
 }

@@ -190,3 +190,86 @@ func TestGroupCommitCollision(t *testing.T) {
 		require.Equal(t, 1, ok, "%v", errs)
 	}
 }
+
+// TestFastPathMisses: a boundary whose run's seqs are cached commits in
+// one round trip with every check on the server; when a check fails there
+// (a re-sent record or event, a seq taken by a writer bypassing the
+// lease, a lost lease) the attempt writes nothing and the boundary is
+// committed the careful way, with the outcome it would have had anyway.
+func TestFastPathMisses(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	s := b.newSession(t)
+	l, err := b.store.SessionLock(b.ctx, s.ID)
+	require.NoError(t, err)
+	run := b.newRun(t, s.ID, l)
+	commit := func(phase string, recs []journal.Record, evs ...rtstore.PendingEvent) (*rtstore.Commit, error) {
+		c := &rtstore.Commit{SessionID: s.ID, RunID: run.ID, Lease: l, Status: rtstore.StatusRunning, Phase: phase,
+			Records: recs, Events: evs}
+		return c, b.store.Commit(b.ctx, c)
+	}
+	journalOK := func(n int) []*journal.Record {
+		t.Helper()
+		recs, err := b.store.JournalList(b.ctx, run.ID, 0, 0)
+		require.NoError(t, err)
+		require.Len(t, recs, n)
+		for i, r := range recs {
+			require.Equal(t, int64(i+1), r.Seq)
+		}
+		out := make([]*journal.Record, len(recs))
+		for i := range recs {
+			out[i] = &recs[i]
+		}
+		return out
+	}
+	phase := func() string {
+		var p string
+		b.queryRow(t, `SELECT phase FROM runs WHERE id = '`+run.ID+`'`, &p)
+		return p
+	}
+
+	// Warm: one round trip, no miss.
+	rec1 := record(s.ID, run.ID, journal.KindCheckpoint, `{"n":1}`)
+	ev1 := event(s.ID, run.ID, "text_delta")
+	_, err = commit("p1", []journal.Record{rec1}, ev1)
+	require.NoError(t, err)
+	require.Zero(t, b.store.FastMisses())
+	journalOK(1 + 2)
+
+	// A re-sent record and event (same content) with a new record: the
+	// fast attempt collides, the careful one skips the known ones.
+	rec2 := record(s.ID, run.ID, journal.KindCheckpoint, `{"n":2}`)
+	c, err := commit("p2", []journal.Record{rec1, rec2}, ev1)
+	require.NoError(t, err)
+	require.Equal(t, int64(1), b.store.FastMisses())
+	require.Equal(t, "1", c.Events[0].Event.Cursor, "the re-sent event keeps its cursor")
+	journalOK(1 + 2 + 1)
+	require.Equal(t, "p2", phase())
+
+	// Warm again, then a writer bypassing the lease takes the next seqs:
+	// the cached seqs are stale, the careful path reads them.
+	_, err = commit("p3", []journal.Record{record(s.ID, run.ID, journal.KindCheckpoint, `{"n":3}`)})
+	require.NoError(t, err)
+	misses := b.store.FastMisses()
+	require.NoError(t, b.store.Commit(b.ctx, &rtstore.Commit{SessionID: s.ID, RunID: run.ID, Status: rtstore.StatusRunning, Phase: "bypass",
+		Records: []journal.Record{record(s.ID, run.ID, journal.KindCheckpoint, `{"n":"bypass"}`)}}))
+	_, err = commit("p4", []journal.Record{record(s.ID, run.ID, journal.KindCheckpoint, `{"n":4}`)})
+	require.NoError(t, err)
+	require.Equal(t, misses+1, b.store.FastMisses())
+	recs := journalOK(1 + 2 + 1 + 1 + 1 + 1)
+	require.JSONEq(t, `{"n":4}`, string(recs[len(recs)-1].Payload))
+	require.Equal(t, "p4", phase())
+
+	// The lease lapses behind the cache's back: the fast fence fails, the
+	// careful one reports the lost lease, and nothing of the boundary is
+	// written (the run update of the fast attempt rolled back).
+	_, err = commit("p5", nil)
+	require.NoError(t, err)
+	misses = b.store.FastMisses()
+	require.NoError(t, b.exec(t, `UPDATE sessions SET lease_until = clock_timestamp() - interval '1 second' WHERE id = $1`, s.ID))
+	_, err = commit("p6", []journal.Record{record(s.ID, run.ID, journal.KindCheckpoint, `{"n":6}`)}, event(s.ID, run.ID, "text_delta"))
+	require.ErrorIs(t, err, rtstore.ErrLeaseLost)
+	require.Equal(t, misses+1, b.store.FastMisses())
+	require.Equal(t, "p5", phase())
+	journalOK(1 + 2 + 1 + 1 + 1 + 1)
+}

@@ -1,6 +1,7 @@
 package postgres_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -17,8 +18,10 @@ import (
 )
 
 // shortLease is the lease of the expiry tests: long enough for a few
-// statements, short enough to wait out.
-const shortLease = 200 * time.Millisecond
+// statements even on a loaded machine (a lease that lapses between the
+// claim and the next fenced write makes a test flaky), short enough to
+// wait out.
+const shortLease = 750 * time.Millisecond
 
 // twoProcesses is two stores on one schema, as two hxd processes would
 // have, with short leases.
@@ -32,7 +35,7 @@ func twoProcesses(t *testing.T) (*testBundle, *postgres.Store) {
 }
 
 // waitExpiry waits until a lease taken now has expired.
-func waitExpiry() { time.Sleep(shortLease + 100*time.Millisecond) }
+func waitExpiry() { time.Sleep(shortLease + 150*time.Millisecond) }
 
 func TestLeaseTakeover(t *testing.T) {
 	t.Parallel()
@@ -205,6 +208,39 @@ func TestCloseReleasesLeases(t *testing.T) {
 	require.ErrorIs(t, err, rtstore.ErrUnavailable)
 	require.ErrorIs(t, st.Ping(ctx), rtstore.ErrUnavailable)
 	require.ErrorIs(t, st.ListenEvents(ctx, func(string) {}), rtstore.ErrUnavailable)
+}
+
+// TestLeaseRenewWithBusyPool: renewals and releases run on the reserved
+// lease connections, so a pool whose every connection is busy (a burst of
+// commits and reads) does not delay them at all.
+func TestLeaseRenewWithBusyPool(t *testing.T) {
+	t.Parallel()
+	cfg := testConfig(t)
+	cfg.PoolSize = 2
+	cfg.LeaseDuration = 3 * time.Second
+	b := &testBundle{store: openStore(t, cfg), cfg: cfg, ctx: testCtx(t)}
+	s := b.newSession(t)
+	l, err := b.store.SessionLock(b.ctx, s.ID)
+	require.NoError(t, err)
+
+	release, err := b.store.HoldPool(b.ctx)
+	require.NoError(t, err)
+	defer release()
+	for range 3 {
+		// Well inside the lease: a renewal queued behind the pool would
+		// time out here.
+		ctx, cancel := context.WithTimeout(b.ctx, cfg.LeaseDuration/3)
+		err := l.Renew(ctx)
+		cancel()
+		require.NoError(t, err, "renewal while the pool is busy")
+	}
+	ctx, cancel := context.WithTimeout(b.ctx, cfg.LeaseDuration/3)
+	defer cancel()
+	require.NoError(t, l.Release(ctx), "release while the pool is busy")
+	release()
+	l2, err := b.store.SessionLock(b.ctx, s.ID)
+	require.NoError(t, err, "released: free at once")
+	require.NoError(t, l2.Release(b.ctx))
 }
 
 // TestFencingUnderContention has two processes fight over one session with

@@ -124,7 +124,9 @@ func (l *lease) Generation() int64 { return l.gen }
 // Renew checks the fence and extends the lease to LeaseDuration from now
 // (database clock). Returns ErrLeaseLost if the lease was released, expired
 // or superseded; an expired lease is never revived, even if nobody else
-// claimed the session meanwhile.
+// claimed the session meanwhile. It runs on a connection reserved for
+// leases (LeaseConns), never waiting behind the commits and reads of the
+// pool.
 func (l *lease) Renew(ctx context.Context) error {
 	s := l.store
 	op := "renew session " + l.sessionID
@@ -136,7 +138,7 @@ func (l *lease) Renew(ctx context.Context) error {
 	}
 	ctx, cancel := opContext(ctx)
 	defer cancel()
-	ct, err := s.pool.Exec(ctx, sqlLeaseRenew, l.sessionID, l.token, l.gen, s.leaseDur.Microseconds())
+	ct, err := s.leasePool.Exec(ctx, sqlLeaseRenew, l.sessionID, l.token, l.gen, s.leaseDur.Microseconds())
 	if err != nil {
 		return s.mapErr(ctx, op, err)
 	}
@@ -159,12 +161,12 @@ func (l *lease) release(ctx context.Context) error {
 	}
 	s := l.store
 	op := "release session " + l.sessionID
-	if s.pool == nil {
+	if s.leasePool == nil {
 		return fmt.Errorf("%s: %w: store closed", op, rtstore.ErrUnavailable)
 	}
 	ctx, cancel := opContext(ctx)
 	defer cancel()
-	if _, err := s.pool.Exec(ctx, sqlLeaseRelease, l.sessionID, l.token, l.gen); err != nil {
+	if _, err := s.leasePool.Exec(ctx, sqlLeaseRelease, l.sessionID, l.token, l.gen); err != nil {
 		return s.mapErr(ctx, op, err)
 	}
 	l.released = true

@@ -27,8 +27,13 @@ const (
 	// DefaultSchema is the schema every object lives in unless Config.Schema
 	// names another.
 	DefaultSchema = "harness_x"
-	// DefaultPoolSize is the default maximum number of pooled connections.
+	// DefaultPoolSize is the default maximum number of pooled connections
+	// (Config.PoolSize 0 means this).
 	DefaultPoolSize = 10
+	// LeaseConns is the number of connections reserved for lease renewals
+	// and releases, outside the pool of PoolSize: a pool busy with commits
+	// and reads never delays a renewal past the lease.
+	LeaseConns = 2
 	// DefaultLeaseDuration is the default session lease length.
 	DefaultLeaseDuration = 30 * time.Second
 	// DefaultCommitGroups is the default number of group-commit
@@ -56,18 +61,20 @@ type Config struct {
 	// dirty or changed schema is an error wrapping rtstore.ErrSchema that
 	// says to run `hxd migrate`. Default: false.
 	AutoMigrate bool
-	// PoolSize is the maximum number of pooled connections (ListenEvents
-	// uses one more of its own). Default: 10.
+	// PoolSize is the maximum number of pooled connections for commits
+	// and reads; 0 means DefaultPoolSize (10). Besides them the Store
+	// keeps LeaseConns (2) reserved for lease renewals and releases, and
+	// ListenEvents uses one of its own: at most PoolSize+3 connections.
 	PoolSize int
 	// LeaseDuration is how long a session lease lasts without renewal; the
 	// runtime renews every third of it. Default: 30s.
 	LeaseDuration time.Duration
 	// CommitGroups is how many group-commit transactions (see Commit) may
 	// be in flight at once; boundaries that arrive meanwhile queue and go
-	// together in the next one. Fewer means larger groups and less database
-	// work per boundary; more means more overlap (one group executes while
-	// another waits for its WAL flush). At most half of PoolSize.
-	// Default: 2.
+	// together in the next one (a further group starts only once several
+	// wait). Fewer means larger groups and less database work per
+	// boundary; more means more overlap (one group executes while another
+	// waits for its WAL flush). At most half of PoolSize. Default: 2.
 	CommitGroups int
 	// Logger receives the store's logs (component=store/postgres).
 	// Default: logs are discarded.
@@ -136,9 +143,10 @@ type Store struct {
 	secret       string // the URL's password, scrubbed from every error
 	connCfg      *pgx.ConnConfig
 	pool         *pgxpool.Pool
-	channel      string     // NOTIFY channel of this schema's events
-	notify       *notifier  // sends the NOTIFYs of committed events
-	group        *committer // groups concurrent commits
+	leasePool    *pgxpool.Pool // LeaseConns reserved for Renew and Release
+	channel      string        // NOTIFY channel of this schema's events
+	notify       *notifier     // sends the NOTIFYs of committed events
+	group        *committer    // groups concurrent commits
 	migrations   *migrationSet
 
 	seqs seqCache // last journal/event seq per run under a lease
@@ -239,30 +247,53 @@ func newStore(cfg Config, ms *migrationSet) (*Store, error) {
 	}, nil
 }
 
-// openPool opens the connection pool and checks that it answers.
+// openPool opens the connection pool and the reserved lease connections
+// and checks that they answer.
 func (s *Store) openPool(ctx context.Context) error {
-	pcfg, err := pgxpool.ParseConfig("")
-	if err != nil {
-		return fmt.Errorf("open pool: %w", s.plain(err))
-	}
-	pcfg.ConnConfig = s.connCfg.Copy()
-	pcfg.MaxConns = int32(s.poolSize)
-	pcfg.MinConns = 0
-	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
-	if err != nil {
-		return s.mapErr(ctx, "open pool", err)
-	}
 	ctx, cancel := opContext(ctx)
 	defer cancel()
-	if err := pool.Ping(ctx); err != nil {
-		pool.Close()
-		return s.mapErr(ctx, "open pool", err)
+	pool, err := s.newPool(ctx, "open pool", s.poolSize, 0)
+	if err != nil {
+		return err
 	}
-	s.pool = pool
+	// The lease connections stay open (MinConns): a renewal never waits
+	// for a connection to be established either.
+	leasePool, err := s.newPool(ctx, "open lease connections", LeaseConns, LeaseConns)
+	if err != nil {
+		pool.Close()
+		return err
+	}
+	s.pool, s.leasePool = pool, leasePool
 	s.notify = newNotifier(s)
 	s.group = newCommitter(s, s.poolSize, s.commitGroups)
 	return nil
 }
+
+// newPool opens a pool of at most size connections (min kept open) and
+// pings it.
+func (s *Store) newPool(ctx context.Context, op string, size, minConns int) (*pgxpool.Pool, error) {
+	pcfg, err := pgxpool.ParseConfig("")
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", op, s.plain(err))
+	}
+	pcfg.ConnConfig = s.connCfg.Copy()
+	pcfg.MaxConns = int32(size)
+	pcfg.MinConns = int32(minConns)
+	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
+	if err != nil {
+		return nil, s.mapErr(ctx, op, err)
+	}
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, s.mapErr(ctx, op, err)
+	}
+	return pool, nil
+}
+
+// PoolSize returns the maximum number of pooled connections for commits
+// and reads (Config.PoolSize, or DefaultPoolSize when it was 0); LeaseConns
+// more are reserved for leases.
+func (s *Store) PoolSize() int { return s.poolSize }
 
 // Schema returns the schema the Store works in.
 func (s *Store) Schema() string { return s.schema }
@@ -329,6 +360,9 @@ func (s *Store) Close() error {
 	}
 	if s.pool != nil {
 		s.pool.Close()
+	}
+	if s.leasePool != nil {
+		s.leasePool.Close()
 	}
 	return errors.Join(errs...)
 }

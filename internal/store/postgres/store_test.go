@@ -392,6 +392,11 @@ func TestDefaults(t *testing.T) {
 	cfg := postgres.Config{URL: testURL(t), Schema: newSchemaName(t, "hxd_defaults_"), AutoMigrate: true}
 	st := openStore(t, cfg)
 	require.Equal(t, postgres.DefaultLeaseDuration, st.LeaseDuration())
+	// PoolSize 0 is the default pool, plus the reserved lease connections.
+	require.Equal(t, postgres.DefaultPoolSize, st.PoolSize())
+	pool, lease := st.PoolMaxConns()
+	require.Equal(t, int32(postgres.DefaultPoolSize), pool)
+	require.Equal(t, int32(postgres.LeaseConns), lease)
 	require.NoError(t, st.Ping(ctx))
 	// Twice the default pool's worth of concurrent work completes.
 	var wg sync.WaitGroup
