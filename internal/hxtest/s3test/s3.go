@@ -1,6 +1,3 @@
-// Package s3test starts a real S3-compatible server (the pinned versitygw)
-// for tests. It is separate from hxtest so that only the tests that need an
-// S3 client link one.
 package s3test
 
 import (
