@@ -500,153 +500,191 @@ func parseFloatOverflows(lit []byte) bool {
 }
 
 // str scans a string starting at the quote at i and appends its node.
-// The next quote, backslash or control character is looked for eight
-// bytes at a time in the following 32 bytes; a longer run is searched
-// with bytes.IndexByte (vectorized), remembering where the next quote is.
+// It stops at every byte that needs a look: a quote, a backslash, a
+// control character (< 0x20) or a byte above 0x7f, found eight bytes at a
+// time with an exact mask (stopMask), so that the stops within one word
+// are visited without reloading it. UTF-8 is validated where it occurs,
+// one sequence at a time, so that a string is read once.
 func (d *jsonDoc) str(i int) (int, *jsonError) {
 	src := d.src
 	start := i + 1
-	j := start
-	q := -1 // a '"' at or after j+32 (len(src): none), once searched
+	j := start // the next byte to look at
+	w := j     // m holds the stops of the eight bytes from w at or after j
+	m := stopMask(load8(src, w))
 	var flags uint8
-	var high uint64 // nonzero once a byte above 0x7f was seen
 	for {
-		var k int
-		var h uint64
-		if w := min(len(src)-j, 32); w < 32 {
-			if k, h = indexSpecial(src[j:]); k < 0 {
-				k = len(src)
-			} else {
-				k += j
+		for m == 0 {
+			w += 8
+			if w >= len(src) {
+				return i, syntaxError("unterminated string", i)
 			}
-		} else if k, h = indexSpecial(src[j : j+32]); k >= 0 {
-			k += j
+			m = stopMask(load8(src, w))
+		}
+		j = w + bits.TrailingZeros64(m)>>3
+		c := src[j]
+		var c1 byte
+		if j+1 < len(src) {
+			c1 = src[j+1]
+		}
+		switch {
+		case c == '\\' && escapeKind[c1] == escapeByte: // the common escapes first
+			flags |= flagEscaped
+			j += 2
+		case c >= 0xc2 && c < 0xe0 && c1&0xc0 == 0x80: // a two-byte sequence
+			j += 2
+		case c == '"':
+			d.nodes = append(d.nodes, jsonNode{start: start, end: j, next: len(d.nodes) + 1, kind: jsonString, flags: flags})
+			return j + 1, nil
+		case c < 0x20:
+			return i, syntaxError("invalid control character in string", j)
+		case c >= 0x80:
+			// A multi-byte sequence: its continuation bytes are never a
+			// quote, so it lies inside the string.
+			n := validUTF8At(src, j)
+			if n == 0 {
+				// parse reports the first invalid byte of the text.
+				return i, genericJSON(pyUnicodeDecodeError, "invalid UTF-8", j)
+			}
+			j += n
+		default: // another backslash escape
+			flags |= flagEscaped
+			if j+1 >= len(src) {
+				return i, syntaxError("unterminated string", i)
+			}
+			switch escapeKind[c1] {
+			case escapeSlash:
+				d.codeEscape = true
+				j += 2
+			case escapeCode:
+				var e *jsonError
+				if j, e = d.codeEscapeAt(j); e != nil {
+					return i, e
+				}
+				if j < 0 {
+					j = -j
+					flags |= flagSurrogate
+				}
+			default:
+				return i, syntaxError("invalid \\escape", j)
+			}
+		}
+		if j < w+8 {
+			m &= ^uint64(0) << (uint(j-w) * 8)
 		} else {
-			window := h // of the 32 bytes before from
-			from := j + 32
-			if q < from {
-				if q = bytes.IndexByte(src[from:], '"'); q < 0 {
-					q = len(src)
-				} else {
-					q += from
-				}
-			}
-			k = q
-			if b := bytes.IndexByte(src[from:q], '\\'); b >= 0 {
-				k = from + b
-			}
-			var c int
-			if c, h = indexControl(src[from:k]); c >= 0 {
-				k = from + c
-			}
-			h |= window
-		}
-		high |= h
-		if k >= len(src) {
-			return i, syntaxError("unterminated string", i)
-		}
-		c := src[k]
-		if c == '"' {
-			j = k
-			if high != 0 && !utf8.Valid(src[start:j]) {
-				return i, genericJSON(pyUnicodeDecodeError, "invalid UTF-8", start+invalidUTF8At(src[start:j]))
-			}
-			break
-		}
-		if c < 0x20 {
-			return i, syntaxError("invalid control character in string", k)
-		}
-		// A backslash escape at k.
-		flags |= flagEscaped
-		if k+1 >= len(src) {
-			return i, syntaxError("unterminated string", i)
-		}
-		switch src[k+1] {
-		case '"', '\\', 'b', 'f', 'n', 'r', 't':
-			j = k + 2
-		case '/':
-			d.codeEscape = true
-			j = k + 2
-		case 'u':
-			d.codeEscape = true
-			// CPython requires one more character after the four digits.
-			if k+6 >= len(src) {
-				return i, syntaxError("invalid \\uXXXX escape", k)
-			}
-			r, ok := hex4(src[k+2 : k+6])
-			if !ok {
-				return i, syntaxError("invalid \\uXXXX escape", k)
-			}
-			j = k + 6
-			if 0xd800 <= r && r < 0xdc00 && j+6 < len(src) && src[j] == '\\' && src[j+1] == 'u' {
-				r2, ok := hex4(src[j+2 : j+6])
-				if !ok {
-					return i, syntaxError("invalid \\uXXXX escape", j)
-				}
-				if 0xdc00 <= r2 && r2 < 0xe000 {
-					j += 6
-					continue
-				}
-			}
-			if 0xd800 <= r && r < 0xe000 {
-				flags |= flagSurrogate
-				d.surrogate = true
-			}
-		default:
-			return i, syntaxError("invalid \\escape", k)
+			w = j
+			m = stopMask(load8(src, w))
 		}
 	}
-	d.nodes = append(d.nodes, jsonNode{start: start, end: j, next: len(d.nodes) + 1, kind: jsonString, flags: flags})
-	return j + 1, nil
 }
 
-// indexSpecial returns the index of the first '"', '\\' or control
-// character (< 0x20) in b, or -1, and a nonzero high if a byte above 0x7f
-// may occur in b before it. It tests eight bytes at a time: in the
-// SWAR zero-byte test the lowest flagged byte is exact.
-func indexSpecial(b []byte) (int, uint64) {
-	var high uint64
-	i := 0
-	for ; i+8 <= len(b); i += 8 {
-		x := binary.LittleEndian.Uint64(b[i:])
-		q := x ^ (swarOnes * '"')
-		s := x ^ (swarOnes * '\\')
-		if m := ((q-swarOnes)&^q | (s-swarOnes)&^s | (x-swarOnes*0x20)&^x) & swarHighs; m != 0 {
-			return i + bits.TrailingZeros64(m)/8, high | x&swarHighs
-		}
-		high |= x & swarHighs
+// codeEscapeAt checks the \uXXXX escape (and the low surrogate escape
+// that may follow it) at k and returns the index after it, negated if it
+// is a lone surrogate.
+func (d *jsonDoc) codeEscapeAt(k int) (int, *jsonError) {
+	src := d.src
+	d.codeEscape = true
+	// CPython requires one more character after the four digits.
+	if k+6 >= len(src) {
+		return 0, syntaxError("invalid \\uXXXX escape", k)
 	}
-	for ; i < len(b); i++ {
-		c := b[i]
-		if c == '"' || c == '\\' || c < 0x20 {
-			return i, high
-		}
-		high |= uint64(c & 0x80)
+	r, ok := hex4(src[k+2 : k+6])
+	if !ok {
+		return 0, syntaxError("invalid \\uXXXX escape", k)
 	}
-	return -1, high
+	j := k + 6
+	if 0xd800 <= r && r < 0xdc00 && j+6 < len(src) && src[j] == '\\' && src[j+1] == 'u' {
+		r2, ok := hex4(src[j+2 : j+6])
+		if !ok {
+			return 0, syntaxError("invalid \\uXXXX escape", j)
+		}
+		if 0xdc00 <= r2 && r2 < 0xe000 {
+			return j + 6, nil
+		}
+	}
+	if 0xd800 <= r && r < 0xe000 {
+		d.surrogate = true
+		return -j, nil
+	}
+	return j, nil
 }
 
-// indexControl returns the index of the first control character (< 0x20)
-// in b, or -1, and a nonzero high if a byte above 0x7f may occur before
-// it. It tests eight bytes at a time.
-func indexControl(b []byte) (int, uint64) {
-	var high uint64
-	i := 0
-	for ; i+8 <= len(b); i += 8 {
-		x := binary.LittleEndian.Uint64(b[i:])
-		if m := (x - swarOnes*0x20) &^ x & swarHighs; m != 0 {
-			return i + bits.TrailingZeros64(m)/8, high | x&swarHighs
+// validUTF8At returns the length of the valid UTF-8 sequence starting
+// with the non-ASCII byte at b[j], or 0 if there is none (what
+// utf8.DecodeRune reports as an error of size 1).
+func validUTF8At(b []byte, j int) int {
+	c := b[j]
+	switch {
+	case c < 0xc2:
+		return 0
+	case c < 0xe0:
+		if j+1 < len(b) && b[j+1]&0xc0 == 0x80 {
+			return 2
 		}
-		high |= x & swarHighs
-	}
-	for ; i < len(b); i++ {
-		if b[i] < 0x20 {
-			return i, high
+		return 0
+	case c < 0xf0:
+		if j+2 >= len(b) {
+			return 0
 		}
-		high |= uint64(b[i] & 0x80)
+		lo, hi := byte(0x80), byte(0xbf)
+		switch c {
+		case 0xe0:
+			lo = 0xa0
+		case 0xed:
+			hi = 0x9f
+		}
+		if c1 := b[j+1]; lo <= c1 && c1 <= hi && b[j+2]&0xc0 == 0x80 {
+			return 3
+		}
+		return 0
 	}
-	return -1, high
+	if r, size := utf8.DecodeRune(b[j:]); r != utf8.RuneError || size > 1 {
+		return size
+	}
+	return 0
 }
+
+// load8 reads the eight bytes of b from i, little-endian; past the end of
+// b it reads spaces (never a stop).
+func load8(b []byte, i int) uint64 {
+	if i+8 <= len(b) {
+		return binary.LittleEndian.Uint64(b[i:])
+	}
+	var w [8]byte
+	copy(w[:], b[i:])
+	for k := max(len(b)-i, 0); k < 8; k++ {
+		w[k] = ' '
+	}
+	return binary.LittleEndian.Uint64(w[:])
+}
+
+// stopMask flags the bytes of x (little-endian) where str must stop: a
+// quote, a backslash, a control character or a byte above 0x7f. The mask
+// is exact: the additions on the low seven bits of each byte never carry
+// into the next byte.
+func stopMask(x uint64) uint64 {
+	lo := x &^ swarHighs
+	notCtrl := lo + swarOnes*(0x80-0x20)       // high bit: lo >= 0x20
+	notQuote := (lo ^ swarOnes*'"') + swarLows // high bit: lo != '"'
+	notBack := (lo ^ swarOnes*'\\') + swarLows // high bit: lo != '\\'
+	return (x | ^(notCtrl & notQuote & notBack)) & swarHighs
+}
+
+// The escapes after a backslash.
+const (
+	escapeInvalid = iota
+	escapeByte    // \" \\ \b \f \n \r \t
+	escapeSlash   // \/
+	escapeCode    // \uXXXX
+)
+
+var escapeKind = func() (t [256]uint8) {
+	for _, c := range []byte(`"\\bfnrt`) {
+		t[c] = escapeByte
+	}
+	t['/'] = escapeSlash
+	t['u'] = escapeCode
+	return t
+}()
 
 func hex4(b []byte) (rune, bool) {
 	var r rune
@@ -665,9 +703,10 @@ func hex4(b []byte) (rune, bool) {
 	return r, true
 }
 
-// SWAR constants for indexSpecial and indexControl.
+// SWAR constants for stopMask.
 const (
 	swarOnes  = 0x0101010101010101
+	swarLows  = 0x7f7f7f7f7f7f7f7f
 	swarHighs = 0x8080808080808080
 )
 
@@ -692,6 +731,17 @@ func (d *jsonDoc) hasDuplicateKey(obj int) bool {
 		d.keys = append(d.keys, j)
 	}
 	if len(d.keys) < 2 {
+		return false
+	}
+	// Keys without escapes in strictly increasing byte order (canonical
+	// JSON sorts them) are distinct.
+	sorted := true
+	for a := 1; a < len(d.keys) && sorted; a++ {
+		na, nb := &d.nodes[d.keys[a-1]], &d.nodes[d.keys[a]]
+		sorted = (na.flags|nb.flags)&flagEscaped == 0 &&
+			bytes.Compare(d.src[na.start:na.end], d.src[nb.start:nb.end]) < 0
+	}
+	if sorted {
 		return false
 	}
 	if len(d.keys) <= 16 {

@@ -2,6 +2,7 @@ package hxbundle
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"maps"
 	"math/rand/v2"
@@ -238,37 +239,35 @@ func pySplitlines(b []byte) []string {
 	return out
 }
 
-func TestIndexControl(t *testing.T) {
+// TestStopMask checks that stopMask flags exactly the quotes,
+// backslashes, control characters and non-ASCII bytes of a word.
+func TestStopMask(t *testing.T) {
 	t.Parallel()
-	for n := 0; n < 40; n++ {
-		for _, c := range []byte{'"', '\\', 0, 0x1f} {
-			for at := 0; at < n; at++ {
-				b := bytes.Repeat([]byte{'a'}, n)
-				b[at] = c
-				k, _ := indexSpecial(b)
-				require.Equal(t, at, k)
+	stop := func(c byte) bool { return c == '"' || c == '\\' || c < 0x20 || c >= 0x80 }
+	rng := rand.New(rand.NewPCG(3, 5))
+	var w [8]byte
+	for n := 0; n < 200000; n++ {
+		for k := range w {
+			switch rng.IntN(4) {
+			case 0:
+				w[k] = byte(rng.IntN(256))
+			case 1:
+				w[k] = []byte{'"', '\\', 0, 0x1f, 0x20, 0x7f, 0x80, 0xff, '!', '#', '[', ']'}[rng.IntN(12)]
+			default:
+				w[k] = byte(0x20 + rng.IntN(0x60))
 			}
 		}
-		k, h := indexSpecial(bytes.Repeat([]byte{0x20}, n))
-		require.Equal(t, -1, k)
-		require.Zero(t, h)
-		k, h = indexSpecial(bytes.Repeat([]byte{0xff}, n))
-		require.Equal(t, -1, k)
-		require.Equal(t, n > 0, h != 0)
-		for _, c := range []byte{0, 0x1f, '\n'} {
-			for at := 0; at < n; at++ {
-				b := bytes.Repeat([]byte{'a'}, n)
-				b[at] = c
-				k, _ := indexControl(b)
-				require.Equal(t, at, k)
+		var want uint64
+		for k, c := range w {
+			if stop(c) {
+				want |= 0x80 << (8 * k)
 			}
 		}
-		k, h = indexControl(bytes.Repeat([]byte{0x20}, n))
-		require.Equal(t, -1, k)
-		require.Zero(t, h)
-		k, h = indexControl(bytes.Repeat([]byte{0x80}, n))
-		require.Equal(t, -1, k)
-		require.Equal(t, n > 0, h != 0)
+		require.Equal(t, want, stopMask(binary.LittleEndian.Uint64(w[:])), "%q", w)
+	}
+	for c := 0; c < 256; c++ {
+		x := binary.LittleEndian.Uint64(bytes.Repeat([]byte{byte(c)}, 8))
+		require.Equal(t, stop(byte(c)), stopMask(x) != 0, "%#x", c)
 	}
 }
 
@@ -280,7 +279,8 @@ func TestStrictJSONStringsRandomized(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 11))
 	pieces := []string{"a", "abcdefgh", strings.Repeat("x", 31), strings.Repeat("y", 33), strings.Repeat("z", 100),
 		`\n`, `\"`, `\\`, `\/`, `\u00e9`, `\ud83d\ude00`, `\ud800`, "é", "→", "😀", "\x7f",
-		"\xff", "\xc3", "\xed\xa0\x80", "\x01", "\t", `\x`, `\u12`, `"`}
+		"\xff", "\xc3", "\xed\xa0\x80", "\x01", "\t", `\x`, `\u12`, `"`,
+		"\xc2\x80", "\xdf\xbf", "\xc0\x80", "\xc1\xbf", "\xe2\x82", "\xf4\x90\x80\x80", "\xf0\x8f\xbf\xbf", "\xef\xbf\xbd", "\x80", "\x1f"}
 	for n := 0; n < 20000; n++ {
 		var b strings.Builder
 		b.WriteString(`["`)
