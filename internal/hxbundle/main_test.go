@@ -1,11 +1,18 @@
 package hxbundle
 
 import (
+	"os"
 	"testing"
 
 	"hxd/internal/hxtest"
 )
 
 func TestMain(m *testing.M) {
-	hxtest.WrapTestMain(m)
+	// The benchmark bundles (~60 MiB each) live in one temporary folder
+	// per process; remove it when the tests end.
+	hxtest.WrapTestMain(m, func() {
+		if dir, err := benchDir(); err == nil {
+			os.RemoveAll(dir)
+		}
+	})
 }

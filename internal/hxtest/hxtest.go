@@ -10,11 +10,18 @@ import (
 	"go.uber.org/goleak"
 )
 
-// WrapTestMain runs the package's tests and fails on leaked goroutines.
-func WrapTestMain(m *testing.M) {
+// WrapTestMain runs the package's tests and fails on leaked goroutines;
+// cleanups run before the process exits (os.Exit skips deferred calls).
+func WrapTestMain(m *testing.M, cleanups ...func()) {
 	goleak.VerifyTestMain(m,
 		goleak.IgnoreTopFunction("database/sql.(*DB).connectionOpener"),
 		goleak.IgnoreAnyFunction("internal/poll.runtime_pollWait"),
+		goleak.Cleanup(func(code int) {
+			for _, f := range cleanups {
+				f()
+			}
+			os.Exit(code)
+		}),
 	)
 }
 
