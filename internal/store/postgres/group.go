@@ -35,7 +35,7 @@ type commitReq struct {
 // group (up to maxGroups in flight) starts only once minExtraGroup
 // boundaries wait, and a group that ends starts the next with whatever
 // queued meanwhile: commits are CPU-bound on the database (every boundary
-// writes some 9 rows with their foreign-key checks and index entries), so
+// writes some 9 rows with their index entries and JSON checks), so
 // fewer, larger groups do less work per boundary than many small ones,
 // while two in flight still overlap one's execution with the other's WAL
 // flush. Each group takes up to maxSize queued boundaries, at most one per
