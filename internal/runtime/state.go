@@ -123,28 +123,49 @@ func (s *RunState) resultData() runResultData {
 	}
 }
 
-// checkpointPayload is {phase, status, error, extensions, tools}.
-func (s *RunState) checkpointPayload() map[string]any {
-	tools := make([]map[string]any, 0, len(s.Tools))
+// checkpointPayload is the checkpoint record's payload {error, extensions,
+// phase, status, tools}. Its fields are in key order, so it encodes as the
+// map it replaces did (encoding/json sorts map keys), without sorting keys
+// and boxing values at every commit.
+type checkpointPayload struct {
+	Error      *RunError        `json:"error"`
+	Extensions map[string]any   `json:"extensions"`
+	Phase      Phase            `json:"phase"`
+	Status     RunStatus        `json:"status"`
+	Tools      []checkpointTool `json:"tools"`
+}
+
+// checkpointTool is a tool entry in a checkpoint, keys in order.
+type checkpointTool struct {
+	Approved     *bool      `json:"approved,omitempty"`
+	Attempt      int        `json:"attempt"`
+	ExecutionKey string     `json:"execution_key"`
+	Status       ToolStatus `json:"status"`
+}
+
+func (s *RunState) checkpointPayload() *checkpointPayload {
+	tools := make([]checkpointTool, len(s.Tools))
 	for i := range s.Tools {
 		e := &s.Tools[i]
-		m := map[string]any{"execution_key": e.ExecutionKey, "status": e.Status, "attempt": e.Attempt}
-		if e.Approved != nil {
-			m["approved"] = *e.Approved
-		}
-		tools = append(tools, m)
+		tools[i] = checkpointTool{Approved: e.Approved, Attempt: e.Attempt, ExecutionKey: e.ExecutionKey, Status: e.Status}
 	}
 	ext := s.Extensions
 	if ext == nil {
 		ext = map[string]any{}
 	}
-	return map[string]any{"phase": s.Phase, "status": s.Status, "error": s.Error, "extensions": ext, "tools": tools}
+	return &checkpointPayload{Error: s.Error, Extensions: ext, Phase: s.Phase, Status: s.Status, Tools: tools}
 }
 
-// stepPayload is the steps row: {phase, response, attempt} (the request
-// is in the journal's model.started).
-func (s *RunState) stepPayload() map[string]any {
-	return map[string]any{"phase": s.Phase, "response": s.Response, "attempt": s.Attempt}
+// stepPayload is the steps row {attempt, phase, response} (the request is
+// in the journal's model.started), keys in order.
+type stepPayload struct {
+	Attempt  int             `json:"attempt"`
+	Phase    Phase           `json:"phase"`
+	Response *model.Response `json:"response"`
+}
+
+func (s *RunState) stepPayload() *stepPayload {
+	return &stepPayload{Attempt: s.Attempt, Phase: s.Phase, Response: s.Response}
 }
 
 func ptr[T any](v T) *T { return &v }
