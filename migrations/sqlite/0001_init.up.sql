@@ -64,11 +64,12 @@ CREATE TABLE tool_outcomes (
 -- of the run's range, and interior pages hold only integers (a WITHOUT
 -- ROWID table keeps whole rows, payload included, in its interior pages,
 -- which multiplies the pages a commit writes). k makes (run_id, seq) unique.
+-- Their ids are unique through the shared table ids (below).
 CREATE TABLE events (
     k        INTEGER PRIMARY KEY,                     -- (runs.seq << 32) + seq
     run_id   TEXT    NOT NULL REFERENCES runs (id),
     seq      INTEGER NOT NULL CHECK (seq BETWEEN 1 AND 4294967295), -- the event cursor
-    event_id TEXT    NOT NULL UNIQUE,
+    event_id TEXT    NOT NULL,                        -- unique: ids (tag 1)
     payload  TEXT    NOT NULL,                        -- JSON RunEvent with cursor
     CHECK ((k & 4294967295) = seq)
 );
@@ -93,10 +94,32 @@ CREATE TABLE journal (
     k       INTEGER PRIMARY KEY,                      -- (runs.seq << 32) + seq
     run_id  TEXT    NOT NULL REFERENCES runs (id),
     seq     INTEGER NOT NULL CHECK (seq BETWEEN 1 AND 4294967295), -- per run, contiguous from 1
-    id      TEXT    NOT NULL UNIQUE,
+    id      TEXT    NOT NULL,                         -- unique: ids (tag 0)
     payload TEXT    NOT NULL,                         -- the whole record JSON (11 fields)
     CHECK ((k & 4294967295) = seq)
 );
+
+-- ids makes journal record ids (tag 0) and event ids (tag 1) unique and
+-- finds their rows. One index for both: a commit's new ids (time-ordered
+-- UUIDv7 from the runtime) land on one right-edge page instead of one per
+-- table. The triggers below fill it; a known id fails the INSERT with a
+-- PRIMARY KEY violation.
+CREATE TABLE ids (
+    id  TEXT    NOT NULL,
+    tag INTEGER NOT NULL CHECK (tag IN (0, 1)),       -- 0 journal, 1 events
+    k   INTEGER NOT NULL,                             -- the row's k
+    PRIMARY KEY (id, tag)
+) WITHOUT ROWID;
+
+CREATE TRIGGER journal_id AFTER INSERT ON journal
+BEGIN
+    INSERT INTO ids (id, tag, k) VALUES (NEW.id, 0, NEW.k);
+END;
+
+CREATE TRIGGER events_id AFTER INSERT ON events
+BEGIN
+    INSERT INTO ids (id, tag, k) VALUES (NEW.event_id, 1, NEW.k);
+END;
 
 -- The flight recorder, the event stream and artifacts are append-only.
 CREATE TRIGGER journal_no_update BEFORE UPDATE ON journal
@@ -117,6 +140,16 @@ END;
 CREATE TRIGGER events_no_delete BEFORE DELETE ON events
 BEGIN
     SELECT RAISE(ABORT, 'events are append-only');
+END;
+
+CREATE TRIGGER ids_no_update BEFORE UPDATE ON ids
+BEGIN
+    SELECT RAISE(ABORT, 'ids are append-only');
+END;
+
+CREATE TRIGGER ids_no_delete BEFORE DELETE ON ids
+BEGIN
+    SELECT RAISE(ABORT, 'ids are append-only');
 END;
 
 CREATE TRIGGER artifacts_no_update BEFORE UPDATE ON artifacts

@@ -276,6 +276,7 @@ func (t *txn) appendRows(ctx context.Context, c *rtstore.Commit, j *journalAppen
 func (t *txn) appendBatch(ctx context.Context, c *rtstore.Commit, j *journalAppender, e *eventAppender) ([]string, error) {
 	s := t.s
 	var cursors []string
+	enc := rowEncoder{buf: make([]byte, 0, encodedSize(c))}
 	evArgs := make([]any, 0, len(c.Events)*eventCols)
 	mirrors := make([]journal.Record, 0, len(c.Events))
 	if len(c.Events) > 0 {
@@ -291,7 +292,7 @@ func (t *txn) appendBatch(ctx context.Context, c *rtstore.Commit, j *journalAppe
 			ev := pe.Event
 			seq := e.last + 1 + int64(i)
 			ev.Cursor = formatCursor(seq)
-			data, err := marshalJSON(&ev)
+			data, err := enc.encode(&ev)
 			if err != nil {
 				return nil, fmt.Errorf("encode event %s: %w", ev.EventID, err)
 			}
@@ -318,7 +319,7 @@ func (t *txn) appendBatch(ctx context.Context, c *rtstore.Commit, j *journalAppe
 			for _, rec := range list {
 				seq++
 				rec.Seq = seq
-				data, err := marshalJSON(&rec)
+				data, err := enc.encode(&rec)
 				if err != nil {
 					return nil, fmt.Errorf("encode journal record %s: %w", rec.ID, err)
 				}
@@ -335,6 +336,24 @@ func (t *txn) appendBatch(ctx context.Context, c *rtstore.Commit, j *journalAppe
 	e.last += int64(len(c.Events))
 	j.last += int64(nrec)
 	return cursors, nil
+}
+
+// encodedSize estimates the JSON of c's events and records (a mirror
+// record holds its event's JSON), so their buffer grows at most rarely.
+func encodedSize(c *rtstore.Commit) int {
+	const fields = 320 // ids, kind, timestamps, names
+	n := 0
+	for i := range c.Records {
+		n += len(c.Records[i].Payload) + fields
+	}
+	for i := range c.Events {
+		ev := len(c.Events[i].Event.Data) + fields
+		n += ev
+		if c.Events[i].Record != nil {
+			n += ev + fields
+		}
+	}
+	return n
 }
 
 // insertRows inserts the rows of args (cols values each) with the

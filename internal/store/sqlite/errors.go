@@ -76,11 +76,12 @@ func isUniqueViolation(err error) bool {
 	return se.Code() == sqlite3.SQLITE_CONSTRAINT_UNIQUE || se.Code() == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY
 }
 
-// isKnownID reports whether err is a UNIQUE constraint failure (a known
-// record or event id; a taken primary key is SQLITE_CONSTRAINT_PRIMARYKEY).
+// isKnownID reports whether err is a PRIMARY KEY failure of a batched
+// journal or event insert: a known id (the ids row its trigger inserts),
+// or a taken k, which the row-by-row retry reports as such.
 func isKnownID(err error) bool {
 	var se *sqlite.Error
-	return errors.As(err, &se) && se.Code() == sqlite3.SQLITE_CONSTRAINT_UNIQUE
+	return errors.As(err, &se) && se.Code() == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY
 }
 
 // plainError carries a foreign error's message without its type.

@@ -14,13 +14,13 @@ import (
 // (runs.seq << 32) + seq, so a run's events are the k range of its seq.
 const (
 	sqlEventMaxSeq = `SELECT seq FROM events WHERE k > (?1 << 32) AND k < ((?1 + 1) << 32) ORDER BY k DESC LIMIT 1`
-	// sqlEventInsert changes no row when the event id is known.
-	sqlEventInsert = `INSERT INTO events (k, run_id, seq, event_id, payload) VALUES (?, ?, ?, ?, ?)
-ON CONFLICT (event_id) DO NOTHING`
+	// sqlEventInsert inserts one event; a known event id fails it (trigger
+	// events_id into ids), so the caller looks the id up first.
+	sqlEventInsert = `INSERT INTO events (k, run_id, seq, event_id, payload) VALUES (?, ?, ?, ?, ?)`
 	// sqlEventInsertRows heads a multi-row insert of eventCols values per
 	// row; a known event id fails it.
 	sqlEventInsertRows = `INSERT INTO events (k, run_id, seq, event_id, payload) VALUES`
-	sqlEventGetByID    = `SELECT run_id, seq FROM events WHERE event_id = ?`
+	sqlEventGetByID    = `SELECT e.run_id, e.seq FROM ids i JOIN events e ON e.k = i.k WHERE i.id = ? AND i.tag = 1`
 	sqlEventListAfter  = `SELECT payload FROM events
 WHERE k > ((SELECT seq FROM runs WHERE id = ?1) << 32) + MIN(MAX(?2, 0), 4294967295)
   AND k < (((SELECT seq FROM runs WHERE id = ?1) + 1) << 32)
@@ -87,23 +87,23 @@ func (e *eventAppender) append(ctx context.Context, ev rtstore.RunEvent) (payloa
 	if err != nil {
 		return nil, "", false, fmt.Errorf("encode event %s: %w", ev.EventID, err)
 	}
-	n, err := t.exec(ctx, "insert event", t.s.ws.eventInsert, seqKey(e.runSeq, seq), e.runID, seq, ev.EventID, string(data))
-	if err != nil {
-		return nil, "", false, err
-	}
-	if n == 1 {
-		e.last = seq
-		return data, ev.Cursor, true, nil
-	}
 	var (
 		runID     string
 		storedSeq int64
 	)
 	err = t.stmt(ctx, t.s.ws.eventGetByID).QueryRowContext(ctx, ev.EventID).Scan(&runID, &storedSeq)
-	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+	if errors.Is(err, sql.ErrNoRows) {
+		if _, err := t.exec(ctx, "insert event", t.s.ws.eventInsert, seqKey(e.runSeq, seq), e.runID, seq, ev.EventID, string(data)); err != nil {
+			return nil, "", false, err
+		}
+		e.last = seq
+		return data, ev.Cursor, true, nil
+	}
+	if err != nil {
 		return nil, "", false, t.s.mapErr(ctx, "read event "+ev.EventID, err)
 	}
-	if err == nil && runID == e.runID {
+	// Known: a re-send of this run's event keeps its cursor.
+	if runID == e.runID {
 		return nil, formatCursor(storedSeq), false, nil
 	}
 	return nil, original, false, nil

@@ -1,7 +1,6 @@
 package sqlite
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -16,14 +15,13 @@ import (
 // (runs.seq << 32) + seq, so a run's records are the k range of its seq.
 const (
 	sqlJournalMaxSeq = `SELECT seq FROM journal WHERE k > (?1 << 32) AND k < ((?1 + 1) << 32) ORDER BY k DESC LIMIT 1`
-	// sqlJournalInsert changes no row when the id is known; the caller then
-	// compares the stored record.
-	sqlJournalInsert = `INSERT INTO journal (k, run_id, seq, id, payload) VALUES (?, ?, ?, ?, ?)
-ON CONFLICT (id) DO NOTHING`
+	// sqlJournalInsert inserts one record; a known id fails it (trigger
+	// journal_id into ids), so the caller looks the id up first.
+	sqlJournalInsert = `INSERT INTO journal (k, run_id, seq, id, payload) VALUES (?, ?, ?, ?, ?)`
 	// sqlJournalInsertRows heads a multi-row insert of journalCols values
 	// per row; a known id fails it.
 	sqlJournalInsertRows = `INSERT INTO journal (k, run_id, seq, id, payload) VALUES`
-	sqlJournalGetByID    = `SELECT payload FROM journal WHERE id = ?`
+	sqlJournalGetByID    = `SELECT j.payload FROM ids i JOIN journal j ON j.k = i.k WHERE i.id = ? AND i.tag = 0`
 	sqlJournalList       = `SELECT seq, payload FROM journal
 WHERE k > ((SELECT seq FROM runs WHERE id = ?1) << 32) + MIN(MAX(?2, 0), 4294967295)
   AND k < (((SELECT seq FROM runs WHERE id = ?1) + 1) << 32)
@@ -99,19 +97,19 @@ func (j *journalAppender) append(ctx context.Context, rec journal.Record) error 
 	if err != nil {
 		return fmt.Errorf("encode journal record %s: %w", rec.ID, err)
 	}
-	n, err := t.exec(ctx, "insert journal record", t.s.ws.journalInsert, seqKey(j.runSeq, rec.Seq), j.runID, rec.Seq, rec.ID, string(data))
-	if err != nil {
-		return err
-	}
-	if n == 1 {
+	var stored []byte
+	err = t.stmt(ctx, t.s.ws.journalGetByID).QueryRowContext(ctx, rec.ID).Scan(&stored)
+	if errors.Is(err, sql.ErrNoRows) {
+		if _, err := t.exec(ctx, "insert journal record", t.s.ws.journalInsert, seqKey(j.runSeq, rec.Seq), j.runID, rec.Seq, rec.ID, string(data)); err != nil {
+			return err
+		}
 		j.last = rec.Seq
 		return nil
 	}
-	// The id is known: identical content is a re-send, anything else a conflict.
-	var stored []byte
-	if err := t.stmt(ctx, t.s.ws.journalGetByID).QueryRowContext(ctx, rec.ID).Scan(&stored); err != nil {
+	if err != nil {
 		return t.s.mapErr(ctx, "read journal record "+rec.ID, err)
 	}
+	// The id is known: identical content is a re-send, anything else a conflict.
 	var old journal.Record
 	if err := json.Unmarshal(stored, &old); err != nil {
 		return fmt.Errorf("decode stored journal record %s: %w", rec.ID, err)
@@ -141,13 +139,41 @@ func (j *journalAppender) load(ctx context.Context) error {
 // marshalJSON encodes v compactly without HTML escaping, so stored JSON
 // keeps the bytes of raw payloads.
 func marshalJSON(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
+	var e rowEncoder
+	return e.encode(v)
+}
+
+// rowEncoder encodes the rows of one commit as marshalJSON does into one
+// growing buffer, sparing a buffer and an encoder per row. A returned
+// slice stays valid: the buffer is only ever appended to.
+type rowEncoder struct {
+	buf []byte
+	enc *json.Encoder
+}
+
+// Write appends p (the encoder's output).
+func (e *rowEncoder) Write(p []byte) (int, error) {
+	e.buf = append(e.buf, p...)
+	return len(p), nil
+}
+
+// encode encodes v and returns its JSON (without the encoder's newline).
+func (e *rowEncoder) encode(v any) ([]byte, error) {
+	if e.enc == nil {
+		e.enc = json.NewEncoder(e)
+		e.enc.SetEscapeHTML(false)
+	}
+	start := len(e.buf)
+	if err := e.enc.Encode(v); err != nil {
+		e.buf = e.buf[:start]
 		return nil, err
 	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+	end := len(e.buf)
+	if end > start && e.buf[end-1] == '\n' {
+		end--
+	}
+	// Capped, so an append to the result never writes into the buffer.
+	return e.buf[start:end:end], nil
 }
 
 // RunSnapshot reads the run and its journal in one read transaction (a

@@ -35,7 +35,8 @@ func (s *Store) SessionLock(ctx context.Context, id string) (rtstore.Lease, erro
 	if _, held := s.locks[id]; held {
 		return nil, fmt.Errorf("lock session %s: %w: session is already executing", id, rtstore.ErrSessionBusy)
 	}
-	f, err := os.OpenFile(s.lockPath(id), os.O_CREATE|os.O_APPEND|os.O_WRONLY, fileMode)
+	// Read-write: the holder reads the control nonce (control.go) from it.
+	f, err := os.OpenFile(s.lockPath(id), os.O_CREATE|os.O_RDWR, fileMode)
 	if err != nil {
 		return nil, fmt.Errorf("lock session %s: open lock file: %w", id, err)
 	}
@@ -96,6 +97,8 @@ type lease struct {
 	mu       sync.RWMutex
 	file     *os.File
 	released bool
+
+	ctl controlCache // the session's control flag as last read
 }
 
 // SessionID returns the locked session.

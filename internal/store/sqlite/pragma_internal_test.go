@@ -25,6 +25,8 @@ func TestPragmas(t *testing.T) {
 		{"foreign_keys", int64(1), int64(1)},
 		{"busy_timeout", int64(5000), int64(5000)},
 		{"query_only", int64(0), int64(1)},
+		{"wal_autocheckpoint", int64(0), nil}, // the checkpointer does it
+		{"journal_size_limit", int64(maxWALBytes), nil},
 	} {
 		var got any
 		require.NoError(t, s.w.QueryRowContext(ctx, "PRAGMA "+tt.pragma).Scan(&got), tt.pragma)

@@ -149,6 +149,12 @@ func (s *Store) RunInsert(ctx context.Context, p *rtstore.RunInsertParams) (*rts
 		s.seqs.put(p.Commit, known)
 		setCursors(p.Commit, cursors)
 	}
+	if created {
+		// The new run cleared the session's control flag.
+		if err := s.signalControl(r.SessionID); err != nil {
+			s.logger.WarnContext(ctx, "run inserted, but its control reset was not signalled", "run_id", r.ID, "error", err)
+		}
+	}
 	return out, created, nil
 }
 

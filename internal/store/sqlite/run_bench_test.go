@@ -4,11 +4,15 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"log/slog"
 	"path/filepath"
 	"strconv"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
+
+	"modernc.org/sqlite"
 
 	"hxd/internal/agent"
 	"hxd/internal/model"
@@ -52,6 +56,7 @@ func benchAgent() *agent.Definition {
 type runBench struct {
 	rt    *hxruntime.Runtime
 	store *countingStore
+	db    *Store
 }
 
 func newRunBench(b *testing.B) *runBench {
@@ -78,7 +83,7 @@ func newRunBench(b *testing.B) *runBench {
 		_ = rt.Stop(context.Background())
 		_ = s.Close()
 	})
-	return &runBench{rt: rt, store: cs}
+	return &runBench{rt: rt, store: cs, db: s}
 }
 
 // run creates a session and drives one run of the 10-step agent to its end.
@@ -99,12 +104,18 @@ func (rb *runBench) run(b *testing.B, recording bool) {
 }
 
 // rawDB is the baseline: a database with the store's pragmas where one
-// commit inserts one row.
-type rawDB struct{ db *sql.DB }
+// commit inserts one row, checkpointed in the background like the store's
+// (the writer's DSN turns automatic checkpoints off; without checkpoints
+// its WAL would only grow, and appending to a growing file costs more).
+type rawDB struct {
+	db   *sql.DB
+	ckpt *checkpointer
+}
 
 func newRawDB(b *testing.B) *rawDB {
 	b.Helper()
-	db, err := sql.Open("sqlite", writerDSN(filepath.Join(b.TempDir(), "raw.db")))
+	path := filepath.Join(b.TempDir(), "raw.db")
+	db, err := sql.Open("sqlite", rawDSN(path))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -113,7 +124,19 @@ func newRawDB(b *testing.B) *rawDB {
 	if _, err := db.Exec(`CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT NOT NULL)`); err != nil {
 		b.Fatal(err)
 	}
-	return &rawDB{db: db}
+	hold := func(ctx context.Context) (func(), error) {
+		conn, err := db.Conn(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return func() { _ = conn.Close() }, nil
+	}
+	c, err := startCheckpointer(context.Background(), path, defaultCheckpointConfig(), slog.New(slog.DiscardHandler), hold)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = c.close() })
+	return &rawDB{db: db, ckpt: c}
 }
 
 // commits runs n single-row commits and returns the time they took.
@@ -131,8 +154,38 @@ func (r *rawDB) commits(b *testing.B, n int64) time.Duration {
 		if err := tx.Commit(); err != nil {
 			b.Fatal(err)
 		}
+		r.ckpt.committed()
 	}
 	return time.Since(start)
+}
+
+// cpuTime is the process's user+system CPU time so far.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// pagesWritten is the number of pages db's (single) connection has written
+// to the WAL so far (SQLITE_DBSTATUS_CACHE_WRITE).
+func pagesWritten(b *testing.B, db *sql.DB) int64 {
+	b.Helper()
+	conn, err := db.Conn(context.Background())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() { _ = conn.Close() }()
+	var n int
+	if err := conn.Raw(func(dc any) error {
+		var err error
+		n, _, err = dc.(sqlite.DBStatus).Status(sqlite.DBStatusCacheWrite, false)
+		return err
+	}); err != nil {
+		b.Fatal(err)
+	}
+	return int64(n)
 }
 
 // BenchmarkTenStepRun drives a 10-step scripted agent with a no-op tool,
@@ -151,16 +204,24 @@ func BenchmarkTenStepRun(b *testing.B) {
 			raw := newRawDB(b)
 			rb.run(b, recorded) // warm up
 			rb.store.n.Store(0)
-			var runTime, rawTime time.Duration
-			var commits int64
+			var runTime, rawTime, runCPU, rawCPU time.Duration
+			var commits, runPages, rawPages int64
 			for b.Loop() {
+				p0 := pagesWritten(b, rb.db.w)
+				c0 := cpuTime()
 				start := time.Now()
 				rb.run(b, recorded)
 				runTime += time.Since(start)
+				runCPU += cpuTime() - c0
 				n := rb.store.n.Swap(0)
 				commits += n
 				b.StopTimer()
+				runPages += pagesWritten(b, rb.db.w) - p0
+				p0 = pagesWritten(b, raw.db)
+				c0 = cpuTime()
 				rawTime += raw.commits(b, n)
+				rawCPU += cpuTime() - c0
+				rawPages += pagesWritten(b, raw.db) - p0
 				b.StartTimer()
 			}
 			perRun := float64(commits) / float64(b.N)
@@ -168,6 +229,13 @@ func BenchmarkTenStepRun(b *testing.B) {
 			b.ReportMetric(perRun/float64(benchSteps+1), "commits/step")
 			b.ReportMetric(float64(rawTime.Microseconds())/float64(commits), "raw-µs/commit")
 			b.ReportMetric(float64(runTime)/float64(rawTime), "x-raw")
+			b.ReportMetric(float64(runCPU.Microseconds())/float64(commits), "cpu-µs/commit")
+			b.ReportMetric(float64(rawCPU.Microseconds())/float64(commits), "raw-cpu-µs/commit")
+			b.ReportMetric(float64(runPages)/float64(commits), "pages/commit")
+			b.ReportMetric(float64(rawPages)/float64(commits), "raw-pages/commit")
 		})
 	}
 }
+
+// rawDSN is the baseline's DSN: the writer's pragmas.
+func rawDSN(path string) string { return writerDSN(path) }

@@ -67,6 +67,7 @@ func (s *Store) SessionInsert(ctx context.Context, row *rtstore.SessionRow) erro
 	if err != nil {
 		return s.mapErr(ctx, "insert session "+row.ID, err)
 	}
+	s.committed()
 	row.Seq = seq
 	row.CreatedAt, _ = parseTime(createdText)
 	row.LastRunID, row.LastRunStatus = "", ""
@@ -110,10 +111,24 @@ func (s *Store) SessionList(ctx context.Context, p *rtstore.SessionListParams) (
 
 // SessionControlGet returns the control flag ("" | "paused" |
 // "cancelled"). Returns ErrNotFound.
+//
+// For a session this Store holds the lock of, a value read before is
+// returned without a query as long as nobody wrote the flag since
+// (control.go).
 func (s *Store) SessionControlGet(ctx context.Context, id string) (string, error) {
+	if err := ctx.Err(); err != nil {
+		return "", fmt.Errorf("get session control %s: %w", id, err)
+	}
+	cached, ok, l, nonce := s.cachedControl(id)
+	if ok {
+		return cached, nil
+	}
 	var control string
 	if err := s.rs.sessionControlGet.QueryRowContext(ctx, id).Scan(&control); err != nil {
 		return "", s.mapErr(ctx, "get session control "+id, err)
+	}
+	if l != nil {
+		l.storeControl(control, nonce)
 	}
 	return control, nil
 }
@@ -130,6 +145,7 @@ func (s *Store) SessionControlSet(ctx context.Context, id, control string) error
 	if err != nil {
 		return s.mapErr(ctx, "set session control "+id, err)
 	}
+	s.committed()
 	n, err := res.RowsAffected()
 	if err != nil {
 		return s.mapErr(ctx, "set session control "+id, err)
@@ -137,7 +153,7 @@ func (s *Store) SessionControlSet(ctx context.Context, id, control string) error
 	if n == 0 {
 		return fmt.Errorf("set session control %s: %w", id, rtstore.ErrNotFound)
 	}
-	return nil
+	return s.signalControl(id)
 }
 
 // scanner is a *sql.Row or *sql.Rows.

@@ -58,6 +58,9 @@ type Store struct {
 
 	seqs seqCache // last journal/event seq per run under a lease
 
+	ckptCfg checkpointConfig
+	ckpt    *checkpointer // nil until Open succeeds
+
 	mu     sync.Mutex
 	locks  map[string]*lease // held session locks by session id
 	closed bool
@@ -89,6 +92,8 @@ func writerDSN(path string) string {
 	q.Add("_pragma", pragmaWAL)
 	q.Add("_pragma", pragmaSyncFull)
 	q.Add("_pragma", pragmaForeignKeys)
+	q.Add("_pragma", pragmaAutocheckpointOff)
+	q.Add("_pragma", pragmaJournalSizeLimit)
 	q.Set("_txlock", txLockImmediate)
 	return path + "?" + q.Encode()
 }
@@ -112,6 +117,11 @@ const fileMode os.FileMode = 0o600
 // applied migration file changed; rtstore.ErrUnavailable if the file is
 // locked longer than the busy timeout.
 func Open(ctx context.Context, cfg Config) (*Store, error) {
+	return open(ctx, cfg, defaultCheckpointConfig())
+}
+
+// open is Open with the checkpointer's settings.
+func open(ctx context.Context, cfg Config, ckpt checkpointConfig) (*Store, error) {
 	if cfg.Path == "" {
 		return nil, errors.New("open sqlite store: empty path")
 	}
@@ -127,10 +137,11 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	s := &Store{
-		path:   path,
-		dir:    filepath.Dir(path),
-		logger: logger.With("component", "store/sqlite"),
-		locks:  make(map[string]*lease),
+		path:    path,
+		dir:     filepath.Dir(path),
+		logger:  logger.With("component", "store/sqlite"),
+		locks:   make(map[string]*lease),
+		ckptCfg: ckpt,
 	}
 	if err := s.createFile(ctx, cfg.AutoMigrate); err != nil {
 		return nil, err
@@ -139,9 +150,15 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		return nil, err
 	}
 	if err := s.openPools(ctx); err != nil {
-		s.closePools()
+		_ = s.closePools()
 		return nil, err
 	}
+	c, err := startCheckpointer(ctx, s.path, s.ckptCfg, s.logger, s.holdWriter)
+	if err != nil {
+		_ = s.closePools()
+		return nil, s.mapErr(ctx, "start checkpointer", err)
+	}
+	s.ckpt = c
 	s.tightenModes(ctx)
 	return s, nil
 }
@@ -246,8 +263,26 @@ func (s *Store) Ping(ctx context.Context) error {
 	return nil
 }
 
-// Close releases every session lock this Store holds and closes the
-// connections. Safe to call more than once.
+// holdWriter takes the writer connection, keeping this Store's writes
+// out until release.
+func (s *Store) holdWriter(ctx context.Context) (release func(), err error) {
+	conn, err := s.w.Conn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return func() { _ = conn.Close() }, nil
+}
+
+// committed tells the checkpointer about a writer commit.
+func (s *Store) committed() {
+	if s.ckpt != nil {
+		s.ckpt.committed()
+	}
+}
+
+// Close stops the checkpointer, releases every session lock this Store
+// holds and closes the connections (the last connection to the file
+// checkpoints the WAL). Safe to call more than once.
 func (s *Store) Close() error {
 	s.mu.Lock()
 	if s.closed {
@@ -262,6 +297,11 @@ func (s *Store) Close() error {
 	s.mu.Unlock()
 
 	var errs []error
+	if s.ckpt != nil {
+		if err := s.ckpt.close(); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	for _, l := range held {
 		if err := l.Release(context.Background()); err != nil {
 			errs = append(errs, err)

@@ -220,5 +220,6 @@ func (s *Store) inTx(ctx context.Context, op string, fn func(ctx context.Context
 	if err := tx.Commit(); err != nil {
 		return s.mapErr(ctx, op+": commit", err)
 	}
+	s.committed()
 	return nil
 }

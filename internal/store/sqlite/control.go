@@ -1,0 +1,117 @@
+package sqlite
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"sync"
+)
+
+// The control flag of a session this Store drives is read on every step
+// of its run, and almost never changes. The lease holder therefore keeps
+// the last value it read, tagged with the session lock file's control
+// nonce: the first 8 bytes of the lock file, which every write of the
+// flag replaces with a fresh random value after its transaction committed
+// (SessionControlSet, and RunInsert, which clears the flag), whichever
+// process or Store makes it. A read whose nonce is unchanged returns the
+// cached value at the price of one pread.
+//
+// Why it is exact: the holder reads the nonce before the flag, and a
+// writer writes the nonce after the flag. A write the holder's read missed
+// committed after that read, so its nonce landed after the holder's nonce
+// read and differs from it (64 random bits), and the next read goes to the
+// database.
+
+// controlNonceSize is the length of the control nonce in a lock file.
+const controlNonceSize = 8
+
+// controlCache is a lease's last read of its session's control flag.
+type controlCache struct {
+	mu    sync.Mutex
+	valid bool
+	value string
+	nonce [controlNonceSize]byte
+}
+
+// readNonce reads the control nonce of the lease's lock file (zeros when
+// the file is shorter).
+func (l *lease) readNonce() ([controlNonceSize]byte, error) {
+	var n [controlNonceSize]byte
+	k, err := l.file.ReadAt(n[:], 0)
+	switch {
+	case k == len(n):
+		return n, nil
+	case errors.Is(err, io.EOF):
+		return [controlNonceSize]byte{}, nil // never signalled
+	case err == nil:
+		err = fmt.Errorf("short read of %s", l.file.Name())
+	}
+	return n, err
+}
+
+// cachedControl returns the cached control flag of a session this Store
+// holds, if no write of the flag came since it was read. Otherwise ok is
+// false and, when the Store holds the session, l and nonce are what
+// storeControl needs after a read of the database.
+func (s *Store) cachedControl(id string) (value string, ok bool, l *lease, nonce [controlNonceSize]byte) {
+	s.mu.Lock()
+	l = s.locks[id]
+	s.mu.Unlock()
+	if l == nil {
+		return "", false, nil, nonce
+	}
+	nonce, err := l.readNonce()
+	if err != nil {
+		return "", false, nil, nonce // released meanwhile: no cache
+	}
+	l.ctl.mu.Lock()
+	defer l.ctl.mu.Unlock()
+	if l.ctl.valid && l.ctl.nonce == nonce {
+		return l.ctl.value, true, nil, nonce
+	}
+	return "", false, l, nonce
+}
+
+// storeControl caches value, read from the database after nonce was read.
+func (l *lease) storeControl(value string, nonce [controlNonceSize]byte) {
+	l.ctl.mu.Lock()
+	defer l.ctl.mu.Unlock()
+	l.ctl.valid, l.ctl.value, l.ctl.nonce = true, value, nonce
+}
+
+// signalControl tells the holder of the session's lock, in any process,
+// that its control flag was written: it gives the lock file a new nonce.
+// Call it after the write committed.
+func (s *Store) signalControl(id string) error {
+	var n [controlNonceSize]byte
+	v := rand.Uint64()
+	for v == 0 { // zeros are the nonce of a file never signalled
+		v = rand.Uint64()
+	}
+	binary.LittleEndian.PutUint64(n[:], v)
+	s.mu.Lock()
+	l := s.locks[id]
+	s.mu.Unlock()
+	if l != nil {
+		l.ctl.mu.Lock()
+		l.ctl.valid = false
+		l.ctl.mu.Unlock()
+		if _, err := l.file.WriteAt(n[:], 0); err == nil {
+			return nil
+		}
+		// Released meanwhile: write through a file of our own.
+	}
+	f, err := os.OpenFile(s.lockPath(id), os.O_CREATE|os.O_WRONLY, fileMode)
+	if err != nil {
+		return fmt.Errorf("signal control of session %s: %w", id, err)
+	}
+	_, errW := f.WriteAt(n[:], 0)
+	errC := f.Close()
+	if errW != nil || errC != nil {
+		return fmt.Errorf("signal control of session %s: %w", id, errors.Join(errW, errC))
+	}
+	return nil
+}
