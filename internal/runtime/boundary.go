@@ -188,6 +188,9 @@ func (c *committer) apply(ctx context.Context, write func(context.Context) error
 		c.toolStatus[c.st.Tools[i].ExecutionKey] = c.st.Tools[i].Status
 	}
 	c.r.notify.wake(c.st.RunID)
+	if c.st.Status != StatusRunning {
+		c.r.settled.wake(c.st.RunID)
+	}
 	if c.r.cfg.CheckpointFunc != nil {
 		c.r.cfg.CheckpointFunc(c.st.SessionID, c.st.RunID, c.st.Status, c.st.Phase)
 	}

@@ -83,6 +83,7 @@ func (d *driver) finish() {
 	d.cancel(errStop)
 	close(d.done)
 	r.notify.wake(d.st.RunID)
+	r.settled.wake(d.st.RunID)
 }
 
 // heartbeat polls the session's control flag so a cancel from another

@@ -199,21 +199,25 @@ func (r *Runtime) GetRun(ctx context.Context, runID string) (*RunResult, error) 
 func (r *Runtime) WaitRun(ctx context.Context, runID string, d time.Duration) (*RunResult, error) {
 	deadline := time.NewTimer(d)
 	defer deadline.Stop()
+	// Only a commit that leaves the run not running (or its driver's end,
+	// or another process's notification) can end the wait, so commits
+	// that keep it running do not cost a read; WatchPoll bounds the wait
+	// for writers this process hears nothing from.
+	poll := time.NewTimer(r.cfg.WatchPoll)
+	defer poll.Stop()
 	for {
-		ch, release := r.WatchRun(runID)
+		ch := r.settled.watch(runID)
 		res, err := r.GetRun(ctx, runID)
 		if err != nil || res.Status != StatusRunning {
-			release()
 			return res, err
 		}
 		select {
 		case <-ch:
-			release()
+		case <-poll.C:
+			poll.Reset(r.cfg.WatchPoll)
 		case <-deadline.C:
-			release()
 			return r.GetRun(ctx, runID)
 		case <-ctx.Done():
-			release()
 			return nil, ctx.Err()
 		}
 	}

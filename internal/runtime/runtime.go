@@ -93,6 +93,9 @@ type Runtime struct {
 	quit     chan struct{} // closed by Stop
 
 	notify notifier
+	// settled wakes WaitRun: closed at a commit that leaves a run not
+	// running, when its driver ends, and by NotifyRun.
+	settled notifier
 }
 
 // New returns a Runtime; call Stop to end it.
@@ -133,6 +136,7 @@ func New(cfg Config) (*Runtime, error) {
 		bindings: map[agent.Ref]*binding{},
 		active:   map[string]*driver{},
 		notify:   notifier{chans: map[string]chan struct{}{}},
+		settled:  notifier{chans: map[string]chan struct{}{}},
 		quit:     make(chan struct{}),
 	}, nil
 }
@@ -255,9 +259,11 @@ func (n *notifier) wakeAll() {
 func (r *Runtime) NotifyRun(runID string) {
 	if runID == "" {
 		r.notify.wakeAll()
+		r.settled.wakeAll()
 		return
 	}
 	r.notify.wake(runID)
+	r.settled.wake(runID)
 }
 
 // WatchRun returns a channel closed at the next commit of the run in this
