@@ -1,7 +1,6 @@
 package hxtest
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -11,8 +10,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
-	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -40,40 +37,11 @@ type TemporalOptions struct {
 	SearchAttributes map[string]string
 }
 
-// temporalCLI caches the CLI path (or the error) for the test binary.
-var temporalCLI struct {
-	once sync.Once
-	path string
-	err  error
-}
-
 // TemporalCLI returns the path of the pinned Temporal CLI, building it once
 // per machine with scripts/build-temporal.sh (about 4 minutes cold, cached
 // under ~/.cache/hxd). HXD_TEMPORAL_CLI overrides the path.
 func TemporalCLI() (string, error) {
-	temporalCLI.once.Do(func() {
-		if p := os.Getenv("HXD_TEMPORAL_CLI"); p != "" {
-			temporalCLI.path = p
-			return
-		}
-		root, err := temporalRepoRoot()
-		if err != nil {
-			temporalCLI.err = err
-			return
-		}
-		cmd := exec.Command("bash", filepath.Join(root, "scripts", "build-temporal.sh"))
-		cmd.Dir = root
-		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
-		out, err := cmd.Output()
-		if err != nil {
-			temporalCLI.err = fmt.Errorf("scripts/build-temporal.sh: %w\n%s", err, temporalTail(stderr.String(), 4000))
-			return
-		}
-		lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-		temporalCLI.path = strings.TrimSpace(lines[len(lines)-1])
-	})
-	return temporalCLI.path, temporalCLI.err
+	return PeerBinary("build-temporal.sh", "HXD_TEMPORAL_CLI")
 }
 
 // StartTemporal starts a Temporal dev server for the test and stops it at
@@ -83,7 +51,7 @@ func StartTemporal(t testing.TB, opts TemporalOptions) *TemporalServer {
 	t.Helper()
 	cli, err := TemporalCLI()
 	if err != nil {
-		temporalUnavailable(t, "Temporal CLI", err)
+		DependencyMissing(t, "hxtest: Temporal CLI unavailable: %v", err)
 		return nil
 	}
 	var lastErr error
@@ -94,12 +62,12 @@ func StartTemporal(t testing.TB, opts TemporalOptions) *TemporalServer {
 		}
 		lastErr = err
 	}
-	temporalUnavailable(t, "Temporal dev server", lastErr)
+	DependencyMissing(t, "hxtest: Temporal dev server did not start: %v", lastErr)
 	return nil
 }
 
 func startTemporal(t testing.TB, cli string, opts TemporalOptions) (*TemporalServer, error) {
-	port, err := temporalFreePort()
+	port, err := FreePort()
 	if err != nil {
 		return nil, err
 	}
@@ -144,7 +112,7 @@ func startTemporal(t testing.TB, cli string, opts TemporalOptions) (*TemporalSer
 	}
 	logTail := func() string {
 		b, _ := os.ReadFile(logPath)
-		return temporalTail(string(b), 4000)
+		return Tail(string(b), 4000)
 	}
 
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
@@ -182,49 +150,4 @@ func waitTemporal(ctx context.Context, cli, addr string, exited <-chan error) er
 			return nil
 		}
 	}
-}
-
-// unavailable skips the test, or fails it under CI=true.
-func temporalUnavailable(t testing.TB, what string, err error) {
-	t.Helper()
-	if os.Getenv("CI") == "true" {
-		t.Fatalf("hxtest: %s unavailable (CI=true requires it): %v", what, err)
-	}
-	t.Skipf("hxtest: %s unavailable, skipping: %v", what, err)
-}
-
-// temporalFreePort returns a loopback TCP port that was free a moment ago.
-func temporalFreePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
-}
-
-// temporalRepoRoot is the folder of the module's go.mod, found upwards from the
-// working directory (a test runs in its package's folder).
-func temporalRepoRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("go.mod not found above the working directory")
-		}
-		dir = parent
-	}
-}
-
-func temporalTail(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return "…" + s[len(s)-n:]
 }

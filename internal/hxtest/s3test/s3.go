@@ -1,7 +1,6 @@
 package s3test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -11,8 +10,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -46,43 +43,11 @@ type S3Server struct {
 	Root string
 }
 
-// versitygwBinary caches the versitygw path (or the error) for the test
-// binary.
-var versitygwBinary struct {
-	once sync.Once
-	path string
-	err  error
-}
-
 // VersityGW returns the path of the pinned versitygw, building it once per
 // machine with scripts/build-versitygw.sh (under 2 minutes cold, cached
 // under ~/.cache/hxd). HXD_VERSITYGW overrides the path.
 func VersityGW() (string, error) {
-	versitygwBinary.once.Do(func() {
-		if p := os.Getenv("HXD_VERSITYGW"); p != "" {
-			versitygwBinary.path = p
-			return
-		}
-		root, err := s3RepoRoot()
-		if err != nil {
-			versitygwBinary.err = err
-			return
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-		defer cancel()
-		cmd := exec.CommandContext(ctx, "bash", filepath.Join(root, "scripts", "build-versitygw.sh"))
-		cmd.Dir = root
-		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
-		out, err := cmd.Output()
-		if err != nil {
-			versitygwBinary.err = fmt.Errorf("scripts/build-versitygw.sh: %w\n%s", err, s3Tail(stderr.String(), 4000))
-			return
-		}
-		lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-		versitygwBinary.path = strings.TrimSpace(lines[len(lines)-1])
-	})
-	return versitygwBinary.path, versitygwBinary.err
+	return hxtest.PeerBinary("build-versitygw.sh", "HXD_VERSITYGW")
 }
 
 // StartS3 starts a versitygw for the test, creates S3Bucket and stops the
@@ -108,7 +73,7 @@ func StartS3(t testing.TB) *S3Server {
 }
 
 func startS3(t testing.TB, bin string) (*S3Server, error) {
-	port, err := s3FreePort()
+	port, err := hxtest.FreePort()
 	if err != nil {
 		return nil, err
 	}
@@ -154,7 +119,7 @@ func startS3(t testing.TB, bin string) (*S3Server, error) {
 	}
 	logTail := func() string {
 		b, _ := os.ReadFile(logPath)
-		return s3Tail(string(b), 4000)
+		return hxtest.Tail(string(b), 4000)
 	}
 
 	client, closeClient, err := srv.newClient()
@@ -227,40 +192,4 @@ func (s *S3Server) newClient() (*minio.Client, func(), error) {
 // ObjectPath returns the posix file holding object key of the bucket.
 func (s *S3Server) ObjectPath(key string) string {
 	return filepath.Join(s.Root, s.Bucket, filepath.FromSlash(key))
-}
-
-// s3FreePort returns a loopback TCP port that was free a moment ago.
-func s3FreePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
-}
-
-// s3RepoRoot is the folder of the module's go.mod, found upwards from the
-// working directory (a test runs in its package's folder).
-func s3RepoRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("go.mod not found above the working directory")
-		}
-		dir = parent
-	}
-}
-
-func s3Tail(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return "…" + s[len(s)-n:]
 }

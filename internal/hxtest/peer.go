@@ -1,0 +1,85 @@
+package hxtest
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+)
+
+// peerBuilds caches PeerBinary's answer per script for the test binary.
+var peerBuilds sync.Map // script → func() (string, error)
+
+// PeerBinary returns the path of a real test peer (a Temporal dev server,
+// versitygw …) that the pinned build script scripts/<script> prints after
+// building it once per machine into ~/.cache/hxd. The script runs once per
+// test binary; when the environment variable env is set, its value (a
+// prebuilt binary) is used instead.
+func PeerBinary(script, env string) (string, error) {
+	f, _ := peerBuilds.LoadOrStore(script, sync.OnceValues(func() (string, error) {
+		if p := os.Getenv(env); p != "" {
+			return p, nil
+		}
+		root, err := RepoRoot()
+		if err != nil {
+			return "", err
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, "bash", filepath.Join(root, "scripts", script))
+		cmd.Dir = root
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		if err != nil {
+			return "", fmt.Errorf("scripts/%s: %w\n%s", script, err, Tail(stderr.String(), 4000))
+		}
+		lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+		return strings.TrimSpace(lines[len(lines)-1]), nil
+	}))
+	return f.(func() (string, error))()
+}
+
+// FreePort returns a loopback TCP port that was free a moment ago.
+func FreePort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+// RepoRoot is the folder of the module's go.mod, found upwards from the
+// working directory (a test runs in its package's folder).
+func RepoRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("go.mod not found above the working directory")
+		}
+		dir = parent
+	}
+}
+
+// Tail returns the last n bytes of s, marked as cut when longer.
+func Tail(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return "…" + s[len(s)-n:]
+}
