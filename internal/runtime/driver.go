@@ -550,33 +550,16 @@ func (d *driver) toolFailed(e *ToolEntry, f *tool.Failure) error {
 // `[artifact://<sha256> <media type>, <n> bytes]` line per file, so the
 // model and the journal carry references, never host paths.
 func (d *driver) storeArtifacts(e *ToolEntry, content json.RawMessage, arts []tool.Artifact) (json.RawMessage, error) {
-	var text string
-	isText := json.Unmarshal(content, &text) == nil
-	refs := make([]map[string]any, 0, len(arts))
+	refs := make([]ArtifactRef, 0, len(arts))
 	for _, a := range arts {
 		key, err := d.r.putArtifact(d.ctx, d.st.SessionID, a.Data)
 		if err != nil {
 			return nil, err
 		}
-		uri := "artifact://" + key
-		refs = append(refs, map[string]any{"uri": uri, "media_type": a.MediaType, "size_bytes": len(a.Data)})
-		if isText {
-			text += fmt.Sprintf("\n[%s %s, %d bytes]", uri, a.MediaType, len(a.Data))
-		}
+		refs = append(refs, ArtifactRef{Key: key, MediaType: a.MediaType, Size: len(a.Data)})
 	}
-	if d.st.Extensions == nil {
-		d.st.Extensions = map[string]any{}
-	}
-	ext, _ := d.st.Extensions["artifacts"].(map[string]any)
-	if ext == nil {
-		ext = map[string]any{}
-		d.st.Extensions["artifacts"] = ext
-	}
-	ext[e.ExecutionKey] = refs
-	if isText {
-		return tool.TextContent(text), nil
-	}
-	return content, nil
+	RecordArtifacts(d.st, e.ExecutionKey, refs)
+	return AttachArtifacts(content, refs), nil
 }
 
 // cmdFinish ends the run as completed (pure).
@@ -709,51 +692,19 @@ func walkStrings(v any, f func(string) string) any {
 	return v
 }
 
-// spillPreviewChars is how much of a spilled result stays in the conversation.
-const spillPreviewChars = 2000
-
 // spill stores a tool result longer than the agent's max_result_chars as a
 // content-addressed artifact and returns a preview that carries its
 // artifact:// URI; the mapping result id → URI is kept in the state's
 // extensions (result_spill), as the reference's result-spill extension does.
 func (d *driver) spill(e *ToolEntry, content json.RawMessage) (json.RawMessage, error) {
 	limit := d.b.def.MaxResultChars
-	if limit <= 0 {
-		return content, nil
-	}
-	text, format := string(content), "json"
-	var s string
-	if json.Unmarshal(content, &s) == nil {
-		text, format = s, "text"
-	}
-	runes := []rune(text)
-	if len(runes) <= limit {
+	text, format, ok := SpillText(content, limit)
+	if !ok {
 		return content, nil
 	}
 	key, err := d.r.putArtifact(d.ctx, d.st.SessionID, []byte(text))
 	if err != nil {
 		return nil, err
 	}
-	uri := "artifact://" + key
-	id := "r_" + d.r.cfg.NewIDFunc()
-	preview := string(runes[:min(spillPreviewChars, limit)])
-	note := fmt.Sprintf("%s\n\n[Result truncated: %d characters. Full result: %s]", preview, len(runes), uri)
-	ext, _ := d.st.Extensions["result_spill"].(map[string]any)
-	if ext == nil {
-		ext = map[string]any{"results": map[string]any{}}
-		if d.st.Extensions == nil {
-			d.st.Extensions = map[string]any{}
-		}
-		d.st.Extensions["result_spill"] = ext
-	}
-	results, _ := ext["results"].(map[string]any)
-	if results == nil {
-		results = map[string]any{}
-		ext["results"] = results
-	}
-	results[id] = map[string]any{
-		"result_id": id, "path": uri, "fmt": format, "row_count": nil, "columns": nil,
-		"parent_keys": []string{e.ExecutionKey}, "size_bytes": len(text),
-	}
-	return tool.TextContent(note), nil
+	return SpillResult(d.st, e, text, format, key, "r_"+d.r.cfg.NewIDFunc(), limit), nil
 }

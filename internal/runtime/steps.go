@@ -328,3 +328,97 @@ func (s *RunState) View() RunResult {
 
 // Ptr returns a pointer to v.
 func Ptr[T any](v T) *T { return &v }
+
+// ArtifactURI is how content and state refer to a stored artifact.
+func ArtifactURI(key string) string { return "artifact://" + key }
+
+// ArtifactRef is one stored file a tool returned: its content key (lowercase
+// hex SHA-256), media type and size.
+type ArtifactRef struct {
+	Key       string `json:"key"`
+	MediaType string `json:"media_type"`
+	Size      int    `json:"size_bytes"`
+}
+
+// AttachArtifacts returns a tool result's content with one
+// `[artifact://<sha256> <media type>, <n> bytes]` line per stored file
+// appended when the content is text; other content is returned unchanged.
+func AttachArtifacts(content json.RawMessage, refs []ArtifactRef) json.RawMessage {
+	var text string
+	if json.Unmarshal(content, &text) != nil {
+		return content
+	}
+	for _, r := range refs {
+		text += fmt.Sprintf("\n[%s %s, %d bytes]", ArtifactURI(r.Key), r.MediaType, r.Size)
+	}
+	return tool.TextContent(text)
+}
+
+// RecordArtifacts records the stored files of a tool entry in the state's
+// extensions: artifacts[executionKey] = [{uri, media_type, size_bytes}].
+func RecordArtifacts(st *RunState, executionKey string, refs []ArtifactRef) {
+	list := make([]map[string]any, 0, len(refs))
+	for _, r := range refs {
+		list = append(list, map[string]any{"uri": ArtifactURI(r.Key), "media_type": r.MediaType, "size_bytes": r.Size})
+	}
+	if st.Extensions == nil {
+		st.Extensions = map[string]any{}
+	}
+	ext, _ := st.Extensions["artifacts"].(map[string]any)
+	if ext == nil {
+		ext = map[string]any{}
+		st.Extensions["artifacts"] = ext
+	}
+	ext[executionKey] = list
+}
+
+// spillPreviewChars is how much of a spilled result stays in the conversation.
+const spillPreviewChars = 2000
+
+// SpillText returns what a processed tool result spills when it is longer
+// than limit characters (limit <= 0: never): the text of a string content,
+// else the content's JSON, and its format ("text" or "json").
+func SpillText(content json.RawMessage, limit int) (text, format string, spill bool) {
+	if limit <= 0 {
+		return "", "", false
+	}
+	text, format = string(content), "json"
+	var s string
+	if json.Unmarshal(content, &s) == nil {
+		text, format = s, "text"
+	}
+	if len([]rune(text)) <= limit {
+		return "", "", false
+	}
+	return text, format, true
+}
+
+// SpillResult records a spilled result (text stored as artifact key, as
+// result id) in the state's extensions (result_spill.results[id], as the
+// reference's result-spill extension does) and returns the content that
+// replaces it: a preview of at most min(2000, limit) characters and a note
+// carrying the artifact:// URI.
+func SpillResult(st *RunState, e *ToolEntry, text, format, key, id string, limit int) json.RawMessage {
+	runes := []rune(text)
+	uri := ArtifactURI(key)
+	preview := string(runes[:min(spillPreviewChars, limit, len(runes))])
+	note := fmt.Sprintf("%s\n\n[Result truncated: %d characters. Full result: %s]", preview, len(runes), uri)
+	if st.Extensions == nil {
+		st.Extensions = map[string]any{}
+	}
+	ext, _ := st.Extensions["result_spill"].(map[string]any)
+	if ext == nil {
+		ext = map[string]any{"results": map[string]any{}}
+		st.Extensions["result_spill"] = ext
+	}
+	results, _ := ext["results"].(map[string]any)
+	if results == nil {
+		results = map[string]any{}
+		ext["results"] = results
+	}
+	results[id] = map[string]any{
+		"result_id": id, "path": uri, "fmt": format, "row_count": nil, "columns": nil,
+		"parent_keys": []string{e.ExecutionKey}, "size_bytes": len(text),
+	}
+	return tool.TextContent(note)
+}
