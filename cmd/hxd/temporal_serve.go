@@ -39,7 +39,7 @@ func serveTemporal(ctx context.Context, cfg *serveConfig, e env, log *slog.Logge
 		return err
 	}
 	ecfg := temporal.EngineConfig{
-		Client: deps.client, TaskQueue: tc.TaskQueue, Agents: registry, Index: index, Logger: log,
+		Client: deps.client, TaskQueue: tc.TaskQueue, Agents: registry, Index: index, Logger: log, Artifacts: deps.store,
 		RuntimeConfig: temporal.RuntimeConfig{MaxSessionDurationSeconds: cfg.MaxSessionDuration.Seconds()},
 	}
 	if deps.events != nil {

@@ -98,6 +98,7 @@ func worker(ctx context.Context, args []string, e env) error {
 		Agents:      registry,
 		ToolOptions: tool.Options{HTTPClient: &http.Client{}, WorkDir: cfg.WorkDir},
 		Logger:      log,
+		Artifacts:   deps.store,
 	}
 	wd.ModelOptions.LookupEnvFunc = func(name string) (string, bool) {
 		v := e.getenv(name)

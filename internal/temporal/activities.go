@@ -50,6 +50,9 @@ type ToolInput struct {
 	Step       int                `json:"step"`
 	Entry      runtime.ToolEntry  `json:"entry"`
 	Events     []runtime.RunEvent `json:"events,omitempty"`
+	// Owner is the session's owner: the principal the activity records as
+	// allowed to read the artifacts it stores.
+	Owner string `json:"owner,omitempty"`
 }
 
 // Tool activity outcome kinds.
@@ -66,6 +69,20 @@ type ToolOutput struct {
 	Result  *model.ToolResult `json:"result,omitempty"`
 	Failure *runtime.RunError `json:"failure,omitempty"`
 	Attempt int               `json:"attempt"`
+	// Artifacts are the stored files the tool returned (a returned
+	// result's text content already ends with their URI lines); the
+	// workflow records them in the state's extensions.artifacts.
+	Artifacts []runtime.ArtifactRef `json:"artifacts,omitempty"`
+	// Spill, when set, says that Result's content after result middleware
+	// is longer than max_result_chars and is stored under Spill.Key.
+	Spill *SpillRef `json:"spill,omitempty"`
+}
+
+// SpillRef is a spilled tool result: the artifact key of its full text and
+// its result id (extensions.result_spill.results).
+type SpillRef struct {
+	Key string `json:"key"`
+	ID  string `json:"id"`
 }
 
 // PublishInput is the publish activity's input.
@@ -265,7 +282,7 @@ func (a *Activities) Tool(ctx context.Context, in ToolInput) (*ToolOutput, error
 	t, ok := b.tools[e.Call.Name]
 	if !ok {
 		res := model.ToolResult{ToolCallID: e.Call.ID, Content: tool.TextContent("Unknown tool: " + e.Call.Name), IsError: true}
-		return &ToolOutput{Kind: ToolReturned, Result: &res, Attempt: e.Attempt}, nil
+		return a.returned(ctx, in, b, &e, res, nil)
 	}
 	stop := heartbeat(ctx, a.deps.HeartbeatEvery)
 	callCtx, cancel := context.WithTimeout(ctx, seconds(float64(e.Timeout)))
@@ -284,7 +301,7 @@ func (a *Activities) Tool(ctx context.Context, in ToolInput) (*ToolOutput, error
 		switch runtime.ToolFailureAction(&e, f.Transient) {
 		case runtime.FailErrorResult:
 			res := model.ToolResult{ToolCallID: e.Call.ID, Content: tool.TextContent(runtime.ToolErrorText(f.Message)), IsError: true}
-			return &ToolOutput{Kind: ToolReturned, Result: &res, Attempt: e.Attempt}, nil
+			return a.returned(ctx, in, b, &e, res, nil)
 		case runtime.FailUncertain:
 			return &ToolOutput{Kind: ToolUncertain, Failure: &runtime.RunError{Type: f.Type, Message: f.Message}, Attempt: e.Attempt}, nil
 		case runtime.FailRetry:
@@ -298,10 +315,59 @@ func (a *Activities) Tool(ctx context.Context, in ToolInput) (*ToolOutput, error
 	if len(res.Content) == 0 {
 		res.Content = tool.TextContent("")
 	}
-	if len(out.Artifacts) > 0 {
-		a.log.Warn("tool artifacts are not stored by the Temporal engine", "execution_key", e.ExecutionKey, "artifacts", len(out.Artifacts))
+	return a.returned(ctx, in, b, &e, res, out.Artifacts)
+}
+
+// returned is the outcome of a returned result, as the local driver's
+// storeArtifacts and spill make it: the files the tool returned are stored
+// (their URI lines appended to text content, their references returned for
+// extensions.artifacts) and, when the content after result middleware is
+// longer than max_result_chars, its full text is stored for the workflow
+// to spill. Every stored artifact is owned by the session's owner before
+// its reference leaves the activity. A store failure fails the attempt
+// (Temporal retries it per the entry's replay policy). Without a store,
+// artifacts are dropped (logged) and nothing spills.
+func (a *Activities) returned(ctx context.Context, in ToolInput, b *binding, e *runtime.ToolEntry, res model.ToolResult, arts []tool.Artifact) (*ToolOutput, error) {
+	out := &ToolOutput{Kind: ToolReturned, Attempt: e.Attempt}
+	if a.deps.Artifacts == nil {
+		if len(arts) > 0 {
+			a.log.Warn("tool artifacts dropped: the worker has no artifact store", "execution_key", e.ExecutionKey, "artifacts", len(arts))
+		}
+		out.Result = &res
+		return out, nil
 	}
-	return &ToolOutput{Kind: ToolReturned, Result: &res, Attempt: e.Attempt}, nil
+	if len(arts) > 0 {
+		refs := make([]runtime.ArtifactRef, 0, len(arts))
+		for _, art := range arts {
+			key, err := a.deps.Artifacts.PutOwned(ctx, in.Owner, art.Data)
+			if err != nil {
+				return nil, temporal.NewApplicationError("store tool artifact: "+err.Error(), "StorageError")
+			}
+			refs = append(refs, runtime.ArtifactRef{Key: key, MediaType: art.MediaType, Size: len(art.Data)})
+		}
+		res.Content = runtime.AttachArtifacts(res.Content, refs)
+		out.Artifacts = refs
+	}
+	processed := runtime.ApplyToContent(b.resultMiddleware(e.Call.Name), res.Content)
+	if text, _, ok := runtime.SpillText(processed, b.def.MaxResultChars); ok {
+		key, err := a.deps.Artifacts.PutOwned(ctx, in.Owner, []byte(text))
+		if err != nil {
+			return nil, temporal.NewApplicationError("store spilled result: "+err.Error(), "StorageError")
+		}
+		out.Spill = &SpillRef{Key: key, ID: "r_" + a.deps.NewID()}
+	}
+	out.Result = &res
+	return out, nil
+}
+
+// resultMiddleware returns the result middleware of the named tool.
+func (b *binding) resultMiddleware(name string) []agent.Middleware {
+	for _, td := range b.def.Tools {
+		if td.Name == name {
+			return td.ResultMiddleware
+		}
+	}
+	return nil
 }
 
 // Publish publishes a stopped run's settled events (activity

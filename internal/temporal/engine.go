@@ -24,6 +24,7 @@ import (
 
 	"hxd/internal/agent"
 	"hxd/internal/runtime"
+	"hxd/internal/temporal/artifacts"
 	"hxd/internal/temporal/events"
 )
 
@@ -34,6 +35,8 @@ import (
 const OwnerSearchAttribute = "HxdOwner"
 
 var ownerKey = temporal.NewSearchAttributeKeyKeyword(OwnerSearchAttribute)
+
+var _ ArtifactStore = (*artifacts.Store)(nil)
 
 // EventSource is what the engine reads public events from (events.Redis).
 type EventSource interface {
@@ -66,6 +69,10 @@ type EngineConfig struct {
 	// Events are the provisional public events. Optional: nil answers
 	// every event read with a gap event.
 	Events EventSource
+	// Artifacts is the store the workers put tool artifacts and spilled
+	// results in (the same bucket and prefix). Optional: nil answers every
+	// Artifact call with runtime.ErrNotFound.
+	Artifacts ArtifactStore
 	// RuntimeConfig is persisted in every new session's workflow data.
 	RuntimeConfig RuntimeConfig
 	// Logger. Default: slog.Default().
@@ -223,8 +230,11 @@ func (e *Engine) CreateSession(ctx context.Context, p runtime.CreateSessionParam
 }
 
 // ownerHash is the OwnerSearchAttribute value of a principal.
-func ownerHash(principal string) string {
-	sum := sha256.Sum256([]byte(principal))
+func ownerHash(principal string) string { return sha256Hex(principal) }
+
+// sha256Hex is the lowercase hex SHA-256 of s.
+func sha256Hex(s string) string {
+	sum := sha256.Sum256([]byte(s))
 	return hex.EncodeToString(sum[:])
 }
 
@@ -695,11 +705,29 @@ func (e *Engine) Export(ctx context.Context, runID string, _ func(*runtime.Incid
 	return errRecordingUnsupported
 }
 
-// Artifact is always runtime.ErrNotFound: artifacts of the Temporal
-// engine live in S3 under content keys and no session index says which
-// principal may read them.
-func (e *Engine) Artifact(context.Context, string) ([]byte, error) {
-	return nil, fmt.Errorf("artifact: %w", runtime.ErrNotFound)
+// Artifact returns the bytes of an artifact a tool of one of the caller's
+// sessions returned, or of a result of theirs spilled over
+// max_result_chars: the tool activity recorded the session's owner in the
+// store's owner index before the reference reached the run state, and the
+// bytes are read hash verified. Anything else, whatever the key's shape
+// (not 64 lowercase hex, unknown, another principal's, a payload the codec
+// stored), is runtime.ErrNotFound; a store outage is runtime.ErrUnavailable.
+func (e *Engine) Artifact(ctx context.Context, sha256 string) ([]byte, error) {
+	if e.cfg.Artifacts == nil || !artifacts.ValidDigest(sha256) {
+		return nil, fmt.Errorf("artifact: %w", runtime.ErrNotFound)
+	}
+	data, err := e.cfg.Artifacts.GetOwned(ctx, runtime.PrincipalFrom(ctx), sha256)
+	switch {
+	case err == nil:
+		return data, nil
+	case errors.Is(err, artifacts.ErrNotFound), errors.Is(err, artifacts.ErrInvalidKey):
+		return nil, fmt.Errorf("artifact: %w", runtime.ErrNotFound)
+	case errors.Is(err, artifacts.ErrCorrupt), errors.Is(err, artifacts.ErrTooLarge):
+		return nil, fmt.Errorf("artifact %s: %w", sha256, err)
+	case ctx.Err() != nil:
+		return nil, ctx.Err()
+	}
+	return nil, fmt.Errorf("artifact %s: %w: %w", sha256, runtime.ErrUnavailable, err)
 }
 
 // query runs a query on a session's workflow and decodes its result.

@@ -1,8 +1,11 @@
 package temporal
 
 import (
+	"context"
 	"log/slog"
 	"time"
+
+	"github.com/google/uuid"
 
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
@@ -35,6 +38,26 @@ type WorkerDeps struct {
 	HeartbeatEvery time.Duration
 	// WorkerOptions are passed to worker.New.
 	WorkerOptions worker.Options
+	// Artifacts stores the files tools return and the tool results longer
+	// than the agent's max_result_chars, each with an owner index entry
+	// for the session's owner (GET /artifacts/{sha256}), as the local
+	// engine does. Optional: without it, tool artifacts are logged and
+	// dropped and no result is spilled (the full result stays in the
+	// workflow state).
+	Artifacts ArtifactStore
+	// NewID returns the ids of spilled results ("r_" + id). Default: UUIDv7.
+	NewID func() string
+}
+
+// ArtifactStore keeps content-addressed artifacts with an owner index
+// (artifacts.Store): PutOwned stores data, records that owner may read it
+// and returns the lowercase hex SHA-256 of data; GetOwned returns the bytes
+// of a digest owner may read, hash verified, and an error wrapping
+// artifacts.ErrNotFound (or artifacts.ErrInvalidKey for a malformed
+// digest) otherwise.
+type ArtifactStore interface {
+	PutOwned(ctx context.Context, owner string, data []byte) (string, error)
+	GetOwned(ctx context.Context, owner, digest string) ([]byte, error)
 }
 
 func (d WorkerDeps) withDefaults() WorkerDeps {
@@ -49,6 +72,9 @@ func (d WorkerDeps) withDefaults() WorkerDeps {
 	}
 	if d.HeartbeatEvery <= 0 {
 		d.HeartbeatEvery = 5 * time.Second
+	}
+	if d.NewID == nil {
+		d.NewID = func() string { return uuid.Must(uuid.NewV7()).String() }
 	}
 	return d
 }

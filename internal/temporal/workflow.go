@@ -452,10 +452,13 @@ func (w *sessionWorkflow) toolsStep(ctx workflow.Context, d *drive, st *runtime.
 	var lost *runtime.StepFailure
 	for i := range st.Tools {
 		e := &st.Tools[i]
+		// spill is the stored full text of the result the tool activity
+		// just returned, when it is over max_result_chars.
+		var spill *SpillRef
 	entry:
 		for e.Status == runtime.ToolPrepared || e.Status == runtime.ToolStarted || e.Status == runtime.ToolRawCompleted {
 			if e.Status == runtime.ToolRawCompleted {
-				if err := w.processTool(st, e); err != nil {
+				if err := w.processTool(ctx, st, e, spill); err != nil {
 					return err
 				}
 				continue
@@ -522,6 +525,10 @@ func (w *sessionWorkflow) toolsStep(ctx workflow.Context, d *drive, st *runtime.
 					return err
 				}
 				e.RawResult = out.Result
+				if len(out.Artifacts) > 0 {
+					runtime.RecordArtifacts(st, e.ExecutionKey, out.Artifacts)
+				}
+				spill = out.Spill
 			case ToolClientResult:
 				if err := runtime.SetToolStatus(e, runtime.TevUnknown); err != nil {
 					return err
@@ -588,7 +595,7 @@ func (w *sessionWorkflow) toolActivity(ctx workflow.Context, d *drive, st *runti
 	}
 	in := ToolInput{
 		Agent: w.s.Agent, ConfigHash: w.hash, SessionID: st.SessionID, RunID: st.RunID,
-		Step: st.Iterations, Entry: *e, Events: w.takeEvents(),
+		Step: st.Iterations, Entry: *e, Events: w.takeEvents(), Owner: w.s.Owner,
 	}
 	var out ToolOutput
 	if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, opts), ActivityTool, in).Get(ctx, &out); err != nil {
@@ -622,13 +629,27 @@ func (w *sessionWorkflow) answer(st *runtime.RunState, e *runtime.ToolEntry, tex
 	return nil
 }
 
-// processTool applies result middleware to the raw result (pure).
-func (w *sessionWorkflow) processTool(st *runtime.RunState, e *runtime.ToolEntry) error {
+// processTool applies result middleware to the raw result and, when the
+// tool activity stored the result's full text (spill), replaces a result
+// over max_result_chars by its preview and records it in
+// extensions.result_spill, as the local driver's spill does (pure: the
+// bytes are stored by the activity; a spill whose key is not the SHA-256
+// of this result's text is ignored, so no reference ever names bytes that
+// were not stored). A result with no spill (resolved by the caller, or a
+// worker without an artifact store) is kept whole.
+func (w *sessionWorkflow) processTool(ctx workflow.Context, st *runtime.RunState, e *runtime.ToolEntry, spill *SpillRef) error {
 	if err := runtime.SetToolStatus(e, runtime.TevProcess); err != nil {
 		return err
 	}
 	res := *e.RawResult
 	res.Content = runtime.ApplyToContent(w.tools[e.Call.Name].ResultMiddleware, res.Content)
+	if spill != nil {
+		if text, format, ok := runtime.SpillText(res.Content, w.def.MaxResultChars); ok && sha256Hex(text) == spill.Key {
+			res.Content = runtime.SpillResult(st, e, text, format, spill.Key, spill.ID, w.def.MaxResultChars)
+		} else {
+			workflow.GetLogger(ctx).Warn("spilled result does not match the processed result; kept whole", "execution_key", e.ExecutionKey)
+		}
+	}
 	e.Result = &res
 	w.event(st, runtime.EventToolCallComplete, e.Call, e)
 	w.event(st, runtime.EventToolResult, res, e)
