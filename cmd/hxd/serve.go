@@ -174,26 +174,13 @@ func serve(ctx context.Context, args []string, e env) error {
 		return &exitError{code: 2, err: err}
 	}
 
-	registry := agent.NewRegistry()
-	var defs []*agent.Definition
-	if cfg.Demo {
-		defs = append(defs, agent.Demo()...)
-	}
-	if cfg.AgentsDir != "" {
-		loaded, err := agent.LoadDir(cfg.AgentsDir)
-		if err != nil {
-			return fmt.Errorf("load agents: %w", err)
-		}
-		defs = append(defs, loaded...)
-	}
-	for _, d := range defs {
-		if err := registry.Register(d); err != nil {
-			return fmt.Errorf("register agents: %w", err)
-		}
+	registry, nAgents, err := loadAgents(cfg.Demo, cfg.AgentsDir)
+	if err != nil {
+		return err
 	}
 
 	if cfg.Engine == engineTemporal {
-		return serveTemporal(ctx, cfg, e, log, auth, registry, len(defs))
+		return serveTemporal(ctx, cfg, e, log, auth, registry, nAgents)
 	}
 	store, err := openStore(ctx, cfg.PG, cfg.DB, log)
 	if err != nil {
@@ -225,17 +212,13 @@ func serve(ctx context.Context, args []string, e env) error {
 		return err
 	}
 
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
-	handler := hxhttp.New(hxhttp.Config{Service: rt, Logger: log, Version: version, Registry: reg, Authenticator: auth})
-
-	ln, err := net.Listen("tcp", cfg.Addr)
+	api, err := listenAPI(cfg.Addr, rt, log, auth)
 	if err != nil {
-		return fmt.Errorf("listen: %w", err)
+		return err
 	}
 	if hook != nil {
 		if err := hook.Start(ctx); err != nil {
-			_ = ln.Close()
+			api.close()
 			return fmt.Errorf("start checkpoint hook: %w", err)
 		}
 	}
@@ -255,32 +238,21 @@ func serve(ctx context.Context, args []string, e env) error {
 	bgCtx, stopBG := context.WithCancel(ctx)
 	defer stopBG()
 	store.start(bgCtx, rt, log)
-	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
-	serveErr := make(chan error, 1)
-	go func() { serveErr <- srv.Serve(ln) }()
-	addr := ln.Addr().String()
-	log.InfoContext(ctx, "hxd listening", "addr", "http://"+addr, "store", store.desc, "version", version, "agents", len(defs))
-	if e.onListen != nil {
-		e.onListen(addr)
-	}
+	api.serve(ctx, e, store.desc, nAgents)
 
-	select {
-	case <-ctx.Done():
-	case err := <-serveErr:
+	if err := api.wait(ctx); err != nil {
 		_ = rt.Stop(context.Background())
 		if hook != nil {
 			hctx, hcancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
 			_ = hook.Stop(hctx)
 			hcancel()
 		}
-		return fmt.Errorf("serve: %w", err)
+		return err
 	}
 	log.Info("shutting down")
 	sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
 	defer cancel()
-	if err := srv.Shutdown(sctx); err != nil {
-		log.Warn("http shutdown", "error", err)
-	}
+	api.shutdown(sctx)
 	if err := rt.Stop(sctx); err != nil {
 		log.Warn("runtime stop", "error", err)
 	}
@@ -291,6 +263,82 @@ func serve(ctx context.Context, args []string, e env) error {
 		}
 	}
 	return nil
+}
+
+// loadAgents returns the registry of the agents of --demo and --agents
+// (demo agents first) and how many there are.
+func loadAgents(demo bool, dir string) (*agent.Registry, int, error) {
+	registry := agent.NewRegistry()
+	var defs []*agent.Definition
+	if demo {
+		defs = append(defs, agent.Demo()...)
+	}
+	if dir != "" {
+		loaded, err := agent.LoadDir(dir)
+		if err != nil {
+			return nil, 0, fmt.Errorf("load agents: %w", err)
+		}
+		defs = append(defs, loaded...)
+	}
+	for _, d := range defs {
+		if err := registry.Register(d); err != nil {
+			return nil, 0, fmt.Errorf("register agents: %w", err)
+		}
+	}
+	return registry, len(defs), nil
+}
+
+// apiServer is the HTTP API of `hxd serve` (either engine) on its listener.
+type apiServer struct {
+	ln   net.Listener
+	srv  *http.Server
+	log  *slog.Logger
+	errc chan error
+}
+
+// listenAPI listens on addr for the HTTP API over svc (with Go and process
+// metrics); nothing is served before serve.
+func listenAPI(addr string, svc hxhttp.Service, log *slog.Logger, auth hxhttp.Authenticator) (*apiServer, error) {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
+	handler := hxhttp.New(hxhttp.Config{Service: svc, Logger: log, Version: version, Registry: reg, Authenticator: auth})
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("listen: %w", err)
+	}
+	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	return &apiServer{ln: ln, srv: srv, log: log, errc: make(chan error, 1)}, nil
+}
+
+// close releases the listener of a server that never served.
+func (a *apiServer) close() { _ = a.ln.Close() }
+
+// serve starts serving, logs where (storeDesc: what backs it) and tells
+// e.onListen.
+func (a *apiServer) serve(ctx context.Context, e env, storeDesc string, nAgents int) {
+	go func() { a.errc <- a.srv.Serve(a.ln) }()
+	addr := a.ln.Addr().String()
+	a.log.InfoContext(ctx, "hxd listening", "addr", "http://"+addr, "store", storeDesc, "version", version, "agents", nAgents)
+	if e.onListen != nil {
+		e.onListen(addr)
+	}
+}
+
+// wait returns nil when ctx ends, or the error serving stopped with.
+func (a *apiServer) wait(ctx context.Context) error {
+	select {
+	case <-ctx.Done():
+		return nil
+	case err := <-a.errc:
+		return fmt.Errorf("serve: %w", err)
+	}
+}
+
+// shutdown stops the server gracefully within ctx (a failure is logged).
+func (a *apiServer) shutdown(ctx context.Context) {
+	if err := a.srv.Shutdown(ctx); err != nil {
+		a.log.Warn("http shutdown", "error", err)
+	}
 }
 
 // parseCrashAfter parses HXD_CRASH_AFTER=<kind>[:<n>].

@@ -2,13 +2,8 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
-	"net"
-	"net/http"
 	"time"
-
-	"github.com/prometheus/client_golang/prometheus"
 
 	"hxd/internal/agent"
 	hxhttp "hxd/internal/http"
@@ -50,32 +45,17 @@ func serveTemporal(ctx context.Context, cfg *serveConfig, e env, log *slog.Logge
 		return err
 	}
 
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
-	handler := hxhttp.New(hxhttp.Config{Service: eng, Logger: log, Version: version, Registry: reg, Authenticator: auth})
-	ln, err := net.Listen("tcp", cfg.Addr)
+	api, err := listenAPI(cfg.Addr, eng, log, auth)
 	if err != nil {
-		return fmt.Errorf("listen: %w", err)
+		return err
 	}
-	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
-	serveErr := make(chan error, 1)
-	go func() { serveErr <- srv.Serve(ln) }()
-	addr := ln.Addr().String()
-	log.InfoContext(ctx, "hxd listening", "addr", "http://"+addr, "store", "temporal "+tc.Address+" "+tc.Namespace+"/"+tc.TaskQueue,
-		"version", version, "agents", nAgents)
-	if e.onListen != nil {
-		e.onListen(addr)
-	}
-	select {
-	case <-ctx.Done():
-	case err := <-serveErr:
-		return fmt.Errorf("serve: %w", err)
+	api.serve(ctx, e, "temporal "+tc.Address+" "+tc.Namespace+"/"+tc.TaskQueue, nAgents)
+	if err := api.wait(ctx); err != nil {
+		return err
 	}
 	log.Info("shutting down")
 	sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
 	defer cancel()
-	if err := srv.Shutdown(sctx); err != nil {
-		log.Warn("http shutdown", "error", err)
-	}
+	api.shutdown(sctx)
 	return nil
 }

@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"time"
 
-	"hxd/internal/agent"
 	"hxd/internal/temporal"
 	"hxd/internal/tool"
 )
@@ -72,22 +71,9 @@ func worker(ctx context.Context, args []string, e env) error {
 		return err
 	}
 	log := newLogger(cfg.LogFormat, e)
-	registry := agent.NewRegistry()
-	var defs []*agent.Definition
-	if cfg.Demo {
-		defs = append(defs, agent.Demo()...)
-	}
-	if cfg.AgentsDir != "" {
-		loaded, err := agent.LoadDir(cfg.AgentsDir)
-		if err != nil {
-			return fmt.Errorf("load agents: %w", err)
-		}
-		defs = append(defs, loaded...)
-	}
-	for _, d := range defs {
-		if err := registry.Register(d); err != nil {
-			return fmt.Errorf("register agents: %w", err)
-		}
+	registry, nAgents, err := loadAgents(cfg.Demo, cfg.AgentsDir)
+	if err != nil {
+		return err
 	}
 	deps, err := dialTemporal(ctx, &cfg.Temporal, log)
 	if err != nil {
@@ -112,7 +98,7 @@ func worker(ctx context.Context, args []string, e env) error {
 		return fmt.Errorf("start worker: %w", err)
 	}
 	log.InfoContext(ctx, "hxd worker polling", "temporal", cfg.Temporal.Address, "namespace", cfg.Temporal.Namespace,
-		"task_queue", cfg.Temporal.TaskQueue, "agents", len(defs), "version", version)
+		"task_queue", cfg.Temporal.TaskQueue, "agents", nAgents, "version", version)
 	<-ctx.Done()
 	log.Info("worker stopping")
 	stopped := make(chan struct{})
