@@ -85,6 +85,19 @@ type SpillRef struct {
 	ID  string `json:"id"`
 }
 
+// SpillInput is the spill activity's input: the processed text of a tool
+// result the caller supplied (a client tool's result, a resolved uncertain
+// outcome) that is longer than max_result_chars, plus events to publish.
+type SpillInput struct {
+	SessionID    string `json:"session_id"`
+	RunID        string `json:"run_id"`
+	ExecutionKey string `json:"execution_key"`
+	// Owner is the principal allowed to read the stored text.
+	Owner  string             `json:"owner,omitempty"`
+	Text   string             `json:"text"`
+	Events []runtime.RunEvent `json:"events,omitempty"`
+}
+
 // PublishInput is the publish activity's input.
 type PublishInput struct {
 	RunID  string             `json:"run_id"`
@@ -381,4 +394,22 @@ func (a *Activities) Publish(ctx context.Context, in PublishInput) error {
 		return fmt.Errorf("publish %d events of run %s: %w", len(in.Events), in.RunID, err)
 	}
 	return nil
+}
+
+// Spill stores the full text of a caller-supplied tool result over
+// max_result_chars, owned by the session's owner (activity ActivitySpill),
+// and returns its reference; nil when the worker has no artifact store
+// (the result is then kept whole, as a tool activity's would be). A store
+// failure is a retryable StorageError.
+func (a *Activities) Spill(ctx context.Context, in SpillInput) (*SpillRef, error) {
+	a.publish(ctx, in.Events)
+	if a.deps.Artifacts == nil {
+		a.log.Warn("result not spilled: the worker has no artifact store", "execution_key", in.ExecutionKey)
+		return nil, nil
+	}
+	key, err := a.deps.Artifacts.PutOwned(ctx, in.Owner, []byte(in.Text))
+	if err != nil {
+		return nil, temporal.NewApplicationError("store spilled result: "+err.Error(), "StorageError")
+	}
+	return &SpillRef{Key: key, ID: "r_" + a.deps.NewID()}, nil
 }

@@ -53,6 +53,9 @@ const (
 	ActivityModel   = "harness_model_v1"
 	ActivityTool    = "harness_tool_v1"
 	ActivityPublish = "harness_publish_v1"
+	// ActivitySpill stores a caller-supplied tool result over
+	// max_result_chars (SpillInput → *SpillRef, nil without a store).
+	ActivitySpill = "harness_spill_v1"
 
 	// SessionDataVersion is SessionInput.Version.
 	SessionDataVersion = 1

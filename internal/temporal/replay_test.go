@@ -66,34 +66,60 @@ func TestReplayHistories(t *testing.T) {
 // one has both.
 func TestReplayHistoriesCoverPatch(t *testing.T) {
 	for file, wantPatch := range map[string]bool{"v0-pre-final-publish.json": false, "v1-final-publish.json": true} {
-		raw, err := os.ReadFile(filepath.Join(replayDir, file))
-		if err != nil {
-			t.Fatal(err)
-		}
-		var hist historypb.History
-		if err := (temporalproto.CustomJSONUnmarshalOptions{DiscardUnknown: true}).Unmarshal(raw, &hist); err != nil {
-			t.Fatal(err)
-		}
-		marker, publish, tools, updates := false, false, 0, 0
-		for _, e := range hist.Events {
-			switch e.EventType {
-			case enumspb.EVENT_TYPE_MARKER_RECORDED:
-				marker = marker || strings.Contains(e.String(), PatchFinalPublish)
-			case enumspb.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
-				switch e.GetActivityTaskScheduledEventAttributes().GetActivityType().GetName() {
-				case ActivityPublish:
-					publish = true
-				case ActivityTool:
-					tools++
-				}
-			case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED:
-				updates++
-			}
-		}
-		if marker != wantPatch || publish != wantPatch || tools == 0 || updates < 2 {
-			t.Errorf("%s: marker=%v publish=%v tools=%d updates=%d (want patch=%v)", file, marker, publish, tools, updates, wantPatch)
+		c := countHistory(t, file, PatchFinalPublish)
+		if c.marker != wantPatch || (c.activities[ActivityPublish] > 0) != wantPatch || c.activities[ActivityTool] == 0 || c.updates < 2 {
+			t.Errorf("%s: %+v (want patch=%v)", file, c, wantPatch)
 		}
 	}
+}
+
+// TestReplayHistoriesCoverResolvedSpill checks the histories of a client
+// tool resolved with a result over max_result_chars: the one recorded
+// before PatchResolvedSpill has no marker and no spill activity, the
+// current one has the marker and one spill activity.
+func TestReplayHistoriesCoverResolvedSpill(t *testing.T) {
+	for file, wantSpills := range map[string]int{"v1-resolved-unspilled.json": 0, "v2-resolved-spill.json": 1} {
+		c := countHistory(t, file, PatchResolvedSpill)
+		if c.marker != (wantSpills > 0) || c.activities[ActivitySpill] != wantSpills || c.activities[ActivityTool] != 1 || c.updates < 2 {
+			t.Errorf("%s: %+v (want %d spill activities)", file, c, wantSpills)
+		}
+	}
+}
+
+// historyCounts is what a committed history holds.
+type historyCounts struct {
+	marker     bool           // a marker of the patch asked about
+	activities map[string]int // scheduled activities by type
+	updates    int            // accepted updates
+}
+
+func countHistory(t *testing.T, file, patch string) historyCounts {
+	t.Helper()
+	c := historyCounts{activities: map[string]int{}}
+	for _, e := range readHistory(t, file).Events {
+		switch e.EventType {
+		case enumspb.EVENT_TYPE_MARKER_RECORDED:
+			c.marker = c.marker || strings.Contains(e.String(), patch)
+		case enumspb.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
+			c.activities[e.GetActivityTaskScheduledEventAttributes().GetActivityType().GetName()]++
+		case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED:
+			c.updates++
+		}
+	}
+	return c
+}
+
+func readHistory(t *testing.T, file string) *historypb.History {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(replayDir, file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var hist historypb.History
+	if err := (temporalproto.CustomJSONUnmarshalOptions{DiscardUnknown: true}).Unmarshal(raw, &hist); err != nil {
+		t.Fatal(err)
+	}
+	return &hist
 }
 
 // replayAgent is the agent of the recorded histories: an approval, a tool
@@ -109,6 +135,15 @@ func replayAgent() *agent.Definition {
 	}
 }
 
+// replayClientAgent is the agent of the resolved-spill histories: a client
+// tool whose result the caller supplies (over max_result_chars), then a
+// final answer.
+func replayClientAgent() *agent.Definition {
+	def := clientAgent()
+	def.Name = "replay-client"
+	return def
+}
+
 // TestRecordReplayHistories records the committed histories against a real
 // Temporal server (the dev server of scripts/build-temporal.sh):
 //
@@ -117,7 +152,11 @@ func replayAgent() *agent.Definition {
 // v0-pre-final-publish.json runs the workflow as it was before
 // PatchFinalPublish (legacyWorkflow), v1-final-publish.json as it is now;
 // bad-activity-type.json is v1 with its tool activity renamed, a command
-// sequence today's code does not produce.
+// sequence today's code does not produce. v1-resolved-unspilled.json runs
+// a client tool resolved with a long result as before PatchResolvedSpill
+// (legacyResolvedSpill), v2-resolved-spill.json as it is now (with an
+// artifact store: a versitygw of s3test). Record one group with -run
+// 'TestRecordReplayHistories/(publish|resolved)'.
 func TestRecordReplayHistories(t *testing.T) {
 	addr := os.Getenv("HXD_RECORD_REPLAY")
 	if addr == "" {
@@ -129,12 +168,15 @@ func TestRecordReplayHistories(t *testing.T) {
 	}
 	defer c.Close()
 	reg := agent.NewRegistry()
-	if err := reg.Register(replayAgent()); err != nil {
-		t.Fatal(err)
+	for _, d := range []*agent.Definition{replayAgent(), replayClientAgent()} {
+		if err := reg.Register(d); err != nil {
+			t.Fatal(err)
+		}
 	}
 	def, _ := reg.Get(agent.Ref{Name: "replay", Version: "v1"})
+	clientDef, _ := reg.Get(agent.Ref{Name: "replay-client", Version: "v1"})
 	taskQueue := "replay-record-" + time.Now().Format("150405")
-	w := NewWorker(c, taskQueue, WorkerDeps{Agents: reg})
+	w := NewWorker(c, taskQueue, WorkerDeps{Agents: reg, Artifacts: newTestStore(t)})
 	if err := w.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -142,28 +184,58 @@ func TestRecordReplayHistories(t *testing.T) {
 	if err := os.MkdirAll(replayDir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	for _, rec := range []struct {
-		file   string
-		legacy bool
-	}{{"v0-pre-final-publish.json", true}, {"v1-final-publish.json", false}} {
-		legacyWorkflow = rec.legacy
-		hist := recordSession(t, c, taskQueue, def, "replay-"+strings.TrimSuffix(rec.file, ".json")+"-"+time.Now().Format("150405"))
-		legacyWorkflow = false
-		writeHistory(t, rec.file, hist)
-		if !rec.legacy {
-			renamed := false
-			for _, e := range hist.Events {
-				if a := e.GetActivityTaskScheduledEventAttributes(); a != nil && a.ActivityType.GetName() == ActivityTool && !renamed {
-					a.ActivityType.Name = ActivityModel
-					renamed = true
-				}
+	t.Run("resolved", func(t *testing.T) {
+		recordPair(t, &legacyResolvedSpill, "v1-resolved-unspilled.json", "v2-resolved-spill.json", func(id string) *historypb.History {
+			return recordClientSession(t, c, taskQueue, clientDef, id)
+		})
+	})
+	t.Run("publish", func(t *testing.T) {
+		hist := recordPair(t, &legacyWorkflow, "v0-pre-final-publish.json", "v1-final-publish.json", func(id string) *historypb.History {
+			return recordSession(t, c, taskQueue, def, id)
+		})
+		renamed := false
+		for _, e := range hist.Events {
+			if a := e.GetActivityTaskScheduledEventAttributes(); a != nil && a.ActivityType.GetName() == ActivityTool && !renamed {
+				a.ActivityType.Name = ActivityModel
+				renamed = true
 			}
-			writeHistory(t, "bad-activity-type.json", hist)
 		}
+		writeHistory(t, "bad-activity-type.json", hist)
+	})
+}
+
+// recordPair records a session with *legacy set (the pre-patch history,
+// written to preFile), then as the code is now (written to file, and
+// returned).
+func recordPair(t *testing.T, legacy *bool, preFile, file string, record func(sessionID string) *historypb.History) *historypb.History {
+	t.Helper()
+	var hist *historypb.History
+	for _, f := range []string{preFile, file} {
+		*legacy = f == preFile
+		hist = record("replay-" + strings.TrimSuffix(f, ".json") + "-" + time.Now().Format("150405"))
+		*legacy = false
+		writeHistory(t, f, hist)
 	}
+	return hist
 }
 
 func recordSession(t *testing.T, c client.Client, taskQueue string, def *agent.Definition, sessionID string) *historypb.History {
+	t.Helper()
+	allow := true
+	return recordRun(t, c, taskQueue, def, sessionID, ResolveRequest{Key: "run-1:1:c1", Allow: &allow, Resume: true})
+}
+
+// recordClientSession resolves the client tool with a result over
+// max_result_chars.
+func recordClientSession(t *testing.T, c client.Client, taskQueue string, def *agent.Definition, sessionID string) *historypb.History {
+	t.Helper()
+	res := &model.ToolResult{ToolCallID: "c1", Content: tool.TextContent(bigText)}
+	return recordRun(t, c, taskQueue, def, sessionID, ResolveRequest{Key: "run-1:1:c1", Result: res, Resume: true})
+}
+
+// recordRun submits run-1, waits for it to await input, sends resolve and
+// returns the history once the run completed.
+func recordRun(t *testing.T, c client.Client, taskQueue string, def *agent.Definition, sessionID string, resolve ResolveRequest) *historypb.History {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -191,9 +263,8 @@ func recordSession(t *testing.T, c client.Client, taskQueue string, def *agent.D
 	var sr SubmitResult
 	update(UpdateSubmit, "req-1", SubmitRequest{Message: json.RawMessage(`"hello"`), RequestID: "req-1", RunID: "run-1"}, &sr)
 	waitStatus(ctx, t, c, run.GetID(), "run-1", runtime.StatusAwaitingInput)
-	allow := true
 	var rr ResolveResult
-	update(UpdateResolve, "res-1", ResolveRequest{Key: "run-1:1:c1", Allow: &allow, Resume: true}, &rr)
+	update(UpdateResolve, "res-1", resolve, &rr)
 	if rr.Run.Status != runtime.StatusCompleted {
 		t.Fatalf("run = %+v", rr.Run)
 	}

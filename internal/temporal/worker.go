@@ -87,7 +87,8 @@ type Registry interface {
 }
 
 // NewWorker returns a worker on taskQueue ("" → DefaultTaskQueue) with the
-// session workflow and the model, tool and publish activities registered.
+// session workflow and the model, tool, publish and spill activities
+// registered.
 // The caller starts and stops it.
 func NewWorker(c client.Client, taskQueue string, deps WorkerDeps) worker.Worker {
 	if taskQueue == "" {
@@ -105,6 +106,7 @@ func Register(r Registry, deps WorkerDeps) *Activities {
 	r.RegisterActivityWithOptions(a.Model, activity.RegisterOptions{Name: ActivityModel})
 	r.RegisterActivityWithOptions(a.Tool, activity.RegisterOptions{Name: ActivityTool})
 	r.RegisterActivityWithOptions(a.Publish, activity.RegisterOptions{Name: ActivityPublish})
+	r.RegisterActivityWithOptions(a.Spill, activity.RegisterOptions{Name: ActivitySpill})
 	return a
 }
 

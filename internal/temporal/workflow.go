@@ -24,12 +24,22 @@ const (
 	// published by ONE harness_publish_v1 activity. Before it, they stayed
 	// pending and reached the sink with the session's next activity.
 	PatchFinalPublish = "hxd-final-publish-v1"
+	// PatchResolvedSpill: a tool result the caller supplied (resolve) that
+	// is over max_result_chars after result middleware is stored by ONE
+	// harness_spill_v1 activity and spilled as a tool activity's result
+	// is. Before it, such a result was kept whole.
+	PatchResolvedSpill = "hxd-resolved-spill-v1"
 )
 
 // legacyWorkflow makes the workflow behave as it did before
 // PatchFinalPublish existed (no marker, no final publish). Test-only: it
 // records the pre-patch history of the replay test.
 var legacyWorkflow = false
+
+// legacyResolvedSpill makes the workflow behave as it did before
+// PatchResolvedSpill existed (no marker, caller-supplied results kept
+// whole). Test-only, as legacyWorkflow.
+var legacyResolvedSpill = false
 
 const (
 	// activityGrace is added to a call's own timeout (REFERENCE §9).
@@ -38,6 +48,8 @@ const (
 	toolHeartbeat = 20 * time.Second
 	// publishTimeout bounds the final publish activity (3 attempts).
 	publishTimeout = 10 * time.Second
+	// spillTimeout bounds one attempt of the spill activity (5 attempts).
+	spillTimeout = 30 * time.Second
 	// controlWait bounds how long pause/cancel wait for the run to stop.
 	controlWait = 5 * time.Second
 )
@@ -453,11 +465,21 @@ func (w *sessionWorkflow) toolsStep(ctx workflow.Context, d *drive, st *runtime.
 	for i := range st.Tools {
 		e := &st.Tools[i]
 		// spill is the stored full text of the result the tool activity
-		// just returned, when it is over max_result_chars.
+		// just returned, when it is over max_result_chars; returned says
+		// the raw result came from the tool activity (else the caller
+		// supplied it through resolve).
 		var spill *SpillRef
+		returned := false
 	entry:
 		for e.Status == runtime.ToolPrepared || e.Status == runtime.ToolStarted || e.Status == runtime.ToolRawCompleted {
 			if e.Status == runtime.ToolRawCompleted {
+				if !returned {
+					s, err := w.spillResolved(ctx, d, st, e)
+					if err != nil {
+						return err
+					}
+					spill = s
+				}
 				if err := w.processTool(ctx, st, e, spill); err != nil {
 					return err
 				}
@@ -528,7 +550,7 @@ func (w *sessionWorkflow) toolsStep(ctx workflow.Context, d *drive, st *runtime.
 				if len(out.Artifacts) > 0 {
 					runtime.RecordArtifacts(st, e.ExecutionKey, out.Artifacts)
 				}
-				spill = out.Spill
+				spill, returned = out.Spill, true
 			case ToolClientResult:
 				if err := runtime.SetToolStatus(e, runtime.TevUnknown); err != nil {
 					return err
@@ -629,14 +651,53 @@ func (w *sessionWorkflow) answer(st *runtime.RunState, e *runtime.ToolEntry, tex
 	return nil
 }
 
+// spillResolved stores the processed text of a raw result the caller
+// supplied (resolve) when it is over max_result_chars, through one spill
+// activity, and returns its reference for processTool; nil when it is
+// short, the worker has no artifact store, or the history predates
+// PatchResolvedSpill. The entry stays raw-completed until processTool, so
+// a failed spill fails the run resumably and a resume tries again.
+func (w *sessionWorkflow) spillResolved(ctx workflow.Context, d *drive, st *runtime.RunState, e *runtime.ToolEntry) (*SpillRef, error) {
+	content := runtime.ApplyToContent(w.tools[e.Call.Name].ResultMiddleware, e.RawResult.Content)
+	text, _, ok := runtime.SpillText(content, w.def.MaxResultChars)
+	if !ok {
+		return nil, nil
+	}
+	if legacyResolvedSpill || workflow.GetVersion(ctx, PatchResolvedSpill, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		return nil, nil // pre-patch: kept whole
+	}
+	timeout, ok := w.capTimeout(ctx, d, spillTimeout)
+	if !ok {
+		d.cause = causeDeadline
+		return nil, errInterrupted
+	}
+	opts := workflow.ActivityOptions{
+		StartToCloseTimeout: timeout,
+		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: 10 * time.Second, MaximumAttempts: 5},
+	}
+	in := SpillInput{
+		SessionID: st.SessionID, RunID: st.RunID, ExecutionKey: e.ExecutionKey, Owner: w.s.Owner,
+		Text: text, Events: w.takeEvents(),
+	}
+	var out *SpillRef
+	if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, opts), ActivitySpill, in).Get(ctx, &out); err != nil {
+		if ierr := w.interruption(ctx, d, err); ierr != nil {
+			return nil, ierr
+		}
+		return nil, activityFailure(err, "spill")
+	}
+	return out, nil
+}
+
 // processTool applies result middleware to the raw result and, when the
 // tool activity stored the result's full text (spill), replaces a result
 // over max_result_chars by its preview and records it in
 // extensions.result_spill, as the local driver's spill does (pure: the
 // bytes are stored by the activity; a spill whose key is not the SHA-256
 // of this result's text is ignored, so no reference ever names bytes that
-// were not stored). A result with no spill (resolved by the caller, or a
-// worker without an artifact store) is kept whole.
+// were not stored). A result with no spill (short, a worker without an
+// artifact store, or resolved by the caller before PatchResolvedSpill) is
+// kept whole; a long result the caller resolved is stored by spillResolved.
 func (w *sessionWorkflow) processTool(ctx workflow.Context, st *runtime.RunState, e *runtime.ToolEntry, spill *SpillRef) error {
 	if err := runtime.SetToolStatus(e, runtime.TevProcess); err != nil {
 		return err

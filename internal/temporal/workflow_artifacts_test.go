@@ -106,6 +106,14 @@ func runToContinueAsNew(t *testing.T, h *harness) SessionInput {
 		assertStatus(t, h.getRun("run-1"), runtime.StatusCompleted)
 		h.env.SetContinueAsNewSuggested(true)
 	})
+	return continueAsNew(t, h)
+}
+
+// continueAsNew executes the workflow, with a control update at 61 s
+// that makes it continue as new once a callback before it suggested so,
+// and returns the carried session.
+func continueAsNew(t *testing.T, h *harness) SessionInput {
+	t.Helper()
 	h.update(time.Minute+time.Second, UpdateControl, "ctl-1", ControlRequest{Action: ActionPaused})
 	h.env.ExecuteWorkflow(SessionWorkflow, h.input)
 	var can *workflow.ContinueAsNewError
@@ -213,4 +221,86 @@ func TestSpillIgnoredWhenItDoesNotMatch(t *testing.T) {
 	require.NoError(t, env.GetWorkflowError())
 	require.Nil(t, st.Extensions["result_spill"])
 	require.JSONEq(t, string(tool.TextContent(bigText+" (mw)")), string(e.Result.Content))
+}
+
+// clientAgent calls the client tool "ask" (result middleware appends
+// " (mw)", max_result_chars 120), then finishes.
+func clientAgent() *agent.Definition {
+	def := scriptedAgent("client", []agent.ToolDef{{Config: tool.Config{Name: "ask", Description: "ask", Kind: tool.KindClient}}},
+		model.ScriptStep{ToolCalls: []model.ToolCall{toolCall("c1", "ask", `{}`)}},
+		model.ScriptStep{Text: "done"},
+	)
+	def.Tools[0].ResultMiddleware = []agent.Middleware{{AppendText: strp(" (mw)")}}
+	def.MaxResultChars = maxChars
+	return def
+}
+
+// resolveClientRun runs the client tool to its client_result, resolves it
+// with text (and resumes), then continues as new and returns the run.
+func resolveClientRun(t *testing.T, h *harness, text string) *runtime.RunState {
+	t.Helper()
+	key := runtime.ExecutionKey("run-1", 1, "c1")
+	h.submit(time.Second, "req-1", "run-1", "go")
+	h.at(30*time.Second, func() { assertStatus(t, h.getRun("run-1"), runtime.StatusAwaitingInput) })
+	res := h.update(31*time.Second, UpdateResolve, "res-1", ResolveRequest{
+		Key: key, Result: &model.ToolResult{ToolCallID: "c1", Content: tool.TextContent(text)}, Resume: true,
+	})
+	h.at(time.Minute, func() {
+		var rr ResolveResult
+		res.decode(t, &rr)
+		assertStatus(t, rr.Run, runtime.StatusCompleted)
+		h.env.SetContinueAsNewSuggested(true)
+	})
+	return continueAsNew(t, h).Runs["run-1"].State
+}
+
+// TestResolvedResultSpilled: a client tool's result supplied by the caller
+// that is over max_result_chars after result middleware is stored by one
+// spill activity, owned by the session's owner, and spilled exactly as the
+// local engine spills it (preview note, extensions.result_spill).
+func TestResolvedResultSpilled(t *testing.T) {
+	store := newTestStore(t)
+	h := newStoreHarness(t, clientAgent(), nil, store)
+	st := resolveClientRun(t, h, bigText)
+	require.Equal(t, 1, h.count(ActivitySpill))
+	require.Equal(t, 2, h.count(ActivityModel))
+
+	full := bigText + " (mw)"
+	spillKey := sha256Hex(full)
+	require.Equal(t, map[string]any{"results": map[string]any{
+		"r_id0": map[string]any{
+			"result_id": "r_id0", "path": "artifact://" + spillKey, "fmt": "text", "row_count": nil, "columns": nil,
+			"parent_keys": []any{runtime.ExecutionKey("run-1", 1, "c1")}, "size_bytes": float64(len(full)),
+		},
+	}}, st.Extensions["result_spill"])
+	require.JSONEq(t, string(tool.TextContent(fmt.Sprintf("%s\n\n[Result truncated: %d characters. Full result: artifact://%s]", bigText[:maxChars], len(full), spillKey))),
+		string(toolResultsByCall(st.Messages)["c1"].Content))
+	last, err := json.Marshal(h.lastModelInput().Request)
+	require.NoError(t, err)
+	require.NotContains(t, string(last), bigText, "the full result never reaches the model")
+
+	got, err := store.GetOwned(context.Background(), "alice", spillKey)
+	require.NoError(t, err)
+	require.Equal(t, full, string(got))
+	_, err = store.GetOwned(context.Background(), "bob", spillKey)
+	require.ErrorIs(t, err, artifacts.ErrNotFound)
+}
+
+// TestResolvedResultShortOrNoStore: a short resolved result runs no spill
+// activity; without an artifact store a long one is kept whole.
+func TestResolvedResultShortOrNoStore(t *testing.T) {
+	t.Run("short", func(t *testing.T) {
+		h := newStoreHarness(t, clientAgent(), nil, nil)
+		st := resolveClientRun(t, h, "fine")
+		require.Equal(t, 0, h.count(ActivitySpill))
+		require.Nil(t, st.Extensions["result_spill"])
+		require.JSONEq(t, string(tool.TextContent("fine (mw)")), string(toolResultsByCall(st.Messages)["c1"].Content))
+	})
+	t.Run("no store", func(t *testing.T) {
+		h := newStoreHarness(t, clientAgent(), nil, nil)
+		st := resolveClientRun(t, h, bigText)
+		require.Equal(t, 1, h.count(ActivitySpill))
+		require.Nil(t, st.Extensions["result_spill"])
+		require.JSONEq(t, string(tool.TextContent(bigText+" (mw)")), string(toolResultsByCall(st.Messages)["c1"].Content))
+	})
 }
