@@ -236,6 +236,71 @@ func (d *Doc) AppendCanonical(dst []byte) []byte {
 	return dst
 }
 
+// AppendCanonicalReplacing appends the canonical form of the parsed text
+// to dst like AppendCanonical, except that the value of every object
+// member whose decoded key satisfies replace (at any depth, but not inside
+// a value already replaced) is written as lit instead, which must be a
+// canonical JSON text (e.g. from AppendCanonicalString). changed reports
+// whether any replaced value's canonical form differed from lit. It panics
+// without a successful Parse.
+func (d *Doc) AppendCanonicalReplacing(dst []byte, replace func(key []byte) bool, lit []byte) (_ []byte, changed bool) {
+	if !d.ok {
+		panic("journal: Doc.AppendCanonicalReplacing without a successful Parse")
+	}
+	dst = slices.Grow(dst, len(d.p.src))
+	r := replacer{p: &d.p, replace: replace, lit: lit}
+	dst, _ = r.emit(dst, 0)
+	return dst, r.changed
+}
+
+// replacer is the state of Doc.AppendCanonicalReplacing.
+type replacer struct {
+	p       *parser
+	replace func(key []byte) bool
+	lit     []byte
+	changed bool
+}
+
+// emit is parser.emit with the replacement of matching members' values.
+func (r *replacer) emit(dst []byte, i int32) ([]byte, int32) {
+	p := r.p
+	n := &p.nodes[i]
+	switch n.kind {
+	case jArray:
+		dst = append(dst, '[')
+		end := n.next
+		for j := i + 1; j < end; {
+			if j > i+1 {
+				dst = append(dst, ',')
+			}
+			dst, j = r.emit(dst, j)
+		}
+		return append(dst, ']'), end
+	case jObject:
+		dst = append(dst, '{')
+		for k, key := range p.members[n.aux : n.aux+n.aux2] {
+			if k > 0 {
+				dst = append(dst, ',')
+			}
+			dst = p.appendString(dst, &p.nodes[key])
+			dst = append(dst, ':')
+			if !r.replace(p.keyBytes(key)) {
+				dst, _ = r.emit(dst, key+1)
+				continue
+			}
+			start := len(dst)
+			dst, _ = p.emit(dst, key+1)
+			if !bytes.Equal(dst[start:], r.lit) {
+				r.changed = true
+			}
+			dst = append(dst[:start], r.lit...)
+		}
+		return append(dst, '}'), n.next
+	default:
+		return p.emit(dst, i)
+	}
+}
+
 // IsNull reports whether the parsed text is the literal null.
 func (d *Doc) IsNull() bool { return d.ok && d.p.nodes[0].kind == jNull }
 
