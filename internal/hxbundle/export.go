@@ -248,8 +248,23 @@ func (a *Archive) open() (*os.File, error) {
 func (a *Archive) ReaderAt() io.ReaderAt { return io.NewSectionReader(a.f, 0, a.size) }
 
 // Close removes the spool file. It is idempotent.
+//
+// The file's name is gone when Close returns. Its data is released in the
+// background: unlinking a file that is still open only drops the name, and
+// the page cache is freed (several milliseconds for a large bundle) when
+// the last descriptor closes, which Close leaves to another goroutine.
+// Descriptors opened by WriteTo calls still running keep the data until
+// they finish.
 func (a *Archive) Close() error {
 	a.closeOnce.Do(func() {
+		if err := os.Remove(a.f.Name()); err == nil || errors.Is(err, os.ErrNotExist) {
+			// Only the spool's own descriptor is left; an error closing a
+			// file whose name is gone could not matter to anyone.
+			go a.f.Close()
+			return
+		}
+		// Some systems (Windows) refuse to remove an open file: close it
+		// first, the slow way.
 		err := a.f.Close()
 		if rmErr := os.Remove(a.f.Name()); rmErr != nil && !errors.Is(rmErr, os.ErrNotExist) {
 			err = errors.Join(err, rmErr)
@@ -889,7 +904,10 @@ type exportRecordEncoder struct {
 	include bool
 	rules   []compiledRule
 	doc     journal.Doc // the payload being exported
-	tree    []byte      // a redacted payload (valid until the next record)
+	// general, set by tests, sends every payload through the general path
+	// (payload), which the fast paths must match byte for byte.
+	general bool
+	tree    []byte // a redacted payload (valid until the next record)
 	applied []*compiledRule
 }
 
@@ -908,7 +926,7 @@ func (enc *exportRecordEncoder) appendLines(dst []byte, recs []journal.Record) (
 // The record's 12 fields are written in key order; only the payload goes
 // through the canonical encoder. On error dst keeps its length.
 func (enc *exportRecordEncoder) appendLine(dst []byte, rec journal.Record) ([]byte, error) {
-	doc, capture, err := enc.payloadDoc(rec.Kind, rec.Payload)
+	doc, payload, capture, err := enc.payloadDoc(rec.Kind, rec.Payload)
 	if err != nil {
 		return dst, err
 	}
@@ -933,9 +951,12 @@ func (enc *exportRecordEncoder) appendLine(dst []byte, rec journal.Record) ([]by
 	dst = append(dst, `,"kind":`...)
 	str(string(rec.Kind))
 	dst = append(dst, `,"payload":`...)
-	if doc == nil {
+	switch {
+	case payload != nil:
+		dst = append(dst, payload...)
+	case doc == nil:
 		dst = append(dst, "null"...)
-	} else {
+	default:
 		dst = doc.AppendCanonical(dst)
 	}
 	dst = append(dst, `,"recorded_at":`...)
@@ -956,37 +977,48 @@ func (enc *exportRecordEncoder) appendLine(dst []byte, rec journal.Record) ([]by
 	return append(dst, "}\n"...), nil
 }
 
-// payloadDoc returns the exported payload parsed for canonical output (nil
-// for null) and its capture status (REFERENCE §5.4); see payload. The Doc
-// is valid until the next call.
-func (enc *exportRecordEncoder) payloadDoc(kind journal.Kind, stored []byte) (*journal.Doc, string, error) {
+// payloadDoc returns the exported payload, either parsed for canonical
+// output (doc; both nil for null) or already in canonical form (text),
+// and its capture status (REFERENCE §5.4); see payload. The Doc and text
+// are valid until the next call.
+func (enc *exportRecordEncoder) payloadDoc(kind journal.Kind, stored []byte) (doc *journal.Doc, text []byte, capture string, err error) {
 	if !enc.include {
-		return nil, exportCaptureOmitted, nil
+		return nil, nil, exportCaptureOmitted, nil
 	}
-	if len(stored) > 0 && !enc.anyRule(kind) {
+	if len(stored) > 0 && !enc.general && !enc.anyRule(kind) {
 		// Fast path: parse once; when auto-redaction certainly changes
 		// nothing the stored payload is exported as it is. Anything else,
 		// a parse error included, takes the general path.
 		if err := enc.doc.Parse(stored, 1); err == nil {
 			if enc.doc.IsNull() {
-				return nil, exportCaptureOmitted, nil
+				return nil, nil, exportCaptureOmitted, nil
 			}
-			if !docMightRedact(&enc.doc) {
-				return &enc.doc, exportCapturePresent, nil
+			switch docRedactions(&enc.doc) {
+			case redactNone:
+				return &enc.doc, nil, exportCapturePresent, nil
+			case redactKeysOnly:
+				// Auto-redaction replaces the values of credential keys
+				// and nothing else: write the Doc so, in one pass.
+				text, changed := enc.doc.AppendCanonicalReplacing(enc.tree[:0], isCredentialKeyBytes, redactMarkerJSON)
+				enc.tree = text
+				if changed {
+					return nil, text, exportCaptureRedacted, nil
+				}
+				return nil, text, exportCapturePresent, nil
 			}
 		}
 	}
 	out, capture, err := enc.payload(kind, stored)
 	if err != nil {
-		return nil, "", err
+		return nil, nil, "", err
 	}
 	if err := enc.doc.Parse(out, 1); err != nil {
-		return nil, "", err
+		return nil, nil, "", err
 	}
 	if enc.doc.IsNull() {
-		return nil, capture, nil
+		return nil, nil, capture, nil
 	}
-	return &enc.doc, capture, nil
+	return &enc.doc, nil, capture, nil
 }
 
 // anyRule reports whether a redaction rule applies to records of kind.

@@ -753,6 +753,55 @@ func docMightRedact(d *journal.Doc) bool {
 	})
 }
 
+// Outcomes of docRedactions.
+const (
+	redactNone     = iota // automatic redaction changes nothing
+	redactKeysOnly        // it only replaces credential keys' values
+	redactMaybe           // anything else: take the general path
+)
+
+// docRedactions tells what automatic redaction (autoRedact, both passes)
+// does to the parsed payload d, with no rule applying. When no string
+// value may hold JSON (its source text, after spaces, does not start with
+// '{', '[' or an escape) nothing but the values of credential-shaped keys
+// can change: autoRedact then sets exactly those (the outermost ones) to
+// "[REDACTED]" and its second pass finds nothing more to do. Otherwise
+// the answer is docMightRedact's, redactNone or redactMaybe.
+func docRedactions(d *journal.Doc) int {
+	keys, embeds := false, false
+	d.Strings(func(s []byte, key, _ bool) bool {
+		if key {
+			if !keys && isCredentialKeyBytes(s) {
+				keys = true
+			}
+			return true
+		}
+		j := 0
+		for j < len(s) && (s[j] == ' ' || s[j] == '\t' || s[j] == '\n' || s[j] == '\r') {
+			j++
+		}
+		if j < len(s) && (s[j] == '{' || s[j] == '[' || s[j] == '\\') {
+			embeds = true
+			return false
+		}
+		return true
+	})
+	switch {
+	case embeds:
+		if docMightRedact(d) {
+			return redactMaybe
+		}
+		return redactNone
+	case keys:
+		return redactKeysOnly
+	default:
+		return redactNone
+	}
+}
+
+// redactMarkerJSON is redactMarker as a canonical JSON string.
+var redactMarkerJSON = []byte(`"` + redactMarker + `"`)
+
 // stringMightRedact is mightRedact's test of one string of a payload: a
 // decoded object key, or a value's source text (esc: with escapes).
 func stringMightRedact(s []byte, key, esc bool) bool {
