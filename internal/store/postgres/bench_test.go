@@ -28,10 +28,11 @@ type benchWorker struct {
 
 // boundary is a typical recorded boundary: ~2 KB state, a step, three
 // records (boundary, boundary, checkpoint) and two events with records.
+// Record and event ids are UUIDv7, as the runtime makes them.
 func (w *benchWorker) boundary() *rtstore.Commit {
 	rec := func(kind journal.Kind, payload string) journal.Record {
 		return journal.Record{
-			Version: 1, ID: uuid.NewString(), Kind: kind, RecordedAt: journal.Timestamp(time.Now()),
+			Version: 1, ID: benchID(), Kind: kind, RecordedAt: journal.Timestamp(time.Now()),
 			SessionID: w.sessionID, RunID: w.runID, StepID: "3", AttemptID: "1", Payload: json.RawMessage(payload),
 		}
 	}
@@ -40,7 +41,7 @@ func (w *benchWorker) boundary() *rtstore.Commit {
 		return rtstore.PendingEvent{
 			Event: rtstore.RunEvent{
 				Type: typ, Data: json.RawMessage(`{"text":"The invoice total is 42.00 EUR."}`),
-				SessionID: w.sessionID, RunID: w.runID, StepID: "3", AttemptID: "1", EventID: uuid.NewString(),
+				SessionID: w.sessionID, RunID: w.runID, StepID: "3", AttemptID: "1", EventID: benchID(),
 			},
 			Record: &r,
 		}
@@ -203,3 +204,6 @@ func BenchmarkBoundaryThroughput(b *testing.B) {
 		})
 	}
 }
+
+// benchID is a new UUIDv7 string (runtime.Config's default NewIDFunc).
+func benchID() string { return uuid.Must(uuid.NewV7()).String() }
