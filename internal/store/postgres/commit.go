@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -124,7 +123,7 @@ func (s *Store) Commit(ctx context.Context, c *rtstore.Commit) error {
 		<-r.done
 	}
 	if r.err != nil {
-		s.seqs.forget(c.RunID)
+		s.seqs.Forget(c.RunID)
 		return r.err
 	}
 	return nil
@@ -504,7 +503,6 @@ func formatCursor(seq int64) string { return strconv.FormatInt(seq, 10) }
 // runSeqs are a run's last journal and event seq (-1 when unknown) and
 // whether the session's latest run is known to be this run.
 type runSeqs struct {
-	token          string
 	journal, event int64
 	lastRun        bool
 }
@@ -514,24 +512,14 @@ var unknownSeqs = runSeqs{journal: -1, event: -1}
 
 // seqCache remembers, between the commits of one lease, each run's last
 // seqs and that the session already points at the run, sparing two
-// MAX(seq) reads and an update per commit. Only the lease holder writes a
-// run's journal and events (every write is fenced), and a token is never
-// reused, so the values stay true for as long as the same lease commits;
-// any failure forgets them, and a stale value (a writer bypassing the
-// lease) makes the appends collide, which the commit detects and retries
-// from the database.
-type seqCache struct {
-	mu   sync.Mutex
-	runs map[string]runSeqs
-}
+// MAX(seq) reads and an update per commit (rtstore.LeaseCache says why
+// that is safe). A stale value (a writer bypassing the lease) makes the
+// appends collide, which the commit detects and retries from the database.
+type seqCache struct{ rtstore.LeaseCache[runSeqs] }
 
+// get returns cm's run's cached seqs, or unknownSeqs.
 func (c *seqCache) get(cm *rtstore.Commit) runSeqs {
-	if cm.Lease == nil {
-		return unknownSeqs
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if v, ok := c.runs[cm.RunID]; ok && v.token == cm.Lease.Token() {
+	if v, ok := c.Get(cm); ok {
 		return v
 	}
 	return unknownSeqs
@@ -540,20 +528,8 @@ func (c *seqCache) get(cm *rtstore.Commit) runSeqs {
 // put records the seqs of a run after a commit under cm's lease; the
 // session now points at the run.
 func (c *seqCache) put(cm *rtstore.Commit, v runSeqs) {
-	if cm.Lease == nil {
-		return
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.runs == nil {
-		c.runs = map[string]runSeqs{}
-	}
-	if len(c.runs) > 10000 {
-		clear(c.runs) // bounded: a cold entry costs two reads
-	}
-	v.token = cm.Lease.Token()
 	v.lastRun = true
-	c.runs[cm.RunID] = v
+	c.Put(cm, v)
 }
 
 // runStarted records that the session of cm's lease now points at cm's run
@@ -562,30 +538,10 @@ func (c *seqCache) runStarted(cm *rtstore.Commit, v runSeqs) {
 	if cm.Lease == nil {
 		return
 	}
-	c.mu.Lock()
-	for id, e := range c.runs {
-		if e.token == cm.Lease.Token() && id != cm.RunID {
+	c.Update(cm.Lease.Token(), func(runID string, e *runSeqs) {
+		if runID != cm.RunID {
 			e.lastRun = false
-			c.runs[id] = e
 		}
-	}
-	c.mu.Unlock()
+	})
 	c.put(cm, v)
-}
-
-func (c *seqCache) forget(runID string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	delete(c.runs, runID)
-}
-
-// forgetToken drops the entries of a released lease.
-func (c *seqCache) forgetToken(token string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for id, v := range c.runs {
-		if v.token == token {
-			delete(c.runs, id)
-		}
-	}
 }

@@ -173,7 +173,7 @@ func (l *lease) release(ctx context.Context) error {
 	s.mu.Lock()
 	delete(s.leases, l)
 	s.mu.Unlock()
-	s.seqs.forgetToken(l.token)
+	s.seqs.ForgetToken(l.token)
 	return nil
 }
 

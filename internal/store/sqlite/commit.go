@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"sync"
 	"time"
 
 	"hxd/internal/journal"
@@ -61,7 +60,7 @@ func (s *Store) Commit(ctx context.Context, c *rtstore.Commit) error {
 		return err
 	})
 	if err != nil {
-		s.seqs.forget(c.RunID)
+		s.seqs.Forget(c.RunID)
 		return err
 	}
 	s.seqs.put(c, known)
@@ -97,7 +96,6 @@ func (s *Store) inCommitTx(ctx context.Context, op string, fn func(ctx context.C
 // event seq (-1 when unknown), its stored status ("" when unknown) and
 // whether it is its session's latest run.
 type runSeqs struct {
-	token          string
 	journal, event int64
 	status         rtstore.RunStatus
 	latest         bool // the run is its session's latest
@@ -105,48 +103,19 @@ type runSeqs struct {
 
 // seqCache remembers each run's last seqs and status between the commits
 // of one lease, sparing two last-seq reads, a sessions lookup and a
-// runs_status index write per commit. Only the lease holder writes a
-// run's row, journal and events, so the values stay true for as long as
-// the same lease commits; any failure forgets them.
-type seqCache struct {
-	mu   sync.Mutex
-	runs map[string]runSeqs
-}
+// runs_status index write per commit (rtstore.LeaseCache says why that is
+// safe).
+type seqCache struct{ rtstore.LeaseCache[runSeqs] }
 
+// get returns cm's run's cached seqs, or unknown ones.
 func (c *seqCache) get(cm *rtstore.Commit) runSeqs {
-	unknown := runSeqs{journal: -1, event: -1}
-	if cm.Lease == nil {
-		return unknown
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if v, ok := c.runs[cm.RunID]; ok && v.token == cm.Lease.Token() {
+	if v, ok := c.Get(cm); ok {
 		return v
 	}
-	return unknown
+	return runSeqs{journal: -1, event: -1}
 }
 
-func (c *seqCache) put(cm *rtstore.Commit, v runSeqs) {
-	if cm.Lease == nil {
-		return
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.runs == nil {
-		c.runs = map[string]runSeqs{}
-	}
-	if len(c.runs) > 10000 {
-		clear(c.runs) // bounded: a cold entry costs two reads
-	}
-	v.token = cm.Lease.Token()
-	c.runs[cm.RunID] = v
-}
-
-func (c *seqCache) forget(runID string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	delete(c.runs, runID)
-}
+func (c *seqCache) put(cm *rtstore.Commit, v runSeqs) { c.Put(cm, v) }
 
 // setCursors writes the cursors assigned in a committed transaction back
 // into the commit's events.
