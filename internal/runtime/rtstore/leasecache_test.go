@@ -48,7 +48,7 @@ func TestLeaseCache(t *testing.T) {
 		t.Fatal("ForgetToken kept the entry")
 	}
 	for i := range leaseCacheMax + 1 {
-		c.Put(&Commit{RunID: string(rune('A' + i%26)) + string(rune(i)), Lease: fakeLease{"a"}}, i)
+		c.Put(&Commit{RunID: string(rune('A'+i%26)) + string(rune(i)), Lease: fakeLease{"a"}}, i)
 	}
 	if n := len(c.runs); n > leaseCacheMax {
 		t.Fatalf("cache holds %d entries, bound %d", n, leaseCacheMax)
