@@ -93,7 +93,7 @@ func startTemporal(t testing.TB, cli string, opts TemporalOptions) (*TemporalSer
 	}
 	cmd := exec.Command(cli, args...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = PeerProcAttr()
 	if err := cmd.Start(); err != nil {
 		_ = logFile.Close()
 		return nil, fmt.Errorf("start %s: %w", cli, err)

@@ -100,7 +100,7 @@ func startS3(t testing.TB, bin string) (*S3Server, error) {
 	// Only what versitygw needs: no ROOT_ACCESS_KEY or VGW_* from the caller.
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir}
 	cmd.Stdout, cmd.Stderr = logFile, logFile
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = hxtest.PeerProcAttr()
 	if err := cmd.Start(); err != nil {
 		_ = logFile.Close()
 		return nil, fmt.Errorf("start %s: %w", bin, err)
