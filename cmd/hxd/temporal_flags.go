@@ -120,13 +120,14 @@ func dialTemporal(ctx context.Context, c *temporalConfig, log *slog.Logger) (*te
 	}
 	d := &temporalDeps{client: cl, s3: s3, store: store}
 	if c.RedisAddr != "" {
+		events.SetLogger(log)
 		ev, err := events.Open(c.RedisAddr, events.Config{})
 		if err != nil {
 			cl.Close()
 			return nil, fmt.Errorf("redis: %w", err)
 		}
 		if err := ev.Ping(ctx); err != nil {
-			log.WarnContext(ctx, "redis unreachable; events stay unavailable until it answers", "addr", c.RedisAddr, "error", err)
+			log.WarnContext(ctx, "redis unreachable; events stay unavailable until it answers", "addr", events.DisplayAddr(c.RedisAddr), "error", err)
 		}
 		d.events = ev
 	}

@@ -3,6 +3,7 @@ package events
 import (
 	"math"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -158,4 +159,21 @@ func FuzzCursorInt64(f *testing.F) {
 			}
 		}
 	})
+}
+
+func TestDisplayAddr(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"127.0.0.1:6379", "127.0.0.1:6379"},
+		{"redis://127.0.0.1:6379/0", "redis://127.0.0.1:6379/0"},
+		{"redis://user:s3cret@cache:6379/0", "redis://user:xxxxx@cache:6379/0"},
+		{"rediss://:s3cret@cache:6380", "rediss://:xxxxx@cache:6380"},
+		{"redis://:s3cret@cache:6379/%zz", "(unparsable URL)"},
+	} {
+		if got := DisplayAddr(tc.in); got != tc.want {
+			t.Errorf("DisplayAddr(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+	if _, err := Open("redis://:s3cret@cache:6379/%zz", Config{}); err == nil || strings.Contains(err.Error(), "s3cret") {
+		t.Fatalf("Open with a bad URL: %v (must fail without the password)", err)
+	}
 }

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
+	"net/url"
 	"strings"
 	"time"
 
@@ -130,7 +132,8 @@ func Open(addr string, cfg Config) (*Redis, error) {
 	if strings.Contains(addr, "://") {
 		var err error
 		if opt, err = redis.ParseURL(addr); err != nil {
-			return nil, fmt.Errorf("events: parse redis url: %w", err)
+			// The parse error would quote the URL, password included.
+			return nil, fmt.Errorf("events: invalid redis URL %s", DisplayAddr(addr))
 		}
 	} else {
 		if addr == "" {
@@ -438,4 +441,28 @@ func (r *Redis) Watch(ctx context.Context, runID string, after Cursor, timeout t
 		}
 	}
 	return false, nil
+}
+
+// DisplayAddr is addr fit for logs and errors: a URL's password is
+// replaced by "xxxxx"; an address that does not parse is not shown.
+func DisplayAddr(addr string) string {
+	if !strings.Contains(addr, "://") {
+		return addr
+	}
+	u, err := url.Parse(addr)
+	if err != nil {
+		return "(unparsable URL)"
+	}
+	return u.Redacted()
+}
+
+// SetLogger routes go-redis's own log lines (dial failures during an
+// outage, pool notices) to log at level Warn instead of stderr. It is
+// process-wide, as go-redis's logger is.
+func SetLogger(log *slog.Logger) { redis.SetLogger(redisLogger{log}) }
+
+type redisLogger struct{ log *slog.Logger }
+
+func (l redisLogger) Printf(ctx context.Context, format string, v ...any) {
+	l.log.WarnContext(ctx, "redis client", "detail", fmt.Sprintf(format, v...))
 }
