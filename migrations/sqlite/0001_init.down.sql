@@ -7,8 +7,6 @@ DROP TRIGGER IF EXISTS journal_no_delete;
 DROP TRIGGER IF EXISTS journal_no_update;
 DROP TRIGGER IF EXISTS ids_no_delete;
 DROP TRIGGER IF EXISTS ids_no_update;
-DROP TRIGGER IF EXISTS events_id;
-DROP TRIGGER IF EXISTS journal_id;
 DROP TABLE IF EXISTS ids;
 DROP TABLE IF EXISTS journal;
 DROP TABLE IF EXISTS artifact_refs;

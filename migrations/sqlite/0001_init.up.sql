@@ -102,24 +102,16 @@ CREATE TABLE journal (
 -- ids makes journal record ids (tag 0) and event ids (tag 1) unique and
 -- finds their rows. One index for both: a commit's new ids (time-ordered
 -- UUIDv7 from the runtime) land on one right-edge page instead of one per
--- table. The triggers below fill it; a known id fails the INSERT with a
--- PRIMARY KEY violation.
+-- table. The store inserts a journal or events row's ids row in the same
+-- transaction, with one multi-row INSERT per commit (an AFTER INSERT
+-- trigger per row costs more than the row); a known id fails that INSERT
+-- with a PRIMARY KEY violation and the transaction rolls back.
 CREATE TABLE ids (
     id  TEXT    NOT NULL,
     tag INTEGER NOT NULL CHECK (tag IN (0, 1)),       -- 0 journal, 1 events
     k   INTEGER NOT NULL,                             -- the row's k
     PRIMARY KEY (id, tag)
 ) WITHOUT ROWID;
-
-CREATE TRIGGER journal_id AFTER INSERT ON journal
-BEGIN
-    INSERT INTO ids (id, tag, k) VALUES (NEW.id, 0, NEW.k);
-END;
-
-CREATE TRIGGER events_id AFTER INSERT ON events
-BEGIN
-    INSERT INTO ids (id, tag, k) VALUES (NEW.event_id, 1, NEW.k);
-END;
 
 -- The flight recorder, the event stream and artifacts are append-only.
 CREATE TRIGGER journal_no_update BEFORE UPDATE ON journal

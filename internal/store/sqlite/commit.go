@@ -12,16 +12,18 @@ import (
 	"hxd/internal/runtime/rtstore"
 )
 
-// Boundary SQL besides runs, sessions, journal and events.
+// Boundary SQL besides runs, sessions, journal and events. An upsert of
+// an unchanged payload writes nothing (the WHERE of DO UPDATE), sparing the
+// table's page in the WAL.
 const (
 	sqlSnapshotUpsert = `INSERT INTO snapshots (session_id, payload) VALUES (?, ?)
-ON CONFLICT (session_id) DO UPDATE SET payload = excluded.payload`
+ON CONFLICT (session_id) DO UPDATE SET payload = excluded.payload WHERE payload IS NOT excluded.payload`
 	sqlStepUpsert = `INSERT INTO steps (run_id, id, payload) VALUES (?, ?, ?)
-ON CONFLICT (run_id, id) DO UPDATE SET payload = excluded.payload`
+ON CONFLICT (run_id, id) DO UPDATE SET payload = excluded.payload WHERE payload IS NOT excluded.payload`
 	sqlApprovalUpsert = `INSERT INTO approvals (run_id, id, payload) VALUES (?, ?, ?)
-ON CONFLICT (run_id, id) DO UPDATE SET payload = excluded.payload`
+ON CONFLICT (run_id, id) DO UPDATE SET payload = excluded.payload WHERE payload IS NOT excluded.payload`
 	sqlToolOutcomeUpsert = `INSERT INTO tool_outcomes (run_id, id, payload) VALUES (?, ?, ?)
-ON CONFLICT (run_id, id) DO UPDATE SET payload = excluded.payload`
+ON CONFLICT (run_id, id) DO UPDATE SET payload = excluded.payload WHERE payload IS NOT excluded.payload`
 )
 
 // Commit writes one boundary in one transaction: run status, phase and
@@ -50,7 +52,7 @@ func (s *Store) Commit(ctx context.Context, c *rtstore.Commit) error {
 	defer release()
 	var cursors []string
 	known := s.seqs.get(c)
-	err = s.inCommitTx(ctx, op, func(ctx context.Context, t *txn) error {
+	err = s.inCommitTx(ctx, op, s.inDriverTx, func(ctx context.Context, t *txn) error {
 		var err error
 		t.seq = known
 		cursors, err = t.applyCommit(ctx, c, now())
@@ -73,12 +75,15 @@ func (s *Store) Commit(ctx context.Context, c *rtstore.Commit) error {
 // skips re-sent rows and detects conflicting ones.
 var errKnownID = errors.New("known id in a batch")
 
+// txRunner runs fn in one writer transaction: Store.inTx or inDriverTx.
+type txRunner func(ctx context.Context, op string, fn func(ctx context.Context, t *txn) error) error
+
 // inCommitTx runs fn (a commit) in one transaction by inTx; when fn's
 // batched inserts meet a known id it runs fn again in a new transaction
 // in row-by-row mode.
-func (s *Store) inCommitTx(ctx context.Context, op string, fn func(ctx context.Context, t *txn) error) error {
+func (s *Store) inCommitTx(ctx context.Context, op string, inTx txRunner, fn func(ctx context.Context, t *txn) error) error {
 	var known bool
-	err := s.inTx(ctx, op, func(ctx context.Context, t *txn) error {
+	err := inTx(ctx, op, func(ctx context.Context, t *txn) error {
 		err := fn(ctx, t)
 		known = errors.Is(err, errKnownID)
 		return err
@@ -86,7 +91,7 @@ func (s *Store) inCommitTx(ctx context.Context, op string, fn func(ctx context.C
 	if !known {
 		return err
 	}
-	return s.inTx(ctx, op, func(ctx context.Context, t *txn) error {
+	return inTx(ctx, op, func(ctx context.Context, t *txn) error {
 		t.rowByRow = true
 		return fn(ctx, t)
 	})
@@ -97,6 +102,7 @@ func (s *Store) inCommitTx(ctx context.Context, op string, fn func(ctx context.C
 // whether it is its session's latest run.
 type runSeqs struct {
 	journal, event int64
+	runSeq         int64 // runs.seq of the run; 0 when unknown
 	status         rtstore.RunStatus
 	latest         bool // the run is its session's latest
 }
@@ -147,17 +153,35 @@ func (t *txn) applyCommit(ctx context.Context, c *rtstore.Commit, ts time.Time) 
 	if c.State != nil {
 		state = string(c.State)
 	}
-	var row *sql.Row
-	if t.seq.status == c.Status {
-		row = t.stmt(ctx, s.ws.runUpdateSame).QueryRowContext(ctx, c.Phase, state, formatTime(ts), c.RunID, c.SessionID)
+	runSeq := t.seq.runSeq
+	if runSeq > 0 {
+		// The seq is known: a plain exec, one row changed or none.
+		var n int64
+		var err error
+		if t.seq.status == c.Status {
+			n, err = t.exec(ctx, "update run", s.ws.runUpdateSameKnown, c.Phase, state, formatTime(ts), c.RunID, c.SessionID)
+		} else {
+			n, err = t.exec(ctx, "update run", s.ws.runUpdateKnown, string(c.Status), c.Phase, state, formatTime(ts), c.RunID, c.SessionID)
+		}
+		if err != nil {
+			return nil, err
+		}
+		if n == 0 {
+			return nil, fmt.Errorf("run %s of session %s: %w", c.RunID, c.SessionID, rtstore.ErrNotFound)
+		}
 	} else {
-		row = t.stmt(ctx, s.ws.runUpdate).QueryRowContext(ctx, string(c.Status), c.Phase, state, formatTime(ts), c.RunID, c.SessionID)
-	}
-	var runSeq int64
-	if err := row.Scan(&runSeq); errors.Is(err, sql.ErrNoRows) {
-		return nil, fmt.Errorf("run %s of session %s: %w", c.RunID, c.SessionID, rtstore.ErrNotFound)
-	} else if err != nil {
-		return nil, s.mapErr(ctx, "update run", err)
+		var row scanner
+		if t.seq.status == c.Status {
+			row = t.queryRow(ctx, s.ws.runUpdateSame, c.Phase, state, formatTime(ts), c.RunID, c.SessionID)
+		} else {
+			row = t.queryRow(ctx, s.ws.runUpdate, string(c.Status), c.Phase, state, formatTime(ts), c.RunID, c.SessionID)
+		}
+		if err := row.Scan(&runSeq); errors.Is(err, sql.ErrNoRows) {
+			return nil, fmt.Errorf("run %s of session %s: %w", c.RunID, c.SessionID, rtstore.ErrNotFound)
+		} else if err != nil {
+			return nil, s.mapErr(ctx, "update run", err)
+		}
+		t.seq.runSeq = runSeq
 	}
 	t.seq.status = c.Status
 	if !t.seq.latest {
@@ -240,14 +264,16 @@ func (t *txn) appendRows(ctx context.Context, c *rtstore.Commit, j *journalAppen
 // appendBatch appends c's records and events assuming every id is new,
 // with one multi-row INSERT per table (and per batchRows rows): the
 // records in order, then each event's record. The rows are exactly those
-// appendRows writes when no id is known; a known id fails the INSERT with
-// a UNIQUE violation, returned as errKnownID.
+// appendRows writes when no id is known, and their ids rows go first: a
+// known id fails that INSERT with a PRIMARY KEY violation, returned as
+// errKnownID.
 func (t *txn) appendBatch(ctx context.Context, c *rtstore.Commit, j *journalAppender, e *eventAppender) ([]string, error) {
 	s := t.s
 	var cursors []string
 	enc := rowEncoder{buf: make([]byte, 0, encodedSize(c))}
 	evArgs := make([]any, 0, len(c.Events)*eventCols)
 	mirrors := make([]journal.Record, 0, len(c.Events))
+	idArgs := make([]any, 0, (len(c.Records)+2*len(c.Events))*idsCols)
 	if len(c.Events) > 0 {
 		if err := e.load(ctx); err != nil {
 			return nil, err
@@ -266,7 +292,9 @@ func (t *txn) appendBatch(ctx context.Context, c *rtstore.Commit, j *journalAppe
 				return nil, fmt.Errorf("encode event %s: %w", ev.EventID, err)
 			}
 			cursors[i] = ev.Cursor
-			evArgs = append(evArgs, seqKey(e.runSeq, seq), e.runID, seq, ev.EventID, string(data))
+			k := seqKey(e.runSeq, seq)
+			evArgs = append(evArgs, k, e.runID, seq, ev.EventID, string(data))
+			idArgs = append(idArgs, ev.EventID, idTagEvent, k)
 			if pe.Record != nil {
 				rec := *pe.Record
 				rec.Payload = data
@@ -292,9 +320,15 @@ func (t *txn) appendBatch(ctx context.Context, c *rtstore.Commit, j *journalAppe
 				if err != nil {
 					return nil, fmt.Errorf("encode journal record %s: %w", rec.ID, err)
 				}
-				jArgs = append(jArgs, seqKey(j.runSeq, seq), j.runID, seq, rec.ID, string(data))
+				k := seqKey(j.runSeq, seq)
+				jArgs = append(jArgs, k, j.runID, seq, rec.ID, string(data))
+				idArgs = append(idArgs, rec.ID, idTagJournal, k)
 			}
 		}
+	}
+	// The ids first: a known id fails here, before the rows are written.
+	if err := t.insertRows(ctx, "insert ids", &s.ws.idsInsertN, idsCols, idArgs); err != nil {
+		return nil, err
 	}
 	if err := t.insertRows(ctx, "insert events", &s.ws.eventInsertN, eventCols, evArgs); err != nil {
 		return nil, err
@@ -331,7 +365,7 @@ func encodedSize(c *rtstore.Commit) int {
 func (t *txn) insertRows(ctx context.Context, op string, stmts *[batchRows]*sql.Stmt, cols int, args []any) error {
 	for len(args) > 0 {
 		n := min(len(args)/cols, batchRows)
-		_, err := t.stmt(ctx, stmts[n-1]).ExecContext(ctx, args[:n*cols]...)
+		_, err := t.execRaw(ctx, stmts[n-1], args[:n*cols]...)
 		if isKnownID(err) {
 			return errKnownID
 		}

@@ -77,8 +77,8 @@ func isUniqueViolation(err error) bool {
 }
 
 // isKnownID reports whether err is a PRIMARY KEY failure of a batched
-// journal or event insert: a known id (the ids row its trigger inserts),
-// or a taken k, which the row-by-row retry reports as such.
+// insert: a known journal record or event id (ids), or a taken k (journal,
+// events), which the row-by-row retry reports as such.
 func isKnownID(err error) bool {
 	var se *sqlite.Error
 	return errors.As(err, &se) && se.Code() == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY

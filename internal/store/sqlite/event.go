@@ -14,11 +14,12 @@ import (
 // (runs.seq << 32) + seq, so a run's events are the k range of its seq.
 const (
 	sqlEventMaxSeq = `SELECT seq FROM events WHERE k > (?1 << 32) AND k < ((?1 + 1) << 32) ORDER BY k DESC LIMIT 1`
-	// sqlEventInsert inserts one event; a known event id fails it (trigger
-	// events_id into ids), so the caller looks the id up first.
+	// sqlEventInsert inserts one event; its ids row (sqlIDsInsertRows) goes
+	// in with it, and a known id fails that, so the caller looks the id up
+	// first.
 	sqlEventInsert = `INSERT INTO events (k, run_id, seq, event_id, payload) VALUES (?, ?, ?, ?, ?)`
 	// sqlEventInsertRows heads a multi-row insert of eventCols values per
-	// row; a known event id fails it.
+	// row.
 	sqlEventInsertRows = `INSERT INTO events (k, run_id, seq, event_id, payload) VALUES`
 	sqlEventGetByID    = `SELECT e.run_id, e.seq FROM ids i JOIN events e ON e.k = i.k WHERE i.id = ? AND i.tag = 1`
 	sqlEventListAfter  = `SELECT payload FROM events
@@ -91,9 +92,13 @@ func (e *eventAppender) append(ctx context.Context, ev rtstore.RunEvent) (payloa
 		runID     string
 		storedSeq int64
 	)
-	err = t.stmt(ctx, t.s.ws.eventGetByID).QueryRowContext(ctx, ev.EventID).Scan(&runID, &storedSeq)
+	err = t.queryRow(ctx, t.s.ws.eventGetByID, ev.EventID).Scan(&runID, &storedSeq)
 	if errors.Is(err, sql.ErrNoRows) {
-		if _, err := t.exec(ctx, "insert event", t.s.ws.eventInsert, seqKey(e.runSeq, seq), e.runID, seq, ev.EventID, string(data)); err != nil {
+		k := seqKey(e.runSeq, seq)
+		if _, err := t.exec(ctx, "insert event", t.s.ws.eventInsert, k, e.runID, seq, ev.EventID, string(data)); err != nil {
+			return nil, "", false, err
+		}
+		if _, err := t.exec(ctx, "insert event id", t.s.ws.idsInsertN[0], ev.EventID, idTagEvent, k); err != nil {
 			return nil, "", false, err
 		}
 		e.last = seq
@@ -115,7 +120,7 @@ func (e *eventAppender) load(ctx context.Context) error {
 		return nil
 	}
 	t := e.t
-	err := t.stmt(ctx, t.s.ws.eventMaxSeq).QueryRowContext(ctx, e.runSeq).Scan(&e.last)
+	err := t.queryRow(ctx, t.s.ws.eventMaxSeq, e.runSeq).Scan(&e.last)
 	if errors.Is(err, sql.ErrNoRows) {
 		e.last, err = 0, nil
 	}

@@ -15,11 +15,12 @@ import (
 // (runs.seq << 32) + seq, so a run's records are the k range of its seq.
 const (
 	sqlJournalMaxSeq = `SELECT seq FROM journal WHERE k > (?1 << 32) AND k < ((?1 + 1) << 32) ORDER BY k DESC LIMIT 1`
-	// sqlJournalInsert inserts one record; a known id fails it (trigger
-	// journal_id into ids), so the caller looks the id up first.
+	// sqlJournalInsert inserts one record; its ids row (sqlIDsInsertRows)
+	// goes in with it, and a known id fails that, so the caller looks the
+	// id up first.
 	sqlJournalInsert = `INSERT INTO journal (k, run_id, seq, id, payload) VALUES (?, ?, ?, ?, ?)`
 	// sqlJournalInsertRows heads a multi-row insert of journalCols values
-	// per row; a known id fails it.
+	// per row.
 	sqlJournalInsertRows = `INSERT INTO journal (k, run_id, seq, id, payload) VALUES`
 	sqlJournalGetByID    = `SELECT j.payload FROM ids i JOIN journal j ON j.k = i.k WHERE i.id = ? AND i.tag = 0`
 	sqlJournalList       = `SELECT seq, payload FROM journal
@@ -27,6 +28,16 @@ WHERE k > ((SELECT seq FROM runs WHERE id = ?1) << 32) + MIN(MAX(?2, 0), 4294967
   AND k < (((SELECT seq FROM runs WHERE id = ?1) + 1) << 32)
 ORDER BY k
 LIMIT ?3`
+)
+
+// sqlIDsInsertRows heads a multi-row insert into ids of idsCols values per
+// row (id, tag, k); a known id fails it with a PRIMARY KEY violation.
+const sqlIDsInsertRows = `INSERT INTO ids (id, tag, k) VALUES`
+
+// idsCols is the number of values of an ids row; idTag* are its tags.
+const (
+	idsCols                        = 3
+	idTagJournal, idTagEvent int64 = 0, 1
 )
 
 // journalCols is the number of values of a journal row.
@@ -98,9 +109,13 @@ func (j *journalAppender) append(ctx context.Context, rec journal.Record) error 
 		return fmt.Errorf("encode journal record %s: %w", rec.ID, err)
 	}
 	var stored []byte
-	err = t.stmt(ctx, t.s.ws.journalGetByID).QueryRowContext(ctx, rec.ID).Scan(&stored)
+	err = t.queryRow(ctx, t.s.ws.journalGetByID, rec.ID).Scan(&stored)
 	if errors.Is(err, sql.ErrNoRows) {
-		if _, err := t.exec(ctx, "insert journal record", t.s.ws.journalInsert, seqKey(j.runSeq, rec.Seq), j.runID, rec.Seq, rec.ID, string(data)); err != nil {
+		k := seqKey(j.runSeq, rec.Seq)
+		if _, err := t.exec(ctx, "insert journal record", t.s.ws.journalInsert, k, j.runID, rec.Seq, rec.ID, string(data)); err != nil {
+			return err
+		}
+		if _, err := t.exec(ctx, "insert journal record id", t.s.ws.idsInsertN[0], rec.ID, idTagJournal, k); err != nil {
 			return err
 		}
 		j.last = rec.Seq
@@ -126,7 +141,7 @@ func (j *journalAppender) load(ctx context.Context) error {
 		return nil
 	}
 	t := j.t
-	err := t.stmt(ctx, t.s.ws.journalMaxSeq).QueryRowContext(ctx, j.runSeq).Scan(&j.last)
+	err := t.queryRow(ctx, t.s.ws.journalMaxSeq, j.runSeq).Scan(&j.last)
 	if errors.Is(err, sql.ErrNoRows) {
 		j.last, err = 0, nil
 	}

@@ -43,6 +43,16 @@ RETURNING seq`
 SET phase = ?, payload = COALESCE(?, payload), updated_at = ?
 WHERE id = ? AND session_id = ?
 RETURNING seq`
+	// sqlRunUpdateKnown and sqlRunUpdateSameStatusKnown are the two above
+	// without RETURNING, for a run whose seq the lease already knows: a
+	// plain exec costs less than a query (the caller checks that one row
+	// changed).
+	sqlRunUpdateKnown = `UPDATE runs
+SET status = ?, phase = ?, payload = COALESCE(?, payload), updated_at = ?
+WHERE id = ? AND session_id = ?`
+	sqlRunUpdateSameStatusKnown = `UPDATE runs
+SET phase = ?, payload = COALESCE(?, payload), updated_at = ?
+WHERE id = ? AND session_id = ?`
 )
 
 // RunInsert creates a run and applies p.Commit (if any) in the same
@@ -93,7 +103,7 @@ func (s *Store) RunInsert(ctx context.Context, p *rtstore.RunInsertParams) (*rts
 		cursors []string
 		known   runSeqs // the new run's seqs after p.Commit
 	)
-	err = s.inCommitTx(ctx, op, func(ctx context.Context, t *txn) error {
+	err = s.inCommitTx(ctx, op, s.inTx, func(ctx context.Context, t *txn) error {
 		if err := t.sessionMustExist(ctx, r.SessionID); err != nil {
 			return err
 		}
@@ -130,7 +140,7 @@ func (s *Store) RunInsert(ctx context.Context, p *rtstore.RunInsertParams) (*rts
 			return err
 		}
 		if p.Commit != nil {
-			t.seq = runSeqs{journal: 0, event: 0, latest: true} // a new run has no rows and is the latest
+			t.seq = runSeqs{journal: 0, event: 0, latest: true, runSeq: seq} // a new run has no rows and is the latest
 			if cursors, err = t.applyCommit(ctx, p.Commit, ts); err != nil {
 				return err
 			}

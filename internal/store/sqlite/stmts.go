@@ -13,32 +13,37 @@ import (
 // writeStmts are prepared once on the writer connection. Inside a
 // transaction txn.stmt binds them to it without preparing again.
 type writeStmts struct {
-	sessionInsert     *sql.Stmt
-	sessionControlSet *sql.Stmt
-	sessionExists     *sql.Stmt
-	sessionStartRun   *sql.Stmt
-	sessionLastRun    *sql.Stmt
-	runInsert         *sql.Stmt
-	runGet            *sql.Stmt
-	runByRequest      *sql.Stmt
-	runUnfinished     *sql.Stmt
-	runUpdate         *sql.Stmt
-	runUpdateSame     *sql.Stmt
-	snapshotUpsert    *sql.Stmt
-	stepUpsert        *sql.Stmt
-	approvalUpsert    *sql.Stmt
-	toolOutcomeUpsert *sql.Stmt
-	journalMaxSeq     *sql.Stmt
-	journalInsert     *sql.Stmt
-	journalGetByID    *sql.Stmt
-	eventMaxSeq       *sql.Stmt
-	eventInsert       *sql.Stmt
-	eventGetByID      *sql.Stmt
-	artifactPut       *sql.Stmt
-	artifactRef       *sql.Stmt
-	// journalInsertN[n-1] and eventInsertN[n-1] insert n rows.
+	sessionInsert      *sql.Stmt
+	sessionControlSet  *sql.Stmt
+	sessionExists      *sql.Stmt
+	sessionStartRun    *sql.Stmt
+	sessionLastRun     *sql.Stmt
+	runInsert          *sql.Stmt
+	runGet             *sql.Stmt
+	runByRequest       *sql.Stmt
+	runUnfinished      *sql.Stmt
+	runUpdate          *sql.Stmt
+	runUpdateSame      *sql.Stmt
+	runUpdateKnown     *sql.Stmt
+	runUpdateSameKnown *sql.Stmt
+	snapshotUpsert     *sql.Stmt
+	stepUpsert         *sql.Stmt
+	approvalUpsert     *sql.Stmt
+	toolOutcomeUpsert  *sql.Stmt
+	journalMaxSeq      *sql.Stmt
+	journalInsert      *sql.Stmt
+	journalGetByID     *sql.Stmt
+	eventMaxSeq        *sql.Stmt
+	eventInsert        *sql.Stmt
+	eventGetByID       *sql.Stmt
+	artifactPut        *sql.Stmt
+	artifactRef        *sql.Stmt
+	// journalInsertN[n-1], eventInsertN[n-1] and idsInsertN[n-1] insert n rows.
 	journalInsertN [batchRows]*sql.Stmt
 	eventInsertN   [batchRows]*sql.Stmt
+	idsInsertN     [batchRows]*sql.Stmt
+	// queries maps each statement to its SQL (for inDriverTx).
+	queries map[*sql.Stmt]string
 }
 
 // stmtDef pairs a statement field with its SQL.
@@ -60,6 +65,8 @@ func (w *writeStmts) defs() []stmtDef {
 		{&w.runUnfinished, sqlRunUnfinished},
 		{&w.runUpdate, sqlRunUpdate},
 		{&w.runUpdateSame, sqlRunUpdateSameStatus},
+		{&w.runUpdateKnown, sqlRunUpdateKnown},
+		{&w.runUpdateSameKnown, sqlRunUpdateSameStatusKnown},
 		{&w.snapshotUpsert, sqlSnapshotUpsert},
 		{&w.stepUpsert, sqlStepUpsert},
 		{&w.approvalUpsert, sqlApprovalUpsert},
@@ -76,7 +83,8 @@ func (w *writeStmts) defs() []stmtDef {
 	for n := 1; n <= batchRows; n++ {
 		defs = append(defs,
 			stmtDef{&w.journalInsertN[n-1], multiInsert(sqlJournalInsertRows, journalCols, n)},
-			stmtDef{&w.eventInsertN[n-1], multiInsert(sqlEventInsertRows, eventCols, n)})
+			stmtDef{&w.eventInsertN[n-1], multiInsert(sqlEventInsertRows, eventCols, n)},
+			stmtDef{&w.idsInsertN[n-1], multiInsert(sqlIDsInsertRows, idsCols, n)})
 	}
 	return defs
 }
@@ -91,7 +99,15 @@ func multiInsert(head string, cols, n int) string {
 }
 
 func (w *writeStmts) prepare(ctx context.Context, db *sql.DB) error {
-	return prepareAll(ctx, db, w.defs())
+	defs := w.defs()
+	if err := prepareAll(ctx, db, defs); err != nil {
+		return err
+	}
+	w.queries = make(map[*sql.Stmt]string, len(defs))
+	for _, d := range defs {
+		w.queries[*d.dst] = d.query
+	}
+	return nil
 }
 
 func (w *writeStmts) close() []error { return closeAll(w.defs()) }
@@ -158,7 +174,8 @@ func closeAll(defs []stmtDef) []error {
 
 // txn is one writer transaction with its statements bound lazily.
 type txn struct {
-	tx    *sql.Tx
+	tx    *sql.Tx   // nil on the driver connection (inDriverTx)
+	d     *driverTx // set by inDriverTx
 	s     *Store
 	bound map[*sql.Stmt]*sql.Stmt
 	// seq carries a run's known last seqs into and out of applyCommit.
@@ -178,8 +195,37 @@ func (t *txn) stmt(ctx context.Context, st *sql.Stmt) *sql.Stmt {
 	return b
 }
 
+// queryRow runs a write statement in the transaction and returns its
+// first row (sql.ErrNoRows from Scan when none).
+func (t *txn) queryRow(ctx context.Context, st *sql.Stmt, args ...any) scanner {
+	if t.d != nil {
+		return t.d.queryRow(ctx, st, args)
+	}
+	return t.stmt(ctx, st).QueryRowContext(ctx, args...)
+}
+
+// execRaw runs a write statement in the transaction and returns the rows
+// it changed, with the driver's error.
+func (t *txn) execRaw(ctx context.Context, st *sql.Stmt, args ...any) (int64, error) {
+	if t.d != nil {
+		return t.d.exec(ctx, st, args)
+	}
+	res, err := t.stmt(ctx, st).ExecContext(ctx, args...)
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
+}
+
 // exec runs a bound write statement and returns the rows it changed.
 func (t *txn) exec(ctx context.Context, op string, st *sql.Stmt, args ...any) (int64, error) {
+	if t.d != nil {
+		n, err := t.d.exec(ctx, st, args)
+		if err != nil {
+			return 0, t.s.mapErr(ctx, op, err)
+		}
+		return n, nil
+	}
 	res, err := t.stmt(ctx, st).ExecContext(ctx, args...)
 	if err != nil {
 		return 0, t.s.mapErr(ctx, op, err)
