@@ -121,8 +121,10 @@ fmt/check: ## fail if a Go file is not gofmt-formatted
 	if [ -n "$$out" ]; then echo "not gofmt-formatted (run make fmt):" >&2; echo "$$out" >&2; exit 1; fi
 
 .PHONY: bench
+# -p 1: one package's benchmarks at a time, so that their ratios against
+# baselines measured in the same run are not skewed by another package's.
 bench: ## run every benchmark (-benchtime BENCHTIME, default 1s), results to stdout; includes the Temporal engine's (see test-temporal)
-	HXD_TEST_TEMPORAL=1 $(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) -count=1 ./...
+	HXD_TEST_TEMPORAL=1 $(GO) test -p 1 -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) -count=1 ./...
 
 .PHONY: fuzz
 fuzz: ## run every Fuzz target for FUZZTIME (default 10s) each
