@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -82,4 +83,66 @@ func Tail(s string, n int) string {
 		return s
 	}
 	return "…" + s[len(s)-n:]
+}
+
+// Peer is a running test peer process started by StartPeer.
+type Peer struct {
+	// Exited is closed once the process has ended (Err then says how).
+	Exited <-chan struct{}
+	err    error
+	stop   func()
+	log    string
+}
+
+// StartPeer starts cmd (not yet started) with its output in a log file
+// under dir, in its own process group (PeerProcAttr). Stop it with Stop.
+func StartPeer(cmd *exec.Cmd, dir, name string) (*Peer, error) {
+	logPath := filepath.Join(dir, name+".log")
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		return nil, err
+	}
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	cmd.SysProcAttr = PeerProcAttr()
+	if err := cmd.Start(); err != nil {
+		_ = logFile.Close()
+		return nil, fmt.Errorf("start %s: %w", cmd.Path, err)
+	}
+	exited := make(chan struct{})
+	p := &Peer{Exited: exited, log: logPath}
+	go func() {
+		p.err = cmd.Wait()
+		close(exited)
+	}()
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
+			select {
+			case <-exited:
+			case <-time.After(10 * time.Second):
+				_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+				<-exited
+			}
+			_ = logFile.Close()
+		})
+	}
+	p.stop = stop
+	return p, nil
+}
+
+// Err is how the process ended; it waits for Exited.
+func (p *Peer) Err() error {
+	<-p.Exited
+	return p.err
+}
+
+// Stop ends the peer's process group (SIGTERM, then SIGKILL after 10 s)
+// and waits for it; calling it again does nothing.
+func (p *Peer) Stop() { p.stop() }
+
+// LogTail is the end of the peer's log, for an error message.
+func (p *Peer) LogTail() string {
+	b, _ := os.ReadFile(p.log)
+	return Tail(string(b), 4000)
 }

@@ -5,12 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strconv"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -86,53 +83,29 @@ func startTemporal(t testing.TB, cli string, opts TemporalOptions) (*TemporalSer
 	for _, name := range names {
 		args = append(args, "--search-attribute", name+"="+opts.SearchAttributes[name])
 	}
-	logPath := filepath.Join(t.TempDir(), "temporal.log")
-	logFile, err := os.Create(logPath)
+	peer, err := StartPeer(exec.Command(cli, args...), t.TempDir(), "temporal")
 	if err != nil {
 		return nil, err
-	}
-	cmd := exec.Command(cli, args...)
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	cmd.SysProcAttr = PeerProcAttr()
-	if err := cmd.Start(); err != nil {
-		_ = logFile.Close()
-		return nil, fmt.Errorf("start %s: %w", cli, err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	stop := func() {
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(10 * time.Second):
-			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-			<-exited
-		}
-		_ = logFile.Close()
-	}
-	logTail := func() string {
-		b, _ := os.ReadFile(logPath)
-		return Tail(string(b), 4000)
 	}
 
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	if err := waitTemporal(ctx, cli, addr, exited); err != nil {
-		stop()
-		return nil, fmt.Errorf("temporal server on %s: %w\n%s", addr, err, logTail())
+	if err := waitTemporal(ctx, cli, addr, peer.Exited); err != nil {
+		peer.Stop()
+		return nil, fmt.Errorf("temporal server on %s: %w (%v)\n%s", addr, err, peer.Err(), peer.LogTail())
 	}
-	t.Cleanup(stop)
+	t.Cleanup(peer.Stop)
 	t.Logf("hxtest: Temporal dev server on %s", addr)
 	return &TemporalServer{Address: addr, Namespace: TemporalNamespace, CLI: cli}, nil
 }
 
 // waitTemporal waits until the frontend accepts connections and the
 // default namespace answers.
-func waitTemporal(ctx context.Context, cli, addr string, exited <-chan error) error {
+func waitTemporal(ctx context.Context, cli, addr string, exited <-chan struct{}) error {
 	for {
 		select {
-		case err := <-exited:
-			return fmt.Errorf("exited early: %v", err)
+		case <-exited:
+			return errors.New("exited early")
 		case <-ctx.Done():
 			return errors.New("not ready within 90s")
 		case <-time.After(200 * time.Millisecond):

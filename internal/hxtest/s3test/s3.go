@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"syscall"
 	"testing"
 	"time"
 
@@ -87,11 +86,6 @@ func startS3(t testing.TB, bin string) (*S3Server, error) {
 		AccessKey: S3AccessKey, SecretKey: S3SecretKey, Region: S3Region,
 		Bucket: S3Bucket, Root: root,
 	}
-	logPath := filepath.Join(dir, "versitygw.log")
-	logFile, err := os.Create(logPath)
-	if err != nil {
-		return nil, err
-	}
 	cmd := exec.Command(bin,
 		"--port", srv.Endpoint,
 		"--access", srv.AccessKey, "--secret", srv.SecretKey, "--region", srv.Region,
@@ -99,52 +93,34 @@ func startS3(t testing.TB, bin string) (*S3Server, error) {
 		"posix", root)
 	// Only what versitygw needs: no ROOT_ACCESS_KEY or VGW_* from the caller.
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir}
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	cmd.SysProcAttr = hxtest.PeerProcAttr()
-	if err := cmd.Start(); err != nil {
-		_ = logFile.Close()
-		return nil, fmt.Errorf("start %s: %w", bin, err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	stop := func() {
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(10 * time.Second):
-			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-			<-exited
-		}
-		_ = logFile.Close()
-	}
-	logTail := func() string {
-		b, _ := os.ReadFile(logPath)
-		return hxtest.Tail(string(b), 4000)
+	peer, err := hxtest.StartPeer(cmd, dir, "versitygw")
+	if err != nil {
+		return nil, err
 	}
 
 	client, closeClient, err := srv.newClient()
 	if err != nil {
-		stop()
+		peer.Stop()
 		return nil, err
 	}
 	defer closeClient()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := waitS3(ctx, client, srv.Endpoint, srv.Bucket, exited); err != nil {
-		stop()
-		return nil, fmt.Errorf("versitygw on %s: %w\n%s", srv.Endpoint, err, logTail())
+	if err := waitS3(ctx, client, srv.Endpoint, srv.Bucket, peer.Exited); err != nil {
+		peer.Stop()
+		return nil, fmt.Errorf("versitygw on %s: %w (%v)\n%s", srv.Endpoint, err, peer.Err(), peer.LogTail())
 	}
-	t.Cleanup(stop)
+	t.Cleanup(peer.Stop)
 	t.Logf("hxtest: versitygw on %s, bucket %s, folder %s", srv.Endpoint, srv.Bucket, root)
 	return srv, nil
 }
 
 // waitS3 waits until the server accepts connections, then creates bucket.
-func waitS3(ctx context.Context, client *minio.Client, addr, bucket string, exited <-chan error) error {
+func waitS3(ctx context.Context, client *minio.Client, addr, bucket string, exited <-chan struct{}) error {
 	for {
 		select {
-		case err := <-exited:
-			return fmt.Errorf("exited early: %v", err)
+		case <-exited:
+			return errors.New("exited early")
 		case <-ctx.Done():
 			return errors.New("not listening within 30s")
 		case <-time.After(50 * time.Millisecond):
