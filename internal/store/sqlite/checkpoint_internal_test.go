@@ -199,6 +199,19 @@ func TestControlCache(t *testing.T) {
 	require.Equal(t, rtstore.ControlCancelled, get(a), "own write is seen")
 	require.Equal(t, rtstore.ControlCancelled, get(b))
 
+	// A writer that died between its commit and its signal: the cache
+	// keeps the old value only until it expires.
+	_, err = b.ws.sessionControlSet.ExecContext(ctx, rtstore.ControlPaused, "s1")
+	require.NoError(t, err)
+	require.Equal(t, rtstore.ControlCancelled, get(a), "an unsignalled write is not seen at once")
+	a.mu.Lock()
+	la := a.locks["s1"]
+	a.mu.Unlock()
+	la.ctl.mu.Lock()
+	la.ctl.at = la.ctl.at.Add(-controlCacheTTL)
+	la.ctl.mu.Unlock()
+	require.Equal(t, rtstore.ControlPaused, get(a), "an expired entry is read again")
+
 	// A new run clears the flag, and says so.
 	_, _, err = a.RunInsert(ctx, &rtstore.RunInsertParams{Run: rtstore.RunRow{
 		ID: "r1", SessionID: "s1", RequestID: "q", MessageDigest: "d", Phase: "start",

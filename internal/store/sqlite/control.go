@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"sync"
+	"time"
 )
 
 // The control flag of a session this Store drives is read on every step
@@ -23,10 +24,15 @@ import (
 // writer writes the nonce after the flag. A write the holder's read missed
 // committed after that read, so its nonce landed after the holder's nonce
 // read and differs from it (64 random bits), and the next read goes to the
-// database.
+// database. A writer that dies between its commit and its nonce write
+// would leave a stale entry, so entries also expire after controlCacheTTL:
+// a flag written that way is seen within that time, as a poll would.
 
 // controlNonceSize is the length of the control nonce in a lock file.
 const controlNonceSize = 8
+
+// controlCacheTTL bounds how long a cached control flag is trusted.
+const controlCacheTTL = time.Second
 
 // controlCache is a lease's last read of its session's control flag.
 type controlCache struct {
@@ -34,6 +40,7 @@ type controlCache struct {
 	valid bool
 	value string
 	nonce [controlNonceSize]byte
+	at    time.Time // when value was read
 }
 
 // readNonce reads the control nonce of the lease's lock file (zeros when
@@ -69,7 +76,7 @@ func (s *Store) cachedControl(id string) (value string, ok bool, l *lease, nonce
 	}
 	l.ctl.mu.Lock()
 	defer l.ctl.mu.Unlock()
-	if l.ctl.valid && l.ctl.nonce == nonce {
+	if l.ctl.valid && l.ctl.nonce == nonce && time.Since(l.ctl.at) < controlCacheTTL {
 		return l.ctl.value, true, nil, nonce
 	}
 	return "", false, l, nonce
@@ -79,7 +86,7 @@ func (s *Store) cachedControl(id string) (value string, ok bool, l *lease, nonce
 func (l *lease) storeControl(value string, nonce [controlNonceSize]byte) {
 	l.ctl.mu.Lock()
 	defer l.ctl.mu.Unlock()
-	l.ctl.valid, l.ctl.value, l.ctl.nonce = true, value, nonce
+	l.ctl.valid, l.ctl.value, l.ctl.nonce, l.ctl.at = true, value, nonce, time.Now()
 }
 
 // signalControl tells the holder of the session's lock, in any process,
