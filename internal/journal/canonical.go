@@ -78,7 +78,7 @@ func AppendCanonical(dst, src []byte) ([]byte, error) {
 		return dst, err
 	}
 	dst = slices.Grow(dst, len(src))
-	dst, _ = p.emit(dst, 0)
+	dst, _ = p.emit(dst, 0, nil)
 	return dst, nil
 }
 
@@ -99,8 +99,10 @@ func Canonical(v any) ([]byte, error) {
 }
 
 // emit appends the canonical form of node i and returns the index of the
-// node after its subtree. Recursion depth is bounded by MaxDepth.
-func (p *parser) emit(dst []byte, i int32) ([]byte, int32) {
+// node after its subtree; with a replacer, the values of the object
+// members it matches are replaced (Doc.AppendCanonicalReplacing).
+// Recursion depth is bounded by MaxDepth.
+func (p *parser) emit(dst []byte, i int32, r *replacer) ([]byte, int32) {
 	n := &p.nodes[i]
 	switch n.kind {
 	case jNull:
@@ -126,7 +128,7 @@ func (p *parser) emit(dst []byte, i int32) ([]byte, int32) {
 			if j > i+1 {
 				dst = append(dst, ',')
 			}
-			dst, j = p.emit(dst, j)
+			dst, j = p.emit(dst, j, r)
 		}
 		return append(dst, ']'), end
 	default: // jObject
@@ -137,7 +139,16 @@ func (p *parser) emit(dst []byte, i int32) ([]byte, int32) {
 			}
 			dst = p.appendString(dst, &p.nodes[key])
 			dst = append(dst, ':')
-			dst, _ = p.emit(dst, key+1)
+			if r != nil && r.replace(p.keyBytes(key)) {
+				start := len(dst)
+				dst, _ = p.emit(dst, key+1, nil)
+				if !bytes.Equal(dst[start:], r.lit) {
+					r.changed = true
+				}
+				dst = append(dst[:start], r.lit...)
+				continue
+			}
+			dst, _ = p.emit(dst, key+1, r)
 		}
 		return append(dst, '}'), n.next
 	}
@@ -232,7 +243,7 @@ func (d *Doc) AppendCanonical(dst []byte) []byte {
 		panic("journal: Doc.AppendCanonical without a successful Parse")
 	}
 	dst = slices.Grow(dst, len(d.p.src))
-	dst, _ = d.p.emit(dst, 0)
+	dst, _ = d.p.emit(dst, 0, nil)
 	return dst
 }
 
@@ -248,57 +259,16 @@ func (d *Doc) AppendCanonicalReplacing(dst []byte, replace func(key []byte) bool
 		panic("journal: Doc.AppendCanonicalReplacing without a successful Parse")
 	}
 	dst = slices.Grow(dst, len(d.p.src))
-	r := replacer{p: &d.p, replace: replace, lit: lit}
-	dst, _ = r.emit(dst, 0)
+	r := replacer{replace: replace, lit: lit}
+	dst, _ = d.p.emit(dst, 0, &r)
 	return dst, r.changed
 }
 
 // replacer is the state of Doc.AppendCanonicalReplacing.
 type replacer struct {
-	p       *parser
 	replace func(key []byte) bool
 	lit     []byte
 	changed bool
-}
-
-// emit is parser.emit with the replacement of matching members' values.
-func (r *replacer) emit(dst []byte, i int32) ([]byte, int32) {
-	p := r.p
-	n := &p.nodes[i]
-	switch n.kind {
-	case jArray:
-		dst = append(dst, '[')
-		end := n.next
-		for j := i + 1; j < end; {
-			if j > i+1 {
-				dst = append(dst, ',')
-			}
-			dst, j = r.emit(dst, j)
-		}
-		return append(dst, ']'), end
-	case jObject:
-		dst = append(dst, '{')
-		for k, key := range p.members[n.aux : n.aux+n.aux2] {
-			if k > 0 {
-				dst = append(dst, ',')
-			}
-			dst = p.appendString(dst, &p.nodes[key])
-			dst = append(dst, ':')
-			if !r.replace(p.keyBytes(key)) {
-				dst, _ = r.emit(dst, key+1)
-				continue
-			}
-			start := len(dst)
-			dst, _ = p.emit(dst, key+1)
-			if !bytes.Equal(dst[start:], r.lit) {
-				r.changed = true
-			}
-			dst = append(dst[:start], r.lit...)
-		}
-		return append(dst, '}'), n.next
-	default:
-		return p.emit(dst, i)
-	}
 }
 
 // IsNull reports whether the parsed text is the literal null.
