@@ -362,6 +362,23 @@ func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Se
 
 // modelStep makes one model call in an activity (retried by Temporal per
 // the agent's retry policy) and applies the response.
+// callOptions are the activity options of a model or tool call: the
+// timeout, a heartbeat, and the retry policy's backoff and attempts; a
+// definition mismatch is never retried.
+func callOptions(timeout time.Duration, backoff, maxBackoff float64, attempts int) workflow.ActivityOptions {
+	return workflow.ActivityOptions{
+		StartToCloseTimeout: timeout,
+		HeartbeatTimeout:    toolHeartbeat,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval:        max(seconds(backoff), time.Millisecond),
+			BackoffCoefficient:     2,
+			MaximumInterval:        max(seconds(maxBackoff), seconds(backoff), time.Millisecond),
+			MaximumAttempts:        int32(attempts),
+			NonRetryableErrorTypes: []string{ErrTypeAgentMismatch},
+		},
+	}
+}
+
 func (w *sessionWorkflow) modelStep(ctx workflow.Context, d *drive, st *runtime.RunState) error {
 	if st.Attempt != 0 {
 		st.UsageIncomplete = true
@@ -379,17 +396,7 @@ func (w *sessionWorkflow) modelStep(ctx workflow.Context, d *drive, st *runtime.
 		retry = *w.def.Retry
 	}
 	attempts := max(1, retry.Attempts-(base-1))
-	opts := workflow.ActivityOptions{
-		StartToCloseTimeout: timeout,
-		HeartbeatTimeout:    toolHeartbeat,
-		RetryPolicy: &temporal.RetryPolicy{
-			InitialInterval:        max(seconds(retry.BackoffSeconds), time.Millisecond),
-			BackoffCoefficient:     2,
-			MaximumInterval:        max(seconds(retry.MaxBackoffSeconds), seconds(retry.BackoffSeconds), time.Millisecond),
-			MaximumAttempts:        int32(attempts),
-			NonRetryableErrorTypes: []string{ErrTypeAgentMismatch},
-		},
-	}
+	opts := callOptions(timeout, retry.BackoffSeconds, retry.MaxBackoffSeconds, attempts)
 	req := runtime.BuildModelRequest(w.def, w.specs, st)
 	in := ModelInput{
 		Agent: w.s.Agent, ConfigHash: w.hash, SessionID: st.SessionID, RunID: st.RunID,
@@ -604,17 +611,7 @@ func (w *sessionWorkflow) toolActivity(ctx workflow.Context, d *drive, st *runti
 	if e.Policy != tool.PolicyManual {
 		attempts = max(1, retry.Attempts-(e.Attempt-1))
 	}
-	opts := workflow.ActivityOptions{
-		StartToCloseTimeout: timeout,
-		HeartbeatTimeout:    toolHeartbeat,
-		RetryPolicy: &temporal.RetryPolicy{
-			InitialInterval:        max(seconds(retry.BackoffSeconds), time.Millisecond),
-			BackoffCoefficient:     2,
-			MaximumInterval:        max(seconds(retry.MaxBackoffSeconds), seconds(retry.BackoffSeconds), time.Millisecond),
-			MaximumAttempts:        int32(attempts),
-			NonRetryableErrorTypes: []string{ErrTypeAgentMismatch},
-		},
-	}
+	opts := callOptions(timeout, retry.BackoffSeconds, retry.MaxBackoffSeconds, attempts)
 	in := ToolInput{
 		Agent: w.s.Agent, ConfigHash: w.hash, SessionID: st.SessionID, RunID: st.RunID,
 		Step: st.Iterations, Entry: *e, Events: w.takeEvents(), Owner: w.s.Owner,
