@@ -489,23 +489,80 @@ func (s *Store) applyFast(ctx context.Context, t *tx, batch []*commitReq) error 
 		sessionIDs, owners, gens = append(sessionIDs, r.c.SessionID), append(owners, r.l.token), append(gens, r.l.gen)
 		ws.addBoundary(w, plan, true, !w.seq.lastRun)
 	}
-	b := &pgx.Batch{}
-	b.Queue(sqlFastFence, sessionIDs, owners, gens, len(sessionIDs))
-	ws.queueFast(b)
-	return t.send(ctx, b, true)
+	b := getWireBatch()
+	defer b.release()
+	b.statement(wireFence)
+	b.texts(sessionIDs)
+	b.texts(owners)
+	b.int8s(gens)
+	b.int8(int64(len(sessionIDs)))
+	ws.queueWire(b)
+	t.begun = true
+	return b.exec(ctx, t.conn)
 }
 
-// queueFast queues the writes of the fast path: the run update and the
-// appends check themselves on the server (see sqlFastRunUpdate).
-func (ws *writeSet) queueFast(b *pgx.Batch) {
+// The statements of the fast path, by their prepared names.
+var (
+	wireFence        = wireStatement{"hxd_fast_fence", sqlFastFence}
+	wireRunUpdate    = wireStatement{"hxd_fast_run_update", sqlFastRunUpdate}
+	wireLastRun      = wireStatement{"hxd_fast_last_run", sqlGroupLastRun}
+	wireSnapshots    = wireStatement{"hxd_fast_snapshots", sqlGroupSnapshots}
+	wireSteps        = wireStatement{"hxd_fast_steps", sqlGroupSteps}
+	wireApprovals    = wireStatement{"hxd_fast_approvals", sqlGroupApprovals}
+	wireToolOutcomes = wireStatement{"hxd_fast_tool_outcomes", sqlGroupToolOutcomes}
+	wireJournal      = wireStatement{"hxd_fast_journal", sqlFastJournal}
+	wireEvents       = wireStatement{"hxd_fast_events", sqlFastEvents}
+)
+
+// queueWire adds the writes of the fast path to b: the run update and the
+// appends check themselves on the server (see sqlFastRunUpdate); the rest
+// are the upserts of queueUpserts.
+func (ws *writeSet) queueWire(b *wireBatch) {
 	if n := len(ws.runID); n > 0 {
-		b.Queue(sqlFastRunUpdate, ws.runID, ws.runSession, ws.runStatus, ws.runPhase, ws.runPayload, ws.runUpdated, n)
+		b.statement(wireRunUpdate)
+		b.texts(ws.runID)
+		b.texts(ws.runSession)
+		b.texts(ws.runStatus)
+		b.texts(ws.runPhase)
+		b.nullableTexts(ws.runPayload)
+		b.timestamps(ws.runUpdated)
+		b.int8(int64(n))
 	}
-	ws.queueUpserts(b)
-	if len(ws.journal.seq) > 0 {
-		b.Queue(sqlFastJournal, ws.journal.run, ws.journal.seq, ws.journal.id, ws.journal.payload)
+	if len(ws.lastSession) > 0 {
+		b.statement(wireLastRun)
+		b.texts(ws.lastSession)
+		b.texts(ws.lastRun)
 	}
-	if len(ws.events.seq) > 0 {
-		b.Queue(sqlFastEvents, ws.events.run, ws.events.seq, ws.events.id, ws.events.payload)
+	if len(ws.snapSession) > 0 {
+		b.statement(wireSnapshots)
+		b.texts(ws.snapSession)
+		b.texts(ws.snapPayload)
+	}
+	for _, rows := range []struct {
+		st                 wireStatement
+		run, key, payloads []string
+	}{
+		{wireSteps, ws.stepRun, ws.stepID, ws.stepPayload},
+		{wireApprovals, ws.appRun, ws.appKey, ws.appPayload},
+		{wireToolOutcomes, ws.outRun, ws.outKey, ws.outPayload},
+	} {
+		if len(rows.run) > 0 {
+			b.statement(rows.st)
+			b.texts(rows.run)
+			b.texts(rows.key)
+			b.texts(rows.payloads)
+		}
+	}
+	for _, rows := range []struct {
+		st wireStatement
+		a  *appendSet
+	}{{wireJournal, &ws.journal}, {wireEvents, &ws.events}} {
+		if len(rows.a.seq) > 0 {
+			b.statement(rows.st)
+			b.texts(rows.a.run)
+			b.int8s(rows.a.seq)
+			b.texts(rows.a.id)
+			b.texts(rows.a.payload)
+		}
 	}
 }
