@@ -3,12 +3,15 @@ package postgres
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgproto3"
 )
 
 // The fast path (applyFast) sends its transaction at the protocol level:
@@ -40,6 +43,12 @@ type wireBatch struct {
 	counts []int    // parameters per statement
 	stmts  []wireStatement
 }
+
+// BEGIN and COMMIT of the fast path, prepared like its statements.
+var (
+	wireBegin  = wireStatement{"hxd_fast_begin", sqlBegin}
+	wireCommit = wireStatement{"hxd_fast_commit", sqlCommit}
+)
 
 // wireStatement is a statement of the fast path, prepared on each
 // connection under its name the first time a connection sends it.
@@ -153,56 +162,120 @@ func pgMicros(t time.Time) int64 {
 }
 
 // exec sends BEGIN, b's statements and COMMIT on conn in one round trip and
-// returns the first error: a statement's (the server skips the rest, and
-// the transaction is left aborted for the caller to roll back) or a COMMIT
+// returns the first error: a statement's (the server skips the rest; the
+// transaction is left aborted for the caller to roll back) or a COMMIT
 // that did not commit. Each statement is prepared on conn the first time
-// (pgx keeps it; later calls cost a map lookup).
-func (b *wireBatch) exec(ctx context.Context, conn *pgx.Conn) error {
-	descs := make([]*pgconn.StatementDescription, len(b.stmts))
-	for i, st := range b.stmts {
+// (pgx keeps it; later calls cost a map lookup). The messages are encoded
+// into b's pooled buffer and written straight to the socket
+// (pgconn.SyncConn makes that safe); the replies are read with
+// pgconn.ReceiveMessage, which keeps the connection's transaction status
+// current. When the exchange breaks off half-way the connection is
+// closed: its state is unknown.
+func (b *wireBatch) exec(ctx context.Context, conn *pgx.Conn) (err error) {
+	names := make([]string, 0, len(b.stmts)+2)
+	for i, st := range append(append([]wireStatement{wireBegin}, b.stmts...), wireCommit) {
 		sd, err := conn.Prepare(ctx, st.name, st.sql)
 		if err != nil {
 			return err
 		}
-		descs[i] = sd
-	}
-	values := make([][]byte, len(b.spans))
-	for i, sp := range b.spans {
-		if !b.nulls[i] {
-			values[i] = b.buf[sp[0]:sp[1]:sp[1]]
+		if want := b.params(i); len(sd.ParamOIDs) != want {
+			return fmt.Errorf("fast statement %s takes %d parameters, not %d", st.name, len(sd.ParamOIDs), want)
 		}
+		names = append(names, sd.Name)
 	}
-	formats := make([]int16, 0, 8)
-	batch := &pgconn.Batch{}
-	batch.ExecParams(sqlBegin, nil, nil, nil, nil)
-	next := 0
-	for i, sd := range descs {
-		n := b.counts[i]
-		if len(sd.ParamOIDs) != n {
-			return fmt.Errorf("fast statement %d takes %d parameters, not %d", i, len(sd.ParamOIDs), n)
+	msg := b.encode(names)
+	pc := conn.PgConn()
+	defer func() {
+		if err != nil && !errors.As(err, new(*pgconn.PgError)) {
+			_ = pc.Close(context.WithoutCancel(ctx)) // the pool drops it
 		}
-		formats = formats[:0]
-		for range n {
-			formats = append(formats, pgx.BinaryFormatCode)
-		}
-		batch.ExecPrepared(sd.Name, values[next:next+n], formats, nil)
-		next += n
-	}
-	batch.ExecParams(sqlCommit, nil, nil, nil, nil)
-	results, err := conn.PgConn().ExecBatch(ctx, batch).ReadAll()
-	if err != nil {
+	}()
+	if err := pc.SyncConn(ctx); err != nil {
 		return err
 	}
-	for _, r := range results {
-		if r.Err != nil {
-			return r.Err
+	nc := pc.Conn()
+	if d, ok := ctx.Deadline(); ok {
+		_ = nc.SetWriteDeadline(d)
+		defer func() { _ = nc.SetWriteDeadline(time.Time{}) }()
+	}
+	if _, err := nc.Write(msg); err != nil {
+		return fmt.Errorf("send fast commit: %w", err)
+	}
+	return receiveFast(ctx, pc)
+}
+
+// receiveFast reads the replies to exec's messages up to ReadyForQuery and
+// returns the first error, or an error when the last statement (COMMIT)
+// did not commit.
+func receiveFast(ctx context.Context, pc *pgconn.PgConn) error {
+	var first error
+	tag := ""
+	for {
+		m, err := pc.ReceiveMessage(ctx)
+		if err != nil {
+			return err
+		}
+		switch m := m.(type) {
+		case *pgproto3.ErrorResponse:
+			if first == nil {
+				first = pgconn.ErrorResponseToPgError(m)
+			}
+		case *pgproto3.CommandComplete:
+			tag = string(m.CommandTag)
+		case *pgproto3.ReadyForQuery:
+			if first != nil {
+				return first
+			}
+			if tag != "COMMIT" {
+				return fmt.Errorf("commit ended in %q", tag)
+			}
+			return nil
 		}
 	}
-	if len(results) != len(descs)+2 {
-		return fmt.Errorf("fast commit: %d results for %d statements", len(results), len(descs)+2)
+}
+
+// params is the number of parameters of the i-th statement exec sends
+// (0 for BEGIN and COMMIT).
+func (b *wireBatch) params(i int) int {
+	if i > 0 && i <= len(b.counts) {
+		return b.counts[i-1]
 	}
-	if tag := results[len(results)-1].CommandTag.String(); tag != "COMMIT" {
-		return fmt.Errorf("commit ended in %s", tag)
+	return 0
+}
+
+// encode returns the frontend messages of the transaction, encoded after
+// the parameters in b.buf: a Bind and an Execute per prepared statement
+// (names: BEGIN, b's statements, COMMIT), all parameters binary, results
+// text; then Sync.
+func (b *wireBatch) encode(names []string) []byte {
+	params := len(b.buf)
+	out := slices.Grow(b.buf, params+len(b.spans)*4+len(names)*64)
+	next := 0
+	for i, name := range names {
+		n := b.params(i)
+		start := len(out)
+		out = append(out, 'B', 0, 0, 0, 0)
+		out = append(out, 0) // unnamed portal
+		out = append(out, name...)
+		out = append(out, 0)
+		out = binary.BigEndian.AppendUint16(out, 1) // one format code for all parameters:
+		out = binary.BigEndian.AppendUint16(out, 1) // binary
+		out = binary.BigEndian.AppendUint16(out, uint16(n))
+		for j := next; j < next+n; j++ {
+			if b.nulls[j] {
+				out = binary.BigEndian.AppendUint32(out, 0xFFFFFFFF) // -1: NULL
+				continue
+			}
+			sp := b.spans[j]
+			out = binary.BigEndian.AppendUint32(out, uint32(sp[1]-sp[0]))
+			out = append(out, out[sp[0]:sp[1]]...)
+		}
+		out = binary.BigEndian.AppendUint16(out, 0) // results: text
+		binary.BigEndian.PutUint32(out[start+1:], uint32(len(out)-start-1))
+		next += n
+		out = append(out, 'E', 0, 0, 0, 9, 0, 0, 0, 0, 0) // unnamed portal, all rows
 	}
-	return nil
+	out = append(out, 'S', 0, 0, 0, 4)
+	b.buf = out
+	return out[params:]
 }
