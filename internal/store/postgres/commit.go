@@ -234,7 +234,7 @@ func queueKnown(b *pgx.Batch, recordIDs, eventIDs []string, known *map[string][]
 // arrays, one statement per table.
 type writeSet struct {
 	runID, runSession, runStatus, runPhase []string
-	runPayload                             []*string
+	runPayload                             []json.RawMessage // nil: keep the stored state
 	runUpdated                             []time.Time
 
 	lastSession, lastRun []string
@@ -272,16 +272,11 @@ func (a *appendSet) add(runID string, rows *rowSet) {
 func (ws *writeSet) addBoundary(w *commitWork, p *commitPlan, updateRun, setLastRun bool) {
 	c := w.c
 	if updateRun {
-		var state *string // NULL keeps the stored state
-		if c.State != nil {
-			s := string(c.State)
-			state = &s
-		}
 		ws.runID = append(ws.runID, c.RunID)
 		ws.runSession = append(ws.runSession, c.SessionID)
 		ws.runStatus = append(ws.runStatus, string(c.Status))
 		ws.runPhase = append(ws.runPhase, c.Phase)
-		ws.runPayload = append(ws.runPayload, state)
+		ws.runPayload = append(ws.runPayload, c.State)
 		ws.runUpdated = append(ws.runUpdated, w.ts)
 	}
 	if setLastRun {
@@ -334,7 +329,7 @@ func (ws *writeSet) queue(b *pgx.Batch, collided error) {
 		}
 	}
 	if n := len(ws.runID); n > 0 {
-		b.Queue(sqlGroupRunUpdate, ws.runID, ws.runSession, ws.runStatus, ws.runPhase, ws.runPayload, ws.runUpdated).
+		b.Queue(sqlGroupRunUpdate, ws.runID, ws.runSession, ws.runStatus, ws.runPhase, nullableStrings(ws.runPayload), ws.runUpdated).
 			Exec(expect(n))
 	}
 	ws.queueUpserts(b)
@@ -344,6 +339,18 @@ func (ws *writeSet) queue(b *pgx.Batch, collided error) {
 	if n := len(ws.events.seq); n > 0 {
 		b.Queue(sqlGroupEvents, ws.events.run, ws.events.seq, ws.events.id, ws.events.payload).Exec(expect(n))
 	}
+}
+
+// nullableStrings is raw as text array elements, nil ones NULL.
+func nullableStrings(raw []json.RawMessage) []*string {
+	out := make([]*string, len(raw))
+	for i, r := range raw {
+		if r != nil {
+			s := string(r)
+			out[i] = &s
+		}
+	}
+	return out
 }
 
 // queueUpserts queues the writes that cannot collide: the session's latest
@@ -380,10 +387,10 @@ type rowSet struct {
 	payload []string
 }
 
-func (r *rowSet) add(seq int64, id string, payload []byte) {
+func (r *rowSet) add(seq int64, id string, payload string) {
 	r.seq = append(r.seq, seq)
 	r.id = append(r.id, id)
-	r.payload = append(r.payload, string(payload))
+	r.payload = append(r.payload, payload)
 }
 
 // plan numbers the commit's records and events exactly as the SQLite store
@@ -433,7 +440,7 @@ func (w *commitWork) plan() (*commitPlan, error) {
 				continue
 			}
 			rec := *pe.Record
-			rec.Payload = data
+			rec.Payload = json.RawMessage(data)
 			if err := j.append(rec); err != nil {
 				return nil, err
 			}

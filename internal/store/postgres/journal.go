@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sync"
 
 	"github.com/jackc/pgx/v5"
 
@@ -104,14 +105,24 @@ func (s *Store) RunSnapshot(ctx context.Context, runID string, fn func(*rtstore.
 	return fn(run, records)
 }
 
+// jsonBuffers are marshalJSON's encoding buffers.
+var jsonBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
 // marshalJSON encodes v compactly without HTML escaping, so stored JSON
-// keeps the bytes of raw payloads.
-func marshalJSON(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
+// keeps the bytes of raw payloads. It encodes into a pooled buffer and
+// returns an exact copy: one allocation, however large v.
+func marshalJSON(v any) (string, error) {
+	buf := jsonBuffers.Get().(*bytes.Buffer)
+	defer func() {
+		if buf.Cap() <= 1<<20 {
+			jsonBuffers.Put(buf)
+		}
+	}()
+	buf.Reset()
+	enc := json.NewEncoder(buf)
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(v); err != nil {
-		return nil, err
+		return "", err
 	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+	return string(bytes.TrimSuffix(buf.Bytes(), []byte("\n"))), nil
 }

@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -109,7 +110,7 @@ func (b *wireBatch) texts(v []string) {
 }
 
 // nullableTexts appends a text[] parameter whose nil elements are NULL.
-func (b *wireBatch) nullableTexts(v []*string) {
+func (b *wireBatch) nullableTexts(v []json.RawMessage) {
 	start := b.begin()
 	hasNull := false
 	for _, s := range v {
@@ -121,8 +122,8 @@ func (b *wireBatch) nullableTexts(v []*string) {
 			b.buf = binary.BigEndian.AppendUint32(b.buf, 0xFFFFFFFF) // -1: NULL
 			continue
 		}
-		b.buf = binary.BigEndian.AppendUint32(b.buf, uint32(len(*s)))
-		b.buf = append(b.buf, *s...)
+		b.buf = binary.BigEndian.AppendUint32(b.buf, uint32(len(s)))
+		b.buf = append(b.buf, s...)
 	}
 	b.end(start, false)
 }
