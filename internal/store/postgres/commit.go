@@ -25,7 +25,7 @@ const (
 	// one's session must exist. The rows stay locked until the transaction
 	// ends, so no claim can slip in before it commits; sessions are locked
 	// in id order, so concurrent groups do not deadlock.
-	sqlGroupFence = `SELECT s.id FROM sessions AS s
+	sqlGroupFence = `SELECT s.id, s.control FROM sessions AS s
 JOIN unnest($1::text[], $2::text[], $3::bigint[]) AS f (id, owner, generation) ON s.id = f.id
 WHERE f.owner IS NULL
    OR (s.owner = f.owner AND s.generation = f.generation AND s.lease_until > clock_timestamp())

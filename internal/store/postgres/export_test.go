@@ -84,3 +84,7 @@ func (s *Store) PoolMaxConns() (pool, lease int32) {
 // FastMisses reports how many one-round-trip group commits fell back to
 // the careful path.
 func (s *Store) FastMisses() int64 { return s.group.fastMisses.Load() }
+
+// ForgetSeqs drops the cached seqs of a run: its next commit goes the
+// careful way.
+func (s *Store) ForgetSeqs(runID string) { s.seqs.Forget(runID) }

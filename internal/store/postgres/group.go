@@ -27,6 +27,10 @@ type commitReq struct {
 	err  error
 	plan *commitPlan
 	done chan struct{}
+	// control is the session's control flag as the transaction read it,
+	// when it started at ctlAt (zero: not read).
+	control string
+	ctlAt   time.Time
 }
 
 // committer groups concurrent Commits into shared transactions (group
@@ -251,6 +255,9 @@ func (s *Store) commitGroup(batch []*commitReq) {
 			r.err = err
 		case r.err == nil:
 			s.seqs.put(r.c, r.plan.last)
+			if r.l != nil && !r.ctlAt.IsZero() {
+				s.ctl.put(r.c.SessionID, r.control, r.ctlAt)
+			}
 			setCursors(r.c, r.plan.cursors)
 			if len(r.plan.events.seq) > 0 {
 				s.notify.add(r.c.RunID)
@@ -324,9 +331,14 @@ func (s *Store) applyGroup(ctx context.Context, t *tx, batch []*commitReq) error
 	var known map[string][]byte
 	var knownEvents map[string]storedEvent
 	b := &pgx.Batch{}
+	controls := make(map[string]string, len(batch))
+	readAt := time.Now()
 	b.Queue(sqlGroupFence, sessionIDs, ownerPtrs, gens).Query(func(rows pgx.Rows) error {
-		var id string
-		_, err := pgx.ForEachRow(rows, []any{&id}, func() error { fenced[id] = true; return nil })
+		var id, control string
+		_, err := pgx.ForEachRow(rows, []any{&id, &control}, func() error {
+			fenced[id], controls[id] = true, control
+			return nil
+		})
 		return err
 	})
 	b.Queue(sqlGroupRuns, runIDs, runSessions).Query(func(rows pgx.Rows) error {
@@ -381,6 +393,7 @@ func (s *Store) applyGroup(ctx context.Context, t *tx, batch []*commitReq) error
 			continue
 		}
 		r.plan = plan
+		r.control, r.ctlAt = controls[c.SessionID], readAt
 		ws.addBoundary(w, plan, true, !w.seq.lastRun)
 		n++
 	}
@@ -423,7 +436,10 @@ FOR NO KEY UPDATE OF s) AS fenced`
 	sqlFastRunUpdate = `WITH u AS (` + sqlGroupRunUpdate + `
 RETURNING 1)
 SELECT (CASE WHEN count(*) = $7 THEN '1' ELSE '` + fastMissMarker + `run' END)::int FROM u`
-	sqlFastJournal = `INSERT INTO journal (run_id, seq, id, payload)
+	// sqlFastControls reads the control flags set on the fenced sessions
+	// (locked by the fence): the commit's read of them (see controlCache).
+	sqlFastControls = `SELECT id, control FROM sessions WHERE id = ANY($1::text[]) AND control <> ''`
+	sqlFastJournal  = `INSERT INTO journal (run_id, seq, id, payload)
 SELECT u.run_id, u.seq, u.id, u.payload::json
 FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[]) AS u (run_id, seq, id, payload)`
 	sqlFastEvents = `INSERT INTO events (run_id, seq, event_id, payload)
@@ -496,14 +512,30 @@ func (s *Store) applyFast(ctx context.Context, t *tx, batch []*commitReq) error 
 	b.texts(owners)
 	b.int8s(gens)
 	b.int8(int64(len(sessionIDs)))
+	b.statement(wireControls) // statement 1: its rows are set flags
+	b.texts(sessionIDs)
 	ws.queueWire(b)
 	t.begun = true
-	return b.exec(ctx, t.conn)
+	controls := make(map[string]string)
+	readAt := time.Now()
+	err := b.exec(ctx, t.conn, func(stmt int, values [][]byte) {
+		if stmt == 1 && len(values) == 2 {
+			controls[string(values[0])] = string(values[1])
+		}
+	})
+	if err != nil {
+		return err
+	}
+	for _, r := range batch {
+		r.control, r.ctlAt = controls[r.c.SessionID], readAt
+	}
+	return nil
 }
 
 // The statements of the fast path, by their prepared names.
 var (
 	wireFence        = wireStatement{"hxd_fast_fence", sqlFastFence}
+	wireControls     = wireStatement{"hxd_fast_controls", sqlFastControls}
 	wireRunUpdate    = wireStatement{"hxd_fast_run_update", sqlFastRunUpdate}
 	wireLastRun      = wireStatement{"hxd_fast_last_run", sqlGroupLastRun}
 	wireSnapshots    = wireStatement{"hxd_fast_snapshots", sqlGroupSnapshots}

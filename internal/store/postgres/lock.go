@@ -170,6 +170,7 @@ func (l *lease) release(ctx context.Context) error {
 		return s.mapErr(ctx, op, err)
 	}
 	l.released = true
+	s.ctl.forget(l.sessionID)
 	s.mu.Lock()
 	delete(s.leases, l)
 	s.mu.Unlock()

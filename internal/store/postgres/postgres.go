@@ -149,7 +149,8 @@ type Store struct {
 	group        *committer    // groups concurrent commits
 	migrations   *migrationSet
 
-	seqs seqCache // last journal/event seq per run under a lease
+	seqs seqCache     // last journal/event seq per run under a lease
+	ctl  controlCache // control flags read by recent commits
 
 	closed atomic.Bool
 	done   chan struct{} // closed by Close: stops the listeners

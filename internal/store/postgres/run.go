@@ -103,6 +103,9 @@ func (s *Store) RunInsert(ctx context.Context, p *rtstore.RunInsertParams) (*rts
 		created bool
 		plan    *commitPlan
 	)
+	// The insert clears the session's control flag.
+	s.ctl.forget(r.SessionID)
+	defer s.ctl.forget(r.SessionID)
 	err = s.withTx(ctx, op, func(ctx context.Context, t *tx) error {
 		out, created, plan = nil, false, nil
 		var (

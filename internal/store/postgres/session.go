@@ -121,6 +121,9 @@ func (s *Store) SessionControlGet(ctx context.Context, id string) (string, error
 	if err := s.checkOpen(op); err != nil {
 		return "", err
 	}
+	if control, ok := s.ctl.get(id); ok {
+		return control, nil
+	}
 	ctx, cancel := opContext(ctx)
 	defer cancel()
 	var control string
@@ -145,6 +148,8 @@ func (s *Store) SessionControlSet(ctx context.Context, id, control string) error
 	}
 	ctx, cancel := opContext(ctx)
 	defer cancel()
+	s.ctl.forget(id)
+	defer s.ctl.forget(id)
 	ct, err := s.pool.Exec(ctx, sqlSessionControlSet, control, id)
 	if err != nil {
 		return s.mapErr(ctx, op, err)

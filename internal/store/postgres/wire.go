@@ -172,7 +172,7 @@ func pgMicros(t time.Time) int64 {
 // pgconn.ReceiveMessage, which keeps the connection's transaction status
 // current. When the exchange breaks off half-way the connection is
 // closed: its state is unknown.
-func (b *wireBatch) exec(ctx context.Context, conn *pgx.Conn) (err error) {
+func (b *wireBatch) exec(ctx context.Context, conn *pgx.Conn, onRow func(stmt int, values [][]byte)) (err error) {
 	names := make([]string, 0, len(b.stmts)+2)
 	for i, st := range append(append([]wireStatement{wireBegin}, b.stmts...), wireCommit) {
 		sd, err := conn.Prepare(ctx, st.name, st.sql)
@@ -202,15 +202,17 @@ func (b *wireBatch) exec(ctx context.Context, conn *pgx.Conn) (err error) {
 	if _, err := nc.Write(msg); err != nil {
 		return fmt.Errorf("send fast commit: %w", err)
 	}
-	return receiveFast(ctx, pc)
+	return receiveFast(ctx, pc, onRow)
 }
 
 // receiveFast reads the replies to exec's messages up to ReadyForQuery and
 // returns the first error, or an error when the last statement (COMMIT)
-// did not commit.
-func receiveFast(ctx context.Context, pc *pgconn.PgConn) error {
+// did not commit. The rows of b's statement i go to onRow(i, values)
+// (values are only valid during the call).
+func receiveFast(ctx context.Context, pc *pgconn.PgConn, onRow func(stmt int, values [][]byte)) error {
 	var first error
 	tag := ""
+	completed := 0 // CommandCompletes so far; BEGIN's is the first
 	for {
 		m, err := pc.ReceiveMessage(ctx)
 		if err != nil {
@@ -221,8 +223,13 @@ func receiveFast(ctx context.Context, pc *pgconn.PgConn) error {
 			if first == nil {
 				first = pgconn.ErrorResponseToPgError(m)
 			}
+		case *pgproto3.DataRow:
+			if completed > 0 {
+				onRow(completed-1, m.Values)
+			}
 		case *pgproto3.CommandComplete:
 			tag = string(m.CommandTag)
+			completed++
 		case *pgproto3.ReadyForQuery:
 			if first != nil {
 				return first
