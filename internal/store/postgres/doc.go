@@ -17,10 +17,13 @@
 //     lock, so a superseded writer can never commit;
 //   - boundary commits in one round trip when the lease's cached seqs
 //     allow (BEGIN, fence, writes and COMMIT in one pipelined batch, every
-//     check failing the transaction on the server), else in two (reads
-//     first), with group commit: concurrent Commits of different sessions
-//     share one transaction and one WAL flush, each keeping its own
-//     outcome;
+//     check failing the transaction on the server; its protocol messages
+//     are encoded once, binary, into a pooled buffer and written straight
+//     to the socket), else in two (reads first), with group commit:
+//     concurrent Commits of different sessions share one transaction and
+//     one WAL flush, each keeping its own outcome;
+//   - the session's control flag read by each leased commit and reused by
+//     SessionControlGet for 250ms, sparing the runtime's per-step query;
 //   - event wake-ups: after a commit that appended events, the run id is
 //     NOTIFYed on a per-schema channel (outside the commit, which a NOTIFY
 //     would serialise);
