@@ -40,7 +40,6 @@ var pgEpoch = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
 type wireBatch struct {
 	buf    []byte
 	spans  [][2]int // parameter value bounds in buf, in statement order
-	nulls  []bool   // spans[i] is SQL NULL
 	counts []int    // parameters per statement
 	stmts  []wireStatement
 }
@@ -65,7 +64,7 @@ func (b *wireBatch) release() {
 	if cap(b.buf) > keep {
 		return
 	}
-	b.buf, b.spans, b.nulls, b.counts, b.stmts = b.buf[:0], b.spans[:0], b.nulls[:0], b.counts[:0], b.stmts[:0]
+	b.buf, b.spans, b.counts, b.stmts = b.buf[:0], b.spans[:0], b.counts[:0], b.stmts[:0]
 	wireBatches.Put(b)
 }
 
@@ -79,9 +78,8 @@ func (b *wireBatch) statement(st wireStatement) {
 func (b *wireBatch) begin() int { return len(b.buf) }
 
 // end closes the parameter value started at start.
-func (b *wireBatch) end(start int, null bool) {
+func (b *wireBatch) end(start int) {
 	b.spans = append(b.spans, [2]int{start, len(b.buf)})
-	b.nulls = append(b.nulls, null)
 	b.counts[len(b.counts)-1]++
 }
 
@@ -106,7 +104,7 @@ func (b *wireBatch) texts(v []string) {
 		b.buf = binary.BigEndian.AppendUint32(b.buf, uint32(len(s)))
 		b.buf = append(b.buf, s...)
 	}
-	b.end(start, false)
+	b.end(start)
 }
 
 // nullableTexts appends a text[] parameter whose nil elements are NULL.
@@ -125,7 +123,7 @@ func (b *wireBatch) nullableTexts(v []json.RawMessage) {
 		b.buf = binary.BigEndian.AppendUint32(b.buf, uint32(len(s)))
 		b.buf = append(b.buf, s...)
 	}
-	b.end(start, false)
+	b.end(start)
 }
 
 // int8s appends a bigint[] parameter.
@@ -136,7 +134,7 @@ func (b *wireBatch) int8s(v []int64) {
 		b.buf = binary.BigEndian.AppendUint32(b.buf, 8)
 		b.buf = binary.BigEndian.AppendUint64(b.buf, uint64(n))
 	}
-	b.end(start, false)
+	b.end(start)
 }
 
 // timestamps appends a timestamptz[] parameter (microsecond precision).
@@ -147,14 +145,14 @@ func (b *wireBatch) timestamps(v []time.Time) {
 		b.buf = binary.BigEndian.AppendUint32(b.buf, 8)
 		b.buf = binary.BigEndian.AppendUint64(b.buf, uint64(pgMicros(t)))
 	}
-	b.end(start, false)
+	b.end(start)
 }
 
 // int8 appends a bigint parameter.
 func (b *wireBatch) int8(n int64) {
 	start := b.begin()
 	b.buf = binary.BigEndian.AppendUint64(b.buf, uint64(n))
-	b.end(start, false)
+	b.end(start)
 }
 
 // pgMicros is t in microseconds since PostgreSQL's epoch.
@@ -270,10 +268,6 @@ func (b *wireBatch) encode(names []string) []byte {
 		out = binary.BigEndian.AppendUint16(out, 1) // binary
 		out = binary.BigEndian.AppendUint16(out, uint16(n))
 		for j := next; j < next+n; j++ {
-			if b.nulls[j] {
-				out = binary.BigEndian.AppendUint32(out, 0xFFFFFFFF) // -1: NULL
-				continue
-			}
 			sp := b.spans[j]
 			out = binary.BigEndian.AppendUint32(out, uint32(sp[1]-sp[0]))
 			out = append(out, out[sp[0]:sp[1]]...)
