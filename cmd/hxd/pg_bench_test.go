@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -14,27 +13,10 @@ import (
 	"hxd/internal/agent"
 	"hxd/internal/model"
 	hxruntime "hxd/internal/runtime"
-	"hxd/internal/runtime/rtstore"
+	"hxd/internal/runtime/storetest"
 	"hxd/internal/store/postgres"
 	"hxd/internal/tool"
 )
-
-// benchCountingStore counts boundary commits: Commit and RunInsert (the
-// first boundary, run.started), as the SQLite benchmark counts them.
-type benchCountingStore struct {
-	rtstore.Store
-	commits atomic.Int64
-}
-
-func (s *benchCountingStore) Commit(ctx context.Context, c *rtstore.Commit) error {
-	s.commits.Add(1)
-	return s.Store.Commit(ctx, c)
-}
-
-func (s *benchCountingStore) RunInsert(ctx context.Context, p *rtstore.RunInsertParams) (*rtstore.RunRow, bool, error) {
-	s.commits.Add(1)
-	return s.Store.RunInsert(ctx, p)
-}
 
 // benchTenStep is a recorded agent of 10 scripted steps, each calling a
 // builtin tool that answers at once.
@@ -73,7 +55,7 @@ func BenchmarkPostgresRuns(b *testing.B) {
 	st, err := postgres.Open(ctx, postgres.Config{URL: dbURL, Schema: schema, PoolSize: 16, LeaseDuration: 30 * time.Second})
 	require(err)
 	b.Cleanup(func() { _ = st.Close() })
-	cs := &benchCountingStore{Store: st}
+	cs := &storetest.CountingStore{Store: st}
 	reg := agent.NewRegistry("count")
 	require(reg.Register(benchTenStep()))
 	rt, err := hxruntime.New(hxruntime.Config{
@@ -153,9 +135,9 @@ func BenchmarkPostgresRuns(b *testing.B) {
 			var hxdTime, rawTime time.Duration
 			var hxdCommits, rawCommits int64
 			for b.Loop() {
-				before := cs.commits.Load()
+				before := cs.Commits.Load()
 				hxdTime += parallel(hxdRuns)
-				n := cs.commits.Load() - before
+				n := cs.Commits.Load() - before
 				hxdCommits += n
 				b.StopTimer()
 				perWorker = int(n) / c

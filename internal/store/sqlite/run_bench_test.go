@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"path/filepath"
 	"strconv"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -17,28 +16,12 @@ import (
 	"hxd/internal/agent"
 	"hxd/internal/model"
 	hxruntime "hxd/internal/runtime"
-	"hxd/internal/runtime/rtstore"
+	"hxd/internal/runtime/storetest"
 	"hxd/internal/tool"
 )
 
 // benchSteps is the number of tool steps of the benchmark agent.
 const benchSteps = 10
-
-// countingStore counts the boundary commits of a run (Commit and RunInsert).
-type countingStore struct {
-	rtstore.Store
-	n atomic.Int64
-}
-
-func (c *countingStore) Commit(ctx context.Context, cm *rtstore.Commit) error {
-	c.n.Add(1)
-	return c.Store.Commit(ctx, cm)
-}
-
-func (c *countingStore) RunInsert(ctx context.Context, p *rtstore.RunInsertParams) (*rtstore.RunRow, bool, error) {
-	c.n.Add(1)
-	return c.Store.RunInsert(ctx, p)
-}
 
 func benchAgent() *agent.Definition {
 	var script []model.ScriptStep
@@ -55,7 +38,7 @@ func benchAgent() *agent.Definition {
 
 type runBench struct {
 	rt    *hxruntime.Runtime
-	store *countingStore
+	store *storetest.CountingStore
 	db    *Store
 }
 
@@ -66,7 +49,7 @@ func newRunBench(b *testing.B) *runBench {
 	if err != nil {
 		b.Fatal(err)
 	}
-	cs := &countingStore{Store: s}
+	cs := &storetest.CountingStore{Store: s}
 	reg := agent.NewRegistry("noop")
 	if err := reg.Register(benchAgent()); err != nil {
 		b.Fatal(err)
@@ -203,7 +186,7 @@ func BenchmarkTenStepRun(b *testing.B) {
 			rb := newRunBench(b)
 			raw := newRawDB(b)
 			rb.run(b, recorded) // warm up
-			rb.store.n.Store(0)
+			rb.store.Commits.Store(0)
 			var runTime, rawTime, runCPU, rawCPU time.Duration
 			var commits, runPages, rawPages int64
 			for b.Loop() {
@@ -213,7 +196,7 @@ func BenchmarkTenStepRun(b *testing.B) {
 				rb.run(b, recorded)
 				runTime += time.Since(start)
 				runCPU += cpuTime() - c0
-				n := rb.store.n.Swap(0)
+				n := rb.store.Commits.Swap(0)
 				commits += n
 				b.StopTimer()
 				runPages += pagesWritten(b, rb.db.w) - p0
