@@ -356,21 +356,38 @@ func nullableStrings(raw []json.RawMessage) []*string {
 // queueUpserts queues the writes that cannot collide: the session's latest
 // run, snapshot, step and tool rows.
 func (ws *writeSet) queueUpserts(b *pgx.Batch) {
-	if len(ws.lastSession) > 0 {
-		b.Queue(sqlGroupLastRun, ws.lastSession, ws.lastRun)
+	for _, u := range ws.upserts() {
+		args := make([]any, len(u.args))
+		for i, a := range u.args {
+			args[i] = a
+		}
+		b.Queue(u.st.sql, args...)
 	}
-	if len(ws.snapSession) > 0 {
-		b.Queue(sqlGroupSnapshots, ws.snapSession, ws.snapPayload)
+}
+
+// upsert is a write that cannot collide: its statement and its text[]
+// arguments.
+type upsert struct {
+	st   wireStatement
+	args [][]string
+}
+
+// upserts lists the writes of queueUpserts (and of the fast path's
+// queueWire): the session's latest run, snapshot, step and tool rows, each
+// when it has rows.
+func (ws *writeSet) upserts() []upsert {
+	var out []upsert
+	add := func(st wireStatement, args ...[]string) {
+		if len(args[0]) > 0 {
+			out = append(out, upsert{st, args})
+		}
 	}
-	if len(ws.stepRun) > 0 {
-		b.Queue(sqlGroupSteps, ws.stepRun, ws.stepID, ws.stepPayload)
-	}
-	if len(ws.appRun) > 0 {
-		b.Queue(sqlGroupApprovals, ws.appRun, ws.appKey, ws.appPayload)
-	}
-	if len(ws.outRun) > 0 {
-		b.Queue(sqlGroupToolOutcomes, ws.outRun, ws.outKey, ws.outPayload)
-	}
+	add(wireLastRun, ws.lastSession, ws.lastRun)
+	add(wireSnapshots, ws.snapSession, ws.snapPayload)
+	add(wireSteps, ws.stepRun, ws.stepID, ws.stepPayload)
+	add(wireApprovals, ws.appRun, ws.appKey, ws.appPayload)
+	add(wireToolOutcomes, ws.outRun, ws.outKey, ws.outPayload)
+	return out
 }
 
 // commitPlan is what a boundary appends, decided from the reads.

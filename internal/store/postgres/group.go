@@ -547,8 +547,8 @@ var (
 )
 
 // queueWire adds the writes of the fast path to b: the run update and the
-// appends check themselves on the server (see sqlFastRunUpdate); the rest
-// are the upserts of queueUpserts.
+// appends check themselves on the server (see sqlFastRunUpdate); between
+// them go the upserts.
 func (ws *writeSet) queueWire(b *wireBatch) {
 	if n := len(ws.runID); n > 0 {
 		b.statement(wireRunUpdate)
@@ -560,29 +560,10 @@ func (ws *writeSet) queueWire(b *wireBatch) {
 		b.timestamps(ws.runUpdated)
 		b.int8(int64(n))
 	}
-	if len(ws.lastSession) > 0 {
-		b.statement(wireLastRun)
-		b.texts(ws.lastSession)
-		b.texts(ws.lastRun)
-	}
-	if len(ws.snapSession) > 0 {
-		b.statement(wireSnapshots)
-		b.texts(ws.snapSession)
-		b.texts(ws.snapPayload)
-	}
-	for _, rows := range []struct {
-		st                 wireStatement
-		run, key, payloads []string
-	}{
-		{wireSteps, ws.stepRun, ws.stepID, ws.stepPayload},
-		{wireApprovals, ws.appRun, ws.appKey, ws.appPayload},
-		{wireToolOutcomes, ws.outRun, ws.outKey, ws.outPayload},
-	} {
-		if len(rows.run) > 0 {
-			b.statement(rows.st)
-			b.texts(rows.run)
-			b.texts(rows.key)
-			b.texts(rows.payloads)
+	for _, u := range ws.upserts() {
+		b.statement(u.st)
+		for _, a := range u.args {
+			b.texts(a)
 		}
 	}
 	for _, rows := range []struct {

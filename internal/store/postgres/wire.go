@@ -50,8 +50,9 @@ var (
 	wireCommit = wireStatement{"hxd_fast_commit", sqlCommit}
 )
 
-// wireStatement is a statement of the fast path, prepared on each
-// connection under its name the first time a connection sends it.
+// wireStatement is a boundary statement: its SQL, and the name the fast
+// path prepares it under on each connection the first time that connection
+// sends it.
 type wireStatement struct{ name, sql string }
 
 var wireBatches = sync.Pool{New: func() any { return new(wireBatch) }}
