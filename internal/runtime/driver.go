@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -30,7 +31,8 @@ var (
 	errStop = errors.New("drive stopped")
 )
 
-// driver runs the loop of one run in one goroutine; it alone touches st.
+// driver runs the loop of one run in one goroutine; it alone touches st
+// (a concurrent tool batch's goroutines take turns, see runConcurrent).
 type driver struct {
 	committer
 	b      *binding
@@ -38,6 +40,9 @@ type driver struct {
 	cancel context.CancelCauseFunc
 	done   chan struct{}
 	soft   atomic.Bool // shutdown: stop at the next boundary
+	// batch is the turn the goroutines of a concurrent tool batch take on
+	// the run state (runConcurrent); nil outside one.
+	batch *sync.Mutex
 }
 
 func (r *Runtime) newDriver(b *binding, st *RunState, lease rtstore.Lease) *driver {
@@ -375,23 +380,19 @@ func (d *driver) cmdPrepareTools() error {
 }
 
 // cmdTools runs every entry that can run, then either stops for decisions
-// or appends the results and moves to the next step.
+// or appends the results and moves to the next step. A batch whose tools
+// are all concurrent runs in parallel (REFERENCE §4.2); any other batch
+// runs one entry after the other.
 func (d *driver) cmdTools() error {
 	st := d.st
-	for i := range st.Tools {
-		e := &st.Tools[i]
-		for e.Status == ToolPrepared || e.Status == ToolStarted || e.Status == ToolRawCompleted {
-			var err error
-			if e.Status == ToolRawCompleted {
-				err = d.processTool(e)
-			} else {
-				err = d.runTool(e)
-			}
-			if err != nil {
+	if concurrentBatch(st.Tools) {
+		if err := d.runConcurrent(); err != nil {
+			return err
+		}
+	} else {
+		for i := range st.Tools {
+			if err := d.runEntry(&st.Tools[i]); err != nil {
 				return err
-			}
-			if e.Status == ToolStarted && d.ctx.Err() != nil {
-				return d.ctx.Err()
 			}
 		}
 	}
@@ -403,6 +404,140 @@ func (d *driver) cmdTools() error {
 		return d.commit(d.ctx)
 	}
 	return asCommandError(CollectResults(st))
+}
+
+// runnable reports whether an entry still has a call or its processing
+// ahead of it.
+func runnable(e *ToolEntry) bool {
+	return e.Status == ToolPrepared || e.Status == ToolStarted || e.Status == ToolRawCompleted
+}
+
+// concurrentBatch reports whether tools is a batch to run in parallel:
+// every entry's tool is concurrent and two or more entries have a call
+// ahead of them.
+func concurrentBatch(tools []ToolEntry) bool {
+	calls := 0
+	for i := range tools {
+		if !tools[i].Concurrent {
+			return false
+		}
+		if tools[i].Status == ToolPrepared || tools[i].Status == ToolStarted {
+			calls++
+		}
+	}
+	return calls > 1
+}
+
+// runEntry takes one entry through its calls (retries included) and its
+// processing, until it is completed or waits for a decision.
+func (d *driver) runEntry(e *ToolEntry) error {
+	for runnable(e) {
+		var err error
+		if e.Status == ToolRawCompleted {
+			err = d.processTool(e)
+		} else {
+			err = d.runTool(e)
+		}
+		if err != nil {
+			return err
+		}
+		if e.Status == ToolStarted && d.ctx.Err() != nil {
+			return d.ctx.Err()
+		}
+	}
+	return nil
+}
+
+// runConcurrent runs an all-concurrent batch in parallel. The dispatches
+// of every entry commit together before any handler starts; each handler
+// then runs in its own goroutine, and each outcome commits as it comes
+// (tool.returned in completion order), so a raw result is durable without
+// waiting for slower calls. A retried call goes on in its goroutine, one
+// attempt after the other. The goroutines take turns on the run state
+// (d.batch): one at a time records, commits or processes, and none holds
+// it during a handler call or a backoff. Every call finishes before the
+// first error, in entry order, is returned.
+func (d *driver) runConcurrent() error {
+	st := d.st
+	type call struct {
+		e *ToolEntry
+		t tool.Tool
+	}
+	var calls []call
+	for i := range st.Tools {
+		e := &st.Tools[i]
+		if e.Status == ToolRawCompleted {
+			if err := d.processTool(e); err != nil {
+				return err
+			}
+			continue
+		}
+		if !runnable(e) {
+			continue
+		}
+		t, err := d.dispatch(e)
+		if err != nil {
+			return err
+		}
+		if t != nil {
+			calls = append(calls, call{e, t})
+		}
+	}
+	if len(calls) == 0 {
+		return nil
+	}
+	if err := d.commit(d.ctx); err != nil {
+		// No handler ran: storage still holds the entries as they were.
+		return err
+	}
+	var mu sync.Mutex
+	errs := make([]error, len(calls))
+	var wg sync.WaitGroup
+	mu.Lock()
+	d.batch = &mu
+	for i, c := range calls {
+		wg.Go(func() {
+			mu.Lock()
+			defer mu.Unlock()
+			err := d.callTool(c.t, c.e)
+			if err == nil && d.hasPending() {
+				err = d.commit(d.ctx)
+			}
+			if err == nil && !(c.e.Status == ToolStarted && d.ctx.Err() != nil) {
+				err = d.runEntry(c.e)
+			}
+			errs[i] = err
+		})
+	}
+	mu.Unlock()
+	wg.Wait()
+	mu.Lock()
+	d.batch = nil
+	mu.Unlock()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	if d.ctx.Err() != nil {
+		for _, c := range calls {
+			if c.e.Status == ToolStarted {
+				return d.ctx.Err()
+			}
+		}
+	}
+	return nil
+}
+
+// unlocked runs f, a handler call or a wait, with the batch's turn given
+// up while it runs (see runConcurrent); outside a concurrent batch it
+// just runs f.
+func (d *driver) unlocked(f func()) {
+	if mu := d.batch; mu != nil {
+		mu.Unlock()
+		defer mu.Lock()
+	}
+	f()
 }
 
 // answer completes an entry without dispatching it (deny, unknown tool,
@@ -419,39 +554,61 @@ func (d *driver) answer(e *ToolEntry, text string) error {
 // runTool runs one attempt of an entry: commit tool.started + tool.dispatched,
 // call the handler, commit the outcome (two commits per call).
 func (d *driver) runTool(e *ToolEntry) error {
+	t, err := d.dispatch(e)
+	if err != nil || t == nil {
+		return err
+	}
+	if err := d.commit(d.ctx); err != nil {
+		// The handler never ran: storage still holds the entry as it was.
+		return err
+	}
+	return d.callTool(t, e)
+}
+
+// dispatch gates and validates an entry and, when it may run, opens its
+// next attempt: tool.started and tool.dispatched, to commit before the
+// call. It returns the entry's tool, or nil when the entry was answered
+// (unknown tool, denied, invalid input) or waits for an approval.
+func (d *driver) dispatch(e *ToolEntry) (tool.Tool, error) {
 	t, ok := d.b.tools[e.Call.Name]
 	if !ok {
-		return d.answer(e, "Unknown tool: "+e.Call.Name)
+		return nil, d.answer(e, "Unknown tool: "+e.Call.Name)
 	}
 	switch GateTool(t.Config(), e) {
 	case GateDeny:
-		return d.answer(e, "Permission denied")
+		return nil, d.answer(e, "Permission denied")
 	case GateAsk:
 		if err := d.setToolStatus(e, TevNeedApproval); err != nil {
-			return err
+			return nil, err
 		}
 		d.event(EventApprovalRequired, map[string]any{"execution_key": e.ExecutionKey, "call": e.Call}, e)
-		return nil
+		return nil, nil
 	}
 	if err := t.ValidateInput(e.Call.Input); err != nil && e.Status == ToolPrepared {
-		return d.answer(e, "Invalid tool input: "+err.Error())
+		return nil, d.answer(e, "Invalid tool input: "+err.Error())
 	}
 	if err := d.setToolStatus(e, TevStart); err != nil {
-		return err
+		return nil, err
 	}
 	e.Attempt++
 	d.record(journal.KindToolStarted, map[string]any{"call": e.Call, "replay_policy": e.Policy}, e)
 	d.event(EventToolCallStart, e.Call, e)
 	d.record(journal.KindToolDispatched, map[string]any{"call": e.Call}, e)
-	if err := d.commit(d.ctx); err != nil {
-		// The handler never ran: storage still holds the entry as it was.
-		return err
-	}
-	callCtx, cancel := context.WithTimeout(d.ctx, time.Duration(float64(e.Timeout)*float64(time.Second)))
-	out, err := t.Call(callCtx, tool.Invocation{
-		SessionID: d.st.SessionID, RunID: d.st.RunID, ExecutionKey: e.ExecutionKey, Attempt: e.Attempt, Call: e.Call,
+	return t, nil
+}
+
+// callTool calls the handler of a dispatched entry (its dispatch is
+// committed) and takes in the outcome.
+func (d *driver) callTool(t tool.Tool, e *ToolEntry) error {
+	var out tool.Outcome
+	var err error
+	d.unlocked(func() {
+		callCtx, cancel := context.WithTimeout(d.ctx, time.Duration(float64(e.Timeout)*float64(time.Second)))
+		out, err = t.Call(callCtx, tool.Invocation{
+			SessionID: d.st.SessionID, RunID: d.st.RunID, ExecutionKey: e.ExecutionKey, Attempt: e.Attempt, Call: e.Call,
+		})
+		cancel()
 	})
-	cancel()
 	switch {
 	case errors.Is(err, tool.ErrClientResult):
 		if err := d.setToolStatus(e, TevUnknown); err != nil {
@@ -538,7 +695,9 @@ func (d *driver) toolFailed(e *ToolEntry, f *tool.Failure) error {
 		if err := d.commit(d.ctx); err != nil {
 			return err
 		}
-		return d.r.cfg.SleepFunc(d.ctx, wait)
+		var err error
+		d.unlocked(func() { err = d.r.cfg.SleepFunc(d.ctx, wait) })
+		return err
 	default:
 		return &commandError{typ: f.Type, msg: f.Message}
 	}

@@ -75,7 +75,7 @@ func setupCfg(t *testing.T, mod func(*hxruntime.Config), defs ...*agent.Definiti
 		v, _ := calls.LoadOrStore(name, &atomic.Int64{})
 		return v.(*atomic.Int64)
 	}
-	reg := agent.NewRegistry("count", "block", "leak", "file", "gate")
+	reg := agent.NewRegistry("count", "block", "leak", "file", "gate", "meet")
 	for _, d := range append(defs, agent.Demo()...) {
 		require.NoError(t, reg.Register(d))
 	}
