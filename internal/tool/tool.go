@@ -55,8 +55,10 @@ type Config struct {
 	TimeoutSeconds float64 `json:"timeout_seconds,omitempty"`
 	// Retry of failed attempts (safe/idempotent tools only). Optional.
 	Retry *Retry `json:"retry,omitempty"`
-	// Concurrent lets the tool run in parallel with other concurrent tools
-	// of the same model response. Optional, default: false.
+	// Concurrent lets the tool run in parallel with the other calls of the
+	// same model response when all of them are concurrent (the local
+	// engine; the Temporal engine runs them in turn). Optional, default:
+	// false.
 	Concurrent bool `json:"concurrent,omitempty"`
 }
 
