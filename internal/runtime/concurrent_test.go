@@ -3,6 +3,7 @@ package runtime_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strconv"
 	"sync/atomic"
 	"testing"
@@ -14,6 +15,7 @@ import (
 	"hxd/internal/journal"
 	"hxd/internal/model"
 	hxruntime "hxd/internal/runtime"
+	"hxd/internal/runtime/rtstore"
 	"hxd/internal/tool"
 )
 
@@ -188,4 +190,65 @@ func TestConcurrentBatchRetries(t *testing.T) {
 	}
 	require.Equal(t, 1, failed)
 	require.Equal(t, 3, returned)
+}
+
+// TestConcurrentBatchTakeover: a driver that loses its lease while one call
+// of a parallel batch still runs stops without a further commit; the run
+// that takes over runs only that call again, never the calls whose raw
+// results were committed as they came.
+func TestConcurrentBatchTakeover(t *testing.T) {
+	t.Parallel()
+	var fs *leaseFaultStore
+	var calls [3]atomic.Int64
+	release := map[string]chan struct{}{"a": make(chan struct{}), "b": make(chan struct{})}
+	stop := make(chan struct{}) // the test is over: let any handler go
+	tb := setupCfg(t, func(cfg *hxruntime.Config) {
+		withMeet(func(ctx context.Context, inv tool.Invocation) (tool.Outcome, error) {
+			if calls[inv.Call.ID[0]-'a'].Add(1) == 1 {
+				ch := release[inv.Call.ID] // nil for c: its first call never returns
+				select {
+				case <-ch:
+				case <-stop:
+				case <-ctx.Done():
+					return tool.Outcome{}, ctx.Err()
+				}
+			}
+			return tool.Outcome{Result: model.ToolResult{Content: jsonString("result " + inv.Call.ID)}}, nil
+		})(cfg)
+		fs = &leaseFaultStore{Store: cfg.Store}
+		cfg.Store = fs
+		cfg.LeaseRenewEvery = 20 * time.Millisecond
+		cfg.ExpiredRunsFunc = func(ctx context.Context) ([]*rtstore.RunRow, error) {
+			return fs.RunListByStatus(ctx, hxruntime.StatusRunning)
+		}
+	}, batchAgent("par", true))
+	t.Cleanup(func() { close(stop) }) // runs before the runtime stops
+	ctx := context.Background()
+	sess, err := tb.rt.CreateSession(ctx, hxruntime.CreateSessionParams{Agent: agent.Ref{Name: "par", Version: "v1"}, Recording: recording(true)})
+	require.NoError(t, err)
+	run, _, err := tb.rt.SubmitRun(ctx, hxruntime.SubmitParams{SessionID: sess.ID, Message: jsonString("go")})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return calls[0].Load() == 1 && calls[1].Load() == 1 && calls[2].Load() == 1 }, 10*time.Second, 5*time.Millisecond)
+	close(release["a"])
+	close(release["b"])
+	returned := func() int {
+		n := 0
+		for _, r := range journalOf(t, tb, run.RunID) {
+			if r.Kind == journal.KindToolReturned {
+				n++
+			}
+		}
+		return n
+	}
+	require.Eventually(t, func() bool { return returned() == 2 }, 10*time.Second, 5*time.Millisecond)
+
+	fs.fail(fmt.Errorf("renew: %w", rtstore.ErrLeaseLost))
+	driverGone(t, tb, sess.ID)
+	fs.fail(nil)
+	tb.rt.StartReaper(ctx, 20*time.Millisecond)
+	res := waitRun(t, tb, run.RunID)
+	require.Equal(t, hxruntime.StatusCompleted, res.Status)
+	require.Equal(t, []int64{1, 1, 2}, []int64{calls[0].Load(), calls[1].Load(), calls[2].Load()},
+		"only the call whose result was never committed runs again")
+	require.Equal(t, 3, returned())
 }
