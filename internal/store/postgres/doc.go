@@ -6,7 +6,8 @@
 //   - the connection pool (pgxpool) with search_path pinned to the
 //     configured schema on every connection, so SQL names no schema and any
 //     legal schema name (quotes, spaces, '?', '%') works; values always
-//     travel as bind parameters;
+//     travel as bind parameters, into statements planned once
+//     (plan_cache_mode=force_generic_plan unless the URL sets it);
 //   - golang-migrate migrations from hxd/migrations (directory "postgres"),
 //     serialised across processes by a session advisory lock, with hxd's own
 //     SHA-256 record of every applied file (schema_checksums) and a

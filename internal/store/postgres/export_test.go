@@ -113,3 +113,13 @@ func WireEcho(ctx context.Context, conn *pgx.Conn, texts []string, nullable []js
 	})
 	return row, err
 }
+
+// Setting reads a run-time parameter on a pooled and on a lease
+// connection.
+func (s *Store) Setting(ctx context.Context, name string) (pool, lease string, err error) {
+	if err := s.pool.QueryRow(ctx, `SELECT current_setting($1)`, name).Scan(&pool); err != nil {
+		return "", "", err
+	}
+	err = s.leasePool.QueryRow(ctx, `SELECT current_setting($1)`, name).Scan(&lease)
+	return pool, lease, err
+}
