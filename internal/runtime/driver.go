@@ -385,7 +385,7 @@ func (d *driver) cmdPrepareTools() error {
 // runs one entry after the other.
 func (d *driver) cmdTools() error {
 	st := d.st
-	if concurrentBatch(st.Tools) {
+	if ConcurrentBatch(st.Tools) {
 		if err := d.runConcurrent(); err != nil {
 			return err
 		}
@@ -410,22 +410,6 @@ func (d *driver) cmdTools() error {
 // ahead of it.
 func runnable(e *ToolEntry) bool {
 	return e.Status == ToolPrepared || e.Status == ToolStarted || e.Status == ToolRawCompleted
-}
-
-// concurrentBatch reports whether tools is a batch to run in parallel:
-// every entry's tool is concurrent and two or more entries have a call
-// ahead of them.
-func concurrentBatch(tools []ToolEntry) bool {
-	calls := 0
-	for i := range tools {
-		if !tools[i].Concurrent {
-			return false
-		}
-		if tools[i].Status == ToolPrepared || tools[i].Status == ToolStarted {
-			calls++
-		}
-	}
-	return calls > 1
 }
 
 // runEntry takes one entry through its calls (retries included) and its

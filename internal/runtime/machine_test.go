@@ -151,3 +151,29 @@ func TestNextCommand(t *testing.T) {
 	}
 	require.Equal(t, Command(PhaseTools), NextCommand(&RunState{Status: StatusRunning, Phase: PhaseTools}))
 }
+
+func TestConcurrentBatch(t *testing.T) {
+	entry := func(concurrent bool, status ToolStatus) ToolEntry {
+		return ToolEntry{Concurrent: concurrent, Status: status}
+	}
+	for _, tc := range []struct {
+		name  string
+		tools []ToolEntry
+		want  bool
+	}{
+		{"empty", nil, false},
+		{"one call", []ToolEntry{entry(true, ToolPrepared)}, false},
+		{"two prepared", []ToolEntry{entry(true, ToolPrepared), entry(true, ToolPrepared)}, true},
+		{"started to run again", []ToolEntry{entry(true, ToolStarted), entry(true, ToolPrepared)}, true},
+		{"one not concurrent", []ToolEntry{entry(true, ToolPrepared), entry(false, ToolPrepared), entry(true, ToolPrepared)}, false},
+		{"a finished entry not concurrent", []ToolEntry{entry(false, ToolCompleted), entry(true, ToolPrepared), entry(true, ToolPrepared)}, false},
+		{"one call left", []ToolEntry{entry(true, ToolCompleted), entry(true, ToolRawCompleted), entry(true, ToolPrepared)}, false},
+		{"awaiting approval", []ToolEntry{entry(true, ToolApproval), entry(true, ToolPrepared)}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := ConcurrentBatch(tc.tools); got != tc.want {
+				t.Fatalf("ConcurrentBatch = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

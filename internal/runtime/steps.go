@@ -422,3 +422,20 @@ func SpillResult(st *RunState, e *ToolEntry, text, format, key, id string, limit
 	}
 	return tool.TextContent(note)
 }
+
+// ConcurrentBatch reports whether tools is a batch to run in parallel
+// (REFERENCE §4.2): every entry's tool is concurrent and two or more
+// entries have a call ahead of them (prepared, or started and to run
+// again).
+func ConcurrentBatch(tools []ToolEntry) bool {
+	calls := 0
+	for i := range tools {
+		if !tools[i].Concurrent {
+			return false
+		}
+		if tools[i].Status == ToolPrepared || tools[i].Status == ToolStarted {
+			calls++
+		}
+	}
+	return calls > 1
+}
