@@ -29,6 +29,10 @@ const (
 	// harness_spill_v1 activity and spilled as a tool activity's result
 	// is. Before it, such a result was kept whole.
 	PatchResolvedSpill = "hxd-resolved-spill-v1"
+	// PatchConcurrentTools: a batch whose tools are all concurrent runs
+	// its tool activities in parallel (toolsParallel). Before it, every
+	// batch ran one call after the other.
+	PatchConcurrentTools = "hxd-concurrent-tools-v1"
 )
 
 // legacyWorkflow makes the workflow behave as it did before
@@ -40,6 +44,10 @@ var legacyWorkflow = false
 // PatchResolvedSpill existed (no marker, caller-supplied results kept
 // whole). Test-only, as legacyWorkflow.
 var legacyResolvedSpill = false
+
+// legacyConcurrentTools makes the workflow run every batch in turn, as it
+// did before PatchConcurrentTools existed. Test-only, as legacyWorkflow.
+var legacyConcurrentTools = false
 
 const (
 	// activityGrace is added to a call's own timeout (REFERENCE §9).
@@ -466,8 +474,14 @@ func activityFailure(err error, what string) *runtime.StepFailure {
 }
 
 // toolsStep runs every entry that can run, then stops for decisions or
-// collects the results (REFERENCE §4.2, §9).
+// collects the results (REFERENCE §4.2, §9). A batch whose tools are all
+// concurrent runs in parallel (toolsParallel) in histories recorded since
+// PatchConcurrentTools; any other batch runs one entry after the other.
 func (w *sessionWorkflow) toolsStep(ctx workflow.Context, d *drive, st *runtime.RunState) error {
+	if runtime.ConcurrentBatch(st.Tools) && !legacyConcurrentTools &&
+		workflow.GetVersion(ctx, PatchConcurrentTools, workflow.DefaultVersion, 1) != workflow.DefaultVersion {
+		return w.toolsParallel(ctx, d, st)
+	}
 	var lost *runtime.StepFailure
 	for i := range st.Tools {
 		e := &st.Tools[i]
@@ -477,108 +491,98 @@ func (w *sessionWorkflow) toolsStep(ctx workflow.Context, d *drive, st *runtime.
 		// supplied it through resolve).
 		var spill *SpillRef
 		returned := false
-	entry:
 		for e.Status == runtime.ToolPrepared || e.Status == runtime.ToolStarted || e.Status == runtime.ToolRawCompleted {
 			if e.Status == runtime.ToolRawCompleted {
-				if !returned {
-					s, err := w.spillResolved(ctx, d, st, e)
-					if err != nil {
-						return err
-					}
-					spill = s
-				}
-				if err := w.processTool(ctx, st, e, spill); err != nil {
+				if err := w.processReturned(ctx, d, st, e, spill, returned); err != nil {
 					return err
 				}
 				continue
 			}
-			td, ok := w.tools[e.Call.Name]
-			if !ok {
-				if err := w.answer(st, e, "Unknown tool: "+e.Call.Name); err != nil {
-					return err
-				}
-				continue
-			}
-			switch runtime.GateTool(td.Config, e) {
-			case runtime.GateDeny:
-				if err := w.answer(st, e, "Permission denied"); err != nil {
-					return err
-				}
-				continue
-			case runtime.GateAsk:
-				if err := runtime.SetToolStatus(e, runtime.TevNeedApproval); err != nil {
-					return err
-				}
-				w.event(st, runtime.EventApprovalRequired, map[string]any{"execution_key": e.ExecutionKey, "call": e.Call}, e)
-				break entry
-			}
-			if e.Status == runtime.ToolPrepared {
-				if err := w.validateInput(td.Config, e.Call.Input); err != nil {
-					if err := w.answer(st, e, "Invalid tool input: "+err.Error()); err != nil {
-						return err
-					}
-					continue
-				}
-			}
-			if err := runtime.SetToolStatus(e, runtime.TevStart); err != nil {
+			call, err := w.startCall(st, e)
+			if err != nil {
 				return err
 			}
-			e.Attempt++
-			w.event(st, runtime.EventToolCallStart, e.Call, e)
-			out, err := w.toolActivity(ctx, d, st, e)
-			if err != nil {
-				if ierr := w.interruption(ctx, d, err); ierr != nil {
-					return ierr
-				}
-				f := activityFailure(err, "tool")
-				var app *temporal.ApplicationError
-				if errors.As(err, &app) && app.Type() == ErrTypeAgentMismatch {
-					return f
-				}
-				// The activity failed (lost worker, timeout, retries used up):
-				// a manual tool's outcome is unknown; others stay started and
-				// are executed again by a resume.
-				if e.Policy == tool.PolicyManual {
-					if err := runtime.SetToolStatus(e, runtime.TevUnknown); err != nil {
-						return err
-					}
-					w.event(st, runtime.EventRecoveryRequired, map[string]any{"execution_key": e.ExecutionKey, "call": e.Call}, e)
-				}
-				lost = f
-				break entry
+			if !call {
+				continue // answered, or waiting for an approval
 			}
-			e.Attempt = max(out.Attempt, e.Attempt)
-			switch out.Kind {
-			case ToolReturned:
-				if err := runtime.SetToolStatus(e, runtime.TevReturn); err != nil {
-					return err
-				}
-				e.RawResult = out.Result
-				if len(out.Artifacts) > 0 {
-					runtime.RecordArtifacts(st, e.ExecutionKey, out.Artifacts)
-				}
-				spill, returned = out.Spill, true
-			case ToolClientResult:
-				if err := runtime.SetToolStatus(e, runtime.TevUnknown); err != nil {
-					return err
-				}
-				w.event(st, runtime.EventRecoveryRequired, map[string]any{"execution_key": e.ExecutionKey, "call": e.Call, "reason": "client_result"}, e)
-			case ToolUncertain:
-				if err := runtime.SetToolStatus(e, runtime.TevUnknown); err != nil {
-					return err
-				}
-				w.event(st, runtime.EventRecoveryRequired, map[string]any{"execution_key": e.ExecutionKey, "call": e.Call}, e)
-			case ToolFailed:
-				typ, msg := "ToolError", "tool call failed"
-				if out.Failure != nil {
-					typ, msg = out.Failure.Type, out.Failure.Message
-				}
-				return &runtime.StepFailure{Type: typ, Message: msg}
-			default:
-				return &runtime.StepFailure{Type: "RuntimeError", Message: fmt.Sprintf("unknown tool outcome %q", out.Kind)}
+			out, err := w.toolActivity(ctx, d, st, e)
+			o, err := w.callOutcome(ctx, d, st, e, out, err)
+			if err != nil {
+				return err
+			}
+			if o.lost != nil {
+				lost = o.lost
+				break
+			}
+			spill, returned = o.spill, o.returned
+		}
+	}
+	return w.toolsDone(st, lost)
+}
+
+// toolsParallel runs an all-concurrent batch in parallel: results the
+// caller supplied are processed first, then every call is started (tool
+// activities scheduled together) and each outcome is taken as its activity
+// completes, its result processed at once. Every call finishes before the
+// first failure, in entry order, is returned.
+func (w *sessionWorkflow) toolsParallel(ctx workflow.Context, d *drive, st *runtime.RunState) error {
+	for i := range st.Tools {
+		if e := &st.Tools[i]; e.Status == runtime.ToolRawCompleted {
+			if err := w.processReturned(ctx, d, st, e, nil, false); err != nil {
+				return err
 			}
 		}
 	}
+	sel := workflow.NewSelector(ctx)
+	errs := make([]error, len(st.Tools))
+	lost := make([]*runtime.StepFailure, len(st.Tools))
+	calls := 0
+	for i := range st.Tools {
+		e := &st.Tools[i]
+		if e.Status != runtime.ToolPrepared && e.Status != runtime.ToolStarted {
+			continue
+		}
+		call, err := w.startCall(st, e)
+		if err != nil {
+			return err
+		}
+		if !call {
+			continue
+		}
+		fut, err := w.startToolActivity(ctx, d, st, e)
+		if err != nil {
+			errs[i] = err
+			continue
+		}
+		calls++
+		sel.AddFuture(fut, func(f workflow.Future) {
+			var out ToolOutput
+			err := f.Get(ctx, &out)
+			o, err := w.callOutcome(ctx, d, st, e, &out, err)
+			if err == nil && o.lost == nil && e.Status == runtime.ToolRawCompleted {
+				err = w.processReturned(ctx, d, st, e, o.spill, o.returned)
+			}
+			errs[i], lost[i] = err, o.lost
+		})
+	}
+	for range calls {
+		sel.Select(ctx)
+	}
+	var first *runtime.StepFailure
+	for i := range st.Tools {
+		if errs[i] != nil {
+			return errs[i]
+		}
+		if first == nil {
+			first = lost[i]
+		}
+	}
+	return w.toolsDone(st, first)
+}
+
+// toolsDone ends a tools step: the run waits for decisions, fails with
+// lost (a call whose activity failed), or goes on with the results.
+func (w *sessionWorkflow) toolsDone(st *runtime.RunState, lost *runtime.StepFailure) error {
 	if len(st.PendingTools()) > 0 {
 		if err := runtime.SetStatus(st, runtime.EvAwait); err != nil {
 			return err
@@ -597,7 +601,132 @@ func (w *sessionWorkflow) toolsStep(ctx workflow.Context, d *drive, st *runtime.
 	return runtime.CollectResults(st)
 }
 
+// processReturned processes a raw-completed entry: spill is what the tool
+// activity stored when returned says the raw result came from it; a result
+// the caller supplied is spilled by spillResolved first.
+func (w *sessionWorkflow) processReturned(ctx workflow.Context, d *drive, st *runtime.RunState, e *runtime.ToolEntry, spill *SpillRef, returned bool) error {
+	if !returned {
+		s, err := w.spillResolved(ctx, d, st, e)
+		if err != nil {
+			return err
+		}
+		spill = s
+	}
+	return w.processTool(ctx, st, e, spill)
+}
+
+// startCall gates and validates an entry and, when it may run, opens its
+// next attempt (tool_call_start). It reports whether the entry is to be
+// called: false when it was answered (unknown tool, denied, invalid
+// input) or waits for an approval.
+func (w *sessionWorkflow) startCall(st *runtime.RunState, e *runtime.ToolEntry) (bool, error) {
+	td, ok := w.tools[e.Call.Name]
+	if !ok {
+		return false, w.answer(st, e, "Unknown tool: "+e.Call.Name)
+	}
+	switch runtime.GateTool(td.Config, e) {
+	case runtime.GateDeny:
+		return false, w.answer(st, e, "Permission denied")
+	case runtime.GateAsk:
+		if err := runtime.SetToolStatus(e, runtime.TevNeedApproval); err != nil {
+			return false, err
+		}
+		w.event(st, runtime.EventApprovalRequired, map[string]any{"execution_key": e.ExecutionKey, "call": e.Call}, e)
+		return false, nil
+	}
+	if e.Status == runtime.ToolPrepared {
+		if err := w.validateInput(td.Config, e.Call.Input); err != nil {
+			return false, w.answer(st, e, "Invalid tool input: "+err.Error())
+		}
+	}
+	if err := runtime.SetToolStatus(e, runtime.TevStart); err != nil {
+		return false, err
+	}
+	e.Attempt++
+	w.event(st, runtime.EventToolCallStart, e.Call, e)
+	return true, nil
+}
+
+// callResult is what a tool activity's outcome left for the step: the
+// stored text of a long result (spill) and whether the raw result came
+// from the activity (returned), or the failure of an activity that did
+// not complete (lost).
+type callResult struct {
+	spill    *SpillRef
+	returned bool
+	lost     *runtime.StepFailure
+}
+
+// callOutcome takes in a tool activity's outcome (out, or its error).
+func (w *sessionWorkflow) callOutcome(ctx workflow.Context, d *drive, st *runtime.RunState, e *runtime.ToolEntry, out *ToolOutput, err error) (callResult, error) {
+	if err != nil {
+		if ierr := w.interruption(ctx, d, err); ierr != nil {
+			return callResult{}, ierr
+		}
+		f := activityFailure(err, "tool")
+		var app *temporal.ApplicationError
+		if errors.As(err, &app) && app.Type() == ErrTypeAgentMismatch {
+			return callResult{}, f
+		}
+		// The activity failed (lost worker, timeout, retries used up):
+		// a manual tool's outcome is unknown; others stay started and
+		// are executed again by a resume.
+		if e.Policy == tool.PolicyManual {
+			if err := runtime.SetToolStatus(e, runtime.TevUnknown); err != nil {
+				return callResult{}, err
+			}
+			w.event(st, runtime.EventRecoveryRequired, map[string]any{"execution_key": e.ExecutionKey, "call": e.Call}, e)
+		}
+		return callResult{lost: f}, nil
+	}
+	e.Attempt = max(out.Attempt, e.Attempt)
+	switch out.Kind {
+	case ToolReturned:
+		if err := runtime.SetToolStatus(e, runtime.TevReturn); err != nil {
+			return callResult{}, err
+		}
+		e.RawResult = out.Result
+		if len(out.Artifacts) > 0 {
+			runtime.RecordArtifacts(st, e.ExecutionKey, out.Artifacts)
+		}
+		return callResult{spill: out.Spill, returned: true}, nil
+	case ToolClientResult:
+		if err := runtime.SetToolStatus(e, runtime.TevUnknown); err != nil {
+			return callResult{}, err
+		}
+		w.event(st, runtime.EventRecoveryRequired, map[string]any{"execution_key": e.ExecutionKey, "call": e.Call, "reason": "client_result"}, e)
+	case ToolUncertain:
+		if err := runtime.SetToolStatus(e, runtime.TevUnknown); err != nil {
+			return callResult{}, err
+		}
+		w.event(st, runtime.EventRecoveryRequired, map[string]any{"execution_key": e.ExecutionKey, "call": e.Call}, e)
+	case ToolFailed:
+		typ, msg := "ToolError", "tool call failed"
+		if out.Failure != nil {
+			typ, msg = out.Failure.Type, out.Failure.Message
+		}
+		return callResult{}, &runtime.StepFailure{Type: typ, Message: msg}
+	default:
+		return callResult{}, &runtime.StepFailure{Type: "RuntimeError", Message: fmt.Sprintf("unknown tool outcome %q", out.Kind)}
+	}
+	return callResult{}, nil
+}
+
 func (w *sessionWorkflow) toolActivity(ctx workflow.Context, d *drive, st *runtime.RunState, e *runtime.ToolEntry) (*ToolOutput, error) {
+	fut, err := w.startToolActivity(ctx, d, st, e)
+	if err != nil {
+		return nil, err
+	}
+	var out ToolOutput
+	if err := fut.Get(ctx, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// startToolActivity schedules the tool activity of a started entry; the
+// pending events ride with it.
+func (w *sessionWorkflow) startToolActivity(ctx workflow.Context, d *drive, st *runtime.RunState, e *runtime.ToolEntry) (workflow.Future, error) {
 	timeout, ok := w.capTimeout(ctx, d, seconds(float64(e.Timeout))+activityGrace)
 	if !ok {
 		d.cause = causeDeadline
@@ -616,11 +745,7 @@ func (w *sessionWorkflow) toolActivity(ctx workflow.Context, d *drive, st *runti
 		Agent: w.s.Agent, ConfigHash: w.hash, SessionID: st.SessionID, RunID: st.RunID,
 		Step: st.Iterations, Entry: *e, Events: w.takeEvents(), Owner: w.s.Owner,
 	}
-	var out ToolOutput
-	if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, opts), ActivityTool, in).Get(ctx, &out); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, opts), ActivityTool, in), nil
 }
 
 // validateInput checks a call input against the tool's schema, in

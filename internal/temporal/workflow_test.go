@@ -6,6 +6,7 @@ import (
 	"errors"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -603,5 +604,63 @@ func TestSessionDeadlineCancelsRun(t *testing.T) {
 	}
 	if n := h.count(ActivityModel); n != 1 {
 		t.Fatalf("model activities = %d, want 1 (no call after the deadline)", n)
+	}
+}
+
+// meetTool is the builtin "meet" whose calls each wait (at most
+// 5s) until n calls are in flight at once, and answer "met" or "alone".
+func meetTool(concurrent bool, n int) (agent.ToolDef, map[string]tool.BuiltinFunc) {
+	var mu sync.Mutex
+	inFlight, arrived := 0, make(chan struct{})
+	fn := func(ctx context.Context, inv tool.Invocation) (tool.Outcome, error) {
+		mu.Lock()
+		inFlight++
+		if inFlight == n {
+			close(arrived)
+		}
+		mu.Unlock()
+		defer func() {
+			mu.Lock()
+			inFlight--
+			mu.Unlock()
+		}()
+		text := "met"
+		select {
+		case <-arrived:
+		case <-time.After(5 * time.Second):
+			text = "alone"
+		}
+		return tool.Outcome{Result: model.ToolResult{Content: tool.TextContent(text)}}, nil
+	}
+	def := agent.ToolDef{Config: tool.Config{Name: "meet", Kind: tool.KindBuiltin, Builtin: "meet", ReplayPolicy: tool.PolicySafe, Concurrent: concurrent}}
+	return def, map[string]tool.BuiltinFunc{"meet": fn}
+}
+
+// TestConcurrentToolsRunInParallel: the tool activities of an
+// all-concurrent batch run at the same time, and the next model call gets
+// every result in call order.
+func TestConcurrentToolsRunInParallel(t *testing.T) {
+	td, builtins := meetTool(true, 3)
+	def := scriptedAgent("meet", []agent.ToolDef{td},
+		model.ScriptStep{ToolCalls: []model.ToolCall{toolCall("a", "meet", `{}`), toolCall("b", "meet", `{}`), toolCall("c", "meet", `{}`)}},
+		model.ScriptStep{Text: "done"},
+	)
+	h := newHarness(t, def, harnessOpts{builtins: builtins})
+	h.submit(time.Second, "req-1", "run-1", "hello")
+	h.run(time.Hour)
+	assertStatus(t, h.getRun("run-1"), runtime.StatusCompleted)
+	if n := h.count(ActivityTool); n != 3 {
+		t.Fatalf("tool activities = %d, want 3", n)
+	}
+	var got []string
+	for _, m := range h.lastModelInput().Request.Messages {
+		for _, b := range m.Content {
+			if b.ToolUseID != "" {
+				got = append(got, b.ToolUseID+"="+string(b.Content))
+			}
+		}
+	}
+	if want := []string{`a="met"`, `b="met"`, `c="met"`}; !slices.Equal(got, want) {
+		t.Fatalf("tool results = %v, want %v (calls that ran alone did not run in parallel)", got, want)
 	}
 }
