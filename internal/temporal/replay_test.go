@@ -86,6 +86,35 @@ func TestReplayHistoriesCoverResolvedSpill(t *testing.T) {
 	}
 }
 
+// TestReplayHistoriesCoverConcurrentTools checks the histories of a batch
+// of two concurrent calls: the one recorded before PatchConcurrentTools
+// has no marker and schedules the second tool activity after the first
+// completed; the current one has the marker and schedules both before
+// either completes.
+func TestReplayHistoriesCoverConcurrentTools(t *testing.T) {
+	for file, wantParallel := range map[string]bool{"v2-sequential-batch.json": false, "v3-concurrent-tools.json": true} {
+		c := countHistory(t, file, PatchConcurrentTools)
+		scheduled := map[int64]bool{} // tool activities by scheduled event id
+		toolsBeforeCompletion := 0    // tool activities scheduled before the first one completed
+		completed := false
+		for _, e := range readHistory(t, file).Events {
+			if a := e.GetActivityTaskScheduledEventAttributes(); a != nil && a.GetActivityType().GetName() == ActivityTool {
+				scheduled[e.GetEventId()] = true
+				if !completed {
+					toolsBeforeCompletion++
+				}
+			}
+			if a := e.GetActivityTaskCompletedEventAttributes(); a != nil && scheduled[a.GetScheduledEventId()] {
+				completed = true
+			}
+		}
+		parallel := toolsBeforeCompletion == 2
+		if c.marker != wantParallel || parallel != wantParallel || c.activities[ActivityTool] != 2 || c.updates < 1 {
+			t.Errorf("%s: %+v, %d tool activities before the first completed (want parallel=%v)", file, c, toolsBeforeCompletion, wantParallel)
+		}
+	}
+}
+
 // historyCounts is what a committed history holds.
 type historyCounts struct {
 	marker     bool           // a marker of the patch asked about
@@ -135,6 +164,22 @@ func replayAgent() *agent.Definition {
 	}
 }
 
+// replayConcurrentAgent is the agent of the concurrent-tools histories:
+// two calls of a concurrent tool in one response, then a final answer.
+func replayConcurrentAgent() *agent.Definition {
+	return &agent.Definition{
+		Name: "replay-concurrent", Version: "v1", SystemPrompt: "replay",
+		Model: model.Config{Provider: model.ProviderScripted, Script: []model.ScriptStep{
+			{ToolCalls: []model.ToolCall{
+				{ID: "c1", Name: "echo", Input: json.RawMessage(`{"text":"one"}`)},
+				{ID: "c2", Name: "echo", Input: json.RawMessage(`{"text":"two"}`)},
+			}},
+			{Text: "done"},
+		}},
+		Tools: []agent.ToolDef{{Config: tool.Config{Name: "echo", Kind: tool.KindBuiltin, ReplayPolicy: tool.PolicySafe, Concurrent: true}}},
+	}
+}
+
 // replayClientAgent is the agent of the resolved-spill histories: a client
 // tool whose result the caller supplies (over max_result_chars), then a
 // final answer.
@@ -155,8 +200,10 @@ func replayClientAgent() *agent.Definition {
 // sequence today's code does not produce. v1-resolved-unspilled.json runs
 // a client tool resolved with a long result as before PatchResolvedSpill
 // (legacyResolvedSpill), v2-resolved-spill.json as it is now (with an
-// artifact store: a versitygw of s3test). Record one group with -run
-// 'TestRecordReplayHistories/(publish|resolved)'.
+// artifact store: a versitygw of s3test). v2-sequential-batch.json runs
+// two calls of a concurrent tool as before PatchConcurrentTools
+// (legacyConcurrentTools), v3-concurrent-tools.json as it is now. Record
+// one group with -run 'TestRecordReplayHistories/(publish|resolved|concurrent)'.
 func TestRecordReplayHistories(t *testing.T) {
 	addr := os.Getenv("HXD_RECORD_REPLAY")
 	if addr == "" {
@@ -168,13 +215,14 @@ func TestRecordReplayHistories(t *testing.T) {
 	}
 	defer c.Close()
 	reg := agent.NewRegistry()
-	for _, d := range []*agent.Definition{replayAgent(), replayClientAgent()} {
+	for _, d := range []*agent.Definition{replayAgent(), replayClientAgent(), replayConcurrentAgent()} {
 		if err := reg.Register(d); err != nil {
 			t.Fatal(err)
 		}
 	}
 	def, _ := reg.Get(agent.Ref{Name: "replay", Version: "v1"})
 	clientDef, _ := reg.Get(agent.Ref{Name: "replay-client", Version: "v1"})
+	concurrentDef, _ := reg.Get(agent.Ref{Name: "replay-concurrent", Version: "v1"})
 	taskQueue := "replay-record-" + time.Now().Format("150405")
 	w := NewWorker(c, taskQueue, WorkerDeps{Agents: reg, Artifacts: newTestStore(t)})
 	if err := w.Start(); err != nil {
@@ -184,6 +232,11 @@ func TestRecordReplayHistories(t *testing.T) {
 	if err := os.MkdirAll(replayDir, 0o755); err != nil {
 		t.Fatal(err)
 	}
+	t.Run("concurrent", func(t *testing.T) {
+		recordPair(t, &legacyConcurrentTools, "v2-sequential-batch.json", "v3-concurrent-tools.json", func(id string) *historypb.History {
+			return recordRun(t, c, taskQueue, concurrentDef, id, nil)
+		})
+	})
 	t.Run("resolved", func(t *testing.T) {
 		recordPair(t, &legacyResolvedSpill, "v1-resolved-unspilled.json", "v2-resolved-spill.json", func(id string) *historypb.History {
 			return recordClientSession(t, c, taskQueue, clientDef, id)
@@ -222,7 +275,7 @@ func recordPair(t *testing.T, legacy *bool, preFile, file string, record func(se
 func recordSession(t *testing.T, c client.Client, taskQueue string, def *agent.Definition, sessionID string) *historypb.History {
 	t.Helper()
 	allow := true
-	return recordRun(t, c, taskQueue, def, sessionID, ResolveRequest{Key: "run-1:1:c1", Allow: &allow, Resume: true})
+	return recordRun(t, c, taskQueue, def, sessionID, &ResolveRequest{Key: "run-1:1:c1", Allow: &allow, Resume: true})
 }
 
 // recordClientSession resolves the client tool with a result over
@@ -230,12 +283,12 @@ func recordSession(t *testing.T, c client.Client, taskQueue string, def *agent.D
 func recordClientSession(t *testing.T, c client.Client, taskQueue string, def *agent.Definition, sessionID string) *historypb.History {
 	t.Helper()
 	res := &model.ToolResult{ToolCallID: "c1", Content: tool.TextContent(bigText)}
-	return recordRun(t, c, taskQueue, def, sessionID, ResolveRequest{Key: "run-1:1:c1", Result: res, Resume: true})
+	return recordRun(t, c, taskQueue, def, sessionID, &ResolveRequest{Key: "run-1:1:c1", Result: res, Resume: true})
 }
 
-// recordRun submits run-1, waits for it to await input, sends resolve and
-// returns the history once the run completed.
-func recordRun(t *testing.T, c client.Client, taskQueue string, def *agent.Definition, sessionID string, resolve ResolveRequest) *historypb.History {
+// recordRun submits run-1, waits for it to await input, sends resolve
+// (when set) and returns the history once the run completed.
+func recordRun(t *testing.T, c client.Client, taskQueue string, def *agent.Definition, sessionID string, resolve *ResolveRequest) *historypb.History {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -262,11 +315,15 @@ func recordRun(t *testing.T, c client.Client, taskQueue string, def *agent.Defin
 	}
 	var sr SubmitResult
 	update(UpdateSubmit, "req-1", SubmitRequest{Message: json.RawMessage(`"hello"`), RequestID: "req-1", RunID: "run-1"}, &sr)
-	waitStatus(ctx, t, c, run.GetID(), "run-1", runtime.StatusAwaitingInput)
-	var rr ResolveResult
-	update(UpdateResolve, "res-1", resolve, &rr)
-	if rr.Run.Status != runtime.StatusCompleted {
-		t.Fatalf("run = %+v", rr.Run)
+	if resolve == nil {
+		waitStatus(ctx, t, c, run.GetID(), "run-1", runtime.StatusCompleted)
+	} else {
+		waitStatus(ctx, t, c, run.GetID(), "run-1", runtime.StatusAwaitingInput)
+		var rr ResolveResult
+		update(UpdateResolve, "res-1", *resolve, &rr)
+		if rr.Run.Status != runtime.StatusCompleted {
+			t.Fatalf("run = %+v", rr.Run)
+		}
 	}
 	time.Sleep(500 * time.Millisecond) // let the final publish finish
 	if err := c.CancelWorkflow(ctx, run.GetID(), ""); err != nil {
