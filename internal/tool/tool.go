@@ -56,9 +56,8 @@ type Config struct {
 	// Retry of failed attempts (safe/idempotent tools only). Optional.
 	Retry *Retry `json:"retry,omitempty"`
 	// Concurrent lets the tool run in parallel with the other calls of the
-	// same model response when all of them are concurrent (the local
-	// engine; the Temporal engine runs them in turn). Optional, default:
-	// false.
+	// same model response when all of them are concurrent. Optional,
+	// default: false.
 	Concurrent bool `json:"concurrent,omitempty"`
 }
 
