@@ -252,3 +252,33 @@ func TestConcurrentBatchTakeover(t *testing.T) {
 		"only the call whose result was never committed runs again")
 	require.Equal(t, 3, returned())
 }
+
+// TestConcurrentBatchCancelled: cancelling the session while a parallel
+// batch runs interrupts every call; the run ends cancelled with one
+// tool.interrupted record per call in flight.
+func TestConcurrentBatchCancelled(t *testing.T) {
+	t.Parallel()
+	var inFlight atomic.Int64
+	tb := setupCfg(t, withMeet(func(ctx context.Context, inv tool.Invocation) (tool.Outcome, error) {
+		inFlight.Add(1)
+		<-ctx.Done()
+		return tool.Outcome{}, ctx.Err()
+	}), batchAgent("par", true))
+	ctx := context.Background()
+	sess, err := tb.rt.CreateSession(ctx, hxruntime.CreateSessionParams{Agent: agent.Ref{Name: "par", Version: "v1"}, Recording: recording(true)})
+	require.NoError(t, err)
+	run, _, err := tb.rt.SubmitRun(ctx, hxruntime.SubmitParams{SessionID: sess.ID, Message: jsonString("go")})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return inFlight.Load() == 3 }, 10*time.Second, 5*time.Millisecond)
+	_, err = tb.rt.Cancel(ctx, sess.ID)
+	require.NoError(t, err)
+	res := waitRun(t, tb, run.RunID)
+	require.Equal(t, hxruntime.StatusCancelled, res.Status)
+	interrupted := 0
+	for _, r := range journalOf(t, tb, run.RunID) {
+		if r.Kind == journal.KindToolInterrupted {
+			interrupted++
+		}
+	}
+	require.Equal(t, 3, interrupted)
+}
