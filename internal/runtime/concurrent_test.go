@@ -33,6 +33,18 @@ func batchAgent(name string, concurrent bool) *agent.Definition {
 	}
 }
 
+// startRecorded creates a recorded session of agent name@v1 and submits a
+// run to it.
+func startRecorded(t *testing.T, tb *testBundle, name string) (*hxruntime.Session, *hxruntime.RunResult) {
+	t.Helper()
+	ctx := context.Background()
+	sess, err := tb.rt.CreateSession(ctx, hxruntime.CreateSessionParams{Agent: agent.Ref{Name: name, Version: "v1"}, Recording: recording(true)})
+	require.NoError(t, err)
+	run, _, err := tb.rt.SubmitRun(ctx, hxruntime.SubmitParams{SessionID: sess.ID, Message: jsonString("go")})
+	require.NoError(t, err)
+	return sess, run
+}
+
 // withMeet installs fn as the builtin "meet".
 func withMeet(fn tool.BuiltinFunc) func(*hxruntime.Config) {
 	return func(cfg *hxruntime.Config) { cfg.ToolOptions.Builtins["meet"] = fn }
@@ -58,11 +70,7 @@ func TestConcurrentBatchRunsInParallel(t *testing.T) {
 		return tool.Outcome{Result: model.ToolResult{Content: jsonString("result " + inv.Call.ID)}}, nil
 	}), batchAgent("par", true))
 	t.Cleanup(func() { close(stop) }) // runs before the runtime stops
-	ctx := context.Background()
-	sess, err := tb.rt.CreateSession(ctx, hxruntime.CreateSessionParams{Agent: agent.Ref{Name: "par", Version: "v1"}, Recording: recording(true)})
-	require.NoError(t, err)
-	run, _, err := tb.rt.SubmitRun(ctx, hxruntime.SubmitParams{SessionID: sess.ID, Message: jsonString("go")})
-	require.NoError(t, err)
+	_, run := startRecorded(t, tb, "par")
 
 	// All three handlers are in flight at once: run one after the other,
 	// the second would never start while the first waits for its release.
@@ -224,10 +232,7 @@ func TestConcurrentBatchTakeover(t *testing.T) {
 	}, batchAgent("par", true))
 	t.Cleanup(func() { close(stop) }) // runs before the runtime stops
 	ctx := context.Background()
-	sess, err := tb.rt.CreateSession(ctx, hxruntime.CreateSessionParams{Agent: agent.Ref{Name: "par", Version: "v1"}, Recording: recording(true)})
-	require.NoError(t, err)
-	run, _, err := tb.rt.SubmitRun(ctx, hxruntime.SubmitParams{SessionID: sess.ID, Message: jsonString("go")})
-	require.NoError(t, err)
+	sess, run := startRecorded(t, tb, "par")
 	require.Eventually(t, func() bool { return calls[0].Load() == 1 && calls[1].Load() == 1 && calls[2].Load() == 1 }, 10*time.Second, 5*time.Millisecond)
 	close(release["a"])
 	close(release["b"])
@@ -265,12 +270,9 @@ func TestConcurrentBatchCancelled(t *testing.T) {
 		return tool.Outcome{}, ctx.Err()
 	}), batchAgent("par", true))
 	ctx := context.Background()
-	sess, err := tb.rt.CreateSession(ctx, hxruntime.CreateSessionParams{Agent: agent.Ref{Name: "par", Version: "v1"}, Recording: recording(true)})
-	require.NoError(t, err)
-	run, _, err := tb.rt.SubmitRun(ctx, hxruntime.SubmitParams{SessionID: sess.ID, Message: jsonString("go")})
-	require.NoError(t, err)
+	sess, run := startRecorded(t, tb, "par")
 	require.Eventually(t, func() bool { return inFlight.Load() == 3 }, 10*time.Second, 5*time.Millisecond)
-	_, err = tb.rt.Cancel(ctx, sess.ID)
+	_, err := tb.rt.Cancel(ctx, sess.ID)
 	require.NoError(t, err)
 	res := waitRun(t, tb, run.RunID)
 	require.Equal(t, hxruntime.StatusCancelled, res.Status)
