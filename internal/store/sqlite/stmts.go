@@ -217,20 +217,9 @@ func (t *txn) execRaw(ctx context.Context, st *sql.Stmt, args ...any) (int64, er
 	return res.RowsAffected()
 }
 
-// exec runs a bound write statement and returns the rows it changed.
+// exec is execRaw with the error mapped and prefixed by op.
 func (t *txn) exec(ctx context.Context, op string, st *sql.Stmt, args ...any) (int64, error) {
-	if t.d != nil {
-		n, err := t.d.exec(ctx, st, args)
-		if err != nil {
-			return 0, t.s.mapErr(ctx, op, err)
-		}
-		return n, nil
-	}
-	res, err := t.stmt(ctx, st).ExecContext(ctx, args...)
-	if err != nil {
-		return 0, t.s.mapErr(ctx, op, err)
-	}
-	n, err := res.RowsAffected()
+	n, err := t.execRaw(ctx, st, args...)
 	if err != nil {
 		return 0, t.s.mapErr(ctx, op, err)
 	}
