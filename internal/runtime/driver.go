@@ -413,9 +413,13 @@ func runnable(e *ToolEntry) bool {
 }
 
 // runEntry takes one entry through its calls (retries included) and its
-// processing, until it is completed or waits for a decision.
+// processing, until it is completed or waits for a decision. A started
+// entry is not called again once the drive is cancelled.
 func (d *driver) runEntry(e *ToolEntry) error {
 	for runnable(e) {
+		if e.Status == ToolStarted && d.ctx.Err() != nil {
+			return d.ctx.Err()
+		}
 		var err error
 		if e.Status == ToolRawCompleted {
 			err = d.processTool(e)
@@ -424,9 +428,6 @@ func (d *driver) runEntry(e *ToolEntry) error {
 		}
 		if err != nil {
 			return err
-		}
-		if e.Status == ToolStarted && d.ctx.Err() != nil {
-			return d.ctx.Err()
 		}
 	}
 	return nil
@@ -487,8 +488,8 @@ func (d *driver) runConcurrent() error {
 			if err == nil && d.hasPending() {
 				err = d.commit(d.ctx)
 			}
-			if err == nil && !(c.e.Status == ToolStarted && d.ctx.Err() != nil) {
-				err = d.runEntry(c.e)
+			if err == nil {
+				err = d.runEntry(c.e) // a retry, or nothing left
 			}
 			errs[i] = err
 		})
@@ -501,13 +502,6 @@ func (d *driver) runConcurrent() error {
 	for _, err := range errs {
 		if err != nil {
 			return err
-		}
-	}
-	if d.ctx.Err() != nil {
-		for _, c := range calls {
-			if c.e.Status == ToolStarted {
-				return d.ctx.Err()
-			}
 		}
 	}
 	return nil
