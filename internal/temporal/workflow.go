@@ -559,7 +559,7 @@ func (w *sessionWorkflow) toolsParallel(ctx workflow.Context, d *drive, st *runt
 			var out ToolOutput
 			err := f.Get(ctx, &out)
 			o, err := w.callOutcome(ctx, d, st, e, &out, err)
-			if err == nil && o.lost == nil && e.Status == runtime.ToolRawCompleted {
+			if err == nil && e.Status == runtime.ToolRawCompleted {
 				err = w.processReturned(ctx, d, st, e, o.spill, o.returned)
 			}
 			errs[i], lost[i] = err, o.lost
