@@ -45,6 +45,16 @@ func startRecorded(t *testing.T, tb *testBundle, name string) (*hxruntime.Sessio
 	return sess, run
 }
 
+// kindCounts counts the run's journal records by kind.
+func kindCounts(t *testing.T, tb *testBundle, runID string) map[journal.Kind]int {
+	t.Helper()
+	out := map[journal.Kind]int{}
+	for _, r := range journalOf(t, tb, runID) {
+		out[r.Kind]++
+	}
+	return out
+}
+
 // withMeet installs fn as the builtin "meet".
 func withMeet(fn tool.BuiltinFunc) func(*hxruntime.Config) {
 	return func(cfg *hxruntime.Config) { cfg.ToolOptions.Builtins["meet"] = fn }
@@ -187,17 +197,9 @@ func TestConcurrentBatchRetries(t *testing.T) {
 	res := runToEnd(t, tb, sess.ID, "go")
 	require.Equal(t, hxruntime.StatusCompleted, res.Status)
 	require.Equal(t, []int64{1, 2, 1}, []int64{attempts[0].Load(), attempts[1].Load(), attempts[2].Load()})
-	var failed, returned int
-	for _, r := range journalOf(t, tb, res.RunID) {
-		switch r.Kind {
-		case journal.KindToolFailed:
-			failed++
-		case journal.KindToolReturned:
-			returned++
-		}
-	}
-	require.Equal(t, 1, failed)
-	require.Equal(t, 3, returned)
+	kinds := kindCounts(t, tb, res.RunID)
+	require.Equal(t, 1, kinds[journal.KindToolFailed])
+	require.Equal(t, 3, kinds[journal.KindToolReturned])
 }
 
 // TestConcurrentBatchTakeover: a driver that loses its lease while one call
@@ -236,15 +238,7 @@ func TestConcurrentBatchTakeover(t *testing.T) {
 	require.Eventually(t, func() bool { return calls[0].Load() == 1 && calls[1].Load() == 1 && calls[2].Load() == 1 }, 10*time.Second, 5*time.Millisecond)
 	close(release["a"])
 	close(release["b"])
-	returned := func() int {
-		n := 0
-		for _, r := range journalOf(t, tb, run.RunID) {
-			if r.Kind == journal.KindToolReturned {
-				n++
-			}
-		}
-		return n
-	}
+	returned := func() int { return kindCounts(t, tb, run.RunID)[journal.KindToolReturned] }
 	require.Eventually(t, func() bool { return returned() == 2 }, 10*time.Second, 5*time.Millisecond)
 
 	fs.fail(fmt.Errorf("renew: %w", rtstore.ErrLeaseLost))
@@ -276,11 +270,5 @@ func TestConcurrentBatchCancelled(t *testing.T) {
 	require.NoError(t, err)
 	res := waitRun(t, tb, run.RunID)
 	require.Equal(t, hxruntime.StatusCancelled, res.Status)
-	interrupted := 0
-	for _, r := range journalOf(t, tb, run.RunID) {
-		if r.Kind == journal.KindToolInterrupted {
-			interrupted++
-		}
-	}
-	require.Equal(t, 3, interrupted)
+	require.Equal(t, 3, kindCounts(t, tb, run.RunID)[journal.KindToolInterrupted])
 }
