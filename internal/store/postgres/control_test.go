@@ -18,10 +18,7 @@ import (
 func TestControlReadByCommit(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	s := b.newSession(t)
-	l, err := b.store.SessionLock(b.ctx, s.ID)
-	require.NoError(t, err)
-	run := b.newRun(t, s.ID, l)
+	s, l, run := b.leasedRun(t)
 	commit := func() {
 		t.Helper()
 		c := &rtstore.Commit{SessionID: s.ID, RunID: run.ID, Lease: l, Status: rtstore.StatusRunning, Phase: "model",

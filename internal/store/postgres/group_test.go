@@ -27,10 +27,8 @@ func TestGroupCommitIsolation(t *testing.T) {
 	}
 	runs := make([]runOf, n)
 	for i := range runs {
-		s := b.newSession(t)
-		l, err := b.store.SessionLock(b.ctx, s.ID)
-		require.NoError(t, err)
-		runs[i] = runOf{s: s, l: l, run: b.newRun(t, s.ID, l)}
+		s, l, run := b.leasedRun(t)
+		runs[i] = runOf{s: s, l: l, run: run}
 	}
 	stale := runs[3].l
 	require.NoError(t, stale.Release(b.ctx)) // released: ErrLeaseLost without a database trip
@@ -120,10 +118,7 @@ func TestGroupCommitIsolation(t *testing.T) {
 func TestGroupCommitOneSessionInOrder(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	s := b.newSession(t)
-	l, err := b.store.SessionLock(b.ctx, s.ID)
-	require.NoError(t, err)
-	run := b.newRun(t, s.ID, l)
+	s, l, run := b.leasedRun(t)
 	const n = 16
 	errs := make(chan error, n)
 	var wg sync.WaitGroup
@@ -199,10 +194,7 @@ func TestGroupCommitCollision(t *testing.T) {
 func TestFastPathMisses(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	s := b.newSession(t)
-	l, err := b.store.SessionLock(b.ctx, s.ID)
-	require.NoError(t, err)
-	run := b.newRun(t, s.ID, l)
+	s, l, run := b.leasedRun(t)
 	commit := func(phase string, recs []journal.Record, evs ...rtstore.PendingEvent) (*rtstore.Commit, error) {
 		c := &rtstore.Commit{SessionID: s.ID, RunID: run.ID, Lease: l, Status: rtstore.StatusRunning, Phase: phase,
 			Records: recs, Events: evs}
@@ -231,7 +223,7 @@ func TestFastPathMisses(t *testing.T) {
 	// Warm: one round trip, no miss.
 	rec1 := record(s.ID, run.ID, journal.KindCheckpoint, `{"n":1}`)
 	ev1 := event(s.ID, run.ID, "text_delta")
-	_, err = commit("p1", []journal.Record{rec1}, ev1)
+	_, err := commit("p1", []journal.Record{rec1}, ev1)
 	require.NoError(t, err)
 	require.Zero(t, b.store.FastMisses())
 	journalOK(1 + 2)

@@ -175,6 +175,15 @@ func (b *testBundle) newSession(t *testing.T) *rtstore.SessionRow {
 	return s
 }
 
+// leasedRun creates a session, takes its lease and starts a run under it.
+func (b *testBundle) leasedRun(t *testing.T) (*rtstore.SessionRow, rtstore.Lease, *rtstore.RunRow) {
+	t.Helper()
+	s := b.newSession(t)
+	l, err := b.store.SessionLock(b.ctx, s.ID)
+	require.NoError(t, err)
+	return s, l, b.newRun(t, s.ID, l)
+}
+
 // record builds a journal record of a run.
 func record(sessionID, runID string, kind journal.Kind, payload string) journal.Record {
 	return journal.Record{

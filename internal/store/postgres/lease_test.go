@@ -41,13 +41,10 @@ func TestLeaseTakeover(t *testing.T) {
 	t.Parallel()
 	b, other := twoProcesses(t)
 	require.Equal(t, shortLease, b.store.LeaseDuration())
-	s := b.newSession(t)
-	l1, err := b.store.SessionLock(b.ctx, s.ID)
-	require.NoError(t, err)
-	run := b.newRun(t, s.ID, l1)
+	s, l1, run := b.leasedRun(t)
 
 	// While the lease is valid nobody else gets the session.
-	_, err = other.SessionLock(b.ctx, s.ID)
+	_, err := other.SessionLock(b.ctx, s.ID)
 	require.ErrorIs(t, err, rtstore.ErrSessionBusy)
 	_, err = b.store.SessionLock(b.ctx, s.ID)
 	require.ErrorIs(t, err, rtstore.ErrSessionBusy)
@@ -108,10 +105,7 @@ func TestLeaseTakeover(t *testing.T) {
 func TestExpiredLeaseIsNotRevived(t *testing.T) {
 	t.Parallel()
 	b, _ := twoProcesses(t)
-	s := b.newSession(t)
-	l, err := b.store.SessionLock(b.ctx, s.ID)
-	require.NoError(t, err)
-	run := b.newRun(t, s.ID, l)
+	s, l, run := b.leasedRun(t)
 	waitExpiry()
 	// Nobody claimed the session, yet the lease is over: no renewal, no
 	// commit.

@@ -296,10 +296,7 @@ func TestArtifactUnknownSession(t *testing.T) {
 func TestWriterBypassingLease(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	s := b.newSession(t)
-	l, err := b.store.SessionLock(b.ctx, s.ID)
-	require.NoError(t, err)
-	run := b.newRun(t, s.ID, l)
+	s, l, run := b.leasedRun(t)
 	commit := func(le rtstore.Lease) *rtstore.Commit {
 		c := &rtstore.Commit{SessionID: s.ID, RunID: run.ID, Lease: le, Status: rtstore.StatusRunning, Phase: "model",
 			Records: []journal.Record{record(s.ID, run.ID, journal.KindCheckpoint, `{}`)},
