@@ -96,6 +96,9 @@ func writerDSN(path string) string {
 	q.Add("_pragma", pragmaAutocheckpointOff)
 	q.Add("_pragma", pragmaJournalSizeLimit)
 	q.Set("_txlock", txLockImmediate)
+	if walVFSName != "" {
+		q.Set("vfs", walVFSName) // one write per commit (walvfs.go)
+	}
 	return path + "?" + q.Encode()
 }
 
