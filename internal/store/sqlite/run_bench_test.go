@@ -187,6 +187,7 @@ func BenchmarkTenStepRun(b *testing.B) {
 			raw := newRawDB(b)
 			rb.run(b, recorded) // warm up
 			rb.store.Commits.Store(0)
+			rb.store.Elapsed.Store(0)
 			var runTime, rawTime, runCPU, rawCPU time.Duration
 			var commits, runPages, rawPages int64
 			for b.Loop() {
@@ -212,6 +213,7 @@ func BenchmarkTenStepRun(b *testing.B) {
 			b.ReportMetric(perRun/float64(benchSteps+1), "commits/step")
 			b.ReportMetric(float64(rawTime.Microseconds())/float64(commits), "raw-µs/commit")
 			b.ReportMetric(float64(runTime)/float64(rawTime), "x-raw")
+			b.ReportMetric(float64(rb.store.Elapsed.Load())/float64(rawTime), "store-x-raw")
 			b.ReportMetric(float64(runCPU.Microseconds())/float64(commits), "cpu-µs/commit")
 			b.ReportMetric(float64(rawCPU.Microseconds())/float64(commits), "raw-cpu-µs/commit")
 			b.ReportMetric(float64(runPages)/float64(commits), "pages/commit")
