@@ -231,8 +231,12 @@ func assign(dst any, v driver.Value) error {
 
 // inDriverTx is inTx on the writer's driver connection: BEGIN IMMEDIATE,
 // fn, COMMIT (ROLLBACK when fn or COMMIT fails). ctx bounds the wait for
-// the writer connection and the write lock; fn gets an uncancellable ctx,
-// and a ctx that ends while fn runs rolls the transaction back, as inTx.
+// the writer connection; the wait for the write lock is bounded by the
+// busy timeout, and a ctx that ended meanwhile rolls back. fn gets an
+// uncancellable ctx, and a ctx that ends while fn runs rolls the
+// transaction back, as inTx. (A statement run with a ctx that can end
+// costs a goroutine in the driver, which watches it to interrupt the
+// statement; none of these statements needs one.)
 func (s *Store) inDriverTx(ctx context.Context, op string, fn func(ctx context.Context, t *txn) error) error {
 	conn, err := s.w.Conn(ctx)
 	if err != nil {
@@ -255,11 +259,15 @@ func (s *Store) driverTx(ctx context.Context, op string, dc any, fn func(ctx con
 	if err := ds.bind(ctx, dc); err != nil {
 		return s.mapErr(ctx, op+": begin", err)
 	}
-	if _, err := ds.begin.(driver.StmtExecContext).ExecContext(ctx, nil); err != nil {
+	bg := context.WithoutCancel(ctx)
+	if _, err := ds.begin.(driver.StmtExecContext).ExecContext(bg, nil); err != nil {
 		s.driverRollback()
 		return s.mapErr(ctx, op+": begin", err)
 	}
-	bg := context.WithoutCancel(ctx)
+	if err := ctx.Err(); err != nil {
+		s.driverRollback()
+		return s.mapErr(ctx, op+": begin", err)
+	}
 	t := &txn{s: s, d: &driverTx{conn: dc.(driver.Conn), ds: ds, q: s.ws.queries}}
 	if err := fn(bg, t); err != nil {
 		s.driverRollback()
