@@ -204,7 +204,7 @@ func (w *walFile) reserve(tls *libc.TLS, n int) bool {
 	if w.n+n <= w.cap {
 		return true
 	}
-	c := max(2*w.cap, w.n+n, 64<<10)
+	c := min(max(2*w.cap, w.n+n, 64<<10), walMaxBuffer)
 	p := sqlite3.Xsqlite3_realloc64(tls, w.buf, uint64(c))
 	if p == 0 {
 		return false
