@@ -147,6 +147,9 @@ func open(ctx context.Context, cfg Config, ckpt checkpointConfig) (*Store, error
 		locks:   make(map[string]*lease),
 		ckptCfg: ckpt,
 	}
+	if walVFSErr != nil {
+		s.logger.WarnContext(ctx, "WAL writes are not coalesced: each page of a commit is its own write", "error", walVFSErr)
+	}
 	if err := s.createFile(ctx, cfg.AutoMigrate); err != nil {
 		return nil, err
 	}

@@ -2,6 +2,8 @@ package sqlite
 
 import (
 	"encoding/binary"
+	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"unsafe"
@@ -16,12 +18,12 @@ import (
 // SQLite appends a commit to the WAL as one 24-byte frame header and one
 // page per changed page, each its own write, and then fsyncs (wal.c,
 // walWriteOneFrame). A recorded boundary changes about 12 pages, so it
-// made 24 write calls. On the disks hxd was measured on, those calls cost
-// as much as the fsync: writing 48 KB as 24 frame-shaped writes and then
-// fdatasync took 390 µs, as one write 240 µs, against 200 µs for one
-// 4 KB write.
+// made 24 write calls. On the disk hxd was measured on, those calls cost
+// about as much as the fsync after them: writing 48 KB as 24 frame-shaped
+// writes and then fdatasync took 310–390 µs, as one write 200–240 µs,
+// against about 200 µs for one 4 KB write.
 //
-// The walVFS is a shim over SQLite's default ("unix") VFS that changes one
+// The shim is a VFS over SQLite's default ("unix") VFS that changes one
 // thing for WAL files: writes that continue the previous one are gathered
 // in a buffer, and the buffer goes out in one write when the commit
 // frame's page has been appended (a frame header whose "database size
@@ -33,7 +35,7 @@ import (
 // readers find it. Should a commit frame ever go unrecognised, the sync
 // that synchronous=FULL does at every commit flushes the buffer all the
 // same, still before the wal-index update. A failed flush fails the call
-// that caused it with SQLITE_IOERR_WRITE, so the transaction fails as if
+// that caused it with the write's error, so the transaction fails as if
 // its own write had.
 //
 // Everything else — the database file, locking, shared memory, the
@@ -87,18 +89,16 @@ var (
 
 	// walWrites counts the writes the shim makes to WAL files (tests).
 	walWrites atomic.Int64
+
+	// walVFSErr is why the shim could not be registered (Open logs it).
+	walVFSErr error
 )
 
 func init() {
-	if err := registerWALVFS(); err != nil {
+	if walVFSErr = registerWALVFS(); walVFSErr != nil {
 		walVFSName = ""
 	}
 }
-
-// errVFS is why the shim could not be registered.
-type errVFS string
-
-func (e errVFS) Error() string { return "sqlite: " + string(e) }
 
 // registerWALVFS registers shimVFS, a copy of the default VFS whose open
 // wraps WAL files.
@@ -107,7 +107,7 @@ func registerWALVFS() error {
 	defer tls.Close()
 	unixVFS = sqlite3.Xsqlite3_vfs_find(tls, 0)
 	if unixVFS == 0 {
-		return errVFS("no default VFS")
+		return errors.New("no default VFS")
 	}
 	name, err := libc.CString(walVFSName) // lives as long as the process
 	if err != nil {
@@ -118,7 +118,7 @@ func registerWALVFS() error {
 	shimVFS.FzName = name
 	*(*func(*libc.TLS, uintptr, uintptr, uintptr, int32, uintptr) int32)(unsafe.Pointer(&shimVFS.FxOpen)) = walOpen
 	if rc := sqlite3.Xsqlite3_vfs_register(tls, uintptr(unsafe.Pointer(&shimVFS)), 0); rc != sqlite3.SQLITE_OK {
-		return errVFS("register VFS " + walVFSName)
+		return fmt.Errorf("register VFS %s: SQLite error %d", walVFSName, rc)
 	}
 	return nil
 }
