@@ -260,11 +260,11 @@ func (s *Store) driverTx(ctx context.Context, op string, dc any, fn func(ctx con
 		return s.mapErr(ctx, op+": begin", err)
 	}
 	bg := context.WithoutCancel(ctx)
-	if _, err := ds.begin.(driver.StmtExecContext).ExecContext(bg, nil); err != nil {
-		s.driverRollback()
-		return s.mapErr(ctx, op+": begin", err)
+	_, err := ds.begin.(driver.StmtExecContext).ExecContext(bg, nil)
+	if err == nil {
+		err = ctx.Err() // it ended while BEGIN waited for the lock
 	}
-	if err := ctx.Err(); err != nil {
+	if err != nil {
 		s.driverRollback()
 		return s.mapErr(ctx, op+": begin", err)
 	}
