@@ -13,6 +13,7 @@ import (
 
 	"hxd/internal/agent"
 	hxhttp "hxd/internal/http"
+	"hxd/internal/journal"
 	hxruntime "hxd/internal/runtime"
 )
 
@@ -229,4 +230,34 @@ func TestBodyLimit(t *testing.T) {
 	body2, err := io.ReadAll(resp2.Body)
 	require.NoError(t, err)
 	requireProblem(t, resp2, body2, http.StatusRequestEntityTooLarge, "payload_too_large")
+}
+
+func TestBodyDepth(t *testing.T) {
+	t.Parallel()
+	tb := setup(t)
+	calls := 0
+	tb.svc.CreateSessionFunc = func(context.Context, hxruntime.CreateSessionParams) (*hxruntime.Session, error) {
+		calls++
+		return nil, hxruntime.ErrSessionExists
+	}
+	session := func(levels int) string {
+		return `{"agent":{"name":"demo","version":"v1"},"metadata":` +
+			strings.Repeat(`{"a":`, levels) + `"[[[{{{"` + strings.Repeat(`}`, levels) + `}`
+	}
+	// The body's own object is one level: 127 more reach the limit, and
+	// the request gets to the service.
+	resp, body := tb.do(t, request{method: "POST", path: "/sessions", body: session(journal.MaxInputDepth - 1)})
+	requireProblem(t, resp, body, http.StatusConflict, "session_exists")
+	require.Equal(t, 1, calls)
+
+	resp, body = tb.do(t, request{method: "POST", path: "/sessions", body: session(journal.MaxInputDepth)})
+	p := requireProblem(t, resp, body, http.StatusBadRequest, "invalid_request")
+	require.NotNil(t, p.Detail)
+	require.Equal(t, "request body nests arrays and objects more than 128 levels deep", *p.Detail)
+	require.Equal(t, 1, calls)
+
+	// Far deeper than encoding/json reads (10,000): the same answer.
+	resp, body = tb.do(t, request{method: "POST", path: "/sessions/s1/runs",
+		body: `{"message":` + strings.Repeat("[", 20_000) + strings.Repeat("]", 20_000) + `}`})
+	requireProblem(t, resp, body, http.StatusBadRequest, "invalid_request")
 }

@@ -1,8 +1,10 @@
 package http
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -11,6 +13,8 @@ import (
 	"github.com/getkin/kin-openapi/openapi3filter"
 	"github.com/getkin/kin-openapi/routers"
 	"github.com/go-chi/chi/v5"
+
+	"hxd/internal/journal"
 )
 
 // routeIndex finds the contract's operation for a chi route pattern. The
@@ -85,6 +89,9 @@ func (s *Server) validate(routes *routeIndex) func(http.Handler) http.Handler {
 			o := opts
 			if bundleUploadOperations[route.Operation.OperationID] {
 				o = &uploadOpts
+			} else if err := checkBodyDepth(r); err != nil {
+				s.writeProblem(w, r, err)
+				return
 			}
 			in := &openapi3filter.RequestValidationInput{Request: r, PathParams: params, Route: route, Options: o}
 			if err := openapi3filter.ValidateRequest(r.Context(), in); err != nil {
@@ -94,6 +101,25 @@ func (s *Server) validate(routes *routeIndex) func(http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 		})
 	}
+}
+
+// checkBodyDepth refuses a request body whose JSON nests arrays and objects
+// deeper than journal.MaxInputDepth, before the validator decodes it. It
+// reads the body (bounded by limitBody) and puts it back for the validator.
+func checkBodyDepth(r *http.Request) error {
+	if r.Body == nil || r.Body == http.NoBody {
+		return nil
+	}
+	data, err := io.ReadAll(r.Body)
+	_ = r.Body.Close()
+	r.Body = io.NopCloser(bytes.NewReader(data))
+	if err != nil {
+		return validationError(err)
+	}
+	if journal.Deeper(data, journal.MaxInputDepth) {
+		return &requestError{Detail: fmt.Sprintf("request body nests arrays and objects more than %d levels deep", journal.MaxInputDepth)}
+	}
+	return nil
 }
 
 // validationError turns a kin-openapi validation failure into a

@@ -1013,7 +1013,7 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
-        /** @description `invalid_request`: malformed JSON or a contract violation. */
+        /** @description `invalid_request`: malformed JSON, JSON nested more than 128 levels deep, or a contract violation. */
         BadRequest: {
             headers: {
                 [name: string]: unknown;
