@@ -12,6 +12,8 @@ import (
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/shared"
+
+	"hxd/internal/journal"
 )
 
 // Defaults of the OpenAI provider (Config field comments name the same values).
@@ -394,14 +396,15 @@ func reasoningContent(msg openai.ChatCompletionMessage) string {
 }
 
 // parseArguments turns a tool call's arguments string into a tool input: a
-// JSON object is kept (compacted), empty or null becomes {}, anything else is
-// wrapped as {"_raw": "<text>"}.
+// JSON object is kept (compacted), empty or null becomes {}, anything else
+// (an object nested deeper than journal.MaxInputDepth included) is wrapped
+// as {"_raw": "<text>"}.
 func parseArguments(args string) json.RawMessage {
 	trimmed := bytes.TrimSpace([]byte(args))
 	if len(trimmed) == 0 || string(trimmed) == "null" {
 		return json.RawMessage(`{}`)
 	}
-	if trimmed[0] == '{' && json.Valid(trimmed) {
+	if trimmed[0] == '{' && !journal.Deeper(trimmed, journal.MaxInputDepth) && json.Valid(trimmed) {
 		return json.RawMessage(compactJSON(trimmed))
 	}
 	raw, err := json.Marshal(map[string]string{"_raw": args})

@@ -7,12 +7,15 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"hxd/internal/journal"
 )
 
 const (
@@ -628,6 +631,9 @@ func TestParseArguments(t *testing.T) {
 		{name: "invalid json", args: `{"a":`, want: `{"_raw":"{\"a\":"}`},
 		{name: "array", args: `[1,2]`, want: `{"_raw":"[1,2]"}`},
 		{name: "string", args: `"x"`, want: `{"_raw":"\"x\""}`},
+		{name: "object at the depth limit", args: deepArgs(journal.MaxInputDepth), want: deepArgs(journal.MaxInputDepth)},
+		{name: "object nested too deep", args: deepArgs(journal.MaxInputDepth + 1),
+			want: `{"_raw":"` + strings.ReplaceAll(deepArgs(journal.MaxInputDepth+1), `"`, `\"`) + `"}`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -635,6 +641,11 @@ func TestParseArguments(t *testing.T) {
 			require.Equal(t, tt.want, string(parseArguments(tt.args)))
 		})
 	}
+}
+
+// deepArgs is a tool-arguments object nesting levels objects deep.
+func deepArgs(levels int) string {
+	return strings.Repeat(`{"a":`, levels-1) + `{}` + strings.Repeat(`}`, levels-1)
 }
 
 func TestStopReason(t *testing.T) {

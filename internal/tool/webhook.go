@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/url"
 
+	"hxd/internal/journal"
 	"hxd/internal/model"
 )
 
@@ -108,9 +109,13 @@ func (t *webhookTool) Call(ctx context.Context, inv Invocation) (Outcome, error)
 }
 
 // parseReply turns a 2xx body into an outcome: an object with "content" is
-// the result, anything else is text content.
+// the result, anything else (JSON nested deeper than journal.MaxInputDepth
+// included) is text content.
 func parseReply(callID string, body []byte) Outcome {
 	var r webhookReply
+	if journal.Deeper(body, journal.MaxInputDepth) {
+		return Outcome{Result: textResult(callID, string(body))}
+	}
 	if err := json.Unmarshal(body, &r); err != nil || len(r.Content) == 0 || !isObject(body) {
 		return Outcome{Result: textResult(callID, string(body))}
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"hxd/internal/journal"
 	"hxd/internal/model"
 )
 
@@ -91,6 +92,10 @@ func TestWebhookRequest(t *testing.T) {
 func TestWebhookReplies(t *testing.T) {
 	t.Parallel()
 	bigBody := `"` + strings.Repeat("x", MaxWebhookReplyBytes) + `"`
+	nested := func(levels int) string {
+		return `{"content":` + strings.Repeat("[", levels-1) + strings.Repeat("]", levels-1) + `}`
+	}
+	deepest, tooDeep := nested(journal.MaxInputDepth), nested(journal.MaxInputDepth+1)
 	tests := []struct {
 		name    string
 		handler http.HandlerFunc
@@ -114,6 +119,10 @@ func TestWebhookReplies(t *testing.T) {
 			want: &model.ToolResult{ToolCallID: "c1", Content: json.RawMessage(`"{\"balance\":1500}"`)}},
 		{name: "200 json array", handler: reply(200, `[1,2]`),
 			want: &model.ToolResult{ToolCallID: "c1", Content: json.RawMessage(`"[1,2]"`)}},
+		{name: "200 content at the depth limit", handler: reply(200, deepest),
+			want: &model.ToolResult{ToolCallID: "c1", Content: json.RawMessage(deepest[len(`{"content":`) : len(deepest)-1])}},
+		{name: "200 content nested too deep is text", handler: reply(200, tooDeep),
+			want: &model.ToolResult{ToolCallID: "c1", Content: TextContent(tooDeep)}},
 		{name: "200 empty", handler: reply(200, ``),
 			want: &model.ToolResult{ToolCallID: "c1", Content: json.RawMessage(`""`)}},
 		{name: "artifacts", handler: reply(200, `{"content":"see chart","artifacts":[{"media_type":"image/png","base64":"`+base64.StdEncoding.EncodeToString([]byte("PNG\x00data"))+`"},{"base64":"aGk="}]}`),
