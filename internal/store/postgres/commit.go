@@ -113,6 +113,12 @@ func (s *Store) Commit(ctx context.Context, c *rtstore.Commit) error {
 		return fmt.Errorf("%s: %w", op, err)
 	}
 	r := &commitReq{ctx: ctx, c: c, l: l, op: op, cached: s.seqs.get(c), done: make(chan struct{})}
+	if l != nil && r.cached.journal >= 0 && r.cached.event >= 0 && validateCommit(c) == nil {
+		w := newCommitWork(c, now(), r.cached)
+		if plan, err := w.plan(); err == nil {
+			r.pre, r.prePlan = w, plan
+		}
+	}
 	s.group.submit(r)
 	select {
 	case <-r.done:

@@ -22,6 +22,12 @@ type commitReq struct {
 	l      *lease // nil for an unleased commit
 	op     string
 	cached runSeqs // the run's seqs from the cache (-1 when unknown)
+	// pre and prePlan are the fast path's work and plan, made by Commit
+	// from cached before the boundary queues (nil when the seqs are
+	// unknown or the commit is invalid): encoding the records and events
+	// is then done by each caller in parallel, not by the group in turn.
+	pre     *commitWork
+	prePlan *commitPlan
 
 	// Set by the group before done closes.
 	err  error
@@ -496,10 +502,13 @@ func (s *Store) applyFast(ctx context.Context, t *tx, batch []*commitReq) error 
 		if validateCommit(r.c) != nil {
 			return errFastMiss // applyGroup reports it (after the fence, as SQLite does)
 		}
-		w := newCommitWork(r.c, ts, r.cached)
-		plan, err := w.plan()
-		if err != nil {
-			return errFastMiss
+		w, plan := r.pre, r.prePlan
+		if plan == nil {
+			w = newCommitWork(r.c, ts, r.cached)
+			var err error
+			if plan, err = w.plan(); err != nil {
+				return errFastMiss
+			}
 		}
 		r.plan = plan
 		sessionIDs, owners, gens = append(sessionIDs, r.c.SessionID), append(owners, r.l.token), append(gens, r.l.gen)
