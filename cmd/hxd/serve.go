@@ -46,6 +46,9 @@ type serveConfig struct {
 	MaxSessionDuration time.Duration
 	// ShutdownTimeout bounds the graceful stop. Default: 15s.
 	ShutdownTimeout time.Duration
+	// IdleTimeout closes a keep-alive connection that sent no request for
+	// that long (an event stream being served is not idle). Default: 2m.
+	IdleTimeout time.Duration
 	// WorkDir is where demo tools write files. Default: the current folder.
 	WorkDir string
 	// CrashAfter is the HXD_CRASH_AFTER testing hook (<kind>[:<n>]).
@@ -78,6 +81,9 @@ func (c *serveConfig) validate() error {
 		errs = append(errs, c.Temporal.validate()...)
 	default:
 		errs = append(errs, fmt.Errorf("--engine must be %s or %s, not %q", engineLocal, engineTemporal, c.Engine))
+	}
+	if c.IdleTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("--idle-timeout must be positive, not %s", c.IdleTimeout))
 	}
 	if c.DB == "" && c.PG.URL == "" {
 		errs = append(errs, errors.New("--db must not be empty"))
@@ -135,6 +141,7 @@ func parseServeFlags(args []string, e env) (*serveConfig, error) {
 	fs.BoolVar(&c.ResumeInterrupted, "resume-interrupted", envBool("HXD_RESUME_INTERRUPTED", true), "resume runs left running at start-up (HXD_RESUME_INTERRUPTED)")
 	fs.DurationVar(&c.MaxSessionDuration, "max-session-duration", 0, "default deadline of one drive of a run, 0 = none")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", 15*time.Second, "graceful shutdown bound")
+	fs.DurationVar(&c.IdleTimeout, "idle-timeout", 2*time.Minute, "close keep-alive connections idle that long")
 	fs.StringVar(&c.WorkDir, "workdir", envOr("HXD_WORKDIR", "."), "folder where demo tools write files (HXD_WORKDIR)")
 	fs.StringVar(&c.CheckpointHook, "checkpoint-hook", envOr("HXD_CHECKPOINT_HOOK", ""), "URL receiving a JSON POST {session_id, run_id, status, phase} at every checkpoint (HXD_CHECKPOINT_HOOK)")
 	c.PG.register(fs, e, true)
@@ -212,7 +219,7 @@ func serve(ctx context.Context, args []string, e env) error {
 		return err
 	}
 
-	api, err := listenAPI(cfg.Addr, rt, log, auth)
+	api, err := listenAPI(cfg, rt, log, auth)
 	if err != nil {
 		return err
 	}
@@ -296,17 +303,24 @@ type apiServer struct {
 	errc chan error
 }
 
-// listenAPI listens on addr for the HTTP API over svc (with Go and process
-// metrics); nothing is served before serve.
-func listenAPI(addr string, svc hxhttp.Service, log *slog.Logger, auth hxhttp.Authenticator) (*apiServer, error) {
+// listenAPI listens on cfg.Addr for the HTTP API over svc (with Go and
+// process metrics); nothing is served before serve. Request headers must
+// arrive within 10 s, and a keep-alive connection closes after
+// cfg.IdleTimeout without a request.
+func listenAPI(cfg *serveConfig, svc hxhttp.Service, log *slog.Logger, auth hxhttp.Authenticator) (*apiServer, error) {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
 	handler := hxhttp.New(hxhttp.Config{Service: svc, Logger: log, Version: version, Registry: reg, Authenticator: auth})
-	ln, err := net.Listen("tcp", addr)
+	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		return nil, fmt.Errorf("listen: %w", err)
 	}
-	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	srv := &http.Server{
+		Handler:           handler,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       cfg.IdleTimeout,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
 	return &apiServer{ln: ln, srv: srv, log: log, errc: make(chan error, 1)}, nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -341,4 +342,52 @@ func TestServeShutdownLeavesRunsResumable(t *testing.T) {
 	}
 	require.Equal(t, []string{rid + ":1:nap#1", rid + ":1:nap#2"}, starts)
 	require.Equal(t, 1, resumed)
+}
+
+// TestServeIdleTimeout: a keep-alive connection that sends nothing after
+// its request is closed after --idle-timeout; one in use is not.
+func TestServeIdleTimeout(t *testing.T) {
+	t.Parallel()
+	d := startDaemon(t, filepath.Join(t.TempDir(), "hxd.db"), "--idle-timeout", "300ms")
+	conn, err := net.Dial("tcp", strings.TrimPrefix(d.base, "http://"))
+	require.NoError(t, err)
+	defer conn.Close()
+	r := bufio.NewReader(conn)
+	get := func() {
+		t.Helper()
+		_, err := io.WriteString(conn, "GET /healthz HTTP/1.1\r\nHost: hxd\r\n\r\n")
+		require.NoError(t, err)
+		resp, err := http.ReadResponse(r, nil)
+		require.NoError(t, err)
+		_, err = io.Copy(io.Discard, resp.Body)
+		require.NoError(t, err)
+		require.NoError(t, resp.Body.Close())
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+	}
+	// Requests closer together than the timeout keep the connection.
+	for range 3 {
+		get()
+		time.Sleep(100 * time.Millisecond)
+	}
+	// Then nothing: the server closes it.
+	start := time.Now()
+	require.NoError(t, conn.SetReadDeadline(time.Now().Add(10*time.Second)))
+	_, err = r.ReadByte()
+	require.ErrorIs(t, err, io.EOF)
+	require.Less(t, time.Since(start), 5*time.Second)
+}
+
+func TestServeIdleTimeoutFlag(t *testing.T) {
+	t.Parallel()
+	e := env{getenv: func(string) string { return "" }, stdout: io.Discard, stderr: io.Discard}
+	cfg, err := parseServeFlags(nil, e)
+	require.NoError(t, err)
+	require.Equal(t, 2*time.Minute, cfg.IdleTimeout)
+	for _, v := range []string{"0s", "-1s"} {
+		_, err := parseServeFlags([]string{"--idle-timeout", v}, e)
+		var ee *exitError
+		require.ErrorAs(t, err, &ee, v)
+		require.Equal(t, 2, ee.code)
+		require.Contains(t, err.Error(), "--idle-timeout must be positive", v)
+	}
 }

@@ -45,7 +45,7 @@ func serveTemporal(ctx context.Context, cfg *serveConfig, e env, log *slog.Logge
 		return err
 	}
 
-	api, err := listenAPI(cfg.Addr, eng, log, auth)
+	api, err := listenAPI(cfg, eng, log, auth)
 	if err != nil {
 		return err
 	}
