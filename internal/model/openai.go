@@ -156,6 +156,7 @@ func NewOpenAI(cfg Config, opts Options) (*OpenAI, error) {
 //	transport timeout (net.Error.Timeout)          TimeoutError                yes
 //	refused / reset / DNS / EOF / other net error  ConnectionError             yes
 //	reply body cut off (read error)                ConnectionError             yes
+//	2xx reply body over MaxReplyBytes (32 MiB)     APIResponseValidationError  no
 //	complete 2xx reply that is not a completion    APIResponseValidationError  no
 //	2xx reply without choices                      APIResponseValidationError  no
 //	request not convertible (role, block, schema)  InvalidRequestError         no

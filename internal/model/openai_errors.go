@@ -44,15 +44,31 @@ func (s *seenReply) middleware(req *http.Request, next option.MiddlewareNext) (*
 	return res, err
 }
 
-// watchedBody records the first read error other than io.EOF.
+// MaxReplyBytes bounds the body of a model server's reply; reading past it
+// fails the call (a non-retryable APIResponseValidationError).
+const MaxReplyBytes = 32 << 20
+
+// errReplyTooLarge is the read error of a reply body past MaxReplyBytes.
+var errReplyTooLarge = fmt.Errorf("model server reply exceeds %d bytes", MaxReplyBytes)
+
+// watchedBody records the first read error other than io.EOF, and fails
+// the reads past MaxReplyBytes.
 type watchedBody struct {
 	io.ReadCloser
 	seen *seenReply
+	read int64
 }
 
 // Read implements io.Reader.
 func (b *watchedBody) Read(p []byte) (int, error) {
+	if b.read > MaxReplyBytes {
+		return 0, errReplyTooLarge
+	}
 	n, err := b.ReadCloser.Read(p)
+	b.read += int64(n)
+	if b.read > MaxReplyBytes {
+		err = errReplyTooLarge
+	}
 	if err != nil && !errors.Is(err, io.EOF) && b.seen.bodyErr == nil {
 		b.seen.bodyErr = err
 	}
@@ -99,6 +115,9 @@ func (p *OpenAI) classify(ctx, callCtx context.Context, err error, seen *seenRep
 	}
 	if seen.status >= http.StatusBadRequest {
 		return p.statusFailure(seen.status, seen.header, "", "")
+	}
+	if errors.Is(seen.bodyErr, errReplyTooLarge) {
+		return &Failure{Type: FailureResponseValidation, Message: errReplyTooLarge.Error()}
 	}
 	if seen.bodyErr != nil {
 		err = seen.bodyErr // the connection broke while the body was read

@@ -484,6 +484,49 @@ func TestOpenAIBodyCutOff(t *testing.T) {
 	require.Equal(t, int32(1), b.hits.Load(), "the SDK must not retry")
 }
 
+// TestOpenAIReplyTooLarge: a 2xx reply over MaxReplyBytes fails the call
+// without being read further; an error reply that large is still judged
+// by its status.
+func TestOpenAIReplyTooLarge(t *testing.T) {
+	t.Parallel()
+
+	for _, tc := range []struct {
+		status    int
+		wantType  string
+		retryable bool
+	}{
+		{http.StatusOK, "APIResponseValidationError", false},
+		{http.StatusServiceUnavailable, "APIStatusError", true},
+	} {
+		var sent atomic.Int64
+		b := setupOpenAI(t, func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(tc.status)
+			chunk := strings.Repeat("a", 64<<10)
+			n, _ := io.WriteString(w, `{"choices":[{"index":0,"finish_reason":"stop","message":{"role":"assistant","content":"`)
+			sent.Add(int64(n))
+			for sent.Load() < 2*MaxReplyBytes {
+				n, err := io.WriteString(w, chunk)
+				sent.Add(int64(n))
+				if err != nil {
+					return // the client stopped reading
+				}
+			}
+			_, _ = io.WriteString(w, `"}}]}`)
+		}, nil)
+
+		_, err := b.provider.Complete(t.Context(), &Request{Messages: []Message{TextMessage(RoleUser, "Hi")}})
+		var f *Failure
+		require.ErrorAs(t, err, &f, "HTTP %d", tc.status)
+		require.Equal(t, tc.wantType, f.Type, "HTTP %d", tc.status)
+		require.Equal(t, tc.retryable, f.Retryable, "HTTP %d", tc.status)
+		if tc.status == http.StatusOK {
+			require.Equal(t, "model server reply exceeds 33554432 bytes", f.Message)
+			require.Less(t, sent.Load(), int64(2*MaxReplyBytes), "the reply was read to its end")
+		}
+	}
+}
+
 // slowHandler blocks until the client goes away (or a safety timeout) and
 // signals started when the request arrived.
 func slowHandler(started chan<- struct{}) http.HandlerFunc {
