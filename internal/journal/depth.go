@@ -9,10 +9,10 @@ package journal
 const MaxInputDepth = 128
 
 // Deeper reports whether the JSON text src nests arrays and objects more
-// than max levels deep (a scalar is 0 levels, [] and {} are 1). It only
-// scans, stopping at the first bracket past max: brackets inside strings do
-// not count, and malformed text is left to whatever parses src.
-func Deeper(src []byte, max int) bool {
+// than limit levels deep (a scalar is 0 levels, [] and {} are 1). It only
+// scans, stopping at the first bracket past limit: brackets inside strings
+// do not count, and malformed text is left to whatever parses src.
+func Deeper(src []byte, limit int) bool {
 	depth := 0
 	inString, escaped := false, false
 	for _, c := range src {
@@ -30,7 +30,7 @@ func Deeper(src []byte, max int) bool {
 			inString = true
 		case c == '{' || c == '[':
 			depth++
-			if depth > max {
+			if depth > limit {
 				return true
 			}
 		case c == '}' || c == ']':
