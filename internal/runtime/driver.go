@@ -569,11 +569,24 @@ func (d *driver) dispatch(e *ToolEntry) (tool.Tool, error) {
 		return nil, err
 	}
 	e.Attempt++
-	d.record(journal.KindToolStarted, map[string]any{"call": e.Call, "replay_policy": e.Policy}, e)
+	d.record(journal.KindToolStarted, toolStartedPayload{Call: e.Call, ReplayPolicy: e.Policy}, e)
 	d.event(EventToolCallStart, e.Call, e)
-	d.record(journal.KindToolDispatched, map[string]any{"call": e.Call}, e)
+	d.record(journal.KindToolDispatched, toolDispatchedPayload{Call: e.Call}, e)
 	return t, nil
 }
+
+// The payloads of tool.started and tool.dispatched, written on every tool
+// call. Structs encode several times faster than maps; their fields are in
+// key order, so the JSON is what the maps gave.
+type (
+	toolStartedPayload struct {
+		Call         model.ToolCall `json:"call"`
+		ReplayPolicy string         `json:"replay_policy"`
+	}
+	toolDispatchedPayload struct {
+		Call model.ToolCall `json:"call"`
+	}
+)
 
 // callTool calls the handler of a dispatched entry (its dispatch is
 // committed) and takes in the outcome.

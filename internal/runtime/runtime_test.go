@@ -224,6 +224,17 @@ func TestInvoiceDemoJournal(t *testing.T) {
 	}
 	require.Equal(t, journal.KindRunStarted, recs[0].Kind)
 
+	// tool.started and tool.dispatched hold the call (and the replay
+	// policy), keys in order, as the reference writes them.
+	for _, r := range recs {
+		switch r.Kind {
+		case journal.KindToolStarted:
+			require.Equal(t, `{"call":{"id":"overdue","name":"overdue_balance","input":{"account":"demo"}},"replay_policy":"safe"}`, string(r.Payload))
+		case journal.KindToolDispatched:
+			require.Equal(t, `{"call":{"id":"overdue","name":"overdue_balance","input":{"account":"demo"}}}`, string(r.Payload))
+		}
+	}
+
 	// model.failed carries the injected failure; raw vs processed differ.
 	var failed, response, processed map[string]any
 	for _, r := range recs {
