@@ -11,27 +11,31 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
+	"strconv"
 	"strings"
 
 	hxhttp "hxd/internal/http"
 	"hxd/internal/hxbundle"
 	hxruntime "hxd/internal/runtime"
+	"hxd/internal/store/postgres"
 	"hxd/internal/store/sqlite"
 )
 
 // This file holds the flight-recorder commands: `hxd export` (offline, on
-// a store file, resuming nothing), `hxd verify` and `hxd playback` (on a
+// a SQLite file or a PostgreSQL schema, resuming nothing), `hxd verify` and `hxd playback` (on a
 // bundle file, touching no store, model, tool or network).
 
 const exportUsage = `Usage:
-  hxd export --db FILE --session ID --run ID --output FILE.hx
-             [--include-payloads] [--include-artifacts] [--redact-file RULES.json]
+  hxd export (--db FILE | --database-url URL [--schema S]) --session ID --run ID
+             --output FILE.hx [--include-payloads] [--include-artifacts]
+             [--redact-file RULES.json]
 
-Exports a recorded run from a SQLite store as a .hx bundle. The store is
-opened read-only as far as hxd is concerned (no migration, nothing resumed),
-so it works on the store of a crashed process and beside a running one. The
-bundle is published atomically with mode 0600; an existing file is never
-replaced. Exit code 0 on success, 1 on any failure, 2 on bad usage.
+Exports a recorded run from a SQLite file or a PostgreSQL schema as a .hx
+bundle. The store is opened read-only as far as hxd is concerned (no
+migration, no lease taken, nothing resumed), so it works on the store of a
+crashed process and beside running ones. The bundle is published atomically
+with mode 0600; an existing file is never replaced. Exit code 0 on success,
+1 on any failure, 2 on bad usage.
 
 Flags:
 `
@@ -61,8 +65,10 @@ const (
 // exportConfig is what `hxd export` reads from its flags.
 type exportConfig struct {
 	DB, Session, Run, Output string
-	IncludePayloads          bool
-	IncludeArtifacts         bool
+	// PG names the PostgreSQL database and schema instead of DB.
+	PG               pgOptions
+	IncludePayloads  bool
+	IncludeArtifacts bool
 	// RedactFile holds a JSON array of redaction rules. Optional.
 	RedactFile string
 }
@@ -72,7 +78,8 @@ func parseExportFlags(args []string, e env) (*exportConfig, error) {
 	flags := flag.NewFlagSet("export", flag.ContinueOnError)
 	flags.SetOutput(e.stderr)
 	flags.Usage = func() { fmt.Fprint(e.stderr, exportUsage); flags.PrintDefaults() }
-	flags.StringVar(&c.DB, "db", "", "SQLite database file (required)")
+	flags.StringVar(&c.DB, "db", "", "SQLite database file (this or --database-url)")
+	c.PG.register(flags, e, false)
 	flags.StringVar(&c.Session, "session", "", "session id (required)")
 	flags.StringVar(&c.Run, "run", "", "run id (required)")
 	flags.StringVar(&c.Output, "output", "", "bundle file to create (required; never overwritten)")
@@ -88,8 +95,26 @@ func parseExportFlags(args []string, e env) (*exportConfig, error) {
 	if flags.NArg() > 0 {
 		return nil, &exitError{code: 2, err: fmt.Errorf("export takes no arguments, got %q", flags.Args())}
 	}
+	set := map[string]bool{}
+	flags.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if set["db"] {
+		c.PG.URL = "" // a DATABASE_URL in the environment does not override --db
+	}
+	switch {
+	case set["db"] && set["database-url"]:
+		return nil, &exitError{code: 2, err: errors.New("export takes --db or --database-url, not both")}
+	case set["schema"] && c.PG.URL == "":
+		return nil, &exitError{code: 2, err: errors.New("--schema needs --database-url")}
+	}
+	if c.PG.URL != "" && c.PG.Schema == "" {
+		return nil, &exitError{code: 2, err: errors.New("--schema must not be empty")}
+	}
+	source := c.DB
+	if c.PG.URL != "" {
+		source = "set"
+	}
 	var missing []string
-	for _, f := range []struct{ name, v string }{{"--db", c.DB}, {"--session", c.Session}, {"--run", c.Run}, {"--output", c.Output}} {
+	for _, f := range []struct{ name, v string }{{"--db or --database-url", source}, {"--session", c.Session}, {"--run", c.Run}, {"--output", c.Output}} {
 		if f.v == "" {
 			missing = append(missing, f.name)
 		}
@@ -120,9 +145,9 @@ func exportCmd(ctx context.Context, args []string, e env) error {
 	}
 
 	log := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	store, err := sqlite.Open(ctx, sqlite.Config{Path: cfg.DB, Logger: log}) // validate only: never migrates
+	store, err := openExportStore(ctx, cfg, log)
 	if err != nil {
-		return &exitError{code: 1, err: fmt.Errorf("open store %s: %w", cfg.DB, err)}
+		return &exitError{code: 1, err: err}
 	}
 	defer store.Close()
 
@@ -148,12 +173,46 @@ func exportCmd(ctx context.Context, args []string, e env) error {
 	return nil
 }
 
+// exportStore is what export reads: a store it closes.
+type exportStore interface {
+	hxruntime.Store
+	Close() error
+}
+
+// openExportStore opens the SQLite file or the PostgreSQL schema of cfg,
+// validating its schema without migrating it (PostgreSQL: a pool of two
+// connections, no lease taken).
+func openExportStore(ctx context.Context, cfg *exportConfig, log *slog.Logger) (exportStore, error) {
+	if cfg.PG.URL == "" {
+		st, err := sqlite.Open(ctx, sqlite.Config{Path: cfg.DB, Logger: log}) // validate only: never migrates
+		if err != nil {
+			return nil, fmt.Errorf("open store %s: %w", cfg.DB, err)
+		}
+		return st, nil
+	}
+	pcfg := cfg.PG.config(log)
+	pcfg.AutoMigrate, pcfg.PoolSize = false, 2
+	st, err := postgres.Open(ctx, pcfg)
+	if err != nil {
+		return nil, fmt.Errorf("open store: %w", err) // never holds the password
+	}
+	return st, nil
+}
+
+// exportSource names the store of cfg in messages (never the URL).
+func exportSource(cfg *exportConfig) string {
+	if cfg.PG.URL != "" {
+		return "PostgreSQL schema " + strconv.Quote(cfg.PG.Schema)
+	}
+	return cfg.DB
+}
+
 // exportFailure explains a failed export to an operator.
 func exportFailure(cfg *exportConfig, err error) error {
 	var le *hxbundle.LimitError
 	switch {
 	case errors.Is(err, hxruntime.ErrNotFound):
-		return fmt.Errorf("run %s of session %s not found in %s", cfg.Run, cfg.Session, cfg.DB)
+		return fmt.Errorf("run %s of session %s not found in %s", cfg.Run, cfg.Session, exportSource(cfg))
 	case errors.Is(err, hxruntime.ErrRecordingDisabled):
 		return fmt.Errorf("run %s was not recorded: flight recording was not enabled for this run", cfg.Run)
 	case errors.As(err, &le):

@@ -135,6 +135,69 @@ func TestPostgresServeInvoiceDemo(t *testing.T) {
 	require.Greater(t, rep.RecordCount, 14)
 }
 
+// TestPostgresExportCLI: `hxd export --database-url --schema` exports a
+// run of a PostgreSQL schema, beside the process that serves it, as a
+// bundle that verifies; it migrates nothing and never echoes the password.
+func TestPostgresExportCLI(t *testing.T) {
+	t.Parallel()
+	dbURL, schema := testDatabase(t)
+	d := startDaemon(t, filepath.Join(t.TempDir(), "unused.db"),
+		"--database-url", dbURL, "--schema", schema, "--auto-migrate", "--lease-duration", "3s")
+	sid, rid := recordedRun(t, d, "invoice-analyst", true, "Analyze overdue invoices for the demo account")
+
+	out := t.TempDir()
+	bundle := filepath.Join(out, "pg.hx")
+	res := runCLI(t, "export", "--database-url", dbURL, "--schema", schema, "--session", sid, "--run", rid,
+		"--output", bundle, "--include-payloads")
+	require.Equal(t, 0, res.code, res.stderr)
+	st, err := os.Stat(bundle)
+	require.NoError(t, err)
+	require.Equal(t, os.FileMode(0o600), st.Mode().Perm())
+	res = runCLI(t, "verify", bundle)
+	require.Equal(t, 0, res.code, res.stdout+res.stderr)
+
+	// The URL may come from the environment; --db then still means SQLite.
+	env := map[string]string{"DATABASE_URL": dbURL, "HXD_SCHEMA": schema}
+	res = runCLIEnv(t, env, "export", "--session", sid, "--run", rid, "--output", filepath.Join(out, "env.hx"))
+	require.Equal(t, 0, res.code, res.stderr)
+	res = runCLIEnv(t, env, "export", "--db", filepath.Join(out, "none.db"), "--session", sid, "--run", rid,
+		"--output", filepath.Join(out, "sqlite.hx"))
+	require.Equal(t, 1, res.code, res.stderr)
+	require.Contains(t, res.stderr, "none.db")
+
+	// A schema hxd never provisioned: refused, nothing created, no password.
+	secretURL := strings.Replace(dbURL, "postgres://postgres@", "postgres://postgres:s3cr3t-pw@", 1)
+	other := schema + "_none"
+	res = runCLI(t, "export", "--database-url", secretURL, "--schema", other, "--session", sid, "--run", rid,
+		"--output", filepath.Join(out, "x.hx"))
+	require.Equal(t, 1, res.code, res.stderr)
+	require.Contains(t, res.stderr, "open store")
+	require.NotContains(t, res.stderr, "s3cr3t-pw")
+	var exists bool
+	conn, err := pgx.Connect(t.Context(), dbURL)
+	require.NoError(t, err)
+	defer conn.Close(context.Background())
+	require.NoError(t, conn.QueryRow(t.Context(), `SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = $1)`, other).Scan(&exists))
+	require.False(t, exists, "export creates no schema")
+
+	// Unknown run: exit 1 naming the schema; usage errors: exit 2.
+	res = runCLI(t, "export", "--database-url", dbURL, "--schema", schema, "--session", sid, "--run", "nope",
+		"--output", filepath.Join(out, "x.hx"))
+	require.Equal(t, 1, res.code, res.stderr)
+	require.Contains(t, res.stderr, `not found in PostgreSQL schema "`+schema+`"`)
+	for _, args := range [][]string{
+		{"--db", "x.db", "--database-url", dbURL},
+		{"--db", "x.db", "--schema", schema},
+		{"--database-url", dbURL, "--schema", ""},
+	} {
+		res = runCLI(t, append(append([]string{"export"}, args...), "--session", sid, "--run", rid, "--output", filepath.Join(out, "x.hx"))...)
+		require.Equal(t, 2, res.code, "%v: %s", args, res.stderr)
+	}
+	entries, err := os.ReadDir(out)
+	require.NoError(t, err)
+	require.Len(t, entries, 2, "pg.hx and env.hx only")
+}
+
 // TestPostgresServeRefusesUnmigratedSchema: without --auto-migrate serve
 // only validates, so a missing schema refuses start-up; the error names
 // no password.
