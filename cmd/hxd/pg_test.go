@@ -120,15 +120,23 @@ func exportAndVerify(t *testing.T, base, rid string) verifyReport {
 	return rep
 }
 
+// pgInvoiceRun starts `hxd serve --database-url … --auto-migrate` on a fresh
+// schema and runs the recorded invoice demo there to its end.
+func pgInvoiceRun(t *testing.T) (d *daemon, dbURL, schema, sid, rid string) {
+	t.Helper()
+	dbURL, schema = testDatabase(t)
+	d = startDaemon(t, filepath.Join(t.TempDir(), "unused.db"),
+		"--database-url", dbURL, "--schema", schema, "--auto-migrate", "--lease-duration", "3s")
+	sid, rid = recordedRun(t, d, "invoice-analyst", true, "Analyze overdue invoices for the demo account")
+	return d, dbURL, schema, sid, rid
+}
+
 // TestPostgresServeInvoiceDemo: `hxd serve --database-url … --auto-migrate`
 // provisions a fresh schema, runs the recorded invoice demo to completed,
 // and its bundle exports and verifies valid.
 func TestPostgresServeInvoiceDemo(t *testing.T) {
 	t.Parallel()
-	dbURL, schema := testDatabase(t)
-	d := startDaemon(t, filepath.Join(t.TempDir(), "unused.db"),
-		"--database-url", dbURL, "--schema", schema, "--auto-migrate", "--lease-duration", "3s")
-	_, rid := recordedRun(t, d, "invoice-analyst", true, "Analyze overdue invoices for the demo account")
+	d, _, _, _, rid := pgInvoiceRun(t)
 	rep := exportAndVerify(t, d.base, rid)
 	require.True(t, rep.Valid, "%+v", rep)
 	require.True(t, rep.Complete, "%+v", rep)
@@ -140,10 +148,7 @@ func TestPostgresServeInvoiceDemo(t *testing.T) {
 // bundle that verifies; it migrates nothing and never echoes the password.
 func TestPostgresExportCLI(t *testing.T) {
 	t.Parallel()
-	dbURL, schema := testDatabase(t)
-	d := startDaemon(t, filepath.Join(t.TempDir(), "unused.db"),
-		"--database-url", dbURL, "--schema", schema, "--auto-migrate", "--lease-duration", "3s")
-	sid, rid := recordedRun(t, d, "invoice-analyst", true, "Analyze overdue invoices for the demo account")
+	_, dbURL, schema, sid, rid := pgInvoiceRun(t)
 
 	out := t.TempDir()
 	bundle := filepath.Join(out, "pg.hx")
