@@ -68,8 +68,8 @@ Usage:
                         run a Temporal worker for serve --engine temporal (see hxd worker -h)
   hxd migrate [--database-url URL] [--schema S] [--db F]
                         apply storage migrations (PostgreSQL and/or SQLite)
-  hxd export --db F --session S --run R --output X.hx [--include-payloads] [--include-artifacts]
-                        export a recorded run from a store file (see hxd export -h)
+  hxd export (--db F | --database-url URL [--schema S]) --session S --run R --output X.hx
+                        export a recorded run from a store (see hxd export -h)
   hxd verify [--json] X.hx
                         verify a bundle (exit 0 complete, 1 incomplete, 2 invalid)
   hxd playback X.hx     print a bundle's model/tool timeline (executes nothing)
