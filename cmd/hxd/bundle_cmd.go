@@ -22,8 +22,9 @@ import (
 )
 
 // This file holds the flight-recorder commands: `hxd export` (offline, on
-// a SQLite file or a PostgreSQL schema, resuming nothing), `hxd verify` and `hxd playback` (on a
-// bundle file, touching no store, model, tool or network).
+// a SQLite file or a PostgreSQL schema, resuming nothing), `hxd verify` and
+// `hxd playback` (on a bundle file, touching no store, model, tool or
+// network).
 
 const exportUsage = `Usage:
   hxd export (--db FILE | --database-url URL [--schema S]) --session ID --run ID
@@ -109,12 +110,11 @@ func parseExportFlags(args []string, e env) (*exportConfig, error) {
 	if c.PG.URL != "" && c.PG.Schema == "" {
 		return nil, &exitError{code: 2, err: errors.New("--schema must not be empty")}
 	}
-	source := c.DB
-	if c.PG.URL != "" {
-		source = "set"
-	}
 	var missing []string
-	for _, f := range []struct{ name, v string }{{"--db or --database-url", source}, {"--session", c.Session}, {"--run", c.Run}, {"--output", c.Output}} {
+	if c.DB == "" && c.PG.URL == "" {
+		missing = append(missing, "--db or --database-url")
+	}
+	for _, f := range []struct{ name, v string }{{"--session", c.Session}, {"--run", c.Run}, {"--output", c.Output}} {
 		if f.v == "" {
 			missing = append(missing, f.name)
 		}
