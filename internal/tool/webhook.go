@@ -113,10 +113,7 @@ func (t *webhookTool) Call(ctx context.Context, inv Invocation) (Outcome, error)
 // included) is text content.
 func parseReply(callID string, body []byte) Outcome {
 	var r webhookReply
-	if journal.Deeper(body, journal.MaxInputDepth) {
-		return Outcome{Result: textResult(callID, string(body))}
-	}
-	if err := json.Unmarshal(body, &r); err != nil || len(r.Content) == 0 || !isObject(body) {
+	if journal.Deeper(body, journal.MaxInputDepth) || json.Unmarshal(body, &r) != nil || len(r.Content) == 0 || !isObject(body) {
 		return Outcome{Result: textResult(callID, string(body))}
 	}
 	out := Outcome{Result: model.ToolResult{ToolCallID: callID, Content: r.Content, IsError: r.IsError}}
