@@ -186,8 +186,16 @@ func serve(ctx context.Context, args []string, e env) error {
 		return err
 	}
 
+	// Listen before opening anything: an address that is taken or wrong
+	// fails here, without creating or migrating a database.
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	defer func() { _ = ln.Close() }() // after a shutdown, a no-op
+
 	if cfg.Engine == engineTemporal {
-		return serveTemporal(ctx, cfg, e, log, auth, registry, nAgents)
+		return serveTemporal(ctx, cfg, ln, e, log, auth, registry, nAgents)
 	}
 	store, err := openStore(ctx, cfg.PG, cfg.DB, log)
 	if err != nil {
@@ -219,13 +227,9 @@ func serve(ctx context.Context, args []string, e env) error {
 		return err
 	}
 
-	api, err := listenAPI(cfg, rt, log, auth)
-	if err != nil {
-		return err
-	}
+	api := newAPIServer(cfg, ln, rt, log, auth)
 	if hook != nil {
 		if err := hook.Start(ctx); err != nil {
-			api.close()
 			return fmt.Errorf("start checkpoint hook: %w", err)
 		}
 	}
@@ -303,29 +307,22 @@ type apiServer struct {
 	errc chan error
 }
 
-// listenAPI listens on cfg.Addr for the HTTP API over svc (with Go and
-// process metrics); nothing is served before serve. Request headers must
-// arrive within 10 s, and a keep-alive connection closes after
-// cfg.IdleTimeout without a request.
-func listenAPI(cfg *serveConfig, svc hxhttp.Service, log *slog.Logger, auth hxhttp.Authenticator) (*apiServer, error) {
+// newAPIServer is the HTTP API over svc (with Go and process metrics) on
+// ln; nothing is served before serve. Request headers must arrive within
+// 10 s, and a keep-alive connection closes after cfg.IdleTimeout without
+// a request.
+func newAPIServer(cfg *serveConfig, ln net.Listener, svc hxhttp.Service, log *slog.Logger, auth hxhttp.Authenticator) *apiServer {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
 	handler := hxhttp.New(hxhttp.Config{Service: svc, Logger: log, Version: version, Registry: reg, Authenticator: auth})
-	ln, err := net.Listen("tcp", cfg.Addr)
-	if err != nil {
-		return nil, fmt.Errorf("listen: %w", err)
-	}
 	srv := &http.Server{
 		Handler:           handler,
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       cfg.IdleTimeout,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
-	return &apiServer{ln: ln, srv: srv, log: log, errc: make(chan error, 1)}, nil
+	return &apiServer{ln: ln, srv: srv, log: log, errc: make(chan error, 1)}
 }
-
-// close releases the listener of a server that never served.
-func (a *apiServer) close() { _ = a.ln.Close() }
 
 // serve starts serving, logs where (storeDesc: what backs it) and tells
 // e.onListen.

@@ -391,3 +391,19 @@ func TestServeIdleTimeoutFlag(t *testing.T) {
 		require.Contains(t, err.Error(), "--idle-timeout must be positive", v)
 	}
 }
+
+// TestServeAddressTakenLeavesNoDatabase: serve listens before it opens
+// the store, so an address it cannot listen on fails without creating the
+// database file (or its folder).
+func TestServeAddressTakenLeavesNoDatabase(t *testing.T) {
+	t.Parallel()
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = taken.Close() })
+	db := filepath.Join(t.TempDir(), "data", "hxd.db")
+	e := env{getenv: func(string) string { return "" }, stdout: io.Discard, stderr: io.Discard}
+	err = run(context.Background(), []string{"serve", "--demo", "--addr", taken.Addr().String(), "--db", db}, e)
+	require.ErrorContains(t, err, "listen:")
+	_, statErr := os.Stat(filepath.Dir(db))
+	require.ErrorIs(t, statErr, os.ErrNotExist, "serve created the database folder")
+}

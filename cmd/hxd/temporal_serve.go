@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"log/slog"
+	"net"
 	"time"
 
 	"hxd/internal/agent"
@@ -13,7 +14,7 @@ import (
 // serveTemporal is `hxd serve --engine temporal`: the HTTP API over the
 // Temporal engine. No SQL store is opened; sessions are workflows run by
 // `hxd worker` processes on the same task queue.
-func serveTemporal(ctx context.Context, cfg *serveConfig, e env, log *slog.Logger, auth hxhttp.Authenticator, registry *agent.Registry, nAgents int) error {
+func serveTemporal(ctx context.Context, cfg *serveConfig, ln net.Listener, e env, log *slog.Logger, auth hxhttp.Authenticator, registry *agent.Registry, nAgents int) error {
 	tc := &cfg.Temporal
 	deps, err := dialTemporal(ctx, tc, log)
 	if err != nil {
@@ -45,10 +46,7 @@ func serveTemporal(ctx context.Context, cfg *serveConfig, e env, log *slog.Logge
 		return err
 	}
 
-	api, err := listenAPI(cfg, eng, log, auth)
-	if err != nil {
-		return err
-	}
+	api := newAPIServer(cfg, ln, eng, log, auth)
 	api.serve(ctx, e, "temporal "+tc.Address+" "+tc.Namespace+"/"+tc.TaskQueue, nAgents)
 	if err := api.wait(ctx); err != nil {
 		return err
