@@ -5,7 +5,8 @@
 //
 //   - the connection pool (pgxpool) with search_path pinned to the
 //     configured schema on every connection, so SQL names no schema and any
-//     legal schema name (quotes, spaces, '?', '%') works; values always
+//     legal schema name (quotes, spaces, '?', '%') works except "$user"
+//     and the reserved "pg_…" (refused by Open); values always
 //     travel as bind parameters, into statements planned once
 //     (plan_cache_mode=force_generic_plan unless the URL sets it);
 //   - golang-migrate migrations from hxd/migrations (directory "postgres"),

@@ -51,9 +51,28 @@ func TestEventChannel(t *testing.T) {
 
 func TestValidSchema(t *testing.T) {
 	t.Parallel()
-	require.NoError(t, validSchema(`harness "x"?% with spaces`))
-	require.NoError(t, validSchema(strings.Repeat("x", 63)))
-	require.Error(t, validSchema(strings.Repeat("x", 64)))
-	require.Error(t, validSchema(""))
-	require.Error(t, validSchema("a\x00"))
+	for _, tc := range []struct {
+		name, err string // err: a part of the error; "" when valid
+	}{
+		{`harness "x"?% with spaces`, ""},
+		{strings.Repeat("x", 63), ""},
+		{"$users", ""},
+		{"PG_upper", ""}, // the reservation is case-sensitive
+		{"my_pg_schema", ""},
+		{strings.Repeat("x", 64), "longer than 63 bytes"},
+		{"", "empty schema name"},
+		{"a\x00", "contains NUL"},
+		{"a\xff", "not valid UTF-8"},
+		{"$user", "named after the database role"},
+		{"pg_temp", "reserved for PostgreSQL's system schemas"},
+		{"pg_catalog", "reserved for PostgreSQL's system schemas"},
+		{"pg_hxd", "reserved for PostgreSQL's system schemas"},
+	} {
+		err := validSchema(tc.name)
+		if tc.err == "" {
+			require.NoError(t, err, tc.name)
+		} else {
+			require.ErrorContains(t, err, tc.err, tc.name)
+		}
+	}
 }

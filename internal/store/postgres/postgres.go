@@ -117,7 +117,11 @@ func (cfg Config) withDefaults() (Config, error) {
 	return cfg, nil
 }
 
-// validSchema checks that name is a usable PostgreSQL identifier.
+// validSchema checks that name is a usable PostgreSQL identifier. Two legal
+// identifiers cannot be hxd's schema: "$user", which search_path (how hxd
+// selects the schema) reads as the schema named after the current role,
+// quoted or not; and names starting with "pg_", which PostgreSQL reserves
+// for its system schemas (pg_catalog, pg_temp) and refuses to create.
 func validSchema(name string) error {
 	switch {
 	case name == "":
@@ -128,6 +132,10 @@ func validSchema(name string) error {
 		return fmt.Errorf("schema name %q: contains NUL", name)
 	case !utf8.ValidString(name):
 		return fmt.Errorf("schema name %q: not valid UTF-8", name)
+	case name == "$user":
+		return fmt.Errorf("schema name %q: search_path reads it as the schema named after the database role; name that schema instead", name)
+	case strings.HasPrefix(name, "pg_"):
+		return fmt.Errorf("schema name %q: names starting with pg_ are reserved for PostgreSQL's system schemas", name)
 	}
 	return nil
 }
