@@ -696,7 +696,7 @@ export interface components {
         /** @enum {string} */
         RunStatus: "running" | "completed" | "paused" | "awaiting_input" | "cancelled" | "failed";
         /**
-         * @description Makes a submission idempotent within its session.
+         * @description Makes a submission idempotent within its session. Any text without NUL.
          * @example req-0001
          */
         RequestID: string;
@@ -1013,7 +1013,7 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
-        /** @description `invalid_request`: malformed JSON, JSON nested more than 128 levels deep, or a contract violation. */
+        /** @description `invalid_request`: malformed JSON, a body that is not UTF-8 or not one JSON value, JSON nested more than 128 levels deep, or a contract violation. */
         BadRequest: {
             headers: {
                 [name: string]: unknown;
