@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -230,6 +231,69 @@ func TestBodyLimit(t *testing.T) {
 	body2, err := io.ReadAll(resp2.Body)
 	require.NoError(t, err)
 	requireProblem(t, resp2, body2, http.StatusRequestEntityTooLarge, "payload_too_large")
+}
+
+// TestBodyOneUTF8Value: a body must be UTF-8 and one JSON value; white
+// space may follow it, nothing else. The refused bodies never reach the
+// service.
+func TestBodyOneUTF8Value(t *testing.T) {
+	t.Parallel()
+	tb := setup(t)
+	var calls atomic.Int32
+	tb.svc.SubmitRunFunc = func(context.Context, hxruntime.SubmitParams) (*hxruntime.RunResult, bool, error) {
+		calls.Add(1)
+		return nil, false, hxruntime.ErrSessionBusy
+	}
+	for _, tc := range []struct{ body, detail string }{
+		{`{"message":"hi"}{"message":"x"}`, "request body holds more than one JSON value"},
+		{`{"message":"hi"} garbage`, "request body holds more than one JSON value"},
+		{`{"message":"hi"},`, "request body holds more than one JSON value"},
+		{`{"message":"hi"} 1`, "request body holds more than one JSON value"},
+		{`{"message":"a` + "\xff" + `b"}`, "request body is not valid UTF-8"},
+		{`{"message":"hi","request_id":"r` + "\xc3" + `"}`, "request body is not valid UTF-8"},
+	} {
+		resp, body := tb.do(t, request{method: "POST", path: "/sessions/s1/runs", body: tc.body})
+		p := requireProblem(t, resp, body, http.StatusBadRequest, "invalid_request")
+		require.NotNil(t, p.Detail, tc.body)
+		require.Equal(t, tc.detail, *p.Detail, tc.body)
+	}
+	// JSON can spell NUL, but no stored text can hold it (PostgreSQL).
+	resp, body := tb.do(t, request{method: "POST", path: "/sessions/s1/runs", body: `{"message":"hi","request_id":"r\u0000"}`})
+	p := requireProblem(t, resp, body, http.StatusBadRequest, "invalid_request")
+	require.NotNil(t, p.Detail)
+	require.Contains(t, *p.Detail, "request_id")
+	require.Zero(t, calls.Load())
+	// White space around the value is fine, and so is UTF-8 beyond ASCII.
+	resp, body = tb.do(t, request{method: "POST", path: "/sessions/s1/runs", body: " \n{\"message\":\"grüße ✓\"}\r\n\t "})
+	requireProblem(t, resp, body, http.StatusConflict, "session_busy")
+	require.EqualValues(t, 1, calls.Load())
+	// A body that is not JSON keeps the validator's answer.
+	resp, body = tb.do(t, request{method: "POST", path: "/sessions/s1/runs", body: `{"message":`})
+	p = requireProblem(t, resp, body, http.StatusBadRequest, "invalid_request")
+	require.NotNil(t, p.Detail)
+	require.NotContains(t, *p.Detail, "more than one JSON value")
+}
+
+// TestPathParameterNamesNothing: an id holding NUL or bytes that are not
+// UTF-8 cannot name anything hxd stores (PostgreSQL's text holds neither):
+// 404 like any unknown id, without asking the service.
+func TestPathParameterNamesNothing(t *testing.T) {
+	t.Parallel()
+	tb := setup(t) // nothing stubbed: a call to the service would be a 500
+	for _, rq := range []request{
+		{method: "GET", path: "/sessions/a%00b"},
+		{method: "GET", path: "/sessions/a%FFb"},
+		{method: "GET", path: "/sessions/a%00b/runs"},
+		{method: "GET", path: "/sessions/a%00b/pending"},
+		{method: "POST", path: "/sessions/a%C3/runs", body: `{"message":"hi"}`},
+		{method: "GET", path: "/runs/a%00b"},
+		{method: "GET", path: "/runs/a%FFb/events"},
+		{method: "POST", path: "/sessions/s1/tools/k%00/approve", body: `{}`},
+		{method: "GET", path: "/agents/demo%00/v1"},
+	} {
+		resp, body := tb.do(t, rq)
+		requireProblem(t, resp, body, http.StatusNotFound, "not_found")
+	}
 }
 
 func TestBodyDepth(t *testing.T) {

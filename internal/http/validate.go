@@ -2,12 +2,14 @@ package http
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/openapi3filter"
@@ -15,6 +17,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"hxd/internal/journal"
+	hxruntime "hxd/internal/runtime"
 )
 
 // routeIndex finds the contract's operation for a chi route pattern. The
@@ -84,12 +87,16 @@ func (s *Server) validate(routes *routeIndex) func(http.Handler) http.Handler {
 						v = u
 					}
 				}
+				if !nameable(v) {
+					s.writeProblem(w, r, fmt.Errorf("path parameter %s: NUL or not UTF-8: %w", k, hxruntime.ErrNotFound))
+					return
+				}
 				params[k] = v
 			}
 			o := opts
 			if bundleUploadOperations[route.Operation.OperationID] {
 				o = &uploadOpts
-			} else if err := checkBodyDepth(r); err != nil {
+			} else if err := checkBody(r); err != nil {
 				s.writeProblem(w, r, err)
 				return
 			}
@@ -103,10 +110,19 @@ func (s *Server) validate(routes *routeIndex) func(http.Handler) http.Handler {
 	}
 }
 
-// checkBodyDepth refuses a request body whose JSON nests arrays and objects
-// deeper than journal.MaxInputDepth, before the validator decodes it. It
-// reads the body (bounded by limitBody) and puts it back for the validator.
-func checkBodyDepth(r *http.Request) error {
+// nameable reports whether a path parameter could name a session, run,
+// tool call, agent or artifact: every name hxd stores is UTF-8 without NUL
+// (PostgreSQL's text cannot hold either), so any other value names nothing
+// and is answered 404 like any unknown id, without a lookup.
+func nameable(v string) bool { return utf8.ValidString(v) && strings.IndexByte(v, 0) < 0 }
+
+// checkBody refuses, before the validator decodes it, a request body that
+// nests arrays and objects deeper than journal.MaxInputDepth, that is not
+// UTF-8, or that holds more than one JSON value (the validator and the
+// handlers read only the first, and would drop the rest unseen). A body
+// that is not JSON at all is left to the validator, which says why. It
+// reads the body (bounded by limitBody) and puts it back.
+func checkBody(r *http.Request) error {
 	if r.Body == nil || r.Body == http.NoBody {
 		return nil
 	}
@@ -116,10 +132,28 @@ func checkBodyDepth(r *http.Request) error {
 	if err != nil {
 		return validationError(err)
 	}
-	if journal.Deeper(data, journal.MaxInputDepth) {
+	switch {
+	case journal.Deeper(data, journal.MaxInputDepth):
 		return &requestError{Detail: fmt.Sprintf("request body nests arrays and objects more than %d levels deep", journal.MaxInputDepth)}
+	case !utf8.Valid(data):
+		return &requestError{Detail: "request body is not valid UTF-8"}
+	case moreThanOneValue(data):
+		return &requestError{Detail: "request body holds more than one JSON value"}
 	}
 	return nil
+}
+
+// moreThanOneValue reports whether data is a JSON value followed by
+// anything but white space; false when data does not start with a whole
+// JSON value.
+func moreThanOneValue(data []byte) bool {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	var first json.RawMessage
+	if dec.Decode(&first) != nil {
+		return false
+	}
+	_, err := dec.Token()
+	return !errors.Is(err, io.EOF)
 }
 
 // validationError turns a kin-openapi validation failure into a
