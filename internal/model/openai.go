@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
@@ -398,14 +399,15 @@ func reasoningContent(msg openai.ChatCompletionMessage) string {
 
 // parseArguments turns a tool call's arguments string into a tool input: a
 // JSON object is kept (compacted), empty or null becomes {}, anything else
-// (an object nested deeper than journal.MaxInputDepth included) is wrapped
-// as {"_raw": "<text>"}.
+// (an object nested deeper than journal.MaxInputDepth or holding bytes that
+// are not UTF-8 included) is wrapped as {"_raw": "<text>"}, where invalid
+// bytes become U+FFFD.
 func parseArguments(args string) json.RawMessage {
 	trimmed := bytes.TrimSpace([]byte(args))
 	if len(trimmed) == 0 || string(trimmed) == "null" {
 		return json.RawMessage(`{}`)
 	}
-	if trimmed[0] == '{' && !journal.Deeper(trimmed, journal.MaxInputDepth) && json.Valid(trimmed) {
+	if trimmed[0] == '{' && utf8.Valid(trimmed) && !journal.Deeper(trimmed, journal.MaxInputDepth) && json.Valid(trimmed) {
 		return json.RawMessage(compactJSON(trimmed))
 	}
 	raw, err := json.Marshal(map[string]string{"_raw": args})

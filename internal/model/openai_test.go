@@ -674,6 +674,8 @@ func TestParseArguments(t *testing.T) {
 		{name: "invalid json", args: `{"a":`, want: `{"_raw":"{\"a\":"}`},
 		{name: "array", args: `[1,2]`, want: `{"_raw":"[1,2]"}`},
 		{name: "string", args: `"x"`, want: `{"_raw":"\"x\""}`},
+		{name: "object not UTF-8", args: "{\"a\":\"x\xffy\"}", want: `{"_raw":"{\"a\":\"x\ufffdy\"}"}`},
+		{name: "object beyond ASCII kept", args: `{"a":"grüße"}`, want: `{"a":"grüße"}`},
 		{name: "object at the depth limit", args: deepArgs(journal.MaxInputDepth), want: deepArgs(journal.MaxInputDepth)},
 		{name: "object nested too deep", args: deepArgs(journal.MaxInputDepth + 1),
 			want: `{"_raw":"` + strings.ReplaceAll(deepArgs(journal.MaxInputDepth+1), `"`, `\"`) + `"}`},

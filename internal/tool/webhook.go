@@ -10,6 +10,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"unicode/utf8"
 
 	"hxd/internal/journal"
 	"hxd/internal/model"
@@ -110,10 +111,12 @@ func (t *webhookTool) Call(ctx context.Context, inv Invocation) (Outcome, error)
 
 // parseReply turns a 2xx body into an outcome: an object with "content" is
 // the result, anything else (JSON nested deeper than journal.MaxInputDepth
-// included) is text content.
+// or holding bytes that are not UTF-8 included) is text content, where
+// invalid bytes become U+FFFD. Stored JSON is always UTF-8: PostgreSQL
+// refuses anything else, which would fail the run's commit.
 func parseReply(callID string, body []byte) Outcome {
 	var r webhookReply
-	if journal.Deeper(body, journal.MaxInputDepth) || json.Unmarshal(body, &r) != nil || len(r.Content) == 0 || !isObject(body) {
+	if !utf8.Valid(body) || journal.Deeper(body, journal.MaxInputDepth) || json.Unmarshal(body, &r) != nil || len(r.Content) == 0 || !isObject(body) {
 		return Outcome{Result: textResult(callID, string(body))}
 	}
 	out := Outcome{Result: model.ToolResult{ToolCallID: callID, Content: r.Content, IsError: r.IsError}}

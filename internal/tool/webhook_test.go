@@ -123,6 +123,8 @@ func TestWebhookReplies(t *testing.T) {
 			want: &model.ToolResult{ToolCallID: "c1", Content: json.RawMessage(deepest[len(`{"content":`) : len(deepest)-1])}},
 		{name: "200 content nested too deep is text", handler: reply(200, tooDeep),
 			want: &model.ToolResult{ToolCallID: "c1", Content: TextContent(tooDeep)}},
+		{name: "200 content not UTF-8 is text", handler: reply(200, "{\"content\":\"a\xffb\"}"),
+			want: &model.ToolResult{ToolCallID: "c1", Content: json.RawMessage(`"{\"content\":\"a\ufffdb\"}"`)}},
 		{name: "200 empty", handler: reply(200, ``),
 			want: &model.ToolResult{ToolCallID: "c1", Content: json.RawMessage(`""`)}},
 		{name: "artifacts", handler: reply(200, `{"content":"see chart","artifacts":[{"media_type":"image/png","base64":"`+base64.StdEncoding.EncodeToString([]byte("PNG\x00data"))+`"},{"base64":"aGk="}]}`),
