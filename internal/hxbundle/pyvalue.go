@@ -53,18 +53,45 @@ func pyEqual(a, b jv) bool {
 		})
 		return equal
 	default: // objects
-		if a.length() != b.length() {
-			return false
-		}
-		equal := true
-		a.members(func(key, x jv) bool {
-			s, _ := key.str()
-			y := b.get(s)
-			equal = y.exists() && pyEqual(x, y)
-			return equal
-		})
-		return equal
+		return objectsEqual(a, b)
 	}
+}
+
+// smallObject is the most keys an object comparison looks up by scanning
+// the other object; larger ones are indexed first, so that comparing two
+// objects costs time in proportion to their size, not its square.
+const smallObject = 16
+
+// objectsEqual is pyEqual of two objects (keys are unique: the parser
+// refuses repeated ones).
+func objectsEqual(a, b jv) bool {
+	n := a.length()
+	if n != b.length() {
+		return false
+	}
+	lookup := func(key string) jv { return b.get(key) }
+	if n > smallObject {
+		index := make(map[string]jv, n)
+		b.members(func(key, y jv) bool {
+			s, _ := key.str()
+			index[s] = y
+			return true
+		})
+		lookup = func(key string) jv {
+			if y, ok := index[key]; ok {
+				return y
+			}
+			return absent
+		}
+	}
+	equal := true
+	a.members(func(key, x jv) bool {
+		s, _ := key.str()
+		y := lookup(s)
+		equal = y.exists() && pyEqual(x, y)
+		return equal
+	})
+	return equal
 }
 
 // pyNumber is a numeric JSON value: an exact integer or a float.

@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/json"
+	"fmt"
 	"maps"
 	"math/rand/v2"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -308,5 +310,96 @@ func TestStrictJSONStringsRandomized(t *testing.T) {
 				require.Equal(t, want[0], s, "%q", in)
 			}
 		}
+	}
+}
+
+// TestPyEqualObjects: objects compare as Python dicts, key order aside,
+// both below and above smallObject keys (where the other object is
+// indexed first).
+func TestPyEqualObjects(t *testing.T) {
+	t.Parallel()
+	obj := func(n int, val func(i int) string, keyOf func(i int) string) string {
+		var b strings.Builder
+		b.WriteByte('{')
+		for i := range n {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			fmt.Fprintf(&b, "%q:%s", keyOf(i), val(i))
+		}
+		b.WriteByte('}')
+		return b.String()
+	}
+	key := func(i int) string { return fmt.Sprintf("k%04d", i) }
+	for _, n := range []int{0, 3, smallObject, smallObject + 1, 500} {
+		reversed := func(i int) string { return key(n - 1 - i) }
+		ints := func(i int) string { return strconv.Itoa(i) }
+		for _, tc := range []struct {
+			name  string
+			a, b  string
+			equal bool
+		}{
+			{"same", obj(n, ints, key), obj(n, ints, key), true},
+			{"keys in another order", obj(n, ints, key), obj(n, func(i int) string { return strconv.Itoa(n - 1 - i) }, reversed), true},
+			{"1 == 1.0 == true inside", obj(n, func(int) string { return "1" }, key), obj(n, func(i int) string { return []string{"1.0", "true", "1"}[i%3] }, reversed), true},
+			{"one value differs", obj(n, ints, key), obj(n, func(i int) string {
+				if i == n/2 {
+					return `"x"`
+				}
+				return strconv.Itoa(i)
+			}, key), n == 0},
+			{"one key differs", obj(n, ints, key), obj(n, ints, func(i int) string {
+				if i == n-1 {
+					return "other"
+				}
+				return key(i)
+			}), n == 0},
+			{"one key more", obj(n, ints, key), obj(n+1, ints, key), false},
+			{"nested", `{"o":` + obj(n, ints, key) + `}`, `{"o":` + obj(n, func(i int) string { return strconv.Itoa(n - 1 - i) }, reversed) + `}`, true},
+		} {
+			var da, db jsonDoc
+			require.Nil(t, da.parse([]byte(tc.a)), tc.name)
+			require.Nil(t, db.parse([]byte(tc.b)), tc.name)
+			require.Equal(t, tc.equal, pyEqual(da.root(), db.root()), "%d keys: %s", n, tc.name)
+			require.Equal(t, tc.equal, pyEqual(db.root(), da.root()), "%d keys: %s, swapped", n, tc.name)
+		}
+	}
+	// An escaped key equals its plain spelling.
+	var da, db jsonDoc
+	many := obj(smallObject+1, func(i int) string { return strconv.Itoa(i) }, key)
+	require.Nil(t, da.parse([]byte(`{"\u0061":1,`+many[1:])))
+	require.Nil(t, db.parse([]byte(`{"a":1,`+many[1:])))
+	require.True(t, pyEqual(da.root(), db.root()))
+}
+
+// BenchmarkPyEqualObject compares two equal objects of n keys in opposite
+// key order; ns/key stays flat as n grows.
+func BenchmarkPyEqualObject(b *testing.B) {
+	for _, n := range []int{100, 10_000, 80_000} {
+		b.Run(fmt.Sprintf("keys=%d", n), func(b *testing.B) {
+			var x, y strings.Builder
+			x.WriteByte('{')
+			y.WriteByte('{')
+			for i := range n {
+				if i > 0 {
+					x.WriteByte(',')
+					y.WriteByte(',')
+				}
+				fmt.Fprintf(&x, `"k%06d":%d`, i, i)
+				fmt.Fprintf(&y, `"k%06d":%d`, n-1-i, n-1-i)
+			}
+			x.WriteByte('}')
+			y.WriteByte('}')
+			var da, db jsonDoc
+			if da.parse([]byte(x.String())) != nil || db.parse([]byte(y.String())) != nil {
+				b.Fatal("parse")
+			}
+			for b.Loop() {
+				if !pyEqual(da.root(), db.root()) {
+					b.Fatal("not equal")
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/key")
+		})
 	}
 }
