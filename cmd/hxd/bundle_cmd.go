@@ -408,8 +408,8 @@ type timelineRecord struct {
 // with the execution key of tool records when withKey.
 func printTimeline(w io.Writer, played *hxbundle.Played, withKey bool) error {
 	for _, raw := range played.Records {
-		var r timelineRecord
-		if err := json.Unmarshal(raw, &r); err != nil {
+		r, err := decodeTimeline(raw)
+		if err != nil {
 			return fmt.Errorf("decode record: %w", err)
 		}
 		if !strings.HasPrefix(r.Kind, "model.") && !strings.HasPrefix(r.Kind, "tool.") {
@@ -422,6 +422,29 @@ func printTimeline(w io.Writer, played *hxbundle.Played, withKey bool) error {
 		fmt.Fprintln(w, line)
 	}
 	return nil
+}
+
+// decodeTimeline reads the timeline's fields of a record by their exact
+// keys. (Decoding into timelineRecord would match keys case-insensitively:
+// a record may carry extra keys, and "KIND" or "Seq" would then overwrite
+// what the verifier checked.)
+func decodeTimeline(raw []byte) (timelineRecord, error) {
+	var fields map[string]json.RawMessage
+	var r timelineRecord
+	if err := json.Unmarshal(raw, &fields); err != nil {
+		return r, err
+	}
+	for _, f := range []struct {
+		key string
+		dst any
+	}{{"seq", &r.Seq}, {"kind", &r.Kind}, {"step_id", &r.StepID}, {"attempt_id", &r.AttemptID}, {"execution_key", &r.ExecutionKey}} {
+		if v, ok := fields[f.key]; ok {
+			if err := json.Unmarshal(v, f.dst); err != nil {
+				return r, fmt.Errorf("%s: %w", f.key, err)
+			}
+		}
+	}
+	return r, nil
 }
 
 // printVerified prints the reference's closing line.

@@ -15,6 +15,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"hxd/internal/hxbundle"
 )
 
 // cliResult is what one in-process hxd command printed and returned.
@@ -415,4 +417,19 @@ func TestExportCLI(t *testing.T) {
 	res = runCLI(t, "playback", garbage)
 	require.Equal(t, 2, res.code)
 	require.Contains(t, res.stderr, "Invalid incident bundle (BadZipFile)")
+}
+
+// TestTimelineReadsExactKeys: a record may carry extra keys (REFERENCE
+// §7.3); ones that differ from the timeline's only in case, or in type,
+// change nothing it prints.
+func TestTimelineReadsExactKeys(t *testing.T) {
+	t.Parallel()
+	played := &hxbundle.Played{Records: []json.RawMessage{
+		json.RawMessage(`{"seq":10,"kind":"tool.dispatched","step_id":"1","attempt_id":"1","execution_key":"r:1:c","KIND":"model.completed","Step_ID":"99","SEQ":77,"Execution_Key":"forged"}`),
+		json.RawMessage(`{"seq":11,"kind":"tool.returned","step_id":"1","attempt_id":"1","execution_key":"r:1:c","Seq":"x","ATTEMPT_ID":7}`),
+		json.RawMessage(`{"seq":12,"kind":"event","step_id":"1","attempt_id":"1","execution_key":null,"Kind":"model.started"}`),
+	}}
+	var out bytes.Buffer
+	require.NoError(t, printTimeline(&out, played, true))
+	require.Equal(t, " 10 step=1 attempt=1 tool.dispatched key=r:1:c\n 11 step=1 attempt=1 tool.returned key=r:1:c\n", out.String())
 }
