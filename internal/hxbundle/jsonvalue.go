@@ -53,7 +53,7 @@ func (v jv) get(key string) jv {
 		return absent
 	}
 	d := v.d
-	for j := v.i + 1; j < d.nodes[v.i].next; j = d.nodes[j+1].next {
+	for j := v.i + 1; j < int(d.nodes[v.i].next); j = int(d.nodes[j+1].next) {
 		if d.strEquals(j, key) {
 			return jv{d: d, i: j + 1}
 		}
@@ -130,7 +130,7 @@ func (v jv) elems(fn func(jv) bool) {
 		return
 	}
 	d := v.d
-	for j := v.i + 1; j < d.nodes[v.i].next; j = d.nodes[j].next {
+	for j := v.i + 1; j < int(d.nodes[v.i].next); j = int(d.nodes[j].next) {
 		if !fn(jv{d: d, i: j}) {
 			return
 		}
@@ -144,7 +144,7 @@ func (v jv) members(fn func(key jv, val jv) bool) {
 		return
 	}
 	d := v.d
-	for j := v.i + 1; j < d.nodes[v.i].next; j = d.nodes[j+1].next {
+	for j := v.i + 1; j < int(d.nodes[v.i].next); j = int(d.nodes[j+1].next) {
 		if !fn(jv{d: d, i: j}, jv{d: d, i: j + 1}) {
 			return
 		}

@@ -3,6 +3,7 @@ package hxbundle
 import (
 	"bytes"
 	"encoding/binary"
+	"math"
 	"math/bits"
 	"strconv"
 	"unicode/utf8"
@@ -71,15 +72,53 @@ const (
 // jsonNode is one value. Nodes are stored in document order; a
 // container's members follow it (objects alternate key and value nodes)
 // and its subtree ends at next.
+//
+// A node is 16 bytes, 32-bit offsets and indexes (parse refuses a source
+// of maxSource bytes or more): a document of single-digit values (two
+// source bytes each) holds 8 bytes of nodes per source byte.
 type jsonNode struct {
 	// start and end delimit the value in the source: the bytes between the
 	// quotes of a string, the literal of a number, the brackets (end is the
 	// index of the closing one) of a container.
-	start, end int
+	start, end int32
 	// next is the index of the first node after this value's subtree.
-	next  int
+	next  int32
 	kind  jsonKind
 	flags uint8
+}
+
+// maxSource bounds what parse reads: offsets and node indexes fit int32.
+const maxSource = math.MaxInt32
+
+// maxNodes is the most nodes a source of n bytes can hold: every node but
+// one takes at least two bytes (a value and its separator or bracket).
+func maxNodes(n int) int { return n/2 + 1 }
+
+// reserveNodes makes room for the nodes a source of n bytes is likely to
+// need (one per 16 bytes; records and manifests need far fewer).
+func (d *jsonDoc) reserveNodes(n int) {
+	if want := min(max(n/16, 64), maxNodes(n)); cap(d.nodes) < want {
+		d.nodes = make([]jsonNode, 0, want)
+	}
+}
+
+// push appends n to d.nodes, doubling the slice when it is full but never
+// beyond maxNodes of the source. (append grows a large slice by a quarter
+// at a time, allocating about five times the final size along the way.)
+// From reserveNodes' start, a source of single-digit values allocates
+// at most 16 bytes of nodes per source byte in all, 8 of them kept.
+func (d *jsonDoc) push(n jsonNode) {
+	if len(d.nodes) == cap(d.nodes) {
+		limit := maxNodes(len(d.src))
+		c := 2 * cap(d.nodes)
+		if 2*c > limit { // the next doubling would pass the limit: go there now
+			c = limit
+		}
+		grown := make([]jsonNode, len(d.nodes), max(c, len(d.nodes)+1))
+		copy(grown, d.nodes)
+		d.nodes = grown
+	}
+	d.nodes = append(d.nodes, n)
 }
 
 // jsonError is a parse failure: the rejection message and where it was
@@ -117,8 +156,12 @@ func syntaxError(why string, off int) *jsonError {
 
 // parse parses src, which must stay unmodified while the document is used.
 func (d *jsonDoc) parse(src []byte) *jsonError {
+	if len(src) >= maxSource {
+		return genericJSON(pyValueError, "document too large", 0)
+	}
 	d.src = src
 	d.nodes = d.nodes[:0]
+	d.reserveNodes(len(src))
 	d.stack = d.stack[:0]
 	d.surrogate = false
 	d.codeEscape = false
@@ -269,7 +312,7 @@ func (d *jsonDoc) parseValues() *jsonError {
 				kind = jsonObject
 			}
 			d.stack = append(d.stack, len(d.nodes))
-			d.nodes = append(d.nodes, jsonNode{start: i, kind: kind})
+			d.push(jsonNode{start: int32(i), kind: kind})
 			i = skipWS(src, i+1)
 			if kind == jsonObject {
 				if i < len(src) && src[i] == '}' {
@@ -399,7 +442,7 @@ func (d *jsonDoc) literal(i int, lit string, kind jsonKind) (int, *jsonError) {
 	if !bytes.HasPrefix(d.src[i:], []byte(lit)) {
 		return i, syntaxError("expecting value", i)
 	}
-	d.nodes = append(d.nodes, jsonNode{start: i, end: i + len(lit), next: len(d.nodes) + 1, kind: kind})
+	d.push(jsonNode{start: int32(i), end: int32(i + len(lit)), next: int32(len(d.nodes) + 1), kind: kind})
 	return i + len(lit), nil
 }
 
@@ -456,7 +499,7 @@ func (d *jsonDoc) number(i int) (int, *jsonError) {
 	} else if floatOverflows(src[start:i]) {
 		return start, &jsonError{msg: msgNonFinite, why: "float literal overflows", off: start}
 	}
-	d.nodes = append(d.nodes, jsonNode{start: start, end: i, next: len(d.nodes) + 1, kind: jsonNumber, flags: flags})
+	d.push(jsonNode{start: int32(start), end: int32(i), next: int32(len(d.nodes) + 1), kind: jsonNumber, flags: flags})
 	return i, nil
 }
 
@@ -533,7 +576,7 @@ func (d *jsonDoc) str(i int) (int, *jsonError) {
 		case c >= 0xc2 && c < 0xe0 && c1&0xc0 == 0x80: // a two-byte sequence
 			j += 2
 		case c == '"':
-			d.nodes = append(d.nodes, jsonNode{start: start, end: j, next: len(d.nodes) + 1, kind: jsonString, flags: flags})
+			d.push(jsonNode{start: int32(start), end: int32(j), next: int32(len(d.nodes) + 1), kind: jsonString, flags: flags})
 			return j + 1, nil
 		case c < 0x20:
 			return i, syntaxError("invalid control character in string", j)
@@ -717,17 +760,17 @@ func (d *jsonDoc) closeContainer(end int) *jsonError {
 	top := d.stack[len(d.stack)-1]
 	d.stack = d.stack[:len(d.stack)-1]
 	n := &d.nodes[top]
-	n.end = end
-	n.next = len(d.nodes)
+	n.end = int32(end)
+	n.next = int32(len(d.nodes))
 	if n.kind == jsonObject && d.hasDuplicateKey(top) {
-		return &jsonError{msg: msgDuplicateKey, why: "object has a repeated key", off: n.start}
+		return &jsonError{msg: msgDuplicateKey, why: "object has a repeated key", off: int(n.start)}
 	}
 	return nil
 }
 
 func (d *jsonDoc) hasDuplicateKey(obj int) bool {
 	d.keys = d.keys[:0]
-	for j := obj + 1; j < d.nodes[obj].next; j = d.nodes[j+1].next {
+	for j := obj + 1; j < int(d.nodes[obj].next); j = int(d.nodes[j+1].next) {
 		d.keys = append(d.keys, j)
 	}
 	if len(d.keys) < 2 {

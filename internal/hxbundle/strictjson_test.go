@@ -403,3 +403,22 @@ func BenchmarkPyEqualObject(b *testing.B) {
 		})
 	}
 }
+
+// TestParseMemory: verifying a manifest of tiny values (two source bytes
+// each) allocates at most 16 bytes of nodes per source byte (16-byte
+// nodes, grown by doubling up to the most the source can hold) plus one
+// copy of the member. It was 90 times the member's size with 32-byte nodes
+// grown by append and a read buffer grown by doubling.
+func TestParseMemory(t *testing.T) {
+	const elems = 4 << 20
+	manifest := []byte("[0" + strings.Repeat(",0", elems-1) + "]")
+	b := baseBundle()
+	b.editManifest = func([]byte) []byte { return manifest }
+	data := b.build(t)
+	before := allocated()
+	r := verifyBytes(data, DefaultLimits)
+	used := allocated() - before
+	require.Equal(t, []string{"Invalid manifest"}, r.Issues)
+	limit := uint64(17*len(manifest) + 8<<20)
+	require.LessOrEqual(t, used, limit, "verifying a %d-byte manifest allocated %d MiB", len(manifest), used>>20)
+}

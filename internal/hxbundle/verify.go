@@ -330,8 +330,10 @@ func isArtifactKey(s string) bool {
 
 // checkManifest is items 8–13.
 func (v *verifier) checkManifest() *failure {
+	e := v.byName[memberManifest]
 	var raw bytes.Buffer
-	if _, _, f := v.z.readMember(v.byName[memberManifest], func(b []byte) { raw.Write(b) }); f != nil {
+	raw.Grow(int(min(e.usize, uint64(v.lim.MaxMemberBytes)))) // its declared size: one allocation
+	if _, _, f := v.z.readMember(e, func(b []byte) { raw.Write(b) }); f != nil {
 		return f
 	}
 	v.manifestRaw = raw.Bytes()
