@@ -41,7 +41,24 @@ func (s *Server) VerifyBundle(ctx context.Context, req api.VerifyBundleRequestOb
 	if up.tooLarge {
 		return api.VerifyBundle200JSONResponse(reportOut(byteLimitReport())), nil
 	}
+	release, err := s.bundleJob(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
 	return api.VerifyBundle200JSONResponse(reportOut(hxbundle.Verify(up.f, up.size, s.limits))), nil
+}
+
+// bundleJob waits for one of the Config.MaxBundleJobs slots (an upload is
+// spooled first, so a slow upload holds none) and returns its release;
+// it returns ctx's error if ctx ends first.
+func (s *Server) bundleJob(ctx context.Context) (release func(), err error) {
+	select {
+	case s.bundleJobs <- struct{}{}:
+		return func() { <-s.bundleJobs }, nil
+	case <-ctx.Done():
+		return nil, fmt.Errorf("wait for a bundle slot: %w", ctx.Err())
+	}
 }
 
 // PlaybackBundle plays an uploaded archive back: manifest, records,
@@ -56,6 +73,11 @@ func (s *Server) PlaybackBundle(ctx context.Context, req api.PlaybackBundleReque
 	if up.tooLarge {
 		return nil, &hxbundle.InvalidError{Message: hxbundle.MsgByteLimit}
 	}
+	release, err := s.bundleJob(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
 	played, err := hxbundle.Playback(up.f, up.size, s.limits)
 	if err != nil {
 		return nil, err

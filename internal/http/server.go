@@ -63,6 +63,13 @@ type Config struct {
 	// and uploaded bundles while a request uses them. Optional, default:
 	// os.TempDir().
 	SpoolDir string
+	// MaxBundleJobs bounds the uploaded bundles verified or played back at
+	// once; more wait, in arrival order as the Go runtime wakes them, for a
+	// free slot (or until their client goes away). Verifying a bundle
+	// takes CPU on every core and memory in proportion to its largest
+	// member, so a few at a time is as fast and bounds the memory that
+	// crafted uploads can claim together. Optional, default: 2.
+	MaxBundleJobs int
 	// Authenticator verifies the bearer token of every request except the
 	// operations the contract declares public (`security: []`): a missing
 	// or rejected token is a 401 `unauthorized`. Optional, default: no
@@ -83,7 +90,12 @@ type Server struct {
 	limits    hxbundle.Limits
 	spoolDir  string
 	auth      Authenticator // nil: --auth=none
+	// bundleJobs holds a token per upload being verified or played back.
+	bundleJobs chan struct{}
 }
+
+// DefaultMaxBundleJobs is Config.MaxBundleJobs' default.
+const DefaultMaxBundleJobs = 2
 
 var _ api.StrictServerInterface = (*Server)(nil)
 
@@ -124,6 +136,11 @@ func newHandler(cfg Config) (http.Handler, error) {
 	if s.keepAlive <= 0 {
 		s.keepAlive = DefaultKeepAlive
 	}
+	jobs := cfg.MaxBundleJobs
+	if jobs <= 0 {
+		jobs = DefaultMaxBundleJobs
+	}
+	s.bundleJobs = make(chan struct{}, jobs)
 	maxBody := cfg.MaxBodyBytes
 	if maxBody <= 0 {
 		maxBody = DefaultMaxBodyBytes
