@@ -1,6 +1,7 @@
 package main
 
 import (
+	"archive/zip"
 	"bytes"
 	"context"
 	"crypto/rand"
@@ -375,6 +376,47 @@ func TestServeOIDCExportRole(t *testing.T) {
 	require.Equal(t, http.StatusOK, resp.StatusCode, string(body))
 	resp, body = d.do(t, http.MethodPost, exportPath, payloads, bobExporter...)
 	requireProblem(t, resp, body, http.StatusNotFound, "not_found")
+}
+
+// TestServeOIDCExportArtifacts: an export holds only artifacts its caller
+// may download. B's run naming A's artifact by its hash (here in B's own
+// message) gets it as missing, exactly as GET /artifacts answers B; A's
+// export of the run that made it holds it.
+func TestServeOIDCExportArtifacts(t *testing.T) {
+	t.Parallel()
+	iss := hxtest.NewIssuer(t)
+	d := startDaemon(t, filepath.Join(t.TempDir(), "hxd.db"), "--agents", authAgents(t),
+		"--auth", "oidc", "--oidc-issuer", iss.URL, "--oidc-audience", hxtest.IssuerAudience)
+	roles := map[string]any{"roles": []string{"export:payloads"}}
+	alice := bearerHdr(iss.Token(t, "alice", roles))
+	bob := bearerHdr(iss.Token(t, "bob", roles))
+	o := createOwned(t, d, alice)
+
+	resp, body := d.do(t, http.MethodPost, "/sessions", map[string]any{
+		"agent": map[string]string{"name": "invoice-analyst", "version": "v1"}, "recording": true,
+	}, bob...)
+	require.Equal(t, http.StatusCreated, resp.StatusCode, string(body))
+	sid := decode(t, body)["session_id"].(string)
+	resp, body = d.do(t, http.MethodPost, "/sessions/"+sid+"/runs?wait=30", map[string]any{"message": "see artifact://" + o.artifact}, bob...)
+	require.Equal(t, http.StatusAccepted, resp.StatusCode, string(body))
+	bobRun := decode(t, body)["run_id"].(string)
+
+	resp, body = d.do(t, http.MethodGet, "/artifacts/"+o.artifact, nil, bob...)
+	requireProblem(t, resp, body, http.StatusNotFound, "not_found")
+	policy := map[string]any{"include_payloads": true, "include_artifacts": true}
+	members := func(hdr []string, rid string) map[string]bool {
+		resp, body := d.do(t, http.MethodPost, "/runs/"+rid+"/export", policy, hdr...)
+		require.Equal(t, http.StatusOK, resp.StatusCode, string(body))
+		zr, err := zip.NewReader(bytes.NewReader(body), int64(len(body)))
+		require.NoError(t, err)
+		names := map[string]bool{}
+		for _, f := range zr.File {
+			names[f.Name] = true
+		}
+		return names
+	}
+	require.False(t, members(bob, bobRun)["artifacts/"+o.artifact], "B's export holds A's artifact")
+	require.True(t, members(alice, o.spillRid)["artifacts/"+o.artifact], "A's export lacks A's artifact")
 }
 
 // TestServeOIDCHydra runs hxd against a real OpenID provider process, Ory

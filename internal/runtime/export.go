@@ -33,6 +33,11 @@ type Incident struct {
 
 	store   Store
 	records func(yield func(journal.Record) error) error
+	// readable reports whether the export may hold an artifact: for an
+	// export over the API, whether its principal may download it (so a
+	// run naming someone else's artifact by its hash gets it as missing);
+	// nil for an operator's offline export, which may hold any.
+	readable func(ctx context.Context, sha256 string) (bool, error)
 }
 
 // Records calls fn for every record of the cut in seq order.
@@ -40,14 +45,24 @@ func (i *Incident) Records(_ context.Context, fn func(journal.Record) error) err
 	return i.records(fn)
 }
 
-// Artifact returns an artifact's bytes.
+// Artifact returns an artifact's bytes; ErrNotFound for one the export may
+// not hold.
 func (i *Incident) Artifact(ctx context.Context, sha256 string) ([]byte, error) {
+	if i.readable != nil {
+		ok, err := i.readable(ctx, sha256)
+		if err != nil {
+			return nil, fmt.Errorf("artifact %s: %w", sha256, err)
+		}
+		if !ok {
+			return nil, fmt.Errorf("artifact %s: %w", sha256, ErrNotFound)
+		}
+	}
 	return i.store.ArtifactGet(ctx, sha256)
 }
 
-// OpenArtifact returns a reader over an artifact's bytes.
+// OpenArtifact returns a reader over an artifact's bytes, as Artifact.
 func (i *Incident) OpenArtifact(ctx context.Context, sha256 string) (io.ReadCloser, error) {
-	data, err := i.store.ArtifactGet(ctx, sha256)
+	data, err := i.Artifact(ctx, sha256)
 	if err != nil {
 		return nil, err
 	}
@@ -61,7 +76,14 @@ func (r *Runtime) Export(ctx context.Context, runID string, fn func(*Incident) e
 	if _, err := r.ownedRun(ctx, runID); err != nil {
 		return err
 	}
-	return exportRun(ctx, r.store, runID, fn)
+	principal := PrincipalFrom(ctx)
+	readable := func(ctx context.Context, sha256 string) (bool, error) {
+		if !validArtifactKey(sha256) {
+			return false, nil
+		}
+		return r.store.ArtifactOwned(ctx, sha256, principal)
+	}
+	return exportRun(ctx, r.store, runID, readable, fn)
 }
 
 // ExportOffline is Export for an operator working on a store directly
@@ -74,10 +96,10 @@ func ExportOffline(ctx context.Context, store Store, sessionID, runID string, fn
 	if row.SessionID != sessionID {
 		return fmt.Errorf("run %s of session %s: %w", runID, sessionID, ErrNotFound)
 	}
-	return exportRun(ctx, store, runID, fn)
+	return exportRun(ctx, store, runID, nil, fn)
 }
 
-func exportRun(ctx context.Context, store Store, runID string, fn func(*Incident) error) error {
+func exportRun(ctx context.Context, store Store, runID string, readable func(context.Context, string) (bool, error), fn func(*Incident) error) error {
 	return store.RunSnapshot(ctx, runID, func(row *rtstore.RunRow, records func(func(journal.Record) error) error) error {
 		st, err := decodeState(row.State)
 		if err != nil {
@@ -88,7 +110,7 @@ func exportRun(ctx context.Context, store Store, runID string, fn func(*Incident
 		}
 		inc := &Incident{
 			RunID: row.ID, SessionID: row.SessionID, Status: row.Status, Phase: Phase(row.Phase),
-			Agent: st.Agent, store: store, records: records,
+			Agent: st.Agent, store: store, records: records, readable: readable,
 		}
 		for _, e := range st.Tools {
 			if e.Status == ToolStarted || e.Status == ToolUncertain {
