@@ -6,8 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -438,6 +441,9 @@ func NewOIDC(ctx context.Context, cfg OIDCConfig) (*OIDC, error) {
 	if err := provider.Claims(&meta); err != nil || meta.JWKSURI == "" {
 		return nil, fmt.Errorf("oidc discovery of issuer %q: the document has no jwks_uri", cfg.Issuer)
 	}
+	if err := checkKeysURL(meta.JWKSURI); err != nil {
+		return nil, fmt.Errorf("oidc discovery of issuer %q: %w", cfg.Issuer, err)
+	}
 	if err := checkJWKS(ctx, client, meta.JWKSURI); err != nil {
 		return nil, fmt.Errorf("oidc issuer %q: %w", cfg.Issuer, err)
 	}
@@ -463,6 +469,44 @@ func NewOIDC(ctx context.Context, cfg OIDCConfig) (*OIDC, error) {
 		Now:                  o.now,
 	})
 	return o, nil
+}
+
+// numericDate reads a JWT date claim as go-oidc does: a JSON number, or a
+// string holding one.
+func numericDate(v any) (float64, bool) {
+	switch v := v.(type) {
+	case float64:
+		return v, true
+	case string:
+		f, err := strconv.ParseFloat(v, 64)
+		return f, err == nil
+	}
+	return 0, false
+}
+
+// checkKeysURL accepts the jwks_uri of a provider when it is https, or
+// http on a loopback host (a local provider), like the issuer itself: the
+// keys fetched from it vouch for every token.
+func checkKeysURL(raw string) error {
+	u, err := url.Parse(raw)
+	switch {
+	case err != nil || u.Host == "":
+		return fmt.Errorf("jwks_uri %q is not an absolute URL", raw)
+	case u.Scheme == "https":
+		return nil
+	case u.Scheme == "http" && isLoopbackHost(u.Hostname()):
+		return nil
+	}
+	return fmt.Errorf("jwks_uri %q must use https (http only on a loopback host)", raw)
+}
+
+// isLoopbackHost reports whether host is localhost or a loopback address.
+func isLoopbackHost(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // maxJWKSBytes bounds the start-up read of the JWKS.
@@ -505,8 +549,9 @@ func (o *OIDC) Authenticate(ctx context.Context, token string) (*Principal, erro
 	if err := tok.Claims(&claims); err != nil {
 		return nil, fmt.Errorf("decode claims: %w", err)
 	}
-	// go-oidc allows 5 minutes of skew on nbf; ours is tighter.
-	if nbf, ok := claims["nbf"].(float64); ok {
+	// go-oidc allows 5 minutes of skew on nbf; ours is tighter. go-oidc
+	// reads nbf as a number or a string holding one, and so does this.
+	if nbf, ok := numericDate(claims["nbf"]); ok {
 		if at := time.Unix(int64(nbf), 0); o.now().Add(o.skew).Before(at) {
 			return nil, fmt.Errorf("token not valid before %s", at.UTC().Format(time.RFC3339))
 		}

@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -118,6 +120,9 @@ func TestOIDCTokens(t *testing.T) {
 			challenge: invalidToken, reason: "not before"},
 		{name: "not yet valid within go-oidc's 5m but beyond our 1m", header: "Bearer " + iss.Token(t, "alice", map[string]any{
 			"nbf": now.Add(3 * time.Minute).Unix(),
+		}), challenge: invalidToken, reason: "token not valid before"},
+		{name: "nbf as a string beyond our 1m", header: "Bearer " + iss.Token(t, "alice", map[string]any{
+			"nbf": strconv.FormatInt(now.Add(3*time.Minute).Unix(), 10),
 		}), challenge: invalidToken, reason: "token not valid before"},
 		{name: "wrong issuer", header: "Bearer " + iss.Token(t, "alice", map[string]any{"iss": "https://evil.example"}),
 			challenge: invalidToken, reason: "issued by a different provider"},
@@ -388,6 +393,13 @@ func TestNewOIDC(t *testing.T) {
 	require.NoError(t, err)
 	closed := "http://" + ln.Addr().String()
 	require.NoError(t, ln.Close())
+	// A provider whose keys are served over plain http from elsewhere.
+	var remoteKeys *httptest.Server
+	remoteKeys = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(map[string]any{"issuer": remoteKeys.URL, "jwks_uri": "http://jwks.remote.example/keys"})
+	}))
+	t.Cleanup(remoteKeys.Close)
 
 	tests := []struct {
 		name string
@@ -404,6 +416,8 @@ func TestNewOIDC(t *testing.T) {
 			want: []string{`oidc discovery of issuer "` + closed + `"`, "connection refused"}},
 		{name: "issuer mismatch", cfg: hxhttp.OIDCConfig{Issuer: iss.URL + "/", Audience: "hxd"},
 			want: []string{`oidc discovery of issuer "` + iss.URL + `/"`, "did not match"}},
+		{name: "plain-http keys on a remote host", cfg: hxhttp.OIDCConfig{Issuer: remoteKeys.URL, Audience: "hxd"},
+			want: []string{`jwks_uri "http://jwks.remote.example/keys" must use https`}},
 		{name: "not a provider", cfg: hxhttp.OIDCConfig{Issuer: iss.URL + "/elsewhere", Audience: "hxd"},
 			want: []string{`oidc discovery of issuer "` + iss.URL + `/elsewhere"`, "404"}},
 	}
