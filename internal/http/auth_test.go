@@ -183,6 +183,18 @@ func TestOIDCTokens(t *testing.T) {
 	require.Equal(t, "oidc:"+iss.URL+"|alice", ob.lastPrincipal(t).ID)
 }
 
+// TestOIDCBeforeBodyLimit: a request without a valid token is a 401 with
+// its challenge whatever its body; with one, the body limit applies.
+func TestOIDCBeforeBodyLimit(t *testing.T) {
+	t.Parallel()
+	ob := setupOIDC(t, nil)
+	big := `{"agent":{"name":"demo","version":"v1"},"metadata":{"pad":"` + strings.Repeat("x", 2<<20) + `"}}`
+	resp, body := ob.do(t, request{method: "POST", path: "/sessions", body: big})
+	requireUnauthorized(t, resp, body, `Bearer realm="hxd"`)
+	resp, body = ob.do(t, request{method: "POST", path: "/sessions", body: big, header: bearer(ob.iss.Token(t, "alice", nil))})
+	requireProblem(t, resp, body, http.StatusRequestEntityTooLarge, "payload_too_large")
+}
+
 // TestOIDCKeyRotation: the JWKS is cached; a token with a new kid makes
 // the verifier fetch it again, without a restart, and the removed key no
 // longer verifies.

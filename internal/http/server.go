@@ -165,7 +165,10 @@ func newHandler(cfg Config) (http.Handler, error) {
 	}
 
 	r := chi.NewRouter()
-	r.Use(requestID, s.observe(m, routes), s.recoverer, s.limitBody(maxBody), s.authenticate(r, routes, publicOperations(spec)))
+	// Authentication comes before the body limit: a caller without a valid
+	// token learns that (401 with its challenge), not how large a body
+	// would be accepted.
+	r.Use(requestID, s.observe(m, routes), s.recoverer, s.authenticate(r, routes, publicOperations(spec)), s.limitBody(maxBody))
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) { s.writeProblem(w, r, errNoRoute) })
 	r.MethodNotAllowed(func(w http.ResponseWriter, req *http.Request) {
 		w.Header().Set("Allow", allowedMethods(r, req.URL.Path))
