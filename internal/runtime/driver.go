@@ -659,8 +659,10 @@ func (d *driver) processTool(e *ToolEntry) error {
 
 // toolFailed handles a failed attempt per replay policy (REFERENCE §4.2).
 func (d *driver) toolFailed(e *ToolEntry, f *tool.Failure) error {
+	// "failed": a declared transient failure known not to have taken
+	// effect (REFERENCE §2.4); anything else may have.
 	outcome := "unknown"
-	if f.Transient {
+	if f.Transient && !f.MayHaveRun {
 		outcome = "failed"
 	}
 	d.record(journal.KindToolFailed, map[string]any{"type": f.Type, "message": f.Message, "outcome": outcome}, e)
@@ -668,7 +670,7 @@ func (d *driver) toolFailed(e *ToolEntry, f *tool.Failure) error {
 	if retry == nil {
 		retry = &tool.DefaultRetry
 	}
-	switch ToolFailureAction(e, f.Transient) {
+	switch ToolFailureAction(e, f) {
 	case FailErrorResult:
 		return d.returned(e, model.ToolResult{ToolCallID: e.Call.ID, Content: tool.TextContent(ToolErrorText(f.Message)), IsError: true})
 	case FailUncertain:

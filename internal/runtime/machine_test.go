@@ -4,6 +4,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"hxd/internal/tool"
 )
 
 func TestNextPhase(t *testing.T) {
@@ -175,5 +177,39 @@ func TestConcurrentBatch(t *testing.T) {
 				t.Fatalf("ConcurrentBatch = %v, want %v", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestToolFailureAction: what a failed attempt leads to, by replay policy,
+// retry budget and failure (REFERENCE §4.2 steps 3–4).
+func TestToolFailureAction(t *testing.T) {
+	t.Parallel()
+	var (
+		declared = &tool.Failure{Type: "TransientToolError", Transient: true}             // 429/5xx, a dial failure
+		timeout  = &tool.Failure{Type: "TimeoutError", Transient: true, MayHaveRun: true} // or a cut connection
+		plain    = &tool.Failure{Type: "ToolError"}                                       // any other exception
+	)
+	two := &tool.Retry{Attempts: 2}
+	tests := []struct {
+		policy  string
+		attempt int
+		f       *tool.Failure
+		want    FailureAction
+	}{
+		{tool.PolicyManual, 1, declared, FailErrorResult},
+		{tool.PolicyManual, 1, timeout, FailUncertain},
+		{tool.PolicyManual, 1, plain, FailUncertain},
+		{tool.PolicySafe, 1, declared, FailRetry},
+		{tool.PolicySafe, 1, timeout, FailRetry},
+		{tool.PolicySafe, 1, plain, FailRetry},
+		{tool.PolicySafe, 2, declared, FailErrorResult},
+		{tool.PolicySafe, 2, timeout, FailErrorResult},
+		{tool.PolicySafe, 2, plain, FailRun},
+		{tool.PolicyIdempotent, 1, timeout, FailRetry},
+		{tool.PolicyIdempotent, 2, plain, FailRun},
+	}
+	for _, tt := range tests {
+		e := &ToolEntry{Policy: tt.policy, Attempt: tt.attempt, Retry: two}
+		require.Equal(t, tt.want, ToolFailureAction(e, tt.f), "%s attempt %d %s", tt.policy, tt.attempt, tt.f.Type)
 	}
 }

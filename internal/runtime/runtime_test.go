@@ -572,3 +572,49 @@ func TestToolArtifactsAreReferenced(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "%PDF-1.7 report", string(data))
 }
+
+// TestManualTimeoutIsUncertain: a manual tool that times out may have taken
+// effect, so it becomes uncertain with recovery_required (REFERENCE §4.2
+// step 3), and tool.failed says its outcome is unknown; a safe tool that
+// times out is retried, then answered with an error result.
+func TestManualTimeoutIsUncertain(t *testing.T) {
+	t.Parallel()
+	def := func(name, policy string) *agent.Definition {
+		return &agent.Definition{
+			Name: name, Version: "v1",
+			Model: model.Config{Provider: "scripted", Script: []model.ScriptStep{
+				{ToolCalls: []model.ToolCall{{ID: "b", Name: "block"}}}, {Text: "done"},
+			}},
+			Tools: []agent.ToolDef{{Config: tool.Config{Name: "block", Kind: "builtin", Builtin: "block", ReplayPolicy: policy,
+				TimeoutSeconds: 0.05, Retry: &tool.Retry{Attempts: 2}}}},
+		}
+	}
+	manual, safe := def("manual-timeout", "manual"), def("safe-timeout", "safe")
+	tb := setup(t, manual, safe)
+	ctx := context.Background()
+
+	sess, err := tb.rt.CreateSession(ctx, hxruntime.CreateSessionParams{Agent: manual.Ref(), Recording: recording(true)})
+	require.NoError(t, err)
+	res := runToEnd(t, tb, sess.ID, "go")
+	require.Equal(t, hxruntime.StatusAwaitingInput, res.Status)
+	require.Len(t, res.Pending, 1)
+	require.Equal(t, hxruntime.ToolUncertain, res.Pending[0].Status)
+	require.EqualValues(t, 1, tb.toolCalls("block"), "a manual tool is never called again on its own")
+	var failed []map[string]any
+	for _, r := range journalOf(t, tb, res.RunID) {
+		if r.Kind == journal.KindToolFailed {
+			var p map[string]any
+			require.NoError(t, json.Unmarshal(r.Payload, &p))
+			failed = append(failed, p)
+		}
+	}
+	require.Len(t, failed, 1)
+	require.Equal(t, "TimeoutError", failed[0]["type"])
+	require.Equal(t, "unknown", failed[0]["outcome"])
+
+	sess, err = tb.rt.CreateSession(ctx, hxruntime.CreateSessionParams{Agent: safe.Ref(), Recording: recording(true)})
+	require.NoError(t, err)
+	res = runToEnd(t, tb, sess.ID, "go")
+	require.Equal(t, hxruntime.StatusCompleted, res.Status)
+	require.EqualValues(t, 3, tb.toolCalls("block"), "two attempts of the safe tool")
+}

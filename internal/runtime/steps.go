@@ -210,15 +210,21 @@ const (
 )
 
 // ToolFailureAction decides a failed attempt of e (its attempt already
-// counted) by replay policy and retry budget.
-func ToolFailureAction(e *ToolEntry, transient bool) FailureAction {
+// counted) by replay policy and retry budget. A manual tool's failure that
+// may have taken effect (a timeout, a connection cut after the request) is
+// uncertain even when transient: REFERENCE §4.2 step 3 handles a timeout
+// like any handler exception, and an error result would invite the model
+// to call the tool again.
+func ToolFailureAction(e *ToolEntry, f *tool.Failure) FailureAction {
 	retry := e.Retry
 	if retry == nil {
 		retry = &tool.DefaultRetry
 	}
 	canRetry := e.Policy != tool.PolicyManual && e.Attempt < retry.Attempts
 	switch {
-	case transient && !canRetry:
+	case e.Policy == tool.PolicyManual && f.MayHaveRun:
+		return FailUncertain
+	case f.Transient && !canRetry:
 		return FailErrorResult
 	case e.Policy == tool.PolicyManual:
 		return FailUncertain

@@ -311,7 +311,7 @@ func (a *Activities) Tool(ctx context.Context, in ToolInput) (*ToolOutput, error
 		return nil, ctx.Err()
 	case err != nil:
 		f := tool.AsFailure(err)
-		switch runtime.ToolFailureAction(&e, f.Transient) {
+		switch runtime.ToolFailureAction(&e, f) {
 		case runtime.FailErrorResult:
 			res := model.ToolResult{ToolCallID: e.Call.ID, Content: tool.TextContent(runtime.ToolErrorText(f.Message)), IsError: true}
 			return a.returned(ctx, in, b, &e, res, nil)

@@ -151,6 +151,12 @@ type Failure struct {
 	Message string
 	// Transient reports a declared transient failure (429/5xx/timeouts).
 	Transient bool
+	// MayHaveRun reports that the call may have taken effect although it
+	// failed: it timed out, or its connection broke after the request could
+	// have reached the tool. A manual tool's such failure is uncertain
+	// (REFERENCE §4.2 step 3), never an error result the model could
+	// answer by calling it again.
+	MayHaveRun bool
 	// Cause is the underlying error.
 	Cause error
 }
@@ -174,7 +180,7 @@ func AsFailure(err error) *Failure {
 		return f
 	}
 	if errors.Is(err, context.DeadlineExceeded) {
-		return &Failure{Type: "TimeoutError", Message: "tool call timed out", Transient: true, Cause: err}
+		return &Failure{Type: "TimeoutError", Message: "tool call timed out", Transient: true, MayHaveRun: true, Cause: err}
 	}
 	return &Failure{Type: "ToolError", Message: "tool call failed", Cause: err}
 }
@@ -254,10 +260,11 @@ func callFailure(ctx context.Context, timeout time.Duration, err error) *Failure
 	switch {
 	case errors.Is(err, context.DeadlineExceeded) || errors.Is(ctx.Err(), context.DeadlineExceeded):
 		return &Failure{
-			Type:      "TimeoutError",
-			Message:   fmt.Sprintf("tool call timed out after %s", timeout),
-			Transient: true,
-			Cause:     context.DeadlineExceeded,
+			Type:       "TimeoutError",
+			Message:    fmt.Sprintf("tool call timed out after %s", timeout),
+			Transient:  true,
+			MayHaveRun: true,
+			Cause:      context.DeadlineExceeded,
 		}
 	case errors.Is(err, context.Canceled) || errors.Is(ctx.Err(), context.Canceled):
 		return &Failure{Type: "CancelledError", Message: "tool call cancelled", Cause: context.Canceled}

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"unicode/utf8"
@@ -83,7 +84,8 @@ func (t *webhookTool) Call(ctx context.Context, inv Invocation) (Outcome, error)
 		if f := callFailure(ctx, timeout, err); f != nil {
 			return Outcome{}, f
 		}
-		return Outcome{}, &Failure{Type: "ConnectionError", Message: "webhook connection failed", Transient: true, Cause: stripURL(err)}
+		// Only a failed dial is known to have sent nothing.
+		return Outcome{}, &Failure{Type: "ConnectionError", Message: "webhook connection failed", Transient: true, MayHaveRun: !isDialError(err), Cause: stripURL(err)}
 	}
 	defer resp.Body.Close()
 	reply, err := io.ReadAll(io.LimitReader(resp.Body, MaxWebhookReplyBytes+1))
@@ -91,7 +93,7 @@ func (t *webhookTool) Call(ctx context.Context, inv Invocation) (Outcome, error)
 		if f := callFailure(ctx, timeout, err); f != nil {
 			return Outcome{}, f
 		}
-		return Outcome{}, &Failure{Type: "ConnectionError", Message: "webhook reply was cut off", Transient: true, Cause: stripURL(err)}
+		return Outcome{}, &Failure{Type: "ConnectionError", Message: "webhook reply was cut off", Transient: true, MayHaveRun: true, Cause: stripURL(err)}
 	}
 	if len(reply) > MaxWebhookReplyBytes {
 		return Outcome{}, &Failure{Type: "WebhookError", Message: fmt.Sprintf("webhook reply exceeds %d bytes", MaxWebhookReplyBytes)}
@@ -138,6 +140,12 @@ func parseReply(callID string, body []byte) Outcome {
 func isObject(body []byte) bool {
 	b := bytes.TrimSpace(body)
 	return len(b) > 0 && b[0] == '{'
+}
+
+// isDialError reports a failure to connect: the request never left.
+func isDialError(err error) bool {
+	var oe *net.OpError
+	return errors.As(err, &oe) && oe.Op == "dial"
 }
 
 // stripURL drops the *url.Error wrapper so the webhook URL (which may carry

@@ -181,5 +181,39 @@ func TestWebhookConnectionRefused(t *testing.T) {
 	f := AsFailure(err)
 	require.Equal(t, "ConnectionError", f.Type)
 	require.True(t, f.Transient)
+	require.False(t, f.MayHaveRun, "a refused connection sent nothing")
 	require.NotContains(t, err.Error(), "secret", "the URL stays out of the error")
+}
+
+// TestWebhookMayHaveRun: a failure after the request could have reached
+// the tool (a timeout, a connection dropped before the reply) may have
+// taken effect.
+func TestWebhookMayHaveRun(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name     string
+		timeout  float64
+		handler  http.HandlerFunc
+		wantType string
+	}{
+		{"timeout", 0.05, func(_ http.ResponseWriter, r *http.Request) { <-r.Context().Done() }, "TimeoutError"},
+		{"dropped before the reply", 10, func(w http.ResponseWriter, _ *http.Request) {
+			conn, _, err := http.NewResponseController(w).Hijack()
+			if err == nil {
+				_ = conn.Close()
+			}
+		}, "ConnectionError"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			b := setupWebhook(t, tt.timeout, tt.handler)
+			_, err := b.tool.Call(t.Context(), invocation("hook", `{}`))
+			require.Error(t, err)
+			f := AsFailure(err)
+			require.Equal(t, tt.wantType, f.Type)
+			require.True(t, f.Transient)
+			require.True(t, f.MayHaveRun)
+		})
+	}
 }
