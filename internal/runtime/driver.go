@@ -638,15 +638,25 @@ func (d *driver) returned(e *ToolEntry, raw model.ToolResult) error {
 	return d.processTool(e)
 }
 
-// processTool applies result middleware to the raw result (pure).
+// processTool applies result middleware to the raw result and spills a
+// long result into an artifact. Should the spill fail, the raw result
+// (tool.returned, pending since the call) is committed before the error
+// surfaces, so a resume processes it again instead of calling the tool
+// again (REFERENCE §4.2 step 6: the raw result is durable before result
+// middleware runs).
 func (d *driver) processTool(e *ToolEntry) error {
-	if err := d.setToolStatus(e, TevProcess); err != nil {
-		return err
-	}
 	res := *e.RawResult
 	res.Content = applyToContent(d.b.resultMW[e.Call.Name], res.Content)
 	content, err := d.spill(e, res.Content)
 	if err != nil {
+		if d.hasPending() && d.ctx.Err() == nil {
+			if cerr := d.commit(d.ctx); cerr != nil {
+				return errors.Join(err, cerr)
+			}
+		}
+		return err
+	}
+	if err := d.setToolStatus(e, TevProcess); err != nil {
 		return err
 	}
 	res.Content = content

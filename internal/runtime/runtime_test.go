@@ -30,6 +30,15 @@ type countingStore struct {
 	rtstore.Store
 	commits    atomic.Int64
 	commitHook func(*rtstore.Commit)
+	// failPuts fails that many ArtifactPut calls.
+	failPuts atomic.Int32
+}
+
+func (c *countingStore) ArtifactPut(ctx context.Context, sessionID, sha256 string, data []byte) error {
+	if c.failPuts.Add(-1) >= 0 {
+		return rtstore.ErrUnavailable
+	}
+	return c.Store.ArtifactPut(ctx, sessionID, sha256, data)
 }
 
 func (c *countingStore) Commit(ctx context.Context, cm *rtstore.Commit) error {
@@ -617,4 +626,38 @@ func TestManualTimeoutIsUncertain(t *testing.T) {
 	res = runToEnd(t, tb, sess.ID, "go")
 	require.Equal(t, hxruntime.StatusCompleted, res.Status)
 	require.EqualValues(t, 3, tb.toolCalls("block"), "two attempts of the safe tool")
+}
+
+// TestSpillFailureKeepsTheRawResult: when spilling a long result fails, the
+// raw result is committed first (REFERENCE §4.2 step 6), so the resumed run
+// processes it again instead of calling the tool again.
+func TestSpillFailureKeepsTheRawResult(t *testing.T) {
+	t.Parallel()
+	def := &agent.Definition{
+		Name: "spill-fail", Version: "v1", MaxResultChars: 10,
+		Model: model.Config{Provider: "scripted", Script: []model.ScriptStep{
+			{ToolCalls: []model.ToolCall{{ID: "c", Name: "count", Input: json.RawMessage(`{"text":"far longer than ten characters"}`)}}},
+			{Text: "done"},
+		}},
+		Tools: []agent.ToolDef{{Config: tool.Config{Name: "count", Kind: "builtin", Builtin: "count", ReplayPolicy: "safe"}}},
+	}
+	tb := setup(t, def)
+	ctx := context.Background()
+	sess, err := tb.rt.CreateSession(ctx, hxruntime.CreateSessionParams{Agent: def.Ref(), Recording: recording(true)})
+	require.NoError(t, err)
+	tb.store.failPuts.Store(1)
+	res := runToEnd(t, tb, sess.ID, "go")
+	require.Equal(t, hxruntime.StatusFailed, res.Status)
+	require.EqualValues(t, 1, tb.toolCalls("count"))
+	var kinds []journal.Kind
+	for _, r := range journalOf(t, tb, res.RunID) {
+		kinds = append(kinds, r.Kind)
+	}
+	require.Contains(t, kinds, journal.KindToolReturned, "the raw result is in the journal")
+
+	runID, err := tb.rt.Resume(ctx, sess.ID, hxruntime.ResumeParams{})
+	require.NoError(t, err)
+	res = waitRun(t, tb, runID)
+	require.Equal(t, hxruntime.StatusCompleted, res.Status)
+	require.EqualValues(t, 1, tb.toolCalls("count"), "the tool is not called again")
 }
