@@ -12,11 +12,13 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/coreos/go-oidc/v3/oidc"
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/go-chi/chi/v5"
+	jose "github.com/go-jose/go-jose/v4"
 
 	"hxd/internal/http/api"
 	hxruntime "hxd/internal/runtime"
@@ -354,6 +356,12 @@ const (
 	DefaultClockSkew = time.Minute
 	// DefaultOIDCTimeout bounds each discovery or JWKS request.
 	DefaultOIDCTimeout = 10 * time.Second
+	// DefaultJWKSRefetchInterval is the minimum time between two fetches
+	// of the JWKS triggered by tokens the cached keys cannot verify: an
+	// unknown kid or a bad signature is all an anonymous client needs to
+	// send, so without it every such request would download the key set
+	// again, until the provider rate-limits hxd and every login fails.
+	DefaultJWKSRefetchInterval = 30 * time.Second
 )
 
 // OIDCConfig configures NewOIDC.
@@ -382,16 +390,23 @@ type OIDCConfig struct {
 	// HTTPClient fetches the discovery document and the JWKS. Optional,
 	// default: a client with a 10s timeout.
 	HTTPClient *http.Client
-	// NowFunc is the clock of the exp and nbf checks. Optional, default:
-	// time.Now.
+	// JWKSRefetchInterval is the minimum time between two fetches of the
+	// JWKS triggered by tokens the cached keys cannot verify (see
+	// DefaultJWKSRefetchInterval). A key published by a rotation is picked
+	// up at the latest this long after the previous fetch. Optional,
+	// default: 30s.
+	JWKSRefetchInterval time.Duration
+	// NowFunc is the clock of the exp and nbf checks and of
+	// JWKSRefetchInterval. Optional, default: time.Now.
 	NowFunc func() time.Time
 }
 
 // OIDC verifies JWT bearer tokens of one OpenID provider with go-oidc:
 // signature against the provider's JWKS (fetched on first use, cached, and
-// fetched again when a token names an unknown key id, so key rotation
-// needs no restart), allowed algorithms, `iss`, `aud`, `exp` and `nbf`.
-// It is safe for concurrent use.
+// fetched again when no cached key verifies a token, so key rotation
+// needs no restart, at most once per JWKSRefetchInterval: see jwksCache),
+// allowed algorithms, `iss`, `aud`, `exp` and `nbf`. It is safe for
+// concurrent use.
 type OIDC struct {
 	verifier    *oidc.IDTokenVerifier
 	issuer      string
@@ -463,7 +478,20 @@ func NewOIDC(ctx context.Context, cfg OIDCConfig) (*OIDC, error) {
 	if o.now == nil {
 		o.now = time.Now
 	}
-	o.verifier = provider.Verifier(&oidc.Config{
+	keys := &jwksCache{
+		url:      meta.JWKSURI,
+		client:   client,
+		interval: cfg.JWKSRefetchInterval,
+		now:      o.now,
+	}
+	if keys.interval <= 0 {
+		keys.interval = DefaultJWKSRefetchInterval
+	}
+	for _, a := range algs {
+		keys.algs = append(keys.algs, jose.SignatureAlgorithm(a))
+	}
+	// The provider's issuer is cfg.Issuer: NewProvider checked it.
+	o.verifier = oidc.NewVerifier(cfg.Issuer, keys, &oidc.Config{
 		ClientID:             cfg.Audience,
 		SupportedSigningAlgs: algs,
 		Now:                  o.now,
@@ -509,34 +537,206 @@ func isLoopbackHost(host string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// maxJWKSBytes bounds the start-up read of the JWKS.
+// maxJWKSBytes bounds every read of the JWKS.
 const maxJWKSBytes = 1 << 20
 
 // checkJWKS fetches the key set once so that an unreachable or broken
 // JWKS fails start-up rather than every request.
 func checkJWKS(ctx context.Context, client *http.Client, jwksURL string) error {
+	_, err := fetchJWKS(ctx, client, jwksURL)
+	return err
+}
+
+// fetchJWKS downloads the key set at jwksURL (at most maxJWKSBytes) and
+// returns its public signature keys. Keys for encryption ("use": "enc"),
+// with an algorithm outside DefaultAlgorithms, of a type go-jose does not
+// know, malformed or symmetric are skipped (RFC 7517 §5: ignore what is
+// not understood); a set without any usable key is an error.
+func fetchJWKS(ctx context.Context, client *http.Client, jwksURL string) ([]jose.JSONWebKey, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, jwksURL, nil)
 	if err != nil {
-		return fmt.Errorf("jwks_uri %q: %w", jwksURL, err)
+		return nil, fmt.Errorf("jwks_uri %q: %w", jwksURL, err)
 	}
+	req.Header.Set("Accept", "application/json")
+	req.Header.Set("Cache-Control", "no-cache")
 	resp, err := client.Do(req)
 	if err != nil {
-		return fmt.Errorf("fetch jwks: %w", err)
+		return nil, fmt.Errorf("fetch jwks: %w", err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("fetch jwks %q: %s", jwksURL, resp.Status)
+		return nil, fmt.Errorf("fetch jwks %q: %s", jwksURL, resp.Status)
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxJWKSBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("fetch jwks %q: %w", jwksURL, err)
+	}
+	if len(body) > maxJWKSBytes {
+		return nil, fmt.Errorf("jwks %q is larger than %d bytes", jwksURL, maxJWKSBytes)
 	}
 	var set struct {
 		Keys []json.RawMessage `json:"keys"`
 	}
-	if err := json.NewDecoder(io.LimitReader(resp.Body, maxJWKSBytes)).Decode(&set); err != nil {
-		return fmt.Errorf("decode jwks %q: %w", jwksURL, err)
+	if err := json.Unmarshal(body, &set); err != nil {
+		return nil, fmt.Errorf("decode jwks %q: %w", jwksURL, err)
 	}
 	if len(set.Keys) == 0 {
-		return fmt.Errorf("jwks %q holds no keys", jwksURL)
+		return nil, fmt.Errorf("jwks %q holds no keys", jwksURL)
 	}
-	return nil
+	keys := make([]jose.JSONWebKey, 0, len(set.Keys))
+	for _, raw := range set.Keys {
+		var meta struct {
+			Alg string `json:"alg"`
+			Use string `json:"use"`
+		}
+		if json.Unmarshal(raw, &meta) != nil ||
+			meta.Use != "" && meta.Use != "sig" ||
+			meta.Alg != "" && !slices.Contains(DefaultAlgorithms, meta.Alg) {
+			continue
+		}
+		var key jose.JSONWebKey
+		if json.Unmarshal(raw, &key) != nil {
+			continue
+		}
+		if pub := key.Public(); pub.Valid() && pub.IsPublic() {
+			keys = append(keys, pub)
+		}
+	}
+	if len(keys) == 0 {
+		return nil, fmt.Errorf("jwks %q holds no usable signature key", jwksURL)
+	}
+	return keys, nil
+}
+
+// jwksCache is the oidc.KeySet of an OIDC: the provider's JWKS, fetched
+// when no cached key verifies a token. Unlike go-oidc's RemoteKeySet,
+// which fetches again for every such token (coalescing only fetches that
+// overlap), it bounds what unverifiable tokens, which anyone can send,
+// cost the provider:
+//
+//   - The first fetch fills the empty cache (on the first token).
+//   - After that, a fetch (a refetch) starts at most once per interval,
+//     measured from the start of the previous refetch, whatever its
+//     outcome. Within the interval a token no cached key verifies is
+//     refused at once. The first refetch may follow the first fetch
+//     immediately, so a key published before hxd's first token and
+//     rotated in right after it is not delayed.
+//   - A fetch that fails (also: fills the empty cache and fails) keeps
+//     the cached keys, and counts for the interval.
+//   - Concurrent callers share the fetch in flight. It runs detached from
+//     the callers' cancellation, bounded by DefaultOIDCTimeout and the
+//     HTTP client's own timeout; a caller whose context ends stops
+//     waiting.
+type jwksCache struct {
+	url      string
+	client   *http.Client
+	algs     []jose.SignatureAlgorithm // accepted token algorithms
+	interval time.Duration
+	now      func() time.Time
+
+	mu       sync.Mutex
+	keys     []jose.JSONWebKey // the last set fetched; never modified
+	loaded   bool              // keys holds a fetched set
+	next     time.Time         // earliest start of the next fetch
+	inflight *jwksFetch
+}
+
+// jwksFetch is a fetch in flight; its result is readable once done is
+// closed.
+type jwksFetch struct {
+	done chan struct{}
+	keys []jose.JSONWebKey
+	err  error
+}
+
+var _ oidc.KeySet = (*jwksCache)(nil)
+
+// VerifySignature implements oidc.KeySet: the payload of jwt when a key of
+// the set (with the token's kid, if it has one, and its alg, if the key
+// names one) verifies its signature. The verifier has already checked the
+// token's algorithm; it is parsed again here (go-oidc keeps its parse for
+// its own key set) with the same allow-list.
+func (c *jwksCache) VerifySignature(ctx context.Context, jwt string) ([]byte, error) {
+	jws, err := jose.ParseSigned(jwt, c.algs)
+	if err != nil {
+		return nil, fmt.Errorf("malformed jwt: %w", err)
+	}
+	if len(jws.Signatures) != 1 {
+		return nil, errors.New("jwt has not exactly one signature")
+	}
+	c.mu.Lock()
+	keys, loaded := c.keys, c.loaded
+	c.mu.Unlock()
+	if loaded {
+		if payload, ok := verifyWith(jws, keys); ok {
+			return payload, nil
+		}
+	}
+	if keys, err = c.refetch(ctx); err != nil {
+		return nil, err
+	}
+	if payload, ok := verifyWith(jws, keys); ok {
+		return payload, nil
+	}
+	return nil, errors.New("no key of the provider's key set verifies the jwt")
+}
+
+// verifyWith returns the payload of jws when one of keys verifies it.
+func verifyWith(jws *jose.JSONWebSignature, keys []jose.JSONWebKey) ([]byte, bool) {
+	header := jws.Signatures[0].Header
+	for i := range keys {
+		key := &keys[i]
+		if header.KeyID != "" && key.KeyID != header.KeyID ||
+			key.Algorithm != "" && key.Algorithm != header.Algorithm {
+			continue
+		}
+		if payload, err := jws.Verify(key); err == nil {
+			return payload, true
+		}
+	}
+	return nil, false
+}
+
+// refetch returns the keys of a fetch of the JWKS: the one in flight, or a
+// new one when the interval allows, else an error.
+func (c *jwksCache) refetch(ctx context.Context) ([]jose.JSONWebKey, error) {
+	c.mu.Lock()
+	f := c.inflight
+	if f == nil {
+		start := c.now()
+		if start.Before(c.next) {
+			c.mu.Unlock()
+			return nil, fmt.Errorf("no cached key verifies the jwt and the key set was fetched less than %s ago", c.interval)
+		}
+		f = &jwksFetch{done: make(chan struct{})}
+		c.inflight = f
+		go c.fetch(context.WithoutCancel(ctx), f, start, !c.loaded)
+	}
+	c.mu.Unlock()
+	select {
+	case <-f.done:
+		return f.keys, f.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// fetch runs f, started at start; fill is whether the cache was empty.
+func (c *jwksCache) fetch(ctx context.Context, f *jwksFetch, start time.Time, fill bool) {
+	ctx, cancel := context.WithTimeout(ctx, DefaultOIDCTimeout)
+	defer cancel()
+	keys, err := fetchJWKS(ctx, c.client, c.url)
+	c.mu.Lock()
+	if err == nil {
+		c.keys, c.loaded = keys, true
+	}
+	if err != nil || !fill {
+		c.next = start.Add(c.interval)
+	}
+	c.inflight = nil
+	c.mu.Unlock()
+	f.keys, f.err = keys, err
+	close(f.done)
 }
 
 // Authenticate implements Authenticator.

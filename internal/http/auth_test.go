@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -11,10 +12,12 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	jose "github.com/go-jose/go-jose/v4"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	hxhttp "hxd/internal/http"
@@ -197,7 +200,8 @@ func TestOIDCBeforeBodyLimit(t *testing.T) {
 
 // TestOIDCKeyRotation: the JWKS is cached; a token with a new kid makes
 // the verifier fetch it again, without a restart, and the removed key no
-// longer verifies.
+// longer verifies. (The first refetch is immediate; later ones are
+// throttled: TestOIDCJWKSRefetchThrottle.)
 func TestOIDCKeyRotation(t *testing.T) {
 	t.Parallel()
 	ob := setupOIDC(t, nil)
@@ -222,6 +226,169 @@ func TestOIDCKeyRotation(t *testing.T) {
 	requireUnauthorized(t, resp, body, invalidToken)
 	resp, body = ob.do(t, request{method: "GET", path: "/runs/r1", header: bearer(newToken)})
 	require.Equal(t, http.StatusOK, resp.StatusCode, string(body))
+}
+
+// fakeClock is an OIDCConfig.NowFunc the test moves by hand.
+type fakeClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *fakeClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
+// jwksTransport is the transport of the OIDC under test: it counts the
+// JWKS requests hxd attempts, can make them fail, and can hold them until
+// released.
+type jwksTransport struct {
+	base     *http.Transport
+	attempts atomic.Int32
+	fail     atomic.Bool
+	mu       sync.Mutex
+	gate     chan struct{} // non-nil: JWKS requests wait until it is closed
+}
+
+func newJWKSTransport(t *testing.T) *jwksTransport {
+	tr := &jwksTransport{base: http.DefaultTransport.(*http.Transport).Clone()}
+	t.Cleanup(tr.base.CloseIdleConnections)
+	return tr
+}
+
+func (tr *jwksTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.URL.Path == "/keys" {
+		tr.attempts.Add(1)
+		tr.mu.Lock()
+		gate := tr.gate
+		tr.mu.Unlock()
+		if gate != nil {
+			select {
+			case <-gate:
+			case <-r.Context().Done():
+				return nil, r.Context().Err()
+			}
+		}
+		if tr.fail.Load() {
+			return nil, errors.New("jwks unreachable")
+		}
+	}
+	return tr.base.RoundTrip(r)
+}
+
+// TestOIDCJWKSRefetchThrottle: tokens no cached key verifies (an unknown
+// kid, a forged signature under the real kid), which anyone can send, make
+// hxd fetch the JWKS again at most once per interval, however many and
+// however concurrent they are; a rotated key is picked up once the
+// interval has passed; a failing fetch keeps the cached keys and counts
+// for the interval.
+func TestOIDCJWKSRefetchThrottle(t *testing.T) {
+	t.Parallel()
+	clock := &fakeClock{now: time.Now()}
+	tr := newJWKSTransport(t)
+	ob := setupOIDC(t, func(c *hxhttp.OIDCConfig) {
+		c.NowFunc = clock.Now
+		c.HTTPClient = &http.Client{Timeout: 5 * time.Second, Transport: tr}
+	})
+	iss := ob.iss
+	interval := hxhttp.DefaultJWKSRefetchInterval
+	// get answers GET /runs/r1 with token; safe in goroutines.
+	get := func(token string) int {
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, ob.srv.URL+"/runs/r1", nil)
+		if !assert.NoError(t, err) {
+			return 0
+		}
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := ob.srv.Client().Do(req)
+		if !assert.NoError(t, err) {
+			return 0
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+
+	oldToken := iss.Token(t, "alice", nil)
+	require.Equal(t, http.StatusOK, get(oldToken))
+	require.Equal(t, 2, iss.JWKSFetches(), "the start-up check and the first token")
+
+	rogue := hxtest.NewRSAKey(t)
+	var bad []string
+	for i := range 20 {
+		bad = append(bad, hxtest.SignJWT(t, jose.RS256, rogue, "rogue-"+strconv.Itoa(i), iss.Claims("mallory")))
+	}
+	for range 10 {
+		bad = append(bad, hxtest.SignJWT(t, jose.RS256, rogue, iss.KeyID(), iss.Claims("mallory")))
+	}
+
+	// Concurrent unverifiable tokens share one refetch: hold it until
+	// they have piled up.
+	gate := make(chan struct{})
+	tr.mu.Lock()
+	tr.gate = gate
+	tr.mu.Unlock()
+	before := tr.attempts.Load()
+	var wg sync.WaitGroup
+	for _, tok := range bad {
+		wg.Go(func() { assert.Equal(t, http.StatusUnauthorized, get(tok)) })
+	}
+	require.Eventually(t, func() bool { return tr.attempts.Load() > before }, 5*time.Second, time.Millisecond)
+	time.Sleep(50 * time.Millisecond)
+	tr.mu.Lock()
+	tr.gate = nil
+	tr.mu.Unlock()
+	close(gate)
+	wg.Wait()
+	require.Equal(t, before+1, tr.attempts.Load(), "one refetch for all of them")
+	require.Equal(t, 3, iss.JWKSFetches())
+
+	// Within the interval, more of them fetch nothing; the valid token
+	// still passes.
+	clock.Advance(interval - time.Second)
+	for _, tok := range bad {
+		require.Equal(t, http.StatusUnauthorized, get(tok))
+	}
+	require.Equal(t, http.StatusOK, get(oldToken))
+	require.Equal(t, 3, iss.JWKSFetches(), "no refetch within the interval")
+	require.NotEmpty(t, ob.logs.matching(`"msg":"authentication failed"`, "fetched less than"))
+
+	// A key rotated in within the interval waits for its end (the refetch
+	// was spent); then one fetch picks it up and the old key is gone.
+	iss.Rotate(t)
+	newToken := iss.Token(t, "alice", nil)
+	require.Equal(t, http.StatusUnauthorized, get(newToken))
+	require.Equal(t, 3, iss.JWKSFetches())
+	clock.Advance(time.Second)
+	require.Equal(t, http.StatusOK, get(newToken))
+	require.Equal(t, 4, iss.JWKSFetches())
+	require.Equal(t, http.StatusUnauthorized, get(oldToken))
+	for _, tok := range bad {
+		require.Equal(t, http.StatusUnauthorized, get(tok))
+	}
+	require.Equal(t, http.StatusOK, get(newToken))
+	require.Equal(t, 4, iss.JWKSFetches(), "the rotation cost one fetch")
+
+	// A failing refetch keeps the cached keys and counts for the interval.
+	clock.Advance(interval)
+	tr.fail.Store(true)
+	before = tr.attempts.Load()
+	require.Equal(t, http.StatusUnauthorized, get(bad[0]))
+	require.Equal(t, before+1, tr.attempts.Load())
+	require.Equal(t, http.StatusOK, get(newToken), "the cached keys survive")
+	for _, tok := range bad[:5] {
+		require.Equal(t, http.StatusUnauthorized, get(tok))
+	}
+	require.Equal(t, before+1, tr.attempts.Load(), "a failed refetch counts for the interval")
+	tr.fail.Store(false)
+	clock.Advance(interval)
+	require.Equal(t, http.StatusUnauthorized, get(bad[0]))
+	require.Equal(t, 5, iss.JWKSFetches())
 }
 
 // TestOIDCPrincipal: principal = issuer + subject (+ tenant), unambiguous
