@@ -44,6 +44,17 @@ import (
 // the files it opens share the unix VFS's lock bookkeeping with every
 // other connection of the process.
 //
+// A transaction that spills pages into the WAL before it commits and then
+// rolls back leaves its frames in the buffer, never flushed: SQLite's
+// rollback in WAL mode does not touch the WAL file. Flushed later, those
+// frames would land where another connection (another Store or process on
+// the file) has meanwhile written committed frames, and corrupt them. So
+// the shim also wraps the database file's shared-memory lock: when a
+// connection releases the WAL write lock, whatever its WAL buffer still
+// holds belongs to a transaction that did not commit (a commit flushes at
+// its commit frame, before the release) and is dropped, as SQLite drops
+// those frames itself.
+//
 // If the shim cannot be registered, writerDSN leaves it out and the
 // writer uses the unix VFS directly.
 
@@ -75,10 +86,25 @@ var (
 	// unixVFS is the default VFS the shim forwards to.
 	unixVFS uintptr
 
-	// walMu guards walFiles and the one-time set-up of shimIO.
+	// shimDBIO is the io_methods of database files opened through the
+	// shim: the unix ones with the shared-memory lock wrapped.
+	shimDBIO sqlite3.Tsqlite3_io_methods
+
+	// walMu guards walFiles, walByConn and the one-time set-up of shimIO
+	// and shimDBIO.
 	walMu sync.Mutex
 	// walFiles holds the buffer of every open WAL file, by sqlite3_file.
 	walFiles = map[uintptr]*walFile{}
+	// walByConn holds the WAL buffer of each connection, by its TLS:
+	// modernc gives every connection a TLS of its own, with which SQLite
+	// opens the connection's database and WAL files and calls their
+	// methods.
+	walByConn = map[*libc.TLS]*walFile{}
+	// unixDBIO is the io_methods of the unix VFS's database files that
+	// shimDBIO was copied from (0 until the first one opens), and
+	// unixShmLock its xShmLock.
+	unixDBIO    uintptr
+	unixShmLock uintptr
 	// unixIO is the io_methods of the unix VFS's WAL files that shimIO
 	// was copied from (0 until the first WAL file opens), and unixCalls
 	// its methods the shim replaces.
@@ -89,6 +115,8 @@ var (
 
 	// walWrites counts the writes the shim makes to WAL files (tests).
 	walWrites atomic.Int64
+	// walDropped counts buffers of uncommitted transactions dropped (tests).
+	walDropped atomic.Int64
 
 	// walVFSErr is why the shim could not be registered (Open logs it).
 	walVFSErr error
@@ -126,7 +154,8 @@ func registerWALVFS() error {
 // walFile is the write buffer of one open WAL file. SQLite uses a file
 // from one connection at a time, so it needs no lock of its own.
 type walFile struct {
-	buf  uintptr // sqlite3_malloc64 memory, cap bytes
+	conn *libc.TLS // the connection's, the key of walByConn
+	buf  uintptr   // sqlite3_malloc64 memory, cap bytes
 	cap  int
 	n    int   // bytes buffered
 	off  int64 // file offset of buf[0]
@@ -137,7 +166,14 @@ type walFile struct {
 // shim's io methods in place of the unix ones.
 func walOpen(tls *libc.TLS, pVfs, zName, pFile uintptr, flags int32, pOutFlags uintptr) int32 {
 	rc := (*(*func(*libc.TLS, uintptr, uintptr, uintptr, int32, uintptr) int32)(unsafe.Pointer(&struct{ uintptr }{(*sqlite3.Tsqlite3_vfs)(ptr(unixVFS)).FxOpen})))(tls, unixVFS, zName, pFile, flags, pOutFlags)
-	if rc != sqlite3.SQLITE_OK || flags&sqlite3.SQLITE_OPEN_WAL == 0 {
+	if rc != sqlite3.SQLITE_OK {
+		return rc
+	}
+	if flags&sqlite3.SQLITE_OPEN_MAIN_DB != 0 {
+		wrapDBFile(pFile)
+		return rc
+	}
+	if flags&sqlite3.SQLITE_OPEN_WAL == 0 {
 		return rc
 	}
 	file := (*sqlite3.Tsqlite3_file)(ptr(pFile))
@@ -161,9 +197,54 @@ func walOpen(tls *libc.TLS, pVfs, zName, pFile uintptr, flags int32, pOutFlags u
 	if file.FpMethods == 0 || file.FpMethods != unixIO {
 		return rc // not the io methods the shim knows: left alone
 	}
-	walFiles[pFile] = &walFile{}
+	w := &walFile{conn: tls}
+	walFiles[pFile] = w
+	walByConn[tls] = w
 	file.FpMethods = uintptr(unsafe.Pointer(&shimIO))
 	return rc
+}
+
+// wrapDBFile gives a database file just opened the shim's io methods
+// (the unix ones with dbShmLock), when they are the unix ones the shim
+// knows and have an xShmLock.
+func wrapDBFile(pFile uintptr) {
+	file := (*sqlite3.Tsqlite3_file)(ptr(pFile))
+	walMu.Lock()
+	defer walMu.Unlock()
+	if unixDBIO == 0 && file.FpMethods != 0 {
+		m := (*sqlite3.Tsqlite3_io_methods)(ptr(file.FpMethods))
+		if m.FiVersion < 2 || m.FxShmLock == 0 {
+			return
+		}
+		unixDBIO, unixShmLock = file.FpMethods, m.FxShmLock
+		shimDBIO = *m
+		*(*func(*libc.TLS, uintptr, int32, int32, int32) int32)(unsafe.Pointer(&shimDBIO.FxShmLock)) = dbShmLock
+	}
+	if file.FpMethods == 0 || file.FpMethods != unixDBIO {
+		return // not the io methods the shim knows: left alone
+	}
+	file.FpMethods = uintptr(unsafe.Pointer(&shimDBIO))
+}
+
+// walWriteLock is the WAL write lock's slot in the shared memory
+// (wal.c, WAL_WRITE_LOCK).
+const walWriteLock = 0
+
+// dbShmLock is the shim's xShmLock of database files: the unix one, and,
+// when the connection gives up the WAL write lock, the connection's WAL
+// buffer dropped first (what is left in it was written by a transaction
+// that did not commit; see the package comment above).
+func dbShmLock(tls *libc.TLS, pFile uintptr, offset, n, flags int32) int32 {
+	if offset == walWriteLock && flags == sqlite3.SQLITE_SHM_UNLOCK|sqlite3.SQLITE_SHM_EXCLUSIVE {
+		walMu.Lock()
+		w := walByConn[tls]
+		walMu.Unlock()
+		if w != nil && w.n > 0 {
+			walDropped.Add(1)
+			w.n = 0
+		}
+	}
+	return (*(*func(*libc.TLS, uintptr, int32, int32, int32) int32)(unsafe.Pointer(&struct{ uintptr }{unixShmLock})))(tls, pFile, offset, n, flags)
 }
 
 // ptr turns an address SQLite handed over into a pointer: SQLite's
@@ -298,6 +379,9 @@ func walClose(tls *libc.TLS, pFile uintptr) int32 {
 	walMu.Lock()
 	w := walFiles[pFile]
 	delete(walFiles, pFile)
+	if w != nil && walByConn[w.conn] == w {
+		delete(walByConn, w.conn)
+	}
 	walMu.Unlock()
 	rc := int32(sqlite3.SQLITE_OK)
 	if w != nil {

@@ -3,14 +3,20 @@ package sqlite
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"database/sql"
+	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"hxd/internal/runtime/rtstore"
 )
 
 // openWALShimDB opens path through the writer's DSN (the WAL shim, no
@@ -195,4 +201,40 @@ func TestWALShimRollbackWritesNothing(t *testing.T) {
 	var v string
 	require.NoError(t, crashCopy(t, path).QueryRow(`SELECT group_concat(v) FROM t`).Scan(&v))
 	require.Equal(t, "kept", v)
+}
+
+// TestWALShimDropsAnUncommittedSpill: a transaction that spills pages into
+// the WAL and fails (here an artifact of an unknown session, refused by a
+// foreign key after its 3 MB row was written) leaves nothing behind that
+// could later land over another writer's committed frames. Two Stores on
+// one file stand for two processes; without the drop, the first Store's
+// next commit writes its stale frames over the second's and the database
+// is corrupt.
+func TestWALShimDropsAnUncommittedSpill(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "hxd.db")
+	idle := checkpointConfig{commits: 1 << 30, interval: time.Hour, restart: 1 << 40, maxWAL: 1 << 40, busy: 50 * time.Millisecond}
+	a, err := open(ctx, Config{Path: path, AutoMigrate: true}, idle)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = a.Close() })
+	b, err := open(ctx, Config{Path: path, AutoMigrate: true}, idle)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = b.Close() })
+
+	blob := bytes.Repeat([]byte("0123456789abcdef"), (3<<20)/16)
+	sum := sha256.Sum256(blob)
+	require.Error(t, a.ArtifactPut(ctx, "no-such-session", hex.EncodeToString(sum[:]), blob))
+	pad := json.RawMessage(`{"pad":"` + strings.Repeat("x", 1500) + `"}`)
+	for i := range 200 {
+		require.NoError(t, b.SessionInsert(ctx, &rtstore.SessionRow{ID: fmt.Sprint("b-", i), Principal: "p", Metadata: pad}))
+	}
+	require.NoError(t, a.SessionInsert(ctx, &rtstore.SessionRow{ID: "a-1", Principal: "p"}))
+
+	var ok string
+	require.NoError(t, a.r.QueryRowContext(ctx, `PRAGMA integrity_check`).Scan(&ok))
+	require.Equal(t, "ok", ok)
+	var n int
+	require.NoError(t, a.r.QueryRowContext(ctx, `SELECT count(*) FROM sessions`).Scan(&n))
+	require.Equal(t, 201, n)
 }
