@@ -125,6 +125,20 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 }
 
 // open is Open with the checkpointer's settings.
+// resolveLinks returns path with its symbolic links resolved (the file's,
+// or its folder's when the file does not exist yet): SQLite opens the file
+// a link names, and the session lock files beside it must be the same for
+// every Store of that file, whichever path it was opened by.
+func resolveLinks(path string) string {
+	if real, err := filepath.EvalSymlinks(path); err == nil {
+		return real
+	}
+	if dir, err := filepath.EvalSymlinks(filepath.Dir(path)); err == nil {
+		return filepath.Join(dir, filepath.Base(path))
+	}
+	return path
+}
+
 func open(ctx context.Context, cfg Config, ckpt checkpointConfig) (*Store, error) {
 	if cfg.Path == "" {
 		return nil, errors.New("open sqlite store: empty path")
@@ -136,6 +150,7 @@ func open(ctx context.Context, cfg Config, ckpt checkpointConfig) (*Store, error
 	if err != nil {
 		return nil, fmt.Errorf("open sqlite store: %w", err)
 	}
+	path = resolveLinks(path)
 	logger := cfg.Logger
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)

@@ -521,3 +521,32 @@ func TestBatchedAppend(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, evs, 21)
 }
+
+// TestSymlinkSharesSessionLocks: Stores of one file opened by different
+// paths (a symbolic link to the file, one to its folder) share the session
+// locks.
+func TestSymlinkSharesSessionLocks(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dir := t.TempDir()
+	real := filepath.Join(dir, "data", "hxd.db")
+	require.NoError(t, os.MkdirAll(filepath.Dir(real), 0o700))
+	a, err := sqlite.Open(ctx, sqlite.Config{Path: real, AutoMigrate: true})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = a.Close() })
+	fileLink := filepath.Join(dir, "link.db")
+	require.NoError(t, os.Symlink(real, fileLink))
+	dirLink := filepath.Join(dir, "elsewhere")
+	require.NoError(t, os.Symlink(filepath.Dir(real), dirLink))
+
+	lease, err := a.SessionLock(ctx, "s1")
+	require.NoError(t, err)
+	for _, p := range []string{fileLink, filepath.Join(dirLink, "hxd.db")} {
+		b, err := sqlite.Open(ctx, sqlite.Config{Path: p})
+		require.NoError(t, err)
+		_, err = b.SessionLock(ctx, "s1")
+		require.ErrorIs(t, err, rtstore.ErrSessionBusy, p)
+		require.NoError(t, b.Close())
+	}
+	require.NoError(t, lease.Release(ctx))
+}
