@@ -6,7 +6,8 @@ import "sync"
 // what a store learned in one commit (the run's last seqs, its status …)
 // and may trust in the next. That holds because only the lease holder
 // writes a run's rows (every write is fenced) and a lease token is never
-// reused; a store forgets an entry on any failure. Entries are valid only
+// reused; a store forgets an entry on any failure, and a commit of the run
+// without a lease (not fenced) drops it. Entries are valid only
 // for the token that put them. The cache is bounded: when full it is
 // cleared, and a cold entry costs the store a few reads. The zero value is
 // ready for use; it is safe for concurrent use.
@@ -38,13 +39,15 @@ func (c *LeaseCache[V]) Get(cm *Commit) (V, bool) {
 	return zero, false
 }
 
-// Put records v for cm's run under cm's lease (nothing without a lease).
+// Put records v for cm's run under cm's lease. A commit without a lease
+// is not fenced: it drops what any lease learned of the run instead.
 func (c *LeaseCache[V]) Put(cm *Commit, v V) {
-	if cm.Lease == nil {
-		return
-	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if cm.Lease == nil {
+		delete(c.runs, cm.RunID)
+		return
+	}
 	if c.runs == nil {
 		c.runs = map[string]leaseEntry[V]{}
 	}

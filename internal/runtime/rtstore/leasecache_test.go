@@ -25,10 +25,17 @@ func TestLeaseCache(t *testing.T) {
 	}
 	c.Put(a, 1)
 	c.Put(a2, 2)
-	c.Put(none, 9) // no lease: ignored
 	if v, ok := c.Get(a); !ok || v != 1 {
 		t.Fatalf("Get(a) = %d, %v", v, ok)
 	}
+	c.Put(none, 9) // an unfenced commit of r1: what a lease knew of r1 is stale
+	if _, ok := c.Get(a); ok {
+		t.Fatal("a commit without a lease left the run's entry")
+	}
+	if v, ok := c.Get(a2); !ok || v != 2 {
+		t.Fatalf("Get(a2) = %d, %v: another run's entry went too", v, ok)
+	}
+	c.Put(a, 1)
 	if _, ok := c.Get(b); ok {
 		t.Fatal("another lease's token sees the entry")
 	}

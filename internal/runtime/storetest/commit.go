@@ -13,6 +13,37 @@ import (
 )
 
 var commitCases = []testCase{
+	{"UnfencedCommitBetweenLeasedOnes", func(t *testing.T, b *bundle) {
+		// A commit without a lease between two of the lease holder's: the
+		// holder's next commit still sets the status it names, and its
+		// events and records follow the unfenced ones.
+		s := b.newSession(t, "alice")
+		run := b.newRun(t, s.ID)
+		lease, err := b.store.SessionLock(b.ctx, s.ID)
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = lease.Release(b.ctx) })
+		commit := func(l rtstore.Lease, status rtstore.RunStatus, phase string) {
+			t.Helper()
+			c := commitFor(run, status, phase)
+			c.Lease = l
+			c.Records = []journal.Record{newRecord(s.ID, run.ID, journal.KindCheckpoint, `{}`)}
+			c.Events = []rtstore.PendingEvent{newEvent(s.ID, run.ID, "waiting", true)}
+			require.NoError(t, b.store.Commit(b.ctx, c))
+		}
+		commit(lease, rtstore.StatusRunning, "model")
+		commit(nil, rtstore.StatusPaused, "x")
+		commit(lease, rtstore.StatusRunning, "y")
+		got, err := b.store.RunGet(b.ctx, run.ID)
+		require.NoError(t, err)
+		require.Equal(t, rtstore.StatusRunning, got.Status)
+		require.Equal(t, "y", got.Phase)
+		requireContiguous(t, b.journalOf(t, run.ID))
+		evs := b.eventsOf(t, run.ID)
+		require.Len(t, evs, 3)
+		for i, ev := range evs {
+			require.Equal(t, fmt.Sprint(i+1), ev.Cursor)
+		}
+	}},
 	{"Persists", func(t *testing.T, b *bundle) {
 		s := b.newSession(t, "alice")
 		run := b.newRun(t, s.ID)
