@@ -162,6 +162,15 @@ func (d *driver) loop() {
 			}
 			return
 		}
+		if d.ctx.Err() != nil {
+			// Cancelled, past the deadline or shutting down while a step
+			// ended without noticing (a tool returned as the cancel came):
+			// the run stops here, as if interrupted mid-step.
+			if ierr := d.interrupted(); ierr != nil {
+				log.ErrorContext(d.ctx, "interrupt run", "error", ierr)
+			}
+			return
+		}
 		if cmd == Command(PhaseModel) || cmd == Command(PhaseTools) {
 			if stop, err := d.checkControl(); err != nil || stop {
 				if err != nil {
@@ -413,11 +422,12 @@ func runnable(e *ToolEntry) bool {
 }
 
 // runEntry takes one entry through its calls (retries included) and its
-// processing, until it is completed or waits for a decision. A started
-// entry is not called again once the drive is cancelled.
+// processing, until it is completed or waits for a decision. Once the
+// drive is cancelled no entry is called (again): only a raw result is
+// still processed.
 func (d *driver) runEntry(e *ToolEntry) error {
 	for runnable(e) {
-		if e.Status == ToolStarted && d.ctx.Err() != nil {
+		if e.Status != ToolRawCompleted && d.ctx.Err() != nil {
 			return d.ctx.Err()
 		}
 		var err error

@@ -661,3 +661,64 @@ func TestSpillFailureKeepsTheRawResult(t *testing.T) {
 	require.Equal(t, hxruntime.StatusCompleted, res.Status)
 	require.EqualValues(t, 1, tb.toolCalls("count"), "the tool is not called again")
 }
+
+// TestCancelAsAToolReturns: a tool that returns as the run is cancelled
+// (or its session deadline passes) keeps its result, no further tool is
+// called, and the run ends cancelled (REFERENCE §4.5) instead of staying
+// running with no driver.
+func TestCancelAsAToolReturns(t *testing.T) {
+	t.Parallel()
+	def := &agent.Definition{
+		Name: "late", Version: "v1",
+		Model: model.Config{Provider: "scripted", Script: []model.ScriptStep{
+			{ToolCalls: []model.ToolCall{{ID: "a", Name: "late"}, {ID: "b", Name: "count"}}}, {Text: "done"},
+		}},
+		Tools: []agent.ToolDef{
+			{Config: tool.Config{Name: "late", Kind: "builtin", Builtin: "meet", ReplayPolicy: "safe"}},
+			{Config: tool.Config{Name: "count", Kind: "builtin", Builtin: "count", ReplayPolicy: "safe"}},
+		},
+	}
+	for _, tc := range []struct {
+		name       string
+		deadline   time.Duration // 0: cancelled through Cancel
+		stopReason string
+	}{
+		{"cancel", 0, "cancelled"},
+		{"deadline", 200 * time.Millisecond, "timeout"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			started := make(chan struct{})
+			var once sync.Once
+			tb := setupCfg(t, func(c *hxruntime.Config) {
+				c.MaxSessionDuration = tc.deadline
+				c.ToolOptions.Builtins["meet"] = func(ctx context.Context, inv tool.Invocation) (tool.Outcome, error) {
+					once.Do(func() { close(started) })
+					<-ctx.Done() // returns its result as the cancel arrives
+					return tool.Outcome{Result: model.ToolResult{Content: jsonString("late but done")}}, nil
+				}
+			}, def)
+			ctx := context.Background()
+			sess, err := tb.rt.CreateSession(ctx, hxruntime.CreateSessionParams{Agent: def.Ref(), Recording: recording(true)})
+			require.NoError(t, err)
+			run, _, err := tb.rt.SubmitRun(ctx, hxruntime.SubmitParams{SessionID: sess.ID, Message: jsonString("go")})
+			require.NoError(t, err)
+			<-started
+			if tc.deadline == 0 {
+				_, err := tb.rt.Cancel(ctx, sess.ID)
+				require.NoError(t, err)
+			}
+			res := waitRun(t, tb, run.RunID)
+			require.Equal(t, hxruntime.StatusCancelled, res.Status)
+			require.Equal(t, tc.stopReason, *res.StopReason)
+			require.Zero(t, tb.toolCalls("count"), "no tool is called after the cancel")
+			var returned int
+			for _, r := range journalOf(t, tb, run.RunID) {
+				if r.Kind == journal.KindToolReturned {
+					returned++
+				}
+			}
+			require.Equal(t, 1, returned, "the late tool's result is kept")
+		})
+	}
+}
