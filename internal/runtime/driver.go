@@ -794,7 +794,7 @@ func cancelState(st *RunState, stopReason string, runErr *RunError) {
 	st.Status = StatusCancelled
 	st.StopReason = ptr(stopReason)
 	st.Error = runErr
-	if st.Phase == PhaseTools && len(st.Tools) > 0 {
+	if st.Phase == PhaseTools && len(st.Tools) > 0 && callsOpen(st) {
 		blocks := make([]model.ContentBlock, 0, len(st.Tools))
 		for i := range st.Tools {
 			e := &st.Tools[i]
@@ -810,6 +810,14 @@ func cancelState(st *RunState, stopReason string, runErr *RunError) {
 	if st.Output == nil {
 		st.Output = ptr("")
 	}
+}
+
+// callsOpen reports whether the step's tool calls still wait for their
+// answers: the conversation ends with the assistant's turn that made them
+// (a cancel answers them once; aborting an uncertain call of a cancelled
+// run must not answer them again).
+func callsOpen(st *RunState) bool {
+	return len(st.Messages) > 0 && st.Messages[len(st.Messages)-1].Role == model.RoleAssistant
 }
 
 // userMessage turns a submitted message (a JSON string or content blocks)

@@ -722,3 +722,48 @@ func TestCancelAsAToolReturns(t *testing.T) {
 		})
 	}
 }
+
+// TestAbortOnACancelledRunAnswersOnce: cancelling answers the step's open
+// tool calls; aborting the uncertain call of that cancelled run afterwards
+// does not answer it a second time (REFERENCE §4.4: abort answers the open
+// calls).
+func TestAbortOnACancelledRunAnswersOnce(t *testing.T) {
+	t.Parallel()
+	def := &agent.Definition{
+		Name: "manual-block", Version: "v1",
+		Model: model.Config{Provider: "scripted", Script: []model.ScriptStep{
+			{ToolCalls: []model.ToolCall{{ID: "b", Name: "block"}}}, {Text: "done"},
+		}},
+		Tools: []agent.ToolDef{{Config: tool.Config{Name: "block", Kind: "builtin", Builtin: "block", ReplayPolicy: "manual"}}},
+	}
+	tb := setup(t, def)
+	ctx := context.Background()
+	sess, err := tb.rt.CreateSession(ctx, hxruntime.CreateSessionParams{Agent: def.Ref()})
+	require.NoError(t, err)
+	run, _, err := tb.rt.SubmitRun(ctx, hxruntime.SubmitParams{SessionID: sess.ID, Message: jsonString("go")})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return tb.toolCalls("block") == 1 }, 5*time.Second, 10*time.Millisecond)
+	res, err := tb.rt.Cancel(ctx, sess.ID)
+	require.NoError(t, err)
+	require.Equal(t, hxruntime.StatusCancelled, res.Status)
+	require.Len(t, res.Pending, 1)
+	require.Equal(t, hxruntime.ToolUncertain, res.Pending[0].Status)
+
+	_, err = tb.rt.Resolve(ctx, hxruntime.ResolveParams{SessionID: sess.ID, ExecutionKey: res.Pending[0].ExecutionKey, Abort: true})
+	require.NoError(t, err)
+	row, err := tb.store.RunGet(ctx, run.RunID)
+	require.NoError(t, err)
+	var st struct {
+		Messages []model.Message `json:"messages"`
+	}
+	require.NoError(t, json.Unmarshal(row.State, &st))
+	answers := 0
+	for _, m := range st.Messages {
+		for _, b := range m.Content {
+			if b.Type == model.BlockToolResult && b.ToolUseID == "b" {
+				answers++
+			}
+		}
+	}
+	require.Equal(t, 1, answers, "the tool call is answered once")
+}
