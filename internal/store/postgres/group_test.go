@@ -238,12 +238,14 @@ func TestFastPathMisses(t *testing.T) {
 	journalOK(1 + 2 + 1)
 	require.Equal(t, "p2", phase())
 
-	// Warm again, then a writer bypassing the lease takes the next seqs:
-	// the cached seqs are stale, the careful path reads them.
+	// Warm again, then a writer of another process bypassing the lease
+	// takes the next seqs: the cached seqs are stale, the careful path
+	// reads them. (A bypass through this Store drops its cache instead.)
 	_, err = commit("p3", []journal.Record{record(s.ID, run.ID, journal.KindCheckpoint, `{"n":3}`)})
 	require.NoError(t, err)
 	misses := b.store.FastMisses()
-	require.NoError(t, b.store.Commit(b.ctx, &rtstore.Commit{SessionID: s.ID, RunID: run.ID, Status: rtstore.StatusRunning, Phase: "bypass",
+	other := openStore(t, b.cfg)
+	require.NoError(t, other.Commit(b.ctx, &rtstore.Commit{SessionID: s.ID, RunID: run.ID, Status: rtstore.StatusRunning, Phase: "bypass",
 		Records: []journal.Record{record(s.ID, run.ID, journal.KindCheckpoint, `{"n":"bypass"}`)}}))
 	_, err = commit("p4", []journal.Record{record(s.ID, run.ID, journal.KindCheckpoint, `{"n":4}`)})
 	require.NoError(t, err)
