@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/url"
+	"regexp"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
@@ -137,29 +138,56 @@ func (e *plainError) Error() string { return e.msg }
 func (s *Store) plain(err error) error { return scrub(err, s.secret) }
 
 // scrub strips err down to its message with every occurrence of secret
-// replaced, so that neither a driver type nor the password escapes.
+// replaced, so that neither a driver type nor the password escapes. The
+// message of a connection string pgx cannot parse is rebuilt with every
+// password masked whole: pgx masks them on a best-effort basis, which a
+// quoted or escaped value (password='a\' b' keeps " b'") or an unencoded
+// '@' or '/' in a URL's password defeats.
 func scrub(err error, secret string) error {
 	if err == nil {
 		return nil
 	}
 	msg := err.Error()
-	if secret != "" {
-		msg = strings.ReplaceAll(msg, secret, "xxxxx")
-		if esc := url.QueryEscape(secret); esc != secret {
+	secrets := []string{secret}
+	var pce *pgconn.ParseConfigError
+	if errors.As(err, &pce) {
+		redacted := *pce
+		if isURL(pce.ConnString) {
+			redacted.ConnString = redactURL(pce.ConnString)
+		} else {
+			redacted.ConnString = redactKV(pce.ConnString)
+			for _, p := range kvPasswords(pce.ConnString) {
+				secrets = append(secrets, pce.ConnString[p.start:p.end], p.val)
+			}
+		}
+		msg = strings.ReplaceAll(msg, pce.Error(), redacted.Error())
+	}
+	for _, s := range secrets {
+		if s == "" {
+			continue
+		}
+		msg = strings.ReplaceAll(msg, s, "xxxxx")
+		if esc := url.QueryEscape(s); esc != s {
 			msg = strings.ReplaceAll(msg, esc, "xxxxx")
 		}
-		if esc := url.PathEscape(secret); esc != secret {
+		if esc := url.PathEscape(s); esc != s {
 			msg = strings.ReplaceAll(msg, esc, "xxxxx")
 		}
 	}
 	return &plainError{msg: msg}
 }
 
+// isURL reports whether conn is in URL form (else key=value), as pgx
+// decides it.
+func isURL(conn string) bool {
+	return strings.HasPrefix(conn, "postgres://") || strings.HasPrefix(conn, "postgresql://")
+}
+
 // urlPassword extracts the password of a connection string (URL or
 // key=value form) on a best-effort basis, for scrubbing errors that occur
 // before or while pgx parses it.
 func urlPassword(conn string) string {
-	if strings.HasPrefix(conn, "postgres://") || strings.HasPrefix(conn, "postgresql://") {
+	if isURL(conn) {
 		if u, err := url.Parse(conn); err == nil {
 			if u.User != nil {
 				if p, ok := u.User.Password(); ok {
@@ -186,37 +214,116 @@ func urlPassword(conn string) string {
 		}
 		return ""
 	}
-	// key=value form: password=secret or password='se cret'.
-	i := strings.Index(conn, "password")
-	for i >= 0 {
-		rest := strings.TrimLeft(conn[i+len("password"):], " \t")
-		if strings.HasPrefix(rest, "=") {
-			rest = strings.TrimLeft(rest[1:], " \t")
-			if strings.HasPrefix(rest, "'") {
-				var b strings.Builder
-				for j := 1; j < len(rest); j++ {
-					switch {
-					case rest[j] == '\\' && j+1 < len(rest):
-						j++
-						b.WriteByte(rest[j])
-					case rest[j] == '\'':
-						return b.String()
-					default:
-						b.WriteByte(rest[j])
+	// key=value form: the last password keyword wins, as in libpq.
+	pw := ""
+	for _, p := range kvPasswords(conn) {
+		if p.key == "password" {
+			pw = p.val
+		}
+	}
+	return pw
+}
+
+// kvPassword is the value of a password keyword of a key=value connection
+// string: conn[start:end] as written (quotes and escapes included), val
+// unescaped.
+type kvPassword struct {
+	key        string // password or sslpassword
+	start, end int
+	val        string
+}
+
+// kvPasswords returns the values of the password and sslpassword keywords
+// of a key=value connection string, read as libpq reads them: a value is
+// quoted ('…', a backslash escaping the next byte, so \' does not end it)
+// or runs to the next whitespace, a backslash escaping the next byte (so
+// "\ " does not end it). It reads malformed input leniently: a word not
+// followed by '=' is skipped, and an unterminated quoted value runs to the
+// end.
+func kvPasswords(conn string) []kvPassword {
+	isSpace := func(c byte) bool { return strings.IndexByte(" \t\n\r\v\f", c) >= 0 }
+	skipSpace := func(i int) int {
+		for i < len(conn) && isSpace(conn[i]) {
+			i++
+		}
+		return i
+	}
+	var out []kvPassword
+	for i := skipSpace(0); i < len(conn); i = skipSpace(i) {
+		k := i
+		for i < len(conn) && conn[i] != '=' && !isSpace(conn[i]) {
+			i++
+		}
+		key := conn[k:i]
+		if i = skipSpace(i); i == len(conn) || conn[i] != '=' {
+			continue // not a keyword=value pair
+		}
+		i = skipSpace(i + 1)
+		start := i
+		var val strings.Builder
+		if i < len(conn) && conn[i] == '\'' {
+			for i++; i < len(conn) && conn[i] != '\''; i++ {
+				if conn[i] == '\\' && i+1 < len(conn) {
+					i++
+				}
+				val.WriteByte(conn[i])
+			}
+			if i < len(conn) {
+				i++ // the closing quote
+			}
+		} else {
+			for ; i < len(conn) && !isSpace(conn[i]); i++ {
+				if conn[i] == '\\' {
+					if i++; i == len(conn) {
+						break // libpq drops a trailing backslash
 					}
 				}
-				return b.String()
+				val.WriteByte(conn[i])
 			}
-			if end := strings.IndexAny(rest, " \t\n"); end >= 0 {
-				return rest[:end]
-			}
-			return rest
 		}
-		next := strings.Index(conn[i+1:], "password")
-		if next < 0 {
-			break
+		if key == "password" || key == "sslpassword" {
+			out = append(out, kvPassword{key: key, start: start, end: i, val: val.String()})
 		}
-		i += 1 + next
 	}
-	return ""
+	return out
+}
+
+// passwordParam matches a password or sslpassword parameter of a URL's
+// query, its value up to the next '&'.
+var passwordParam = regexp.MustCompile(`([?&](?:ssl)?password=)[^&]*`)
+
+// redactURL returns the connection URL conn with its password and the
+// values of its password and sslpassword parameters replaced by xxxxx. The
+// password runs from the userinfo's first ':' to the last '@' of the
+// authority; when conn does not parse as a URL, to the last '@' of the
+// whole string, since an unencoded '@', '/', '?' or '#' in a password is
+// what makes a URL unparseable.
+func redactURL(conn string) string {
+	scheme, rest, _ := strings.Cut(conn, "://")
+	authority := rest
+	if _, err := url.Parse(conn); err == nil {
+		if i := strings.IndexAny(rest, "/?#"); i >= 0 {
+			authority = rest[:i]
+		}
+	}
+	if at := strings.LastIndexByte(authority, '@'); at >= 0 {
+		if c := strings.IndexByte(authority[:at], ':'); c >= 0 {
+			rest = rest[:c+1] + "xxxxx" + rest[at:]
+		}
+	}
+	return scheme + "://" + passwordParam.ReplaceAllString(rest, "${1}xxxxx")
+}
+
+// redactKV returns the key=value connection string conn with every
+// password value, quotes and escapes included, replaced by xxxxx.
+func redactKV(conn string) string {
+	var b strings.Builder
+	last := 0
+	for _, p := range kvPasswords(conn) {
+		b.WriteString(conn[last:p.start])
+		b.WriteString("xxxxx")
+		last = p.end
+	}
+	b.WriteString(conn[last:])
+	return b.String()
 }

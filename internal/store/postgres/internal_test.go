@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -23,12 +24,57 @@ func TestURLPassword(t *testing.T) {
 		{"kv quoted", "host=h password = 'p w\\'x' user=u", "p w'x"},
 		{"kv last", "host=h user=u password=pw", "pw"},
 		{"kv passfile only", "host=h passfile=/x", ""},
+		{"kv escaped quote", `host=h password='a\' TopSecret' sslmode=bogus`, "a' TopSecret"},
+		{"kv escaped space", `host=h port=abc password=x\ TopSecretTail dbname=test`, "x TopSecretTail"},
+		{"kv escaped backslash", `host=h password='a\\' port=abc`, `a\`},
+		{"kv unterminated", `host=h password='open TopSecret`, "open TopSecret"},
+		{"kv sslpassword first", "sslpassword=ssl host=h password=pw", "pw"},
+		{"kv in another value", "application_name='x password=y' password=pw", "pw"},
+		{"kv last wins", "password=one password=two", "two"},
 		{"none", "host=h", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			require.Equal(t, tt.want, urlPassword(tt.conn))
+		})
+	}
+}
+
+// TestOpenErrorHidesPassword: no part of a password survives in the error
+// of a connection string pgx cannot parse, however it is quoted, escaped or
+// URL-encoded.
+func TestOpenErrorHidesPassword(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name, conn string
+		secrets    []string // none may appear in the error
+	}{
+		{"kv escaped quote", `host=127.0.0.1 password='a\' TopSecret' sslmode=bogus`, []string{"TopSecret"}},
+		{"kv escaped space", `host=127.0.0.1 port=abc password=x\ TopSecretTail dbname=test`, []string{"TopSecretTail"}},
+		{"kv quoted spaces", `host=127.0.0.1 password = 'Top Secret Words' port=abc`, []string{"Top", "Secret", "Words"}},
+		{"kv escaped backslash", `host=127.0.0.1 password='Top\\ Secret' port=abc`, []string{"Top", "Secret"}},
+		{"kv unterminated quote", `host=127.0.0.1 password='Top Secret`, []string{"Top", "Secret"}},
+		{"kv unquoted escapes", `host=127.0.0.1 password=Top\'Se\\cret port=abc`, []string{"Top", "Se", "cret"}},
+		{"kv sslpassword", `host=127.0.0.1 sslpassword='Top\' Secret' port=abc`, []string{"Top", "Secret"}},
+		{"kv two passwords", `password=TopOne host=127.0.0.1 password='Top\' Two' port=abc`, []string{"TopOne", "Two"}},
+		{"url encoded", "postgres://u:Top%40Secret%20Words@127.0.0.1:abc/db", []string{"Top", "Secret", "Words"}},
+		{"url raw", "postgres://u:Top@Secret@127.0.0.1:abc/db", []string{"Top", "Secret"}},
+		{"url query", "postgres://u@127.0.0.1:abc/db?password=Top%20Secret", []string{"Top", "Secret"}},
+		{"url slash", "postgres://u:Top/Sec@ret@127.0.0.1/db?sslmode=bogus", []string{"Top", "Sec", "ret"}},
+		{"url bad escape", "postgres://u:Top%zzSecret@127.0.0.1/db", []string{"Top", "Secret"}},
+		{"url at in query", "postgres://u:TopSecret@127.0.0.1:5432/db?application_name=a@b&sslpassword=Top%20Two&sslmode=bogus",
+			[]string{"TopSecret", "Top", "Two"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			_, err := Open(context.Background(), Config{URL: tt.conn})
+			require.Error(t, err)
+			require.Contains(t, err.Error(), "parse database url")
+			for _, s := range tt.secrets {
+				require.NotContains(t, err.Error(), s)
+			}
 		})
 	}
 }
