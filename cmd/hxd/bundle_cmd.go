@@ -80,7 +80,8 @@ func parseExportFlags(args []string, e env) (*exportConfig, error) {
 	flags.SetOutput(e.stderr)
 	flags.Usage = func() { fmt.Fprint(e.stderr, exportUsage); flags.PrintDefaults() }
 	flags.StringVar(&c.DB, "db", "", "SQLite database file (this or --database-url)")
-	c.PG.register(flags, e, false)
+	ef := newEnvFlags(flags, e)
+	c.PG.register(flags, ef, false)
 	flags.StringVar(&c.Session, "session", "", "session id (required)")
 	flags.StringVar(&c.Run, "run", "", "run id (required)")
 	flags.StringVar(&c.Output, "output", "", "bundle file to create (required; never overwritten)")
@@ -96,19 +97,18 @@ func parseExportFlags(args []string, e env) (*exportConfig, error) {
 	if flags.NArg() > 0 {
 		return nil, &exitError{code: 2, err: fmt.Errorf("export takes no arguments, got %q", flags.Args())}
 	}
-	set := map[string]bool{}
-	flags.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	if set["db"] {
-		c.PG.URL = "" // a DATABASE_URL in the environment does not override --db
+	set, err := ef.apply()
+	if err != nil {
+		return nil, &exitError{code: 2, err: err}
 	}
-	switch {
-	case set["db"] && set["database-url"]:
-		return nil, &exitError{code: 2, err: errors.New("export takes --db or --database-url, not both")}
-	case set["schema"] && c.PG.URL == "":
+	if err := c.PG.resolve("export", set, e, false, false); err != nil {
+		return nil, &exitError{code: 2, err: err}
+	}
+	if set["schema"] && c.PG.URL == "" {
 		return nil, &exitError{code: 2, err: errors.New("--schema needs --database-url")}
 	}
-	if c.PG.URL != "" && c.PG.Schema == "" {
-		return nil, &exitError{code: 2, err: errors.New("--schema must not be empty")}
+	if c.IncludeArtifacts && !c.IncludePayloads {
+		return nil, &exitError{code: 2, err: errors.New("--include-artifacts needs --include-payloads")}
 	}
 	var missing []string
 	if c.DB == "" && c.PG.URL == "" {

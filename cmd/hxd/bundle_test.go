@@ -361,7 +361,6 @@ func TestExportCLI(t *testing.T) {
 	}{
 		{"unrecorded", []string{"--session", usid, "--run", unrecorded}, "not recorded"},
 		{"foreign session", []string{"--session", "other", "--run", rid}, "not found"},
-		{"artifacts without payloads", []string{"--session", sid, "--run", rid, "--include-artifacts"}, "include_payloads"},
 		{"missing store", []string{"--db", filepath.Join(out, "none.db"), "--session", sid, "--run", rid}, "open store"},
 	} {
 		args := append([]string{"export", "--db", db, "--output", filepath.Join(out, "x.hx")}, tc.args...)

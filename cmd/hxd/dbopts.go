@@ -38,41 +38,62 @@ type pgOptions struct {
 	WatchPoll time.Duration
 }
 
-// register adds the flags to fs; migrate passes withServe=false (no pool,
-// lease or auto-migrate flags there).
-func (o *pgOptions) register(fs *flag.FlagSet, e env, withServe bool) {
-	envOr := func(name, def string) string {
-		if v := e.getenv(name); v != "" {
-			return v
-		}
-		return def
-	}
-	url := envOr("HXD_DATABASE_URL", envOr("DATABASE_URL", ""))
-	fs.StringVar(&o.URL, "database-url", url, "PostgreSQL URL; empty = SQLite (HXD_DATABASE_URL, DATABASE_URL)")
-	fs.StringVar(&o.Schema, "schema", envOr("HXD_SCHEMA", postgres.DefaultSchema), "PostgreSQL schema (HXD_SCHEMA)")
+// register adds the flags to fs and binds them to their environment
+// variables in ef; migrate and export pass withServe=false (no pool, lease
+// or auto-migrate flags there).
+func (o *pgOptions) register(fs *flag.FlagSet, ef *envFlags, withServe bool) {
+	fs.StringVar(&o.URL, "database-url", "", "PostgreSQL URL; empty = SQLite (HXD_DATABASE_URL, DATABASE_URL)")
+	ef.bind("database-url", "HXD_DATABASE_URL", "DATABASE_URL")
+	fs.StringVar(&o.Schema, "schema", postgres.DefaultSchema, "PostgreSQL schema (HXD_SCHEMA)")
+	ef.bind("schema", "HXD_SCHEMA")
 	if !withServe {
 		return
 	}
-	auto, _ := strconv.ParseBool(envOr("HXD_AUTO_MIGRATE", "false"))
-	fs.BoolVar(&o.AutoMigrate, "auto-migrate", auto, "PostgreSQL: provision and migrate the schema at start-up instead of only validating it (HXD_AUTO_MIGRATE)")
-	pool, _ := strconv.Atoi(envOr("HXD_POOL_SIZE", "0"))
-	fs.IntVar(&o.PoolSize, "pool-size", pool, fmt.Sprintf("PostgreSQL connection pool size, 0 = %d; %d more are reserved for lease renewals (HXD_POOL_SIZE)",
+	fs.BoolVar(&o.AutoMigrate, "auto-migrate", false, "PostgreSQL: provision and migrate the schema at start-up instead of only validating it (HXD_AUTO_MIGRATE)")
+	ef.bind("auto-migrate", "HXD_AUTO_MIGRATE")
+	fs.IntVar(&o.PoolSize, "pool-size", 0, fmt.Sprintf("PostgreSQL connection pool size, 0 = %d; %d more are reserved for lease renewals (HXD_POOL_SIZE)",
 		postgres.DefaultPoolSize, postgres.LeaseConns))
-	lease, _ := time.ParseDuration(envOr("HXD_LEASE_DURATION", "0"))
-	if lease == 0 {
-		lease = postgres.DefaultLeaseDuration
-	}
-	fs.DurationVar(&o.LeaseDuration, "lease-duration", lease, "PostgreSQL session lease; renewed and reaped every third of it (HXD_LEASE_DURATION)")
-	o.WatchPoll, _ = time.ParseDuration(envOr("HXD_WATCH_POLL", "0"))
+	ef.bind("pool-size", "HXD_POOL_SIZE")
+	fs.DurationVar(&o.LeaseDuration, "lease-duration", postgres.DefaultLeaseDuration, "PostgreSQL session lease; renewed and reaped every third of it (HXD_LEASE_DURATION)")
+	ef.bind("lease-duration", "HXD_LEASE_DURATION")
 }
 
-func (o *pgOptions) validate() error {
+// resolve finishes the options once fs is parsed and ef applied (set: the
+// flags given on the command line), for a command whose SQLite file is
+// --db: an explicit --db wins over a database URL from the environment
+// (DATABASE_URL, HXD_DATABASE_URL), and --db with --database-url is a
+// usage error unless both is true (migrate does both). withServe (as given
+// to register) also reads HXD_WATCH_POLL. Then the options are validated.
+// Every error is a usage error (exit 2 for the caller).
+func (o *pgOptions) resolve(cmd string, set map[string]bool, e env, withServe, both bool) error {
+	switch {
+	case set["db"] && set["database-url"] && !both:
+		return fmt.Errorf("%s takes --db or --database-url, not both", cmd)
+	case set["db"] && !set["database-url"]:
+		o.URL = "" // a DATABASE_URL in the environment does not override --db
+	}
+	if v := e.getenv("HXD_WATCH_POLL"); withServe && v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			return fmt.Errorf("invalid value %q for HXD_WATCH_POLL: %w", v, err)
+		}
+		o.WatchPoll = d
+	}
+	return o.validate(withServe)
+}
+
+// validate checks the options of a PostgreSQL URL; the pool and the lease
+// only withServe (the flags register adds then).
+func (o *pgOptions) validate(withServe bool) error {
 	if o.URL == "" {
 		return nil
 	}
 	var errs []error
 	if o.Schema == "" {
 		errs = append(errs, errors.New("--schema must not be empty"))
+	}
+	if !withServe {
+		return errors.Join(errs...)
 	}
 	if o.PoolSize < 0 {
 		errs = append(errs, fmt.Errorf("--pool-size %d: must not be negative", o.PoolSize))

@@ -154,7 +154,8 @@ func parseDemoFlags(args []string, e env) (string, demoConfig, error) {
 	fs.Usage = func() { fmt.Fprint(e.stderr, demoUsage) }
 	fs.StringVar(&cfg.Workspace, "workspace", demoDefaultFolder, "folder of the demo files")
 	fs.StringVar(&cfg.DB, "db", "", "SQLite database file")
-	cfg.PG.register(fs, e, true)
+	ef := newEnvFlags(fs, e)
+	cfg.PG.register(fs, ef, true)
 	var positional []string
 	for {
 		if err := fs.Parse(args); err != nil {
@@ -176,11 +177,12 @@ func parseDemoFlags(args []string, e env) (string, demoConfig, error) {
 	if cfg.Workspace == "" {
 		return "", cfg, &exitError{code: 2, err: errors.New("--workspace must not be empty")}
 	}
-	fs.Visit(func(f *flag.Flag) { cfg.schemaSet = cfg.schemaSet || f.Name == "schema" })
-	if e.getenv("HXD_SCHEMA") != "" {
-		cfg.schemaSet = true
+	set, err := ef.apply()
+	if err != nil {
+		return "", cfg, &exitError{code: 2, err: err}
 	}
-	if err := cfg.PG.validate(); err != nil {
+	cfg.schemaSet = set["schema"] || e.getenv("HXD_SCHEMA") != ""
+	if err := cfg.PG.resolve("demo crash-recovery", set, e, true, false); err != nil {
 		return "", cfg, &exitError{code: 2, err: err}
 	}
 	return positional[0], cfg, nil

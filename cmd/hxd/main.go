@@ -6,6 +6,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -41,6 +42,61 @@ type env struct {
 	onListen func(addr string)
 	// exit terminates the process (HXD_CRASH_AFTER); default os.Exit.
 	exit func(code int)
+}
+
+// envFlags binds flags to environment variables. Flag defaults stay the
+// built-in ones and the environment is read only after parsing, so usage
+// (which prints defaults) never shows an environment value, which may hold
+// a password; a flag given on the command line wins over its variable.
+type envFlags struct {
+	fs     *flag.FlagSet
+	getenv func(string) string
+	binds  []envBinding
+}
+
+// envBinding names the variables of one flag; the first non-empty one
+// applies.
+type envBinding struct {
+	flag string
+	vars []string
+}
+
+func newEnvFlags(fs *flag.FlagSet, e env) *envFlags {
+	return &envFlags{fs: fs, getenv: e.getenv}
+}
+
+// bind makes vars set the flag name when the command line does not.
+func (b *envFlags) bind(name string, vars ...string) {
+	b.binds = append(b.binds, envBinding{flag: name, vars: vars})
+}
+
+// apply runs after fs is parsed: every bound flag not on the command line
+// takes the value of its variable. It returns the names of the flags given
+// on the command line, and an error naming each variable whose value the
+// flag refuses (exit 2 for the caller). Only bool, int and duration flags
+// refuse values: a string flag, such as a URL that may hold a password,
+// never reaches the message.
+func (b *envFlags) apply() (map[string]bool, error) {
+	set := map[string]bool{}
+	b.fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	var errs []error
+	for _, bd := range b.binds {
+		if set[bd.flag] {
+			continue
+		}
+		for _, name := range bd.vars {
+			v := b.getenv(name)
+			if v == "" {
+				continue
+			}
+			// Value.Set, not fs.Set: the flag still counts as not given.
+			if err := b.fs.Lookup(bd.flag).Value.Set(v); err != nil {
+				errs = append(errs, fmt.Errorf("invalid value %q for %s (--%s): %w", v, name, bd.flag, err))
+			}
+			break
+		}
+	}
+	return set, errors.Join(errs...)
 }
 
 func main() {

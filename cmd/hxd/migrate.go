@@ -19,7 +19,8 @@ func migrateCmd(ctx context.Context, args []string, e env) error {
 	var db string
 	fs := flag.NewFlagSet("migrate", flag.ContinueOnError)
 	fs.SetOutput(e.stderr)
-	pg.register(fs, e, false)
+	ef := newEnvFlags(fs, e)
+	pg.register(fs, ef, false)
 	fs.StringVar(&db, "db", "", "SQLite database file to migrate")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -29,6 +30,14 @@ func migrateCmd(ctx context.Context, args []string, e env) error {
 	}
 	if fs.NArg() > 0 {
 		return &exitError{code: 2, err: fmt.Errorf("migrate takes no arguments, got %q", fs.Args())}
+	}
+	set, err := ef.apply()
+	if err != nil {
+		return &exitError{code: 2, err: err}
+	}
+	// --db and --database-url together migrate both.
+	if err := pg.resolve("migrate", set, e, false, true); err != nil {
+		return &exitError{code: 2, err: err}
 	}
 	if pg.URL == "" && db == "" {
 		return &exitError{code: 2, err: errors.New("migrate needs --database-url (or DATABASE_URL) and/or --db")}

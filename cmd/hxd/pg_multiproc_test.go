@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -33,7 +32,7 @@ func TestPostgresConcurrentStartups(t *testing.T) {
 	var procs []*hxdChild
 	for i := range servers {
 		procs = append(procs, spawnHxdArgs(t, fmt.Sprintf("serve %d", i), []string{"serve", "--addr", "127.0.0.1:0",
-			"--db", filepath.Join(work, "unused.db"), "--demo", "--workdir", work, "--shutdown-timeout", "500ms",
+			"--demo", "--workdir", work, "--shutdown-timeout", "500ms",
 			"--database-url", dbURL, "--schema", schema, "--auto-migrate", "--pool-size", "2"}))
 	}
 	var migs []*hxdChild
@@ -113,7 +112,7 @@ func TestPostgresCrossProcessSSE(t *testing.T) {
 	agents := writeHookAgent(t, "hooked", hook.srv.URL, "safe", steps)
 	work := t.TempDir()
 	args := func(extra ...string) []string {
-		return append([]string{"serve", "--addr", "127.0.0.1:0", "--db", filepath.Join(work, "unused.db"), "--agents", agents,
+		return append([]string{"serve", "--addr", "127.0.0.1:0", "--agents", agents,
 			"--workdir", work, "--shutdown-timeout", "500ms", "--database-url", dbURL, "--schema", schema}, extra...)
 	}
 	require.NoError(t, postgres.Migrate(context.Background(), postgres.Config{URL: dbURL, Schema: schema}))

@@ -125,7 +125,7 @@ func exportAndVerify(t *testing.T, base, rid string) verifyReport {
 func pgInvoiceRun(t *testing.T) (d *daemon, dbURL, schema, sid, rid string) {
 	t.Helper()
 	dbURL, schema = testDatabase(t)
-	d = startDaemon(t, filepath.Join(t.TempDir(), "unused.db"),
+	d = startDaemon(t, "",
 		"--database-url", dbURL, "--schema", schema, "--auto-migrate", "--lease-duration", "3s")
 	sid, rid = recordedRun(t, d, "invoice-analyst", true, "Analyze overdue invoices for the demo account")
 	return d, dbURL, schema, sid, rid
@@ -230,7 +230,7 @@ func TestPostgresMigrateCommand(t *testing.T) {
 	require.NoError(t, run(context.Background(), []string{"migrate", "--database-url", dbURL, "--schema", schema}, e))
 	require.Contains(t, out.String(), "is up to date")
 	require.NoError(t, run(context.Background(), []string{"migrate", "--database-url", dbURL, "--schema", schema}, e), "re-running is a no-op")
-	d := startDaemon(t, filepath.Join(t.TempDir(), "unused.db"), "--database-url", dbURL, "--schema", schema)
+	d := startDaemon(t, "", "--database-url", dbURL, "--schema", schema)
 	_, rid := recordedRun(t, d, "invoice-analyst", true, "Analyze overdue invoices for the demo account")
 	require.NotEmpty(t, rid)
 }
@@ -248,7 +248,7 @@ func TestPostgresTwoProcessHandOver(t *testing.T) {
 	agents := writeHookAgent(t, "hooked", hook.srv.URL, "safe", steps)
 	work := t.TempDir()
 	args := func(extra ...string) []string {
-		return append([]string{"serve", "--addr", "127.0.0.1:0", "--db", filepath.Join(work, "unused.db"), "--agents", agents,
+		return append([]string{"serve", "--addr", "127.0.0.1:0", "--agents", agents,
 			"--workdir", work, "--shutdown-timeout", "500ms",
 			"--database-url", dbURL, "--schema", schema, "--lease-duration", "2s", "--pool-size", "20"}, extra...)
 	}

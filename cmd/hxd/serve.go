@@ -63,6 +63,8 @@ type serveConfig struct {
 	Temporal temporalConfig
 }
 
+// validate checks the configuration; c.PG is resolved (and validated)
+// first.
 func (c *serveConfig) validate() error {
 	var errs []error
 	if c.LogFormat != "text" && c.LogFormat != "json" {
@@ -87,9 +89,6 @@ func (c *serveConfig) validate() error {
 	}
 	if c.DB == "" && c.PG.URL == "" {
 		errs = append(errs, errors.New("--db must not be empty"))
-	}
-	if err := c.PG.validate(); err != nil {
-		errs = append(errs, err)
 	}
 	if c.CrashAfter != "" {
 		if _, _, err := parseCrashAfter(c.CrashAfter); err != nil {
@@ -116,37 +115,40 @@ func parseServeFlags(args []string, e env) (*serveConfig, error) {
 	c := &serveConfig{}
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(e.stderr)
-	envOr := func(name, def string) string {
+	ef := newEnvFlags(fs, e)
+	fs.StringVar(&c.Addr, "addr", "127.0.0.1:8080", "listen address (HXD_ADDR)")
+	ef.bind("addr", "HXD_ADDR")
+	fs.StringVar(&c.DB, "db", "./hxd.db", "SQLite database file (HXD_DB)")
+	ef.bind("db", "HXD_DB")
+	fs.StringVar(&c.AgentsDir, "agents", "", "folder of agent YAML files (HXD_AGENTS)")
+	ef.bind("agents", "HXD_AGENTS")
+	fs.BoolVar(&c.Demo, "demo", false, "register the demo agents (HXD_DEMO)")
+	ef.bind("demo", "HXD_DEMO")
+	fs.StringVar(&c.LogFormat, "log-format", "text", "log format: text or json (HXD_LOG_FORMAT)")
+	ef.bind("log-format", "HXD_LOG_FORMAT")
+	fs.StringVar(&c.Auth, "auth", authNone, "authentication: none (loopback only) or oidc (HXD_AUTH)")
+	ef.bind("auth", "HXD_AUTH")
+	// The OIDC options hold no secret: their environment values may be
+	// flag defaults.
+	c.OIDC.register(fs, func(name, def string) string {
 		if v := e.getenv(name); v != "" {
 			return v
 		}
 		return def
-	}
-	envBool := func(name string, def bool) bool {
-		if v := e.getenv(name); v != "" {
-			b, err := strconv.ParseBool(v)
-			if err == nil {
-				return b
-			}
-		}
-		return def
-	}
-	fs.StringVar(&c.Addr, "addr", envOr("HXD_ADDR", "127.0.0.1:8080"), "listen address (HXD_ADDR)")
-	fs.StringVar(&c.DB, "db", envOr("HXD_DB", "./hxd.db"), "SQLite database file (HXD_DB)")
-	fs.StringVar(&c.AgentsDir, "agents", envOr("HXD_AGENTS", ""), "folder of agent YAML files (HXD_AGENTS)")
-	fs.BoolVar(&c.Demo, "demo", envBool("HXD_DEMO", false), "register the demo agents (HXD_DEMO)")
-	fs.StringVar(&c.LogFormat, "log-format", envOr("HXD_LOG_FORMAT", "text"), "log format: text or json (HXD_LOG_FORMAT)")
-	fs.StringVar(&c.Auth, "auth", envOr("HXD_AUTH", authNone), "authentication: none (loopback only) or oidc (HXD_AUTH)")
-	c.OIDC.register(fs, envOr)
-	fs.BoolVar(&c.ResumeInterrupted, "resume-interrupted", envBool("HXD_RESUME_INTERRUPTED", true), "resume runs left running at start-up (HXD_RESUME_INTERRUPTED)")
+	})
+	fs.BoolVar(&c.ResumeInterrupted, "resume-interrupted", true, "resume runs left running at start-up (HXD_RESUME_INTERRUPTED)")
+	ef.bind("resume-interrupted", "HXD_RESUME_INTERRUPTED")
 	fs.DurationVar(&c.MaxSessionDuration, "max-session-duration", 0, "default deadline of one drive of a run, 0 = none")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", 15*time.Second, "graceful shutdown bound")
 	fs.DurationVar(&c.IdleTimeout, "idle-timeout", 2*time.Minute, "close keep-alive connections idle that long")
-	fs.StringVar(&c.WorkDir, "workdir", envOr("HXD_WORKDIR", "."), "folder where demo tools write files (HXD_WORKDIR)")
-	fs.StringVar(&c.CheckpointHook, "checkpoint-hook", envOr("HXD_CHECKPOINT_HOOK", ""), "URL receiving a JSON POST {session_id, run_id, status, phase} at every checkpoint (HXD_CHECKPOINT_HOOK)")
-	c.PG.register(fs, e, true)
-	fs.StringVar(&c.Engine, "engine", envOr("HXD_ENGINE", engineLocal), "engine: local (SQLite --db or PostgreSQL --database-url) or temporal (HXD_ENGINE)")
-	c.Temporal.register(fs, envOr)
+	fs.StringVar(&c.WorkDir, "workdir", ".", "folder where demo tools write files (HXD_WORKDIR)")
+	ef.bind("workdir", "HXD_WORKDIR")
+	fs.StringVar(&c.CheckpointHook, "checkpoint-hook", "", "URL receiving a JSON POST {session_id, run_id, status, phase} at every checkpoint (HXD_CHECKPOINT_HOOK)")
+	ef.bind("checkpoint-hook", "HXD_CHECKPOINT_HOOK")
+	c.PG.register(fs, ef, true)
+	fs.StringVar(&c.Engine, "engine", engineLocal, "engine: local (SQLite --db or PostgreSQL --database-url) or temporal (HXD_ENGINE)")
+	ef.bind("engine", "HXD_ENGINE")
+	c.Temporal.register(fs, ef)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil, &exitError{code: 0}
@@ -156,8 +158,13 @@ func parseServeFlags(args []string, e env) (*serveConfig, error) {
 	if fs.NArg() > 0 {
 		return nil, &exitError{code: 2, err: fmt.Errorf("serve takes no arguments, got %q", fs.Args())}
 	}
+	set, err := ef.apply()
+	if err != nil {
+		return nil, &exitError{code: 2, err: err}
+	}
 	c.CrashAfter = e.getenv("HXD_CRASH_AFTER")
-	if err := c.validate(); err != nil {
+	// resolve first: an explicit --db drops a database URL of the environment.
+	if err := errors.Join(c.PG.resolve("serve", set, e, true, false), c.validate()); err != nil {
 		return nil, &exitError{code: 2, err: err}
 	}
 	return c, nil

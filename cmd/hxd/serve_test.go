@@ -43,7 +43,8 @@ tools:
 `
 
 // startDaemon runs `hxd serve --demo` with an agents folder holding the
-// sleeper agent; extra args are appended.
+// sleeper agent on the SQLite file db (none: "", for --database-url in
+// extra); extra args are appended.
 func startDaemon(t *testing.T, db string, extra ...string) *daemon {
 	t.Helper()
 	agents := filepath.Join(t.TempDir(), "agents")
@@ -52,8 +53,12 @@ func startDaemon(t *testing.T, db string, extra ...string) *daemon {
 	ctx, cancel := context.WithCancel(context.Background())
 	addrCh := make(chan string, 1)
 	errCh := make(chan error, 1)
-	args := append([]string{"serve", "--addr", "127.0.0.1:0", "--db", db, "--demo", "--agents", agents,
-		"--workdir", t.TempDir(), "--shutdown-timeout", "200ms"}, extra...)
+	args := []string{"serve", "--addr", "127.0.0.1:0"}
+	if db != "" {
+		args = append(args, "--db", db)
+	}
+	args = append(append(args, "--demo", "--agents", agents,
+		"--workdir", t.TempDir(), "--shutdown-timeout", "200ms"), extra...)
 	go func() {
 		errCh <- run(ctx, args, env{
 			getenv: func(string) string { return "" }, stdout: io.Discard, stderr: io.Discard,

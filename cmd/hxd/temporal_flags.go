@@ -53,17 +53,33 @@ type s3Config struct {
 	AccessKey, SecretKey string
 }
 
-func (c *temporalConfig) register(fs *flag.FlagSet, envOr func(name, def string) string) {
-	fs.StringVar(&c.Address, "temporal-address", envOr("HXD_TEMPORAL_ADDRESS", ""), "Temporal frontend host:port (HXD_TEMPORAL_ADDRESS)")
-	fs.StringVar(&c.Namespace, "namespace", envOr("HXD_TEMPORAL_NAMESPACE", "default"), "Temporal namespace (HXD_TEMPORAL_NAMESPACE)")
-	fs.StringVar(&c.TaskQueue, "task-queue", envOr("HXD_TASK_QUEUE", temporal.DefaultTaskQueue), "Temporal task queue (HXD_TASK_QUEUE)")
-	fs.StringVar(&c.RedisAddr, "redis-addr", envOr("HXD_REDIS_ADDR", ""), "Redis host:port or redis:// URL for run events (HXD_REDIS_ADDR)")
-	fs.StringVar(&c.S3.Endpoint, "s3-endpoint", envOr("HXD_S3_ENDPOINT", ""), "S3 endpoint: host:port (HTTPS) or http(s):// URL (HXD_S3_ENDPOINT)")
-	fs.StringVar(&c.S3.Bucket, "s3-bucket", envOr("HXD_S3_BUCKET", ""), "S3 bucket for artifacts and the run index (HXD_S3_BUCKET)")
-	fs.StringVar(&c.S3.Prefix, "s3-prefix", envOr("HXD_S3_PREFIX", artifacts.DefaultPrefix), "S3 object key prefix (HXD_S3_PREFIX)")
-	fs.StringVar(&c.S3.Region, "s3-region", envOr("HXD_S3_REGION", ""), "S3 region, empty = discovered (HXD_S3_REGION)")
+// register adds the flags to fs and binds them to their environment
+// variables in ef (a Redis URL may hold a password: never a flag default).
+func (c *temporalConfig) register(fs *flag.FlagSet, ef *envFlags) {
+	fs.StringVar(&c.Address, "temporal-address", "", "Temporal frontend host:port (HXD_TEMPORAL_ADDRESS)")
+	ef.bind("temporal-address", "HXD_TEMPORAL_ADDRESS")
+	fs.StringVar(&c.Namespace, "namespace", "default", "Temporal namespace (HXD_TEMPORAL_NAMESPACE)")
+	ef.bind("namespace", "HXD_TEMPORAL_NAMESPACE")
+	fs.StringVar(&c.TaskQueue, "task-queue", temporal.DefaultTaskQueue, "Temporal task queue (HXD_TASK_QUEUE)")
+	ef.bind("task-queue", "HXD_TASK_QUEUE")
+	fs.StringVar(&c.RedisAddr, "redis-addr", "", "Redis host:port or redis:// URL for run events (HXD_REDIS_ADDR)")
+	ef.bind("redis-addr", "HXD_REDIS_ADDR")
+	fs.StringVar(&c.S3.Endpoint, "s3-endpoint", "", "S3 endpoint: host:port (HTTPS) or http(s):// URL (HXD_S3_ENDPOINT)")
+	ef.bind("s3-endpoint", "HXD_S3_ENDPOINT")
+	fs.StringVar(&c.S3.Bucket, "s3-bucket", "", "S3 bucket for artifacts and the run index (HXD_S3_BUCKET)")
+	ef.bind("s3-bucket", "HXD_S3_BUCKET")
+	fs.StringVar(&c.S3.Prefix, "s3-prefix", artifacts.DefaultPrefix, "S3 object key prefix (HXD_S3_PREFIX)")
+	ef.bind("s3-prefix", "HXD_S3_PREFIX")
+	fs.StringVar(&c.S3.Region, "s3-region", "", "S3 region, empty = discovered (HXD_S3_REGION)")
+	ef.bind("s3-region", "HXD_S3_REGION")
 	// Credentials only from the environment, never from the command line
 	// (where ps shows them).
+	envOr := func(name, def string) string {
+		if v := ef.getenv(name); v != "" {
+			return v
+		}
+		return def
+	}
 	c.S3.AccessKey = envOr("HXD_S3_ACCESS_KEY", envOr("AWS_ACCESS_KEY_ID", ""))
 	c.S3.SecretKey = envOr("HXD_S3_SECRET_KEY", envOr("AWS_SECRET_ACCESS_KEY", ""))
 }

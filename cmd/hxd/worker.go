@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"net/http"
-	"strconv"
 	"time"
 
 	"hxd/internal/temporal"
@@ -30,18 +29,16 @@ func parseWorkerFlags(args []string, e env) (*workerConfig, error) {
 	c := &workerConfig{}
 	fs := flag.NewFlagSet("worker", flag.ContinueOnError)
 	fs.SetOutput(e.stderr)
-	envOr := func(name, def string) string {
-		if v := e.getenv(name); v != "" {
-			return v
-		}
-		return def
-	}
-	demo, _ := strconv.ParseBool(envOr("HXD_DEMO", "false"))
-	c.Temporal.register(fs, envOr)
-	fs.StringVar(&c.AgentsDir, "agents", envOr("HXD_AGENTS", ""), "folder of agent YAML files (HXD_AGENTS)")
-	fs.BoolVar(&c.Demo, "demo", demo, "register the demo agents (HXD_DEMO)")
-	fs.StringVar(&c.LogFormat, "log-format", envOr("HXD_LOG_FORMAT", "text"), "log format: text or json (HXD_LOG_FORMAT)")
-	fs.StringVar(&c.WorkDir, "workdir", envOr("HXD_WORKDIR", "."), "folder where demo tools write files (HXD_WORKDIR)")
+	ef := newEnvFlags(fs, e)
+	c.Temporal.register(fs, ef)
+	fs.StringVar(&c.AgentsDir, "agents", "", "folder of agent YAML files (HXD_AGENTS)")
+	ef.bind("agents", "HXD_AGENTS")
+	fs.BoolVar(&c.Demo, "demo", false, "register the demo agents (HXD_DEMO)")
+	ef.bind("demo", "HXD_DEMO")
+	fs.StringVar(&c.LogFormat, "log-format", "text", "log format: text or json (HXD_LOG_FORMAT)")
+	ef.bind("log-format", "HXD_LOG_FORMAT")
+	fs.StringVar(&c.WorkDir, "workdir", ".", "folder where demo tools write files (HXD_WORKDIR)")
+	ef.bind("workdir", "HXD_WORKDIR")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil, &exitError{code: 0}
@@ -50,6 +47,9 @@ func parseWorkerFlags(args []string, e env) (*workerConfig, error) {
 	}
 	if fs.NArg() > 0 {
 		return nil, &exitError{code: 2, err: fmt.Errorf("worker takes no arguments, got %q", fs.Args())}
+	}
+	if _, err := ef.apply(); err != nil {
+		return nil, &exitError{code: 2, err: err}
 	}
 	errs := c.Temporal.validate()
 	if c.LogFormat != "text" && c.LogFormat != "json" {
