@@ -138,8 +138,9 @@ func TestFailedCommitIsRetriedWithSameRecords(t *testing.T) {
 // TestFailedDispatchCommitNeverRunsHandler: when the commit carrying
 // tool.dispatched cannot be written, the handler never runs; while storage
 // stays down the run cannot advance; once it is back the run is marked
-// failed with a recording error, and resume finishes it with the tool run
-// once.
+// failed with a recording error, the retained dispatch committed with a
+// tool.failed of unknown outcome (REFERENCE §3.3), and resume finishes it
+// with the tool (safe) dispatched again and run once.
 func TestFailedDispatchCommitNeverRunsHandler(t *testing.T) {
 	t.Parallel()
 	var down, tripped atomic.Bool
@@ -177,14 +178,24 @@ func TestFailedDispatchCommitNeverRunsHandler(t *testing.T) {
 	require.Equal(t, int64(10), tb.toolCalls("count"))
 	recs := journalOf(t, tb, res.RunID)
 	requireUniqueRecords(t, recs)
-	dispatched := map[string]int{}
+	dispatched := map[string][]string{} // execution key → attempts dispatched
+	var failed []journal.Record
 	for _, r := range recs {
-		if r.Kind == journal.KindToolDispatched {
-			dispatched[*r.ExecutionKey]++
+		switch r.Kind {
+		case journal.KindToolDispatched:
+			dispatched[*r.ExecutionKey] = append(dispatched[*r.ExecutionKey], r.AttemptID)
+		case journal.KindToolFailed:
+			failed = append(failed, r)
 		}
 	}
-	for k, n := range dispatched {
-		require.Equal(t, 1, n, "%s dispatched once: the failed dispatch never became durable", k)
+	require.Len(t, failed, 1)
+	require.JSONEq(t, `{"type":"RecordingError","message":"Required flight-recording commit failed","outcome":"unknown"}`, string(failed[0].Payload))
+	for k, attempts := range dispatched {
+		if k == *failed[0].ExecutionKey {
+			require.Equal(t, []string{"1", "2"}, attempts, "%s: the failed dispatch, then the resumed one", k)
+			continue
+		}
+		require.Equal(t, []string{"1"}, attempts, k)
 	}
 }
 
@@ -260,4 +271,83 @@ func TestOpenAIProviderRetriesWithNewAttempts(t *testing.T) {
 		"model.started@1/3", "model.started@2/1",
 	}, got)
 	srv.CloseClientConnections()
+}
+
+// TestModelStartedCommitFailure (REFERENCE §11 idea 6): the commit of
+// model.started fails; the provider is never called, the run fails with a
+// recording error, and the journal holds that one model.started, closed
+// by model.failed. Resume then opens the step's next attempt.
+func TestModelStartedCommitFailure(t *testing.T) {
+	t.Parallel()
+	var tripped atomic.Bool
+	tb, _ := faultSetup(t, func(c *rtstore.Commit) (bool, bool) {
+		// The first model.started fails until the failure is written.
+		if hasKind(c, journal.KindModelStarted) && !hasKind(c, journal.KindCommandFailed) && !tripped.Load() {
+			return true, false
+		}
+		if hasKind(c, journal.KindCommandFailed) {
+			tripped.Store(true)
+		}
+		return false, false
+	})
+	ctx := context.Background()
+	sess, err := tb.rt.CreateSession(ctx, hxruntime.CreateSessionParams{Agent: agent.Ref{Name: "ten", Version: "v1"}, Recording: recording(true)})
+	require.NoError(t, err)
+	res := runToEnd(t, tb, sess.ID, "go")
+	require.Equal(t, hxruntime.StatusFailed, res.Status)
+	require.Equal(t, "RecordingError", res.Error.Type)
+	require.Equal(t, []boundary{
+		{"run.started", "0", "0"},
+		{"model.started", "1", "1"},
+		{"model.failed", "1", "1"},
+	}, boundaries(journalOf(t, tb, res.RunID)))
+
+	_, err = tb.rt.Resume(ctx, sess.ID, hxruntime.ResumeParams{})
+	require.NoError(t, err)
+	res = waitRun(t, tb, res.RunID)
+	require.Equal(t, hxruntime.StatusCompleted, res.Status)
+	require.True(t, res.UsageIncomplete)
+	require.Equal(t, boundary{"model.started", "1", "2"}, boundaries(journalOf(t, tb, res.RunID))[4], "the next attempt of step 1")
+}
+
+// TestManualDispatchCommitFailure (REFERENCE §11 idea 7): the commit of a
+// manual tool's tool.dispatched fails; the handler never runs, the entry
+// is uncertain, tool.failed says "unknown", and the run awaits a decision.
+func TestManualDispatchCommitFailure(t *testing.T) {
+	t.Parallel()
+	def := &agent.Definition{
+		Name: "manual-count", Version: "v1",
+		Model: model.Config{Provider: "scripted", Script: []model.ScriptStep{
+			{ToolCalls: []model.ToolCall{{ID: "c", Name: "count", Input: json.RawMessage(`{}`)}}}, {Text: "done"},
+		}},
+		Tools: []agent.ToolDef{{Config: tool.Config{Name: "count", Kind: "builtin", Builtin: "count", ReplayPolicy: "manual"}}},
+	}
+	tb := setup(t, def)
+	var tripped atomic.Bool
+	tb.store.Store = &faultStore{Store: tb.store.Store, decide: func(c *rtstore.Commit) (bool, bool) {
+		if hasKind(c, journal.KindToolDispatched) && !tripped.Load() {
+			if hasKind(c, journal.KindToolFailed) {
+				tripped.Store(true)
+				return false, false
+			}
+			return true, false
+		}
+		return false, false
+	}}
+	ctx := context.Background()
+	sess, err := tb.rt.CreateSession(ctx, hxruntime.CreateSessionParams{Agent: def.Ref(), Recording: recording(true)})
+	require.NoError(t, err)
+	res := runToEnd(t, tb, sess.ID, "go")
+	require.Equal(t, hxruntime.StatusAwaitingInput, res.Status)
+	require.Len(t, res.Pending, 1)
+	require.Equal(t, hxruntime.ToolUncertain, res.Pending[0].Status)
+	require.Zero(t, tb.toolCalls("count"), "the handler never ran")
+	var failed []journal.Record
+	for _, r := range journalOf(t, tb, res.RunID) {
+		if r.Kind == journal.KindToolFailed {
+			failed = append(failed, r)
+		}
+	}
+	require.Len(t, failed, 1)
+	require.JSONEq(t, `{"type":"RecordingError","message":"Required flight-recording commit failed","outcome":"unknown"}`, string(failed[0].Payload))
 }

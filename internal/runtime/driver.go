@@ -201,26 +201,33 @@ func (d *driver) loop() {
 		}
 		// A commit failed: nothing past the last commit happened durably.
 		log.ErrorContext(d.ctx, "run stopped: boundary commit failed", "error", err)
-		d.settleAfterCommitFailure()
+		d.settleAfterCommitFailure(err)
 		return
 	}
 }
 
-// settleAfterCommitFailure marks the run failed once storage takes writes
-// again, so clients see why it stopped and can resume it. What the driver
-// did past the last commit never became durable (a tool whose dispatch
-// commit failed never ran), so the failure is written on top of the stored
-// state. It retries with capped backoff until it succeeds, the lease is
-// lost or the drive is stopped.
-func (d *driver) settleAfterCommitFailure() {
+// settleAfterCommitFailure writes why the run stopped once storage takes
+// writes again, so clients see it and can resume the run (REFERENCE §3.3).
+// The boundary that failed is written with it, records and all: what the
+// driver did before it happened (a tool that returned did run), and the
+// effect it guarded did not (settleInFlight closes it). A boundary the
+// store refused as such (a conflicting record) is dropped instead, and the
+// failure written on top of the stored state. It retries with capped
+// backoff until it succeeds, the lease is lost or the drive is stopped.
+func (d *driver) settleAfterCommitFailure(cause error) {
 	typ, msg := "StorageError", "Run state could not be committed"
 	if d.st.Recording {
 		typ, msg = "RecordingError", "Required flight-recording commit failed"
 	}
+	write := func() error { return d.failStored(typ, msg) }
+	if !errors.Is(cause, rtstore.ErrRecordConflict) && !errors.Is(cause, rtstore.ErrForeignRecord) {
+		d.settleInFlight(typ, msg)
+		write = func() error { return d.commit(d.ctx) }
+	}
 	wait := 100 * time.Millisecond
 	for {
-		err := d.failStored(typ, msg)
-		if err == nil || errors.Is(err, rtstore.ErrLeaseLost) || d.soft.Load() {
+		err := write()
+		if err == nil || errors.Is(err, rtstore.ErrLeaseLost) || errors.Is(err, rtstore.ErrRecordConflict) || d.soft.Load() {
 			return
 		}
 		if d.r.cfg.SleepFunc(d.ctx, wait) != nil {
@@ -228,6 +235,51 @@ func (d *driver) settleAfterCommitFailure() {
 		}
 		wait = min(2*wait, 30*time.Second)
 	}
+}
+
+// settleInFlight closes, in the driver's state, the effect the failed
+// boundary guarded, which never happened, and ends a running run: an open
+// model attempt (its model.started is in the boundary) gets model.failed;
+// a tool entry whose tool.dispatched is in the boundary gets tool.failed
+// with outcome "unknown" and, when manual, becomes uncertain (REFERENCE
+// §3.3: handled like a tool exception). The run then waits for those
+// decisions (awaiting_input) or fails with {typ, msg}.
+func (d *driver) settleInFlight(typ, msg string) {
+	st := d.st
+	if st.ModelAttemptOpen {
+		d.record(journal.KindModelFailed, map[string]any{"type": typ, "message": msg}, nil)
+		st.ModelAttemptOpen = false
+	}
+	dispatched := map[string]bool{}
+	for _, r := range d.records {
+		if r.Kind == journal.KindToolDispatched && r.ExecutionKey != nil {
+			dispatched[*r.ExecutionKey] = true
+		}
+	}
+	for i := range st.Tools {
+		e := &st.Tools[i]
+		if e.Status != ToolStarted || !dispatched[e.ExecutionKey] {
+			continue
+		}
+		d.record(journal.KindToolFailed, map[string]any{"type": typ, "message": msg, "outcome": "unknown"}, e)
+		if e.Policy == tool.PolicyManual && d.setToolStatus(e, TevUnknown) == nil {
+			d.event(EventRecoveryRequired, map[string]any{"execution_key": e.ExecutionKey, "call": e.Call}, e)
+		}
+	}
+	if st.Status != StatusRunning {
+		return
+	}
+	if len(st.pending()) > 0 && d.setStatus(EvAwait) == nil {
+		d.event(EventRunResult, st.resultData(), nil)
+		return
+	}
+	if d.setStatus(EvFail) != nil {
+		return
+	}
+	st.Error = &RunError{Type: typ, Message: msg}
+	d.event(EventError, msg, nil)
+	d.record(journal.KindCommandFailed, map[string]any{"phase": st.Phase, "type": typ, "message": msg}, nil)
+	d.event(EventRunResult, st.resultData(), nil)
 }
 
 // failStored commits the stored run state as failed with {typ, msg}.
