@@ -72,17 +72,20 @@ Flags:
 
 // Demo texts of REFERENCE §10.2.
 const (
-	demoSessionFile   = "session.json"
-	demoMessage       = "Create the weekly sales report"
-	demoRequestID     = "weekly-report"
-	demoCrashCode     = 42
-	demoCrashNotice   = "Tool result committed. Intentionally exiting this process (code 42)."
-	demoResumeHint    = "Run the resume command to finish the same run."
-	demoNoSession     = "No demo session found. Run crash first with the same --workspace."
-	demoSessionBusy   = "Session is still owned by another process; retry when it has exited."
-	demoLeaseBusy     = "Session lease is still active. Wait at least %d seconds after the crash, then retry resume."
-	demoNothingToDo   = "No unfinished run; showing saved results."
-	demoDefaultFolder = ".agent_sessions/sqlite-demo"
+	demoSessionFile = "session.json"
+	demoMessage     = "Create the weekly sales report"
+	demoRequestID   = "weekly-report"
+	demoCrashCode   = 42
+	demoCrashNotice = "Tool result committed. Intentionally exiting this process (code 42)."
+	demoResumeHint  = "Run the resume command to finish the same run."
+	// demoResumeWaitHint is the hint on PostgreSQL, whose session lease
+	// outlives the crashed process (REFERENCE §10.2).
+	demoResumeWaitHint = "Wait %d seconds for the lease to expire, then run the resume command."
+	demoNoSession      = "No demo session found. Run crash first with the same --workspace."
+	demoSessionBusy    = "Session is still owned by another process; retry when it has exited."
+	demoLeaseBusy      = "Session lease is still active. Wait at least %d seconds after the crash, then retry resume."
+	demoNothingToDo    = "No unfinished run; showing saved results."
+	demoDefaultFolder  = ".agent_sessions/sqlite-demo"
 )
 
 // demoConfig is what `hxd demo crash-recovery` reads from its flags.
@@ -239,7 +242,7 @@ func demoCrash(ctx context.Context, cfg demoConfig, e env, log *slog.Logger) err
 			return
 		}
 		fmt.Fprintln(e.stdout, demoCrashNotice)
-		fmt.Fprintln(e.stdout, demoResumeHint)
+		fmt.Fprintln(e.stdout, resumeHint(ds))
 		e.exit(demoCrashCode)
 		// Reached only when exit is injected (tests): end this driver
 		// goroutine as the process would have ended, so nothing after the
@@ -427,6 +430,15 @@ func (s *leaseWatchStore) RunInsert(ctx context.Context, p *rtstore.RunInsertPar
 		s.lost(err)
 	}
 	return row, created, err
+}
+
+// resumeHint is what crash says to do next: on SQLite the crashed
+// process's lock went with it; on PostgreSQL its lease must expire first.
+func resumeHint(ds demoSession) string {
+	if ds.DB != "" {
+		return demoResumeHint
+	}
+	return fmt.Sprintf(demoResumeWaitHint, int(math.Ceil(ds.LeaseSeconds)))
 }
 
 // demoLeaseLost is the message of a demo command whose lease was lost.

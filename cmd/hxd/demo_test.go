@@ -234,3 +234,14 @@ func TestDemoUsage(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, entries, "status and resume create nothing without a session")
 }
+
+// TestResumeHint: on PostgreSQL, crash says to wait out the lease, as the
+// reference's demo does (REFERENCE §10.2); on SQLite, to resume at once.
+func TestResumeHint(t *testing.T) {
+	t.Parallel()
+	require.Equal(t, demoResumeHint, resumeHint(demoSession{DB: "/ws/hxd.db"}))
+	require.Equal(t, "Wait 30 seconds for the lease to expire, then run the resume command.",
+		resumeHint(demoSession{Schema: "harness_x", LeaseSeconds: 30}))
+	require.Equal(t, "Wait 3 seconds for the lease to expire, then run the resume command.",
+		resumeHint(demoSession{Schema: "harness_x", LeaseSeconds: 2.5}))
+}
