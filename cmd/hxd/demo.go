@@ -685,6 +685,10 @@ func openDemoStore(ctx context.Context, cfg demoConfig, ds demoSession, log *slo
 	if pg.URL != "" && !cfg.schemaSet && ds.Schema != "" {
 		pg.Schema = ds.Schema
 	}
+	if pg.URL == "" && cfg.DB == "" && ds.DB == "" && ds.Schema != "" {
+		return nil, &exitError{code: 1, err: fmt.Errorf("the demo session in %s is on PostgreSQL (schema %q): set DATABASE_URL or pass --database-url",
+			cfg.Workspace, ds.Schema)}
+	}
 	if pg.URL == "" {
 		st, err := sqlite.Open(ctx, sqlite.Config{Path: demoDB(cfg, ds), Logger: log})
 		if err != nil {

@@ -18,6 +18,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -429,6 +430,14 @@ func TestPostgresCrashRecoveryDemo(t *testing.T) {
 	require.NoError(t, run(context.Background(), demoArgs("status"), e))
 	require.Contains(t, out.String(), "Status: running")
 	require.Contains(t, out.String(), "Tool invocations: 1")
+
+	// Without the database URL, status names where the session is instead
+	// of opening (or creating) a SQLite file in the workspace.
+	noURL := env{getenv: func(string) string { return "" }, stdout: io.Discard, stderr: io.Discard}
+	err = run(context.Background(), demoArgs("status"), noURL)
+	require.ErrorContains(t, err, "is on PostgreSQL (schema "+strconv.Quote(schema)+"): set DATABASE_URL or pass --database-url")
+	_, statErr := os.Stat(filepath.Join(ws, "hxd.db"))
+	require.ErrorIs(t, statErr, os.ErrNotExist)
 
 	// Wait out the 3 s lease (from the crash), then resume in this process.
 	time.Sleep(3500 * time.Millisecond)
