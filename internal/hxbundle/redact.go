@@ -990,6 +990,12 @@ func (r Rule) compile() (compiledRule, error) {
 		if err != nil {
 			return c, fmt.Errorf("value: %w", err)
 		}
+		// The value lands in records written as canonical JSON: one that
+		// has no canonical form (1e999, a lone surrogate) is refused here,
+		// not when the export writes it.
+		if _, err := journal.AppendCanonical(nil, r.Value); err != nil {
+			return c, fmt.Errorf("value: %w", err)
+		}
 		c.value = v
 	case "":
 		return c, errors.New("missing action (omit or replace) or pattern")

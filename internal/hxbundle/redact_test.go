@@ -316,6 +316,8 @@ func TestPolicyValidate(t *testing.T) {
 		{name: "trailing tilde", policy: Policy{Redact: []Rule{{Pointer: "/a~", Action: "omit"}}}, wantErr: "~ must be followed by 0 or 1"},
 		{name: "replace without value", policy: Policy{Redact: []Rule{{Pointer: "/a", Action: "replace"}}}, wantErr: "needs a value"},
 		{name: "replace with invalid value", policy: Policy{Redact: []Rule{{Pointer: "/a", Action: "replace", Value: json.RawMessage(`{"a":1,"a":2}`)}}}, wantErr: "value"},
+		{name: "replace with a non-finite value", policy: Policy{Redact: []Rule{{Pointer: "/a", Action: "replace", Value: json.RawMessage(`1e999`)}}}, wantErr: "value"},
+		{name: "replace with a lone surrogate", policy: Policy{Redact: []Rule{{Pointer: "/a", Action: "replace", Value: json.RawMessage(`"\ud800"`)}}}, wantErr: "value"},
 		{name: "omit with value", policy: Policy{Redact: []Rule{{Action: "omit", Value: json.RawMessage(`1`)}}}, wantErr: "takes no value"},
 		{name: "regex does not compile", policy: Policy{Redact: []Rule{{Pattern: `(`, Replace: "x"}}}, wantErr: "pattern does not compile"},
 		{name: "pattern with action", policy: Policy{Redact: []Rule{{Pattern: `a`, Action: "omit"}}}, wantErr: "takes no action"},
