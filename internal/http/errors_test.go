@@ -251,6 +251,10 @@ func TestBodyOneUTF8Value(t *testing.T) {
 		{`{"message":"hi"} 1`, "request body holds more than one JSON value"},
 		{`{"message":"a` + "\xff" + `b"}`, "request body is not valid UTF-8"},
 		{`{"message":"hi","request_id":"r` + "\xc3" + `"}`, "request body is not valid UTF-8"},
+		{`{"message":"hi","message":"x"}`, "request body repeats a key in an object"},
+		{`{"message":[{"type":"text","text":"a","text":"b"}]}`, "request body repeats a key in an object"},
+		{`{"message":"hi","metadata_n":1e999}`, "request body holds a number beyond the range of a float"},
+		{`{"message":"\ud800"}`, "request body holds a lone surrogate escape"},
 	} {
 		resp, body := tb.do(t, request{method: "POST", path: "/sessions/s1/runs", body: tc.body})
 		p := requireProblem(t, resp, body, http.StatusBadRequest, "invalid_request")

@@ -137,23 +137,40 @@ func checkBody(r *http.Request) error {
 		return &requestError{Detail: fmt.Sprintf("request body nests arrays and objects more than %d levels deep", journal.MaxInputDepth)}
 	case !utf8.Valid(data):
 		return &requestError{Detail: "request body is not valid UTF-8"}
-	case moreThanOneValue(data):
-		return &requestError{Detail: "request body holds more than one JSON value"}
+	}
+	if detail := jsonProblem(data); detail != "" {
+		return &requestError{Detail: detail}
 	}
 	return nil
 }
 
-// moreThanOneValue reports whether data is a JSON value followed by
-// anything but white space; false when data does not start with a whole
-// JSON value.
-func moreThanOneValue(data []byte) bool {
+// jsonProblem says what is wrong with a body that starts with a whole JSON
+// value: anything but white space after it, or JSON that has no canonical
+// form (what it holds is journaled and exported as canonical JSON, which
+// would then fail): a key repeated in an object, a number beyond float
+// range, a lone surrogate escape. "" when nothing is, or when data does
+// not start with a whole JSON value (the validator says why).
+func jsonProblem(data []byte) string {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	var first json.RawMessage
 	if dec.Decode(&first) != nil {
-		return false
+		return ""
 	}
-	_, err := dec.Token()
-	return !errors.Is(err, io.EOF)
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return "request body holds more than one JSON value"
+	}
+	_, err := journal.AppendCanonical(nil, first)
+	switch {
+	case err == nil:
+		return ""
+	case errors.Is(err, journal.ErrDuplicateKey):
+		return "request body repeats a key in an object"
+	case errors.Is(err, journal.ErrNonFinite):
+		return "request body holds a number beyond the range of a float"
+	case errors.Is(err, journal.ErrLoneSurrogate):
+		return "request body holds a lone surrogate escape"
+	}
+	return "request body is not valid JSON"
 }
 
 // validationError turns a kin-openapi validation failure into a
