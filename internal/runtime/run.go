@@ -206,9 +206,10 @@ func (r *Runtime) WaitRun(ctx context.Context, runID string, d time.Duration) (*
 	poll := time.NewTimer(r.cfg.WatchPoll)
 	defer poll.Stop()
 	for {
-		ch := r.settled.watch(runID)
+		ch, unwatch := r.settled.watch(runID)
 		res, err := r.GetRun(ctx, runID)
 		if err != nil || res.Status != StatusRunning {
+			unwatch()
 			return res, err
 		}
 		select {
@@ -216,10 +217,13 @@ func (r *Runtime) WaitRun(ctx context.Context, runID string, d time.Duration) (*
 		case <-poll.C:
 			poll.Reset(r.cfg.WatchPoll)
 		case <-deadline.C:
+			unwatch()
 			return r.GetRun(ctx, runID)
 		case <-ctx.Done():
+			unwatch()
 			return nil, ctx.Err()
 		}
+		unwatch()
 	}
 }
 

@@ -135,8 +135,8 @@ func New(cfg Config) (*Runtime, error) {
 		log:      cfg.Logger.With("component", "runtime"),
 		bindings: map[agent.Ref]*binding{},
 		active:   map[string]*driver{},
-		notify:   notifier{chans: map[string]chan struct{}{}},
-		settled:  notifier{chans: map[string]chan struct{}{}},
+		notify:   notifier{chans: map[string]*watchers{}},
+		settled:  notifier{chans: map[string]*watchers{}},
 		quit:     make(chan struct{}),
 	}, nil
 }
@@ -216,28 +216,49 @@ func (r *Runtime) bind(ref agent.Ref) (*binding, error) {
 	return b, nil
 }
 
-// notifier wakes event watchers when a run commits.
+// notifier wakes event watchers when a run commits. A run's entry lives
+// while someone watches it: the last watcher to leave removes it, so runs
+// that are watched once and never commit again leave nothing behind.
 type notifier struct {
 	mu    sync.Mutex
-	chans map[string]chan struct{}
+	chans map[string]*watchers
 }
 
-func (n *notifier) watch(runID string) <-chan struct{} {
+// watchers is the channel of one run's watchers and how many they are.
+type watchers struct {
+	ch chan struct{}
+	n  int
+}
+
+// watch returns a channel closed at runID's next wake, and the func that
+// ends this watch (call it once, when done with the channel).
+func (n *notifier) watch(runID string) (<-chan struct{}, func()) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	ch, ok := n.chans[runID]
+	w, ok := n.chans[runID]
 	if !ok {
-		ch = make(chan struct{})
-		n.chans[runID] = ch
+		w = &watchers{ch: make(chan struct{})}
+		n.chans[runID] = w
 	}
-	return ch
+	w.n++
+	var once sync.Once
+	return w.ch, func() {
+		once.Do(func() {
+			n.mu.Lock()
+			defer n.mu.Unlock()
+			w.n--
+			if w.n == 0 && n.chans[runID] == w {
+				delete(n.chans, runID)
+			}
+		})
+	}
 }
 
 func (n *notifier) wake(runID string) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if ch, ok := n.chans[runID]; ok {
-		close(ch)
+	if w, ok := n.chans[runID]; ok {
+		close(w.ch)
 		delete(n.chans, runID)
 	}
 }
@@ -246,10 +267,17 @@ func (n *notifier) wake(runID string) {
 func (n *notifier) wakeAll() {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	for id, ch := range n.chans {
-		close(ch)
+	for id, w := range n.chans {
+		close(w.ch)
 		delete(n.chans, id)
 	}
+}
+
+// watched is the number of runs with watchers (tests).
+func (n *notifier) watched() int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return len(n.chans)
 }
 
 // NotifyRun wakes the watchers of runID as a commit of this process would:
@@ -270,10 +298,11 @@ func (r *Runtime) NotifyRun(runID string) {
 // process, or after the poll interval (another process may be writing),
 // and a func that must be called to release it.
 func (r *Runtime) WatchRun(runID string) (<-chan struct{}, func()) {
-	src := r.notify.watch(runID)
+	src, unwatch := r.notify.watch(runID)
 	out := make(chan struct{})
 	done := make(chan struct{})
 	go func() {
+		defer unwatch()
 		t := time.NewTimer(r.cfg.WatchPoll)
 		defer t.Stop()
 		select {

@@ -1,0 +1,59 @@
+package runtime
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestNotifierForgetsUnwatchedRuns: a run's entry lives while someone
+// watches it; watches that end without a wake (a stream's last pass, a
+// wait that returned) leave nothing behind.
+func TestNotifierForgetsUnwatchedRuns(t *testing.T) {
+	t.Parallel()
+	n := notifier{chans: map[string]*watchers{}}
+	a, doneA := n.watch("r1")
+	b, doneB := n.watch("r1")
+	_, doneC := n.watch("r2")
+	require.Equal(t, 2, n.watched())
+	doneA()
+	doneA() // idempotent
+	require.Equal(t, 2, n.watched(), "r1 still has a watcher")
+	doneB()
+	doneC()
+	require.Zero(t, n.watched())
+
+	// A wake closes the channel every watcher holds and drops the entry;
+	// ending those watches afterwards touches nothing new.
+	a, doneA = n.watch("r1")
+	b, doneB = n.watch("r1")
+	n.wake("r1")
+	<-a
+	<-b
+	c, doneC := n.watch("r1") // a new watch of the next commit
+	doneA()
+	doneB()
+	require.Equal(t, 1, n.watched())
+	select {
+	case <-c:
+		t.Fatal("the new watch was woken by an old one's end")
+	default:
+	}
+	doneC()
+	require.Zero(t, n.watched())
+}
+
+// TestWatchRunLeavesNothingBehind: every WatchRun, released or left to
+// time out, ends its watch.
+func TestWatchRunLeavesNothingBehind(t *testing.T) {
+	t.Parallel()
+	r := &Runtime{cfg: Config{WatchPoll: 10 * time.Millisecond}, notify: notifier{chans: map[string]*watchers{}}}
+	for i := range 100 {
+		_, release := r.WatchRun(string(rune('a' + i%26)))
+		if i%2 == 0 {
+			release()
+		}
+	}
+	require.Eventually(t, func() bool { return r.notify.watched() == 0 }, 5*time.Second, 5*time.Millisecond)
+}
