@@ -222,10 +222,17 @@ func (e *eventStream) stream(w http.ResponseWriter, rc *http.ResponseController)
 			return err
 		}
 		if run.Status != hxruntime.StatusRunning {
+			settled := e.lastType == hxruntime.EventRunResult || e.lastType == hxruntime.EventGap
 			if stoppedAt.IsZero() {
 				stoppedAt = time.Now()
+				if !settled && lag == 0 {
+					// The drain went past the run_result that goes with
+					// the status read: a resume committed in between, so
+					// the status is stale. Read it again.
+					release()
+					continue
+				}
 			}
-			settled := e.lastType == hxruntime.EventRunResult || e.lastType == hxruntime.EventGap
 			if settled || time.Since(stoppedAt) >= lag {
 				release()
 				return nil

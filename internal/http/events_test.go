@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -332,4 +333,40 @@ func TestEventStreamIsTheDefault(t *testing.T) {
 			require.Len(t, readAllFrames(t, body), 1)
 		})
 	}
+}
+
+// TestEventStreamResumeRace: the run is resumed between the stream's
+// status read (awaiting_input) and its drain, which then returns the
+// run_result of that stop and the resumed run's first events. The stream
+// goes on with the running run instead of ending without a run_result.
+func TestEventStreamResumeRace(t *testing.T) {
+	t.Parallel()
+	tb := setup(t)
+	run := newFakeRun(tb.svc, hxruntime.StatusRunning)
+	run.commit(hxruntime.StatusRunning, hxruntime.EventTextDelta)
+	run.commit(hxruntime.StatusAwaitingInput, hxruntime.EventRunResult)
+	get := tb.svc.GetRunFunc
+	var calls atomic.Int32
+	tb.svc.GetRunFunc = func(ctx context.Context, id string) (*hxruntime.RunResult, error) {
+		res, err := get(ctx, id)
+		if calls.Add(1) == 2 { // the stream loop's first status read
+			run.commit(hxruntime.StatusRunning, hxruntime.EventToolCallStart)
+		}
+		return res, err
+	}
+
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	br := openStream(t, tb, ctx)
+	for _, want := range []string{"text_delta", "run_result", "tool_call_start"} {
+		f, err := readFrame(br)
+		require.NoError(t, err)
+		require.Equal(t, want, f.event)
+	}
+	run.commit(hxruntime.StatusCompleted, hxruntime.EventRunResult)
+	f, err := readFrame(br)
+	require.NoError(t, err, "the stream of the resumed run stays open")
+	require.Equal(t, "run_result", f.event)
+	_, err = readFrame(br)
+	require.ErrorIs(t, err, io.EOF)
 }
