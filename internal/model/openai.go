@@ -399,15 +399,17 @@ func reasoningContent(msg openai.ChatCompletionMessage) string {
 
 // parseArguments turns a tool call's arguments string into a tool input: a
 // JSON object is kept (compacted), empty or null becomes {}, anything else
-// (an object nested deeper than journal.MaxInputDepth or holding bytes that
-// are not UTF-8 included) is wrapped as {"_raw": "<text>"}, where invalid
-// bytes become U+FFFD.
+// (an object nested deeper than journal.MaxInputDepth, holding bytes that
+// are not UTF-8, or without a canonical form: a repeated key, a number
+// beyond float range, a lone surrogate) is wrapped as {"_raw": "<text>"},
+// where invalid bytes become U+FFFD. The journal exports what it holds as
+// canonical JSON.
 func parseArguments(args string) json.RawMessage {
 	trimmed := bytes.TrimSpace([]byte(args))
 	if len(trimmed) == 0 || string(trimmed) == "null" {
 		return json.RawMessage(`{}`)
 	}
-	if trimmed[0] == '{' && utf8.Valid(trimmed) && !journal.Deeper(trimmed, journal.MaxInputDepth) && json.Valid(trimmed) {
+	if trimmed[0] == '{' && utf8.Valid(trimmed) && !journal.Deeper(trimmed, journal.MaxInputDepth) && json.Valid(trimmed) && canonical(trimmed) {
 		return json.RawMessage(compactJSON(trimmed))
 	}
 	raw, err := json.Marshal(map[string]string{"_raw": args})
@@ -415,6 +417,12 @@ func parseArguments(args string) json.RawMessage {
 		return json.RawMessage(`{}`)
 	}
 	return raw
+}
+
+// canonical reports whether src has a canonical JSON form.
+func canonical(src []byte) bool {
+	_, err := journal.AppendCanonical(nil, src)
+	return err == nil
 }
 
 // stopReason maps a Chat Completions finish_reason to a canonical stop reason.

@@ -112,13 +112,16 @@ func (t *webhookTool) Call(ctx context.Context, inv Invocation) (Outcome, error)
 }
 
 // parseReply turns a 2xx body into an outcome: an object with "content" is
-// the result, anything else (JSON nested deeper than journal.MaxInputDepth
-// or holding bytes that are not UTF-8 included) is text content, where
-// invalid bytes become U+FFFD. Stored JSON is always UTF-8: PostgreSQL
-// refuses anything else, which would fail the run's commit.
+// the result, anything else (JSON nested deeper than journal.MaxInputDepth,
+// holding bytes that are not UTF-8, or content without a canonical form: a
+// repeated key, a number beyond float range, a lone surrogate) is text
+// content, where invalid bytes become U+FFFD. Stored JSON is always UTF-8
+// (PostgreSQL refuses anything else, which would fail the run's commit)
+// and has a canonical form (the journal is exported as canonical JSON).
 func parseReply(callID string, body []byte) Outcome {
 	var r webhookReply
-	if !utf8.Valid(body) || journal.Deeper(body, journal.MaxInputDepth) || json.Unmarshal(body, &r) != nil || len(r.Content) == 0 || !isObject(body) {
+	if !utf8.Valid(body) || journal.Deeper(body, journal.MaxInputDepth) || json.Unmarshal(body, &r) != nil || len(r.Content) == 0 || !isObject(body) ||
+		!canonical(r.Content) {
 		return Outcome{Result: textResult(callID, string(body))}
 	}
 	out := Outcome{Result: model.ToolResult{ToolCallID: callID, Content: r.Content, IsError: r.IsError}}
@@ -134,6 +137,12 @@ func parseReply(callID string, body []byte) Outcome {
 		out.Artifacts = append(out.Artifacts, Artifact{MediaType: mt, Data: data})
 	}
 	return out
+}
+
+// canonical reports whether src has a canonical JSON form.
+func canonical(src []byte) bool {
+	_, err := journal.AppendCanonical(nil, src)
+	return err == nil
 }
 
 // isObject reports whether body is a JSON object.
