@@ -11,6 +11,7 @@ import (
 	"reflect"
 	"strings"
 
+	yamlv3 "go.yaml.in/yaml/v3"
 	"sigs.k8s.io/yaml"
 )
 
@@ -96,16 +97,32 @@ func loadFile(path string) (*Definition, error) {
 	return Load(f, path)
 }
 
-// decode converts YAML to JSON and decodes it strictly.
+// decode converts YAML to JSON and decodes it strictly: one document, no
+// key twice in a mapping, every key exactly one of the format's (checkShape)
+// and every value of its kind.
 func decode(data []byte) (*Definition, error) {
-	js, err := yaml.YAMLToJSON(data)
+	js, err := yaml.YAMLToJSONStrict(data)
 	if err != nil {
 		msg := strings.TrimPrefix(err.Error(), "error converting YAML to JSON: ")
 		msg = strings.TrimPrefix(msg, "yaml: ")
+		msg = strings.TrimPrefix(msg, "unmarshal errors:\n")
+		msg = strings.Join(strings.Fields(msg), " ") // one line per problem
 		return nil, &FieldError{Problem: "invalid YAML: " + msg, Cause: err}
 	}
 	if bytes.Equal(bytes.TrimSpace(js), []byte("null")) {
 		return nil, &FieldError{Problem: "empty agent file"}
+	}
+	if moreThanOneDocument(data) {
+		return nil, &FieldError{Problem: "more than one YAML document (one agent per file)"}
+	}
+	var shape any
+	sdec := json.NewDecoder(bytes.NewReader(js))
+	sdec.UseNumber()
+	if err := sdec.Decode(&shape); err != nil {
+		return nil, describeDecodeError(err)
+	}
+	if ferr := checkShape(shape, reflect.TypeFor[Definition](), ""); ferr != nil {
+		return nil, ferr
 	}
 	dec := json.NewDecoder(bytes.NewReader(js))
 	dec.DisallowUnknownFields()
@@ -114,6 +131,28 @@ func decode(data []byte) (*Definition, error) {
 		return nil, describeDecodeError(err)
 	}
 	return &d, nil
+}
+
+// moreThanOneDocument reports whether data holds a second YAML document
+// that is not empty (a trailing "---" is allowed).
+func moreThanOneDocument(data []byte) bool {
+	dec := yamlv3.NewDecoder(bytes.NewReader(data))
+	var first, second yamlv3.Node
+	if dec.Decode(&first) != nil {
+		return false
+	}
+	if err := dec.Decode(&second); err != nil {
+		return !errors.Is(err, io.EOF)
+	}
+	return !emptyDocument(&second)
+}
+
+// emptyDocument reports a document holding nothing or null.
+func emptyDocument(n *yamlv3.Node) bool {
+	if n.Kind == yamlv3.DocumentNode && len(n.Content) == 1 {
+		n = n.Content[0]
+	}
+	return n.Kind == 0 || (n.Kind == yamlv3.ScalarNode && n.Tag == "!!null")
 }
 
 // describeDecodeError turns a JSON decoding error into a *FieldError

@@ -124,9 +124,18 @@ func TestLoadBad(t *testing.T) {
 		file string
 		want []string // each a full problem line after "agents/bad.yaml: "
 	}{
-		{name: "unknown field", file: minimal + "max_iteration: 3\n", want: []string{`unknown field "max_iteration"`}},
+		{name: "unknown field", file: minimal + "max_iteration: 3\n", want: []string{`max_iteration: unknown field`}},
 		{name: "unknown tool field", file: strings.Replace(minimal, "- name: echo", "- name: echo\n    replay: safe", 1),
-			want: []string{`unknown field "replay"`}},
+			want: []string{`tools[0].replay: unknown field`}},
+		// encoding/json matches keys case-insensitively: checked exactly.
+		{name: "key in another case", file: strings.Replace(minimal, "name: a", "NAME: a", 1), want: []string{`NAME: unknown field`}},
+		{name: "near-miss key", file: minimal + "System_Prompt: hi\n", want: []string{`System_Prompt: unknown field`}},
+		{name: "nested key in another case", file: strings.Replace(minimal, "provider: scripted", "Provider: scripted", 1),
+			want: []string{`model.Provider: unknown field`}},
+		{name: "key twice", file: minimal + "name: b\n", want: []string{`invalid YAML: line 11: key "name" already set in map`}},
+		{name: "second document", file: minimal + "---\nname: other\nbogus: 1\n", want: []string{"more than one YAML document (one agent per file)"}},
+		{name: "wrong kind in the second tool", file: strings.Replace(minimal, "  - name: echo\n", "  - name: echo\n  - name: sleep\n    timeout_seconds: 'x'\n", 1),
+			want: []string{"tools[1].timeout_seconds: got string, want number"}},
 		{name: "bad provider", file: strings.Replace(minimal, "provider: scripted", "provider: openia", 1),
 			want: []string{`model: unknown provider "openia" (want openai, anthropic or scripted)`, "model.script: only used by the scripted provider"}},
 		{name: "missing version", file: strings.Replace(minimal, "version: v1", "", 1), want: []string{"version: required"}},
