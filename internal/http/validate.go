@@ -159,7 +159,7 @@ func jsonProblem(data []byte) string {
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return "request body holds more than one JSON value"
 	}
-	_, err := journal.AppendCanonical(nil, first)
+	err := journal.CheckCanonical(first)
 	switch {
 	case err == nil:
 		return ""

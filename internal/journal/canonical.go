@@ -303,6 +303,15 @@ func (d *Doc) Strings(fn func(s []byte, key, esc bool) bool) bool {
 	return true
 }
 
+// CheckCanonical returns the error AppendCanonical would return for src
+// (nil when src has a canonical form), without writing anything: for JSON
+// from outside that the journal will hold and export.
+func CheckCanonical(src []byte) error {
+	p := getParser(src, false)
+	defer putParser(p)
+	return p.parse()
+}
+
 // AppendCanonicalString appends s as a canonical JSON string literal (see
 // AppendCanonical): quoted, with only '"', '\\' and control characters
 // escaped. It fails with ErrInvalidJSON, appending nothing, when s is not

@@ -443,3 +443,18 @@ func BenchmarkEqual(b *testing.B) {
 		}
 	}
 }
+
+// TestCheckCanonical: CheckCanonical refuses what AppendCanonical refuses,
+// with the same error.
+func TestCheckCanonical(t *testing.T) {
+	t.Parallel()
+	for _, src := range []string{
+		`{"a":1}`, `[1.0,-0,"\u00e9"]`, `{"a":1,"a":2}`, `1e999`, `"\ud800"`, `{`, "\"\xff\"", `NaN`,
+	} {
+		_, want := AppendCanonical(nil, []byte(src))
+		got := CheckCanonical([]byte(src))
+		if (want == nil) != (got == nil) || (want != nil && want.Error() != got.Error()) {
+			t.Errorf("%s: CheckCanonical = %v, AppendCanonical = %v", src, got, want)
+		}
+	}
+}

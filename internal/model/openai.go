@@ -409,7 +409,7 @@ func parseArguments(args string) json.RawMessage {
 	if len(trimmed) == 0 || string(trimmed) == "null" {
 		return json.RawMessage(`{}`)
 	}
-	if trimmed[0] == '{' && utf8.Valid(trimmed) && !journal.Deeper(trimmed, journal.MaxInputDepth) && json.Valid(trimmed) && canonical(trimmed) {
+	if trimmed[0] == '{' && utf8.Valid(trimmed) && !journal.Deeper(trimmed, journal.MaxInputDepth) && json.Valid(trimmed) && journal.CheckCanonical(trimmed) == nil {
 		return json.RawMessage(compactJSON(trimmed))
 	}
 	raw, err := json.Marshal(map[string]string{"_raw": args})
@@ -417,12 +417,6 @@ func parseArguments(args string) json.RawMessage {
 		return json.RawMessage(`{}`)
 	}
 	return raw
-}
-
-// canonical reports whether src has a canonical JSON form.
-func canonical(src []byte) bool {
-	_, err := journal.AppendCanonical(nil, src)
-	return err == nil
 }
 
 // stopReason maps a Chat Completions finish_reason to a canonical stop reason.

@@ -121,7 +121,7 @@ func (t *webhookTool) Call(ctx context.Context, inv Invocation) (Outcome, error)
 func parseReply(callID string, body []byte) Outcome {
 	var r webhookReply
 	if !utf8.Valid(body) || journal.Deeper(body, journal.MaxInputDepth) || json.Unmarshal(body, &r) != nil || len(r.Content) == 0 || !isObject(body) ||
-		!canonical(r.Content) {
+		journal.CheckCanonical(r.Content) != nil {
 		return Outcome{Result: textResult(callID, string(body))}
 	}
 	out := Outcome{Result: model.ToolResult{ToolCallID: callID, Content: r.Content, IsError: r.IsError}}
@@ -137,12 +137,6 @@ func parseReply(callID string, body []byte) Outcome {
 		out.Artifacts = append(out.Artifacts, Artifact{MediaType: mt, Data: data})
 	}
 	return out
-}
-
-// canonical reports whether src has a canonical JSON form.
-func canonical(src []byte) bool {
-	_, err := journal.AppendCanonical(nil, src)
-	return err == nil
 }
 
 // isObject reports whether body is a JSON object.
