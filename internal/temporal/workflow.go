@@ -366,6 +366,19 @@ func (w *sessionWorkflow) capTimeout(ctx workflow.Context, d *drive, t time.Dura
 	return min(t, left), true
 }
 
+// untilDeadline bounds opts, a model or tool call's, by the session
+// deadline as a whole, retries included (ScheduleToCloseTimeout): a
+// per-attempt cap alone lets Temporal start attempts after the deadline.
+// Replay matches activities by id and type only, so this needs no patch.
+func (w *sessionWorkflow) untilDeadline(ctx workflow.Context, d *drive, opts workflow.ActivityOptions) workflow.ActivityOptions {
+	if !d.deadline.IsZero() {
+		if left := d.deadline.Sub(workflow.Now(ctx)); left > 0 {
+			opts.ScheduleToCloseTimeout = left
+		}
+	}
+	return opts
+}
+
 func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
 
 // modelStep makes one model call in an activity (retried by Temporal per
@@ -404,7 +417,7 @@ func (w *sessionWorkflow) modelStep(ctx workflow.Context, d *drive, st *runtime.
 		retry = *w.def.Retry
 	}
 	attempts := max(1, retry.Attempts-(base-1))
-	opts := callOptions(timeout, retry.BackoffSeconds, retry.MaxBackoffSeconds, attempts)
+	opts := w.untilDeadline(ctx, d, callOptions(timeout, retry.BackoffSeconds, retry.MaxBackoffSeconds, attempts))
 	req := runtime.BuildModelRequest(w.def, w.specs, st)
 	in := ModelInput{
 		Agent: w.s.Agent, ConfigHash: w.hash, SessionID: st.SessionID, RunID: st.RunID,
@@ -740,7 +753,7 @@ func (w *sessionWorkflow) startToolActivity(ctx workflow.Context, d *drive, st *
 	if e.Policy != tool.PolicyManual {
 		attempts = max(1, retry.Attempts-(e.Attempt-1))
 	}
-	opts := callOptions(timeout, retry.BackoffSeconds, retry.MaxBackoffSeconds, attempts)
+	opts := w.untilDeadline(ctx, d, callOptions(timeout, retry.BackoffSeconds, retry.MaxBackoffSeconds, attempts))
 	in := ToolInput{
 		Agent: w.s.Agent, ConfigHash: w.hash, SessionID: st.SessionID, RunID: st.RunID,
 		Step: st.Iterations, Entry: *e, Events: w.takeEvents(), Owner: w.s.Owner,

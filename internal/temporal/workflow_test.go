@@ -13,6 +13,7 @@ import (
 
 	"github.com/stretchr/testify/mock"
 	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
 	"hxd/internal/agent"
@@ -662,5 +663,31 @@ func TestConcurrentToolsRunInParallel(t *testing.T) {
 	}
 	if want := []string{`a="met"`, `b="met"`, `c="met"`}; !slices.Equal(got, want) {
 		t.Fatalf("tool results = %v, want %v (calls that ran alone did not run in parallel)", got, want)
+	}
+}
+
+// TestSessionDeadlineStopsRetries: a tool whose attempts keep failing is
+// not started again once the session deadline has passed (the deadline
+// bounds the activity with its retries, not only each attempt).
+func TestSessionDeadlineStopsRetries(t *testing.T) {
+	tl := echoTool(tool.PolicySafe, tool.PermissionAllow)
+	tl.Retry = &tool.Retry{Attempts: 20, BackoffSeconds: 0.1, MaxBackoffSeconds: 0.1}
+	def := scriptedAgent("deadline-retries", []agent.ToolDef{tl},
+		model.ScriptStep{ToolCalls: []model.ToolCall{toolCall("c1", "echo", `{"text":"hi"}`)}},
+		model.ScriptStep{Text: "too late"},
+	)
+	def.MaxSessionDurationSeconds = 30
+	h := newHarness(t, def, harnessOpts{})
+	var attempts atomic.Int32
+	h.env.OnActivity(ActivityTool, mock.Anything, mock.Anything).After(5 * time.Second).Return(func(ctx context.Context, in ToolInput) (*ToolOutput, error) {
+		attempts.Add(1)
+		return nil, temporal.NewApplicationError("busy", "TransientToolError")
+	})
+	h.submit(time.Second, "req-1", "run-1", "go")
+	h.run(2 * time.Hour)
+	assertStatus(t, h.getRun("run-1"), runtime.StatusCancelled)
+	// 5 s an attempt: at most 7 start within the 30 s (the tool allows 20).
+	if n := attempts.Load(); n < 2 || n > 7 {
+		t.Fatalf("%d tool attempts, want retries within the 30s deadline only", n)
 	}
 }
