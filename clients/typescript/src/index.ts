@@ -143,6 +143,8 @@ async function* sseFrames(body: ReadableStream<Uint8Array>): AsyncGenerator<SseF
       }
     }
   } finally {
+    // Also when the consumer stops early: cancelling closes the connection.
+    await reader.cancel().catch(() => {});
     reader.releaseLock();
   }
 }
@@ -153,7 +155,9 @@ async function* sseFrames(body: ReadableStream<Uint8Array>): AsyncGenerator<SseF
  * `Last-Event-ID` (the last cursor seen), so no event is repeated or lost.
  * The iteration ends when the server closes the stream after `run_result`
  * (a run that is no longer running); a stream that closes without a
- * `run_result` is reconnected, up to `maxReconnects` times in a row.
+ * `run_result`, or breaks, is reconnected, up to `maxReconnects` times in a
+ * row (a run paused or awaiting input that is resumed has a `run_result`
+ * before its later events). Breaking out of the loop closes the connection.
  */
 export async function* streamRunEvents(
   target: HxdClient | string,
@@ -166,7 +170,7 @@ export async function* streamRunEvents(
   const delay = opts.reconnectDelayMs ?? 500;
   let lastId = opts.lastEventId;
   let failures = 0;
-  let sawResult = false;
+  let lastWasResult = false;
   for (;;) {
     const headers: Record<string, string> = { ...info.headers, accept: "text/event-stream" };
     if (lastId !== undefined) headers["last-event-id"] = lastId;
@@ -180,20 +184,21 @@ export async function* streamRunEvents(
     }
     if (!res.ok || !res.body) throw await errorFrom(res);
     let progressed = false;
+    let dropped = false;
     try {
       for await (const frame of sseFrames(res.body)) {
         const ev = JSON.parse(frame.data) as RunEvent;
         lastId = frame.id ?? ev.cursor;
         progressed = true;
-        if (ev.type === "run_result") sawResult = true;
+        lastWasResult = ev.type === "run_result";
         yield ev;
       }
     } catch (err) {
       if (opts.signal?.aborted) throw err;
       if (err instanceof SyntaxError) throw err;
-      // a dropped connection: fall through and resume
+      dropped = true; // a dropped connection: resume after the last cursor
     }
-    if (sawResult) return;
+    if (!dropped && lastWasResult) return;
     failures = progressed ? 0 : failures + 1;
     if (failures > maxReconnects) {
       throw new HxdError(0, undefined, `event stream of run ${runId} closed without run_result`);

@@ -130,6 +130,62 @@ describe("hxd TypeScript client against a real hxd", () => {
     assert.deepEqual(got.map((e) => e.cursor), all.map((e) => e.cursor));
   });
 
+  test("a stream dropped after an earlier run_result is resumed", async () => {
+    // A run that stopped (awaiting input), then was resumed: its first
+    // run_result is not its last event. The first connection breaks after
+    // the second frame; the second one finishes the run.
+    const frame = (cursor: number, type: string) =>
+      `id: ${cursor}\nevent: ${type}\ndata: ${JSON.stringify({ cursor: String(cursor), type, event_id: `e${cursor}` })}\n\n`;
+    const seen: (string | null)[] = [];
+    const fake = async (req: Request): Promise<Response> => {
+      seen.push(req.headers.get("last-event-id"));
+      const enc = new TextEncoder();
+      const body =
+        seen.length === 1
+          ? new ReadableStream<Uint8Array>({
+              start(ctl) {
+                ctl.enqueue(enc.encode(frame(1, "run_result") + frame(2, "tool_call_start")));
+              },
+              pull(ctl) {
+                ctl.error(new TypeError("connection reset (simulated)"));
+              },
+            })
+          : new ReadableStream<Uint8Array>({
+              start(ctl) {
+                ctl.enqueue(enc.encode(frame(3, "run_result")));
+                ctl.close();
+              },
+            });
+      return new Response(body, { status: 200, headers: { "content-type": "text/event-stream" } });
+    };
+    const fakeClient = createClient({ baseUrl: "http://127.0.0.1:9", fetch: fake });
+    const got = await collect(streamRunEvents(fakeClient, "r1", { reconnectDelayMs: 1 }));
+    assert.deepEqual(got.map((e) => e.cursor), ["1", "2", "3"]);
+    assert.deepEqual(seen, [null, "2"]);
+  });
+
+  test("breaking out of the stream closes the connection", async () => {
+    let cancelled = false;
+    const fake = async (): Promise<Response> => {
+      const enc = new TextEncoder();
+      const body = new ReadableStream<Uint8Array>({
+        start(ctl) {
+          ctl.enqueue(enc.encode(`id: 1\nevent: text_delta\ndata: {"cursor":"1","type":"text_delta"}\n\n`));
+        },
+        cancel() {
+          cancelled = true;
+        },
+      });
+      return new Response(body, { status: 200, headers: { "content-type": "text/event-stream" } });
+    };
+    const fakeClient = createClient({ baseUrl: "http://127.0.0.1:9", fetch: fake });
+    for await (const ev of streamRunEvents(fakeClient, "r1")) {
+      assert.equal(ev.cursor, "1");
+      break;
+    }
+    assert.equal(cancelled, true, "the response body was cancelled");
+  });
+
   test("exports with payloads and the bundle verifies valid and complete", async () => {
     const blob = await downloadExport(client, run.run_id, { include_payloads: true });
     assert.ok(blob.size > 0);
