@@ -812,7 +812,7 @@ export interface components {
         };
         /** @description A per-run event cursor (decimal). */
         EventCursor: string;
-        /** @description A public event. `data` depends on `type`: a string for text_delta, text_complete, thinking_delta, turn_complete, error; a ToolCall for tool_call_start/tool_call_complete; a ToolResult for tool_result; a RunResult for run_result; an object otherwise. */
+        /** @description A public event. `data` depends on `type`: a string for text_delta, text_complete, thinking_delta, turn_complete, error; a ToolCall for tool_call_start/tool_call_complete; a ToolResult for tool_result; for run_result, the fields of a RunResult without created_at and updated_at (the reference's result as it stood at that event); an object otherwise. */
         RunEvent: {
             /**
              * @description text_delta, text_complete, thinking_delta, tool_call_start, tool_call_complete, tool_result, turn_complete, error, approval_required, recovery_required, attempt_reset, todos_updated, waiting, run_result, gap (new types may be added).
