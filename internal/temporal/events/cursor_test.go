@@ -168,12 +168,19 @@ func TestDisplayAddr(t *testing.T) {
 		{"redis://user:s3cret@cache:6379/0", "redis://user:xxxxx@cache:6379/0"},
 		{"rediss://:s3cret@cache:6380", "rediss://:xxxxx@cache:6380"},
 		{"redis://:s3cret@cache:6379/%zz", "(unparsable URL)"},
+		// Passwords with an unescaped '?', '/' or '#' move into the query,
+		// path or fragment, out of what Redacted masks.
+		{"redis://default:123?s3cret@host:6379", "(unparsable URL)"},
+		{"redis://default:/s3cret@host:6379", "(unparsable URL)"},
+		{"redis://default:1234#s3cret@host:6379", "(unparsable URL)"},
 	} {
 		if got := DisplayAddr(tc.in); got != tc.want {
 			t.Errorf("DisplayAddr(%q) = %q, want %q", tc.in, got, tc.want)
 		}
 	}
-	if _, err := Open("redis://:s3cret@cache:6379/%zz", Config{}); err == nil || strings.Contains(err.Error(), "s3cret") {
-		t.Fatalf("Open with a bad URL: %v (must fail without the password)", err)
+	for _, bad := range []string{"redis://:s3cret@cache:6379/%zz", "redis://default:123?s3cret@host:6379", "redis://default:/s3cret@host:6379"} {
+		if _, err := Open(bad, Config{}); err == nil || strings.Contains(err.Error(), "s3cret") {
+			t.Fatalf("Open(%q): %v (must fail without the password)", bad, err)
+		}
 	}
 }

@@ -450,7 +450,10 @@ func DisplayAddr(addr string) string {
 		return addr
 	}
 	u, err := url.Parse(addr)
-	if err != nil {
+	// An '@' the parse did not take as the end of user info belongs to a
+	// password with an unescaped '?', '/' or '#' (now read as the query,
+	// path or fragment): nothing of such a URL is shown.
+	if err != nil || (u.User == nil && strings.Contains(addr, "@")) {
 		return "(unparsable URL)"
 	}
 	return u.Redacted()
