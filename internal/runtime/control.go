@@ -25,6 +25,14 @@ func (r *Runtime) Cancel(ctx context.Context, sessionID string) (*RunResult, err
 	return r.control(ctx, sessionID, rtstore.ControlCancelled)
 }
 
+// controlWait bounds how long pause and cancel wait for the run to stop
+// (or for the session's lock); controlRetry is the pause between tries of
+// a busy lock.
+const (
+	controlWait  = 5 * time.Second
+	controlRetry = 100 * time.Millisecond
+)
+
 func (r *Runtime) control(ctx context.Context, sessionID, ctl string) (*RunResult, error) {
 	sess, err := r.ownedSession(ctx, sessionID)
 	if err != nil {
@@ -36,30 +44,48 @@ func (r *Runtime) control(ctx context.Context, sessionID, ctl string) (*RunResul
 	if sess.LastRunStatus.Finished() {
 		return r.GetRun(ctx, sess.LastRunID)
 	}
-	if err := r.store.SessionControlSet(ctx, sessionID, ctl); err != nil {
-		return nil, fmt.Errorf("set control: %w", err)
-	}
-	r.mu.Lock()
-	d := r.active[sessionID]
-	r.mu.Unlock()
-	if d != nil {
-		if ctl == rtstore.ControlCancelled {
-			d.cancel(errCancelRequested)
+	// Until the run stops here or its owner is found: the session's lock
+	// may be held by a driver (of this process, or of another that polls
+	// the flag), or only for a moment by an approval or a resume, which
+	// drives nothing and may clear the flag; so the flag is written again
+	// at every try, and a resume that started meanwhile is found as this
+	// process's driver.
+	wait := time.NewTimer(controlWait)
+	defer wait.Stop()
+	var lease rtstore.Lease
+	for {
+		if err := r.store.SessionControlSet(ctx, sessionID, ctl); err != nil {
+			return nil, fmt.Errorf("set control: %w", err)
+		}
+		r.mu.Lock()
+		d := r.active[sessionID]
+		r.mu.Unlock()
+		if d != nil {
+			if ctl == rtstore.ControlCancelled {
+				d.cancel(errCancelRequested)
+			}
+			select {
+			case <-d.done:
+			case <-wait.C:
+			case <-ctx.Done():
+			}
+			return r.GetRun(ctx, sess.LastRunID)
+		}
+		// Nobody here drives it: settle it directly if nobody else does.
+		lease, err = r.store.SessionLock(ctx, sessionID)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, ErrSessionBusy) {
+			return nil, fmt.Errorf("lock session: %w", err)
 		}
 		select {
-		case <-d.done:
-		case <-time.After(5 * time.Second):
+		case <-wait.C:
+			return r.GetRun(ctx, sess.LastRunID) // its owner sees the flag
 		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(controlRetry):
 		}
-		return r.GetRun(ctx, sess.LastRunID)
-	}
-	// Nobody here drives it: settle it directly if nobody else does.
-	lease, err := r.store.SessionLock(ctx, sessionID)
-	if errors.Is(err, ErrSessionBusy) {
-		return r.GetRun(ctx, sess.LastRunID) // the owner sees the flag
-	}
-	if err != nil {
-		return nil, fmt.Errorf("lock session: %w", err)
 	}
 	defer func() { _ = lease.Release(context.WithoutCancel(ctx)) }()
 	st, err := r.loadState(ctx, sess.LastRunID)

@@ -767,3 +767,54 @@ func TestAbortOnACancelledRunAnswersOnce(t *testing.T) {
 	}
 	require.Equal(t, 1, answers, "the tool call is answered once")
 }
+
+// TestCancelWhileAnApprovalHoldsTheLock: a cancel that comes while an
+// approval holds the session's lock (driving nothing) is not dropped: it
+// waits for the lock and cancels the run (REFERENCE §4.5: with no local
+// task, the run is cancelled directly under the lease).
+func TestCancelWhileAnApprovalHoldsTheLock(t *testing.T) {
+	t.Parallel()
+	def := &agent.Definition{
+		Name: "asker", Version: "v1",
+		Model: model.Config{Provider: "scripted", Script: []model.ScriptStep{
+			{ToolCalls: []model.ToolCall{{ID: "a", Name: "count", Input: json.RawMessage(`{"n":1}`)}}}, {Text: "done"},
+		}},
+		Tools: []agent.ToolDef{{Config: tool.Config{Name: "count", Kind: "builtin", Builtin: "count", Permission: "ask"}}},
+	}
+	tb := setup(t, def)
+	ctx := context.Background()
+	sess, err := tb.rt.CreateSession(ctx, hxruntime.CreateSessionParams{Agent: def.Ref(), Recording: recording(true)})
+	require.NoError(t, err)
+	res := runToEnd(t, tb, sess.ID, "go")
+	require.Equal(t, hxruntime.StatusAwaitingInput, res.Status)
+
+	type result struct {
+		res *hxruntime.RunResult
+		err error
+	}
+	cancelled := make(chan result, 1)
+	var once sync.Once
+	tb.store.commitHook = func(cm *rtstore.Commit) {
+		for _, r := range cm.Records {
+			if r.Kind == journal.KindToolResolved {
+				// The approval holds the lock for this commit.
+				once.Do(func() {
+					go func() {
+						res, err := tb.rt.Cancel(ctx, sess.ID)
+						cancelled <- result{res, err}
+					}()
+					time.Sleep(100 * time.Millisecond) // the cancel finds the lock held
+				})
+			}
+		}
+	}
+	_, err = tb.rt.Approve(ctx, hxruntime.ApproveParams{SessionID: sess.ID, ExecutionKey: res.Pending[0].ExecutionKey, Allow: true})
+	require.NoError(t, err)
+	got := <-cancelled
+	require.NoError(t, got.err)
+	require.Equal(t, hxruntime.StatusCancelled, got.res.Status)
+	final, err := tb.rt.GetRun(ctx, res.RunID)
+	require.NoError(t, err)
+	require.Equal(t, hxruntime.StatusCancelled, final.Status)
+	require.Zero(t, tb.toolCalls("count"))
+}
