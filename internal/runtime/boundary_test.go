@@ -351,3 +351,54 @@ func TestManualDispatchCommitFailure(t *testing.T) {
 	require.Len(t, failed, 1)
 	require.JSONEq(t, `{"type":"RecordingError","message":"Required flight-recording commit failed","outcome":"unknown"}`, string(failed[0].Payload))
 }
+
+// TestPauseDuringTheLastModelCall: a pause that comes while the final model
+// call is in flight stops the run before it finishes (REFERENCE §4.1: the
+// control flag is read before each command; finish is one), and a resume
+// finishes it.
+func TestPauseDuringTheLastModelCall(t *testing.T) {
+	t.Parallel()
+	hit, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		once.Do(func() { close(hit) })
+		<-release
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"id":"c1","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"finish_reason":"stop","message":{"role":"assistant","content":"all done"}}],"usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2}}`))
+	}))
+	t.Cleanup(srv.Close)
+	t.Cleanup(func() {
+		select {
+		case <-release:
+		default:
+			close(release)
+		}
+	})
+	def := &agent.Definition{Name: "oai-pause", Version: "v1", Model: model.Config{Provider: "openai", Model: "m", BaseURL: srv.URL}}
+	tb := setup(t, def)
+	ctx := context.Background()
+	sess, err := tb.rt.CreateSession(ctx, hxruntime.CreateSessionParams{Agent: def.Ref(), Recording: recording(true)})
+	require.NoError(t, err)
+	run, _, err := tb.rt.SubmitRun(ctx, hxruntime.SubmitParams{SessionID: sess.ID, Message: jsonString("go")})
+	require.NoError(t, err)
+	<-hit
+	paused := make(chan *hxruntime.RunResult, 1)
+	go func() {
+		res, _ := tb.rt.Pause(ctx, sess.ID)
+		paused <- res
+	}()
+	require.Eventually(t, func() bool {
+		ctl, err := tb.store.SessionControlGet(ctx, sess.ID)
+		return err == nil && ctl == rtstore.ControlPaused
+	}, 5*time.Second, 5*time.Millisecond)
+	close(release)
+	res := <-paused
+	require.NotNil(t, res)
+	require.Equal(t, hxruntime.StatusPaused, res.Status)
+
+	_, err = tb.rt.Resume(ctx, sess.ID, hxruntime.ResumeParams{})
+	require.NoError(t, err)
+	res = waitRun(t, tb, run.RunID)
+	require.Equal(t, hxruntime.StatusCompleted, res.Status)
+	require.Equal(t, "all done", *res.Output)
+}

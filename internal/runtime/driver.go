@@ -171,7 +171,7 @@ func (d *driver) loop() {
 			}
 			return
 		}
-		if cmd == Command(PhaseModel) || cmd == Command(PhaseTools) {
+		if cmd == Command(PhaseModel) || cmd == Command(PhaseTools) || cmd == Command(PhaseFinish) {
 			if stop, err := d.checkControl(); err != nil || stop {
 				if err != nil {
 					log.ErrorContext(d.ctx, "run stopped at a boundary", "error", err)
@@ -418,14 +418,12 @@ func (d *driver) cmdModel() error {
 		if err := d.cmdPrepareTools(); err != nil {
 			return err
 		}
-	} else {
-		if err := d.advance(OutFinal); err != nil {
-			return err
-		}
-		d.cmdFinish()
+	} else if err := d.advance(OutFinal); err != nil {
+		return err
 	}
-	// Committed with the next boundary: before the next effect or when the
-	// loop ends.
+	// Committed with the next boundary: before the next effect, or with
+	// the finish, which the loop runs after reading the control flag (a
+	// pause that came during the call stops the run before it finishes).
 	return nil
 }
 
