@@ -315,13 +315,8 @@ func TestModelStartedCommitFailure(t *testing.T) {
 // is uncertain, tool.failed says "unknown", and the run awaits a decision.
 func TestManualDispatchCommitFailure(t *testing.T) {
 	t.Parallel()
-	def := &agent.Definition{
-		Name: "manual-count", Version: "v1",
-		Model: model.Config{Provider: "scripted", Script: []model.ScriptStep{
-			{ToolCalls: []model.ToolCall{{ID: "c", Name: "count", Input: json.RawMessage(`{}`)}}}, {Text: "done"},
-		}},
-		Tools: []agent.ToolDef{{Config: tool.Config{Name: "count", Kind: "builtin", Builtin: "count", ReplayPolicy: "manual"}}},
-	}
+	def := oneCallAgent("manual-count", model.ToolCall{ID: "c", Name: "count", Input: json.RawMessage(`{}`)},
+		tool.Config{Name: "count", Kind: "builtin", Builtin: "count", ReplayPolicy: "manual"})
 	tb := setup(t, def)
 	var tripped atomic.Bool
 	tb.store.Store = &faultStore{Store: tb.store.Store, decide: func(c *rtstore.Commit) (bool, bool) {
@@ -342,12 +337,7 @@ func TestManualDispatchCommitFailure(t *testing.T) {
 	require.Len(t, res.Pending, 1)
 	require.Equal(t, hxruntime.ToolUncertain, res.Pending[0].Status)
 	require.Zero(t, tb.toolCalls("count"), "the handler never ran")
-	var failed []journal.Record
-	for _, r := range journalOf(t, tb, res.RunID) {
-		if r.Kind == journal.KindToolFailed {
-			failed = append(failed, r)
-		}
-	}
+	failed := ofKind(journalOf(t, tb, res.RunID), journal.KindToolFailed)
 	require.Len(t, failed, 1)
 	require.JSONEq(t, `{"type":"RecordingError","message":"Required flight-recording commit failed","outcome":"unknown"}`, string(failed[0].Payload))
 }

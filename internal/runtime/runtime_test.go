@@ -173,6 +173,30 @@ func eventsOf(t *testing.T, tb *testBundle, runID string) []hxruntime.RunEvent {
 	return evs
 }
 
+// ofKind returns the records of one kind, in order.
+func ofKind(recs []journal.Record, kind journal.Kind) []journal.Record {
+	var out []journal.Record
+	for _, r := range recs {
+		if r.Kind == kind {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// oneCallAgent is an agent whose model makes one tool call, then answers
+// "done".
+func oneCallAgent(name string, call model.ToolCall, tools ...tool.Config) *agent.Definition {
+	def := &agent.Definition{
+		Name: name, Version: "v1",
+		Model: model.Config{Provider: "scripted", Script: []model.ScriptStep{{ToolCalls: []model.ToolCall{call}}, {Text: "done"}}},
+	}
+	for _, c := range tools {
+		def.Tools = append(def.Tools, agent.ToolDef{Config: c})
+	}
+	return def
+}
+
 // boundary is a record kind with its step and attempt ids.
 type boundary struct{ kind, step, attempt string }
 
@@ -589,14 +613,8 @@ func TestToolArtifactsAreReferenced(t *testing.T) {
 func TestManualTimeoutIsUncertain(t *testing.T) {
 	t.Parallel()
 	def := func(name, policy string) *agent.Definition {
-		return &agent.Definition{
-			Name: name, Version: "v1",
-			Model: model.Config{Provider: "scripted", Script: []model.ScriptStep{
-				{ToolCalls: []model.ToolCall{{ID: "b", Name: "block"}}}, {Text: "done"},
-			}},
-			Tools: []agent.ToolDef{{Config: tool.Config{Name: "block", Kind: "builtin", Builtin: "block", ReplayPolicy: policy,
-				TimeoutSeconds: 0.05, Retry: &tool.Retry{Attempts: 2}}}},
-		}
+		return oneCallAgent(name, model.ToolCall{ID: "b", Name: "block"}, tool.Config{Name: "block", Kind: "builtin", Builtin: "block",
+			ReplayPolicy: policy, TimeoutSeconds: 0.05, Retry: &tool.Retry{Attempts: 2}})
 	}
 	manual, safe := def("manual-timeout", "manual"), def("safe-timeout", "safe")
 	tb := setup(t, manual, safe)
@@ -609,17 +627,12 @@ func TestManualTimeoutIsUncertain(t *testing.T) {
 	require.Len(t, res.Pending, 1)
 	require.Equal(t, hxruntime.ToolUncertain, res.Pending[0].Status)
 	require.EqualValues(t, 1, tb.toolCalls("block"), "a manual tool is never called again on its own")
-	var failed []map[string]any
-	for _, r := range journalOf(t, tb, res.RunID) {
-		if r.Kind == journal.KindToolFailed {
-			var p map[string]any
-			require.NoError(t, json.Unmarshal(r.Payload, &p))
-			failed = append(failed, p)
-		}
-	}
+	failed := ofKind(journalOf(t, tb, res.RunID), journal.KindToolFailed)
 	require.Len(t, failed, 1)
-	require.Equal(t, "TimeoutError", failed[0]["type"])
-	require.Equal(t, "unknown", failed[0]["outcome"])
+	var p map[string]any
+	require.NoError(t, json.Unmarshal(failed[0].Payload, &p))
+	require.Equal(t, "TimeoutError", p["type"])
+	require.Equal(t, "unknown", p["outcome"])
 
 	sess, err = tb.rt.CreateSession(ctx, hxruntime.CreateSessionParams{Agent: safe.Ref(), Recording: recording(true)})
 	require.NoError(t, err)
@@ -633,14 +646,9 @@ func TestManualTimeoutIsUncertain(t *testing.T) {
 // processes it again instead of calling the tool again.
 func TestSpillFailureKeepsTheRawResult(t *testing.T) {
 	t.Parallel()
-	def := &agent.Definition{
-		Name: "spill-fail", Version: "v1", MaxResultChars: 10,
-		Model: model.Config{Provider: "scripted", Script: []model.ScriptStep{
-			{ToolCalls: []model.ToolCall{{ID: "c", Name: "count", Input: json.RawMessage(`{"text":"far longer than ten characters"}`)}}},
-			{Text: "done"},
-		}},
-		Tools: []agent.ToolDef{{Config: tool.Config{Name: "count", Kind: "builtin", Builtin: "count", ReplayPolicy: "safe"}}},
-	}
+	def := oneCallAgent("spill-fail", model.ToolCall{ID: "c", Name: "count", Input: json.RawMessage(`{"text":"far longer than ten characters"}`)},
+		tool.Config{Name: "count", Kind: "builtin", Builtin: "count", ReplayPolicy: "safe"})
+	def.MaxResultChars = 10
 	tb := setup(t, def)
 	ctx := context.Background()
 	sess, err := tb.rt.CreateSession(ctx, hxruntime.CreateSessionParams{Agent: def.Ref(), Recording: recording(true)})
@@ -649,11 +657,7 @@ func TestSpillFailureKeepsTheRawResult(t *testing.T) {
 	res := runToEnd(t, tb, sess.ID, "go")
 	require.Equal(t, hxruntime.StatusFailed, res.Status)
 	require.EqualValues(t, 1, tb.toolCalls("count"))
-	var kinds []journal.Kind
-	for _, r := range journalOf(t, tb, res.RunID) {
-		kinds = append(kinds, r.Kind)
-	}
-	require.Contains(t, kinds, journal.KindToolReturned, "the raw result is in the journal")
+	require.Len(t, ofKind(journalOf(t, tb, res.RunID), journal.KindToolReturned), 1, "the raw result is in the journal")
 
 	runID, err := tb.rt.Resume(ctx, sess.ID, hxruntime.ResumeParams{})
 	require.NoError(t, err)
@@ -712,13 +716,7 @@ func TestCancelAsAToolReturns(t *testing.T) {
 			require.Equal(t, hxruntime.StatusCancelled, res.Status)
 			require.Equal(t, tc.stopReason, *res.StopReason)
 			require.Zero(t, tb.toolCalls("count"), "no tool is called after the cancel")
-			var returned int
-			for _, r := range journalOf(t, tb, run.RunID) {
-				if r.Kind == journal.KindToolReturned {
-					returned++
-				}
-			}
-			require.Equal(t, 1, returned, "the late tool's result is kept")
+			require.Len(t, ofKind(journalOf(t, tb, run.RunID), journal.KindToolReturned), 1, "the late tool's result is kept")
 		})
 	}
 }
@@ -729,13 +727,8 @@ func TestCancelAsAToolReturns(t *testing.T) {
 // calls).
 func TestAbortOnACancelledRunAnswersOnce(t *testing.T) {
 	t.Parallel()
-	def := &agent.Definition{
-		Name: "manual-block", Version: "v1",
-		Model: model.Config{Provider: "scripted", Script: []model.ScriptStep{
-			{ToolCalls: []model.ToolCall{{ID: "b", Name: "block"}}}, {Text: "done"},
-		}},
-		Tools: []agent.ToolDef{{Config: tool.Config{Name: "block", Kind: "builtin", Builtin: "block", ReplayPolicy: "manual"}}},
-	}
+	def := oneCallAgent("manual-block", model.ToolCall{ID: "b", Name: "block"},
+		tool.Config{Name: "block", Kind: "builtin", Builtin: "block", ReplayPolicy: "manual"})
 	tb := setup(t, def)
 	ctx := context.Background()
 	sess, err := tb.rt.CreateSession(ctx, hxruntime.CreateSessionParams{Agent: def.Ref()})
@@ -774,13 +767,8 @@ func TestAbortOnACancelledRunAnswersOnce(t *testing.T) {
 // task, the run is cancelled directly under the lease).
 func TestCancelWhileAnApprovalHoldsTheLock(t *testing.T) {
 	t.Parallel()
-	def := &agent.Definition{
-		Name: "asker", Version: "v1",
-		Model: model.Config{Provider: "scripted", Script: []model.ScriptStep{
-			{ToolCalls: []model.ToolCall{{ID: "a", Name: "count", Input: json.RawMessage(`{"n":1}`)}}}, {Text: "done"},
-		}},
-		Tools: []agent.ToolDef{{Config: tool.Config{Name: "count", Kind: "builtin", Builtin: "count", Permission: "ask"}}},
-	}
+	def := oneCallAgent("asker", model.ToolCall{ID: "a", Name: "count", Input: json.RawMessage(`{"n":1}`)},
+		tool.Config{Name: "count", Kind: "builtin", Builtin: "count", Permission: "ask"})
 	tb := setup(t, def)
 	ctx := context.Background()
 	sess, err := tb.rt.CreateSession(ctx, hxruntime.CreateSessionParams{Agent: def.Ref(), Recording: recording(true)})
