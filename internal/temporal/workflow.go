@@ -33,6 +33,12 @@ const (
 	// its tool activities in parallel (toolsParallel). Before it, every
 	// batch ran one call after the other.
 	PatchConcurrentTools = "hxd-concurrent-tools-v1"
+	// PatchNoCallAfterInterrupt: once a drive is cancelled or past its
+	// session deadline, no further call of the batch is started (no
+	// tool_call_start, the entry keeps its status), as the local engine's
+	// runEntry calls no tool after a cancel. Before it, the next entry was
+	// opened and, its activity never running, left started or uncertain.
+	PatchNoCallAfterInterrupt = "hxd-no-call-after-interrupt-v1"
 )
 
 // legacyWorkflow makes the workflow behave as it did before
@@ -48,6 +54,11 @@ var legacyResolvedSpill = false
 // legacyConcurrentTools makes the workflow run every batch in turn, as it
 // did before PatchConcurrentTools existed. Test-only, as legacyWorkflow.
 var legacyConcurrentTools = false
+
+// legacyCallAfterInterrupt makes the workflow open the next call of a
+// batch after a cancel or the deadline, as it did before
+// PatchNoCallAfterInterrupt existed. Test-only, as legacyWorkflow.
+var legacyCallAfterInterrupt = false
 
 const (
 	// activityGrace is added to a call's own timeout (REFERENCE §9).
@@ -511,6 +522,9 @@ func (w *sessionWorkflow) toolsStep(ctx workflow.Context, d *drive, st *runtime.
 				}
 				continue
 			}
+			if w.stopped(ctx, d) {
+				return errInterrupted
+			}
 			call, err := w.startCall(st, e)
 			if err != nil {
 				return err
@@ -554,6 +568,9 @@ func (w *sessionWorkflow) toolsParallel(ctx workflow.Context, d *drive, st *runt
 		e := &st.Tools[i]
 		if e.Status != runtime.ToolPrepared && e.Status != runtime.ToolStarted {
 			continue
+		}
+		if w.stopped(ctx, d) {
+			return errInterrupted
 		}
 		call, err := w.startCall(st, e)
 		if err != nil {
@@ -626,6 +643,26 @@ func (w *sessionWorkflow) processReturned(ctx workflow.Context, d *drive, st *ru
 		spill = s
 	}
 	return w.processTool(ctx, st, e, spill)
+}
+
+// stopped reports, before an entry is gated and started, whether the drive
+// was cancelled or ran past its session deadline (then recorded as its
+// cause): from then on no call is started, as in the local engine, whose
+// runEntry checks the context before calling an entry. Results already
+// returned are still processed. Histories recorded before
+// PatchNoCallAfterInterrupt go on opening the entry.
+func (w *sessionWorkflow) stopped(ctx workflow.Context, d *drive) bool {
+	past := !d.deadline.IsZero() && !workflow.Now(ctx).Before(d.deadline)
+	if d.cause == "" && ctx.Err() == nil && !past {
+		return false
+	}
+	if legacyCallAfterInterrupt || workflow.GetVersion(ctx, PatchNoCallAfterInterrupt, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		return false
+	}
+	if d.cause == "" && past {
+		d.cause = causeDeadline
+	}
+	return true
 }
 
 // startCall gates and validates an entry and, when it may run, opens its

@@ -691,3 +691,52 @@ func TestSessionDeadlineStopsRetries(t *testing.T) {
 		t.Fatalf("%d tool attempts, want retries within the 30s deadline only", n)
 	}
 }
+
+// TestNoToolStartedAfterDeadline: once the session deadline has passed
+// (here while the first call of a batch ran), the next call of the batch is
+// not started (no tool_call_start, its entry stays prepared, never
+// uncertain), as the local engine calls no tool after a cancel or the
+// deadline (runEntry).
+func TestNoToolStartedAfterDeadline(t *testing.T) {
+	for _, legacy := range []bool{false, true} {
+		t.Run(map[bool]string{false: "patched", true: "legacy"}[legacy], func(t *testing.T) {
+			legacyCallAfterInterrupt = legacy
+			defer func() { legacyCallAfterInterrupt = false }()
+			def := scriptedAgent("deadline-batch", []agent.ToolDef{customTool("send", tool.PolicyManual)},
+				model.ScriptStep{ToolCalls: []model.ToolCall{toolCall("c1", "send", `{}`), toolCall("c2", "send", `{}`)}},
+				model.ScriptStep{Text: "too late"},
+			)
+			def.MaxSessionDurationSeconds = 30
+			f := &flaky{}
+			f.ok.Store(true)
+			h := newHarness(t, def, harnessOpts{builtins: map[string]tool.BuiltinFunc{"send": f.fn}})
+			slowTool(h, time.Minute) // the first call returns after the deadline
+			h.submit(time.Second, "req-1", "run-1", "go")
+			h.run(2 * time.Hour)
+			r := h.getRun("run-1")
+			assertStatus(t, r, runtime.StatusCancelled)
+			if r.StopReason == nil || *r.StopReason != "timeout" {
+				t.Fatalf("stop reason = %v", r.StopReason)
+			}
+			starts := 0
+			for _, e := range h.sink.events["run-1"] {
+				if e.Type == runtime.EventToolCallStart {
+					starts++
+				}
+			}
+			if legacy {
+				// Before PatchNoCallAfterInterrupt: c2 was opened, never ran.
+				if len(r.Pending) != 1 || r.Pending[0].Status != runtime.ToolUncertain || starts != 2 {
+					t.Fatalf("legacy: pending = %+v, %d tool_call_start events", r.Pending, starts)
+				}
+				return
+			}
+			if len(r.Pending) != 0 {
+				t.Fatalf("pending = %+v, want none (the second call never started)", r.Pending)
+			}
+			if starts != 1 || h.count(ActivityTool) != 1 {
+				t.Fatalf("%d tool_call_start events, %d tool activities, want 1 and 1: %v", starts, h.count(ActivityTool), h.sink.types("run-1"))
+			}
+		})
+	}
+}
