@@ -513,11 +513,12 @@ func runConcurrently[C any](t *testing.T, cases []C, name func(C) string, f func
 //
 //	C1: model.started (step 1)
 //	C2: model.response, model.processed, model.completed, tool.started, tool.dispatched
-//	C3: tool.returned, tool.processed, model.started (step 2)
-//	C4: model.response, model.processed, model.completed (step 2; status completed)
+//	C3: tool.returned (entry raw_completed, before result middleware)
+//	C4: tool.processed, model.started (step 2)
+//	C5: model.response, model.processed, model.completed (step 2; status completed)
 type crashPoint struct {
 	after  string // HXD_CRASH_AFTER
-	commit int    // C1..C4 above
+	commit int    // C1..C5 above
 }
 
 var crashPoints = []crashPoint{
@@ -528,9 +529,9 @@ var crashPoints = []crashPoint{
 	{"tool.started", 2},
 	{"tool.dispatched", 2},
 	{"tool.returned", 3},
-	{"tool.processed", 3},
-	{"model.started:2", 3},
-	{"model.completed:2", 4},
+	{"tool.processed", 4},
+	{"model.started:2", 4},
+	{"model.completed:2", 5},
 }
 
 type crashCase struct {
@@ -557,9 +558,9 @@ func crashCases() []crashCase {
 		}
 	}
 	// A second crash while recovering, one per distinct state left behind
-	// (model attempt open, tool dispatched without result, result
-	// committed and next model attempt open).
-	for _, p := range []crashPoint{{"model.started:1", 1}, {"tool.dispatched", 2}, {"tool.returned", 3}} {
+	// (model attempt open, tool dispatched without result, raw result
+	// committed, result processed and next model attempt open).
+	for _, p := range []crashPoint{{"model.started:1", 1}, {"tool.dispatched", 2}, {"tool.returned", 3}, {"model.started:2", 4}} {
 		for _, pol := range []string{"safe", "idempotent", "manual"} {
 			cases = append(cases, crashCase{point: p, policy: pol, resumedCrash: true})
 		}
@@ -615,7 +616,7 @@ func runCrashCase(t *testing.T, tc crashCase) {
 	}
 	key := rid + ":1:w1"
 
-	modelOpen := tc.point.commit == 1 || tc.point.commit == 3
+	modelOpen := tc.point.commit == 1 || tc.point.commit == 4
 	dispatchedNoResult := tc.point.commit == 2
 	awaiting := dispatchedNoResult && tc.policy == "manual"
 	resolveRetry := awaiting && tc.resumedCrash // the other manual cases resolve with a value
@@ -704,7 +705,7 @@ func runCrashCase(t *testing.T, tc crashCase) {
 	failed := ofKind(recs, journal.KindModelFailed, "")
 	if modelOpen {
 		lostStep := "1"
-		if tc.point.commit == 3 {
+		if tc.point.commit == 4 {
 			lostStep = "2"
 		}
 		require.Len(t, failed, 1, "one model.failed closes the lost attempt: %v", trace)
@@ -717,7 +718,7 @@ func runCrashCase(t *testing.T, tc crashCase) {
 	}
 	wantResumed := restarts
 	switch {
-	case tc.point.commit == 4:
+	case tc.point.commit == 5:
 		wantResumed = 0 // completed before the crash: nothing to resume
 	case awaiting:
 		wantResumed++ // resolve + resume

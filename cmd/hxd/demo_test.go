@@ -86,7 +86,9 @@ func checkCrashed(t *testing.T, ws, db string) string {
 	st := runDemoCmd(t, nil, "status", "--workspace", ws)
 	require.NoError(t, st.err, st.stderr)
 	require.Equal(t, "running", demoLine(t, st.stdout, "Status"))
-	require.Regexp(t, `(?m)^Tool: write_report \| Saved state: (raw_)?completed$`, st.stdout)
+	// REFERENCE §10.2: the crash comes after the raw result commits and
+	// before its processing.
+	require.Regexp(t, `(?m)^Tool: write_report \| Saved state: raw_completed$`, st.stdout)
 	require.Equal(t, "true", demoLine(t, st.stdout, "Report exists"))
 	require.Equal(t, "1", demoLine(t, st.stdout, "Tool invocations"))
 	require.NotContains(t, st.stdout, "Answer:")

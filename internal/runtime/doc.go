@@ -6,7 +6,8 @@
 // boundary reaches storage through one helper (committer.commit) that
 // writes the new run state, public events, journal records and a
 // checkpoint record in one transaction; model.started and tool.dispatched
-// commit before the provider call or tool handler.
+// commit before the provider call or tool handler, and tool.returned (the
+// raw result) before result middleware runs (REFERENCE §4.2).
 //
 // runtime consumes the Store interface declared in runtime/rtstore and
 // imports journal, agent, model and tool. It must never import net/http

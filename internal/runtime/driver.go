@@ -546,7 +546,11 @@ func (d *driver) runConcurrent() error {
 			defer mu.Unlock()
 			err := d.callTool(c.t, c.e)
 			if err == nil && d.hasPending() {
-				err = d.commit(d.ctx)
+				// An outcome that is no result (uncertain, a failure
+				// before its retry); a result committed itself.
+				if cerr := d.commit(d.ctx); cerr != nil && d.ctx.Err() == nil {
+					err = cerr
+				}
 			}
 			if err == nil {
 				err = d.runEntry(c.e) // a retry, or nothing left
@@ -687,33 +691,36 @@ func (d *driver) callTool(t tool.Tool, e *ToolEntry) error {
 	return d.returned(e, res)
 }
 
-// returned captures a raw result and processes it; both commit with the
-// next boundary, which comes before any further effect.
+// returned captures a raw result and commits it (entry raw_completed,
+// tool.returned) before any result middleware runs (REFERENCE §4.2 step
+// 6): from here on no crash, failed processing or resume calls the tool
+// again. The caller's loop (runEntry) processes it next; tool.processed
+// commits with the next boundary. A drive cancelled meanwhile skips the
+// commit: interrupted() commits the raw result with the cancel.
 func (d *driver) returned(e *ToolEntry, raw model.ToolResult) error {
 	if err := d.setToolStatus(e, TevReturn); err != nil {
 		return err
 	}
 	e.RawResult = &raw
 	d.record(journal.KindToolReturned, raw, e)
-	return d.processTool(e)
+	if d.ctx.Err() != nil {
+		return nil
+	}
+	if err := d.commit(d.ctx); err != nil && d.ctx.Err() == nil {
+		return err
+	}
+	return nil
 }
 
 // processTool applies result middleware to the raw result and spills a
-// long result into an artifact. Should the spill fail, the raw result
-// (tool.returned, pending since the call) is committed before the error
-// surfaces, so a resume processes it again instead of calling the tool
-// again (REFERENCE §4.2 step 6: the raw result is durable before result
-// middleware runs).
+// long result into an artifact. The raw result is already committed
+// (returned), so should the spill fail, a resume processes it again
+// instead of calling the tool again.
 func (d *driver) processTool(e *ToolEntry) error {
 	res := *e.RawResult
 	res.Content = applyToContent(d.b.resultMW[e.Call.Name], res.Content)
 	content, err := d.spill(e, res.Content)
 	if err != nil {
-		if d.hasPending() && d.ctx.Err() == nil {
-			if cerr := d.commit(d.ctx); cerr != nil {
-				return errors.Join(err, cerr)
-			}
-		}
 		return err
 	}
 	if err := d.setToolStatus(e, TevProcess); err != nil {

@@ -5,7 +5,9 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -388,9 +390,10 @@ func TestCommitsPerCall(t *testing.T) {
 		require.Equal(t, hxruntime.StatusCompleted, res.Status)
 		require.Equal(t, int64(10), tb.toolCalls("count"))
 		// One commit before each of the 11 model calls and 10 tool calls,
-		// plus the final one (the run insert is not a Commit call): well
-		// within the budget of two per call.
-		require.Equal(t, int64(11+10+1), tb.store.commits.Load()-before)
+		// one for each raw tool result before its processing (REFERENCE
+		// §4.2 step 6), plus the final one (the run insert is not a
+		// Commit call): within the budget of two per call.
+		require.Equal(t, int64(11+10+10+1), tb.store.commits.Load()-before)
 	}
 }
 
@@ -664,6 +667,74 @@ func TestSpillFailureKeepsTheRawResult(t *testing.T) {
 	res = waitRun(t, tb, runID)
 	require.Equal(t, hxruntime.StatusCompleted, res.Status)
 	require.EqualValues(t, 1, tb.toolCalls("count"), "the tool is not called again")
+}
+
+// TestRawResultCommitsBeforeProcessing: a tool's raw result commits on its
+// own (entry raw_completed, tool.returned) before result middleware runs
+// (REFERENCE §4.2 step 6), in a batch run in turn and in a concurrent one;
+// tool.processed commits with a later boundary.
+func TestRawResultCommitsBeforeProcessing(t *testing.T) {
+	t.Parallel()
+	for _, concurrent := range []bool{false, true} {
+		t.Run(fmt.Sprintf("concurrent=%v", concurrent), func(t *testing.T) {
+			t.Parallel()
+			suffix := " [checked]"
+			cfg := tool.Config{Name: "leak", Kind: "builtin", Builtin: "leak", ReplayPolicy: "manual", Concurrent: concurrent}
+			def := &agent.Definition{
+				Name: "raw-first", Version: "v1",
+				Model: model.Config{Provider: "scripted", Script: []model.ScriptStep{
+					{ToolCalls: []model.ToolCall{{ID: "a", Name: "leak", Input: json.RawMessage(`{}`)}, {ID: "b", Name: "leak", Input: json.RawMessage(`{}`)}}},
+					{Text: "done"},
+				}},
+				Tools: []agent.ToolDef{{Config: cfg, ResultMiddleware: []agent.Middleware{{AppendText: &suffix}}}},
+			}
+			var mu sync.Mutex
+			var commits [][]journal.Kind
+			tb := setupCfg(t, func(c *hxruntime.Config) {
+				c.AfterCommitFunc = func(kinds []journal.Kind) {
+					mu.Lock()
+					defer mu.Unlock()
+					commits = append(commits, slices.Clone(kinds))
+				}
+			}, def)
+			sess, err := tb.rt.CreateSession(context.Background(), hxruntime.CreateSessionParams{Agent: def.Ref(), Recording: recording(true)})
+			require.NoError(t, err)
+			res := runToEnd(t, tb, sess.ID, "go")
+			require.Equal(t, hxruntime.StatusCompleted, res.Status)
+
+			// Every tool.processed commits after the tool.returned it
+			// processes: a commit holds no more of them than raw results
+			// committed before it.
+			mu.Lock()
+			defer mu.Unlock()
+			returned, processed := 0, 0
+			for _, kinds := range commits {
+				p := 0
+				for _, k := range kinds {
+					if k == journal.KindToolProcessed {
+						p++
+					}
+				}
+				processed += p
+				require.LessOrEqual(t, processed, returned, "a result is processed before its raw result committed: %v", commits)
+				for _, k := range kinds {
+					if k == journal.KindToolReturned {
+						returned++
+					}
+				}
+			}
+			require.Equal(t, 2, returned, "commits: %v", commits)
+			require.Equal(t, 2, processed, "commits: %v", commits)
+
+			recs := journalOf(t, tb, res.RunID)
+			for _, r := range ofKind(recs, journal.KindToolReturned) {
+				require.NotContains(t, string(r.Payload), "[checked]", "the raw result is the handler's")
+			}
+			for _, r := range ofKind(recs, journal.KindToolProcessed) {
+				require.Contains(t, string(r.Payload), "[checked]")
+			}
+		})
+	}
 }
 
 // TestCancelAsAToolReturns: a tool that returns as the run is cancelled
