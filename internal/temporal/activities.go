@@ -331,6 +331,10 @@ func (a *Activities) Tool(ctx context.Context, in ToolInput) (*ToolOutput, error
 	return a.returned(ctx, in, b, &e, res, out.Artifacts)
 }
 
+// storeTimeout bounds the stores of a returned result, which outlive a
+// cancellation of the tool activity.
+const storeTimeout = 30 * time.Second
+
 // returned is the outcome of a returned result, as the local driver's
 // storeArtifacts and spill make it: the files the tool returned are stored
 // (their URI lines appended to text content, their references returned for
@@ -349,6 +353,10 @@ func (a *Activities) returned(ctx context.Context, in ToolInput, b *binding, e *
 		out.Result = &res
 		return out, nil
 	}
+	// The call returned: its result is stored even when the run is being
+	// cancelled meanwhile (the workflow waits for it and keeps it).
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeTimeout)
+	defer cancel()
 	if len(arts) > 0 {
 		refs := make([]runtime.ArtifactRef, 0, len(arts))
 		for _, art := range arts {

@@ -115,6 +115,41 @@ func TestReplayHistoriesCoverConcurrentTools(t *testing.T) {
 	}
 }
 
+// TestReplayHistoriesCoverToolCancel checks the histories of a run
+// cancelled while a manual tool is in flight that returns its result on
+// the cancel: the one recorded before PatchToolWaitCancel has neither
+// marker and stops (schedules its final publish) before the tool activity
+// completes; the current one has both markers and schedules the publish
+// only after the tool activity completed (its result is kept). Neither
+// starts the batch's second tool.
+func TestReplayHistoriesCoverToolCancel(t *testing.T) {
+	for file, wantWait := range map[string]bool{"v3-cancel-dropped.json": false, "v4-cancel-kept.json": true} {
+		c := countHistory(t, file, PatchToolWaitCancel)
+		interrupt := countHistory(t, file, PatchNoCallAfterInterrupt)
+		var toolID int64
+		waited, cancelling := false, false // cancelling: cancel requested, the tool's outcome not in yet
+		for _, e := range readHistory(t, file).Events {
+			if a := e.GetActivityTaskScheduledEventAttributes(); a != nil {
+				switch a.GetActivityType().GetName() {
+				case ActivityTool:
+					toolID = e.GetEventId()
+				case ActivityPublish:
+					waited = !cancelling
+				}
+			}
+			if e.GetActivityTaskCancelRequestedEventAttributes() != nil {
+				cancelling = true
+			}
+			if a := e.GetActivityTaskCompletedEventAttributes(); a != nil && a.GetScheduledEventId() == toolID {
+				cancelling = false
+			}
+		}
+		if c.marker != wantWait || interrupt.marker != wantWait || waited != wantWait || c.activities[ActivityTool] != 1 || c.updates < 2 {
+			t.Errorf("%s: %+v, marker %v of %s, publish after the tool's outcome %v (want %v)", file, c, interrupt.marker, PatchNoCallAfterInterrupt, waited, wantWait)
+		}
+	}
+}
+
 // historyCounts is what a committed history holds.
 type historyCounts struct {
 	marker     bool           // a marker of the patch asked about
@@ -202,8 +237,12 @@ func replayClientAgent() *agent.Definition {
 // (legacyResolvedSpill), v2-resolved-spill.json as it is now (with an
 // artifact store: a versitygw of s3test). v2-sequential-batch.json runs
 // two calls of a concurrent tool as before PatchConcurrentTools
-// (legacyConcurrentTools), v3-concurrent-tools.json as it is now. Record
-// one group with -run 'TestRecordReplayHistories/(publish|resolved|concurrent)'.
+// (legacyConcurrentTools), v3-concurrent-tools.json as it is now.
+// v3-cancel-dropped.json cancels a run while a manual tool is in flight
+// that returns its result on the cancel, as before PatchToolWaitCancel and
+// PatchNoCallAfterInterrupt (legacyToolWaitCancel, legacyCallAfterInterrupt),
+// v4-cancel-kept.json as it is now. Record one group with
+// -run 'TestRecordReplayHistories/(publish|resolved|concurrent|cancel)'.
 func TestRecordReplayHistories(t *testing.T) {
 	addr := os.Getenv("HXD_RECORD_REPLAY")
 	if addr == "" {
@@ -214,8 +253,10 @@ func TestRecordReplayHistories(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	reg := agent.NewRegistry()
-	for _, d := range []*agent.Definition{replayAgent(), replayClientAgent(), replayConcurrentAgent()} {
+	cancelDef, cancelBuiltins, started, _ := lateAgent()
+	cancelDef.Name = "replay-cancel"
+	reg := agent.NewRegistry(builtinNames(cancelBuiltins)...)
+	for _, d := range []*agent.Definition{replayAgent(), replayClientAgent(), replayConcurrentAgent(), cancelDef} {
 		if err := reg.Register(d); err != nil {
 			t.Fatal(err)
 		}
@@ -223,8 +264,11 @@ func TestRecordReplayHistories(t *testing.T) {
 	def, _ := reg.Get(agent.Ref{Name: "replay", Version: "v1"})
 	clientDef, _ := reg.Get(agent.Ref{Name: "replay-client", Version: "v1"})
 	concurrentDef, _ := reg.Get(agent.Ref{Name: "replay-concurrent", Version: "v1"})
+	cancelDef, _ = reg.Get(cancelDef.Ref())
 	taskQueue := "replay-record-" + time.Now().Format("150405")
-	w := NewWorker(c, taskQueue, WorkerDeps{Agents: reg, Artifacts: newTestStore(t)})
+	w := NewWorker(c, taskQueue, WorkerDeps{
+		Agents: reg, Artifacts: newTestStore(t), ToolOptions: tool.Options{Builtins: cancelBuiltins}, HeartbeatEvery: 200 * time.Millisecond,
+	})
 	if err := w.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -232,6 +276,15 @@ func TestRecordReplayHistories(t *testing.T) {
 	if err := os.MkdirAll(replayDir, 0o755); err != nil {
 		t.Fatal(err)
 	}
+	t.Run("cancel", func(t *testing.T) {
+		for _, f := range []string{"v3-cancel-dropped.json", "v4-cancel-kept.json"} {
+			legacy := f == "v3-cancel-dropped.json"
+			legacyToolWaitCancel, legacyCallAfterInterrupt = legacy, legacy
+			hist := recordCancelSession(t, c, taskQueue, cancelDef, "replay-"+strings.TrimSuffix(f, ".json")+"-"+time.Now().Format("150405"), started)
+			legacyToolWaitCancel, legacyCallAfterInterrupt = false, false
+			writeHistory(t, f, hist)
+		}
+	})
 	t.Run("concurrent", func(t *testing.T) {
 		recordPair(t, &legacyConcurrentTools, "v2-sequential-batch.json", "v3-concurrent-tools.json", func(id string) *historypb.History {
 			return recordRun(t, c, taskQueue, concurrentDef, id, nil)
@@ -325,6 +378,32 @@ func recordRun(t *testing.T, c client.Client, taskQueue string, def *agent.Defin
 			t.Fatalf("run = %+v", rr.Run)
 		}
 	}
+	return historyOf(ctx, t, c, run)
+}
+
+// recordCancelSession submits run-1 of the lateAgent, cancels it once the
+// late tool was called and returns the history once the run is cancelled.
+func recordCancelSession(t *testing.T, c client.Client, taskQueue string, def *agent.Definition, sessionID string, started <-chan struct{}) *historypb.History {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	sw := &serverWorker{c: c, taskQueue: taskQueue}
+	run := sw.start(ctx, t, def, sessionID)
+	select {
+	case <-started:
+	case <-ctx.Done():
+		t.Fatal("the late tool was never called")
+	}
+	var cr ControlResult
+	sw.update(ctx, t, run.GetID(), UpdateControl, "ctl-1", ControlRequest{Action: ActionCancelled}, &cr)
+	waitStatus(ctx, t, c, run.GetID(), "run-1", runtime.StatusCancelled)
+	return historyOf(ctx, t, c, run)
+}
+
+// historyOf cancels the session workflow once its final publish finished
+// and returns its history.
+func historyOf(ctx context.Context, t *testing.T, c client.Client, run client.WorkflowRun) *historypb.History {
+	t.Helper()
 	time.Sleep(500 * time.Millisecond) // let the final publish finish
 	if err := c.CancelWorkflow(ctx, run.GetID(), ""); err != nil {
 		t.Fatal(err)

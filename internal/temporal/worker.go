@@ -94,7 +94,14 @@ func NewWorker(c client.Client, taskQueue string, deps WorkerDeps) worker.Worker
 	if taskQueue == "" {
 		taskQueue = DefaultTaskQueue
 	}
-	w := worker.New(c, taskQueue, deps.WorkerOptions)
+	opts := deps.WorkerOptions
+	if opts.MaxHeartbeatThrottleInterval == 0 {
+		// A cancel reaches a running call with the answer to a heartbeat:
+		// the SDK's default throttle (80% of the 20 s heartbeat timeout)
+		// would hold it back far longer than a heartbeat period.
+		opts.MaxHeartbeatThrottleInterval = deps.withDefaults().HeartbeatEvery
+	}
+	w := worker.New(c, taskQueue, opts)
 	Register(w, deps)
 	return w
 }

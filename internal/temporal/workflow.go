@@ -39,6 +39,12 @@ const (
 	// runEntry calls no tool after a cancel. Before it, the next entry was
 	// opened and, its activity never running, left started or uncertain.
 	PatchNoCallAfterInterrupt = "hxd-no-call-after-interrupt-v1"
+	// PatchToolWaitCancel: a tool activity is scheduled with
+	// WaitForCancellation, so a cancelled drive waits for its outcome and
+	// keeps a result that returned as the cancel came, as the local engine
+	// does. Before it, the drive stopped at once: the result was dropped
+	// and a manual tool left uncertain.
+	PatchToolWaitCancel = "hxd-tool-wait-cancel-v1"
 )
 
 // legacyWorkflow makes the workflow behave as it did before
@@ -59,6 +65,11 @@ var legacyConcurrentTools = false
 // batch after a cancel or the deadline, as it did before
 // PatchNoCallAfterInterrupt existed. Test-only, as legacyWorkflow.
 var legacyCallAfterInterrupt = false
+
+// legacyToolWaitCancel schedules tool activities without
+// WaitForCancellation, as before PatchToolWaitCancel existed. Test-only,
+// as legacyWorkflow.
+var legacyToolWaitCancel = false
 
 const (
 	// activityGrace is added to a call's own timeout (REFERENCE §9).
@@ -775,7 +786,9 @@ func (w *sessionWorkflow) toolActivity(ctx workflow.Context, d *drive, st *runti
 }
 
 // startToolActivity schedules the tool activity of a started entry; the
-// pending events ride with it.
+// pending events ride with it. Since PatchToolWaitCancel a cancelled drive
+// waits for the activity (WaitForCancellation): its future then holds the
+// result the call still returned, or the cancellation.
 func (w *sessionWorkflow) startToolActivity(ctx workflow.Context, d *drive, st *runtime.RunState, e *runtime.ToolEntry) (workflow.Future, error) {
 	timeout, ok := w.capTimeout(ctx, d, seconds(float64(e.Timeout))+activityGrace)
 	if !ok {
@@ -791,6 +804,10 @@ func (w *sessionWorkflow) startToolActivity(ctx workflow.Context, d *drive, st *
 		attempts = max(1, retry.Attempts-(e.Attempt-1))
 	}
 	opts := w.untilDeadline(ctx, d, callOptions(timeout, retry.BackoffSeconds, retry.MaxBackoffSeconds, attempts))
+	// A cancel waits for the activity's outcome: the call learns of it by
+	// its heartbeat, and a result it still returns is kept.
+	opts.WaitForCancellation = !legacyToolWaitCancel &&
+		workflow.GetVersion(ctx, PatchToolWaitCancel, workflow.DefaultVersion, 1) != workflow.DefaultVersion
 	in := ToolInput{
 		Agent: w.s.Agent, ConfigHash: w.hash, SessionID: st.SessionID, RunID: st.RunID,
 		Step: st.Iterations, Entry: *e, Events: w.takeEvents(), Owner: w.s.Owner,
