@@ -7,10 +7,12 @@ import (
 	"log/slog"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"modernc.org/sqlite"
 
 	"hxd/internal/agent"
@@ -333,4 +335,71 @@ func BenchmarkPageFloor(b *testing.B) {
 			b.ReportMetric(float64(onePages)/float64(b.N), "one-pages/commit")
 		})
 	}
+}
+
+// BenchmarkMinimalBoundary is the floor of any recorded boundary, whatever
+// the layout: the fewest writes REFERENCE §2.2 and §3.3 allow for one, in
+// one transaction: the run's ~2 KB state updated in place, two journal
+// records appended (a boundary record and its checkpoint, keyed by run and
+// seq) and their ids inserted into a unique index (record ids are unique
+// across runs), with no events, step or tool rows and no encoding work.
+// It runs interleaved with single-row commits on the same database in the
+// WAL's steady state; x-raw is its time over theirs.
+func BenchmarkMinimalBoundary(b *testing.B) {
+	ctx := context.Background()
+	raw := newRawDB(b)
+	for _, q := range []string{
+		`CREATE TABLE m_runs (id INTEGER PRIMARY KEY, state TEXT NOT NULL)`,
+		`CREATE TABLE m_journal (k INTEGER PRIMARY KEY, id TEXT NOT NULL, payload TEXT NOT NULL)`,
+		`CREATE TABLE m_ids (id TEXT PRIMARY KEY, k INTEGER NOT NULL) WITHOUT ROWID`,
+		`INSERT INTO m_runs (id, state) VALUES (1, '')`,
+	} {
+		if _, err := raw.db.ExecContext(ctx, q); err != nil {
+			b.Fatal(err)
+		}
+	}
+	state := `{"messages":[{"role":"user","content":"` + strings.Repeat("lorem ipsum ", 160) + `"}],"iterations":`
+	record := `{"version":1,"kind":"tool.returned","payload":{"tool_call_id":"c1","content":"` + strings.Repeat("x", 300) + `","is_error":false}}`
+	checkpoint := `{"version":1,"kind":"checkpoint","payload":{"phase":"tools","status":"running","error":null,"extensions":{},"tools":[]}}`
+	seq := int64(0)
+	boundary := func() time.Duration {
+		id1, id2 := uuid.Must(uuid.NewV7()).String(), uuid.Must(uuid.NewV7()).String()
+		start := time.Now()
+		tx, err := raw.db.BeginTx(ctx, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		seq += 2
+		for _, st := range []struct {
+			q    string
+			args []any
+		}{
+			{`UPDATE m_runs SET state = ? WHERE id = 1`, []any{state + strconv.FormatInt(seq, 10) + "}"}},
+			{`INSERT INTO m_journal (k, id, payload) VALUES (?, ?, ?), (?, ?, ?)`, []any{seq - 1, id1, record, seq, id2, checkpoint}},
+			{`INSERT INTO m_ids (id, k) VALUES (?, ?), (?, ?)`, []any{id1, seq - 1, id2, seq}},
+		} {
+			if _, err := tx.ExecContext(ctx, st.q, st.args...); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if err := tx.Commit(); err != nil {
+			b.Fatal(err)
+		}
+		raw.ckpt.committed()
+		return time.Since(start)
+	}
+	warmUntil(b, raw.ckpt, func() { boundary() })
+	var one, many time.Duration
+	var onePages, manyPages int64
+	for b.Loop() {
+		p0 := pagesWritten(b, raw.db)
+		one += raw.commits(b, 1)
+		p1 := pagesWritten(b, raw.db)
+		many += boundary()
+		onePages += p1 - p0
+		manyPages += pagesWritten(b, raw.db) - p1
+	}
+	b.ReportMetric(float64(many)/float64(one), "x-raw")
+	b.ReportMetric(float64(manyPages)/float64(b.N), "pages/commit")
+	b.ReportMetric(float64(onePages)/float64(b.N), "raw-pages/commit")
 }
