@@ -53,6 +53,9 @@ type ToolInput struct {
 	// Owner is the session's owner: the principal the activity records as
 	// allowed to read the artifacts it stores.
 	Owner string `json:"owner,omitempty"`
+	// KeepUnspilled: a result whose spill cannot be stored is returned
+	// with SpillFailed instead of failing the attempt (PatchRawBeforeSpill).
+	KeepUnspilled bool `json:"keep_unspilled,omitempty"`
 }
 
 // Tool activity outcome kinds.
@@ -76,6 +79,10 @@ type ToolOutput struct {
 	// Spill, when set, says that Result's content after result middleware
 	// is longer than max_result_chars and is stored under Spill.Key.
 	Spill *SpillRef `json:"spill,omitempty"`
+	// SpillFailed says that Result's content after result middleware is
+	// longer than max_result_chars but could not be stored: the workflow
+	// spills it with a spill activity (KeepUnspilled).
+	SpillFailed bool `json:"spill_failed,omitempty"`
 }
 
 // SpillRef is a spilled tool result: the artifact key of its full text and
@@ -341,8 +348,11 @@ const storeTimeout = 30 * time.Second
 // extensions.artifacts) and, when the content after result middleware is
 // longer than max_result_chars, its full text is stored for the workflow
 // to spill. Every stored artifact is owned by the session's owner before
-// its reference leaves the activity. A store failure fails the attempt
-// (Temporal retries it per the entry's replay policy). Without a store,
+// its reference leaves the activity. A failure to store the files fails
+// the attempt (Temporal retries it per the entry's replay policy), as the
+// local engine's storeArtifacts fails the call; a failure to store the
+// spill returns the raw result with SpillFailed when the workflow asked
+// for it (KeepUnspilled), else fails the attempt. Without a store,
 // artifacts are dropped (logged) and nothing spills.
 func (a *Activities) returned(ctx context.Context, in ToolInput, b *binding, e *runtime.ToolEntry, res model.ToolResult, arts []tool.Artifact) (*ToolOutput, error) {
 	out := &ToolOutput{Kind: ToolReturned, Attempt: e.Attempt}
@@ -372,10 +382,16 @@ func (a *Activities) returned(ctx context.Context, in ToolInput, b *binding, e *
 	processed := runtime.ApplyToContent(b.resultMiddleware(e.Call.Name), res.Content)
 	if text, _, ok := runtime.SpillText(processed, b.def.MaxResultChars); ok {
 		key, err := a.deps.Artifacts.PutOwned(ctx, in.Owner, []byte(text))
-		if err != nil {
+		switch {
+		case err == nil:
+			out.Spill = &SpillRef{Key: key, ID: "r_" + a.deps.NewID()}
+		case in.KeepUnspilled:
+			// The tool ran: its raw result is kept, the workflow stores it.
+			a.log.Warn("spill store failed; the workflow spills the result", "execution_key", e.ExecutionKey, "error", err)
+			out.SpillFailed = true
+		default:
 			return nil, temporal.NewApplicationError("store spilled result: "+err.Error(), "StorageError")
 		}
-		out.Spill = &SpillRef{Key: key, ID: "r_" + a.deps.NewID()}
 	}
 	out.Result = &res
 	return out, nil

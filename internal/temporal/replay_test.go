@@ -3,9 +3,11 @@ package temporal
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -111,6 +113,26 @@ func TestReplayHistoriesCoverConcurrentTools(t *testing.T) {
 		parallel := toolsBeforeCompletion == 2
 		if c.marker != wantParallel || parallel != wantParallel || c.activities[ActivityTool] != 2 || c.updates < 1 {
 			t.Errorf("%s: %+v, %d tool activities before the first completed (want parallel=%v)", file, c, toolsBeforeCompletion, wantParallel)
+		}
+	}
+}
+
+// TestReplayHistoriesCoverRawBeforeSpill checks the histories of a safe
+// tool whose spill store fails once in the tool activity: the one recorded
+// before PatchRawBeforeSpill has no marker and no spill activity (the tool
+// activity was retried, calling the tool again); the current one has the
+// marker and one spill activity.
+func TestReplayHistoriesCoverRawBeforeSpill(t *testing.T) {
+	for file, wantSpills := range map[string]int{"v4-spill-retried.json": 0, "v5-spill-after-raw.json": 1} {
+		c := countHistory(t, file, PatchRawBeforeSpill)
+		toolAttempts := 0
+		for _, e := range readHistory(t, file).Events {
+			if a := e.GetActivityTaskStartedEventAttributes(); a != nil {
+				toolAttempts = max(toolAttempts, int(a.GetAttempt()))
+			}
+		}
+		if c.marker != (wantSpills > 0) || c.activities[ActivitySpill] != wantSpills || c.activities[ActivityTool] != 1 || toolAttempts != 2-wantSpills {
+			t.Errorf("%s: %+v, %d attempts at most (want %d spill activities)", file, c, toolAttempts, wantSpills)
 		}
 	}
 }
@@ -224,6 +246,32 @@ func replayClientAgent() *agent.Definition {
 	return def
 }
 
+// replaySpillAgent is the agent of the raw-before-spill histories: a safe
+// tool whose result (after result middleware) is over max_result_chars,
+// then a final answer.
+func replaySpillAgent() *agent.Definition {
+	def := scriptedAgent("replay-spill", []agent.ToolDef{customTool("big", tool.PolicySafe)},
+		model.ScriptStep{ToolCalls: []model.ToolCall{toolCall("c1", "big", `{}`)}},
+		model.ScriptStep{Text: "done"},
+	)
+	def.Tools[0].ResultMiddleware = []agent.Middleware{{AppendText: strp(" (mw)")}}
+	def.MaxResultChars = maxChars
+	return def
+}
+
+// putFailStore is an ArtifactStore whose next fails stores fail.
+type putFailStore struct {
+	ArtifactStore
+	fails atomic.Int32
+}
+
+func (s *putFailStore) PutOwned(ctx context.Context, owner string, data []byte) (string, error) {
+	if s.fails.Add(-1) >= 0 {
+		return "", errors.New("store down")
+	}
+	return s.ArtifactStore.PutOwned(ctx, owner, data)
+}
+
 // TestRecordReplayHistories records the committed histories against a real
 // Temporal server (the dev server of scripts/build-temporal.sh):
 //
@@ -241,8 +289,12 @@ func replayClientAgent() *agent.Definition {
 // v3-cancel-dropped.json cancels a run while a manual tool is in flight
 // that returns its result on the cancel, as before PatchToolWaitCancel and
 // PatchNoCallAfterInterrupt (legacyToolWaitCancel, legacyCallAfterInterrupt),
-// v4-cancel-kept.json as it is now. Record one group with
-// -run 'TestRecordReplayHistories/(publish|resolved|concurrent|cancel)'.
+// v4-cancel-kept.json as it is now. v4-spill-retried.json runs a safe tool
+// whose spill store fails once in the tool activity, as before
+// PatchRawBeforeSpill (legacyRawBeforeSpill: the activity is retried),
+// v5-spill-after-raw.json as it is now (a spill activity stores it). Record
+// one group with
+// -run 'TestRecordReplayHistories/(publish|resolved|concurrent|cancel|rawspill)'.
 func TestRecordReplayHistories(t *testing.T) {
 	addr := os.Getenv("HXD_RECORD_REPLAY")
 	if addr == "" {
@@ -253,10 +305,14 @@ func TestRecordReplayHistories(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	cancelDef, cancelBuiltins, started, _ := lateAgent()
+	cancelDef, builtins, started, _ := lateAgent()
 	cancelDef.Name = "replay-cancel"
-	reg := agent.NewRegistry(builtinNames(cancelBuiltins)...)
-	for _, d := range []*agent.Definition{replayAgent(), replayClientAgent(), replayConcurrentAgent(), cancelDef} {
+	spillDef := replaySpillAgent()
+	builtins["big"] = func(_ context.Context, inv tool.Invocation) (tool.Outcome, error) {
+		return tool.Outcome{Result: model.ToolResult{ToolCallID: inv.Call.ID, Content: tool.TextContent(bigText)}}, nil
+	}
+	reg := agent.NewRegistry(builtinNames(builtins)...)
+	for _, d := range []*agent.Definition{replayAgent(), replayClientAgent(), replayConcurrentAgent(), cancelDef, spillDef} {
 		if err := reg.Register(d); err != nil {
 			t.Fatal(err)
 		}
@@ -265,9 +321,11 @@ func TestRecordReplayHistories(t *testing.T) {
 	clientDef, _ := reg.Get(agent.Ref{Name: "replay-client", Version: "v1"})
 	concurrentDef, _ := reg.Get(agent.Ref{Name: "replay-concurrent", Version: "v1"})
 	cancelDef, _ = reg.Get(cancelDef.Ref())
+	spillDef, _ = reg.Get(spillDef.Ref())
 	taskQueue := "replay-record-" + time.Now().Format("150405")
+	store := &putFailStore{ArtifactStore: newTestStore(t)}
 	w := NewWorker(c, taskQueue, WorkerDeps{
-		Agents: reg, Artifacts: newTestStore(t), ToolOptions: tool.Options{Builtins: cancelBuiltins}, HeartbeatEvery: 200 * time.Millisecond,
+		Agents: reg, Artifacts: store, ToolOptions: tool.Options{Builtins: builtins}, HeartbeatEvery: 200 * time.Millisecond,
 	})
 	if err := w.Start(); err != nil {
 		t.Fatal(err)
@@ -276,6 +334,12 @@ func TestRecordReplayHistories(t *testing.T) {
 	if err := os.MkdirAll(replayDir, 0o755); err != nil {
 		t.Fatal(err)
 	}
+	t.Run("rawspill", func(t *testing.T) {
+		recordPair(t, &legacyRawBeforeSpill, "v4-spill-retried.json", "v5-spill-after-raw.json", func(id string) *historypb.History {
+			store.fails.Store(1) // the tool activity's spill store fails once
+			return recordRun(t, c, taskQueue, spillDef, id, nil)
+		})
+	})
 	t.Run("cancel", func(t *testing.T) {
 		for _, f := range []string{"v3-cancel-dropped.json", "v4-cancel-kept.json"} {
 			legacy := f == "v3-cancel-dropped.json"

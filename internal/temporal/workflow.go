@@ -45,6 +45,14 @@ const (
 	// does. Before it, the drive stopped at once: the result was dropped
 	// and a manual tool left uncertain.
 	PatchToolWaitCancel = "hxd-tool-wait-cancel-v1"
+	// PatchRawBeforeSpill: a tool activity whose long result cannot be
+	// stored (spilled) still returns the raw result (ToolInput.KeepUnspilled,
+	// ToolOutput.SpillFailed); the workflow stores it by ONE
+	// harness_spill_v1 activity, as a resolved result's, and a failed spill
+	// fails the run resumably with the entry raw_completed. Before it, the
+	// store failure failed the tool activity: a safe tool was called again,
+	// a manual one left uncertain.
+	PatchRawBeforeSpill = "hxd-raw-before-spill-v1"
 )
 
 // legacyWorkflow makes the workflow behave as it did before
@@ -70,6 +78,10 @@ var legacyCallAfterInterrupt = false
 // WaitForCancellation, as before PatchToolWaitCancel existed. Test-only,
 // as legacyWorkflow.
 var legacyToolWaitCancel = false
+
+// legacyRawBeforeSpill makes a failed spill store fail the tool activity,
+// as before PatchRawBeforeSpill existed. Test-only, as legacyWorkflow.
+var legacyRawBeforeSpill = false
 
 const (
 	// activityGrace is added to a call's own timeout (REFERENCE §9).
@@ -522,8 +534,9 @@ func (w *sessionWorkflow) toolsStep(ctx workflow.Context, d *drive, st *runtime.
 		e := &st.Tools[i]
 		// spill is the stored full text of the result the tool activity
 		// just returned, when it is over max_result_chars; returned says
-		// the raw result came from the tool activity (else the caller
-		// supplied it through resolve).
+		// the tool activity settled the spill (else the caller supplied
+		// the result through resolve, or its store failed in the tool
+		// activity, and spillResolved stores it).
 		var spill *SpillRef
 		returned := false
 		for e.Status == runtime.ToolPrepared || e.Status == runtime.ToolStarted || e.Status == runtime.ToolRawCompleted {
@@ -643,8 +656,9 @@ func (w *sessionWorkflow) toolsDone(st *runtime.RunState, lost *runtime.StepFail
 }
 
 // processReturned processes a raw-completed entry: spill is what the tool
-// activity stored when returned says the raw result came from it; a result
-// the caller supplied is spilled by spillResolved first.
+// activity stored when returned says it settled the spill; any other raw
+// result (the caller supplied it, the tool activity could not store it, or
+// a resume finds it) is spilled by spillResolved first.
 func (w *sessionWorkflow) processReturned(ctx workflow.Context, d *drive, st *runtime.RunState, e *runtime.ToolEntry, spill *SpillRef, returned bool) error {
 	if !returned {
 		s, err := w.spillResolved(ctx, d, st, e)
@@ -709,9 +723,10 @@ func (w *sessionWorkflow) startCall(st *runtime.RunState, e *runtime.ToolEntry) 
 }
 
 // callResult is what a tool activity's outcome left for the step: the
-// stored text of a long result (spill) and whether the raw result came
-// from the activity (returned), or the failure of an activity that did
-// not complete (lost).
+// stored text of a long result (spill) and whether the activity settled
+// the spill (returned: it stored it or found the result short; else
+// spillResolved stores it), or the failure of an activity that did not
+// complete (lost).
 type callResult struct {
 	spill    *SpillRef
 	returned bool
@@ -750,7 +765,9 @@ func (w *sessionWorkflow) callOutcome(ctx workflow.Context, d *drive, st *runtim
 		if len(out.Artifacts) > 0 {
 			runtime.RecordArtifacts(st, e.ExecutionKey, out.Artifacts)
 		}
-		return callResult{spill: out.Spill, returned: true}, nil
+		// A result whose spill the activity could not store is spilled
+		// as a resolved one is (spillResolved, PatchRawBeforeSpill).
+		return callResult{spill: out.Spill, returned: !out.SpillFailed}, nil
 	case ToolClientResult:
 		if err := runtime.SetToolStatus(e, runtime.TevUnknown); err != nil {
 			return callResult{}, err
@@ -811,6 +828,8 @@ func (w *sessionWorkflow) startToolActivity(ctx workflow.Context, d *drive, st *
 	in := ToolInput{
 		Agent: w.s.Agent, ConfigHash: w.hash, SessionID: st.SessionID, RunID: st.RunID,
 		Step: st.Iterations, Entry: *e, Events: w.takeEvents(), Owner: w.s.Owner,
+		KeepUnspilled: !legacyRawBeforeSpill &&
+			workflow.GetVersion(ctx, PatchRawBeforeSpill, workflow.DefaultVersion, 1) != workflow.DefaultVersion,
 	}
 	return workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, opts), ActivityTool, in), nil
 }
@@ -841,7 +860,8 @@ func (w *sessionWorkflow) answer(st *runtime.RunState, e *runtime.ToolEntry, tex
 }
 
 // spillResolved stores the processed text of a raw result the caller
-// supplied (resolve) when it is over max_result_chars, through one spill
+// supplied (resolve), or one whose store failed in the tool activity
+// (PatchRawBeforeSpill), when it is over max_result_chars, through one spill
 // activity, and returns its reference for processTool; nil when it is
 // short, the worker has no artifact store, or the history predates
 // PatchResolvedSpill. The entry stays raw-completed until processTool, so

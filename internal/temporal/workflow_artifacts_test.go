@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -303,4 +305,79 @@ func TestResolvedResultShortOrNoStore(t *testing.T) {
 		require.Nil(t, st.Extensions["result_spill"])
 		require.JSONEq(t, string(tool.TextContent(bigText+" (mw)")), string(toolResultsByCall(st.Messages)["c1"].Content))
 	})
+}
+
+// memStore is an ArtifactStore in memory whose stores fail while fail is set.
+type memStore struct {
+	mu   sync.Mutex
+	data map[string][]byte
+	fail atomic.Bool
+}
+
+func (m *memStore) PutOwned(_ context.Context, _ string, data []byte) (string, error) {
+	if m.fail.Load() {
+		return "", errors.New("store down")
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.data == nil {
+		m.data = map[string][]byte{}
+	}
+	key := sha256Hex(string(data))
+	m.data[key] = data
+	return key, nil
+}
+
+func (m *memStore) GetOwned(_ context.Context, _, digest string) ([]byte, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if d, ok := m.data[digest]; ok {
+		return d, nil
+	}
+	return nil, artifacts.ErrNotFound
+}
+
+// TestSpillFailureKeepsRawResult: a tool result over max_result_chars whose
+// spill cannot be stored keeps its raw result (the entry stays
+// raw_completed, a manual tool is not uncertain): the run fails resumably
+// and a resume only spills and processes it; the tool is never called
+// again (REFERENCE §4.2 step 6, as the local engine's
+// TestSpillFailureKeepsTheRawResult).
+func TestSpillFailureKeepsRawResult(t *testing.T) {
+	for _, policy := range []string{tool.PolicySafe, tool.PolicyManual} {
+		t.Run(policy, func(t *testing.T) {
+			def := scriptedAgent("spill-fails", []agent.ToolDef{customTool("big", policy)},
+				model.ScriptStep{ToolCalls: []model.ToolCall{toolCall("c1", "big", `{}`)}},
+				model.ScriptStep{Text: "done"},
+			)
+			def.Tools[0].ResultMiddleware = []agent.Middleware{{AppendText: strp(" (mw)")}}
+			def.MaxResultChars = maxChars
+			var calls atomic.Int32
+			builtins := map[string]tool.BuiltinFunc{"big": func(_ context.Context, inv tool.Invocation) (tool.Outcome, error) {
+				calls.Add(1)
+				return tool.Outcome{Result: model.ToolResult{ToolCallID: inv.Call.ID, Content: tool.TextContent(bigText)}}, nil
+			}}
+			store := &memStore{}
+			store.fail.Store(true)
+			h := newStoreHarness(t, def, builtins, store)
+			h.submit(time.Second, "req-1", "run-1", "go")
+			var failed runtime.RunResult
+			h.at(time.Minute, func() { failed = h.getRun("run-1"); store.fail.Store(false) })
+			resume := h.update(2*time.Minute, UpdateControl, "ctl-1", ControlRequest{Action: ActionResume})
+			h.run(time.Hour)
+			assertStatus(t, failed, runtime.StatusFailed)
+			require.Empty(t, failed.Pending, "the raw result arrived: nothing is uncertain")
+			require.NotNil(t, failed.Error)
+			require.Equal(t, "StorageError", failed.Error.Type)
+			var cr ControlResult
+			resume.decode(t, &cr)
+			assertStatus(t, h.getRun("run-1"), runtime.StatusCompleted)
+			require.EqualValues(t, 1, calls.Load(), "the tool is called once")
+			last, err := json.Marshal(h.lastModelInput().Request)
+			require.NoError(t, err)
+			require.Contains(t, string(last), "Full result: artifact://"+sha256Hex(bigText+" (mw)"), "the resume spilled the result")
+			_, err = store.GetOwned(context.Background(), "alice", sha256Hex(bigText+" (mw)"))
+			require.NoError(t, err)
+		})
+	}
 }
