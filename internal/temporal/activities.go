@@ -289,7 +289,8 @@ func (a *Activities) Model(ctx context.Context, in ModelInput) (*ModelOutput, er
 // Tool runs one attempt of a tool entry (activity ActivityTool) and
 // classifies a failure by replay policy (REFERENCE §4.2): a retry is a
 // retryable ApplicationError (Temporal retries it), everything else an
-// outcome.
+// outcome. Its errors and cancellation carry the entry attempt as details
+// (lastToolAttempt).
 func (a *Activities) Tool(ctx context.Context, in ToolInput) (*ToolOutput, error) {
 	a.publish(ctx, in.Events)
 	info := activity.GetInfo(ctx)
@@ -315,7 +316,7 @@ func (a *Activities) Tool(ctx context.Context, in ToolInput) (*ToolOutput, error
 	case errors.Is(err, tool.ErrClientResult):
 		return &ToolOutput{Kind: ToolClientResult, Attempt: e.Attempt}, nil
 	case err != nil && ctx.Err() != nil:
-		return nil, ctx.Err()
+		return nil, temporal.NewCanceledError(e.Attempt)
 	case err != nil:
 		f := tool.AsFailure(err)
 		switch runtime.ToolFailureAction(&e, f) {
@@ -325,7 +326,7 @@ func (a *Activities) Tool(ctx context.Context, in ToolInput) (*ToolOutput, error
 		case runtime.FailUncertain:
 			return &ToolOutput{Kind: ToolUncertain, Failure: &runtime.RunError{Type: f.Type, Message: f.Message}, Attempt: e.Attempt}, nil
 		case runtime.FailRetry:
-			return nil, temporal.NewApplicationError(f.Message, f.Type)
+			return nil, temporal.NewApplicationErrorWithOptions(f.Message, f.Type, temporal.ApplicationErrorOptions{Details: []any{e.Attempt}})
 		default:
 			return &ToolOutput{Kind: ToolFailed, Failure: &runtime.RunError{Type: f.Type, Message: f.Message}, Attempt: e.Attempt}, nil
 		}
@@ -372,7 +373,7 @@ func (a *Activities) returned(ctx context.Context, in ToolInput, b *binding, e *
 		for _, art := range arts {
 			key, err := a.deps.Artifacts.PutOwned(ctx, in.Owner, art.Data)
 			if err != nil {
-				return nil, temporal.NewApplicationError("store tool artifact: "+err.Error(), "StorageError")
+				return nil, temporal.NewApplicationErrorWithOptions("store tool artifact: "+err.Error(), "StorageError", temporal.ApplicationErrorOptions{Details: []any{e.Attempt}})
 			}
 			refs = append(refs, runtime.ArtifactRef{Key: key, MediaType: art.MediaType, Size: len(art.Data)})
 		}
@@ -390,7 +391,7 @@ func (a *Activities) returned(ctx context.Context, in ToolInput, b *binding, e *
 			a.log.Warn("spill store failed; the workflow spills the result", "execution_key", e.ExecutionKey, "error", err)
 			out.SpillFailed = true
 		default:
-			return nil, temporal.NewApplicationError("store spilled result: "+err.Error(), "StorageError")
+			return nil, temporal.NewApplicationErrorWithOptions("store spilled result: "+err.Error(), "StorageError", temporal.ApplicationErrorOptions{Details: []any{e.Attempt}})
 		}
 	}
 	out.Result = &res

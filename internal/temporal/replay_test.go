@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -137,6 +138,32 @@ func TestReplayHistoriesCoverRawBeforeSpill(t *testing.T) {
 	}
 }
 
+// TestReplayHistoriesCoverToolAttempts checks the histories of a run
+// resumed after its tool activity failed on all three attempts: the one
+// recorded before PatchToolAttempts has no marker and calls the tool again
+// as entry attempt 2, a repeat; the current one has the marker and calls
+// it as attempt 4.
+func TestReplayHistoriesCoverToolAttempts(t *testing.T) {
+	for file, want := range map[string][]int{"v5-attempts-repeated.json": {1, 2}, "v6-attempts-grow.json": {1, 4}} {
+		c := countHistory(t, file, PatchToolAttempts)
+		var got []int
+		for _, e := range readHistory(t, file).Events {
+			a := e.GetActivityTaskScheduledEventAttributes()
+			if a == nil || a.GetActivityType().GetName() != ActivityTool {
+				continue
+			}
+			var in ToolInput
+			if err := json.Unmarshal(a.GetInput().GetPayloads()[0].GetData(), &in); err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, in.Entry.Attempt)
+		}
+		if c.marker != (want[1] == 4) || !slices.Equal(got, want) || c.updates < 2 {
+			t.Errorf("%s: %+v, tool activities from entry attempts %v (want %v)", file, c, got, want)
+		}
+	}
+}
+
 // TestReplayHistoriesCoverToolCancel checks the histories of a run
 // cancelled while a manual tool is in flight that returns its result on
 // the cancel: the one recorded before PatchToolWaitCancel has neither
@@ -259,6 +286,18 @@ func replaySpillAgent() *agent.Definition {
 	return def
 }
 
+// replayLostAgent is the agent of the attempts histories: a safe tool of
+// three quick attempts whose activity fails on each until the recorder
+// lets it succeed, then a final answer.
+func replayLostAgent() *agent.Definition {
+	td := customTool("lost", tool.PolicySafe)
+	td.Retry = &tool.Retry{Attempts: 3, BackoffSeconds: 0.1, MaxBackoffSeconds: 0.1}
+	return scriptedAgent("replay-lost", []agent.ToolDef{td},
+		model.ScriptStep{ToolCalls: []model.ToolCall{toolCall("c1", "lost", `{}`)}},
+		model.ScriptStep{Text: "done"},
+	)
+}
+
 // putFailStore is an ArtifactStore whose next fails stores fail.
 type putFailStore struct {
 	ArtifactStore
@@ -292,9 +331,13 @@ func (s *putFailStore) PutOwned(ctx context.Context, owner string, data []byte) 
 // v4-cancel-kept.json as it is now. v4-spill-retried.json runs a safe tool
 // whose spill store fails once in the tool activity, as before
 // PatchRawBeforeSpill (legacyRawBeforeSpill: the activity is retried),
-// v5-spill-after-raw.json as it is now (a spill activity stores it). Record
+// v5-spill-after-raw.json as it is now (a spill activity stores it).
+// v5-attempts-repeated.json resumes a run whose safe tool's activity failed
+// on all three attempts, as before PatchToolAttempts (legacyToolAttempts:
+// the resumed call is attempt 2), v6-attempts-grow.json as it is now
+// (attempt 4). Record
 // one group with
-// -run 'TestRecordReplayHistories/(publish|resolved|concurrent|cancel|rawspill)'.
+// -run 'TestRecordReplayHistories/(publish|resolved|concurrent|cancel|rawspill|attempts)'.
 func TestRecordReplayHistories(t *testing.T) {
 	addr := os.Getenv("HXD_RECORD_REPLAY")
 	if addr == "" {
@@ -311,8 +354,16 @@ func TestRecordReplayHistories(t *testing.T) {
 	builtins["big"] = func(_ context.Context, inv tool.Invocation) (tool.Outcome, error) {
 		return tool.Outcome{Result: model.ToolResult{ToolCallID: inv.Call.ID, Content: tool.TextContent(bigText)}}, nil
 	}
+	lostDef := replayLostAgent()
+	var found atomic.Bool // the "lost" tool's activity fails until found
+	builtins["lost"] = func(_ context.Context, inv tool.Invocation) (tool.Outcome, error) {
+		if !found.Load() {
+			panic("worker lost") // an activity failure without an outcome, like a lost worker's
+		}
+		return tool.Outcome{Result: model.ToolResult{ToolCallID: inv.Call.ID, Content: tool.TextContent("found")}}, nil
+	}
 	reg := agent.NewRegistry(builtinNames(builtins)...)
-	for _, d := range []*agent.Definition{replayAgent(), replayClientAgent(), replayConcurrentAgent(), cancelDef, spillDef} {
+	for _, d := range []*agent.Definition{replayAgent(), replayClientAgent(), replayConcurrentAgent(), cancelDef, spillDef, lostDef} {
 		if err := reg.Register(d); err != nil {
 			t.Fatal(err)
 		}
@@ -322,6 +373,7 @@ func TestRecordReplayHistories(t *testing.T) {
 	concurrentDef, _ := reg.Get(agent.Ref{Name: "replay-concurrent", Version: "v1"})
 	cancelDef, _ = reg.Get(cancelDef.Ref())
 	spillDef, _ = reg.Get(spillDef.Ref())
+	lostDef, _ = reg.Get(lostDef.Ref())
 	taskQueue := "replay-record-" + time.Now().Format("150405")
 	store := &putFailStore{ArtifactStore: newTestStore(t)}
 	w := NewWorker(c, taskQueue, WorkerDeps{
@@ -334,6 +386,12 @@ func TestRecordReplayHistories(t *testing.T) {
 	if err := os.MkdirAll(replayDir, 0o755); err != nil {
 		t.Fatal(err)
 	}
+	t.Run("attempts", func(t *testing.T) {
+		recordPair(t, &legacyToolAttempts, "v5-attempts-repeated.json", "v6-attempts-grow.json", func(id string) *historypb.History {
+			found.Store(false)
+			return recordLostSession(t, c, taskQueue, lostDef, id, &found)
+		})
+	})
 	t.Run("rawspill", func(t *testing.T) {
 		recordPair(t, &legacyRawBeforeSpill, "v4-spill-retried.json", "v5-spill-after-raw.json", func(id string) *historypb.History {
 			store.fails.Store(1) // the tool activity's spill store fails once
@@ -442,6 +500,23 @@ func recordRun(t *testing.T, c client.Client, taskQueue string, def *agent.Defin
 			t.Fatalf("run = %+v", rr.Run)
 		}
 	}
+	return historyOf(ctx, t, c, run)
+}
+
+// recordLostSession submits run-1 of the replayLostAgent, waits for it to
+// fail (every tool attempt lost), sets found and resumes the run; it
+// returns the history once the run completed.
+func recordLostSession(t *testing.T, c client.Client, taskQueue string, def *agent.Definition, sessionID string, found *atomic.Bool) *historypb.History {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	sw := &serverWorker{c: c, taskQueue: taskQueue}
+	run := sw.start(ctx, t, def, sessionID)
+	waitStatus(ctx, t, c, run.GetID(), "run-1", runtime.StatusFailed)
+	found.Store(true)
+	var cr ControlResult
+	sw.update(ctx, t, run.GetID(), UpdateControl, "ctl-1", ControlRequest{Action: ActionResume}, &cr)
+	waitStatus(ctx, t, c, run.GetID(), "run-1", runtime.StatusCompleted)
 	return historyOf(ctx, t, c, run)
 }
 

@@ -53,6 +53,11 @@ const (
 	// store failure failed the tool activity: a safe tool was called again,
 	// a manual one left uncertain.
 	PatchRawBeforeSpill = "hxd-raw-before-spill-v1"
+	// PatchToolAttempts: a tool activity that failed or was cancelled
+	// leaves its entry at the last attempt it made (lastToolAttempt), so
+	// the attempt numbers of an entry only grow. Before it, the entry kept
+	// the activity's first attempt and a resume repeated the later ones.
+	PatchToolAttempts = "hxd-tool-attempts-v1"
 )
 
 // legacyWorkflow makes the workflow behave as it did before
@@ -82,6 +87,10 @@ var legacyToolWaitCancel = false
 // legacyRawBeforeSpill makes a failed spill store fail the tool activity,
 // as before PatchRawBeforeSpill existed. Test-only, as legacyWorkflow.
 var legacyRawBeforeSpill = false
+
+// legacyToolAttempts leaves a failed tool activity's entry at its first
+// attempt, as before PatchToolAttempts existed. Test-only, as legacyWorkflow.
+var legacyToolAttempts = false
 
 const (
 	// activityGrace is added to a call's own timeout (REFERENCE §9).
@@ -736,6 +745,9 @@ type callResult struct {
 // callOutcome takes in a tool activity's outcome (out, or its error).
 func (w *sessionWorkflow) callOutcome(ctx workflow.Context, d *drive, st *runtime.RunState, e *runtime.ToolEntry, out *ToolOutput, err error) (callResult, error) {
 	if err != nil {
+		if !legacyToolAttempts && workflow.GetVersion(ctx, PatchToolAttempts, workflow.DefaultVersion, 1) != workflow.DefaultVersion {
+			e.Attempt = max(e.Attempt, lastToolAttempt(err, e.Attempt, toolActivityAttempts(e)))
+		}
 		if ierr := w.interruption(ctx, d, err); ierr != nil {
 			return callResult{}, ierr
 		}
@@ -816,11 +828,7 @@ func (w *sessionWorkflow) startToolActivity(ctx workflow.Context, d *drive, st *
 	if e.Retry != nil {
 		retry = *e.Retry
 	}
-	attempts := 1
-	if e.Policy != tool.PolicyManual {
-		attempts = max(1, retry.Attempts-(e.Attempt-1))
-	}
-	opts := w.untilDeadline(ctx, d, callOptions(timeout, retry.BackoffSeconds, retry.MaxBackoffSeconds, attempts))
+	opts := w.untilDeadline(ctx, d, callOptions(timeout, retry.BackoffSeconds, retry.MaxBackoffSeconds, toolActivityAttempts(e)))
 	// A cancel waits for the activity's outcome: the call learns of it by
 	// its heartbeat, and a result it still returns is kept.
 	opts.WaitForCancellation = !legacyToolWaitCancel &&
@@ -832,6 +840,42 @@ func (w *sessionWorkflow) startToolActivity(ctx workflow.Context, d *drive, st *
 			workflow.GetVersion(ctx, PatchRawBeforeSpill, workflow.DefaultVersion, 1) != workflow.DefaultVersion,
 	}
 	return workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, opts), ActivityTool, in), nil
+}
+
+// toolActivityAttempts is how many attempts the tool activity of a started
+// entry may make: one for a manual tool, else what its retry policy leaves
+// from the entry's attempt on.
+func toolActivityAttempts(e *runtime.ToolEntry) int {
+	if e.Policy == tool.PolicyManual {
+		return 1
+	}
+	retry := tool.DefaultRetry
+	if e.Retry != nil {
+		retry = *e.Retry
+	}
+	return max(1, retry.Attempts-(e.Attempt-1))
+}
+
+// lastToolAttempt is the entry attempt of the last attempt a failed tool
+// activity made, first attempt base, at most attempts attempts: the one
+// its error names (the tool activity's failures and cancellations carry
+// it as details), else, for a cancellation, base (the run ends with it),
+// else the last the activity may have made (a lost worker times out on
+// every attempt), so that no later call repeats a number.
+func lastToolAttempt(err error, base, attempts int) int {
+	var app *temporal.ApplicationError
+	var canceled *temporal.CanceledError
+	var n int
+	switch {
+	case errors.As(err, &app) && app.HasDetails() && app.Details(&n) == nil:
+		return n
+	case errors.As(err, &canceled):
+		if canceled.HasDetails() && canceled.Details(&n) == nil {
+			return n
+		}
+		return base
+	}
+	return base + attempts - 1
 }
 
 // validateInput checks a call input against the tool's schema, in

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/mock"
+	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
@@ -738,5 +739,42 @@ func TestNoToolStartedAfterDeadline(t *testing.T) {
 				t.Fatalf("%d tool_call_start events, %d tool activities, want 1 and 1: %v", starts, h.count(ActivityTool), h.sink.types("run-1"))
 			}
 		})
+	}
+}
+
+// TestToolAttemptsOnlyGrow: the attempt numbers of an entry only grow: a
+// tool activity lost on every attempt (a lost worker) leaves the entry at
+// its last attempt, so the call a resume makes is the next one, never a
+// repeat.
+func TestToolAttemptsOnlyGrow(t *testing.T) {
+	def := scriptedAgent("safe", []agent.ToolDef{customTool("fetch", tool.PolicySafe)},
+		model.ScriptStep{ToolCalls: []model.ToolCall{toolCall("c1", "fetch", `{}`)}},
+		model.ScriptStep{Text: "fetched"},
+	)
+	fetch := func(context.Context, tool.Invocation) (tool.Outcome, error) {
+		return tool.Outcome{Result: model.ToolResult{Content: tool.TextContent("data")}}, nil
+	}
+	h := newHarness(t, def, harnessOpts{builtins: map[string]tool.BuiltinFunc{"fetch": fetch}})
+	acts := NewActivities(WorkerDeps{Agents: h.reg, Events: h.sink, ToolOptions: tool.Options{Builtins: map[string]tool.BuiltinFunc{"fetch": fetch}}})
+	var mu sync.Mutex
+	var attempts []int
+	var lost atomic.Bool
+	lost.Store(true)
+	h.env.OnActivity(ActivityTool, mock.Anything, mock.Anything).Return(func(ctx context.Context, in ToolInput) (*ToolOutput, error) {
+		mu.Lock()
+		attempts = append(attempts, in.Entry.Attempt+int(activity.GetInfo(ctx).Attempt)-1)
+		mu.Unlock()
+		if lost.Load() {
+			return nil, errors.New("worker lost")
+		}
+		return acts.Tool(ctx, in)
+	})
+	h.submit(time.Second, "req-1", "run-1", "go")
+	h.at(time.Minute, func() { assertStatus(t, h.getRun("run-1"), runtime.StatusFailed); lost.Store(false) })
+	h.update(2*time.Minute, UpdateControl, "ctl-1", ControlRequest{Action: ActionResume})
+	h.run(time.Hour)
+	assertStatus(t, h.getRun("run-1"), runtime.StatusCompleted)
+	if want := []int{1, 2, 3, 4}; !slices.Equal(attempts, want) {
+		t.Fatalf("tool attempts = %v, want %v", attempts, want)
 	}
 }
