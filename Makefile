@@ -75,6 +75,7 @@ test-temporal: ## Temporal engine end-to-end tests: real Temporal dev server, Re
 	@bash scripts/build-temporal.sh >/dev/null
 	@bash scripts/build-versitygw.sh >/dev/null
 	HXD_TEST_TEMPORAL=1 $(GO) test -count=1 -timeout $(TEST_TIMEOUT) -run 'Temporal' ./cmd/hxd/
+	HXD_TEST_TEMPORAL=1 $(GO) test -count=1 -timeout $(TEST_TIMEOUT) -run 'TestServer' ./internal/temporal/
 
 .PHONY: test/race
 test/race: ## race-detector tests of RACE_PKGS (default ./internal/runtime/...)
