@@ -184,25 +184,33 @@ func BenchmarkBoundaryThroughput(b *testing.B) {
 			inParallel(b, n, 2, rawInsert)
 			groups0, boundaries0 := st.GroupCommitStats()
 			misses0 := st.FastMisses()
-			var commitTime, rawTime time.Duration
-			var total int
-			for b.Loop() {
-				commitTime += inParallel(b, n, per, commit)
-				b.StopTimer()
-				rawTime += inParallel(b, n, per, rawInsert)
-				b.StartTimer()
-				total += n * per
-			}
-			boundaries := float64(total) / commitTime.Seconds()
-			raws := float64(total) / rawTime.Seconds()
-			b.ReportMetric(boundaries, "boundaries/s")
-			b.ReportMetric(raws, "raw-commits/s")
-			b.ReportMetric(boundaries/raws, "x-raw")
+			againstRaw(b, n, per, commit, rawInsert)
 			groups, grouped := st.GroupCommitStats()
 			b.ReportMetric(float64(grouped-boundaries0)/float64(groups-groups0), "boundaries/group")
 			b.ReportMetric(float64(st.FastMisses()-misses0)/float64(groups-groups0), "fast-miss")
 		})
 	}
+}
+
+// againstRaw times n workers doing per commits each, interleaved with n
+// raw committers doing as many single-row commits (only the commits are
+// timed), for b.N rounds, and reports boundaries/s, raw-commits/s and
+// their ratio x-raw.
+func againstRaw(b *testing.B, n, per int, commit, rawInsert func(worker int) error) {
+	var commitTime, rawTime time.Duration
+	var total int
+	for b.Loop() {
+		commitTime += inParallel(b, n, per, commit)
+		b.StopTimer()
+		rawTime += inParallel(b, n, per, rawInsert)
+		b.StartTimer()
+		total += n * per
+	}
+	boundaries := float64(total) / commitTime.Seconds()
+	raws := float64(total) / rawTime.Seconds()
+	b.ReportMetric(boundaries, "boundaries/s")
+	b.ReportMetric(raws, "raw-commits/s")
+	b.ReportMetric(boundaries/raws, "x-raw")
 }
 
 // benchID is a new UUIDv7 string (runtime.Config's default NewIDFunc).

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -89,20 +88,7 @@ func BenchmarkRowFloor(b *testing.B) {
 			}
 			inParallel(b, runs, 2, commit)
 			inParallel(b, runs, 2, rawInsert)
-			var commitTime, rawTime time.Duration
-			var total int
-			for b.Loop() {
-				commitTime += inParallel(b, runs, per, commit)
-				b.StopTimer()
-				rawTime += inParallel(b, runs, per, rawInsert)
-				b.StartTimer()
-				total += runs * per
-			}
-			boundaries := float64(total) / commitTime.Seconds()
-			raws := float64(total) / rawTime.Seconds()
-			b.ReportMetric(boundaries, "boundaries/s")
-			b.ReportMetric(raws, "raw-commits/s")
-			b.ReportMetric(boundaries/raws, "x-raw")
+			againstRaw(b, runs, per, commit, rawInsert)
 		})
 	}
 }
