@@ -316,7 +316,7 @@ func (a *Activities) Tool(ctx context.Context, in ToolInput) (*ToolOutput, error
 	case errors.Is(err, tool.ErrClientResult):
 		return &ToolOutput{Kind: ToolClientResult, Attempt: e.Attempt}, nil
 	case err != nil && ctx.Err() != nil:
-		return nil, temporal.NewCanceledError(e.Attempt)
+		return nil, interrupted(ctx, e.Attempt)
 	case err != nil:
 		f := tool.AsFailure(err)
 		switch runtime.ToolFailureAction(&e, f) {
@@ -337,6 +337,21 @@ func (a *Activities) Tool(ctx context.Context, in ToolInput) (*ToolOutput, error
 		res.Content = tool.TextContent("")
 	}
 	return a.returned(ctx, in, b, &e, res, out.Artifacts)
+}
+
+// interrupted is the error of a tool attempt whose context ended, with the
+// attempt as details (lastToolAttempt): a cancellation when the workflow
+// cancelled the activity (the SDK reports it as cancelled), else (the
+// worker shuts down, the activity is paused or lost its server) a
+// retryable failure, never a cancellation: the SDK would report a
+// CanceledError it did not ask for wrapped in a failure, which the
+// workflow would take for a cancel of the run.
+func interrupted(ctx context.Context, attempt int) error {
+	if errors.Is(ctx.Err(), context.Canceled) && temporal.IsCanceledError(context.Cause(ctx)) {
+		return temporal.NewCanceledError(attempt)
+	}
+	return temporal.NewApplicationErrorWithOptions("tool call interrupted: "+context.Cause(ctx).Error(), "ActivityError",
+		temporal.ApplicationErrorOptions{Details: []any{attempt}})
 }
 
 // storeTimeout bounds the stores of a returned result, which outlive a

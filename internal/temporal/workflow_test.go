@@ -15,6 +15,7 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
 	"hxd/internal/agent"
@@ -776,5 +777,46 @@ func TestToolAttemptsOnlyGrow(t *testing.T) {
 	assertStatus(t, h.getRun("run-1"), runtime.StatusCompleted)
 	if want := []int{1, 2, 3, 4}; !slices.Equal(attempts, want) {
 		t.Fatalf("tool attempts = %v, want %v", attempts, want)
+	}
+}
+
+// TestWorkerShutdownDuringToolIsNoCancel: a tool call whose context ends
+// because its worker shuts down (not because the run was cancelled) is a
+// lost call, as before: a manual tool becomes uncertain and waits for a
+// decision, a safe one fails the run resumably. It never cancels the run,
+// as the local engine's shutdown leaves the run as it is.
+func TestWorkerShutdownDuringToolIsNoCancel(t *testing.T) {
+	for _, policy := range []string{tool.PolicyManual, tool.PolicySafe} {
+		t.Run(policy, func(t *testing.T) {
+			bg, shutdown := context.WithCancelCause(context.Background())
+			defer shutdown(nil)
+			def := scriptedAgent("shutdown", []agent.ToolDef{customTool("send", policy)},
+				model.ScriptStep{ToolCalls: []model.ToolCall{toolCall("c1", "send", `{}`)}},
+				model.ScriptStep{Text: "sent it"},
+			)
+			h := newHarness(t, def, harnessOpts{builtins: map[string]tool.BuiltinFunc{"send": func(ctx context.Context, _ tool.Invocation) (tool.Outcome, error) {
+				shutdown(worker.ErrWorkerShutdown) // the worker stops during the call
+				<-ctx.Done()
+				return tool.Outcome{}, ctx.Err()
+			}}})
+			h.env.SetWorkerOptions(worker.Options{BackgroundActivityContext: bg})
+			h.submit(time.Second, "req-1", "run-1", "go")
+			h.run(time.Hour)
+			r := h.getRun("run-1")
+			if r.StopReason != nil {
+				t.Fatalf("stop reason = %q, want none: a worker shutdown is no cancel", *r.StopReason)
+			}
+			if policy == tool.PolicyManual {
+				assertStatus(t, r, runtime.StatusAwaitingInput)
+				if len(r.Pending) != 1 || r.Pending[0].Status != runtime.ToolUncertain {
+					t.Fatalf("pending = %+v", r.Pending)
+				}
+				return
+			}
+			assertStatus(t, r, runtime.StatusFailed)
+			if r.Error == nil || !strings.Contains(r.Error.Message, "worker is now shutdown") {
+				t.Fatalf("error = %+v", r.Error)
+			}
+		})
 	}
 }
