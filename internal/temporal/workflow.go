@@ -858,19 +858,26 @@ func toolActivityAttempts(e *runtime.ToolEntry) int {
 
 // lastToolAttempt is the entry attempt of the last attempt a failed tool
 // activity made, first attempt base, at most attempts attempts: the one
-// its error names (the tool activity's failures and cancellations carry
-// it as details), else, for a cancellation, base (the run ends with it),
-// else the last the activity may have made (a lost worker times out on
-// every attempt), so that no later call repeats a number.
+// its last attempt's error names (the tool activity's failures and
+// cancellations carry it as details), else, for a cancellation, base (the
+// run ends with it), else the last the activity may have made (a lost
+// worker times out on every attempt), so that no later call repeats a
+// number. Only the activity error's own cause is the last attempt's: a
+// timeout carries the failure of the attempt before it as its cause
+// (the server's RetryLastFailure), whose details name that attempt.
 func lastToolAttempt(err error, base, attempts int) int {
-	var app *temporal.ApplicationError
-	var canceled *temporal.CanceledError
+	var act *temporal.ActivityError
+	if errors.As(err, &act) {
+		err = errors.Unwrap(act)
+	}
 	var n int
-	switch {
-	case errors.As(err, &app) && app.HasDetails() && app.Details(&n) == nil:
-		return n
-	case errors.As(err, &canceled):
-		if canceled.HasDetails() && canceled.Details(&n) == nil {
+	switch err := err.(type) {
+	case *temporal.ApplicationError:
+		if err.HasDetails() && err.Details(&n) == nil {
+			return n
+		}
+	case *temporal.CanceledError:
+		if err.HasDetails() && err.Details(&n) == nil {
 			return n
 		}
 		return base

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/mock"
+	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
@@ -818,5 +819,54 @@ func TestWorkerShutdownDuringToolIsNoCancel(t *testing.T) {
 				t.Fatalf("error = %+v", r.Error)
 			}
 		})
+	}
+}
+
+// TestToolAttemptsGrowAfterTimeout: a tool activity whose last attempt
+// timed out (a lost worker) after an earlier attempt failed leaves its
+// entry at that last attempt. The server hands the workflow the timeout
+// with the earlier attempt's failure as its cause (RetryLastFailure); its
+// details name the earlier attempt, not the last one, so a resume must not
+// take them and repeat the last attempt's number.
+func TestToolAttemptsGrowAfterTimeout(t *testing.T) {
+	td := customTool("fetch", tool.PolicySafe)
+	td.Retry = &tool.Retry{Attempts: 2, BackoffSeconds: 0.1, MaxBackoffSeconds: 0.1}
+	def := scriptedAgent("safe", []agent.ToolDef{td},
+		model.ScriptStep{ToolCalls: []model.ToolCall{toolCall("c1", "fetch", `{}`)}},
+		model.ScriptStep{Text: "fetched"},
+	)
+	fetch := func(context.Context, tool.Invocation) (tool.Outcome, error) {
+		return tool.Outcome{Result: model.ToolResult{Content: tool.TextContent("data")}}, nil
+	}
+	h := newHarness(t, def, harnessOpts{builtins: map[string]tool.BuiltinFunc{"fetch": fetch}})
+	acts := NewActivities(WorkerDeps{Agents: h.reg, Events: h.sink, ToolOptions: tool.Options{Builtins: map[string]tool.BuiltinFunc{"fetch": fetch}}})
+	var mu sync.Mutex
+	var attempts []int
+	var lost atomic.Bool
+	lost.Store(true)
+	h.env.OnActivity(ActivityTool, mock.Anything, mock.Anything).Return(func(ctx context.Context, in ToolInput) (*ToolOutput, error) {
+		n := in.Entry.Attempt + int(activity.GetInfo(ctx).Attempt) - 1
+		mu.Lock()
+		attempts = append(attempts, n)
+		mu.Unlock()
+		if !lost.Load() {
+			return acts.Tool(ctx, in)
+		}
+		// Attempt 1 fails retryably, as the tool activity reports it;
+		// attempt 2 is lost: the server times it out, with attempt 1's
+		// failure as the cause.
+		first := temporal.NewApplicationErrorWithOptions("503", "TransientToolError", temporal.ApplicationErrorOptions{Details: []any{in.Entry.Attempt}})
+		if n == in.Entry.Attempt {
+			return nil, first
+		}
+		return nil, temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_HEARTBEAT, first)
+	})
+	h.submit(time.Second, "req-1", "run-1", "go")
+	h.at(time.Minute, func() { assertStatus(t, h.getRun("run-1"), runtime.StatusFailed); lost.Store(false) })
+	h.update(2*time.Minute, UpdateControl, "ctl-1", ControlRequest{Action: ActionResume})
+	h.run(time.Hour)
+	assertStatus(t, h.getRun("run-1"), runtime.StatusCompleted)
+	if want := []int{1, 2, 3}; !slices.Equal(attempts, want) {
+		t.Fatalf("tool attempts = %v, want %v", attempts, want)
 	}
 }
