@@ -114,11 +114,12 @@ func (u *upload) close() {
 
 // spoolUpload copies body into a private temporary file (mode 0600), at
 // most s.limits.MaxBytes bytes of it: a longer body (declared or read) is
-// tooLarge, and is not read further (the server discards or drops the
-// rest with the connection).
+// tooLarge, and is not read further: the answer closes the connection
+// (the server would otherwise wait for, and discard, the rest before it
+// answers).
 func (s *Server) spoolUpload(ctx context.Context, body io.Reader) (*upload, error) {
 	if r, ok := httpRequestFrom(ctx); ok && r.ContentLength > s.limits.MaxBytes {
-		return &upload{tooLarge: true}, nil
+		return tooLargeUpload(ctx), nil
 	}
 	if body == nil {
 		body = http.NoBody
@@ -142,10 +143,20 @@ func (s *Server) spoolUpload(ctx context.Context, body io.Reader) (*upload, erro
 	}
 	if n > s.limits.MaxBytes {
 		up.close()
-		return &upload{tooLarge: true}, nil
+		return tooLargeUpload(ctx), nil
 	}
 	up.size = n
 	return up, nil
+}
+
+// tooLargeUpload is the upload over the byte limit; its answer closes the
+// connection, so that the unread rest of the body is neither awaited nor
+// read.
+func tooLargeUpload(ctx context.Context) *upload {
+	if w, ok := responseWriterFrom(ctx); ok {
+		w.Header().Set("Connection", "close")
+	}
+	return &upload{tooLarge: true}
 }
 
 // byteLimitReport is the verdict on an upload above the byte limit (the

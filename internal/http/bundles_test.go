@@ -1,12 +1,16 @@
 package http_test
 
 import (
+	"bufio"
 	"context"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -192,4 +196,42 @@ func deref[T any](p *T) T {
 		return zero
 	}
 	return *p
+}
+
+// TestBundleUploadTooLargeAnsweredAtOnce: an upload over the byte limit,
+// declared so or sent so (chunked), is answered as soon as the limit is
+// passed, without waiting for (or reading) the rest of a body that may
+// never come or never end.
+func TestBundleUploadTooLargeAnsweredAtOnce(t *testing.T) {
+	t.Parallel()
+	tb := setup(t, func(c *hxhttp.Config) { c.BundleLimits = hxbundle.Limits{MaxBytes: 4096} })
+	heads := map[string]string{
+		"declared": fmt.Sprintf("Content-Length: %d\r\n\r\nPK", int64(1)<<40),
+		"chunked":  fmt.Sprintf("Transfer-Encoding: chunked\r\n\r\n%x\r\n%s\r\n", 8192, strings.Repeat("x", 8192)),
+	}
+	for name, head := range heads {
+		for _, path := range []string{"/bundles/verify", "/bundles/playback"} {
+			t.Run(name+path, func(t *testing.T) {
+				t.Parallel()
+				conn, err := net.Dial("tcp", tb.srv.Listener.Addr().String())
+				require.NoError(t, err)
+				defer conn.Close()
+				require.NoError(t, conn.SetDeadline(time.Now().Add(5*time.Second)))
+				_, err = fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: x\r\nContent-Type: application/zip\r\n%s", path, head)
+				require.NoError(t, err)
+				resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+				require.NoError(t, err, "no answer while the client holds the rest of the body back")
+				defer resp.Body.Close()
+				body, err := io.ReadAll(resp.Body)
+				require.NoError(t, err)
+				if path == "/bundles/verify" {
+					require.Equal(t, http.StatusOK, resp.StatusCode, string(body))
+					require.Equal(t, []string{"Incident exceeds byte limit"}, decode[api.VerificationReport](t, body).Issues)
+					return
+				}
+				p := requireProblem(t, resp, body, http.StatusUnprocessableEntity, "invalid_bundle")
+				require.Equal(t, "Incident exceeds byte limit", deref(p.Detail))
+			})
+		}
+	}
 }

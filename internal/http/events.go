@@ -91,12 +91,16 @@ func eventOut(ev hxruntime.RunEvent) api.RunEvent {
 	}
 }
 
-type httpRequestKey struct{}
+type (
+	httpRequestKey    struct{}
+	responseWriterKey struct{}
+)
 
-// withHTTPRequest hands the raw request to the few operations that need
-// more than the contract can declare: listRunEvents (the Accept header),
-// getMetrics (promhttp negotiates the format itself), verifyBundle and
-// playbackBundle (the declared Content-Length of the upload).
+// withHTTPRequest hands the raw request and response writer to the few
+// operations that need more than the contract can declare: listRunEvents
+// (the Accept header), getMetrics (promhttp negotiates the format itself),
+// verifyBundle and playbackBundle (the declared Content-Length of the
+// upload, and Connection: close when they leave it unread).
 func withHTTPRequest(f api.StrictHandlerFunc, operationID string) api.StrictHandlerFunc {
 	switch operationID {
 	case "ListRunEvents", "GetMetrics", "VerifyBundle", "PlaybackBundle":
@@ -104,7 +108,8 @@ func withHTTPRequest(f api.StrictHandlerFunc, operationID string) api.StrictHand
 		return f
 	}
 	return func(ctx context.Context, w http.ResponseWriter, r *http.Request, req any) (any, error) {
-		return f(context.WithValue(ctx, httpRequestKey{}, r), w, r, req)
+		ctx = context.WithValue(context.WithValue(ctx, httpRequestKey{}, r), responseWriterKey{}, w)
+		return f(ctx, w, r, req)
 	}
 }
 
@@ -112,6 +117,13 @@ func withHTTPRequest(f api.StrictHandlerFunc, operationID string) api.StrictHand
 func httpRequestFrom(ctx context.Context) (*http.Request, bool) {
 	r, ok := ctx.Value(httpRequestKey{}).(*http.Request)
 	return r, ok
+}
+
+// responseWriterFrom returns the response writer put into ctx by
+// withHTTPRequest.
+func responseWriterFrom(ctx context.Context) (http.ResponseWriter, bool) {
+	w, ok := ctx.Value(responseWriterKey{}).(http.ResponseWriter)
+	return w, ok
 }
 
 func acceptFrom(ctx context.Context) string {

@@ -27,12 +27,20 @@ type routeIndex struct {
 	routes map[string]*routers.Route // "METHOD /path/{param}"
 }
 
+// newRouteIndex indexes the operations of spec. Each route holds a copy of
+// its operation without security requirements: authentication and roles
+// are the authenticate and authorize middleware's, and kin-openapi's
+// security check reads the whole request body into memory first (even
+// with ExcludeRequestBody), which would take in a bundle upload of any
+// size before its handler could bound it.
 func newRouteIndex(spec *openapi3.T) *routeIndex {
 	idx := &routeIndex{routes: map[string]*routers.Route{}}
 	for path, item := range spec.Paths.Map() {
 		for method, op := range item.Operations() {
+			unsecured := *op
+			unsecured.Security = &openapi3.SecurityRequirements{}
 			idx.routes[method+" "+path] = &routers.Route{
-				Spec: spec, Path: path, PathItem: item, Method: method, Operation: op,
+				Spec: spec, Path: path, PathItem: item, Method: method, Operation: &unsecured,
 			}
 		}
 	}
