@@ -121,3 +121,53 @@ func TestServerCancelKeepsReturnedToolResult(t *testing.T) {
 	require.Empty(t, r.Pending, "the late tool's result arrived: nothing is uncertain")
 	require.Zero(t, counted.Load(), "no tool is called after the cancel")
 }
+
+// ctxStore is a memStore that, as a real store's client, fails a store
+// whose context is done.
+type ctxStore struct{ memStore }
+
+func (s *ctxStore) PutOwned(ctx context.Context, owner string, data []byte) (string, error) {
+	if err := ctx.Err(); err != nil {
+		return "", err
+	}
+	return s.memStore.PutOwned(ctx, owner, data)
+}
+
+// TestServerCancelStoresReturnedArtifacts: the files of a result that
+// returned as the run was cancelled are stored although the activity's
+// context is cancelled by then, so the result is kept (not left
+// uncertain for a failed store).
+func TestServerCancelStoresReturnedArtifacts(t *testing.T) {
+	def, builtins, started, _ := lateAgent()
+	builtins["late"] = func(ctx context.Context, inv tool.Invocation) (tool.Outcome, error) {
+		started <- struct{}{}
+		<-ctx.Done()
+		return tool.Outcome{
+			Result:    model.ToolResult{Content: tool.TextContent("late but done")},
+			Artifacts: []tool.Artifact{{MediaType: "text/plain", Data: []byte("late file")}},
+		}, nil
+	}
+	reg := agent.NewRegistry(builtinNames(builtins)...)
+	require.NoError(t, reg.Register(def))
+	registered, _ := reg.Get(def.Ref())
+	store := &ctxStore{}
+	sw := startServerWorker(t, WorkerDeps{Agents: reg, Artifacts: store, ToolOptions: tool.Options{Builtins: builtins}, HeartbeatEvery: 200 * time.Millisecond})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	run := sw.start(ctx, t, registered, "s-cancel-artifacts")
+	select {
+	case <-started:
+	case <-ctx.Done():
+		t.Fatal("the late tool was never called")
+	}
+	var cr ControlResult
+	sw.update(ctx, t, run.GetID(), UpdateControl, "ctl-1", ControlRequest{Action: ActionCancelled}, &cr)
+	waitStatus(ctx, t, sw.c, run.GetID(), "run-1", runtime.StatusCancelled)
+	v, err := sw.c.QueryWorkflow(ctx, run.GetID(), "", QueryGetRun, "run-1")
+	require.NoError(t, err)
+	var r runtime.RunResult
+	require.NoError(t, v.Get(&r))
+	require.Empty(t, r.Pending, "the late tool's result and file arrived: nothing is uncertain")
+	_, err = store.GetOwned(ctx, "alice", sha256Hex("late file"))
+	require.NoError(t, err, "the file was stored")
+}
