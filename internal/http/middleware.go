@@ -143,8 +143,9 @@ func (s *Server) observe(m *metrics, routes *routeIndex) func(http.Handler) http
 			}
 			op := routes.operationID(r.Method, pattern)
 			status := rec.statusCode()
-			m.requests.WithLabelValues(op, r.Method, strconv.Itoa(status)).Inc()
-			m.duration.WithLabelValues(op, r.Method).Observe(elapsed.Seconds())
+			method := methodLabel(r.Method)
+			m.requests.WithLabelValues(op, method, strconv.Itoa(status)).Inc()
+			m.duration.WithLabelValues(op, method).Observe(elapsed.Seconds())
 			s.log.InfoContext(r.Context(), "http request",
 				"request_id", requestIDFrom(r.Context()),
 				"method", r.Method,
@@ -156,6 +157,19 @@ func (s *Server) observe(m *metrics, routes *routeIndex) func(http.Handler) http
 			)
 		})
 	}
+}
+
+// methodLabel is the metrics label of a request method: the method when
+// it is one of RFC 9110's (and PATCH), else "other". A caller may send any
+// token as a method; labelling by it would let callers add series without
+// bound.
+func methodLabel(m string) string {
+	switch m {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
+		http.MethodDelete, http.MethodConnect, http.MethodOptions, http.MethodTrace:
+		return m
+	}
+	return "other"
 }
 
 // statusRecorder remembers the status and size of a response. It passes

@@ -2,6 +2,7 @@ package http_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -83,6 +84,26 @@ func TestMetrics(t *testing.T) {
 	require.Contains(t, text, `hxd_http_requests_total{method="GET",operation="getRun",status="404"} 1`)
 	require.Contains(t, text, `hxd_http_requests_total{method="GET",operation="unmatched",status="404"} 1`)
 	require.Contains(t, text, `hxd_http_request_duration_seconds_count{method="GET",operation="getHealth"} 1`)
+}
+
+// TestMetricsMethodLabel: the method label takes the methods the contract
+// can route and "other" for anything else, so that callers inventing
+// methods cannot grow the metrics without bound.
+func TestMetricsMethodLabel(t *testing.T) {
+	t.Parallel()
+	tb := setup(t)
+	for i := range 3 {
+		tb.do(t, request{method: fmt.Sprintf("XYZZY%d", i), path: "/healthz"})
+		tb.do(t, request{method: fmt.Sprintf("PLUGH%d", i), path: "/nope"})
+	}
+	tb.do(t, request{method: "DELETE", path: "/healthz"})
+
+	_, body := tb.do(t, request{method: "GET", path: "/metrics"})
+	text := string(body)
+	require.NotContains(t, text, "XYZZY")
+	require.NotContains(t, text, "PLUGH")
+	require.Contains(t, text, `hxd_http_requests_total{method="other",operation="unmatched",status="405"}`)
+	require.Contains(t, text, `hxd_http_requests_total{method="DELETE",operation="unmatched",status="405"} 1`)
 }
 
 func TestNewPanicsOnWiringBugs(t *testing.T) {
