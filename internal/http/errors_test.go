@@ -201,6 +201,26 @@ func TestProblems(t *testing.T) {
 	}
 }
 
+// TestUnknownMethod: a method no route takes is a 405 naming the methods
+// the path does take, and a 404 on a path that takes none (a 405 must
+// list what is allowed).
+func TestUnknownMethod(t *testing.T) {
+	t.Parallel()
+	tb := setup(t)
+	resp, body := tb.do(t, request{method: "XYZZY", path: "/healthz"})
+	requireProblem(t, resp, body, http.StatusMethodNotAllowed, "method_not_allowed")
+	require.Equal(t, "GET", resp.Header.Get("Allow"))
+
+	resp, body = tb.do(t, request{method: "XYZZY", path: "/nope"})
+	requireProblem(t, resp, body, http.StatusNotFound, "not_found")
+	require.Empty(t, resp.Header.Values("Allow"))
+
+	// An escaped slash stays inside its path parameter, as in routing.
+	resp, body = tb.do(t, request{method: "DELETE", path: "/runs/a%2Fb"})
+	requireProblem(t, resp, body, http.StatusMethodNotAllowed, "method_not_allowed")
+	require.Equal(t, "GET", resp.Header.Get("Allow"))
+}
+
 func TestProblemDetailIsBounded(t *testing.T) {
 	t.Parallel()
 	tb := setup(t)

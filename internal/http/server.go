@@ -171,7 +171,14 @@ func newHandler(cfg Config) (http.Handler, error) {
 	r.Use(requestID, s.observe(m, routes), s.recoverer, s.authenticate(r, routes, publicOperations(spec)), s.limitBody(maxBody))
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) { s.writeProblem(w, r, errNoRoute) })
 	r.MethodNotAllowed(func(w http.ResponseWriter, req *http.Request) {
-		w.Header().Set("Allow", allowedMethods(r, req.URL.Path))
+		// chi answers every method it does not know here, whatever the
+		// path: a path that takes no method at all is unknown.
+		allow := allowedMethods(r, routingPath(req))
+		if allow == "" {
+			s.writeProblem(w, req, errNoRoute)
+			return
+		}
+		w.Header().Set("Allow", allow)
 		s.writeProblem(w, req, errMethodNotAllowed)
 	})
 
