@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -56,4 +57,39 @@ func TestWatchRunLeavesNothingBehind(t *testing.T) {
 		}
 	}
 	require.Eventually(t, func() bool { return r.notify.watched() == 0 }, 5*time.Second, 5*time.Millisecond)
+}
+
+// TestSubmitTurn: one submission of a session holds the turn at a time,
+// the next gets it when the first releases it, a waiter whose context ends
+// gives up, and the session's entry goes with its last submission.
+func TestSubmitTurn(t *testing.T) {
+	t.Parallel()
+	r := &Runtime{submits: map[string]*submitTurn{}}
+	release, err := r.takeSubmitTurn(context.Background(), "s")
+	require.NoError(t, err)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	_, err = r.takeSubmitTurn(ctx, "s")
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+
+	got := make(chan func())
+	go func() {
+		next, err := r.takeSubmitTurn(context.Background(), "s")
+		if err == nil {
+			got <- next
+		}
+	}()
+	select {
+	case <-got:
+		t.Fatal("a second submission took the turn while the first held it")
+	case <-time.After(20 * time.Millisecond):
+	}
+	other, err := r.takeSubmitTurn(context.Background(), "other session")
+	require.NoError(t, err, "another session's turn is its own")
+	other()
+	release()
+	next := <-got
+	next()
+	require.Empty(t, r.submits)
 }

@@ -36,11 +36,16 @@ func (r *Runtime) SubmitRun(ctx context.Context, p SubmitParams) (*RunResult, bo
 		requestID = r.cfg.NewIDFunc()
 	}
 	digest := messageDigest(p.Message)
+	release, err := r.takeSubmitTurn(ctx, sess.ID)
+	if err != nil {
+		return nil, false, err
+	}
+	defer release()
 	lease, err := r.lockSession(ctx, sess.ID)
 	if errors.Is(err, ErrSessionBusy) {
 		// The session is driven right now; an idempotent re-submission of
 		// that very run still answers with it.
-		if run, ok, ferr := r.findRequest(ctx, sess.ID, requestID, digest); ferr != nil || ok {
+		if run, ok, ferr := r.findSubmitted(ctx, sess.ID, requestID, digest); ferr != nil || ok {
 			return run, false, ferr
 		}
 	}
@@ -121,6 +126,65 @@ func (r *Runtime) lockSession(ctx context.Context, sessionID string) (rtstore.Le
 		return nil, fmt.Errorf("lock session: %w", err)
 	}
 	return lease, nil
+}
+
+// submitTurn serializes the submissions of one session in this process
+// (SubmitRun): a re-submission racing the one it repeats (a client retrying
+// while its first try is in flight) waits until that one has inserted its
+// run, and then answers with it instead of session_busy.
+type submitTurn struct {
+	ch      chan struct{} // holds a token while a submission has the turn
+	waiters int           // submissions holding or awaiting the turn
+}
+
+// takeSubmitTurn waits for the session's submission turn, or for ctx.
+func (r *Runtime) takeSubmitTurn(ctx context.Context, sessionID string) (release func(), err error) {
+	r.mu.Lock()
+	t := r.submits[sessionID]
+	if t == nil {
+		t = &submitTurn{ch: make(chan struct{}, 1)}
+		r.submits[sessionID] = t
+	}
+	t.waiters++
+	r.mu.Unlock()
+	leave := func() {
+		r.mu.Lock()
+		if t.waiters--; t.waiters == 0 {
+			delete(r.submits, sessionID)
+		}
+		r.mu.Unlock()
+	}
+	select {
+	case t.ch <- struct{}{}:
+		return func() { <-t.ch; leave() }, nil
+	case <-ctx.Done():
+		leave()
+		return nil, ctx.Err()
+	}
+}
+
+// findSubmitted is findRequest for a submission that found the session
+// busy. When another process holds the session, it may be between locking
+// it and inserting the very run this one repeats, so a request not found
+// yet is looked for again, briefly (300 ms in all). A session driven here
+// has its run inserted already (submitTurn).
+func (r *Runtime) findSubmitted(ctx context.Context, sessionID, requestID, digest string) (*RunResult, bool, error) {
+	r.mu.Lock()
+	_, here := r.active[sessionID]
+	r.mu.Unlock()
+	waits := []time.Duration{0, 20 * time.Millisecond, 80 * time.Millisecond, 200 * time.Millisecond}
+	if here {
+		waits = waits[:1]
+	}
+	for _, wait := range waits {
+		if err := r.cfg.SleepFunc(ctx, wait); err != nil {
+			return nil, false, err
+		}
+		if run, ok, err := r.findRequest(ctx, sessionID, requestID, digest); err != nil || ok {
+			return run, ok, err
+		}
+	}
+	return nil, false, nil
 }
 
 func (r *Runtime) findRequest(ctx context.Context, sessionID, requestID, digest string) (*RunResult, bool, error) {

@@ -88,6 +88,9 @@ type Runtime struct {
 	mu       sync.Mutex
 	bindings map[agent.Ref]*binding
 	active   map[string]*driver // by session id
+	// submits are the sessions with a submission holding or awaiting its
+	// turn (submitTurn), by session id.
+	submits  map[string]*submitTurn
 	stopping bool
 	wg       sync.WaitGroup
 	quit     chan struct{} // closed by Stop
@@ -135,6 +138,7 @@ func New(cfg Config) (*Runtime, error) {
 		log:      cfg.Logger.With("component", "runtime"),
 		bindings: map[agent.Ref]*binding{},
 		active:   map[string]*driver{},
+		submits:  map[string]*submitTurn{},
 		notify:   notifier{chans: map[string]*watchers{}},
 		settled:  notifier{chans: map[string]*watchers{}},
 		quit:     make(chan struct{}),

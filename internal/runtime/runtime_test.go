@@ -34,6 +34,13 @@ type countingStore struct {
 	commitHook func(*rtstore.Commit)
 	// failPuts fails that many ArtifactPut calls.
 	failPuts atomic.Int32
+	// insertDelay holds every RunInsert back that long.
+	insertDelay time.Duration
+}
+
+func (c *countingStore) RunInsert(ctx context.Context, p *rtstore.RunInsertParams) (*rtstore.RunRow, bool, error) {
+	time.Sleep(c.insertDelay)
+	return c.Store.RunInsert(ctx, p)
 }
 
 func (c *countingStore) ArtifactPut(ctx context.Context, sessionID, sha256 string, data []byte) error {
@@ -55,6 +62,7 @@ type testBundle struct {
 	rt    *hxruntime.Runtime
 	store *countingStore
 	calls *sync.Map // tool name → *atomic.Int64
+	path  string    // the SQLite file
 }
 
 func (tb *testBundle) toolCalls(name string) int64 {
@@ -78,7 +86,8 @@ func setup(t *testing.T, defs ...*agent.Definition) *testBundle {
 func setupCfg(t *testing.T, mod func(*hxruntime.Config), defs ...*agent.Definition) *testBundle {
 	t.Helper()
 	ctx := context.Background()
-	st, err := sqlite.Open(ctx, sqlite.Config{Path: filepath.Join(t.TempDir(), "hxd.db"), Logger: hxtest.Logger(t), AutoMigrate: true})
+	path := filepath.Join(t.TempDir(), "hxd.db")
+	st, err := sqlite.Open(ctx, sqlite.Config{Path: path, Logger: hxtest.Logger(t), AutoMigrate: true})
 	require.NoError(t, err)
 	cs := &countingStore{Store: st}
 	calls := &sync.Map{}
@@ -131,7 +140,7 @@ func setupCfg(t *testing.T, mod func(*hxruntime.Config), defs ...*agent.Definiti
 		require.NoError(t, rt.Stop(context.Background()))
 		require.NoError(t, st.Close())
 	})
-	return &testBundle{rt: rt, store: cs, calls: calls}
+	return &testBundle{rt: rt, store: cs, calls: calls, path: path}
 }
 
 func recording(on bool) *bool { return &on }
@@ -436,6 +445,104 @@ func TestRequestIdempotencyAndBusy(t *testing.T) {
 	require.True(t, created)
 	_, err = tb.rt.Cancel(ctx, sess.ID)
 	require.NoError(t, err)
+}
+
+// TestConcurrentDuplicateSubmissions: submissions of one request that race
+// each other (a client retrying while its first try is still in flight)
+// all answer with the one run, none with session_busy; a different request
+// racing them is still refused as busy.
+func TestConcurrentDuplicateSubmissions(t *testing.T) {
+	t.Parallel()
+	def := &agent.Definition{
+		Name: "blocker", Version: "v1",
+		Model: model.Config{Provider: "scripted", Script: []model.ScriptStep{
+			{ToolCalls: []model.ToolCall{{ID: "b", Name: "block"}}}, {Text: "done"},
+		}},
+		Tools: []agent.ToolDef{{Config: tool.Config{Name: "block", Kind: "builtin", Builtin: "block", ReplayPolicy: "safe"}}},
+	}
+	tb := setup(t, def)
+	tb.store.insertDelay = 50 * time.Millisecond
+	ctx := context.Background()
+	sess, err := tb.rt.CreateSession(ctx, hxruntime.CreateSessionParams{Agent: def.Ref()})
+	require.NoError(t, err)
+	const n = 8
+	type answer struct {
+		runID   string
+		created bool
+		err     error
+	}
+	answers := make([]answer, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			run, created, err := tb.rt.SubmitRun(ctx, hxruntime.SubmitParams{SessionID: sess.ID, Message: jsonString("Analyze"), RequestID: "same"})
+			answers[i] = answer{created: created, err: err}
+			if run != nil {
+				answers[i].runID = run.RunID
+			}
+		})
+	}
+	var other error
+	wg.Go(func() {
+		time.Sleep(10 * time.Millisecond)
+		_, _, other = tb.rt.SubmitRun(ctx, hxruntime.SubmitParams{SessionID: sess.ID, Message: jsonString("Other"), RequestID: "other"})
+	})
+	wg.Wait()
+	created := 0
+	for _, a := range answers {
+		require.NoError(t, a.err)
+		require.Equal(t, answers[0].runID, a.runID)
+		if a.created {
+			created++
+		}
+	}
+	require.Equal(t, 1, created)
+	require.ErrorIs(t, other, hxruntime.ErrSessionBusy)
+	res, err := tb.rt.Cancel(ctx, sess.ID)
+	require.NoError(t, err)
+	require.Equal(t, answers[0].runID, res.RunID)
+}
+
+// TestDuplicateSubmissionFromAnotherProcess: a re-submission that finds
+// the session held by another process (another Store on the file) whose
+// insert of the very run it repeats is in flight answers with that run.
+func TestDuplicateSubmissionFromAnotherProcess(t *testing.T) {
+	t.Parallel()
+	def := oneCallAgent("dup", model.ToolCall{ID: "c", Name: "count", Input: json.RawMessage(`{}`)},
+		tool.Config{Name: "count", Kind: "builtin", Builtin: "count", ReplayPolicy: "safe"})
+	a := setup(t, def)
+	a.store.insertDelay = 150 * time.Millisecond
+	ctx := context.Background()
+	sess, err := a.rt.CreateSession(ctx, hxruntime.CreateSessionParams{Agent: def.Ref()})
+	require.NoError(t, err)
+
+	st, err := sqlite.Open(ctx, sqlite.Config{Path: a.path, Logger: hxtest.Logger(t)})
+	require.NoError(t, err)
+	reg := agent.NewRegistry("count")
+	require.NoError(t, reg.Register(def))
+	b, err := hxruntime.New(hxruntime.Config{Store: st, Agents: reg, Logger: hxtest.Logger(t), ToolOptions: tool.Options{Builtins: map[string]tool.BuiltinFunc{
+		"count": func(context.Context, tool.Invocation) (tool.Outcome, error) { return tool.Outcome{}, nil },
+	}}})
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		require.NoError(t, b.Stop(context.Background()))
+		require.NoError(t, st.Close())
+	})
+
+	var first *hxruntime.RunResult
+	var firstErr error
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		first, _, firstErr = a.rt.SubmitRun(ctx, hxruntime.SubmitParams{SessionID: sess.ID, Message: jsonString("go"), RequestID: "same"})
+	})
+	time.Sleep(50 * time.Millisecond) // a holds the session, its insert is held back
+	again, created, err := b.SubmitRun(ctx, hxruntime.SubmitParams{SessionID: sess.ID, Message: jsonString("go"), RequestID: "same"})
+	wg.Wait()
+	require.NoError(t, firstErr)
+	require.NoError(t, err)
+	require.False(t, created)
+	require.Equal(t, first.RunID, again.RunID)
+	require.Equal(t, hxruntime.StatusCompleted, waitRun(t, a, first.RunID).Status)
 }
 
 // TestApprovalFlow: an ask tool stops the run; approve + resume dispatches once.
