@@ -133,7 +133,7 @@ func (s *Server) spoolUpload(ctx context.Context, body io.Reader) (*upload, erro
 	if err != nil {
 		up.close()
 		var tooLarge *http.MaxBytesError
-		if errors.Is(err, context.Canceled) || errors.As(err, &tooLarge) {
+		if errors.Is(err, context.Canceled) || errors.As(err, &tooLarge) || errors.Is(err, errBodyTimeout) {
 			return nil, err
 		}
 		if ctx.Err() != nil {

@@ -1,14 +1,17 @@
 package http_test
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -251,6 +254,52 @@ func TestBodyLimit(t *testing.T) {
 	body2, err := io.ReadAll(resp2.Body)
 	require.NoError(t, err)
 	requireProblem(t, resp2, body2, http.StatusRequestEntityTooLarge, "payload_too_large")
+}
+
+// TestBodyTimeout: a body that does not arrive within the body timeout
+// (or an upload within the upload timeout) is a 408 request_timeout on a
+// connection that then closes; a request whose body arrived may take
+// longer than that (a submission waiting for its run).
+func TestBodyTimeout(t *testing.T) {
+	t.Parallel()
+	const timeout = 200 * time.Millisecond
+	tb := setup(t, func(c *hxhttp.Config) { c.BodyTimeout, c.UploadTimeout = timeout, timeout })
+	for _, path := range []string{"/sessions", "/bundles/verify"} {
+		t.Run(path, func(t *testing.T) {
+			t.Parallel()
+			conn, err := net.Dial("tcp", tb.srv.Listener.Addr().String())
+			require.NoError(t, err)
+			defer conn.Close()
+			_, err = fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"agent\"", path)
+			require.NoError(t, err)
+			require.NoError(t, conn.SetDeadline(time.Now().Add(10*time.Second)))
+			start := time.Now()
+			resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+			require.NoError(t, err)
+			body, err := io.ReadAll(resp.Body)
+			require.NoError(t, err)
+			require.Less(t, time.Since(start), 5*time.Second)
+			requireProblem(t, resp, body, http.StatusRequestTimeout, "request_timeout")
+			require.True(t, resp.Close, "the connection closes")
+		})
+	}
+
+	var waited atomic.Bool
+	tb.svc.SubmitRunFunc = func(context.Context, hxruntime.SubmitParams) (*hxruntime.RunResult, bool, error) {
+		return runFixture(hxruntime.StatusRunning), true, nil
+	}
+	tb.svc.WaitRunFunc = func(ctx context.Context, _ string, _ time.Duration) (*hxruntime.RunResult, error) {
+		select {
+		case <-time.After(3 * timeout):
+			waited.Store(true)
+			return runFixture(hxruntime.StatusCompleted), nil
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	resp, body := tb.do(t, request{method: "POST", path: "/sessions/s1/runs?wait=5", body: `{"message":"hi"}`})
+	require.Equal(t, http.StatusAccepted, resp.StatusCode, string(body))
+	require.True(t, waited.Load(), "the wait outlived the body timeout")
 }
 
 // TestBodyOneUTF8Value: a body must be UTF-8 and one JSON value; white

@@ -2,8 +2,11 @@ package http
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"net/http"
+	"os"
 	"runtime/debug"
 	"strconv"
 	"time"
@@ -78,13 +81,19 @@ func (s *Server) recoverer(next http.Handler) http.Handler {
 }
 
 // limitBody bounds the request body: a declared length over the limit is
-// refused at once, an undeclared one fails when the reader passes it.
-// Bundle uploads are exempt: their handlers bound them by the bundle byte
-// limit and answer a larger one as an invalid bundle (see bundleUpload).
-func (s *Server) limitBody(limit int64) func(http.Handler) http.Handler {
+// refused at once, an undeclared one fails when the reader passes it, and
+// a body must arrive within timeout (timedBody). Bundle uploads are exempt
+// from the size limit: their handlers bound them by the bundle byte limit
+// and answer a larger one as an invalid bundle (see bundleUpload); they
+// get uploadTimeout.
+func (s *Server) limitBody(limit int64, timeout, uploadTimeout time.Duration) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			hasBody := r.Body != nil && r.Body != http.NoBody
 			if bundleUpload(r) {
+				if hasBody {
+					r.Body = timedBody(w, r.Body, uploadTimeout)
+				}
 				next.ServeHTTP(w, r)
 				return
 			}
@@ -92,12 +101,42 @@ func (s *Server) limitBody(limit int64) func(http.Handler) http.Handler {
 				s.writeProblem(w, r, &http.MaxBytesError{Limit: limit})
 				return
 			}
-			if r.Body != nil && r.Body != http.NoBody {
-				r.Body = http.MaxBytesReader(w, r.Body, limit)
+			if hasBody {
+				r.Body = http.MaxBytesReader(w, timedBody(w, r.Body, timeout), limit)
 			}
 			next.ServeHTTP(w, r)
 		})
 	}
+}
+
+// errBodyTimeout: the request body did not arrive within its timeout
+// (408 request_timeout).
+var errBodyTimeout = errors.New("request body did not arrive in time")
+
+// timedBody sets the connection's read deadline to timeout from now for
+// the reading of body: a read that passes it fails with errBodyTimeout,
+// and the answer closes the connection. (The deadline stays until the
+// connection's next request; net/http still notices a client that goes
+// away while a request whose body has arrived waits.)
+func timedBody(w http.ResponseWriter, body io.ReadCloser, timeout time.Duration) io.ReadCloser {
+	if http.NewResponseController(w).SetReadDeadline(time.Now().Add(timeout)) != nil {
+		return body // not a connection that takes deadlines
+	}
+	return &deadlineBody{ReadCloser: body, w: w}
+}
+
+type deadlineBody struct {
+	io.ReadCloser
+	w http.ResponseWriter
+}
+
+func (b *deadlineBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err != nil && errors.Is(err, os.ErrDeadlineExceeded) {
+		b.w.Header().Set("Connection", "close")
+		err = fmt.Errorf("%w: %w", errBodyTimeout, err)
+	}
+	return n, err
 }
 
 // metrics are the HTTP server's Prometheus collectors.

@@ -79,6 +79,7 @@ var problemTable = []problemRule{
 	{clientGone, statusClientClosedRequest, "client_closed_request", "Client closed request"},
 	{as[*requestError], http.StatusBadRequest, "invalid_request", "Invalid request"},
 	{as[*http.MaxBytesError], http.StatusRequestEntityTooLarge, "payload_too_large", "Request body too large"},
+	{is(errBodyTimeout), http.StatusRequestTimeout, "request_timeout", "Request body did not arrive in time"},
 	{is(ErrUnauthorized), http.StatusUnauthorized, "unauthorized", "Unauthorized"},
 	{is(ErrForbidden), http.StatusForbidden, "forbidden", "Forbidden"},
 	{is(hxruntime.ErrInvalidCursor), http.StatusBadRequest, "invalid_request", "Invalid request"},

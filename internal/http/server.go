@@ -25,6 +25,10 @@ const (
 	DefaultMaxBodyBytes int64 = 1 << 20
 	// DefaultKeepAlive is the SSE keep-alive interval when Config.KeepAlive is 0.
 	DefaultKeepAlive = 15 * time.Second
+	// DefaultBodyTimeout and DefaultUploadTimeout bound how long a request
+	// body may take to arrive when Config.BodyTimeout / UploadTimeout are 0.
+	DefaultBodyTimeout   = 30 * time.Second
+	DefaultUploadTimeout = 10 * time.Minute
 )
 
 // Registry is where the HTTP metrics are registered and what /metrics
@@ -52,6 +56,13 @@ type Config struct {
 	// KeepAlive is the interval of `: keep-alive` comments on event
 	// streams. Optional, default: 15s.
 	KeepAlive time.Duration
+	// BodyTimeout bounds how long a request body may take to arrive,
+	// from the start of its handling; UploadTimeout does for bundle
+	// uploads. A body still incomplete then is a 408 request_timeout and
+	// the connection closes. Once the body is read, the request may take
+	// as long as it needs (a run submitted with ?wait). Optional,
+	// defaults: 30s and 10m.
+	BodyTimeout, UploadTimeout time.Duration
 	// BundleLimits bound the bundles the server handles: uploads to
 	// /bundles/verify and /bundles/playback (whose bodies MaxBodyBytes does
 	// not bound: a larger upload is reported invalid), and exports, whose
@@ -145,6 +156,13 @@ func newHandler(cfg Config) (http.Handler, error) {
 	if maxBody <= 0 {
 		maxBody = DefaultMaxBodyBytes
 	}
+	bodyTimeout, uploadTimeout := cfg.BodyTimeout, cfg.UploadTimeout
+	if bodyTimeout <= 0 {
+		bodyTimeout = DefaultBodyTimeout
+	}
+	if uploadTimeout <= 0 {
+		uploadTimeout = DefaultUploadTimeout
+	}
 	reg := cfg.Registry
 	if reg == nil {
 		reg = prometheus.NewRegistry()
@@ -168,7 +186,7 @@ func newHandler(cfg Config) (http.Handler, error) {
 	// Authentication comes before the body limit: a caller without a valid
 	// token learns that (401 with its challenge), not how large a body
 	// would be accepted.
-	r.Use(requestID, s.observe(m, routes), s.recoverer, s.authenticate(r, routes, publicOperations(spec)), s.limitBody(maxBody))
+	r.Use(requestID, s.observe(m, routes), s.recoverer, s.authenticate(r, routes, publicOperations(spec)), s.limitBody(maxBody, bodyTimeout, uploadTimeout))
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) { s.writeProblem(w, r, errNoRoute) })
 	r.MethodNotAllowed(func(w http.ResponseWriter, req *http.Request) {
 		// chi answers every method it does not know here, whatever the

@@ -185,7 +185,7 @@ func jsonProblem(data []byte) string {
 // requestError (or passes a body-size failure through as 413).
 func validationError(err error) error {
 	var tooLarge *http.MaxBytesError
-	if errors.As(err, &tooLarge) {
+	if errors.As(err, &tooLarge) || errors.Is(err, errBodyTimeout) {
 		return err
 	}
 	return &requestError{Detail: validationDetail(err), Err: err}

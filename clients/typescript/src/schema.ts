@@ -587,7 +587,7 @@ export interface components {
         /**
          * @description RFC 9457 problem details. `code` is the stable machine code:
          *     invalid_request, unauthorized, forbidden, not_found,
-         *     method_not_allowed, payload_too_large,
+         *     method_not_allowed, payload_too_large, request_timeout,
          *     session_exists, session_busy, request_id_conflict,
          *     recording_mismatch, agent_mismatch, not_awaiting_resolution,
          *     unknown_execution_key, resolution_invalid, unknown_agent,
