@@ -779,7 +779,7 @@ export interface components {
         ToolResult: {
             /** @example call_1 */
             tool_call_id: string;
-            /** @description The result (any JSON value, usually a string). */
+            /** @description The result (any JSON value, null included; usually a string). */
             content: unknown;
             /** @default false */
             is_error?: boolean;
@@ -919,7 +919,9 @@ export interface components {
         /**
          * @description Bounds of a bundle (REFERENCE §7.2). Each given value must be a
          *     positive integer not above the server's own limit (else 422
-         *     `invalid_policy`); an absent one takes the server's.
+         *     `invalid_policy`; a number too large for a 64-bit integer does not
+         *     match the contract: 400 `invalid_request`); an absent one takes the
+         *     server's.
          */
         BundleLimits: {
             /**
