@@ -746,13 +746,18 @@ export interface components {
         RunResult: {
             session_id: string;
             run_id: string;
-            /** @description The final answer (null until there is one). */
+            /** @description The final answer (null until there is one; a cancelled run's is ""). */
             output: string | null;
             status: components["schemas"]["RunStatus"];
             /** @example end_turn */
             stop_reason: string | null;
             usage: components["schemas"]["Usage"];
-            /** @description Why the run failed or was cancelled, else null. */
+            /**
+             * @description Why the run failed, or the TimeoutError of a run its session
+             *     deadline cancelled (stop_reason `timeout`); null otherwise (a
+             *     run cancelled on request has stop_reason `cancelled` and no
+             *     error).
+             */
             error: components["schemas"]["RunError"] | null;
             /** @description Tools awaiting a decision. */
             pending: components["schemas"]["PendingTool"][];
