@@ -55,6 +55,8 @@ func TestProblems(t *testing.T) {
 			body: `{"agent":{"name":"demo","version":"v1"},"session_id":"a b"}`}, status: 400, code: "invalid_request", detail: "/session_id"},
 		{name: "session_id too long in path", req: request{method: "GET", path: "/sessions/" + strings.Repeat("a", 201)},
 			status: 400, code: "invalid_request", detail: `"session_id"`},
+		{name: "null tool result content", req: request{method: "POST", path: "/sessions/s1/tools/k/resolve",
+			body: `{"result":{"tool_call_id":"call_1","content":null}}`}, status: 400, code: "invalid_request", detail: "/result/content"},
 		{name: "limit=0", req: request{method: "GET", path: "/sessions?limit=0"}, status: 400, code: "invalid_request", detail: `"limit"`},
 		{name: "limit=1001", req: request{method: "GET", path: "/sessions/s1/runs?limit=1001"}, status: 400, code: "invalid_request", detail: `"limit"`},
 		{name: "limit not a number", req: request{method: "GET", path: "/sessions?limit=many"}, status: 400, code: "invalid_request", detail: `"limit"`},

@@ -323,18 +323,6 @@ func TestEndpointsHappyPath(t *testing.T) {
 			status: 200,
 		},
 		{
-			name: "resolve with null content",
-			stub: func(t *testing.T, f *fakeService) {
-				f.ResolveFunc = func(_ context.Context, p hxruntime.ResolveParams) (*hxruntime.RunResult, error) {
-					require.NotNil(t, p.Result)
-					require.Equal(t, "null", string(p.Result.Content))
-					return runFixture(hxruntime.StatusAwaitingInput), nil
-				}
-			},
-			req:    request{method: "POST", path: "/sessions/s1/tools/k/resolve", body: `{"result":{"tool_call_id":"call_1","content":null}}`},
-			status: 200,
-		},
-		{
 			name: "resolve retry",
 			stub: func(t *testing.T, f *fakeService) {
 				f.ResolveFunc = func(_ context.Context, p hxruntime.ResolveParams) (*hxruntime.RunResult, error) {

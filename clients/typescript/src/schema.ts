@@ -784,7 +784,7 @@ export interface components {
         ToolResult: {
             /** @example call_1 */
             tool_call_id: string;
-            /** @description The result (any JSON value, null included; usually a string). */
+            /** @description The result (any JSON value but null, usually a string). */
             content: unknown;
             /** @default false */
             is_error?: boolean;
