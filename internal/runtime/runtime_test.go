@@ -406,17 +406,23 @@ func TestCommitsPerCall(t *testing.T) {
 	}
 }
 
-// TestRequestIdempotencyAndBusy: same request id + message → same run; a
-// different message → conflict; an unfinished run blocks a new one.
-func TestRequestIdempotencyAndBusy(t *testing.T) {
-	t.Parallel()
-	def := &agent.Definition{
+// blockerAgent calls the builtin "block" (which returns only once its call
+// is cancelled) and then answers.
+func blockerAgent() *agent.Definition {
+	return &agent.Definition{
 		Name: "blocker", Version: "v1",
 		Model: model.Config{Provider: "scripted", Script: []model.ScriptStep{
 			{ToolCalls: []model.ToolCall{{ID: "b", Name: "block"}}}, {Text: "done"},
 		}},
 		Tools: []agent.ToolDef{{Config: tool.Config{Name: "block", Kind: "builtin", Builtin: "block", ReplayPolicy: "safe"}}},
 	}
+}
+
+// TestRequestIdempotencyAndBusy: same request id + message → same run; a
+// different message → conflict; an unfinished run blocks a new one.
+func TestRequestIdempotencyAndBusy(t *testing.T) {
+	t.Parallel()
+	def := blockerAgent()
 	tb := setup(t, def)
 	ctx := context.Background()
 	sess, err := tb.rt.CreateSession(ctx, hxruntime.CreateSessionParams{Agent: def.Ref()})
@@ -453,13 +459,7 @@ func TestRequestIdempotencyAndBusy(t *testing.T) {
 // racing them is still refused as busy.
 func TestConcurrentDuplicateSubmissions(t *testing.T) {
 	t.Parallel()
-	def := &agent.Definition{
-		Name: "blocker", Version: "v1",
-		Model: model.Config{Provider: "scripted", Script: []model.ScriptStep{
-			{ToolCalls: []model.ToolCall{{ID: "b", Name: "block"}}}, {Text: "done"},
-		}},
-		Tools: []agent.ToolDef{{Config: tool.Config{Name: "block", Kind: "builtin", Builtin: "block", ReplayPolicy: "safe"}}},
-	}
+	def := blockerAgent()
 	tb := setup(t, def)
 	tb.store.insertDelay = 50 * time.Millisecond
 	ctx := context.Background()
