@@ -92,19 +92,16 @@ func lateAgent() (*agent.Definition, map[string]tool.BuiltinFunc, chan struct{},
 	return def, builtins, started, &counted
 }
 
-// TestServerCancelKeepsReturnedToolResult: a manual tool that returns its
-// result as the run is cancelled keeps it (its entry completes, it is not
-// left uncertain), no further tool of the batch is called, and the run
-// ends cancelled, as the local engine's TestCancelAsAToolReturns.
-func TestServerCancelKeepsReturnedToolResult(t *testing.T) {
-	def, builtins, started, counted := lateAgent()
+// cancelDuringLateCall runs def (lateAgent's) on a dev server worker with
+// builtins and artifacts (nil: none), cancels the run once the late tool
+// has been called, and returns the run once it is cancelled.
+func cancelDuringLateCall(ctx context.Context, t *testing.T, def *agent.Definition, builtins map[string]tool.BuiltinFunc, artifacts ArtifactStore, started <-chan struct{}) runtime.RunResult {
+	t.Helper()
 	reg := agent.NewRegistry(builtinNames(builtins)...)
 	require.NoError(t, reg.Register(def))
 	registered, _ := reg.Get(def.Ref())
-	sw := startServerWorker(t, WorkerDeps{Agents: reg, ToolOptions: tool.Options{Builtins: builtins}, HeartbeatEvery: 200 * time.Millisecond})
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	run := sw.start(ctx, t, registered, "s-cancel")
+	sw := startServerWorker(t, WorkerDeps{Agents: reg, Artifacts: artifacts, ToolOptions: tool.Options{Builtins: builtins}, HeartbeatEvery: 200 * time.Millisecond})
+	run := sw.start(ctx, t, registered, "s-"+t.Name())
 	select {
 	case <-started:
 	case <-ctx.Done():
@@ -117,6 +114,18 @@ func TestServerCancelKeepsReturnedToolResult(t *testing.T) {
 	require.NoError(t, err)
 	var r runtime.RunResult
 	require.NoError(t, v.Get(&r))
+	return r
+}
+
+// TestServerCancelKeepsReturnedToolResult: a manual tool that returns its
+// result as the run is cancelled keeps it (its entry completes, it is not
+// left uncertain), no further tool of the batch is called, and the run
+// ends cancelled, as the local engine's TestCancelAsAToolReturns.
+func TestServerCancelKeepsReturnedToolResult(t *testing.T) {
+	def, builtins, started, counted := lateAgent()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	r := cancelDuringLateCall(ctx, t, def, builtins, nil, started)
 	require.Equal(t, "cancelled", *r.StopReason)
 	require.Empty(t, r.Pending, "the late tool's result arrived: nothing is uncertain")
 	require.Zero(t, counted.Load(), "no tool is called after the cancel")
@@ -147,27 +156,11 @@ func TestServerCancelStoresReturnedArtifacts(t *testing.T) {
 			Artifacts: []tool.Artifact{{MediaType: "text/plain", Data: []byte("late file")}},
 		}, nil
 	}
-	reg := agent.NewRegistry(builtinNames(builtins)...)
-	require.NoError(t, reg.Register(def))
-	registered, _ := reg.Get(def.Ref())
 	store := &ctxStore{}
-	sw := startServerWorker(t, WorkerDeps{Agents: reg, Artifacts: store, ToolOptions: tool.Options{Builtins: builtins}, HeartbeatEvery: 200 * time.Millisecond})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	run := sw.start(ctx, t, registered, "s-cancel-artifacts")
-	select {
-	case <-started:
-	case <-ctx.Done():
-		t.Fatal("the late tool was never called")
-	}
-	var cr ControlResult
-	sw.update(ctx, t, run.GetID(), UpdateControl, "ctl-1", ControlRequest{Action: ActionCancelled}, &cr)
-	waitStatus(ctx, t, sw.c, run.GetID(), "run-1", runtime.StatusCancelled)
-	v, err := sw.c.QueryWorkflow(ctx, run.GetID(), "", QueryGetRun, "run-1")
-	require.NoError(t, err)
-	var r runtime.RunResult
-	require.NoError(t, v.Get(&r))
+	r := cancelDuringLateCall(ctx, t, def, builtins, store, started)
 	require.Empty(t, r.Pending, "the late tool's result and file arrived: nothing is uncertain")
-	_, err = store.GetOwned(ctx, "alice", sha256Hex("late file"))
+	_, err := store.GetOwned(ctx, "alice", sha256Hex("late file"))
 	require.NoError(t, err, "the file was stored")
 }
