@@ -377,8 +377,13 @@ func parseFileArg(flags *flag.FlagSet, args []string, cmd string) (string, error
 	return flags.Arg(0), nil
 }
 
-// openBundle opens a bundle file for reading.
+// openBundle opens a bundle file for reading. Anything but a regular file
+// is refused before it is opened: opening a named pipe would block until a
+// writer appears.
 func openBundle(path string) (*os.File, int64, error) {
+	if st, err := os.Stat(path); err == nil && !st.Mode().IsRegular() {
+		return nil, 0, fmt.Errorf("cannot read bundle %s: not a regular file", path)
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, 0, fmt.Errorf("cannot read bundle: %w", err)
