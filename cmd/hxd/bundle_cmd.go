@@ -122,6 +122,9 @@ func parseExportFlags(args []string, e env) (*exportConfig, error) {
 	if len(missing) > 0 {
 		return nil, &exitError{code: 2, err: fmt.Errorf("export needs %s", strings.Join(missing, ", "))}
 	}
+	if err := checkOutputFlag(c.Output); err != nil {
+		return nil, err
+	}
 	return c, nil
 }
 
@@ -219,6 +222,15 @@ func exportFailure(cfg *exportConfig, err error) error {
 		return fmt.Errorf("export run %s: %s", cfg.Run, le.Message)
 	}
 	return fmt.Errorf("export run %s: %w", cfg.Run, err)
+}
+
+// checkOutputFlag refuses "--output -": a bundle is always written to a
+// file (never to stdout), and a file named "-" is never what was meant.
+func checkOutputFlag(output string) error {
+	if output == "-" {
+		return &exitError{code: 2, err: errors.New("--output - is not supported: a bundle is written to a file, name one")}
+	}
+	return nil
 }
 
 // refuseExisting fails (exit 1) when path exists; Publish checks again

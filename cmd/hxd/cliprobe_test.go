@@ -27,3 +27,19 @@ func TestVerifyPlaybackRefuseFIFO(t *testing.T) {
 		}
 	}
 }
+
+// "--output -" does not write a file named "-" (nor to stdout: a bundle is
+// a zip archive): it is a usage error.
+func TestOutputDashIsUsageError(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	for _, args := range [][]string{
+		{"export", "--db", filepath.Join(dir, "none.db"), "--session", "s", "--run", "r", "--output", "-"},
+		{"demo", "flight-recorder", "--output", "-"},
+	} {
+		res := runCLI(t, args...)
+		require.Equal(t, 2, res.code, res.stderr)
+		require.Contains(t, res.stderr, "--output -")
+		require.NoFileExists(t, filepath.Join(dir, "-"))
+	}
+}

@@ -736,6 +736,9 @@ func flightRecorderDemo(ctx context.Context, args []string, e env) error {
 	if *output == "" {
 		return &exitError{code: 2, err: errors.New("--output must not be empty")}
 	}
+	if err := checkOutputFlag(*output); err != nil {
+		return err
+	}
 	path, err := filepath.Abs(*output)
 	if err != nil {
 		return fmt.Errorf("output path: %w", err)
