@@ -82,7 +82,7 @@ func TestLoadGood(t *testing.T) {
 			require.Equal(t, tool.PolicyManual, d.Tools[0].ReplayPolicy)
 			require.JSONEq(t, `{"text":"hi"}`, string(d.Model.Script[0].ToolCalls[0].Input))
 		}},
-		{name: "json file", file: `{"name":"j","version":"1.0","model":{"provider":"anthropic","model":"claude"},
+		{name: "json file", file: `{"name":"j","version":"1.0","model":{"provider":"openai","model":"gpt"},
 			"tools":[{"name":"ask","kind":"client","permission":"ask"}]}`, check: func(t *testing.T, d *Definition) {
 			require.Equal(t, Ref{Name: "j", Version: "1.0"}, d.Ref())
 			require.Equal(t, tool.KindClient, d.Tools[0].Kind)
@@ -138,6 +138,9 @@ func TestLoadBad(t *testing.T) {
 			want: []string{"tools[1].timeout_seconds: got string, want number"}},
 		{name: "bad provider", file: strings.Replace(minimal, "provider: scripted", "provider: openia", 1),
 			want: []string{`model: unknown provider "openia" (want openai, anthropic or scripted)`, "model.script: only used by the scripted provider"}},
+		// README: anthropic is refused for now; refused at start-up, not at the first run.
+		{name: "anthropic provider", file: "name: a\nversion: v1\nmodel: {provider: anthropic, model: claude}\n",
+			want: []string{"model.provider: anthropic is not available yet; use provider openai with an OpenAI-compatible base_url"}},
 		{name: "missing version", file: strings.Replace(minimal, "version: v1", "", 1), want: []string{"version: required"}},
 		{name: "bad name", file: strings.Replace(minimal, "name: a\n", "name: a b\n", 1), want: []string{`name: "a b" must match ^[a-zA-Z0-9._-]{1,64}$`}},
 		{name: "duplicate tool", file: minimal + "  - name: echo\n", want: []string{`tools[1].name: duplicate tool name "echo"`}},

@@ -92,6 +92,10 @@ func (d *Definition) Validate(extraBuiltins ...string) error {
 		msg := strings.TrimPrefix(e.Error(), model.ErrInvalidConfig.Error()+": ")
 		errs = append(errs, &FieldError{Field: "model", Problem: msg, Cause: e})
 	}
+	if v.Model.Provider == model.ProviderAnthropic {
+		// model.New refuses it: every run would fail, so the file does.
+		add("model.provider", "anthropic is not available yet; use provider openai with an OpenAI-compatible base_url")
+	}
 	errs = append(errs, validateMiddleware("response_middleware", v.ResponseMiddleware)...)
 
 	names := make(map[string]bool, len(v.Tools))
