@@ -141,6 +141,9 @@ func TestLoadBad(t *testing.T) {
 		// README: anthropic is refused for now; refused at start-up, not at the first run.
 		{name: "anthropic provider", file: "name: a\nversion: v1\nmodel: {provider: anthropic, model: claude}\n",
 			want: []string{"model.provider: anthropic is not available yet; use provider openai with an OpenAI-compatible base_url"}},
+		// api_key_env names a variable; a value that cannot be one is likely the key itself, never echoed.
+		{name: "api key in api_key_env", file: "name: a\nversion: v1\nmodel: {provider: openai, model: m, api_key_env: sk-pr0j-S3cretKey}\n",
+			want: []string{"model.api_key_env: must name an environment variable (letters, digits and _, not starting with a digit), never hold the key itself"}},
 		{name: "missing version", file: strings.Replace(minimal, "version: v1", "", 1), want: []string{"version: required"}},
 		{name: "bad name", file: strings.Replace(minimal, "name: a\n", "name: a b\n", 1), want: []string{`name: "a b" must match ^[a-zA-Z0-9._-]{1,64}$`}},
 		{name: "duplicate tool", file: minimal + "  - name: echo\n", want: []string{`tools[1].name: duplicate tool name "echo"`}},
@@ -187,6 +190,7 @@ func TestLoadBad(t *testing.T) {
 				require.Contains(t, lines, "agents/bad.yaml: "+w)
 			}
 			require.NotContains(t, err.Error(), "Definition", "no Go type names")
+			require.NotContains(t, err.Error(), "S3cret", "no secret echoed")
 		})
 	}
 }

@@ -11,6 +11,9 @@ import (
 	"hxd/internal/tool"
 )
 
+// envNameRE is what api_key_env must match: an environment variable name.
+var envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
 // refRE is what an agent name or version must match.
 var refRE = regexp.MustCompile(`^[a-zA-Z0-9._-]{1,64}$`)
 
@@ -91,6 +94,10 @@ func (d *Definition) Validate(extraBuiltins ...string) error {
 	for _, e := range splitJoined(v.Model.Validate()) {
 		msg := strings.TrimPrefix(e.Error(), model.ErrInvalidConfig.Error()+": ")
 		errs = append(errs, &FieldError{Field: "model", Problem: msg, Cause: e})
+	}
+	if k := v.Model.APIKeyEnv; k != "" && !envNameRE.MatchString(k) {
+		// Never echoed: such a value is likely the key itself.
+		add("model.api_key_env", "must name an environment variable (letters, digits and _, not starting with a digit), never hold the key itself")
 	}
 	if v.Model.Provider == model.ProviderAnthropic {
 		// model.New refuses it: every run would fail, so the file does.
