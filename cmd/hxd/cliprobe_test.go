@@ -1,6 +1,7 @@
 package main
 
 import (
+	"io"
 	"path/filepath"
 	"syscall"
 	"testing"
@@ -42,4 +43,21 @@ func TestOutputDashIsUsageError(t *testing.T) {
 		require.Contains(t, res.stderr, "--output -")
 		require.NoFileExists(t, filepath.Join(dir, "-"))
 	}
+}
+
+// Negative durations are refused like the agent file's negative
+// max_session_duration_seconds, not silently read as "none" or "at once".
+func TestServeNegativeDurationsAreUsageErrors(t *testing.T) {
+	t.Parallel()
+	e := env{getenv: func(string) string { return "" }, stdout: io.Discard, stderr: io.Discard}
+	for _, f := range []string{"--max-session-duration", "--shutdown-timeout"} {
+		_, err := parseServeFlags([]string{f, "-5s"}, e)
+		var ee *exitError
+		require.ErrorAs(t, err, &ee, f)
+		require.Equal(t, 2, ee.code)
+		require.Contains(t, err.Error(), f+" must not be negative", f)
+	}
+	cfg, err := parseServeFlags([]string{"--max-session-duration", "0", "--shutdown-timeout", "0"}, e)
+	require.NoError(t, err)
+	require.Zero(t, cfg.MaxSessionDuration)
 }

@@ -84,6 +84,12 @@ func (c *serveConfig) validate() error {
 	default:
 		errs = append(errs, fmt.Errorf("--engine must be %s or %s, not %q", engineLocal, engineTemporal, c.Engine))
 	}
+	if c.MaxSessionDuration < 0 {
+		errs = append(errs, fmt.Errorf("--max-session-duration must not be negative, not %s (0 = none)", c.MaxSessionDuration))
+	}
+	if c.ShutdownTimeout < 0 {
+		errs = append(errs, fmt.Errorf("--shutdown-timeout must not be negative, not %s", c.ShutdownTimeout))
+	}
 	if c.IdleTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("--idle-timeout must be positive, not %s", c.IdleTimeout))
 	}
