@@ -61,3 +61,18 @@ func TestServeNegativeDurationsAreUsageErrors(t *testing.T) {
 	require.NoError(t, err)
 	require.Zero(t, cfg.MaxSessionDuration)
 }
+
+// version takes no arguments: a flag or word after it is a usage error,
+// not silently ignored.
+func TestVersionRefusesArguments(t *testing.T) {
+	t.Parallel()
+	res := runCLI(t, "version")
+	require.Equal(t, 0, res.code, res.stderr)
+	require.Equal(t, "hxd "+version+"\n", res.stdout)
+	for _, extra := range []string{"extra", "--bogus"} {
+		res := runCLI(t, "version", extra)
+		require.Equal(t, 2, res.code, extra)
+		require.Empty(t, res.stdout, extra)
+		require.Contains(t, res.stderr, "version takes no arguments", extra)
+	}
+}

@@ -162,6 +162,9 @@ func run(ctx context.Context, args []string, e env) error {
 	case "playback":
 		return playbackCmd(ctx, args[1:], e)
 	case "version", "--version", "-version":
+		if len(args) > 1 {
+			return &exitError{code: 2, err: fmt.Errorf("version takes no arguments, got %q", args[1:])}
+		}
 		fmt.Fprintln(e.stdout, "hxd", version)
 		return nil
 	case "help", "-h", "--help":
