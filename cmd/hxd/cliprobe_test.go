@@ -2,6 +2,7 @@ package main
 
 import (
 	"io"
+	"os"
 	"path/filepath"
 	"syscall"
 	"testing"
@@ -74,5 +75,39 @@ func TestVersionRefusesArguments(t *testing.T) {
 		require.Equal(t, 2, res.code, extra)
 		require.Empty(t, res.stdout, extra)
 		require.Contains(t, res.stderr, "version takes no arguments", extra)
+	}
+}
+
+// A --db that is a folder is named as such, not reported as SQLite's
+// "unable to open database file (14)".
+func TestDBDirectoryIsNamed(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	for _, args := range [][]string{
+		{"serve", "--addr", "127.0.0.1:0", "--db", dir},
+		{"migrate", "--db", dir},
+		{"export", "--db", dir, "--session", "s", "--run", "r", "--output", filepath.Join(t.TempDir(), "x.hx")},
+		{"demo", "crash-recovery", "crash", "--workspace", t.TempDir(), "--db", dir},
+	} {
+		res := runCLI(t, args...)
+		require.Equal(t, 1, res.code, "%v: %s", args, res.stderr)
+		require.Contains(t, res.stderr, dir+" is a directory, not a SQLite database file", args)
+		require.NotContains(t, res.stderr, "(14)", args)
+	}
+}
+
+// A --db that is not a SQLite file is named in the message.
+func TestNotSQLiteFileIsNamed(t *testing.T) {
+	t.Parallel()
+	db := filepath.Join(t.TempDir(), "notes.db")
+	require.NoError(t, os.WriteFile(db, []byte("not a database, just notes\n"), 0o600))
+	for _, args := range [][]string{
+		{"serve", "--addr", "127.0.0.1:0", "--db", db},
+		{"migrate", "--db", db},
+	} {
+		res := runCLI(t, args...)
+		require.Equal(t, 1, res.code, "%v: %s", args, res.stderr)
+		require.Contains(t, res.stderr, db, args)
+		require.Contains(t, res.stderr, "file is not a database", args)
 	}
 }

@@ -690,9 +690,13 @@ func openDemoStore(ctx context.Context, cfg demoConfig, ds demoSession, log *slo
 			cfg.Workspace, ds.Schema)}
 	}
 	if pg.URL == "" {
-		st, err := sqlite.Open(ctx, sqlite.Config{Path: demoDB(cfg, ds), Logger: log})
+		db := demoDB(cfg, ds)
+		if err := checkSQLitePath(db); err != nil {
+			return nil, err
+		}
+		st, err := sqlite.Open(ctx, sqlite.Config{Path: db, Logger: log})
 		if err != nil {
-			return nil, fmt.Errorf("open store: %w", err)
+			return nil, fmt.Errorf("open store %s: %w", db, err)
 		}
 		return &openedStore{Store: st, desc: "sqlite"}, nil
 	}
