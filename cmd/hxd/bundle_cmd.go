@@ -263,12 +263,30 @@ func readRedactFile(path string) ([]hxbundle.Rule, error) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&rules); err != nil {
-		return nil, fmt.Errorf("redaction rules %s must be a JSON array of rules: %w", path, err)
+		return nil, fmt.Errorf("redaction rules %s must be a JSON array of rules: %s", path, describeRulesError(err))
 	}
 	if dec.More() {
 		return nil, fmt.Errorf("redaction rules %s: trailing data after the array", path)
 	}
 	return rules, nil
+}
+
+// describeRulesError explains a decoding error of a redaction rules file
+// without Go type names.
+func describeRulesError(err error) string {
+	var te *json.UnmarshalTypeError
+	var se *json.SyntaxError
+	switch {
+	case errors.As(err, &te) && te.Field == "":
+		return "got " + te.Value
+	case errors.As(err, &te):
+		return fmt.Sprintf("%s: got %s", te.Field, te.Value)
+	case errors.As(err, &se):
+		return fmt.Sprintf("invalid JSON at byte %d: %s", se.Offset, strings.TrimPrefix(se.Error(), "json: "))
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return "the file ends early"
+	}
+	return strings.TrimPrefix(err.Error(), "json: ")
 }
 
 // verifyCmd is `hxd verify [--json] FILE`.

@@ -111,3 +111,21 @@ func TestNotSQLiteFileIsNamed(t *testing.T) {
 		require.Contains(t, res.stderr, "file is not a database", args)
 	}
 }
+
+// A redaction rules file of the wrong shape is explained without Go type
+// names (such as []hxbundle.Rule).
+func TestRedactFileErrorsNameNoGoTypes(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	for _, body := range []string{`{"x":1}`, `[{"kind": 5}]`, `[1]`, `[{`} {
+		rules := filepath.Join(dir, "rules.json")
+		require.NoError(t, os.WriteFile(rules, []byte(body), 0o600))
+		res := runCLI(t, "export", "--db", filepath.Join(dir, "none.db"), "--session", "s", "--run", "r",
+			"--output", filepath.Join(dir, "x.hx"), "--redact-file", rules)
+		require.Equal(t, 1, res.code, body)
+		require.Contains(t, res.stderr, "redaction rules "+rules, body)
+		require.NotContains(t, res.stderr, "Go value", body)
+		require.NotContains(t, res.stderr, "hxbundle", body)
+		require.NotContains(t, res.stderr, "json: ", body)
+	}
+}
