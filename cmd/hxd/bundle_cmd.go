@@ -395,19 +395,28 @@ func playbackCmd(_ context.Context, args []string, e env) error {
 	return nil
 }
 
-// parseFileArg parses flags followed by exactly one file argument.
+// parseFileArg parses exactly one file argument and flags, before or
+// after it ("verify X.hx --json" as "verify --json X.hx").
 func parseFileArg(flags *flag.FlagSet, args []string, cmd string) (string, error) {
-	if err := flags.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return "", &exitError{code: 0}
+	var files []string
+	for {
+		if err := flags.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return "", &exitError{code: 0}
+			}
+			return "", &exitError{code: 2, err: err}
 		}
-		return "", &exitError{code: 2, err: err}
+		if flags.NArg() == 0 {
+			break
+		}
+		files = append(files, flags.Arg(0))
+		args = flags.Args()[1:]
 	}
-	if flags.NArg() != 1 {
+	if len(files) != 1 {
 		flags.Usage()
-		return "", &exitError{code: 2, err: fmt.Errorf("%s takes one bundle file, got %d arguments", cmd, flags.NArg())}
+		return "", &exitError{code: 2, err: fmt.Errorf("%s takes one bundle file, got %d arguments", cmd, len(files))}
 	}
-	return flags.Arg(0), nil
+	return files[0], nil
 }
 
 // openBundle opens a bundle file for reading. Anything but a regular file

@@ -129,3 +129,22 @@ func TestRedactFileErrorsNameNoGoTypes(t *testing.T) {
 		require.NotContains(t, res.stderr, "json: ", body)
 	}
 }
+
+// Flags may follow the bundle file ("hxd verify X.hx --json"), as they
+// may precede it.
+func TestVerifyFlagAfterFile(t *testing.T) {
+	t.Parallel()
+	empty := filepath.Join(t.TempDir(), "empty.hx")
+	require.NoError(t, os.WriteFile(empty, nil, 0o600))
+	for _, args := range [][]string{{"verify", "--json", empty}, {"verify", empty, "--json"}} {
+		res := runCLI(t, args...)
+		require.Equal(t, 2, res.code, "%v: %s", args, res.stderr)
+		require.Contains(t, res.stdout, `"valid": false`, args)
+	}
+	res := runCLI(t, "verify", empty, "--json", empty)
+	require.Equal(t, 2, res.code)
+	require.Contains(t, res.stderr, "verify takes one bundle file, got 2 arguments")
+	res = runCLI(t, "playback", empty, "--bogus")
+	require.Equal(t, 2, res.code)
+	require.Contains(t, res.stderr, "flag provided but not defined: -bogus")
+}
