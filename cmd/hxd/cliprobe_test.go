@@ -148,3 +148,19 @@ func TestVerifyFlagAfterFile(t *testing.T) {
 	require.Equal(t, 2, res.code)
 	require.Contains(t, res.stderr, "flag provided but not defined: -bogus")
 }
+
+// A malformed --s3-endpoint is a usage error whose message never shows a
+// password written into it; credentials come from the environment only.
+func TestS3EndpointValidatedWithoutEchoingSecrets(t *testing.T) {
+	t.Parallel()
+	vars := map[string]string{"HXD_S3_ACCESS_KEY": "ak", "HXD_S3_SECRET_KEY": "sk"}
+	for _, ep := range []string{"ftp://u:S3cretPW@127.0.0.1:1", "http://u:S3cretPW@[::1", "http://u:S3cretPW@127.0.0.1:1", "u:S3cretPW@127.0.0.1:1", "http://127.0.0.1:1/path"} {
+		for _, cmd := range [][]string{{"worker"}, {"serve", "--engine", "temporal"}} {
+			args := append(cmd, "--temporal-address", "127.0.0.1:1", "--s3-endpoint", ep, "--s3-bucket", "b")
+			res := runCLIEnv(t, vars, args...)
+			require.Equal(t, 2, res.code, "%v: %s", args, res.stderr)
+			require.Contains(t, res.stderr, "--s3-endpoint", ep)
+			require.NotContains(t, res.stderr, "S3cretPW", ep)
+		}
+	}
+}

@@ -6,6 +6,8 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"net/url"
+	"strings"
 
 	"github.com/minio/minio-go/v7"
 
@@ -94,11 +96,36 @@ func (c *temporalConfig) validate() []error {
 	}
 	if c.S3.Endpoint == "" || c.S3.Bucket == "" {
 		errs = append(errs, errors.New("--s3-endpoint and --s3-bucket are required (artifacts and the run index live in S3)"))
+	} else if err := validateS3Endpoint(c.S3.Endpoint); err != nil {
+		errs = append(errs, err)
 	}
 	if c.S3.AccessKey == "" || c.S3.SecretKey == "" {
 		errs = append(errs, errors.New("S3 credentials are required: set HXD_S3_ACCESS_KEY and HXD_S3_SECRET_KEY (or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY)"))
 	}
 	return errs
+}
+
+// validateS3Endpoint checks --s3-endpoint (host:port or http(s)://host[:port])
+// before anything echoes it: a password written into it never reaches a
+// message, and credentials come from the environment only.
+func validateS3Endpoint(ep string) error {
+	const want = "--s3-endpoint must be host:port or http(s)://host[:port]"
+	if !strings.Contains(ep, "://") {
+		if strings.ContainsAny(ep, "@/?#") {
+			return errors.New(want + " (credentials come from HXD_S3_ACCESS_KEY and HXD_S3_SECRET_KEY)")
+		}
+		return nil
+	}
+	u, err := url.Parse(ep)
+	switch {
+	case err != nil:
+		return errors.New(want + ": it does not parse")
+	case u.User != nil:
+		return errors.New(want + ", without user:password@ (credentials come from HXD_S3_ACCESS_KEY and HXD_S3_SECRET_KEY)")
+	case (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || strings.Trim(u.Path, "/") != "" || u.RawQuery != "":
+		return fmt.Errorf("%s, not %q", want, u.Redacted())
+	}
+	return nil
 }
 
 // temporalDeps are the connections both serve and worker use.
