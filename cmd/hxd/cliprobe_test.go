@@ -164,3 +164,16 @@ func TestS3EndpointValidatedWithoutEchoingSecrets(t *testing.T) {
 		}
 	}
 }
+
+// With --engine temporal no database is opened, so an empty --db is not
+// a problem.
+func TestTemporalEngineIgnoresEmptyDB(t *testing.T) {
+	t.Parallel()
+	vars := map[string]string{"HXD_S3_ACCESS_KEY": "ak", "HXD_S3_SECRET_KEY": "sk"}
+	e := env{getenv: func(k string) string { return vars[k] }, stdout: io.Discard, stderr: io.Discard}
+	_, err := parseServeFlags([]string{"--engine", "temporal", "--temporal-address", "127.0.0.1:1",
+		"--s3-endpoint", "127.0.0.1:1", "--s3-bucket", "b", "--db", ""}, e)
+	require.NoError(t, err)
+	_, err = parseServeFlags([]string{"--db", ""}, e)
+	require.ErrorContains(t, err, "--db must not be empty")
+}

@@ -93,7 +93,7 @@ func (c *serveConfig) validate() error {
 	if c.IdleTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("--idle-timeout must be positive, not %s", c.IdleTimeout))
 	}
-	if c.DB == "" && c.PG.URL == "" {
+	if c.DB == "" && c.PG.URL == "" && c.Engine == engineLocal {
 		errs = append(errs, errors.New("--db must not be empty"))
 	}
 	if c.CrashAfter != "" {
