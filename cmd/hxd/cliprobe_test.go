@@ -177,3 +177,18 @@ func TestTemporalEngineIgnoresEmptyDB(t *testing.T) {
 	_, err = parseServeFlags([]string{"--db", ""}, e)
 	require.ErrorContains(t, err, "--db must not be empty")
 }
+
+// An agent file that redefines a demo agent under --demo is refused naming
+// the file and --demo.
+func TestAgentFileClashingWithDemoNamesFile(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	raw, err := os.ReadFile("../../examples/agents/invoice-analyst.yaml") // invoice-analyst@v1, as --demo
+	require.NoError(t, err)
+	file := filepath.Join(dir, "mine.yaml")
+	require.NoError(t, os.WriteFile(file, raw, 0o600))
+	res := runCLI(t, "serve", "--addr", "127.0.0.1:0", "--db", filepath.Join(dir, "x.db"), "--demo", "--agents", dir)
+	require.Equal(t, 1, res.code, res.stderr)
+	require.Contains(t, res.stderr, file+": agent invoice-analyst@v1 is already defined by --demo")
+	require.NoFileExists(t, filepath.Join(dir, "x.db"))
+}

@@ -298,7 +298,11 @@ func loadAgents(demo bool, dir string) (*agent.Registry, int, error) {
 		defs = append(defs, agent.Demo()...)
 	}
 	if dir != "" {
-		loaded, err := agent.LoadDir(dir)
+		taken := map[agent.Ref]string{}
+		for _, d := range defs {
+			taken[d.Ref()] = "--demo"
+		}
+		loaded, err := agent.LoadDirBeside(dir, taken)
 		if err != nil {
 			return nil, 0, fmt.Errorf("load agents: %w", err)
 		}

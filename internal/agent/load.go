@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -46,6 +47,13 @@ func Load(r io.Reader, name string) (*Definition, error) {
 // order. Problems of all files are joined; each names its file. Two files
 // defining the same name@version are refused.
 func LoadDir(dir string) ([]*Definition, error) {
+	return LoadDirBeside(dir, nil)
+}
+
+// LoadDirBeside is LoadDir beside agents defined elsewhere: taken maps
+// each of their refs to where it is defined (such as "--demo"), and a file
+// defining one of them is refused naming both.
+func LoadDirBeside(dir string, taken map[Ref]string) ([]*Definition, error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("agent directory: %w", err)
@@ -53,8 +61,11 @@ func LoadDir(dir string) ([]*Definition, error) {
 	var (
 		defs []*Definition
 		errs []error
-		seen = map[Ref]string{}
+		seen = maps.Clone(taken)
 	)
+	if seen == nil {
+		seen = map[Ref]string{}
+	}
 	for _, e := range entries {
 		if e.IsDir() || strings.HasPrefix(e.Name(), ".") || !isAgentFile(e.Name()) {
 			continue
@@ -66,7 +77,11 @@ func LoadDir(dir string) ([]*Definition, error) {
 			continue
 		}
 		if first, ok := seen[d.Ref()]; ok {
-			errs = append(errs, fileError(path, &FieldError{Problem: fmt.Sprintf("agent %s is already defined in %s", d.Ref(), first)}))
+			where := "in " + first
+			if _, ok := taken[d.Ref()]; ok {
+				where = "by " + first
+			}
+			errs = append(errs, fileError(path, &FieldError{Problem: fmt.Sprintf("agent %s is already defined %s", d.Ref(), where)}))
 			continue
 		}
 		seen[d.Ref()] = path
