@@ -158,6 +158,12 @@ func scrub(err error, secret string) error {
 			redacted.ConnString = redactKV(pce.ConnString)
 			for _, p := range kvPasswords(pce.ConnString) {
 				secrets = append(secrets, pce.ConnString[p.start:p.end], p.val)
+				// pgx names a stray word of it ("missing = after …").
+				for i, w := range strings.Fields(pce.ConnString[p.start:p.end]) {
+					if i > 0 && len(w) >= 3 {
+						secrets = append(secrets, w)
+					}
+				}
 			}
 		}
 		msg = strings.ReplaceAll(msg, pce.Error(), redacted.Error())
@@ -238,8 +244,9 @@ type kvPassword struct {
 // quoted ('…', a backslash escaping the next byte, so \' does not end it)
 // or runs to the next whitespace, a backslash escaping the next byte (so
 // "\ " does not end it). It reads malformed input leniently: a word not
-// followed by '=' is skipped, and an unterminated quoted value runs to the
-// end.
+// followed by '=' is skipped (after an unquoted password it is taken as
+// part of it, to be masked with it), and an unterminated quoted value runs
+// to the end.
 func kvPasswords(conn string) []kvPassword {
 	isSpace := func(c byte) bool { return strings.IndexByte(" \t\n\r\v\f", c) >= 0 }
 	skipSpace := func(i int) int {
@@ -282,7 +289,25 @@ func kvPasswords(conn string) []kvPassword {
 			}
 		}
 		if key == "password" || key == "sslpassword" {
-			out = append(out, kvPassword{key: key, start: start, end: i, val: val.String()})
+			end := i
+			if start < len(conn) && conn[start] != '\'' {
+				// Words after an unquoted value that are no keyword=value
+				// pair (libpq refuses them) are most likely the rest of a
+				// password with a space that was meant to be quoted.
+				for {
+					w := skipSpace(end)
+					e := w
+					for e < len(conn) && conn[e] != '=' && !isSpace(conn[e]) {
+						e++
+					}
+					if e == w || (skipSpace(e) < len(conn) && conn[skipSpace(e)] == '=') {
+						break
+					}
+					end = e
+				}
+			}
+			out = append(out, kvPassword{key: key, start: start, end: end, val: val.String()})
+			i = end
 		}
 	}
 	return out
