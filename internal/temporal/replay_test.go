@@ -527,15 +527,7 @@ func recordCancelSession(t *testing.T, c client.Client, taskQueue string, def *a
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	sw := &serverWorker{c: c, taskQueue: taskQueue}
-	run := sw.start(ctx, t, def, sessionID)
-	select {
-	case <-started:
-	case <-ctx.Done():
-		t.Fatal("the late tool was never called")
-	}
-	var cr ControlResult
-	sw.update(ctx, t, run.GetID(), UpdateControl, "ctl-1", ControlRequest{Action: ActionCancelled}, &cr)
-	waitStatus(ctx, t, c, run.GetID(), "run-1", runtime.StatusCancelled)
+	run := sw.cancelOnceCalled(ctx, t, def, sessionID, started)
 	return historyOf(ctx, t, c, run)
 }
 

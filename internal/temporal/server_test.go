@@ -92,6 +92,23 @@ func lateAgent() (*agent.Definition, map[string]tool.BuiltinFunc, chan struct{},
 	return def, builtins, started, &counted
 }
 
+// cancelOnceCalled submits run-1 of def (lateAgent's) on session
+// sessionID, cancels it once the late tool was called (started) and
+// returns the workflow once the run is cancelled.
+func (sw *serverWorker) cancelOnceCalled(ctx context.Context, t *testing.T, def *agent.Definition, sessionID string, started <-chan struct{}) client.WorkflowRun {
+	t.Helper()
+	run := sw.start(ctx, t, def, sessionID)
+	select {
+	case <-started:
+	case <-ctx.Done():
+		t.Fatal("the late tool was never called")
+	}
+	var cr ControlResult
+	sw.update(ctx, t, run.GetID(), UpdateControl, "ctl-1", ControlRequest{Action: ActionCancelled}, &cr)
+	waitStatus(ctx, t, sw.c, run.GetID(), "run-1", runtime.StatusCancelled)
+	return run
+}
+
 // cancelDuringLateCall runs def (lateAgent's) on a dev server worker with
 // builtins and artifacts (nil: none), cancels the run once the late tool
 // has been called, and returns the run once it is cancelled.
@@ -101,15 +118,7 @@ func cancelDuringLateCall(ctx context.Context, t *testing.T, def *agent.Definiti
 	require.NoError(t, reg.Register(def))
 	registered, _ := reg.Get(def.Ref())
 	sw := startServerWorker(t, WorkerDeps{Agents: reg, Artifacts: artifacts, ToolOptions: tool.Options{Builtins: builtins}, HeartbeatEvery: 200 * time.Millisecond})
-	run := sw.start(ctx, t, registered, "s-"+t.Name())
-	select {
-	case <-started:
-	case <-ctx.Done():
-		t.Fatal("the late tool was never called")
-	}
-	var cr ControlResult
-	sw.update(ctx, t, run.GetID(), UpdateControl, "ctl-1", ControlRequest{Action: ActionCancelled}, &cr)
-	waitStatus(ctx, t, sw.c, run.GetID(), "run-1", runtime.StatusCancelled)
+	run := sw.cancelOnceCalled(ctx, t, registered, "s-"+t.Name(), started)
 	v, err := sw.c.QueryWorkflow(ctx, run.GetID(), "", QueryGetRun, "run-1")
 	require.NoError(t, err)
 	var r runtime.RunResult
