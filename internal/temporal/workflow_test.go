@@ -744,12 +744,13 @@ func TestNoToolStartedAfterDeadline(t *testing.T) {
 	}
 }
 
-// TestToolAttemptsOnlyGrow: the attempt numbers of an entry only grow: a
-// tool activity lost on every attempt (a lost worker) leaves the entry at
-// its last attempt, so the call a resume makes is the next one, never a
-// repeat.
-func TestToolAttemptsOnlyGrow(t *testing.T) {
-	def := scriptedAgent("safe", []agent.ToolDef{customTool("fetch", tool.PolicySafe)},
+// attemptsAcrossResume runs a one-call agent of td whose tool activity
+// fails with lose(in, attempt) until the run has failed; then the run is
+// resumed and its call succeeds. It returns the entry attempt of every
+// tool activity attempt, in order.
+func attemptsAcrossResume(t *testing.T, td agent.ToolDef, lose func(in ToolInput, attempt int) error) []int {
+	t.Helper()
+	def := scriptedAgent("safe", []agent.ToolDef{td},
 		model.ScriptStep{ToolCalls: []model.ToolCall{toolCall("c1", "fetch", `{}`)}},
 		model.ScriptStep{Text: "fetched"},
 	)
@@ -763,11 +764,12 @@ func TestToolAttemptsOnlyGrow(t *testing.T) {
 	var lost atomic.Bool
 	lost.Store(true)
 	h.env.OnActivity(ActivityTool, mock.Anything, mock.Anything).Return(func(ctx context.Context, in ToolInput) (*ToolOutput, error) {
+		n := in.Entry.Attempt + int(activity.GetInfo(ctx).Attempt) - 1
 		mu.Lock()
-		attempts = append(attempts, in.Entry.Attempt+int(activity.GetInfo(ctx).Attempt)-1)
+		attempts = append(attempts, n)
 		mu.Unlock()
 		if lost.Load() {
-			return nil, errors.New("worker lost")
+			return nil, lose(in, n)
 		}
 		return acts.Tool(ctx, in)
 	})
@@ -776,6 +778,17 @@ func TestToolAttemptsOnlyGrow(t *testing.T) {
 	h.update(2*time.Minute, UpdateControl, "ctl-1", ControlRequest{Action: ActionResume})
 	h.run(time.Hour)
 	assertStatus(t, h.getRun("run-1"), runtime.StatusCompleted)
+	return attempts
+}
+
+// TestToolAttemptsOnlyGrow: the attempt numbers of an entry only grow: a
+// tool activity lost on every attempt (a lost worker) leaves the entry at
+// its last attempt, so the call a resume makes is the next one, never a
+// repeat.
+func TestToolAttemptsOnlyGrow(t *testing.T) {
+	attempts := attemptsAcrossResume(t, customTool("fetch", tool.PolicySafe), func(ToolInput, int) error {
+		return errors.New("worker lost")
+	})
 	if want := []int{1, 2, 3, 4}; !slices.Equal(attempts, want) {
 		t.Fatalf("tool attempts = %v, want %v", attempts, want)
 	}
@@ -831,41 +844,16 @@ func TestWorkerShutdownDuringToolIsNoCancel(t *testing.T) {
 func TestToolAttemptsGrowAfterTimeout(t *testing.T) {
 	td := customTool("fetch", tool.PolicySafe)
 	td.Retry = &tool.Retry{Attempts: 2, BackoffSeconds: 0.1, MaxBackoffSeconds: 0.1}
-	def := scriptedAgent("safe", []agent.ToolDef{td},
-		model.ScriptStep{ToolCalls: []model.ToolCall{toolCall("c1", "fetch", `{}`)}},
-		model.ScriptStep{Text: "fetched"},
-	)
-	fetch := func(context.Context, tool.Invocation) (tool.Outcome, error) {
-		return tool.Outcome{Result: model.ToolResult{Content: tool.TextContent("data")}}, nil
-	}
-	h := newHarness(t, def, harnessOpts{builtins: map[string]tool.BuiltinFunc{"fetch": fetch}})
-	acts := NewActivities(WorkerDeps{Agents: h.reg, Events: h.sink, ToolOptions: tool.Options{Builtins: map[string]tool.BuiltinFunc{"fetch": fetch}}})
-	var mu sync.Mutex
-	var attempts []int
-	var lost atomic.Bool
-	lost.Store(true)
-	h.env.OnActivity(ActivityTool, mock.Anything, mock.Anything).Return(func(ctx context.Context, in ToolInput) (*ToolOutput, error) {
-		n := in.Entry.Attempt + int(activity.GetInfo(ctx).Attempt) - 1
-		mu.Lock()
-		attempts = append(attempts, n)
-		mu.Unlock()
-		if !lost.Load() {
-			return acts.Tool(ctx, in)
-		}
+	attempts := attemptsAcrossResume(t, td, func(in ToolInput, n int) error {
 		// Attempt 1 fails retryably, as the tool activity reports it;
 		// attempt 2 is lost: the server times it out, with attempt 1's
 		// failure as the cause.
 		first := temporal.NewApplicationErrorWithOptions("503", "TransientToolError", temporal.ApplicationErrorOptions{Details: []any{in.Entry.Attempt}})
 		if n == in.Entry.Attempt {
-			return nil, first
+			return first
 		}
-		return nil, temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_HEARTBEAT, first)
+		return temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_HEARTBEAT, first)
 	})
-	h.submit(time.Second, "req-1", "run-1", "go")
-	h.at(time.Minute, func() { assertStatus(t, h.getRun("run-1"), runtime.StatusFailed); lost.Store(false) })
-	h.update(2*time.Minute, UpdateControl, "ctl-1", ControlRequest{Action: ActionResume})
-	h.run(time.Hour)
-	assertStatus(t, h.getRun("run-1"), runtime.StatusCompleted)
 	if want := []int{1, 2, 3}; !slices.Equal(attempts, want) {
 		t.Fatalf("tool attempts = %v, want %v", attempts, want)
 	}
