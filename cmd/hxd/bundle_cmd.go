@@ -187,9 +187,6 @@ type exportStore interface {
 // connections, no lease taken).
 func openExportStore(ctx context.Context, cfg *exportConfig, log *slog.Logger) (exportStore, error) {
 	if cfg.PG.URL == "" {
-		if err := checkSQLitePath(cfg.DB); err != nil {
-			return nil, err
-		}
 		st, err := sqlite.Open(ctx, sqlite.Config{Path: cfg.DB, Logger: log}) // validate only: never migrates
 		if err != nil {
 			return nil, fmt.Errorf("open store %s: %w", cfg.DB, err)

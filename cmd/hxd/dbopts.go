@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
-	"os"
 	"strconv"
 	"time"
 
@@ -125,9 +124,6 @@ type openedStore struct {
 // (migrated automatically, as before).
 func openStore(ctx context.Context, o pgOptions, db string, log *slog.Logger) (*openedStore, error) {
 	if o.URL == "" {
-		if err := checkSQLitePath(db); err != nil {
-			return nil, err
-		}
 		st, err := sqlite.Open(ctx, sqlite.Config{Path: db, Logger: log, AutoMigrate: true})
 		if err != nil {
 			return nil, fmt.Errorf("open store %s: %w", db, err)
@@ -140,15 +136,6 @@ func openStore(ctx context.Context, o pgOptions, db string, log *slog.Logger) (*
 		return nil, fmt.Errorf("open store: %w", err)
 	}
 	return &openedStore{Store: st, pg: st, watchPoll: o.WatchPoll, desc: "postgres schema " + strconv.Quote(st.Schema())}, nil
-}
-
-// checkSQLitePath refuses a --db that is a folder, which SQLite would only
-// report as "unable to open database file".
-func checkSQLitePath(path string) error {
-	if st, err := os.Stat(path); err == nil && st.IsDir() {
-		return fmt.Errorf("%s is a directory, not a SQLite database file", path)
-	}
-	return nil
 }
 
 // wire sets the PostgreSQL parts of a runtime config: lease renewal at a

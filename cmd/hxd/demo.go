@@ -691,9 +691,6 @@ func openDemoStore(ctx context.Context, cfg demoConfig, ds demoSession, log *slo
 	}
 	if pg.URL == "" {
 		db := demoDB(cfg, ds)
-		if err := checkSQLitePath(db); err != nil {
-			return nil, err
-		}
 		st, err := sqlite.Open(ctx, sqlite.Config{Path: db, Logger: log})
 		if err != nil {
 			return nil, fmt.Errorf("open store %s: %w", db, err)

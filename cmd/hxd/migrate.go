@@ -50,9 +50,6 @@ func migrateCmd(ctx context.Context, args []string, e env) error {
 		fmt.Fprintf(e.stdout, "PostgreSQL schema %q is up to date.\n", pg.Schema)
 	}
 	if db != "" {
-		if err := checkSQLitePath(db); err != nil {
-			return err
-		}
 		st, err := sqlite.Open(ctx, sqlite.Config{Path: db, Logger: log, AutoMigrate: true})
 		if err != nil {
 			return fmt.Errorf("migrate sqlite %s: %w", db, err)

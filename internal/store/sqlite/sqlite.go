@@ -188,7 +188,11 @@ func open(ctx context.Context, cfg Config, ckpt checkpointConfig) (*Store, error
 // createFile creates the database folder and an empty database file with
 // mode 0600 (SQLite gives -wal and -shm the mode of the database file).
 func (s *Store) createFile(ctx context.Context, autoMigrate bool) error {
-	_, err := os.Stat(s.path)
+	st, err := os.Stat(s.path)
+	if err == nil && st.IsDir() {
+		// SQLite would say only "unable to open database file".
+		return fmt.Errorf("open sqlite store: %s is a directory, not a SQLite database file", s.path)
+	}
 	if err == nil {
 		return nil
 	}

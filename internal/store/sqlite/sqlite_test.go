@@ -113,6 +113,17 @@ func (b *testBundle) seed(t *testing.T) (*rtstore.SessionRow, *rtstore.RunRow) {
 	return s, run
 }
 
+// TestOpenDirectory: a path that is a folder is refused, naming it, with
+// or without AutoMigrate.
+func TestOpenDirectory(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	for _, auto := range []bool{false, true} {
+		_, err := sqlite.Open(context.Background(), sqlite.Config{Path: dir, AutoMigrate: auto})
+		require.ErrorContains(t, err, " is a directory, not a SQLite database file")
+	}
+}
+
 func TestFileModes(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
