@@ -6,8 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
-	"net/url"
-	"strings"
 
 	"github.com/minio/minio-go/v7"
 
@@ -105,25 +103,12 @@ func (c *temporalConfig) validate() []error {
 	return errs
 }
 
-// validateS3Endpoint checks --s3-endpoint (host:port or http(s)://host[:port])
-// before anything echoes it: a password written into it never reaches a
-// message, and credentials come from the environment only.
+// validateS3Endpoint checks --s3-endpoint before anything echoes it: a
+// password written into it never reaches a message, and credentials come
+// from the environment only.
 func validateS3Endpoint(ep string) error {
-	const want = "--s3-endpoint must be host:port or http(s)://host[:port]"
-	if !strings.Contains(ep, "://") {
-		if strings.ContainsAny(ep, "@/?#") {
-			return errors.New(want + " (credentials come from HXD_S3_ACCESS_KEY and HXD_S3_SECRET_KEY)")
-		}
-		return nil
-	}
-	u, err := url.Parse(ep)
-	switch {
-	case err != nil:
-		return errors.New(want + ": it does not parse")
-	case u.User != nil:
-		return errors.New(want + ", without user:password@ (credentials come from HXD_S3_ACCESS_KEY and HXD_S3_SECRET_KEY)")
-	case (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || strings.Trim(u.Path, "/") != "" || u.RawQuery != "":
-		return fmt.Errorf("%s, not %q", want, u.Redacted())
+	if _, _, err := artifacts.ParseEndpoint(ep); err != nil {
+		return fmt.Errorf("--s3-endpoint: %w (credentials come from HXD_S3_ACCESS_KEY and HXD_S3_SECRET_KEY)", err)
 	}
 	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 
 	"github.com/minio/minio-go/v7"
@@ -126,22 +127,43 @@ type ClientConfig struct {
 	Transport http.RoundTripper
 }
 
+// ErrEndpoint: an S3 endpoint that is not host:port or http(s)://host[:port].
+var ErrEndpoint = errors.New("s3 endpoint must be host:port or http(s)://host[:port]")
+
+// ParseEndpoint reads an S3 endpoint: "host:port" (HTTPS) or an "http://"
+// or "https://" URL without credentials, path or query. Its errors never
+// hold the endpoint, which may carry a password written into it
+// (credentials come from ClientConfig).
+func ParseEndpoint(ep string) (host string, secure bool, err error) {
+	if !strings.Contains(ep, "://") {
+		if ep == "" {
+			return "", false, fmt.Errorf("%w: none given", ErrEndpoint)
+		}
+		if strings.ContainsAny(ep, "@/?#") {
+			return "", false, fmt.Errorf("%w, without user:password@, path or query", ErrEndpoint)
+		}
+		return ep, true, nil
+	}
+	u, err := url.Parse(ep)
+	switch {
+	case err != nil:
+		return "", false, fmt.Errorf("%w: it does not parse", ErrEndpoint)
+	case u.User != nil:
+		return "", false, fmt.Errorf("%w, without user:password@", ErrEndpoint)
+	case u.Scheme != "http" && u.Scheme != "https":
+		return "", false, fmt.Errorf("%w, not a %s URL", ErrEndpoint, strconv.Quote(u.Scheme))
+	case u.Host == "" || strings.Trim(u.Path, "/") != "" || u.RawQuery != "" || u.Fragment != "":
+		return "", false, fmt.Errorf("%w: a URL with a host and no path or query", ErrEndpoint)
+	}
+	return u.Host, u.Scheme == "https", nil
+}
+
 // NewClient returns a minio client for an S3-compatible endpoint, using
 // path-style bucket addressing (what self-hosted servers expect).
 func NewClient(cfg ClientConfig) (*minio.Client, error) {
-	host, secure := cfg.Endpoint, true
-	if strings.Contains(host, "://") {
-		u, err := url.Parse(host)
-		if err != nil {
-			return nil, fmt.Errorf("artifacts: parse s3 endpoint: %w", err)
-		}
-		if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || strings.Trim(u.Path, "/") != "" || u.RawQuery != "" {
-			return nil, fmt.Errorf("artifacts: s3 endpoint %q: want http(s)://host[:port]", cfg.Endpoint)
-		}
-		host, secure = u.Host, u.Scheme == "https"
-	}
-	if host == "" {
-		return nil, errors.New("artifacts: s3 endpoint required")
+	host, secure, err := ParseEndpoint(cfg.Endpoint)
+	if err != nil {
+		return nil, fmt.Errorf("artifacts: %w", err)
 	}
 	if cfg.AccessKey == "" || cfg.SecretKey == "" {
 		return nil, errors.New("artifacts: s3 access and secret key required")

@@ -261,3 +261,29 @@ func TestConfig(t *testing.T) {
 		require.Error(t, err, tt.name)
 	}
 }
+
+// TestParseEndpoint: the endpoint forms NewClient takes, and refusals that
+// never show the endpoint (it may hold a password).
+func TestParseEndpoint(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		ep     string
+		host   string
+		secure bool
+	}{
+		{"127.0.0.1:9000", "127.0.0.1:9000", true},
+		{"http://127.0.0.1:9000", "127.0.0.1:9000", false},
+		{"https://s3.example:443/", "s3.example:443", true},
+	} {
+		host, secure, err := ParseEndpoint(tt.ep)
+		require.NoError(t, err, tt.ep)
+		require.Equal(t, tt.host, host, tt.ep)
+		require.Equal(t, tt.secure, secure, tt.ep)
+	}
+	for _, ep := range []string{"", "u:S3cretPW@127.0.0.1:1", "http://u:S3cretPW@127.0.0.1:1", "http://u:S3cretPW@[::1",
+		"ftp://u:S3cretPW@127.0.0.1:1", "http://127.0.0.1:1/S3cretPW", "http://127.0.0.1:1?k=S3cretPW"} {
+		_, _, err := ParseEndpoint(ep)
+		require.ErrorIs(t, err, ErrEndpoint, ep)
+		require.NotContains(t, err.Error(), "S3cretPW", ep)
+	}
+}
