@@ -132,7 +132,7 @@ type deadlineBody struct {
 
 func (b *deadlineBody) Read(p []byte) (int, error) {
 	n, err := b.ReadCloser.Read(p)
-	if err != nil && errors.Is(err, os.ErrDeadlineExceeded) {
+	if errors.Is(err, os.ErrDeadlineExceeded) {
 		b.w.Header().Set("Connection", "close")
 		err = fmt.Errorf("%w: %w", errBodyTimeout, err)
 	}
