@@ -326,7 +326,7 @@ func (a *Activities) Tool(ctx context.Context, in ToolInput) (*ToolOutput, error
 		case runtime.FailUncertain:
 			return &ToolOutput{Kind: ToolUncertain, Failure: &runtime.RunError{Type: f.Type, Message: f.Message}, Attempt: e.Attempt}, nil
 		case runtime.FailRetry:
-			return nil, temporal.NewApplicationErrorWithOptions(f.Message, f.Type, temporal.ApplicationErrorOptions{Details: []any{e.Attempt}})
+			return nil, attemptError(f.Message, f.Type, e.Attempt)
 		default:
 			return &ToolOutput{Kind: ToolFailed, Failure: &runtime.RunError{Type: f.Type, Message: f.Message}, Attempt: e.Attempt}, nil
 		}
@@ -350,8 +350,13 @@ func interrupted(ctx context.Context, attempt int) error {
 	if errors.Is(ctx.Err(), context.Canceled) && temporal.IsCanceledError(context.Cause(ctx)) {
 		return temporal.NewCanceledError(attempt)
 	}
-	return temporal.NewApplicationErrorWithOptions("tool call interrupted: "+context.Cause(ctx).Error(), "ActivityError",
-		temporal.ApplicationErrorOptions{Details: []any{attempt}})
+	return attemptError("tool call interrupted: "+context.Cause(ctx).Error(), "ActivityError", attempt)
+}
+
+// attemptError is a retryable failure of a tool attempt of type typ, with
+// the entry attempt as details (lastToolAttempt).
+func attemptError(msg, typ string, attempt int) error {
+	return temporal.NewApplicationErrorWithOptions(msg, typ, temporal.ApplicationErrorOptions{Details: []any{attempt}})
 }
 
 // storeTimeout bounds the stores of a returned result, which outlive a
@@ -388,7 +393,7 @@ func (a *Activities) returned(ctx context.Context, in ToolInput, b *binding, e *
 		for _, art := range arts {
 			key, err := a.deps.Artifacts.PutOwned(ctx, in.Owner, art.Data)
 			if err != nil {
-				return nil, temporal.NewApplicationErrorWithOptions("store tool artifact: "+err.Error(), "StorageError", temporal.ApplicationErrorOptions{Details: []any{e.Attempt}})
+				return nil, attemptError("store tool artifact: "+err.Error(), "StorageError", e.Attempt)
 			}
 			refs = append(refs, runtime.ArtifactRef{Key: key, MediaType: art.MediaType, Size: len(art.Data)})
 		}
@@ -406,7 +411,7 @@ func (a *Activities) returned(ctx context.Context, in ToolInput, b *binding, e *
 			a.log.Warn("spill store failed; the workflow spills the result", "execution_key", e.ExecutionKey, "error", err)
 			out.SpillFailed = true
 		default:
-			return nil, temporal.NewApplicationErrorWithOptions("store spilled result: "+err.Error(), "StorageError", temporal.ApplicationErrorOptions{Details: []any{e.Attempt}})
+			return nil, attemptError("store spilled result: "+err.Error(), "StorageError", e.Attempt)
 		}
 	}
 	out.Result = &res
