@@ -921,3 +921,43 @@ func TestExportVerifyRoundTrip(t *testing.T) {
 		})
 	}
 }
+
+// TestVerifyExportWithUncataloguedReference is issue 18's repro on a real
+// export: a valid bundle with one catalogued artifact, one record payload
+// given "artifact://" + 64×"e", the member digests re-sealed. The
+// verifier must report the catalog mismatch.
+func TestVerifyExportWithUncataloguedReference(t *testing.T) {
+	t.Parallel()
+	artifact := []byte("overdue: 1,234.00 EUR")
+	key := exSHA(artifact)
+	src := &exSource{records: exCompleteRun(artifact), artifacts: map[string][]byte{key: artifact}}
+	a, _ := exBuild(t, exInfo(), src, Policy{IncludePayloads: true, IncludeArtifacts: true})
+	b := exReadBundle(t, a)
+	require.True(t, Verify(bytes.NewReader(b.raw), int64(len(b.raw)), DefaultLimits).Valid)
+	var catalog map[string]any
+	require.NoError(t, json.Unmarshal(b.members[memberManifest], &struct {
+		Artifacts *map[string]any `json:"artifacts"`
+	}{&catalog}))
+	require.Equal(t, []string{key}, exSortedKeys(catalog))
+
+	uncatalogued := "artifact://" + strings.Repeat("e", 64)
+	lines := slices.Clone(b.lines)
+	lines[0] = bytes.Replace(lines[0], []byte(`"Check invoices"`), []byte(`"Check invoices, see `+uncatalogued+`"`), 1)
+	require.NotEqual(t, b.lines[0], lines[0])
+	records := append(bytes.Join(lines, []byte("\n")), '\n')
+
+	// Re-seal: the records member's digest and size in the manifest.
+	dec := json.NewDecoder(bytes.NewReader(b.members[memberManifest]))
+	dec.UseNumber()
+	var manifest map[string]any
+	require.NoError(t, dec.Decode(&manifest))
+	manifest["members"].(map[string]any)[memberRecords] = map[string]any{"sha256": sha(records), "size": len(records)}
+	fs := []file{{memberRecords, records}, {artifactPrefix + key, b.members[artifactPrefix+key]}, {memberManifest, marshal(t, manifest)}}
+	data := zipStored(t, fs)
+
+	r := Verify(bytes.NewReader(data), int64(len(data)), DefaultLimits)
+	require.False(t, r.Valid, "%+v", r)
+	require.Equal(t, []string{"Artifact reference/catalog mismatch"}, r.Issues)
+	require.Equal(t, memberManifest, r.Details[0].Member)
+	require.Contains(t, r.Details[0].Message, uncatalogued)
+}

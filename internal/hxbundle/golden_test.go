@@ -92,6 +92,14 @@ func goldens() []golden {
 				b.extra = []file{{name, big}}
 				return zipWith(t, b.files(t), map[string]zipOpt{name: {deflate: true}})
 			}},
+		{file: "tampered-uncatalogued-reference.hx", issues: []string{msgCatalog}, member: memberManifest,
+			// Issue 18: a record references an artifact that the
+			// non-empty catalog does not list; digests re-sealed.
+			build: func(t testing.TB) []byte {
+				b := baseBundle()
+				addUncataloguedRef(b)
+				return b.build(t)
+			}},
 		{file: "tampered-crc.hx", issues: []string{generic(pyBadZipFile)}, member: memberRecords,
 			build: func(t testing.TB) []byte {
 				data := baseBundle().build(t)

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"maps"
 	"math"
+	"slices"
 	"strings"
 )
 
@@ -417,20 +419,8 @@ func (v *verifier) checkArtifacts() *failure {
 		return &failure{msg: generic(pyUnicodeEncodeError), detail: Detail{Member: memberRecords, Seq: v.recs.surrogateSeq,
 			Kind: v.recs.surrogateKind, Message: "record holds a lone surrogate escape, which cannot be encoded as UTF-8"}}
 	}
-	refs := v.recs.refs
-	equal := catalog.length() == len(refs)
-	catalog.members(func(key, _ jv) bool {
-		k, _ := key.str()
-		_, equal = refs[k]
-		if !equal {
-			at.Message = "catalog lists " + clip(k) + " which no record references"
-		}
-		return equal
-	})
-	if !equal {
-		if at.Message == "" {
-			at.Message = "a record references an artifact missing from the catalog"
-		}
+	if why := catalogMismatch(catalog, v.recs.refs); why != "" {
+		at.Message = why
 		return &failure{msg: msgCatalog, detail: at}
 	}
 	included := make(map[string]bool)
@@ -484,6 +474,34 @@ func (v *verifier) checkArtifacts() *failure {
 		}
 	}
 	return nil
+}
+
+// catalogMismatch compares the catalog's key set with the references
+// the records hold (item 20) and says how they differ, or returns "" when
+// they are equal. Catalog keys are distinct (the parser refuses repeated
+// keys), so the sets are equal when they have as many elements and every
+// key is a reference; the message names the first difference either way.
+func catalogMismatch(catalog jv, refs map[string]struct{}) string {
+	listed := make(map[string]struct{}, len(refs))
+	why := ""
+	catalog.members(func(key, _ jv) bool {
+		k, _ := key.str()
+		if _, ok := refs[k]; !ok {
+			why = "catalog lists " + clip(k) + " which no record references"
+			return false
+		}
+		listed[k] = struct{}{}
+		return true
+	})
+	if why != "" || len(listed) == len(refs) {
+		return why
+	}
+	for _, k := range slices.Sorted(maps.Keys(refs)) {
+		if _, ok := listed[k]; !ok {
+			return "a record references artifact://" + k + " which the catalog does not list"
+		}
+	}
+	return ""
 }
 
 // checkUnresolved is item 23.

@@ -289,6 +289,17 @@ func invalidCases() []invalidCase {
 			b.manifest["artifacts"] = map[string]any{}
 			b.artifacts = nil
 		}, want: "Artifact reference/catalog mismatch"},
+		{name: "catalog missing one of two references (issue 18)", edit: addUncataloguedRef,
+			want: "Artifact reference/catalog mismatch", member: memberManifest, why: "artifact://" + strings.Repeat("e", 64)},
+		{name: "catalog of one key naming another reference", edit: func(b *bundle) {
+			b.records[10]["payload"].(map[string]any)["content"] = "artifact://" + strings.Repeat("e", 64)
+			b.records[11]["payload"].(map[string]any)["content"] = "artifact://" + strings.Repeat("e", 64)
+			b.records[13]["payload"].(map[string]any)["data"].(map[string]any)["content"] = "artifact://" + strings.Repeat("e", 64)
+		}, want: "Artifact reference/catalog mismatch", why: "catalog lists " + artKey},
+		{name: "catalog listing a key while no record references any", edit: func(b *bundle) {
+			b.metadataOnly()
+			b.manifest["artifacts"] = map[string]any{artKey: map[string]any{"status": "omitted", "reason": "export_policy"}}
+		}, want: "Artifact reference/catalog mismatch", why: "catalog lists " + artKey},
 		{name: "catalog not an object", edit: func(b *bundle) { b.manifest["artifacts"] = []any{} }, want: "Artifact reference/catalog mismatch"},
 		{name: "catalog with an unreferenced key", edit: func(b *bundle) {
 			b.manifest["artifacts"].(map[string]any)[sha([]byte("x"))] = map[string]any{"status": "omitted"}
@@ -442,6 +453,15 @@ func invalidCases() []invalidCase {
 			return data
 		}, want: "Invalid incident bundle (BadZipFile)", why: "longer"},
 	}
+}
+
+// addUncataloguedRef is the repro of issue 18: a valid bundle with one
+// catalogued artifact whose first record also mentions
+// artifact://eee…e, which the catalog does not list; the members are
+// re-sealed.
+func addUncataloguedRef(b *bundle) {
+	p := b.records[0]["payload"].(map[string]any)
+	p["message"] = p["message"].(string) + " See artifact://" + strings.Repeat("e", 64) + "."
 }
 
 func must[T any](v T, err error) T {
