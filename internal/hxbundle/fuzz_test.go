@@ -164,6 +164,7 @@ func FuzzStrictJSON(f *testing.F) {
 	for _, s := range []string{
 		`{}`, `[1,2.5,-0,1e5,"a\u00e9\ud83d\ude00",true,false,null]`, `{"a":{"b":[{}]}}`, `{"a":1,"a":2}`,
 		`NaN`, `[-Infinity]`, `1e999`, `"\ud800"`, "\"\xff\"", "\ufeff{}", `{"artifact://x":"artifact:\/\/` + artKey + `"}`,
+		"\"\xed\xa0\x80\"", "\xff\xfe[\x001\x00]\x00", "{\x00}\x00", `[1e999,NaN]`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -172,13 +173,28 @@ func FuzzStrictJSON(f *testing.F) {
 		e := d.parse(data)
 		valid := json.Valid(data)
 		if e == nil {
-			// Everything the strict loader accepts is JSON.
-			require.True(t, valid, "accepted invalid JSON %q", data)
-			require.True(t, utf8.Valid(data))
+			strict := d.strictOnly()
+			if strict == nil {
+				// Everything the strict loader accepts without hxd's own
+				// reservations is JSON in UTF-8.
+				require.True(t, valid, "accepted invalid JSON %q", data)
+				require.True(t, utf8.Valid(data))
+			} else {
+				require.Contains(t, []string{msgNonFinite, generic(pyJSONDecodeError), generic(pyUnicodeDecodeError)}, strict.msg)
+			}
+			if valid && utf8.Valid(data) {
+				// Of valid JSON in UTF-8, hxd refuses only an overflowing
+				// float literal, which json.loads reads as an infinity.
+				overflows := slices.Contains(strictReason(data), msgNonFinite)
+				require.Equal(t, overflows, strict != nil, "input %q", data)
+				if overflows {
+					require.Equal(t, msgNonFinite, strict.msg)
+				}
+			}
 			// Values are consistent: a value equals itself (Python ==).
 			require.True(t, pyEqual(d.root(), d.root()))
 			// Reference discovery agrees with the canonical serialization.
-			if !d.surrogate {
+			if !d.surrogate && d.overflow == 0 && d.encoding == "" {
 				want, ok := refsByCanonical(t, data)
 				if ok {
 					got, ok := refsByStream(data)
@@ -191,7 +207,9 @@ func FuzzStrictJSON(f *testing.F) {
 		if !valid || !utf8.Valid(data) {
 			return // rejected by both (Go does not check UTF-8 in strings)
 		}
-		// Valid JSON rejected: only for the loader's own reasons.
+		// Valid JSON rejected: only for the loader's own reasons (and
+		// never an overflowing float literal, which json.loads reads).
+		require.NotEqual(t, msgNonFinite, e.msg, "input %q", data)
 		reason := strictReason(data)
 		require.NotEmpty(t, reason, "rejected valid JSON %q with %q", data, e.msg)
 		require.Contains(t, reason, e.msg, "input %q", data)
@@ -200,8 +218,8 @@ func FuzzStrictJSON(f *testing.F) {
 
 // strictReason lists, by an independent token walk with encoding/json,
 // the strict loader's reasons to reject a valid JSON text: duplicate keys,
-// a float literal overflowing float64, an integer literal over 4300
-// digits, nesting deeper than maxJSONDepth.
+// an integer literal over 4300 digits, nesting deeper than maxJSONDepth
+// (parse), a float literal overflowing float64 (strictOnly).
 func strictReason(data []byte) []string {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()

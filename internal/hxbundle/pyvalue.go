@@ -163,6 +163,10 @@ func pyIntCall(v jv) string {
 		if !pyIntString(s) {
 			return pyValueError
 		}
+	case jsonNumber:
+		if n := toNumber(v); n.isFloat && math.IsInf(n.f, 0) {
+			return pyOverflowError // int(inf): a float literal that overflowed
+		}
 	}
 	return ""
 }

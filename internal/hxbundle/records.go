@@ -34,9 +34,16 @@ type lineResult struct {
 	id        string
 	idOK      bool   // id is a non-empty string
 	ctx       Detail // names the record when post is set
-	surrogate bool   // a lone surrogate escape (UnicodeEncodeError)
 	refs      []string
 	rec       trackedRecord
+	// A record that json.loads reads but json.dumps or the UTF-8 encoding
+	// of its result refuses, when the reference collects artifact
+	// references (item 20): an overflowing float literal (ValueError), a
+	// lone surrogate (UnicodeEncodeError).
+	overflow, surrogate *failure
+	// strict is hxd's own rejection of a line the reference reads
+	// (DESIGN §8), reported once every check of the reference passed.
+	strict *failure
 }
 
 // recordBatch is a run of consecutive lines.
@@ -71,12 +78,13 @@ type recordStream struct {
 	parseErr *failure
 	recErr   *failure
 
-	ids           map[string]struct{}
-	refs          map[string]struct{}
-	surrogateSeq  int
-	surrogateKind string
-	comp          *tracker
-	raw           [][]byte // playback
+	ids  map[string]struct{}
+	refs map[string]struct{}
+	// The first valid record's failures at item 20, and hxd's own
+	// rejection (lineResult).
+	overflow, surrogate, strict *failure
+	comp                        *tracker
+	raw                         [][]byte // playback
 
 	split   lineSplitter
 	cur     *recordBatch
@@ -208,14 +216,17 @@ func (s *recordStream) apply(b *recordBatch) {
 			continue
 		}
 		// A valid record: artifact references and completeness.
-		if r.surrogate {
-			if s.surrogateSeq == 0 {
-				s.surrogateSeq, s.surrogateKind = r.rec.seq, r.rec.kind
-			}
-		} else {
-			for _, k := range r.refs {
-				s.refs[k] = struct{}{}
-			}
+		if s.overflow == nil {
+			s.overflow = r.overflow
+		}
+		if s.surrogate == nil {
+			s.surrogate = r.surrogate
+		}
+		if s.strict == nil {
+			s.strict = r.strict
+		}
+		for _, k := range r.refs {
+			s.refs[k] = struct{}{}
 		}
 		s.comp.add(&r.rec)
 	}
@@ -274,10 +285,28 @@ func (p *lineParser) check(r *lineResult, line []byte, seq int) {
 		r.ctx = recordContext(item, seq) // for an identity failure
 		return
 	}
-	if p.doc.surrogate {
-		r.surrogate = true
-	} else {
-		r.refs = appendRefs(nil, &p.doc, line, &p.scratch)
+	d := &p.doc
+	failAt := func(msg, format string, args ...any) *failure {
+		at := recordContext(item, seq)
+		at.Message = fmt.Sprintf("line %d, ", seq) + fmt.Sprintf(format, args...)
+		return &failure{msg: msg, detail: at}
+	}
+	if d.encoding != "" {
+		e := d.strictOnly()
+		r.strict = failAt(e.msg, "byte %d: %s", e.off, e.why)
+	}
+	if d.overflow > 0 {
+		r.overflow = failAt(generic(pyValueError), "byte %d: float literal overflows float64 (%s)%s; the reference reads an infinity, which json.dumps refuses",
+			d.base+d.overflow-1, msgNonFinite, d.decodedNote())
+	}
+	if d.rawSurrogate > 0 && (d.encoding == "" || d.encoding == "utf-8-sig") {
+		r.surrogate = failAt(generic(pyUnicodeEncodeError), "byte %d: UTF-8-encoded surrogate; the reference decodes it, then cannot encode it as UTF-8",
+			d.base+d.rawSurrogate-1)
+	} else if d.surrogate {
+		r.surrogate = failAt(generic(pyUnicodeEncodeError), "record holds a lone surrogate, which cannot be encoded as UTF-8")
+	}
+	if r.overflow == nil && r.surrogate == nil {
+		r.refs = appendRefs(nil, d, d.src, &p.scratch)
 	}
 }
 

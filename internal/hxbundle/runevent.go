@@ -1,5 +1,7 @@
 package hxbundle
 
+import "math"
+
 // The reference validates the payload of an `event` record with capture
 // "present" by building a RunEvent from it (RunEvent.from_dict in
 // harnessx/execution.py, with ToolCall, ToolResult, RunResult,
@@ -28,7 +30,8 @@ package hxbundle
 //	int()/float()/dict() of an unsuitable value            → TypeError or ValueError
 //	ToolRetry given a truthy non-object (.items)           → AttributeError
 //	ToolRetry field out of range                           → ConfigurationError
-//	float() or math.isfinite() of an int beyond float      → OverflowError
+//	float() or math.isfinite() of an int beyond float,
+//	int() of a float literal beyond float (an infinity)    → OverflowError
 //
 // (The reference itself does not catch OverflowError: its verify() would
 // raise instead of reporting. hxd reports "(OverflowError)".)
@@ -305,6 +308,9 @@ func nonNegativeNumber(v jv, positive bool) string {
 		return pyOverflowError // math.isfinite(huge int)
 	}
 	n := toNumber(v)
+	if n.isFloat && math.IsInf(n.f, 0) {
+		return pyConfigurationError // not math.isfinite: a float literal that overflowed
+	}
 	sign := 0
 	if n.isFloat {
 		switch {

@@ -5,7 +5,9 @@ import (
 	"encoding/binary"
 	"math"
 	"math/bits"
+	"slices"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -16,18 +18,27 @@ import (
 // parsed left to right; a duplicate key is noticed when its object closes,
 // a non-finite constant or an over-long integer when it is scanned.
 //
-// Where hxd is stricter than the reference (DESIGN §8), the input is one a
-// conforming writer never produces:
-//   - a UTF-8 byte order mark and UTF-16/UTF-32 text (Python detects and
-//     accepts them) → (JSONDecodeError); if Python's codec would fail on
-//     the bytes the message is the reference's (UnicodeDecodeError);
-//   - UTF-8-encoded surrogates (Python decodes with "surrogatepass") →
-//     (UnicodeDecodeError), like any other invalid UTF-8;
-//   - a float literal that overflows float64, such as 1e999 (Python reads
-//     an infinity) → "Non-finite JSON number";
-//   - nesting deeper than maxJSONDepth → (RecursionError); CPython fails
-//     near its recursion limit of 1000, at a depth that depends on its
-//     call stack.
+// parse fails only where json.loads fails, with the reference's message.
+// What json.loads accepts but hxd refuses (DESIGN §8: input a conforming
+// writer never produces) is parsed as Python reads it and noted, for the
+// verifier to refuse once the reference's own checks have passed, so
+// that a bundle the reference rejects gets the reference's message:
+//   - a UTF-8 byte order mark and UTF-16/UTF-32 text, which Python detects
+//     and decodes (an undecodable text fails at once with the
+//     reference's (UnicodeDecodeError)); strictOnly reports
+//     (JSONDecodeError);
+//   - a float literal that overflows float64, such as 1e999, which Python
+//     reads as an infinity: strictOnly reports "Non-finite JSON number";
+//     in a record the reference fails later, with (ValueError), when it
+//     re-serializes the records to collect artifact references;
+//   - a UTF-8-encoded surrogate, which Python decodes (it decodes with
+//     "surrogatepass") into a lone surrogate: strictOnly reports
+//     (UnicodeDecodeError); in a record the reference fails later, with
+//     (UnicodeEncodeError), like for a lone surrogate escape.
+//
+// Nesting deeper than maxJSONDepth fails with (RecursionError); CPython
+// fails near its recursion limit of 1000, at a depth that depends on its
+// call stack.
 //
 // The parser keeps number literals, so integer checks are exact (`1`
 // passes where `1.0` and `true` fail, REFERENCE §12.16), and builds a flat
@@ -132,14 +143,27 @@ type jsonError struct {
 // jsonDoc is a parsed JSON text. The zero value is ready to use; parse
 // reuses its memory.
 type jsonDoc struct {
-	src   []byte
+	// src is the decoded text: the input, without its BOM, or UTF-16/32
+	// input decoded into own (as WTF-8: lone surrogates kept).
+	src []byte
+	own []byte
+	// base is the offset of src in the input (3 after a UTF-8 BOM).
+	base int
+	// encoding is the encoding detected when it is not plain UTF-8.
+	encoding string
+	// overflow and rawSurrogate are 1 + the offset in src of the first
+	// float literal that overflows float64 and of the first UTF-8-encoded
+	// surrogate, or 0.
+	overflow, rawSurrogate int
+
 	nodes []jsonNode
 	stack []int
 	// scratch for key comparison.
 	keys       []int
 	bufA, bufB []byte
 	seen       map[string]struct{}
-	// surrogate reports a lone surrogate escape anywhere in the text.
+	// surrogate reports a lone surrogate anywhere in the text: an escape,
+	// or a UTF-8-encoded one.
 	surrogate bool
 	// codeEscape reports a \uXXXX or \/ escape anywhere in the text: the
 	// escapes that can spell or hide part of an artifact reference.
@@ -159,24 +183,60 @@ func (d *jsonDoc) parse(src []byte) *jsonError {
 	if len(src) >= maxSource {
 		return genericJSON(pyValueError, "document too large", 0)
 	}
-	d.src = src
-	d.nodes = d.nodes[:0]
-	d.reserveNodes(len(src))
-	d.stack = d.stack[:0]
 	d.surrogate = false
 	d.codeEscape = false
-	if e := checkEncoding(src); e != nil {
+	d.overflow, d.rawSurrogate = 0, 0
+	text, e := d.decode(src)
+	if e != nil {
 		return e
 	}
+	if len(text) >= maxSource {
+		return genericJSON(pyValueError, "document too large", 0)
+	}
+	d.src = text
+	d.nodes = d.nodes[:0]
+	d.reserveNodes(len(text))
+	d.stack = d.stack[:0]
 	// UTF-8 is validated string by string as they are scanned (a byte
 	// above 0x7f anywhere else is a syntax error). Python decodes the
 	// whole text before parsing, so on any error the whole text is checked
 	// first.
 	if e := d.parseValues(); e != nil {
-		if !utf8.Valid(src) {
-			return genericJSON(pyUnicodeDecodeError, "invalid UTF-8", invalidUTF8At(src))
+		if k := invalidWTF8At(text); k < len(text) {
+			return genericJSON(pyUnicodeDecodeError, "invalid UTF-8", d.base+k)
 		}
+		e.off += d.base
+		e.why += d.decodedNote()
 		return e
+	}
+	return nil
+}
+
+// decodedNote says, after an offset, that it counts bytes of the UTF-8
+// text decoded from UTF-16/32 input ("" for UTF-8 input).
+func (d *jsonDoc) decodedNote() string {
+	if d.encoding == "" || d.encoding == "utf-8-sig" {
+		return ""
+	}
+	return " (in the text decoded from " + d.encoding + ")"
+}
+
+// strictOnly is hxd's rejection of a text that json.loads accepts (see
+// above), or nil: a BOM or UTF-16/32 text first, then the first float
+// literal that overflows or UTF-8-encoded surrogate.
+func (d *jsonDoc) strictOnly() *jsonError {
+	switch d.encoding {
+	case "":
+	case "utf-8-sig":
+		return syntaxError("byte order mark (hxd reads plain UTF-8 only)", 0)
+	default:
+		return syntaxError(d.encoding+" text (hxd reads plain UTF-8 only)", 0)
+	}
+	if d.overflow > 0 && (d.rawSurrogate == 0 || d.overflow < d.rawSurrogate) {
+		return &jsonError{msg: msgNonFinite, why: "float literal overflows float64", off: d.base + d.overflow - 1}
+	}
+	if d.rawSurrogate > 0 {
+		return genericJSON(pyUnicodeDecodeError, "UTF-8-encoded surrogate (hxd reads strict UTF-8 only)", d.base+d.rawSurrogate-1)
 	}
 	return nil
 }
@@ -184,24 +244,27 @@ func (d *jsonDoc) parse(src []byte) *jsonError {
 // root is the top-level value of a parsed document.
 func (d *jsonDoc) root() jv { return jv{d: d, i: 0} }
 
-// checkEncoding applies json.loads' decoding of bytes: detect_encoding,
-// then decode with "surrogatepass". Only plain UTF-8 without a BOM is
-// accepted.
-func checkEncoding(b []byte) *jsonError {
+// decode applies json.loads' decoding of bytes: detect_encoding, then
+// decode with "surrogatepass". Plain UTF-8 is returned as is (validated
+// while parsing), UTF-8 with a BOM without it, UTF-16 and UTF-32 decoded
+// into d.own.
+func (d *jsonDoc) decode(b []byte) ([]byte, *jsonError) {
+	d.base, d.encoding = 0, ""
 	enc := detectEncoding(b)
 	switch enc {
 	case "utf-8":
-		return nil // validated while parsing
+		return b, nil
 	case "utf-8-sig":
-		if !utf8.Valid(b[3:]) {
-			return genericJSON(pyUnicodeDecodeError, "invalid UTF-8", 3+invalidUTF8At(b[3:]))
-		}
-		return syntaxError("byte order mark (hxd reads plain UTF-8 only)", 0)
+		d.base, d.encoding = 3, enc
+		return b[3:], nil
 	}
-	if !pyCodecDecodes(enc, b) {
-		return genericJSON(pyUnicodeDecodeError, "invalid "+enc+" text", 0)
+	d.encoding = enc
+	out, ok := decodeWide(d.own[:0], enc, b)
+	if !ok {
+		return nil, genericJSON(pyUnicodeDecodeError, "invalid "+enc+" text", 0)
 	}
-	return syntaxError(enc+" text (hxd reads plain UTF-8 only)", 0)
+	d.own = out
+	return out, nil
 }
 
 // detectEncoding is json.detect_encoding.
@@ -238,43 +301,68 @@ func detectEncoding(b []byte) string {
 	return "utf-8"
 }
 
-// pyCodecDecodes reports whether Python's UTF-16/UTF-32 codec with the
-// "surrogatepass" error handler decodes b (lone surrogates pass; a
-// truncated code unit or a UTF-32 value above U+10FFFF does not).
-func pyCodecDecodes(enc string, b []byte) bool {
-	switch enc {
-	case "utf-16":
-		return len(b)%2 == 0
-	case "utf-16-be", "utf-16-le":
-		return len(b)%2 == 0
+// decodeWide decodes UTF-16 or UTF-32 text as Python's codec with the
+// "surrogatepass" error handler does, appending it to dst as WTF-8. The
+// "utf-16" and "utf-32" codecs take the byte order from the BOM and drop
+// it. A truncated code unit or a UTF-32 value above U+10FFFF does not
+// decode; lone surrogates do (a UTF-16 pair is one character, UTF-32
+// surrogates stay lone).
+func decodeWide(dst []byte, enc string, b []byte) ([]byte, bool) {
+	unit := 2
+	if strings.HasPrefix(enc, "utf-32") {
+		unit = 4
 	}
-	if len(b)%4 != 0 {
-		return false
+	if len(b)%unit != 0 {
+		return dst, false
 	}
 	var order binary.ByteOrder = binary.LittleEndian
-	switch {
-	case enc == "utf-32-be", enc == "utf-32" && b[0] == 0:
+	switch enc {
+	case "utf-16-be", "utf-32-be":
 		order = binary.BigEndian
-	}
-	for i := 0; i < len(b); i += 4 {
-		if order.Uint32(b[i:]) > utf8.MaxRune {
-			return false
+	case "utf-16", "utf-32":
+		if b[0] == 0 || b[0] == 0xfe {
+			order = binary.BigEndian
 		}
+		b = b[unit:]
 	}
-	return true
+	dst = slices.Grow(dst, len(b)/unit*3)
+	if unit == 4 {
+		for i := 0; i < len(b); i += 4 {
+			r := order.Uint32(b[i:])
+			if r > utf8.MaxRune {
+				return dst, false
+			}
+			dst = appendWTF8(dst, rune(r))
+		}
+		return dst, true
+	}
+	for i := 0; i < len(b); i += 2 {
+		r := rune(order.Uint16(b[i:]))
+		if 0xd800 <= r && r < 0xdc00 && i+4 <= len(b) {
+			if r2 := rune(order.Uint16(b[i+2:])); 0xdc00 <= r2 && r2 < 0xe000 {
+				r = 0x10000 + (r-0xd800)<<10 + (r2 - 0xdc00)
+				i += 2
+			}
+		}
+		dst = appendWTF8(dst, r)
+	}
+	return dst, true
 }
 
-func invalidUTF8At(b []byte) int {
+// invalidWTF8At is the offset of the first byte of b that Python's UTF-8
+// decoder with "surrogatepass" refuses (UTF-8, surrogates allowed), or
+// len(b).
+func invalidWTF8At(b []byte) int {
 	for i := 0; i < len(b); {
 		if b[i] < utf8.RuneSelf {
 			i++
 			continue
 		}
-		r, size := utf8.DecodeRune(b[i:])
-		if r == utf8.RuneError && size <= 1 {
+		n := validUTF8At(b, i)
+		if n == 0 {
 			return i
 		}
-		i += size
+		i += n
 	}
 	return len(b)
 }
@@ -496,8 +584,8 @@ func (d *jsonDoc) number(i int) (int, *jsonError) {
 		if digits > maxIntDigits {
 			return start, genericJSON(pyValueError, "integer literal longer than 4300 digits", start)
 		}
-	} else if floatOverflows(src[start:i]) {
-		return start, &jsonError{msg: msgNonFinite, why: "float literal overflows", off: start}
+	} else if d.overflow == 0 && floatOverflows(src[start:i]) {
+		d.overflow = start + 1 // Python reads an infinity
 	}
 	d.push(jsonNode{start: int32(start), end: int32(i), next: int32(len(d.nodes) + 1), kind: jsonNumber, flags: flags})
 	return i, nil
@@ -588,6 +676,13 @@ func (d *jsonDoc) str(i int) (int, *jsonError) {
 				// parse reports the first invalid byte of the text.
 				return i, genericJSON(pyUnicodeDecodeError, "invalid UTF-8", j)
 			}
+			if c == 0xed && src[j+1] >= 0xa0 { // a surrogate, which Python decodes
+				flags |= flagSurrogate
+				d.surrogate = true
+				if d.rawSurrogate == 0 {
+					d.rawSurrogate = j + 1
+				}
+			}
 			j += n
 		default: // another backslash escape
 			flags |= flagEscaped
@@ -653,7 +748,8 @@ func (d *jsonDoc) codeEscapeAt(k int) (int, *jsonError) {
 
 // validUTF8At returns the length of the valid UTF-8 sequence starting
 // with the non-ASCII byte at b[j], or 0 if there is none (what
-// utf8.DecodeRune reports as an error of size 1).
+// utf8.DecodeRune reports as an error of size 1), except that a surrogate
+// (ED A0..BF xx) counts as valid, as Python's "surrogatepass" decodes it.
 func validUTF8At(b []byte, j int) int {
 	c := b[j]
 	switch {
@@ -668,14 +764,11 @@ func validUTF8At(b []byte, j int) int {
 		if j+2 >= len(b) {
 			return 0
 		}
-		lo, hi := byte(0x80), byte(0xbf)
-		switch c {
-		case 0xe0:
+		lo := byte(0x80)
+		if c == 0xe0 {
 			lo = 0xa0
-		case 0xed:
-			hi = 0x9f
 		}
-		if c1 := b[j+1]; lo <= c1 && c1 <= hi && b[j+2]&0xc0 == 0x80 {
+		if c1 := b[j+1]; lo <= c1 && c1 <= 0xbf && b[j+2]&0xc0 == 0x80 {
 			return 3
 		}
 		return 0

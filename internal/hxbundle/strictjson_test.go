@@ -19,6 +19,9 @@ import (
 	"hxd/internal/journal"
 )
 
+// TestStrictJSON checks parse's message against json.loads (what the
+// reference reports when it fails to load a text) and strictOnly's, hxd's
+// own, for texts json.loads reads but hxd refuses (DESIGN §8).
 func TestStrictJSON(t *testing.T) {
 	t.Parallel()
 	const (
@@ -30,39 +33,66 @@ func TestStrictJSON(t *testing.T) {
 		valueErr = "Invalid incident bundle (ValueError)"
 		recErr   = "Invalid incident bundle (RecursionError)"
 	)
+	utf16 := func(s string) string { return string(utf16LE([]byte(s))) }
 	tests := []struct {
 		in   string
-		want string
+		want string // parse: json.loads fails
+		// strict is strictOnly's message when parse succeeds.
+		strict string
+		// surrogate: the text holds a lone surrogate (the reference's
+		// UTF-8 encoding of a record fails).
+		surrogate bool
 	}{
-		{`{}`, ok}, {` [ ] `, ok}, {"\t\r\n1\n", ok}, {`"a"`, ok}, {`-0`, ok}, {`1.5e-3`, ok}, {`1E+5`, ok},
-		{`1e-999`, ok}, {`{"a":{"b":[1,{"c":null}]},"d":true,"e":false}`, ok},
-		{`"\u00e9\ud83d\ude00\/\b\f\n\r\t\"\\"`, ok}, {"\"\u2028<>&\x7f\"", ok}, {`"\ud800"`, ok}, {`"\udc00\ud800"`, ok},
-		{`{"a":1,"A":2}`, ok}, {`{"a":{"a":1}}`, ok}, {`[{"a":1},{"a":1}]`, ok},
-		{"1" + strings.Repeat("0", 4299), ok}, {"-1" + strings.Repeat("0", 4299), ok},
-		{"1" + strings.Repeat("0", 4299) + ".5", nonFin}, {"0." + strings.Repeat("0", 4299) + "1", ok},
-		{strings.Repeat("[", maxJSONDepth) + strings.Repeat("]", maxJSONDepth), ok},
+		{in: `{}`}, {in: ` [ ] `}, {in: "\t\r\n1\n"}, {in: `"a"`}, {in: `-0`}, {in: `1.5e-3`}, {in: `1E+5`},
+		{in: `1e-999`}, {in: `{"a":{"b":[1,{"c":null}]},"d":true,"e":false}`},
+		{in: `"\u00e9\ud83d\ude00\/\b\f\n\r\t\"\\"`}, {in: "\"\u2028<>&\x7f\""},
+		{in: `"\ud800"`, surrogate: true}, {in: `"\udc00\ud800"`, surrogate: true},
+		{in: `{"a":1,"A":2}`}, {in: `{"a":{"a":1}}`}, {in: `[{"a":1},{"a":1}]`},
+		{in: "1" + strings.Repeat("0", 4299)}, {in: "-1" + strings.Repeat("0", 4299)},
+		{in: "0." + strings.Repeat("0", 4299) + "1"},
+		{in: strings.Repeat("[", maxJSONDepth) + strings.Repeat("]", maxJSONDepth)},
 		// Syntax errors.
-		{``, syntax}, {` `, syntax}, {`{`, syntax}, {`[1,]`, syntax}, {`{"a":1,}`, syntax}, {`{"a" 1}`, syntax},
-		{`{a:1}`, syntax}, {`01`, syntax}, {`1.`, syntax}, {`.5`, syntax}, {`1e`, syntax}, {`+1`, syntax}, {`-`, syntax},
-		{`--1`, syntax}, {`nul`, syntax}, {`True`, syntax}, {`nan`, syntax}, {`-Inf`, syntax}, {`-NaN`, syntax},
-		{`"abc`, syntax}, {"\"a\nb\"", syntax}, {"\"a\x00\"", syntax}, {`"\x"`, syntax}, {`"\u12"`, syntax},
-		{`"\u12g4"`, syntax}, {`"\ud800\uzzzz"`, syntax}, {`1 2`, syntax}, {`{} {}`, syntax}, {`[1 2]`, syntax},
-		{"\ufeff{}", syntax}, {"\xff\xfe{\x00}\x00", syntax}, {"{\x00}\x00", syntax},
+		{in: ``, want: syntax}, {in: ` `, want: syntax}, {in: `{`, want: syntax}, {in: `[1,]`, want: syntax},
+		{in: `{"a":1,}`, want: syntax}, {in: `{"a" 1}`, want: syntax}, {in: `{a:1}`, want: syntax}, {in: `01`, want: syntax},
+		{in: `1.`, want: syntax}, {in: `.5`, want: syntax}, {in: `1e`, want: syntax}, {in: `+1`, want: syntax}, {in: `-`, want: syntax},
+		{in: `--1`, want: syntax}, {in: `nul`, want: syntax}, {in: `True`, want: syntax}, {in: `nan`, want: syntax},
+		{in: `-Inf`, want: syntax}, {in: `-NaN`, want: syntax}, {in: `"abc`, want: syntax}, {in: "\"a\nb\"", want: syntax},
+		{in: "\"a\x00\"", want: syntax}, {in: `"\x"`, want: syntax}, {in: `"\u12"`, want: syntax}, {in: `"\u12g4"`, want: syntax},
+		{in: `"\ud800\uzzzz"`, want: syntax}, {in: `1 2`, want: syntax}, {in: `{} {}`, want: syntax}, {in: `[1 2]`, want: syntax},
 		// The loader's own errors, in scanning order.
-		{`{"a":1,"a":2}`, dup}, {`{"a":1,"\u0061":2}`, dup}, {`[{"x":{"a":1,"a":1}}]`, dup},
-		{`{"a":NaN,"a":1}`, nonFin}, {`{"a":1,"a":Infinity}`, nonFin}, {`[-Infinity]`, nonFin}, {`NaNx`, nonFin},
-		{`[{"a":1,"a":1}, NaN]`, dup}, {`{"a":1,"a":2} x`, dup}, {`{"a":1,"a":2`, syntax}, {`[1, NaN`, nonFin},
-		{`1e999`, nonFin}, {`-1.5e400`, nonFin}, {"1" + strings.Repeat("0", 400) + ".0", nonFin},
-		{"1" + strings.Repeat("0", 4300), valueErr}, {"[1" + strings.Repeat("0", 4300) + ",NaN]", valueErr},
-		{strings.Repeat("[", maxJSONDepth+1) + strings.Repeat("]", maxJSONDepth+1), recErr},
+		{in: `{"a":1,"a":2}`, want: dup}, {in: `{"a":1,"\u0061":2}`, want: dup}, {in: `[{"x":{"a":1,"a":1}}]`, want: dup},
+		{in: `{"a":NaN,"a":1}`, want: nonFin}, {in: `{"a":1,"a":Infinity}`, want: nonFin}, {in: `[-Infinity]`, want: nonFin},
+		{in: `NaNx`, want: nonFin}, {in: `[{"a":1,"a":1}, NaN]`, want: dup}, {in: `{"a":1,"a":2} x`, want: dup},
+		{in: `{"a":1,"a":2`, want: syntax}, {in: `[1, NaN`, want: nonFin},
+		{in: "1" + strings.Repeat("0", 4300), want: valueErr}, {in: "[1" + strings.Repeat("0", 4300) + ",NaN]", want: valueErr},
+		{in: strings.Repeat("[", maxJSONDepth+1) + strings.Repeat("]", maxJSONDepth+1), want: recErr},
 		// Decoding comes first.
-		{"\"\xff\" NaN", decode}, {"{\"a\":1,\"a\":2,\"b\":\"\xc3\"}", decode}, {"\"\xed\xa0\x80\"", decode},
-		{"\ufeff\"\xff\"", decode}, {"\xff\xfe{", decode}, {"\x00\x00\x00{\x00\x00\x00", decode},
-		{`"` + strings.Repeat("a", 40) + "\xff\"", decode}, {"\"\xff" + strings.Repeat("a", 40) + `"`, decode},
-		{`"` + strings.Repeat("a", 40) + "\xc3\"", decode}, {`"` + strings.Repeat("a", 40) + "\xed\xa0\x80\"", decode},
-		{`"` + strings.Repeat("é", 40) + `\n` + strings.Repeat("a", 70) + "\xc3\"", decode},
-		{`["` + strings.Repeat("é→", 40) + `\"` + strings.Repeat("a", 70) + "😀\"]", ok},
-		{`{"a":1,"a":2,"` + strings.Repeat("b", 50) + "\xff\"}", decode}, {"[1,2]\xff", decode}, {"[1,\xc3\xa9]", syntax},
+		{in: "\"\xff\" NaN", want: decode}, {in: "{\"a\":1,\"a\":2,\"b\":\"\xc3\"}", want: decode},
+		{in: "\ufeff\"\xff\"", want: decode}, {in: "\xff\xfe{", want: decode}, {in: "\x00\x00\x00{\x00\x00\x00", want: decode},
+		{in: "[\x00\x00\x00\x00\x00\x11\x00", want: decode}, // UTF-32-LE beyond U+10FFFF
+		{in: `"` + strings.Repeat("a", 40) + "\xff\"", want: decode}, {in: "\"\xff" + strings.Repeat("a", 40) + `"`, want: decode},
+		{in: `"` + strings.Repeat("a", 40) + "\xc3\"", want: decode},
+		{in: `"` + strings.Repeat("é", 40) + `\n` + strings.Repeat("a", 70) + "\xc3\"", want: decode},
+		{in: `["` + strings.Repeat("é→", 40) + `\"` + strings.Repeat("a", 70) + "😀\"]"},
+		{in: `{"a":1,"a":2,"` + strings.Repeat("b", 50) + "\xff\"}", want: decode}, {in: "[1,2]\xff", want: decode},
+		{in: "[1,\xc3\xa9]", want: syntax},
+		// Read by json.loads, refused by hxd only (DESIGN §8).
+		{in: `1e999`, strict: nonFin}, {in: `-1.5e400`, strict: nonFin}, {in: "1" + strings.Repeat("0", 400) + ".0", strict: nonFin},
+		{in: "1" + strings.Repeat("0", 4299) + ".5", strict: nonFin},
+		{in: "\"\xed\xa0\x80\"", strict: decode, surrogate: true},
+		{in: `"` + strings.Repeat("a", 40) + "\xed\xa0\x80\"", strict: decode, surrogate: true},
+		{in: "\"\xed\xa0\xbd\xed\xb8\x80\"", strict: decode, surrogate: true}, // an encoded pair stays two surrogates
+		{in: `[1e999,"` + "\xed\xbf\xbf" + `"]`, strict: nonFin, surrogate: true},
+		{in: `["` + "\xed\xbf\xbf" + `",1e999]`, strict: decode, surrogate: true},
+		{in: "\ufeff{}", strict: syntax}, {in: "\ufeff1e999", strict: syntax},
+		{in: "\xff\xfe{\x00}\x00", strict: syntax}, {in: "{\x00}\x00", strict: syntax},
+		{in: utf16(`{"a":[1,"é😀"]}`), strict: syntax}, {in: "\xfe\xff\x00[\x00]", strict: syntax},
+		{in: "\x00\x00\x00[\x00\x00\x00]", strict: syntax}, {in: "\xff\xfe\x00\x00[\x00\x00\x00]\x00\x00\x00", strict: syntax},
+		{in: "\"\x00\x00\xd8\"\x00", strict: syntax, surrogate: true}, // UTF-16-LE with a lone surrogate
+		// ... and decoded, the text is parsed as json.loads parses it.
+		{in: "\ufeff\ufeff{}", want: syntax}, {in: "\xff\xfe\xff\xfe{\x00}\x00", want: syntax},
+		{in: "\ufeff[1,]", want: syntax}, {in: "\ufeff[NaN]", want: nonFin}, {in: utf16(`{"a":1,"a":2}`), want: dup},
+		{in: utf16(`[NaN]`), want: nonFin}, {in: utf16(`[1,]`), want: syntax}, {in: utf16("\"\x01\""), want: syntax},
 	}
 	for _, tt := range tests {
 		var d jsonDoc
@@ -72,7 +102,47 @@ func TestStrictJSON(t *testing.T) {
 			got = e.msg
 		}
 		require.Equal(t, tt.want, got, "input %q", tt.in)
+		if e != nil {
+			continue
+		}
+		got = ""
+		if e := d.strictOnly(); e != nil {
+			got = e.msg
+		}
+		require.Equal(t, tt.strict, got, "strictOnly, input %q", tt.in)
+		require.Equal(t, tt.surrogate, d.surrogate, "input %q", tt.in)
 	}
+}
+
+// TestStrictJSONDecodedText: a BOM is dropped and UTF-16/32 text decoded
+// (lone surrogates as WTF-8) before parsing; offsets in errors count from
+// the start of the input after a BOM.
+func TestStrictJSONDecodedText(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		in, want string
+	}{
+		{"\ufeff\"é\"", "é"},
+		{string(utf16LE([]byte(`"é😀"`))), "é😀"},
+		{"\xfe\xff\x00\"\x00a\xd8\x3d\xde\x00\x00\"", "a😀"},
+		{"\x00\x00\x00\"\x00\x00\x00a\x00\x00\x00\"", "a"},
+		{"\"\x00\x00\xd8\"\x00", "\xed\xa0\x80"},
+		{"\"\xed\xa0\x80\"", "\xed\xa0\x80"},
+	} {
+		var d jsonDoc
+		require.Nil(t, d.parse([]byte(tt.in)), "%q", tt.in)
+		s, ok := d.root().str()
+		require.True(t, ok)
+		require.Equal(t, tt.want, s, "%q", tt.in)
+	}
+	var d jsonDoc
+	e := d.parse([]byte("\ufeff[1,]"))
+	require.NotNil(t, e)
+	require.Equal(t, 6, e.off) // the "]" after the three bytes of the BOM
+	require.Nil(t, d.parse([]byte(`[0,1e999]`)))
+	require.Equal(t, 3, d.strictOnly().off)
+	require.Nil(t, d.parse([]byte("\ufeff[\"\xed\xa0\x80\"]")))
+	require.Equal(t, 0, d.strictOnly().off) // the BOM comes first
 }
 
 func TestStrictJSONValues(t *testing.T) {
@@ -154,12 +224,12 @@ func refsByCanonical(t testing.TB, line []byte) (map[string]struct{}, bool) {
 // refsByStream is what the verifier computes for one record line.
 func refsByStream(line []byte) (map[string]struct{}, bool) {
 	var d jsonDoc
-	if e := d.parse(line); e != nil || d.surrogate {
+	if e := d.parse(line); e != nil || d.surrogate || d.overflow > 0 {
 		return nil, false
 	}
 	var scratch []byte
 	refs := map[string]struct{}{}
-	for _, k := range appendRefs(nil, &d, line, &scratch) {
+	for _, k := range appendRefs(nil, &d, d.src, &scratch) {
 		refs[k] = struct{}{}
 	}
 	return refs, true
@@ -293,10 +363,16 @@ func TestStrictJSONStringsRandomized(t *testing.T) {
 		in := []byte(b.String())
 		var d jsonDoc
 		e := d.parse(in)
-		want := json.Valid(in) && utf8.Valid(in)
+		// Python's decoder with "surrogatepass" reads UTF-8-encoded
+		// surrogates; strictOnly refuses them.
+		wtf8 := invalidWTF8At(in) == len(in)
+		want := json.Valid(in) && wtf8
 		require.Equal(t, want, e == nil, "%q: %v", in, e)
-		if e != nil && !utf8.Valid(in) {
+		if e != nil && !wtf8 {
 			require.Equal(t, generic(pyUnicodeDecodeError), e.msg, "%q", in)
+		}
+		if e == nil && !utf8.Valid(in) {
+			require.Equal(t, generic(pyUnicodeDecodeError), d.strictOnly().msg, "%q", in)
 		}
 		if e == nil {
 			// The decoded string is what encoding/json decodes (no lone

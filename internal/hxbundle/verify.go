@@ -27,21 +27,32 @@ import (
 //	JSONDecodeError     JSON syntax error, empty record line; hxd also
 //	                    for a BOM and for UTF-16/32 text (strictjson.go)
 //	ValueError          integer literal over 4300 digits; RunEvent
-//	                    validation (runevent.go)
+//	                    validation (runevent.go); a record holding a
+//	                    float literal that overflows, such as 1e999: the
+//	                    reference reads an infinity, which json.dumps
+//	                    refuses when it collects artifact references
 //	RecursionError      JSON nested deeper than maxJSONDepth
 //	TypeError, KeyError, AttributeError, ConfigurationError, OverflowError
 //	                    RunEvent decoding (runevent.go); the checkpoint
 //	                    tools list of item 24; KeyError also for a record
 //	                    without an execution_key field (the reference's
 //	                    completeness pass subscripts it)
-//	UnicodeEncodeError  a record holding a lone surrogate escape: the
-//	                    reference cannot re-serialize it to UTF-8 when it
-//	                    collects artifact references
+//	UnicodeEncodeError  a record holding a lone surrogate, escaped or
+//	                    UTF-8-encoded (Python decodes with
+//	                    "surrogatepass"): the reference cannot encode it as
+//	                    UTF-8 when it collects artifact references
 //	OSError             an I/O error from the io.ReaderAt; a negative local
 //	                    header offset
 //
 // hxd is stricter than the reference only on input a conforming writer
-// never produces (DESIGN §8); see reader.go and strictjson.go.
+// never produces (DESIGN §8); see reader.go and strictjson.go. A JSON
+// text the reference reads but hxd refuses (a BOM, UTF-16/32, an
+// overflowing float literal or a UTF-8-encoded surrogate in the
+// manifest) is refused only once every check of the reference has
+// passed, so that whatever the reference rejects gets its message:
+// "Non-finite JSON number" for an overflowing float literal in the
+// manifest, (JSONDecodeError) for the encodings, (UnicodeDecodeError)
+// for an encoded surrogate, with hxd's reason in the detail.
 
 // Names inside a bundle.
 const (
@@ -195,11 +206,15 @@ type verifier struct {
 
 	manifest    jsonDoc
 	manifestRaw []byte
-	m           jv
-	runID       string
-	sessionID   string
-	status      string
-	phase       string
+	// manifestStrict is hxd's own rejection of the manifest's text (a
+	// BOM, UTF-16/32, an overflowing float literal, a UTF-8-encoded
+	// surrogate), reported once every check of the reference passed.
+	manifestStrict *failure
+	m              jv
+	runID          string
+	sessionID      string
+	status         string
+	phase          string
 
 	digests   map[string]string // member name → SHA-256 hex
 	recs      *recordStream
@@ -273,6 +288,13 @@ func (v *verifier) run() *failure {
 	if f != nil {
 		return f
 	}
+	// The reference accepts the bundle: hxd's own rejections (DESIGN §8).
+	if v.manifestStrict != nil {
+		return v.manifestStrict
+	}
+	if v.recs.strict != nil {
+		return v.recs.strict
+	}
 	if issues == nil {
 		issues = []string{}
 	}
@@ -345,6 +367,9 @@ func (v *verifier) checkManifest() *failure {
 		at.Message = fmt.Sprintf("byte %d: %s", e.off, e.why)
 		return fail(e.msg)
 	}
+	if e := v.manifest.strictOnly(); e != nil {
+		v.manifestStrict = &failure{msg: e.msg, detail: Detail{Member: memberManifest, Message: fmt.Sprintf("byte %d: %s", e.off, e.why)}}
+	}
 	m := v.manifest.root()
 	v.m = m
 	if !m.isObject() {
@@ -415,9 +440,14 @@ func (v *verifier) checkArtifacts() *failure {
 		at.Message = "artifacts is not an object"
 		return &failure{msg: msgCatalog, detail: at}
 	}
-	if v.recs.surrogateSeq > 0 {
-		return &failure{msg: generic(pyUnicodeEncodeError), detail: Detail{Member: memberRecords, Seq: v.recs.surrogateSeq,
-			Kind: v.recs.surrogateKind, Message: "record holds a lone surrogate escape, which cannot be encoded as UTF-8"}}
+	// The reference collects references from the canonical JSON of all
+	// records: json.dumps fails on an infinity first, then the UTF-8
+	// encoding of its result on a lone surrogate.
+	if v.recs.overflow != nil {
+		return v.recs.overflow
+	}
+	if v.recs.surrogate != nil {
+		return v.recs.surrogate
 	}
 	if why := catalogMismatch(catalog, v.recs.refs); why != "" {
 		at.Message = why

@@ -394,9 +394,9 @@ func invalidCases() []invalidCase {
 			editLine(nil, b, 1, func(l []byte) []byte { return append([]byte("\ufeff"), l...) })
 		}, want: "Invalid incident bundle (JSONDecodeError)", seq: 1},
 		{name: "strict: UTF-16 manifest", edit: func(b *bundle) { b.editManifest = utf16LE }, want: "Invalid incident bundle (JSONDecodeError)"},
-		{name: "strict: 1e999", edit: func(b *bundle) {
-			editLine(nil, b, 1, replaceIn(`"timeout":300.0`, `"timeout":1e999`))
-		}, want: "Non-finite JSON number", seq: 1},
+		{name: "strict: 1e999 in the manifest", edit: func(b *bundle) {
+			b.editManifest = replaceIn(`"created_at":"`+tTime+`"`, `"created_at":1e999`)
+		}, want: "Non-finite JSON number", member: memberManifest, why: "overflows"},
 		{name: "strict: NUL in an entry name", build: func(t testing.TB, b *bundle) []byte {
 			return zipWith(t, append(b.files(t), file{"records.jsonl\x00.py", []byte("x")}), nil)
 		}, want: "Invalid incident bundle (BadZipFile)", why: "NUL"},
@@ -479,9 +479,173 @@ func utf16LE(b []byte) []byte {
 	return out
 }
 
+// strictJSONCases set the strict loader's rejections against the
+// reference's (issue 18): where the reference rejects the bundle too, its
+// message, with hxd's reason in the detail; hxd's own message only where
+// the reference accepts the bundle (DESIGN §8), and only once every check
+// of the reference has passed.
+func strictJSONCases() []invalidCase {
+	const (
+		valueErr  = "Invalid incident bundle (ValueError)"
+		encodeErr = "Invalid incident bundle (UnicodeEncodeError)"
+		decodeErr = "Invalid incident bundle (UnicodeDecodeError)"
+		syntaxErr = "Invalid incident bundle (JSONDecodeError)"
+		nonFinite = "Non-finite JSON number"
+	)
+	overflow := func(n int, old, lit string) func(b *bundle) {
+		return func(b *bundle) { editLine(nil, b, n, replaceIn(old, lit)) }
+	}
+	both := func(edits ...func(b *bundle)) func(b *bundle) {
+		return func(b *bundle) {
+			for _, e := range edits {
+				e(b)
+			}
+		}
+	}
+	timeout := overflow(1, `"timeout":300.0`, `"timeout":1e999`)
+	createdAt := func(v string) func(b *bundle) {
+		return func(b *bundle) { b.editManifest = replaceIn(`"created_at":"`+tTime+`"`, `"created_at":`+v) }
+	}
+	// utf16Line re-encodes record n as UTF-16-LE without a BOM (its line
+	// break stays one byte: json.loads reads the line).
+	utf16Line := func(n int) func(b *bundle) {
+		return func(b *bundle) {
+			if b.lines == nil {
+				editLine(nil, b, n, func(l []byte) []byte { return l })
+			}
+			b.lines[n-1] = utf16LE(b.lines[n-1])[2:]
+		}
+	}
+	return []invalidCase{
+		// A float literal that overflows: Python reads an infinity, which
+		// json.dumps refuses when the reference collects artifact
+		// references (item 20).
+		{name: "record holding 1e999", edit: timeout, want: valueErr, member: memberRecords, seq: 1, why: nonFinite},
+		{name: "record holding -1e999", edit: overflow(5, `"input_tokens":120`, `"input_tokens":-1e999`), want: valueErr, seq: 5},
+		{name: "record holding 1.5e308 nested", edit: overflow(13, `"attempt":1`, `"attempt":[{"x":1.8e308}]`), want: valueErr, seq: 13},
+		{name: "overflow in a later record than a lone surrogate", edit: both(
+			func(b *bundle) { editLine(nil, b, 1, replaceIn(`"Which invoices`, `"\ud800Which invoices`)) },
+			overflow(5, `"input_tokens":120`, `"input_tokens":1e999`)), want: valueErr, seq: 5},
+		{name: "overflow in an event the RunEvent checks accept", edit: eventPayload(baseEvent("waiting",
+			map[string]any{"on": "model", "seconds": json.Number("1e999")})), want: valueErr, seq: 8},
+		// ... where an earlier check of the reference fails, its message.
+		{name: "1e999 then a later record's version", edit: both(setField(3, "version", 2), timeout),
+			want: "Unsupported journal version", seq: 3},
+		{name: "1e999 and a wrong record_count", edit: both(timeout, func(b *bundle) { b.manifest["record_count"] = 22 }),
+			want: "Record count mismatch"},
+		{name: "1e999 as seq", edit: overflow(2, `"seq":2`, `"seq":2e999`), want: "Journal sequence gap or reordering", seq: 2},
+		{name: "1e999 as version", edit: overflow(2, `"version":1`, `"version":1e999`), want: "Unsupported journal version", seq: 2},
+		{name: "1e999 as execution_key", edit: overflow(3, `"execution_key":null`, `"execution_key":1e999`), want: "Invalid execution key"},
+		{name: "1e999 and a later syntax error", edit: both(timeout, func(b *bundle) {
+			editLine(nil, b, 9, func(l []byte) []byte { return l[:len(l)-1] })
+		}), want: syntaxErr, seq: 9},
+		{name: "1e999 and a catalog that is not an object", edit: both(timeout, func(b *bundle) { b.manifest["artifacts"] = []any{} }),
+			want: "Artifact reference/catalog mismatch"},
+		{name: "1e999 as an event's attempt", edit: eventPayload(baseEvent("attempt_reset", map[string]any{"attempt": json.Number("1e999")})),
+			want: valueErr, seq: 8, why: "RunEvent"},
+		{name: "1e999 as a pending tool's attempt: int(inf)", edit: eventPayload(baseEvent("run_result", map[string]any{
+			"session_id": "s", "run_id": "r", "status": "awaiting_input",
+			"pending": []any{map[string]any{"call": map[string]any{"id": "c", "name": "n"}, "execution_key": "k",
+				"status": "approval", "attempt": json.Number("1e999")}}})),
+			want: "Invalid incident bundle (OverflowError)", seq: 8},
+		{name: "1e999 as a retry backoff: not finite", edit: eventPayload(baseEvent("run_result", map[string]any{
+			"session_id": "s", "run_id": "r", "status": "awaiting_input",
+			"pending": []any{map[string]any{"call": map[string]any{"id": "c", "name": "n"}, "execution_key": "k",
+				"status": "approval", "retry": map[string]any{"backoff_seconds": json.Number("1e999")}}}})),
+			want: "Invalid incident bundle (ConfigurationError)", seq: 8},
+		// A UTF-8-encoded surrogate: Python decodes it ("surrogatepass"),
+		// then cannot encode the records as UTF-8 (item 20).
+		{name: "record holding a UTF-8-encoded surrogate", edit: func(b *bundle) {
+			editLine(nil, b, 4, replaceIn(`"stop_reason":"tool_use"`, "\"stop_reason\":\"tool\xed\xb0\x80use\""))
+		}, want: encodeErr, seq: 4, why: "UTF-8-encoded surrogate"},
+		{name: "encoded surrogate and a later record's kind", edit: func(b *bundle) {
+			editLine(nil, b, 4, replaceIn(`"stop_reason":"tool_use"`, "\"stop_reason\":\"\xed\xa0\x80\""))
+			b.lines[6] = bytes.Replace(b.lines[6], []byte(`"kind":"checkpoint"`), []byte(`"kind":"checkpoint.x"`), 1)
+		}, want: "Unknown journal kind", seq: 7},
+		{name: "invalid UTF-8 is still a decode error", edit: func(b *bundle) {
+			editLine(nil, b, 4, replaceIn(`"stop_reason":"tool_use"`, "\"stop_reason\":\"\xed\xa0\""))
+		}, want: decodeErr, seq: 4},
+		// Non-finite literals and duplicate keys: the reference's own
+		// messages, in the records and in the manifest.
+		{name: "record Infinity", edit: overflow(5, `"input_tokens":120`, `"input_tokens":Infinity`), want: nonFinite, seq: 5},
+		{name: "record -Infinity after a 1e999", edit: both(timeout, overflow(5, `"input_tokens":120`, `"input_tokens":-Infinity`)),
+			want: nonFinite, seq: 5},
+		{name: "manifest NaN after a 1e999", edit: createdAt(`[1e999,NaN]`), want: nonFinite, member: memberManifest},
+		{name: "manifest duplicate key after a 1e999", edit: createdAt(`{"a":1e999,"a":1}`), want: "Duplicate JSON key"},
+		// A BOM, UTF-16: json.loads decodes them. hxd refuses them once
+		// the reference's checks have passed; the reference's message
+		// where one fails, or where loading the decoded text fails.
+		{name: "record in UTF-16", edit: utf16Line(3), want: syntaxErr, seq: 3, why: "utf-16-le text"},
+		{name: "record in UTF-16 with NaN", edit: both(overflow(5, `"input_tokens":120`, `"input_tokens":NaN`), utf16Line(5)),
+			want: nonFinite, seq: 5},
+		{name: "record in UTF-16 with a duplicate key", edit: both(
+			overflow(5, `{"attempt_id":"1",`, `{"attempt_id":"1","attempt_id":"1",`), utf16Line(5)), want: "Duplicate JSON key", seq: 5},
+		{name: "record in UTF-16 of version 2", edit: both(setField(5, "version", 2), utf16Line(5)),
+			want: "Unsupported journal version", seq: 5},
+		{name: "record in UTF-16 holding 1e999", edit: both(overflow(5, `"input_tokens":120`, `"input_tokens":1e999`), utf16Line(5)),
+			want: valueErr, seq: 5},
+		{name: "record in UTF-16 and a wrong catalog", edit: both(utf16Line(2), func(b *bundle) {
+			b.manifest["artifacts"].(map[string]any)[sha([]byte("x"))] = map[string]any{"status": "omitted"}
+		}), want: "Artifact reference/catalog mismatch"},
+		{name: "record with BOM then an unresolved mismatch", edit: both(
+			func(b *bundle) { editLine(nil, b, 2, func(l []byte) []byte { return append([]byte("\ufeff"), l...) }) },
+			func(b *bundle) { b.manifest["phase"] = "finish" }),
+			want: "Manifest/checkpoint state mismatch"},
+		{name: "record with two BOMs", edit: func(b *bundle) {
+			editLine(nil, b, 2, func(l []byte) []byte { return append([]byte("\ufeff\ufeff"), l...) })
+		}, want: syntaxErr, seq: 2},
+		{name: "manifest with BOM and a broken member digest", edit: func(b *bundle) {
+			b.editManifest = func(m []byte) []byte { return append([]byte("\ufeff"), m...) }
+			b.editMembers = func(m map[string]any) { m[memberRecords].(map[string]any)["sha256"] = sha(nil) }
+		}, want: "Member checksum mismatch", member: memberRecords},
+		{name: "manifest in UTF-16 with an unknown status", edit: func(b *bundle) {
+			b.manifest["status"] = "exploded"
+			b.editManifest = utf16LE
+		}, want: "Unknown run status"},
+		{name: "manifest in UTF-16 with a lone surrogate", edit: func(b *bundle) {
+			b.manifest["created_at"] = "\ufffd"
+			b.editManifest = func(m []byte) []byte {
+				m = utf16LE(m)
+				k := bytes.Index(m, utf16LE([]byte("\ufffd"))[2:])
+				m[k], m[k+1] = 0x00, 0xd8 // a lone high surrogate in place of U+FFFD
+				return m
+			}
+		}, want: syntaxErr, member: memberManifest, why: "utf-16 text"},
+		// Only hxd refuses: an overflow or an encoded surrogate in the
+		// manifest where the reference never looks.
+		{name: "manifest holding 1e999 in created_at", edit: createdAt(`1e999`), want: nonFinite, member: memberManifest, why: "overflows"},
+		{name: "manifest holding 1e999, bundle incomplete", edit: both(createdAt(`-1e999`), func(b *bundle) { b.manifest["status"] = "running" },
+			func(b *bundle) { b.last("checkpoint")["payload"].(map[string]any)["status"] = "running" }), want: nonFinite},
+		{name: "manifest holding an encoded surrogate", edit: createdAt("\"\xed\xa0\x80\""), want: decodeErr, member: memberManifest,
+			why: "surrogate"},
+		{name: "1e999 as record_count", edit: func(b *bundle) { b.editManifest = replaceIn(`"record_count":21`, `"record_count":1e999`) },
+			want: "Record count mismatch"},
+		{name: "1e999 as a member size", edit: func(b *bundle) {
+			b.editMembers = func(m map[string]any) { m[memberRecords].(map[string]any)["size"] = json.Number("1e999") }
+		}, want: "Member size mismatch", member: memberRecords},
+		{name: "1e999 in the manifest and a later record's version", edit: both(createdAt(`1e999`), setField(4, "version", 2)),
+			want: "Unsupported journal version", seq: 4},
+		{name: "encoded surrogate as the manifest's status", edit: func(b *bundle) {
+			b.editManifest = replaceIn(`"status":"completed"`, "\"status\":\"completed\xed\xa0\x80\"")
+		}, want: "Unknown run status"},
+		{name: "manifest encoded surrogate and a record's encoded surrogate", edit: both(createdAt("\"\xed\xa0\x80\""), func(b *bundle) {
+			editLine(nil, b, 4, replaceIn(`"stop_reason":"tool_use"`, "\"stop_reason\":\"\xed\xa0\x80\""))
+		}), want: encodeErr, seq: 4},
+	}
+}
+
 func TestVerifyInvalid(t *testing.T) {
 	t.Parallel()
-	for _, c := range invalidCases() {
+	runInvalidCases(t, invalidCases())
+}
+
+func TestVerifyStrictJSON(t *testing.T) {
+	t.Parallel()
+	runInvalidCases(t, strictJSONCases())
+}
+
+func runInvalidCases(t *testing.T, cases []invalidCase) {
+	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			data := c.archive(t)
