@@ -148,12 +148,15 @@ func kindError(v any, t reflect.Type, path string) *FieldError {
 	problem := fmt.Sprintf("got %s, want %s", got, want)
 	switch {
 	case got == "boolean" && want == "string":
-		problem += " (YAML reads unquoted yes/no/y/n/on/off/true/false as booleans; quote the value)"
+		problem += booleanHint
 	case got == "number" && want == "string":
 		problem += " (quote the value)"
 	}
 	return &FieldError{Field: path, Problem: problem}
 }
+
+// booleanHint follows "got boolean, want string".
+const booleanHint = " (YAML reads unquoted true and false as booleans; quote the value)"
 
 // fieldPath appends key to path.
 func fieldPath(path, key string) string {

@@ -11,17 +11,15 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
-
-	yamlv3 "go.yaml.in/yaml/v3"
-	"sigs.k8s.io/yaml"
 )
 
 // MaxFileBytes bounds the size of one agent file.
 const MaxFileBytes = 1 << 20
 
-// Load reads one agent file (YAML, so JSON works too), refusing unknown
-// fields, and returns the validated definition with defaults applied. name
-// (usually the file path) prefixes every problem, e.g.
+// Load reads one agent file (YAML 1.2, so JSON works too, yaml.go),
+// refusing unknown and repeated keys, and returns the validated definition
+// with defaults applied. name (usually the file path) prefixes every
+// problem, e.g.
 // `agents/x.yaml: tools[0].kind: unknown kind "webhok"`; problems are
 // joined by errors.Join and wrap ErrInvalidDefinition.
 func Load(r io.Reader, name string) (*Definition, error) {
@@ -112,23 +110,13 @@ func loadFile(path string) (*Definition, error) {
 	return Load(f, path)
 }
 
-// decode converts YAML to JSON and decodes it strictly: one document, no
-// key twice in a mapping, every key exactly one of the format's (checkShape)
-// and every value of its kind.
+// decode converts the YAML 1.2 document to JSON (yamlToJSON: one
+// document, no key twice in a mapping) and decodes it strictly: every key
+// exactly one of the format's (checkShape) and every value of its kind.
 func decode(data []byte) (*Definition, error) {
-	js, err := yaml.YAMLToJSONStrict(data)
+	js, err := yamlToJSON(data)
 	if err != nil {
-		msg := strings.TrimPrefix(err.Error(), "error converting YAML to JSON: ")
-		msg = strings.TrimPrefix(msg, "yaml: ")
-		msg = strings.TrimPrefix(msg, "unmarshal errors:\n")
-		msg = strings.Join(strings.Fields(msg), " ") // one line per problem
-		return nil, &FieldError{Problem: "invalid YAML: " + msg, Cause: err}
-	}
-	if bytes.Equal(bytes.TrimSpace(js), []byte("null")) {
-		return nil, &FieldError{Problem: "empty agent file"}
-	}
-	if moreThanOneDocument(data) {
-		return nil, &FieldError{Problem: "more than one YAML document (one agent per file)"}
+		return nil, err
 	}
 	var shape any
 	sdec := json.NewDecoder(bytes.NewReader(js))
@@ -148,28 +136,6 @@ func decode(data []byte) (*Definition, error) {
 	return &d, nil
 }
 
-// moreThanOneDocument reports whether data holds a second YAML document
-// that is not empty (a trailing "---" is allowed).
-func moreThanOneDocument(data []byte) bool {
-	dec := yamlv3.NewDecoder(bytes.NewReader(data))
-	var first, second yamlv3.Node
-	if dec.Decode(&first) != nil {
-		return false
-	}
-	if err := dec.Decode(&second); err != nil {
-		return !errors.Is(err, io.EOF)
-	}
-	return !emptyDocument(&second)
-}
-
-// emptyDocument reports a document holding nothing or null.
-func emptyDocument(n *yamlv3.Node) bool {
-	if n.Kind == yamlv3.DocumentNode && len(n.Content) == 1 {
-		n = n.Content[0]
-	}
-	return n.Kind == 0 || (n.Kind == yamlv3.ScalarNode && n.Tag == "!!null")
-}
-
 // describeDecodeError turns a JSON decoding error into a *FieldError
 // without Go type names.
 func describeDecodeError(err error) error {
@@ -182,7 +148,7 @@ func describeDecodeError(err error) error {
 		got, want := yamlKind(te.Value), jsonKind(te.Type)
 		problem := fmt.Sprintf("got %s, want %s", got, want)
 		if got == "boolean" && want == "string" {
-			problem += " (YAML reads unquoted yes/no/y/n/on/off/true/false as booleans; quote the value)"
+			problem += booleanHint
 		} else if strings.HasPrefix(got, "number") && want == "string" {
 			problem += " (quote the value)"
 		}

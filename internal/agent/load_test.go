@@ -170,8 +170,8 @@ func TestLoadBad(t *testing.T) {
 		{name: "empty file", file: "", want: []string{"empty agent file"}},
 		{name: "several tool problems", file: strings.Replace(minimal, "- name: echo", "- name: echo\n    kind: webhok\n    permission: maybe\n    input_schema: {type: string}", 1),
 			want: []string{`tools[0].kind: unknown kind "webhok" (want builtin, webhook or client)`, `tools[0].permission: unknown permission "maybe" (want allow, ask or deny)`, `tools[0].input_schema: type must be "object"`}},
-		{name: "yaml boolean", file: strings.Replace(minimal, "name: a\n", "name: yes\n", 1),
-			want: []string{"name: got boolean, want string (YAML reads unquoted yes/no/y/n/on/off/true/false as booleans; quote the value)"}},
+		{name: "yaml boolean", file: strings.Replace(minimal, "name: a\n", "name: true\n", 1),
+			want: []string{"name: got boolean, want string (YAML reads unquoted true and false as booleans; quote the value)"}},
 		{name: "several problems", file: "name: a\nmodel: {provider: scripted}\ntools: [{name: x, kind: webhok}]\n", want: []string{
 			"version: required", "model: scripted provider needs a non-empty script", `tools[0].kind: unknown kind "webhok" (want builtin, webhook or client)`,
 		}},
