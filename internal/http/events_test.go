@@ -174,13 +174,31 @@ func TestEventStreamFraming(t *testing.T) {
 		f := frames[i]
 		require.Equal(t, strconv.Itoa(i+1), f.id)
 		require.Equal(t, want, f.event)
-		ev := decode[api.RunEvent](t, []byte(f.data))
-		require.Equal(t, run.events[i].EventID, ev.EventId)
-		require.Equal(t, f.id, ev.Cursor)
-		require.Equal(t, want, ev.Type)
-		require.JSONEq(t, string(run.events[i].Data), string(ev.Data))
+		require.JSONEq(t, string(eventJSON(t, run.events[i])), f.data)
+		typ, err := decode[api.RunEvent](t, []byte(f.data)).Discriminator()
+		require.NoError(t, err)
+		require.Equal(t, want, typ)
 	}
-	require.Equal(t, api.RunStatusCompleted, decode[api.RunResult](t, decode[api.RunEvent](t, []byte(frames[2].data)).Data).Status)
+	// The wire form: the keys in this order, data as committed.
+	require.Equal(t, `{"attempt_id":"1","cursor":"1","data":"chunk 1","event_id":"ev-1","run_id":"r1","session_id":"s1","step_id":"1","type":"text_delta"}`, frames[0].data)
+	delta, err := decode[api.RunEvent](t, []byte(frames[0].data)).AsTextDeltaEvent()
+	require.NoError(t, err)
+	require.Equal(t, "chunk 1", delta.Data)
+	result, err := decode[api.RunEvent](t, []byte(frames[2].data)).AsRunResultEvent()
+	require.NoError(t, err)
+	require.Equal(t, api.RunStatusCompleted, result.Data.Status)
+	require.Equal(t, "ev-3", result.EventId)
+}
+
+// eventJSON is ev in the wire form the contract gives RunEvent.
+func eventJSON(t *testing.T, ev hxruntime.RunEvent) []byte {
+	t.Helper()
+	b, err := json.Marshal(map[string]any{
+		"type": ev.Type, "data": ev.Data, "session_id": ev.SessionID, "run_id": ev.RunID,
+		"step_id": ev.StepID, "attempt_id": ev.AttemptID, "event_id": ev.EventID, "cursor": ev.Cursor,
+	})
+	require.NoError(t, err)
+	return b
 }
 
 func TestEventStreamResume(t *testing.T) {
@@ -311,7 +329,9 @@ func TestEventPageJSON(t *testing.T) {
 			page := decode[api.EventPage](t, body)
 			var ids []string
 			for _, ev := range page.Events {
-				ids = append(ids, ev.Cursor)
+				delta, err := ev.AsTextDeltaEvent()
+				require.NoError(t, err)
+				ids = append(ids, delta.Cursor)
 			}
 			require.Equal(t, tt.wantIDs, ids)
 			require.Equal(t, tt.wantNext, page.NextCursor)
