@@ -81,9 +81,13 @@ test-temporal: ## Temporal engine end-to-end tests: real Temporal dev server, Re
 test/race: ## race-detector tests of RACE_PKGS (default ./internal/runtime/...)
 	$(GO) test -race -count=1 -timeout $(RACE_TIMEOUT) $(RACE_PKGS)
 
+# The clients' tests run against this hxd binary, built once per target.
+CLIENT_TEST_HXD = bin/client-test/hxd
+
 .PHONY: test/ts
-test/ts: $(TS_DEPS) ## TypeScript client (clients/typescript): build, node --test against a real hxd
-	cd $(TS_CLIENT) && npm run --silent build && HXD_GO=$(GO) npm test --silent
+test/ts: $(TS_DEPS) ## TypeScript client (clients/typescript): build, node --test against a real hxd, npm pack + install
+	$(GO) build -o $(CLIENT_TEST_HXD) ./cmd/hxd
+	cd $(TS_CLIENT) && npm run --silent build && HXD_BIN=$(CURDIR)/$(CLIENT_TEST_HXD) npm test --silent
 
 $(TS_DEPS): $(TS_CLIENT)/package.json $(TS_CLIENT)/package-lock.json
 	cd $(TS_CLIENT) && npm ci --silent --no-audit --no-fund
