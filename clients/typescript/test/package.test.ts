@@ -1,12 +1,17 @@
 // The package as a user gets it: `npm pack` (which runs `prepare`, the
-// build) of a copy of the sources, `npm install` of the tarball into a fresh
-// ESM Node project (its dependencies come from the npm cache that `npm ci`
-// filled, so it needs no network), a TypeScript file type-checked with the
-// tsconfig the README shows, and run against a real hxd.
+// build) of a copy of the sources, the tarball installed into a fresh ESM
+// Node project, a TypeScript file type-checked with the tsconfig the README
+// shows, and run against a real hxd.
+//
+// The install is `npm ci --offline` with the lockfile `npm install <tarball>`
+// writes: the tarball plus the client's runtime dependencies as this
+// package's lockfile pins them, whose tarballs the `npm ci` of this package
+// put into the npm cache. So it needs no network (a plain `npm install
+// <tarball>` would fetch the dependencies' registry metadata).
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
-import { cp, mkdir, mkdtemp, readdir, rm, symlink, writeFile } from "node:fs/promises";
+import { cp, mkdir, mkdtemp, readFile, readdir, rm, symlink, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
@@ -85,7 +90,13 @@ test("npm pack, install into a fresh ESM project, type-check and run against hxd
   await cp(path.join(pkgDir, "src"), path.join(src, "src"), { recursive: true });
   await symlink(path.join(pkgDir, "node_modules"), path.join(src, "node_modules"), "dir");
   const packed = await run("npm", ["pack", "--json", "--pack-destination", dir], { cwd: src });
-  const [info] = JSON.parse(packed.stdout) as { filename: string; files: { path: string }[] }[];
+  const [info] = JSON.parse(packed.stdout) as {
+    name: string;
+    version: string;
+    filename: string;
+    integrity: string;
+    files: { path: string }[];
+  }[];
   assert.ok(info, packed.stdout);
   const files = info.files.map((f) => f.path).sort();
   assert.ok(files.includes("dist/src/index.js") && files.includes("dist/src/index.d.ts"), files.join(" "));
@@ -97,10 +108,32 @@ test("npm pack, install into a fresh ESM project, type-check and run against hxd
 
   const app = path.join(dir, "app");
   await mkdir(app);
-  await writeFile(path.join(app, "package.json"), JSON.stringify({ name: "app", private: true, type: "module" }));
-  await run("npm", ["install", "--prefer-offline", "--no-audit", "--no-fund", path.join(dir, info.filename)], {
-    cwd: app,
-  });
+  const spec = `file:../${info.filename}`;
+  await writeFile(
+    path.join(app, "package.json"),
+    JSON.stringify({ name: "app", private: true, type: "module", dependencies: { [info.name]: spec } }),
+  );
+  type LockEntry = { dev?: boolean; devOptional?: boolean; dependencies?: Record<string, string> };
+  const lock = JSON.parse(await readFile(path.join(pkgDir, "package-lock.json"), "utf8")) as {
+    packages: Record<string, LockEntry>;
+  };
+  const packages: Record<string, unknown> = {
+    "": { name: "app", dependencies: { [info.name]: spec } },
+    [`node_modules/${info.name}`]: {
+      version: info.version,
+      resolved: spec,
+      integrity: info.integrity,
+      dependencies: lock.packages[""]!.dependencies,
+    },
+  };
+  for (const [key, entry] of Object.entries(lock.packages)) {
+    if (key !== "" && !entry.dev && !entry.devOptional) packages[key] = entry;
+  }
+  await writeFile(
+    path.join(app, "package-lock.json"),
+    JSON.stringify({ name: "app", lockfileVersion: 3, requires: true, packages }),
+  );
+  await run("npm", ["ci", "--offline", "--no-audit", "--no-fund"], { cwd: app });
   assert.ok((await readdir(path.join(app, "node_modules/@hxd/client/dist/src"))).includes("index.js"));
 
   // The tsconfig the README shows, no @types/node: the client's types
