@@ -340,6 +340,58 @@ func TestEventPageJSON(t *testing.T) {
 	}
 }
 
+// TestEventPageTypedPerEvent: every event type, with data shaped as the
+// runtime and the Temporal engine emit it, passes the contract's RunEvent
+// union (tb.do validates the page) and decodes as its own schema.
+func TestEventPageTypedPerEvent(t *testing.T) {
+	t.Parallel()
+	call := `{"id":"call_1","name":"echo","input":{"text":"hi"}}`
+	result, err := json.Marshal(runFixture(hxruntime.StatusAwaitingInput))
+	require.NoError(t, err)
+	tests := []struct {
+		typ, data string
+		want      any
+	}{
+		{"text_delta", `"Hel"`, api.TextDeltaEvent{}},
+		{"text_complete", `"Hello"`, api.TextCompleteEvent{}},
+		{"thinking_delta", `"hmm"`, api.ThinkingDeltaEvent{}},
+		{"tool_call_start", call, api.ToolCallStartEvent{}},
+		{"tool_call_complete", call, api.ToolCallCompleteEvent{}},
+		{"tool_result", `{"tool_call_id":"call_1","content":"hi","is_error":false}`, api.ToolResultEvent{}},
+		{"turn_complete", `"Hello"`, api.TurnCompleteEvent{}},
+		{"error", `"Session duration limit exceeded"`, api.ErrorEvent{}},
+		{"approval_required", `{"execution_key":"r1:1:call_1","call":` + call + `}`, api.ApprovalRequiredEvent{}},
+		{"recovery_required", `{"execution_key":"r1:1:call_1","call":` + call + `,"reason":"client_result"}`, api.RecoveryRequiredEvent{}},
+		{"attempt_reset", `{"attempt":1}`, api.AttemptResetEvent{}},
+		{"todos_updated", `{"todos":[]}`, api.TodosUpdatedEvent{}},
+		{"waiting", `{"on":"model","seconds":0.5}`, api.WaitingEvent{}},
+		{"run_result", string(result), api.RunResultEvent{}},
+		{"gap", `{"reason":"event_history_unavailable"}`, api.GapEvent{}},
+	}
+	tb := setup(t)
+	newFakeRun(tb.svc, hxruntime.StatusRunning)
+	tb.svc.ListEventsFunc = func(context.Context, string, int64, int) ([]hxruntime.RunEvent, error) {
+		evs := make([]hxruntime.RunEvent, len(tests))
+		for i, tt := range tests {
+			evs[i] = hxruntime.RunEvent{
+				Type: tt.typ, Data: json.RawMessage(tt.data), SessionID: "s1", RunID: "r1",
+				StepID: "1", AttemptID: "1", EventID: "ev-" + tt.typ, Cursor: strconv.Itoa(i + 1),
+			}
+		}
+		evs[len(evs)-1].StepID, evs[len(evs)-1].AttemptID, evs[len(evs)-1].Cursor = "", "", "0" // as the Temporal engine's gap
+		return evs, nil
+	}
+	resp, body := tb.do(t, request{method: "GET", path: "/runs/r1/events", header: map[string]string{"Accept": "application/json"}})
+	require.Equal(t, http.StatusOK, resp.StatusCode, "body: %s", body)
+	page := decode[api.EventPage](t, body)
+	require.Len(t, page.Events, len(tests))
+	for i, tt := range tests {
+		v, err := page.Events[i].ValueByDiscriminator()
+		require.NoError(t, err, tt.typ)
+		require.IsType(t, tt.want, v, tt.typ)
+	}
+}
+
 func TestEventStreamIsTheDefault(t *testing.T) {
 	t.Parallel()
 	for _, accept := range []string{"", "*/*", "text/event-stream", "application/json;q=0.5, text/event-stream", "application/json, text/event-stream"} {
