@@ -181,6 +181,9 @@ func apEvents(t *testing.T, d *daemon, rid string) []map[string]any {
 	require.Equal(t, http.StatusOK, resp.StatusCode, string(body))
 	var page struct{ Events []map[string]any }
 	require.NoError(t, json.Unmarshal(body, &page))
+	for _, ev := range page.Events {
+		requireContractEvent(t, ev)
+	}
 	return page.Events
 }
 

@@ -12,11 +12,14 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/stretchr/testify/require"
 
+	"hxd/internal/http/api"
 	"hxd/internal/journal"
 	"hxd/internal/store/sqlite"
 )
@@ -170,9 +173,29 @@ func readSSE(t *testing.T, d *daemon, path string, hdr ...string) []sseFrame {
 			cur.event = strings.TrimPrefix(line, "event: ")
 		case strings.HasPrefix(line, "data: "):
 			require.NoError(t, json.Unmarshal([]byte(strings.TrimPrefix(line, "data: ")), &cur.data))
+			requireContractEvent(t, cur.data)
 		}
 	}
 	return frames
+}
+
+// runEventSchema is the contract's RunEvent: a union discriminated by
+// type, one schema (with its typed data) per event type.
+var runEventSchema = sync.OnceValues(func() (*openapi3.Schema, error) {
+	spec, err := api.GetSwagger()
+	if err != nil {
+		return nil, err
+	}
+	return spec.Components.Schemas["RunEvent"].Value, nil
+})
+
+// requireContractEvent fails unless ev, a decoded event of a real run,
+// matches the contract's RunEvent schema for its type.
+func requireContractEvent(t *testing.T, ev map[string]any) {
+	t.Helper()
+	schema, err := runEventSchema()
+	require.NoError(t, err)
+	require.NoError(t, schema.VisitJSON(ev), "event breaks the contract: %v", ev)
 }
 
 // TestServeInvoiceDemoEndToEnd: a recorded session of the demo invoice

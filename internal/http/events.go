@@ -52,7 +52,11 @@ func (s *Server) eventPage(ctx context.Context, runID string, after int64, limit
 	}
 	page := api.EventPage{Events: make([]api.RunEvent, 0, len(evs)), NextCursor: strconv.FormatInt(after, 10)}
 	for _, ev := range evs {
-		page.Events = append(page.Events, eventOut(ev))
+		out, err := eventOut(ev)
+		if err != nil {
+			return api.EventPage{}, err
+		}
+		page.Events = append(page.Events, out)
 		page.NextCursor = ev.Cursor
 	}
 	return page, nil
@@ -74,21 +78,53 @@ func startCursor(after, lastEventID *string) (int64, error) {
 	return n, nil
 }
 
-func eventOut(ev hxruntime.RunEvent) api.RunEvent {
+// wireEvent is a RunEvent as the JSON page and the stream send it: the
+// contract's RunEvent is a union discriminated by type, whose generated Go
+// type holds the encoded event; data goes out as committed.
+type wireEvent struct {
+	AttemptID string          `json:"attempt_id"`
+	Cursor    string          `json:"cursor"`
+	Data      json.RawMessage `json:"data"`
+	EventID   string          `json:"event_id"`
+	RunID     string          `json:"run_id"`
+	SessionID string          `json:"session_id"`
+	StepID    string          `json:"step_id"`
+	Type      string          `json:"type"`
+}
+
+// eventJSON encodes one event in its wire form.
+func eventJSON(ev hxruntime.RunEvent) ([]byte, error) {
 	data := ev.Data
 	if len(data) == 0 {
 		data = json.RawMessage("null")
 	}
-	return api.RunEvent{
-		Type:      ev.Type,
-		Data:      data,
-		SessionId: ev.SessionID,
-		RunId:     ev.RunID,
-		StepId:    ev.StepID,
-		AttemptId: ev.AttemptID,
-		EventId:   ev.EventID,
+	b, err := json.Marshal(wireEvent{
+		AttemptID: ev.AttemptID,
 		Cursor:    ev.Cursor,
+		Data:      data,
+		EventID:   ev.EventID,
+		RunID:     ev.RunID,
+		SessionID: ev.SessionID,
+		StepID:    ev.StepID,
+		Type:      ev.Type,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("encode event %s: %w", ev.EventID, err)
 	}
+	return b, nil
+}
+
+// eventOut is one event as the contract's RunEvent.
+func eventOut(ev hxruntime.RunEvent) (api.RunEvent, error) {
+	var out api.RunEvent
+	b, err := eventJSON(ev)
+	if err != nil {
+		return out, err
+	}
+	if err := out.UnmarshalJSON(b); err != nil {
+		return out, fmt.Errorf("event %s: %w", ev.EventID, err)
+	}
+	return out, nil
 }
 
 type (
@@ -317,9 +353,9 @@ func (e *eventStream) wait(w http.ResponseWriter, rc *http.ResponseController, c
 // writeFrame writes one SSE frame: id = cursor, event = type, data = the
 // RunEvent as one line of JSON.
 func writeFrame(w http.ResponseWriter, ev hxruntime.RunEvent) error {
-	data, err := json.Marshal(eventOut(ev))
+	data, err := eventJSON(ev)
 	if err != nil {
-		return fmt.Errorf("encode event %s: %w", ev.EventID, err)
+		return err
 	}
 	_, err = fmt.Fprintf(w, "id: %s\nevent: %s\ndata: %s\n\n", sseField(ev.Cursor), sseField(ev.Type), data)
 	return err

@@ -174,13 +174,31 @@ func TestEventStreamFraming(t *testing.T) {
 		f := frames[i]
 		require.Equal(t, strconv.Itoa(i+1), f.id)
 		require.Equal(t, want, f.event)
-		ev := decode[api.RunEvent](t, []byte(f.data))
-		require.Equal(t, run.events[i].EventID, ev.EventId)
-		require.Equal(t, f.id, ev.Cursor)
-		require.Equal(t, want, ev.Type)
-		require.JSONEq(t, string(run.events[i].Data), string(ev.Data))
+		require.JSONEq(t, string(eventJSON(t, run.events[i])), f.data)
+		typ, err := decode[api.RunEvent](t, []byte(f.data)).Discriminator()
+		require.NoError(t, err)
+		require.Equal(t, want, typ)
 	}
-	require.Equal(t, api.RunStatusCompleted, decode[api.RunResult](t, decode[api.RunEvent](t, []byte(frames[2].data)).Data).Status)
+	// The wire form: the keys in this order, data as committed.
+	require.Equal(t, `{"attempt_id":"1","cursor":"1","data":"chunk 1","event_id":"ev-1","run_id":"r1","session_id":"s1","step_id":"1","type":"text_delta"}`, frames[0].data)
+	delta, err := decode[api.RunEvent](t, []byte(frames[0].data)).AsTextDeltaEvent()
+	require.NoError(t, err)
+	require.Equal(t, "chunk 1", delta.Data)
+	result, err := decode[api.RunEvent](t, []byte(frames[2].data)).AsRunResultEvent()
+	require.NoError(t, err)
+	require.Equal(t, api.RunStatusCompleted, result.Data.Status)
+	require.Equal(t, "ev-3", result.EventId)
+}
+
+// eventJSON is ev in the wire form the contract gives RunEvent.
+func eventJSON(t *testing.T, ev hxruntime.RunEvent) []byte {
+	t.Helper()
+	b, err := json.Marshal(map[string]any{
+		"type": ev.Type, "data": ev.Data, "session_id": ev.SessionID, "run_id": ev.RunID,
+		"step_id": ev.StepID, "attempt_id": ev.AttemptID, "event_id": ev.EventID, "cursor": ev.Cursor,
+	})
+	require.NoError(t, err)
+	return b
 }
 
 func TestEventStreamResume(t *testing.T) {
@@ -311,12 +329,66 @@ func TestEventPageJSON(t *testing.T) {
 			page := decode[api.EventPage](t, body)
 			var ids []string
 			for _, ev := range page.Events {
-				ids = append(ids, ev.Cursor)
+				delta, err := ev.AsTextDeltaEvent()
+				require.NoError(t, err)
+				ids = append(ids, delta.Cursor)
 			}
 			require.Equal(t, tt.wantIDs, ids)
 			require.Equal(t, tt.wantNext, page.NextCursor)
 			require.Equal(t, [][2]int64{tt.wantCall}, run.listCalls())
 		})
+	}
+}
+
+// TestEventPageTypedPerEvent: every event type, with data shaped as the
+// runtime and the Temporal engine emit it, passes the contract's RunEvent
+// union (tb.do validates the page) and decodes as its own schema.
+func TestEventPageTypedPerEvent(t *testing.T) {
+	t.Parallel()
+	call := `{"id":"call_1","name":"echo","input":{"text":"hi"}}`
+	result, err := json.Marshal(runFixture(hxruntime.StatusAwaitingInput))
+	require.NoError(t, err)
+	tests := []struct {
+		typ, data string
+		want      any
+	}{
+		{"text_delta", `"Hel"`, api.TextDeltaEvent{}},
+		{"text_complete", `"Hello"`, api.TextCompleteEvent{}},
+		{"thinking_delta", `"hmm"`, api.ThinkingDeltaEvent{}},
+		{"tool_call_start", call, api.ToolCallStartEvent{}},
+		{"tool_call_complete", call, api.ToolCallCompleteEvent{}},
+		{"tool_result", `{"tool_call_id":"call_1","content":"hi","is_error":false}`, api.ToolResultEvent{}},
+		{"turn_complete", `"Hello"`, api.TurnCompleteEvent{}},
+		{"error", `"Session duration limit exceeded"`, api.ErrorEvent{}},
+		{"approval_required", `{"execution_key":"r1:1:call_1","call":` + call + `}`, api.ApprovalRequiredEvent{}},
+		{"recovery_required", `{"execution_key":"r1:1:call_1","call":` + call + `,"reason":"client_result"}`, api.RecoveryRequiredEvent{}},
+		{"attempt_reset", `{"attempt":1}`, api.AttemptResetEvent{}},
+		{"todos_updated", `{"todos":[]}`, api.TodosUpdatedEvent{}},
+		{"waiting", `{"on":"model","seconds":0.5}`, api.WaitingEvent{}},
+		{"run_result", string(result), api.RunResultEvent{}},
+		{"gap", `{"reason":"event_history_unavailable"}`, api.GapEvent{}},
+	}
+	tb := setup(t)
+	newFakeRun(tb.svc, hxruntime.StatusRunning)
+	tb.svc.ListEventsFunc = func(context.Context, string, int64, int) ([]hxruntime.RunEvent, error) {
+		evs := make([]hxruntime.RunEvent, len(tests))
+		for i, tt := range tests {
+			evs[i] = hxruntime.RunEvent{
+				Type: tt.typ, Data: json.RawMessage(tt.data), SessionID: "s1", RunID: "r1",
+				StepID: "1", AttemptID: "1", EventID: "ev-" + tt.typ, Cursor: strconv.Itoa(i + 1),
+			}
+		}
+		evs[len(evs)-1].StepID, evs[len(evs)-1].AttemptID, evs[len(evs)-1].Cursor = "", "", "0" // as the Temporal engine's gap
+		return evs, nil
+	}
+	resp, body := tb.do(t, request{method: "GET", path: "/runs/r1/events", header: map[string]string{"Accept": "application/json"}})
+	require.Equal(t, http.StatusOK, resp.StatusCode, "body: %s", body)
+	page := decode[api.EventPage](t, body)
+	require.Len(t, page.Events, len(tests))
+	for i, tt := range tests {
+		v, err := page.Events[i].ValueByDiscriminator()
+		require.NoError(t, err, tt.typ)
+		require.IsType(t, tt.want, v, tt.typ)
 	}
 }
 

@@ -9,7 +9,9 @@ export type { components, operations, paths };
 export type Schemas = components["schemas"];
 export type Session = Schemas["Session"];
 export type RunResult = Schemas["RunResult"];
+/** A run's event: a union discriminated by `type`, so narrowing on `type` types `data`. */
 export type RunEvent = Schemas["RunEvent"];
+export type EventPage = Schemas["EventPage"];
 export type Problem = Schemas["Problem"];
 export type ExportPolicy = Schemas["ExportPolicy"];
 export type VerificationReport = Schemas["VerificationReport"];
@@ -17,8 +19,15 @@ export type VerificationReport = Schemas["VerificationReport"];
 /** The media type of a `.hx` bundle (POST /runs/{id}/export, /bundles/*). */
 export const BUNDLE_MEDIA_TYPE = "application/vnd.harnessx.incident+zip";
 
+/**
+ * The media types typed calls receive: JSON and problem+json. An operation
+ * with a JSON form and another one (GET /runs/{run_id}/events: a JSON page
+ * or an SSE stream) is typed by its JSON form, which the client asks for.
+ */
+export type JsonMedia = `${string}/json` | `${string}/${string}+json`;
+
 /** An openapi-fetch client typed by the contract, plus the options it was made with. */
-export type HxdClient = Client<paths> & { readonly hxd: HxdClientInfo };
+export type HxdClient = Client<paths, JsonMedia> & { readonly hxd: HxdClientInfo };
 
 interface HxdClientInfo {
   baseUrl: string;
@@ -37,6 +46,10 @@ export interface CreateClientOptions extends Omit<ClientOptions, "baseUrl"> {
  * createClient returns an openapi-fetch client for hxd: `client.GET("/runs/{run_id}", …)`
  * and friends, fully typed. Each call resolves to `{data}` or `{error}`, where
  * `error` is the typed problem+json body (`code`, `status`, `request_id`, …).
+ *
+ * Typed calls send `Accept: application/json` unless the options or the call
+ * set another Accept, so GET /runs/{run_id}/events answers its JSON page
+ * `{events, next_cursor}`; {@link streamRunEvents} reads the SSE form.
  */
 export function createClient(opts: CreateClientOptions): HxdClient {
   const { token, baseUrl, headers: extra, fetch: customFetch, ...rest } = opts;
@@ -47,7 +60,12 @@ export function createClient(opts: CreateClientOptions): HxdClient {
   if (token) headers["authorization"] = `Bearer ${token}`;
   const base = baseUrl.replace(/\/+$/, "");
   const fetchImpl = customFetch ?? ((req: Request) => globalThis.fetch(req));
-  const client = createFetchClient<paths>({ ...rest, baseUrl: base, headers, fetch: customFetch });
+  const client = createFetchClient<paths, JsonMedia>({
+    ...rest,
+    baseUrl: base,
+    headers: { accept: "application/json", ...headers },
+    fetch: customFetch,
+  });
   return Object.assign(client, { hxd: { baseUrl: base, headers, fetch: fetchImpl } });
 }
 

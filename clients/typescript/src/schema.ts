@@ -742,8 +742,8 @@ export interface components {
             /** @example Session duration limit exceeded */
             message: string;
         };
-        /** @description A run's public result. */
-        RunResult: {
+        /** @description A run's result without its timestamps: the `data` of a run_result event (the result as it stood at that event). */
+        RunResultData: {
             session_id: string;
             run_id: string;
             /** @description The final answer (null until there is one; a cancelled run's is ""). */
@@ -763,6 +763,9 @@ export interface components {
             pending: components["schemas"]["PendingTool"][];
             /** @description True when some usage could not be accounted for. */
             usage_incomplete: boolean;
+        };
+        /** @description A run's public result. */
+        RunResult: components["schemas"]["RunResultData"] & {
             /** Format: date-time */
             created_at: string;
             /** Format: date-time */
@@ -817,21 +820,225 @@ export interface components {
         };
         /** @description A per-run event cursor (decimal). */
         EventCursor: string;
-        /** @description A public event. `data` depends on `type`: a string for text_delta, text_complete, thinking_delta, turn_complete, error; a ToolCall for tool_call_start/tool_call_complete; a ToolResult for tool_result; for run_result, the fields of a RunResult without created_at and updated_at (the reference's result as it stood at that event); an object otherwise. */
-        RunEvent: {
-            /**
-             * @description text_delta, text_complete, thinking_delta, tool_call_start, tool_call_complete, tool_result, turn_complete, error, approval_required, recovery_required, attempt_reset, todos_updated, waiting, run_result, gap (new types may be added).
-             * @example text_complete
-             */
-            type: string;
-            /** @description The payload (see `type`). */
-            data: unknown;
+        /**
+         * @description A public event: the fields of RunEventFields plus `type` and a
+         *     `data` whose shape depends on `type` (one schema per type,
+         *     discriminated by `type`). New types may be added: a client skips
+         *     an event whose `type` it does not know.
+         */
+        RunEvent: components["schemas"]["TextDeltaEvent"] | components["schemas"]["TextCompleteEvent"] | components["schemas"]["ThinkingDeltaEvent"] | components["schemas"]["ToolCallStartEvent"] | components["schemas"]["ToolCallCompleteEvent"] | components["schemas"]["ToolResultEvent"] | components["schemas"]["TurnCompleteEvent"] | components["schemas"]["ErrorEvent"] | components["schemas"]["ApprovalRequiredEvent"] | components["schemas"]["RecoveryRequiredEvent"] | components["schemas"]["AttemptResetEvent"] | components["schemas"]["TodosUpdatedEvent"] | components["schemas"]["WaitingEvent"] | components["schemas"]["RunResultEvent"] | components["schemas"]["GapEvent"];
+        /** @description The fields every RunEvent has besides `type` and `data`. */
+        RunEventFields: {
             session_id: string;
             run_id: string;
             step_id: string;
             attempt_id: string;
             event_id: string;
             cursor: components["schemas"]["EventCursor"];
+        };
+        /** @description Text the model produced (the whole text of the attempt; hxd does not split it). */
+        TextDeltaEvent: components["schemas"]["RunEventFields"] & {
+            /** @enum {string} */
+            type: "text_delta";
+            data: string;
+        } & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "text_delta";
+        };
+        /** @description The model's text of this step, complete. */
+        TextCompleteEvent: components["schemas"]["RunEventFields"] & {
+            /** @enum {string} */
+            type: "text_complete";
+            data: string;
+        } & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "text_complete";
+        };
+        /** @description Reasoning text of the model (a reference type; hxd's models emit none). */
+        ThinkingDeltaEvent: components["schemas"]["RunEventFields"] & {
+            /** @enum {string} */
+            type: "thinking_delta";
+            data: string;
+        } & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "thinking_delta";
+        };
+        /** @description A tool call is dispatched. */
+        ToolCallStartEvent: components["schemas"]["RunEventFields"] & {
+            /** @enum {string} */
+            type: "tool_call_start";
+            data: components["schemas"]["ToolCall"];
+        } & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "tool_call_start";
+        };
+        /** @description A dispatched tool call returned. */
+        ToolCallCompleteEvent: components["schemas"]["RunEventFields"] & {
+            /** @enum {string} */
+            type: "tool_call_complete";
+            data: components["schemas"]["ToolCall"];
+        } & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "tool_call_complete";
+        };
+        /** @description The result given to the model for a tool call (also a denied, unknown or invalid call's answer). */
+        ToolResultEvent: components["schemas"]["RunEventFields"] & {
+            /** @enum {string} */
+            type: "tool_result";
+            data: components["schemas"]["ToolResult"];
+        } & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "tool_result";
+        };
+        /** @description The run completed; `data` is its output. */
+        TurnCompleteEvent: components["schemas"]["RunEventFields"] & {
+            /** @enum {string} */
+            type: "turn_complete";
+            data: string;
+        } & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "turn_complete";
+        };
+        /** @description The run failed; `data` is the error message. */
+        ErrorEvent: components["schemas"]["RunEventFields"] & {
+            /** @enum {string} */
+            type: "error";
+            data: string;
+        } & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "error";
+        };
+        /** @description A tool call (permission `ask`) waits for approve or decline. */
+        ApprovalRequiredEvent: components["schemas"]["RunEventFields"] & {
+            /** @enum {string} */
+            type: "approval_required";
+            data: {
+                execution_key: string;
+                call: components["schemas"]["ToolCall"];
+            };
+        } & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "approval_required";
+        };
+        /** @description A tool call's outcome is uncertain (or a client tool's result is awaited) and waits for resolve. */
+        RecoveryRequiredEvent: components["schemas"]["RunEventFields"] & {
+            /** @enum {string} */
+            type: "recovery_required";
+            data: {
+                execution_key: string;
+                call: components["schemas"]["ToolCall"];
+                /**
+                 * @description `client_result`: a client tool's result is awaited (absent for an uncertain outcome).
+                 * @enum {string}
+                 */
+                reason?: "client_result";
+            };
+        } & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "recovery_required";
+        };
+        /** @description A model attempt was retried: events of attempt `data.attempt` before it are void. */
+        AttemptResetEvent: components["schemas"]["RunEventFields"] & {
+            /** @enum {string} */
+            type: "attempt_reset";
+            data: {
+                /** @description The attempt that was reset. */
+                attempt: number;
+            };
+        } & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "attempt_reset";
+        };
+        /** @description The run's to-do list changed (a reference type; hxd emits none). */
+        TodosUpdatedEvent: components["schemas"]["RunEventFields"] & {
+            /** @enum {string} */
+            type: "todos_updated";
+            data: {
+                [key: string]: unknown;
+            };
+        } & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "todos_updated";
+        };
+        /** @description The run waits `data.seconds` before retrying a model or tool call. */
+        WaitingEvent: components["schemas"]["RunEventFields"] & {
+            /** @enum {string} */
+            type: "waiting";
+            data: {
+                /** @enum {string} */
+                on: "model" | "tool";
+                /** Format: double */
+                seconds: number;
+            };
+        } & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "waiting";
+        };
+        /** @description The run stopped (completed, failed, cancelled, paused or awaiting input); `data` is its result at that point. */
+        RunResultEvent: components["schemas"]["RunEventFields"] & {
+            /** @enum {string} */
+            type: "run_result";
+            data: components["schemas"]["RunResultData"];
+        } & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "run_result";
+        };
+        /** @description Events before this one could not be read (Temporal engine: the Redis history expired or is unreachable); its cursor is 0, so a client continuing from it starts over. */
+        GapEvent: components["schemas"]["RunEventFields"] & {
+            /** @enum {string} */
+            type: "gap";
+            data: {
+                /** @example event_history_unavailable */
+                reason: string;
+            };
+        } & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "gap";
         };
         EventPage: {
             events: components["schemas"]["RunEvent"][];

@@ -8,6 +8,7 @@ import {
   createClient,
   downloadExport,
   streamRunEvents,
+  type EventPage,
   type HxdClient,
   type RunEvent,
   type RunResult,
@@ -74,7 +75,7 @@ describe("hxd TypeScript client against a real hxd", () => {
     assert.ok(events.length >= 3, `only ${events.length} events`);
     const last = events.at(-1)!;
     assert.equal(last.type, "run_result");
-    assert.equal((last.data as RunResult).output, OUTPUT);
+    assert.equal(last.data.output, OUTPUT); // data narrowed to the run's result by type
     const cursors = events.map((e) => BigInt(e.cursor));
     for (let i = 1; i < cursors.length; i++) assert.ok(cursors[i]! > cursors[i - 1]!, "cursors ascend");
 
@@ -85,6 +86,67 @@ describe("hxd TypeScript client against a real hxd", () => {
       events.filter((e) => BigInt(e.cursor) > BigInt(mid.cursor)).map((e) => e.cursor),
     );
     assert.equal(later.at(-1)?.type, "run_result");
+  });
+
+  test("a typed call reads the events as a JSON page, typed per event", async () => {
+    const accepts: (string | null)[] = [];
+    const recording = createClient({
+      baseUrl: hxd.baseUrl,
+      fetch: (req: Request) => {
+        accepts.push(req.headers.get("accept"));
+        return fetch(req);
+      },
+    });
+    const { data, error, response } = await recording.GET("/runs/{run_id}/events", {
+      params: { path: { run_id: run.run_id } },
+    });
+    assert.equal(error, undefined);
+    assert.deepEqual(accepts, ["application/json"]);
+    assert.equal(response.headers.get("content-type"), "application/json");
+    const page: EventPage = data; // typed as the JSON page, not `string | EventPage`
+    const streamed = await collect(streamRunEvents(client, run.run_id));
+    assert.deepEqual(page.events, streamed, "the page holds the events the stream sends");
+    assert.equal(page.next_cursor, streamed.at(-1)!.cursor);
+
+    // Narrowing on type types data per event.
+    const seen = new Set<string>();
+    for (const ev of page.events) {
+      seen.add(ev.type);
+      switch (ev.type) {
+        case "text_complete":
+          assert.equal(ev.data, OUTPUT);
+          break;
+        case "tool_call_start":
+          assert.equal(ev.data.name, "overdue_balance");
+          break;
+        case "tool_result":
+          assert.equal(ev.data.is_error, false);
+          break;
+        case "waiting":
+          assert.equal(ev.data.on, "model");
+          assert.ok(ev.data.seconds >= 0);
+          break;
+        case "attempt_reset":
+          assert.equal(ev.data.attempt, 1);
+          break;
+        case "run_result":
+          assert.equal(ev.data.status, "completed");
+          assert.deepEqual(ev.data.pending, []);
+          break;
+      }
+    }
+    for (const t of ["waiting", "attempt_reset", "tool_call_start", "tool_result", "text_complete", "run_result"]) {
+      assert.ok(seen.has(t), `no ${t} event in ${[...seen]}`);
+    }
+
+    // An explicit Accept still wins.
+    const sse = await client.GET("/runs/{run_id}/events", {
+      params: { path: { run_id: run.run_id } },
+      headers: { accept: "text/event-stream" },
+      parseAs: "text",
+    });
+    assert.equal(sse.response.headers.get("content-type"), "text/event-stream");
+    assert.match(sse.data!, /^id: /);
   });
 
   test("resumes a dropped stream with Last-Event-ID without repeating events", async () => {

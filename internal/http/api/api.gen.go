@@ -65,6 +65,36 @@ func (e AgentToolPermission) Valid() bool {
 	}
 }
 
+// Defines values for ApprovalRequiredEventType.
+const (
+	ApprovalRequired ApprovalRequiredEventType = "approval_required"
+)
+
+// Valid indicates whether the value is a known member of the ApprovalRequiredEventType enum.
+func (e ApprovalRequiredEventType) Valid() bool {
+	switch e {
+	case ApprovalRequired:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for AttemptResetEventType.
+const (
+	AttemptReset AttemptResetEventType = "attempt_reset"
+)
+
+// Valid indicates whether the value is a known member of the AttemptResetEventType enum.
+func (e AttemptResetEventType) Valid() bool {
+	switch e {
+	case AttemptReset:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ContentBlockType.
 const (
 	ContentBlockTypeText       ContentBlockType = "text"
@@ -80,6 +110,36 @@ func (e ContentBlockType) Valid() bool {
 	case ContentBlockTypeToolResult:
 		return true
 	case ContentBlockTypeToolUse:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ErrorEventType.
+const (
+	Error ErrorEventType = "error"
+)
+
+// Valid indicates whether the value is a known member of the ErrorEventType enum.
+func (e ErrorEventType) Valid() bool {
+	switch e {
+	case Error:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for GapEventType.
+const (
+	Gap GapEventType = "gap"
+)
+
+// Valid indicates whether the value is a known member of the GapEventType enum.
+func (e GapEventType) Valid() bool {
+	switch e {
+	case Gap:
 		return true
 	default:
 		return false
@@ -134,6 +194,36 @@ func (e PendingToolStatus) Valid() bool {
 	}
 }
 
+// Defines values for RecoveryRequiredEventDataReason.
+const (
+	ClientResult RecoveryRequiredEventDataReason = "client_result"
+)
+
+// Valid indicates whether the value is a known member of the RecoveryRequiredEventDataReason enum.
+func (e RecoveryRequiredEventDataReason) Valid() bool {
+	switch e {
+	case ClientResult:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RecoveryRequiredEventType.
+const (
+	RecoveryRequired RecoveryRequiredEventType = "recovery_required"
+)
+
+// Valid indicates whether the value is a known member of the RecoveryRequiredEventType enum.
+func (e RecoveryRequiredEventType) Valid() bool {
+	switch e {
+	case RecoveryRequired:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ReplayPolicy.
 const (
 	Idempotent ReplayPolicy = "idempotent"
@@ -149,6 +239,21 @@ func (e ReplayPolicy) Valid() bool {
 	case Manual:
 		return true
 	case Safe:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RunResultEventType.
+const (
+	RunResultEventTypeRunResult RunResultEventType = "run_result"
+)
+
+// Valid indicates whether the value is a known member of the RunResultEventType enum.
+func (e RunResultEventType) Valid() bool {
+	switch e {
+	case RunResultEventTypeRunResult:
 		return true
 	default:
 		return false
@@ -179,6 +284,159 @@ func (e RunStatus) Valid() bool {
 	case RunStatusPaused:
 		return true
 	case RunStatusRunning:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for TextCompleteEventType.
+const (
+	TextComplete TextCompleteEventType = "text_complete"
+)
+
+// Valid indicates whether the value is a known member of the TextCompleteEventType enum.
+func (e TextCompleteEventType) Valid() bool {
+	switch e {
+	case TextComplete:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for TextDeltaEventType.
+const (
+	TextDelta TextDeltaEventType = "text_delta"
+)
+
+// Valid indicates whether the value is a known member of the TextDeltaEventType enum.
+func (e TextDeltaEventType) Valid() bool {
+	switch e {
+	case TextDelta:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ThinkingDeltaEventType.
+const (
+	ThinkingDelta ThinkingDeltaEventType = "thinking_delta"
+)
+
+// Valid indicates whether the value is a known member of the ThinkingDeltaEventType enum.
+func (e ThinkingDeltaEventType) Valid() bool {
+	switch e {
+	case ThinkingDelta:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for TodosUpdatedEventType.
+const (
+	TodosUpdated TodosUpdatedEventType = "todos_updated"
+)
+
+// Valid indicates whether the value is a known member of the TodosUpdatedEventType enum.
+func (e TodosUpdatedEventType) Valid() bool {
+	switch e {
+	case TodosUpdated:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ToolCallCompleteEventType.
+const (
+	ToolCallComplete ToolCallCompleteEventType = "tool_call_complete"
+)
+
+// Valid indicates whether the value is a known member of the ToolCallCompleteEventType enum.
+func (e ToolCallCompleteEventType) Valid() bool {
+	switch e {
+	case ToolCallComplete:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ToolCallStartEventType.
+const (
+	ToolCallStart ToolCallStartEventType = "tool_call_start"
+)
+
+// Valid indicates whether the value is a known member of the ToolCallStartEventType enum.
+func (e ToolCallStartEventType) Valid() bool {
+	switch e {
+	case ToolCallStart:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ToolResultEventType.
+const (
+	ToolResultEventTypeToolResult ToolResultEventType = "tool_result"
+)
+
+// Valid indicates whether the value is a known member of the ToolResultEventType enum.
+func (e ToolResultEventType) Valid() bool {
+	switch e {
+	case ToolResultEventTypeToolResult:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for TurnCompleteEventType.
+const (
+	TurnComplete TurnCompleteEventType = "turn_complete"
+)
+
+// Valid indicates whether the value is a known member of the TurnCompleteEventType enum.
+func (e TurnCompleteEventType) Valid() bool {
+	switch e {
+	case TurnComplete:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for WaitingEventDataOn.
+const (
+	Model WaitingEventDataOn = "model"
+	Tool  WaitingEventDataOn = "tool"
+)
+
+// Valid indicates whether the value is a known member of the WaitingEventDataOn enum.
+func (e WaitingEventDataOn) Valid() bool {
+	switch e {
+	case Model:
+		return true
+	case Tool:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for WaitingEventType.
+const (
+	Waiting WaitingEventType = "waiting"
+)
+
+// Valid indicates whether the value is a known member of the WaitingEventType enum.
+func (e WaitingEventType) Valid() bool {
+	switch e {
+	case Waiting:
 		return true
 	default:
 		return false
@@ -234,6 +492,26 @@ type AgentToolKind string
 // AgentToolPermission defines model for AgentTool.Permission.
 type AgentToolPermission string
 
+// ApprovalRequiredEvent A tool call (permission `ask`) waits for approve or decline.
+type ApprovalRequiredEvent struct {
+	AttemptId string `json:"attempt_id"`
+
+	// Cursor A per-run event cursor (decimal).
+	Cursor EventCursor `json:"cursor"`
+	Data   struct {
+		Call         ToolCall `json:"call"`
+		ExecutionKey string   `json:"execution_key"`
+	} `json:"data"`
+	EventId   string                    `json:"event_id"`
+	RunId     string                    `json:"run_id"`
+	SessionId string                    `json:"session_id"`
+	StepId    string                    `json:"step_id"`
+	Type      ApprovalRequiredEventType `json:"type"`
+}
+
+// ApprovalRequiredEventType defines model for ApprovalRequiredEvent.Type.
+type ApprovalRequiredEventType string
+
 // ApproveRequest defines model for ApproveRequest.
 type ApproveRequest struct {
 	// Allow true runs the tool; false answers it "Permission denied".
@@ -251,6 +529,26 @@ type ArtifactInfo struct {
 	// Size Its length in bytes.
 	Size int64 `json:"size"`
 }
+
+// AttemptResetEvent A model attempt was retried: events of attempt `data.attempt` before it are void.
+type AttemptResetEvent struct {
+	AttemptId string `json:"attempt_id"`
+
+	// Cursor A per-run event cursor (decimal).
+	Cursor EventCursor `json:"cursor"`
+	Data   struct {
+		// Attempt The attempt that was reset.
+		Attempt int `json:"attempt"`
+	} `json:"data"`
+	EventId   string                `json:"event_id"`
+	RunId     string                `json:"run_id"`
+	SessionId string                `json:"session_id"`
+	StepId    string                `json:"step_id"`
+	Type      AttemptResetEventType `json:"type"`
+}
+
+// AttemptResetEventType defines model for AttemptResetEvent.Type.
+type AttemptResetEventType string
 
 // BundleLimits Bounds of a bundle (REFERENCE §7.2). Each given value must be a
 // positive integer not above the server's own limit (else 422
@@ -327,6 +625,23 @@ type CreateSessionRequest struct {
 	SessionId *string `json:"session_id,omitempty"`
 }
 
+// ErrorEvent The run failed; `data` is the error message.
+type ErrorEvent struct {
+	AttemptId string `json:"attempt_id"`
+
+	// Cursor A per-run event cursor (decimal).
+	Cursor    EventCursor    `json:"cursor"`
+	Data      string         `json:"data"`
+	EventId   string         `json:"event_id"`
+	RunId     string         `json:"run_id"`
+	SessionId string         `json:"session_id"`
+	StepId    string         `json:"step_id"`
+	Type      ErrorEventType `json:"type"`
+}
+
+// ErrorEventType defines model for ErrorEvent.Type.
+type ErrorEventType string
+
 // EventCursor A per-run event cursor (decimal).
 type EventCursor = string
 
@@ -356,6 +671,26 @@ type ExportPolicy struct {
 	// Redact Redaction rules, applied in order between the two automatic passes.
 	Redact *[]RedactRule `json:"redact,omitempty"`
 }
+
+// GapEvent Events before this one could not be read (Temporal engine: the Redis history expired or is unreachable); its cursor is 0, so a client continuing from it starts over.
+type GapEvent struct {
+	AttemptId string `json:"attempt_id"`
+
+	// Cursor A per-run event cursor (decimal).
+	Cursor EventCursor `json:"cursor"`
+	Data   struct {
+		// Reason Example: event_history_unavailable
+		Reason string `json:"reason"`
+	} `json:"data"`
+	EventId   string       `json:"event_id"`
+	RunId     string       `json:"run_id"`
+	SessionId string       `json:"session_id"`
+	StepId    string       `json:"step_id"`
+	Type      GapEventType `json:"type"`
+}
+
+// GapEventType defines model for GapEvent.Type.
+type GapEventType string
 
 // Health defines model for Health.
 type Health struct {
@@ -443,6 +778,32 @@ type Problem struct {
 	Type string `json:"type"`
 }
 
+// RecoveryRequiredEvent A tool call's outcome is uncertain (or a client tool's result is awaited) and waits for resolve.
+type RecoveryRequiredEvent struct {
+	AttemptId string `json:"attempt_id"`
+
+	// Cursor A per-run event cursor (decimal).
+	Cursor EventCursor `json:"cursor"`
+	Data   struct {
+		Call         ToolCall `json:"call"`
+		ExecutionKey string   `json:"execution_key"`
+
+		// Reason `client_result`: a client tool's result is awaited (absent for an uncertain outcome).
+		Reason *RecoveryRequiredEventDataReason `json:"reason,omitempty"`
+	} `json:"data"`
+	EventId   string                    `json:"event_id"`
+	RunId     string                    `json:"run_id"`
+	SessionId string                    `json:"session_id"`
+	StepId    string                    `json:"step_id"`
+	Type      RecoveryRequiredEventType `json:"type"`
+}
+
+// RecoveryRequiredEventDataReason `client_result`: a client tool's result is awaited (absent for an uncertain outcome).
+type RecoveryRequiredEventDataReason string
+
+// RecoveryRequiredEventType defines model for RecoveryRequiredEvent.Type.
+type RecoveryRequiredEventType string
+
 // RedactRule One redaction rule, of three shapes: `{kinds?, action: "omit"}`
 // omits matching payloads (capture `redacted`); `{kinds?, pointer,
 // action: "omit"|"replace", value?}` omits or replaces the value at an
@@ -494,24 +855,24 @@ type RunError struct {
 	Type string `json:"type"`
 }
 
-// RunEvent A public event. `data` depends on `type`: a string for text_delta, text_complete, thinking_delta, turn_complete, error; a ToolCall for tool_call_start/tool_call_complete; a ToolResult for tool_result; for run_result, the fields of a RunResult without created_at and updated_at (the reference's result as it stood at that event); an object otherwise.
+// RunEvent A public event: the fields of RunEventFields plus `type` and a
+// `data` whose shape depends on `type` (one schema per type,
+// discriminated by `type`). New types may be added: a client skips
+// an event whose `type` it does not know.
 type RunEvent struct {
+	union json.RawMessage
+}
+
+// RunEventFields The fields every RunEvent has besides `type` and `data`.
+type RunEventFields struct {
 	AttemptId string `json:"attempt_id"`
 
 	// Cursor A per-run event cursor (decimal).
-	Cursor EventCursor `json:"cursor"`
-
-	// Data The payload (see `type`).
-	Data      json.RawMessage `json:"data"`
-	EventId   string          `json:"event_id"`
-	RunId     string          `json:"run_id"`
-	SessionId string          `json:"session_id"`
-	StepId    string          `json:"step_id"`
-
-	// Type text_delta, text_complete, thinking_delta, tool_call_start, tool_call_complete, tool_result, turn_complete, error, approval_required, recovery_required, attempt_reset, todos_updated, waiting, run_result, gap (new types may be added).
-	//
-	// Example: text_complete
-	Type string `json:"type"`
+	Cursor    EventCursor `json:"cursor"`
+	EventId   string      `json:"event_id"`
+	RunId     string      `json:"run_id"`
+	SessionId string      `json:"session_id"`
+	StepId    string      `json:"step_id"`
 }
 
 // RunList defines model for RunList.
@@ -556,6 +917,50 @@ type RunResult struct {
 	UsageIncomplete bool `json:"usage_incomplete"`
 }
 
+// RunResultData A run's result without its timestamps: the `data` of a run_result event (the result as it stood at that event).
+type RunResultData struct {
+	// Error Why the run failed, or the TimeoutError of a run its session
+	// deadline cancelled (stop_reason `timeout`); null otherwise (a
+	// run cancelled on request has stop_reason `cancelled` and no
+	// error).
+	Error *RunError `json:"error"`
+
+	// Output The final answer (null until there is one; a cancelled run's is "").
+	Output *string `json:"output"`
+
+	// Pending Tools awaiting a decision.
+	Pending   []PendingTool `json:"pending"`
+	RunId     string        `json:"run_id"`
+	SessionId string        `json:"session_id"`
+	Status    RunStatus     `json:"status"`
+
+	// StopReason Example: end_turn
+	StopReason *string `json:"stop_reason"`
+	Usage      Usage   `json:"usage"`
+
+	// UsageIncomplete True when some usage could not be accounted for.
+	UsageIncomplete bool `json:"usage_incomplete"`
+}
+
+// RunResultEvent The run stopped (completed, failed, cancelled, paused or awaiting input); `data` is its result at that point.
+type RunResultEvent struct {
+	AttemptId string `json:"attempt_id"`
+
+	// Cursor A per-run event cursor (decimal).
+	Cursor EventCursor `json:"cursor"`
+
+	// Data A run's result without its timestamps: the `data` of a run_result event (the result as it stood at that event).
+	Data      RunResultData      `json:"data"`
+	EventId   string             `json:"event_id"`
+	RunId     string             `json:"run_id"`
+	SessionId string             `json:"session_id"`
+	StepId    string             `json:"step_id"`
+	Type      RunResultEventType `json:"type"`
+}
+
+// RunResultEventType defines model for RunResultEvent.Type.
+type RunResultEventType string
+
 // RunStatus defines model for RunStatus.
 type RunStatus string
 
@@ -594,6 +999,74 @@ type SubmitRunRequest struct {
 	RequestId *RequestID `json:"request_id,omitempty"`
 }
 
+// TextCompleteEvent The model's text of this step, complete.
+type TextCompleteEvent struct {
+	AttemptId string `json:"attempt_id"`
+
+	// Cursor A per-run event cursor (decimal).
+	Cursor    EventCursor           `json:"cursor"`
+	Data      string                `json:"data"`
+	EventId   string                `json:"event_id"`
+	RunId     string                `json:"run_id"`
+	SessionId string                `json:"session_id"`
+	StepId    string                `json:"step_id"`
+	Type      TextCompleteEventType `json:"type"`
+}
+
+// TextCompleteEventType defines model for TextCompleteEvent.Type.
+type TextCompleteEventType string
+
+// TextDeltaEvent Text the model produced (the whole text of the attempt; hxd does not split it).
+type TextDeltaEvent struct {
+	AttemptId string `json:"attempt_id"`
+
+	// Cursor A per-run event cursor (decimal).
+	Cursor    EventCursor        `json:"cursor"`
+	Data      string             `json:"data"`
+	EventId   string             `json:"event_id"`
+	RunId     string             `json:"run_id"`
+	SessionId string             `json:"session_id"`
+	StepId    string             `json:"step_id"`
+	Type      TextDeltaEventType `json:"type"`
+}
+
+// TextDeltaEventType defines model for TextDeltaEvent.Type.
+type TextDeltaEventType string
+
+// ThinkingDeltaEvent Reasoning text of the model (a reference type; hxd's models emit none).
+type ThinkingDeltaEvent struct {
+	AttemptId string `json:"attempt_id"`
+
+	// Cursor A per-run event cursor (decimal).
+	Cursor    EventCursor            `json:"cursor"`
+	Data      string                 `json:"data"`
+	EventId   string                 `json:"event_id"`
+	RunId     string                 `json:"run_id"`
+	SessionId string                 `json:"session_id"`
+	StepId    string                 `json:"step_id"`
+	Type      ThinkingDeltaEventType `json:"type"`
+}
+
+// ThinkingDeltaEventType defines model for ThinkingDeltaEvent.Type.
+type ThinkingDeltaEventType string
+
+// TodosUpdatedEvent The run's to-do list changed (a reference type; hxd emits none).
+type TodosUpdatedEvent struct {
+	AttemptId string `json:"attempt_id"`
+
+	// Cursor A per-run event cursor (decimal).
+	Cursor    EventCursor            `json:"cursor"`
+	Data      map[string]interface{} `json:"data"`
+	EventId   string                 `json:"event_id"`
+	RunId     string                 `json:"run_id"`
+	SessionId string                 `json:"session_id"`
+	StepId    string                 `json:"step_id"`
+	Type      TodosUpdatedEventType  `json:"type"`
+}
+
+// TodosUpdatedEventType defines model for TodosUpdatedEvent.Type.
+type TodosUpdatedEventType string
+
 // ToolCall defines model for ToolCall.
 type ToolCall struct {
 	// Id Example: call_1
@@ -606,6 +1079,40 @@ type ToolCall struct {
 	Name string `json:"name"`
 }
 
+// ToolCallCompleteEvent A dispatched tool call returned.
+type ToolCallCompleteEvent struct {
+	AttemptId string `json:"attempt_id"`
+
+	// Cursor A per-run event cursor (decimal).
+	Cursor    EventCursor               `json:"cursor"`
+	Data      ToolCall                  `json:"data"`
+	EventId   string                    `json:"event_id"`
+	RunId     string                    `json:"run_id"`
+	SessionId string                    `json:"session_id"`
+	StepId    string                    `json:"step_id"`
+	Type      ToolCallCompleteEventType `json:"type"`
+}
+
+// ToolCallCompleteEventType defines model for ToolCallCompleteEvent.Type.
+type ToolCallCompleteEventType string
+
+// ToolCallStartEvent A tool call is dispatched.
+type ToolCallStartEvent struct {
+	AttemptId string `json:"attempt_id"`
+
+	// Cursor A per-run event cursor (decimal).
+	Cursor    EventCursor            `json:"cursor"`
+	Data      ToolCall               `json:"data"`
+	EventId   string                 `json:"event_id"`
+	RunId     string                 `json:"run_id"`
+	SessionId string                 `json:"session_id"`
+	StepId    string                 `json:"step_id"`
+	Type      ToolCallStartEventType `json:"type"`
+}
+
+// ToolCallStartEventType defines model for ToolCallStartEvent.Type.
+type ToolCallStartEventType string
+
 // ToolResult defines model for ToolResult.
 type ToolResult struct {
 	// Content The result (any JSON value but null, usually a string).
@@ -616,6 +1123,23 @@ type ToolResult struct {
 	ToolCallId string `json:"tool_call_id"`
 }
 
+// ToolResultEvent The result given to the model for a tool call (also a denied, unknown or invalid call's answer).
+type ToolResultEvent struct {
+	AttemptId string `json:"attempt_id"`
+
+	// Cursor A per-run event cursor (decimal).
+	Cursor    EventCursor         `json:"cursor"`
+	Data      ToolResult          `json:"data"`
+	EventId   string              `json:"event_id"`
+	RunId     string              `json:"run_id"`
+	SessionId string              `json:"session_id"`
+	StepId    string              `json:"step_id"`
+	Type      ToolResultEventType `json:"type"`
+}
+
+// ToolResultEventType defines model for ToolResultEvent.Type.
+type ToolResultEventType string
+
 // ToolRetry defines model for ToolRetry.
 type ToolRetry struct {
 	Attempts          int     `json:"attempts"`
@@ -623,6 +1147,23 @@ type ToolRetry struct {
 	MaxBackoffSeconds float64 `json:"max_backoff_seconds"`
 	RetryErrorResults bool    `json:"retry_error_results"`
 }
+
+// TurnCompleteEvent The run completed; `data` is its output.
+type TurnCompleteEvent struct {
+	AttemptId string `json:"attempt_id"`
+
+	// Cursor A per-run event cursor (decimal).
+	Cursor    EventCursor           `json:"cursor"`
+	Data      string                `json:"data"`
+	EventId   string                `json:"event_id"`
+	RunId     string                `json:"run_id"`
+	SessionId string                `json:"session_id"`
+	StepId    string                `json:"step_id"`
+	Type      TurnCompleteEventType `json:"type"`
+}
+
+// TurnCompleteEventType defines model for TurnCompleteEvent.Type.
+type TurnCompleteEventType string
 
 // Usage defines model for Usage.
 type Usage struct {
@@ -665,6 +1206,29 @@ type VerificationReport struct {
 	RecordCount int                  `json:"record_count"`
 	Valid       bool                 `json:"valid"`
 }
+
+// WaitingEvent The run waits `data.seconds` before retrying a model or tool call.
+type WaitingEvent struct {
+	AttemptId string `json:"attempt_id"`
+
+	// Cursor A per-run event cursor (decimal).
+	Cursor EventCursor `json:"cursor"`
+	Data   struct {
+		On      WaitingEventDataOn `json:"on"`
+		Seconds float64            `json:"seconds"`
+	} `json:"data"`
+	EventId   string           `json:"event_id"`
+	RunId     string           `json:"run_id"`
+	SessionId string           `json:"session_id"`
+	StepId    string           `json:"step_id"`
+	Type      WaitingEventType `json:"type"`
+}
+
+// WaitingEventDataOn defines model for WaitingEvent.Data.On.
+type WaitingEventDataOn string
+
+// WaitingEventType defines model for WaitingEvent.Type.
+type WaitingEventType string
 
 // AgentName defines model for AgentName.
 type AgentName = string
@@ -825,6 +1389,575 @@ type ApproveToolJSONRequestBody = ApproveRequest
 
 // ResolveToolJSONRequestBody defines body for ResolveTool for application/json ContentType.
 type ResolveToolJSONRequestBody = ResolveRequest
+
+// AsTextDeltaEvent returns the union data inside the RunEvent as a TextDeltaEvent
+func (t RunEvent) AsTextDeltaEvent() (TextDeltaEvent, error) {
+	var body TextDeltaEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromTextDeltaEvent overwrites any union data inside the RunEvent as the provided TextDeltaEvent
+func (t *RunEvent) FromTextDeltaEvent(v TextDeltaEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"text_delta"}`))
+	t.union = b
+	return err
+}
+
+// MergeTextDeltaEvent performs a merge with any union data inside the RunEvent, using the provided TextDeltaEvent
+func (t *RunEvent) MergeTextDeltaEvent(v TextDeltaEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"text_delta"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsTextCompleteEvent returns the union data inside the RunEvent as a TextCompleteEvent
+func (t RunEvent) AsTextCompleteEvent() (TextCompleteEvent, error) {
+	var body TextCompleteEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromTextCompleteEvent overwrites any union data inside the RunEvent as the provided TextCompleteEvent
+func (t *RunEvent) FromTextCompleteEvent(v TextCompleteEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"text_complete"}`))
+	t.union = b
+	return err
+}
+
+// MergeTextCompleteEvent performs a merge with any union data inside the RunEvent, using the provided TextCompleteEvent
+func (t *RunEvent) MergeTextCompleteEvent(v TextCompleteEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"text_complete"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsThinkingDeltaEvent returns the union data inside the RunEvent as a ThinkingDeltaEvent
+func (t RunEvent) AsThinkingDeltaEvent() (ThinkingDeltaEvent, error) {
+	var body ThinkingDeltaEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromThinkingDeltaEvent overwrites any union data inside the RunEvent as the provided ThinkingDeltaEvent
+func (t *RunEvent) FromThinkingDeltaEvent(v ThinkingDeltaEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"thinking_delta"}`))
+	t.union = b
+	return err
+}
+
+// MergeThinkingDeltaEvent performs a merge with any union data inside the RunEvent, using the provided ThinkingDeltaEvent
+func (t *RunEvent) MergeThinkingDeltaEvent(v ThinkingDeltaEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"thinking_delta"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsToolCallStartEvent returns the union data inside the RunEvent as a ToolCallStartEvent
+func (t RunEvent) AsToolCallStartEvent() (ToolCallStartEvent, error) {
+	var body ToolCallStartEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromToolCallStartEvent overwrites any union data inside the RunEvent as the provided ToolCallStartEvent
+func (t *RunEvent) FromToolCallStartEvent(v ToolCallStartEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"tool_call_start"}`))
+	t.union = b
+	return err
+}
+
+// MergeToolCallStartEvent performs a merge with any union data inside the RunEvent, using the provided ToolCallStartEvent
+func (t *RunEvent) MergeToolCallStartEvent(v ToolCallStartEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"tool_call_start"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsToolCallCompleteEvent returns the union data inside the RunEvent as a ToolCallCompleteEvent
+func (t RunEvent) AsToolCallCompleteEvent() (ToolCallCompleteEvent, error) {
+	var body ToolCallCompleteEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromToolCallCompleteEvent overwrites any union data inside the RunEvent as the provided ToolCallCompleteEvent
+func (t *RunEvent) FromToolCallCompleteEvent(v ToolCallCompleteEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"tool_call_complete"}`))
+	t.union = b
+	return err
+}
+
+// MergeToolCallCompleteEvent performs a merge with any union data inside the RunEvent, using the provided ToolCallCompleteEvent
+func (t *RunEvent) MergeToolCallCompleteEvent(v ToolCallCompleteEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"tool_call_complete"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsToolResultEvent returns the union data inside the RunEvent as a ToolResultEvent
+func (t RunEvent) AsToolResultEvent() (ToolResultEvent, error) {
+	var body ToolResultEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromToolResultEvent overwrites any union data inside the RunEvent as the provided ToolResultEvent
+func (t *RunEvent) FromToolResultEvent(v ToolResultEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"tool_result"}`))
+	t.union = b
+	return err
+}
+
+// MergeToolResultEvent performs a merge with any union data inside the RunEvent, using the provided ToolResultEvent
+func (t *RunEvent) MergeToolResultEvent(v ToolResultEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"tool_result"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsTurnCompleteEvent returns the union data inside the RunEvent as a TurnCompleteEvent
+func (t RunEvent) AsTurnCompleteEvent() (TurnCompleteEvent, error) {
+	var body TurnCompleteEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromTurnCompleteEvent overwrites any union data inside the RunEvent as the provided TurnCompleteEvent
+func (t *RunEvent) FromTurnCompleteEvent(v TurnCompleteEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"turn_complete"}`))
+	t.union = b
+	return err
+}
+
+// MergeTurnCompleteEvent performs a merge with any union data inside the RunEvent, using the provided TurnCompleteEvent
+func (t *RunEvent) MergeTurnCompleteEvent(v TurnCompleteEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"turn_complete"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsErrorEvent returns the union data inside the RunEvent as a ErrorEvent
+func (t RunEvent) AsErrorEvent() (ErrorEvent, error) {
+	var body ErrorEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromErrorEvent overwrites any union data inside the RunEvent as the provided ErrorEvent
+func (t *RunEvent) FromErrorEvent(v ErrorEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"error"}`))
+	t.union = b
+	return err
+}
+
+// MergeErrorEvent performs a merge with any union data inside the RunEvent, using the provided ErrorEvent
+func (t *RunEvent) MergeErrorEvent(v ErrorEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"error"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsApprovalRequiredEvent returns the union data inside the RunEvent as a ApprovalRequiredEvent
+func (t RunEvent) AsApprovalRequiredEvent() (ApprovalRequiredEvent, error) {
+	var body ApprovalRequiredEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromApprovalRequiredEvent overwrites any union data inside the RunEvent as the provided ApprovalRequiredEvent
+func (t *RunEvent) FromApprovalRequiredEvent(v ApprovalRequiredEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"approval_required"}`))
+	t.union = b
+	return err
+}
+
+// MergeApprovalRequiredEvent performs a merge with any union data inside the RunEvent, using the provided ApprovalRequiredEvent
+func (t *RunEvent) MergeApprovalRequiredEvent(v ApprovalRequiredEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"approval_required"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsRecoveryRequiredEvent returns the union data inside the RunEvent as a RecoveryRequiredEvent
+func (t RunEvent) AsRecoveryRequiredEvent() (RecoveryRequiredEvent, error) {
+	var body RecoveryRequiredEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromRecoveryRequiredEvent overwrites any union data inside the RunEvent as the provided RecoveryRequiredEvent
+func (t *RunEvent) FromRecoveryRequiredEvent(v RecoveryRequiredEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"recovery_required"}`))
+	t.union = b
+	return err
+}
+
+// MergeRecoveryRequiredEvent performs a merge with any union data inside the RunEvent, using the provided RecoveryRequiredEvent
+func (t *RunEvent) MergeRecoveryRequiredEvent(v RecoveryRequiredEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"recovery_required"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsAttemptResetEvent returns the union data inside the RunEvent as a AttemptResetEvent
+func (t RunEvent) AsAttemptResetEvent() (AttemptResetEvent, error) {
+	var body AttemptResetEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromAttemptResetEvent overwrites any union data inside the RunEvent as the provided AttemptResetEvent
+func (t *RunEvent) FromAttemptResetEvent(v AttemptResetEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"attempt_reset"}`))
+	t.union = b
+	return err
+}
+
+// MergeAttemptResetEvent performs a merge with any union data inside the RunEvent, using the provided AttemptResetEvent
+func (t *RunEvent) MergeAttemptResetEvent(v AttemptResetEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"attempt_reset"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsTodosUpdatedEvent returns the union data inside the RunEvent as a TodosUpdatedEvent
+func (t RunEvent) AsTodosUpdatedEvent() (TodosUpdatedEvent, error) {
+	var body TodosUpdatedEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromTodosUpdatedEvent overwrites any union data inside the RunEvent as the provided TodosUpdatedEvent
+func (t *RunEvent) FromTodosUpdatedEvent(v TodosUpdatedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"todos_updated"}`))
+	t.union = b
+	return err
+}
+
+// MergeTodosUpdatedEvent performs a merge with any union data inside the RunEvent, using the provided TodosUpdatedEvent
+func (t *RunEvent) MergeTodosUpdatedEvent(v TodosUpdatedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"todos_updated"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsWaitingEvent returns the union data inside the RunEvent as a WaitingEvent
+func (t RunEvent) AsWaitingEvent() (WaitingEvent, error) {
+	var body WaitingEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromWaitingEvent overwrites any union data inside the RunEvent as the provided WaitingEvent
+func (t *RunEvent) FromWaitingEvent(v WaitingEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"waiting"}`))
+	t.union = b
+	return err
+}
+
+// MergeWaitingEvent performs a merge with any union data inside the RunEvent, using the provided WaitingEvent
+func (t *RunEvent) MergeWaitingEvent(v WaitingEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"waiting"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsRunResultEvent returns the union data inside the RunEvent as a RunResultEvent
+func (t RunEvent) AsRunResultEvent() (RunResultEvent, error) {
+	var body RunResultEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromRunResultEvent overwrites any union data inside the RunEvent as the provided RunResultEvent
+func (t *RunEvent) FromRunResultEvent(v RunResultEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"run_result"}`))
+	t.union = b
+	return err
+}
+
+// MergeRunResultEvent performs a merge with any union data inside the RunEvent, using the provided RunResultEvent
+func (t *RunEvent) MergeRunResultEvent(v RunResultEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"run_result"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsGapEvent returns the union data inside the RunEvent as a GapEvent
+func (t RunEvent) AsGapEvent() (GapEvent, error) {
+	var body GapEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromGapEvent overwrites any union data inside the RunEvent as the provided GapEvent
+func (t *RunEvent) FromGapEvent(v GapEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"gap"}`))
+	t.union = b
+	return err
+}
+
+// MergeGapEvent performs a merge with any union data inside the RunEvent, using the provided GapEvent
+func (t *RunEvent) MergeGapEvent(v GapEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"gap"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t RunEvent) Discriminator() (string, error) {
+	var discriminator struct {
+		Discriminator string `json:"type"`
+	}
+	err := json.Unmarshal(t.union, &discriminator)
+	return discriminator.Discriminator, err
+}
+
+func (t RunEvent) ValueByDiscriminator() (interface{}, error) {
+	discriminator, err := t.Discriminator()
+	if err != nil {
+		return nil, err
+	}
+	switch discriminator {
+	case "approval_required":
+		return t.AsApprovalRequiredEvent()
+	case "attempt_reset":
+		return t.AsAttemptResetEvent()
+	case "error":
+		return t.AsErrorEvent()
+	case "gap":
+		return t.AsGapEvent()
+	case "recovery_required":
+		return t.AsRecoveryRequiredEvent()
+	case "run_result":
+		return t.AsRunResultEvent()
+	case "text_complete":
+		return t.AsTextCompleteEvent()
+	case "text_delta":
+		return t.AsTextDeltaEvent()
+	case "thinking_delta":
+		return t.AsThinkingDeltaEvent()
+	case "todos_updated":
+		return t.AsTodosUpdatedEvent()
+	case "tool_call_complete":
+		return t.AsToolCallCompleteEvent()
+	case "tool_call_start":
+		return t.AsToolCallStartEvent()
+	case "tool_result":
+		return t.AsToolResultEvent()
+	case "turn_complete":
+		return t.AsTurnCompleteEvent()
+	case "waiting":
+		return t.AsWaitingEvent()
+	default:
+		return nil, errors.New("unknown discriminator value: " + discriminator)
+	}
+}
+
+func (t RunEvent) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *RunEvent) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
 
 // ServerInterface represents all server handlers.
 type ServerInterface interface {
@@ -4664,208 +5797,227 @@ func (sh *strictHandler) ResolveTool(w http.ResponseWriter, r *http.Request, ses
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L3rcuNGliD8Khn4JsLSNEiBupSrqKjoT7bL09VtuytUVVM7XdAQSSApYgRm0siEJFqjjf21D7APsfse",
-	"+yjzJBt5TiaQABMUKanc7Y72DxcFIO8nz/1yF6RisRSccSWD8V3AbuliWTD4/a3QPxXLziuu/5bVYkHL",
-	"VTAOKEntO1JWPAiDa1pUTH+Ulowqlk2oCsbBYXR4MohGg+jwQ3Q0jo7H0clfgjBgZSnKYMyroggDUall",
-	"pT/+MGdEXLMyqxiZ0oLylJFcktFhFJE3H8+HQRgsGc9yfhmMP1+EQVnxSZ4F4yAavTqmR9No8HU6ygZf",
-	"s+PZ4CU9nA6O0uPshL2YfU1fToMwkEzKXJg2OU/zjHE1OD7UrxRVlQzGQb0seCiWk5JRKXgwDhjPJqoq",
-	"9VqrZbZpia/0EitJL3E/aDpnE9gVGJwvKzVR4opxGYyj0LwvGc3W37UfjA4ju1v1s6Po3ow1ybmdfDCe",
-	"0UKy+/v7MFjSki6YYiWc6Nkl4+onuoCZZUymZb7U0wrG+IpwumB6ow0YwEZdizxlA8ppsZIq0LMKxsGS",
-	"qnkQBhz6wn/CoGQ/V3nJsmCsyoqFgUznbEH1WAt6+wPjl2oejA+jKAwWObd/j8JArZa6F6lKfbh62jCb",
-	"f2WlhMn553qNr9vTvR75Z2g+ftZJfluVUsNxd3oJZ7dqksLbhIgZUXNGliW7zkUlyZJeMrInFrkiM1HC",
-	"u1leSgUv9turOYnsan6uWLlqloOdBz2zP9lm9m9uWVrpGf+JrTxriKsoOkrxjsFvNsZHuWIlwHLrqRKi",
-	"mKS0KOrPYeWUmCtL9AftxW1zbcejMXTac6rMrmFyxVbbnu2LbXbnbcYWS6EYT1fe/dHISo/GpCJ5RvYk",
-	"XTBCJZmKbEUS82aSZ8kpmQo1J5f5NeOE8oxk+WzGSg3A//U//xc5jqLOmZfs50EURfWK54xmrGzW7Mxs",
-	"8CdYdbPKfyrZLBgH/99Bg9QP8K08OMc5vf0O1vdDvsjV+rLeaeCU+S9tJHAS+aGwgE7cCWRsRqtCYZMF",
-	"vc0X1SIYjyKz5ebPesNzrtglK2FG5xV/+936jM4rDhtc8SsubjgRpb42LL/kZv+O93cHKz80GYLynCji",
-	"PdIc38LMK1gc5Ssi53TJSLUkShBN8tI5LWmqMfcp2XrxbbLmWaNDBJ9vnfe6K7kUXCLj8A3NDLQBBRRc",
-	"MQ4/6XJZ5Clgj4NlKaYFW/zuPySi+HoRukVmSA8t8mxiblMQBhlTNC8sIJKauJEYYTEOxoRXiykryaKS",
-	"ikwZoYoUjEpF8EJJpfmKYBwcmJ2QZh/wum4FP68ih2U41tujcgXb/xZnTJoZm62qSj6e32Zjs+hxd2n3",
-	"297id9gBbnoHZXc6TcZkQYuZKBcsI398/+efQkIRP6k5VZq14kKRjx++H7zUgKX/EJzBlwTYuRB/cyY1",
-	"n7cQJdMtORkdviQFu2aFJBljy1C31hwhVxpgyXUuCjjioV7Wt4LPijx9GiRYqJ1WctVzjAcO6B+U1TOc",
-	"66vmXO1dNeP3HGprls9xomdEz4bprYU9HJPEjsFuc6lkEjZP9Kj672bRE9sOH6ei1JR4ssjlgqp0rp9S",
-	"zUm1nnChJvSG5kp/WjIpCiCwCRzm96Kc5lnG+JNOc1b30j5KfWoH26DvA3a7FKV68gkfNSf8vTOnnuNt",
-	"pv0st7XuLhkDE6j5HFaSgqZXklBSioLBc8tlcMYySfbY8HJIEtyA8ZKuCkEzmWiigc+IfbYPJ/aTUN+L",
-	"imdPOjANEzPo5ZEH9uSTOm5O6iehGWecTM9JNfN9lpOqu0u8bEie7es/E/Nq0mJK8d7Y3p9GDRUrOS2e",
-	"uJcnbXqFfRLJymtWEhTMN1AtM4VnQW4chyN7599/S14dn3xNzDgEybyB4I+cVmouyvwX9jQortyOvhAv",
-	"MGr29mN7uJ4tbU3qWaDV7dGglimjJSsJKA003V/kUub8MnT4A2QAYk7TlC01ud9jt0vNG4bAGKyYIsBc",
-	"hOSmFPyS5FJWrATKX2U54ykLyZRmMZf5JaeqKllYc61XbLU/JCgxUSlgCpxpeMtymRZCsmwYa8SLog6w",
-	"kJ8+fRqcVWrOuNIn7FFYJN/gqkpGi8XrOJjfZnGQkJs544QLs9gbKolkXIWEFZIR2wYA73Vcc5jwsW4N",
-	"sPji65OuULa5XUsEWmOOEYavaV7QqQXIx4Nw3c9T0cCRy96U13nKSLv7foitP3ougLUdJmMilSi1EFrx",
-	"ktF0rp9qKMOOABbTqtTis0EOy1KkTMonb23D6kzM6bryxrdzISQj7JamqlgBnyxmpGSyKlRISqbKVUjo",
-	"9BmYksNDnzhh59Z/LJ75P8fpfGJFMTA4YlopItmCwpUsihUxA40b2gf8pGYj7Q1Z6LO5ZMiBdmfY5kuz",
-	"HE6x87TislpqxgZf2H6XoshT4HenFc8KNgH5b8JuU8ay9qf4gSbE9YY0ylCPcpGU7DKXipUsI7AekrFZ",
-	"znP9ntzkai5gH9KSKUn2uCBn795qHCc1qiSMZ0uRc0U+nv+AT7BzCRhlWYolK1WOcvJCZKx46HBgmj/C",
-	"l/dWjF8X0DtYJwzkSiq2mCxLsViqTotRBP95WikhCpharthCbjW1D0LAzBb09i02Grl907KkIA1dN9rc",
-	"ByZ/72omPlvlcqPBxW2zk72o24vpf7AUZGmY2A856h/ae14vbPsVrq9ubXmdKWPfvTP70Z57DzisqxqX",
-	"pbjOM1Z+JQl8BYp6skenmriBHhlbgJyesQKh7UEgsd2uDyqWjNOc/CehXM1LscxT8p/1GC3SiF+2R3tx",
-	"/NCh1iP3btK5PpW7gGYZ3DxavHM2CwwcXVz1E10wSShfu7XrN89eo012jp10YC347pgjdlUabgD+3t2C",
-	"W7gGUa398aAAzzKuchQWGa8WegLTKi9Urq/dDZvOhbgKwiAtcn0tLjzNt8ZPS1YCG2p2zIxGi0LcBGFA",
-	"5RWQX77yjlKyZUFXhgg8rPjWH7/Db3v2F1bd7bc1Se/OLzUYM0fXuRFa22eDS127eKqsGNGCNXDuGsWd",
-	"EmhPKJc3rJQkVyQO3tUzIxnjOcviYNgwB1MhCkY5bpWsrL3P6Oa9l+ccvkONQ8UJnSmGxqmMpbm1s3W7",
-	"72wmLsm7U6XKZzRVb/lMrIOpnNPDkxd+zEdNS01hyV4hbliZUsnInN2S9384GxyevNCsWK4kma4UW0N8",
-	"GhU5F07/uaRKy7HBOPj3z9HgFR3MLu5eHN//U+Ajo/kvHtnjrZKkgB5JznFcPazmk8AonHP14jhwTB6R",
-	"1+Th7p3ZAzOibw+/AT4GDDdyR8z4jah4JtEgh+wQ2Tt/8/2b8zc/ffuG/N//8/XwcH9I3tDUGqpA/9vo",
-	"0GO+FDJX+TUjZv7AidOpuEaQQf3BV5JoeQ9YMbIHEtfx4WHMu1zbKaFWTa+EIAUtLxkQMUpeHA+muapH",
-	"yQSTKJiCghIVZUbRPCbHUUTWtN77p0ACkDJqRl3RKwa3KeZ2mihudqgvvZ3ASfbBYTrX66c8wxVXCwt3",
-	"C6aXIsmeuWHkxdej6OXLF8fkNXlxTH7Mv2lLk/a1B2C6QAKgPMEB+mb3Z87MFJoZHB2dnBwfHx2S1+To",
-	"cH0G9vWOM/AMfma2hXFV5szZAyAw7VHbnFNnBOT4PSP8UVSgojIfdEbwDeG/bGv36VsUFb8pRHq1433C",
-	"LQfJhkx1e7J3ZvmkARjysv0xUexWhYDCJ5UEKRZ+o9S4zpM4omt7NDNRvL5OF3Zoylctq00lKxDPKEE8",
-	"Blt0O7gUA7MHWgoentObH3EJejPyzDMuLQqSZ864ehkw6FbcJbiveJCnftzXafuUHp62nBhnojsP7eNe",
-	"TxfNKiH//NiF6YP19Mtu7bL0L193mwUvPYuJ7yAA/wD1ZxnYCdqn4kLDdvOHBw3XBetp5mB/Yr8eBqxD",
-	"uuDtRc8NK0Vxjv14l2U0r19JUlDFpHKYD0qW1NyblPKUFWSPV0WBGr5ckTnVpIEzj2BdosMaLYo/z4Lx",
-	"5wf4w4qbGd5fhIEeApVJaBPvLKqzdD2Qd+XgBWfMho/kD6164kH5VEtKGosyRTOq6PpGf18yBkoca2TS",
-	"n5ErtlSgzzAUXFoub0Fv3dmNHBja9l7W+puHGc8PVcnRC6rIL+fK4HlWEsFrB6kGSjRn7Gd0Xfc+HyZj",
-	"5SCdC8nQ48ISEUo4uyEfP7797vrrjb4Um4U4l6U8G/yFDn6JBq8ump/Dyfj//++/ez24+GcPl9nloi/b",
-	"wlUDVW+uGVd9XmdnZMnKgb4+TH9G0EVMrzTNF7TAW9LmfC/uRuHolZ/xhbHeGSfGNmRC/9vrUM4rDp1t",
-	"oyRyPOce6tbdjO4Wmhm2+/PuKNhM39Vy5A48wKc5VZrTNGbXBV0BZ0pz3uatT4ZHZFlUUgtSBS0pcNEl",
-	"y2gKCsWyKphPN5jztKgyNrHyj3z4Jp1lmbEYg4NZyrJaepJfoZRySsw2Sc044wiNEblm2df0rPv+O9ft",
-	"4uE5vmkbqckerZQY4HawLNTz5yTBvxPzZ+sTQi9pzvetUIy7r3lwRH5E8GLln2xRS06bwKolZQFY6XE9",
-	"fmntEwwJmBtYpgVCxF9Tpm4YQ9ymbgQsY0FVnpIllRIlxu0uEAx1XqHBZfMV8jG6f2C00HhqTew2NoeG",
-	"EQDtTslo5le7XPc55H5wRUDHL3c3Ra+Zz2Zt1zv0J30O5a7palsFdgc3de5ecUNXkgCDsqelztqbt+uX",
-	"28Ng9OwJLuRhROauxUMaND+HnKP17dHwWoprWoANl5OKp6zU2GsgKpWKRVvx02FNlGLWqrBBwxEGesSH",
-	"TkFPWdNn+F5wY93zM/Rtf1+PW++6mvERKkJ9Aqpcbc9B6iWcQ5MtOMjQc++WJVvSEhTr9ljQJliitr0+",
-	"HH096c3EDVNofvuurMoXTFRqIlkqOCLoWuTPRNWy9KJKZg0E4RDD5nba0w/X3K9rvalzjutTsNvrBeOC",
-	"rqY0veoTGc40dslnOVgjQY8lloyzDDjFpWncpr8vPcS1Q1S7qMyQNYd8hmS6IlSmxpn9iq22xt4t1efD",
-	"liT9Ac9nRl5oz82+GQLHHTySK+9Z9H909Cw5J1ILLjxlSNBCQuGp+QAmUbS2YcfpdHbCsxUlAz+/B3b4",
-	"XwEk0NJ/ji26MFzvabMJde+hAw5emGyctzosQI/f0pAkqchYQnJU4ksFXgwLms5zzoh+N455R28ZEtdx",
-	"JyS1eyA44KD/WRjzBVNzkU3AS7MoxI3+1DBTEyXEBHSpoXUanJi7F8a87TgaEtdttPnecRoNY77uMxqS",
-	"tscoTs7jLxrG3OsPF5J1N4DaUwjdB8Jmb4yOLSTrXgLuM8dHICRtzjWMuddBoPkOX4eu80sYczRxTdA7",
-	"qTkj6wE3JD+xGzhJCZz/lBGaZdaPqavXy1gPy7QOGB7rhSu00cEvF/p/E68g2TisrONNXNBA0hkwzQXl",
-	"cF8wPCmXRKSIsVO2zrj5lXvWfW5TaMySqrlHB+Y16TVOMw8F29BCCo2J9OX6bwOjXhm8/Y6gA9l2tu+G",
-	"Cq8P9ocPH94R/MD0hUzOyatXbhyLX5ttvHfWj0DOtehjoihtXJg+dLIHaIIu0ArCrpl+Xx/I/k5Kva53",
-	"VcdPCMO19KgmTKul8+j3pN2VmYe3djMc7gFuQ+u4fTjXEXl218y3hesQd7pkDENs5Jgkd1c5z+TvQ4Lf",
-	"jUkcCAgfuU9irn/pW630rbx0RNWULlVVMiuesizZP3X6ArcfVoYx7/b6nzFallMWByFq6X9/nxAcSJTE",
-	"vERqgaY30C3EHNwRX0Uj1O+bEUjOZZ6B4W3RmgAiitD293u9mrpvhCo0o4mZZvnP3xySkl1WBS01Siht",
-	"QBI33+LJxhwhdTEkCYyUaBSuyjxV0piLC0aUIGouJDNYmcCXtZptHHPsUj/eH5Iz02hOFZmWjF5BTxL7",
-	"kppu+pQQPuSKW+2Be725Cfhlmx1I2to9gaFrLmJ60eMO0ZYomy7A02ZoI58e9IBpMTwv15mdGs/frXtK",
-	"+4+qvSKapmoAar3fbYVxDTT5MFUH2uBwmb0JZC8O4oC8hmc3c1HUbzoK1AMMgt4O+8MZ9aF+eLkwNrDE",
-	"bFSCwMwk2Uv+aZSg2ktqSKTkshTV8pRYLa+e8L5nt/7rf/xvj4HGp/mw4e2bZ9cxxe2jkaaGQABvPY22",
-	"iLiutHmQdW4JrI4gqcm75shtjCiCOK9o4ZUOm5jQtaX9CFZzSmQ1tY4mTa9gNsg5WL+t4YCc8RVavqyP",
-	"5E8ff+gNbd1enf7vcXwbRRe/8/I755qZ3N4Dp6uL7PfmRdkdXXrht6McXedgfSLm1EguXUsEWLKMm02/",
-	"y06httGbWLvVF3bzcRQi68G51k0JFbNEU10Yo8dfyEPq9dePs5F1zExt9Tzj6MwSoh8L+7miRdeaZNuT",
-	"dC7ytD7k6BVZl332d12RPcU12+QGJle3hJwaEFXZ2Du5UMCN3FCJX2n04eMLd1Mvmsl4WbCKv7Gm9Y6n",
-	"jMFDLWJoQySzCrMDGC8gK2/57OCbLNN1vx9Qgn1jIpMexYTaCfct87rHEXxZTYs8RXvakCQZVTQhGVsy",
-	"cKbiJNG9JePa0QLtlexWTTJWKBrib6ugC7Wgxa9AiDWvq5I7r8GT4ZRQYlWi2F+dWQH0gQfN37albYIQ",
-	"1zRCPHIKD/RBWwSHKSdYYT3CagN4jbmbJC7g79QkPEFJpTYwfSUN1gTVkCJSCZFp3hU4O9g3dMfC/SZC",
-	"zVl5k0vWq1M2V8M55qNDD5w8wkQYBn7j+AeXs5GMmVPdxmkGFuiZsZ/Fqe/9w6Jpy5S9hSTLllvum19I",
-	"3AVk29DoPnAaNdDnB/Kwtj5M7HVFfY4WEpxHFihKJhmMlQk5MdAYEqN1ClvAfUmXZI+zG6KX2lbOdDjA",
-	"1kp39V83mAVAKuxkVbBpJOy5hC5wO1BTg3EPXnoOG5fj3PJEC5e+J/oDsGx9JY1/wSnSKIF8QEFNHptf",
-	"z/AFC5xtIrM7aIIe2Mn3+GEPEa076p1mn02jrDQzYqhNr3ugk1jLNeJQxQYqXzAfe1z7xm3tCYV09v5i",
-	"3dthVTONM5qDAtY457gUGgmK/sgRDWKeMZoVoOIE9rdgGtU26bVIYvTUyb6FJ0soyB6Nue6vaQkcJioD",
-	"51SSVj/1VwkQLi5iDnuwj7qDB01zNhmZD/hnOaeF8cMzrmgVVznwlCWkKhMcaHEzVTzYXDYC6Loz4MM3",
-	"w8l75vNllI5Nt8XGfwkj+JekYjvewk6GNpdpdJK17cgft7O7bXvP6mxvm6b+0bIN6/na1o5VC5zA90ux",
-	"YAQakFRURQZ+95qgpamouELL5xahGX4KZcDdUc+6W2rXZfFIA4eeNYQugmrtYg86fL9mBS8rzrF3174N",
-	"TqBARK2VCf2Kw6C+Z0EYIE7yKjmMZLJOInb2sHwMCka31snuHqkzDxb+ADTW+sl2RERHtK19Y4fbIL1+",
-	"x9EPdV6SrxwXq73k7r4OtDf+t0/xD33Il3NHLyIX0vGI3fGc5XZA1jkpH8gaMHoOpsxC5N8pS/a+mi5y",
-	"BUD8GKWOo15YX24lWWlDL7TgzQUfaNbaWivgTphICvSIl2SPQrOY25ANExFUe+lLLaOuUMECCiBIruZa",
-	"IGwYu+EjBGfmGvuc+zcHim4JI63oFA+gLHJu/+5CzcUW1881tm6fNbDlUrFBqVL7dK1flKxNqevsjo+N",
-	"JrEo6itJaHlZLfTsH4GQ1gOCSzZ7jN0T0I6JKsUp921QIw/scDl6g4Ss+rBYs0JA3gbItfu4yCAnxKar",
-	"W17H3G4e0C1Pepdw6Fb3Yb0b/Vts1NZeXZPrs+TY76c0vRKz2U4ucxjD9riWoFvHPTZaDOmjit0oAbuG",
-	"9Qn7J+MfyLdzH6XX7X9jJuO73YJfN+Q93rmnJzbvZFS+e1IUb2su3b77Fx1u3FzfGbk+b9/1OP18ArlU",
-	"cIbZmsB2AM4cZA/TL1m1p7lG+ztoZXvsuJscdHuawNx6/DBh2uAhA14SevGau7V0HOwLy4LmXG7nZGST",
-	"G/hQZ+22oLcjZSVn2XAbmz5Exm6OGTbRuX399ky2lw+ynkSOG9d2PluS/eyf6GgwpZJldhdMbHZ7vhuy",
-	"9/apoL0L694YOP6HQPy8dgRdn/w1K7M8VZrh7YtuH4HPCSZTMl8UuVSS5ErGtQzLmZQOzMluL8dhHdxx",
-	"ShLbCiWhmIMoBMYOwzTCzdOCmMlmNAGJPSFRHUO+BtEx7wx5tI+WFUlkzi8LcyWGJDGupgkpREoVI4ym",
-	"c/PS64LYaBrWabbpa2vxxYN7tvFrhtn1+dJYL6uJWORKi2RAo9DNarvb4g7v8yRujuDhuAXMn/UwEbZ5",
-	"whwtSGugetHNJl/4QkolS6syV6v3eodxjzBn31mFgTv41/eWMv3x04fAk0+RpqkGYUx9t/fHTx/2rZfh",
-	"n5eMv/2uTiNE5rcZySUkls0vq5JlYPqL+V4yGIg8SweY3y/ZD8kNuHUltMoSMhdFJon9xmb+SzC5HyoK",
-	"Yp7b1CVXDLWfkClQw7ys0Ay4B/Fw8BHjlCuSFjRfmHvUzGn/FLKg6mkuGJmVYgFt7PDwbgBNE+wBQR/A",
-	"FE4NNq1hueZKLTHHWW7SkLR3UG8KZF7JqhIcc8/eDjCVEDzVK7hibCkJXY9VNS5yMY/5t4JfM677lGP9",
-	"9z+Tb0SWMy2fYHblIXkDznCY/jKXJOlLVZc0yTH3Y05ISstyhYreju+w8Ti3mKWdgZ7WHupA96EnDFWU",
-	"iK9MFlCckJaLh3ra3vQaOyWV1iMhzNTytRZGbua5YkQuacqMB4rGcGuJp6HHOZW6Fy5ISrngeUrBLL7Q",
-	"Uv0VW5GSLUGHo1FzbWgOmwQjU7YSPNNdzApBFSkpv2T6faHRs6zKUlwCApUpXbL9ejmcSVSpawwCh6/7",
-	"wO7lg8mwdRehk59clMY3WXcC68Is2eDziRcRcpoMyfHoiCRrHv3JmFDdFKYmNO82Ij/m35A9Q82qJfqo",
-	"zikmZMnLJhPL/pAcRy9166QTFgCuC83hZTmql2lZaq7F+HgdRQRUKDiS7gYHG5NRRBYQimmysnBDzCBo",
-	"EzznpR76GIZukuiONTAQbyJdLbrqfzTM6M3/6eMP+gMIXa13Tl+jBsg4JP0y7jGw1FfjTtpsPYvDw7Hu",
-	"4GaLdIYA+z8Ae1AyVZWcJHdAsULiaL7uk1OI4yTtah8Qf4Qgm9hnNoq9VtWddhrlskdlp2eCuMJ6mQIK",
-	"0MgkcR3fE/TLsKrasM6RAElwaHflgjOTEBXD3/NsH4ZyEq6C/zIkB0g0WoTgTjIY0ErNX2vsm1gv9aWp",
-	"BgKePkulh7pkCkNOQ/3znNFsBYjpkilNh87evTXJrJMzE/BixjNZVtFF/Y+fPhgPdd0nUJGMTFcW2Czd",
-	"6lA2jexMelsNOZYVw0St0A+h5DgakXaeXFwqJUk372xC0rneVX7JNAtZWzQJmbJC8EtJjHOsyawAEGrU",
-	"yiRXY0xrxFca2cCO5yoEbKdJSqj7wVj1sFUoBYmNjW3WAH8cHbt3KKxTkVIJjuKkvlB5NiSf4ODMcWnG",
-	"NCF7hRBLgE7Bi9U+zBlRkt6T/JKL0oavFHnKuGRNnrzgXSmWZc4ULVdOhIMmmE607jiIhqNhBDL1knG6",
-	"zINxcDSMhkeYeWAOfM0BUFT4eck8HL0F994UnGE3B6eWTmowfJsF40Bf3rNLkwKgVZniMIo2ZIn1ZIc1",
-	"rOpnJzuj+RFcLtXgWAw0Jxm4qRRtRsRaq+jJLdjJzhn8m6gIvmXEfI1aTMzH+dmT0CKtNP2Ac6z4kmrJ",
-	"BotmDW0+u7GTss/MxNTXmphP2ynuxnX6vU5+PXQrvr9wz/p6FNxfbJ1htknI6ckxq5dgoOI+DI6jUV9v",
-	"9VEefOykza4Vkw81bFLdhk49Mz2zNZjTwKPopaxzcsjgQjczEHxwp/f0/uDO7Mm9A9JtcPwXhtD4ZGBc",
-	"OHlDLbDVOTk3gVsfGL1J54i9QN/kAE6T9dFWWkrn4onQshOsbISTR4PJcXT8cKO6ZMLT4epfGKags2bI",
-	"NXBqF2jrMQs3nxw0Bdzuw+0+tkXU4LIe1JGuB3eYcPC+FxFrkQ4YL/TpMVA6oFlWMimd4GhTkwKTURkb",
-	"RMw1cUR6iEwNLPkrSRJM9qY/mqRzWsokbCUskTFPbM/jgwPkBXCuhh3YD02uQENyxQ03IpExfmsaHPO6",
-	"U0lyddoloI4rKlr01m6smcNul1akiqmBVCWji7aC4xNjV8WKSKoFWow8bqRV2tI7T3NOy1XgrbPkuRH2",
-	"GDA9YCuL/psP9NJ/sj9XQnMoJpC9mWYcvJq9fJFFL0cvXx6nX2cvTl7RwxmjNEpPTmgWjU7o0XR2PBtN",
-	"D6fR9OXhYZqNTrIX6ehkGs2iiEYvt0iH/5u4u9+JGw7accrrPXauMIpD3ju8OYkp+l8/nMgUzXgApqY2",
-	"mL/k11PPq6dOmE1H+lw1wgD9mE07sJkagJYJX6oD1DGakEgUOAHlNEk4UTZD5agN7zesNUb4x9yTwkCh",
-	"wrjWX5qrWCtObOqHmDupk+ZUzhny5DL/RUu1Nk8FKZkWu5Wj7Nfs9Rg8D4Fcozd0CHUNwIzBmboR5RVw",
-	"3fxaFNcsG5KzRmtsJHqMgXRyp5o09kYfh+pEm2HAJMVALx3QJGs5yPan9E5YFaWxB5ntM4o/CFETpRra",
-	"r8aYXinxIUe7dsyU1MTyfiOy1QbUeM2z4ZyWnEl5O7S51X73S75s48l3f9JoPjqC/x9jgN6TcKRriDEX",
-	"q6Vv+yVfot4s6UPkCUhgdWUUJQRcwfbNuH8qc+fkJPl80c4CUq/a7N+g2UDNk82pNBUsNLr78oVxa7Zu",
-	"5OYU+dy2FgYRWDUhYtqE29rM8S0TIRYB3na6acOilhUfNhlyjMbM9mcUs/1liIforPO7KBpH0aP27GdA",
-	"cxv3ztjEYCucTbtwE5t0ivY61hgNBdZm8vkhA0k6Z+kVROxOjPojuOhaPUa1YcNGnW5ZHqSdlKeHD9E4",
-	"nWUDwIqIqx7Pph8ebtPILf3ydHqvV0koSYbz28QiYaBRPprvEjNAvqvHkrI6AacbVAWnKUOT4yLmkBoC",
-	"LQ0aUzVJO/Vzg/FlaMgiKo1u5gxYh1yRXMaGtlCwbiPADcmZo8rHeaF67DCKDFUw5V2QFsS8125JqMl0",
-	"4xgpQ1PjiZKT29tTUFKZQUCj7YgGdeY4jZ5t9vA6lzYm0IZFJHfuhEIcR47J5zh4a66eCTh0+4qDi/tk",
-	"SH5CFTHYpxAHYdkrIMyZj9DBwa3+Qeaejcyt2aKb27cOn62i8nUbZEL9OHIN4R2/WsN4ba97t6K9dQse",
-	"aAaO1BUmPXNYQ9R31onlISztJV1ISu63x/bbrbO2YTeLBOOORc67Ls0Wo7IwXbtafEOzv+TL7/OC7Qft",
-	"VWzVZG01Ub2Ypoz9doTKmwjMS6yMz8hfS9+ImKVDbXoJzRyMKb/0amoAX89zUy/UUEXEqhJSGQ19Cg6T",
-	"FfSpbGvNIYKa2WML2O7ozGw8x0WL/PoJ9N14ViB6cDW+1+Dv42w66uTNni+YKvO030zxrhQLTWAr40eu",
-	"8YXEEmGIvL17/qPp9cFN130egGdbm2zMb7PJXKmlNcfLiRKKFneYFu51HPzLmw9xENYDv46D2hoXByEe",
-	"1utYjxgH92TUUUE9SGXstvyV7o2z64t6K73nZyxQwxVdFBtVnNYimYkUnMcdjgQcJkETjs4ne/929uMP",
-	"+96DNb3sdpvs3Dq1tJb5mIDZbNfDcYujPPuF+eC6KfTtOqQOfghRMV4XeQQ9hK3yWFdWwVKPJoGoMVSf",
-	"REekVSnSewxga34+lFaa7r4AVsOu78PgJDra6hq5NTef9WD1nuWbUCFUeb5DAXmjkeu84sGzsYe9kSn2",
-	"44Nv7Zd63O2ZBCci3n+Fyor/pgxM1IQZ1/ofe4pQBX93G9N5xd9+Z+xFrbM/aBL/95nuuZY80ZXC1B+4",
-	"BF8II+0l4O2VkD1RkuQHKtUA2gzefpeEmoVJ5zG/yblELDEVuqOSYRqffRCHTa8gC4O3Hbo6nIHUMiZd",
-	"6ErGxCbjJsmddbVoufEQMdOSKVGCJCAvJsYlw+OlU3vnwBd1xF0Irm52cXUw5tKgOIhPM95COaRKsZ8q",
-	"ASg15+C2G/M/12HvlCTAA8BAVkDDxcz0SZElK3EWYcwTLRObxI4wIWMpC0kCn9iXmoI0r7SwY9/YLDjg",
-	"eFd/Am6aNNa7eMXYcgCsWKIlNKCU6AE0OiESHUBxlsRkx0mbLFNadueCGJNgYuJ8URzFTrBkBZ5CriR8",
-	"Y6yESV3E+RQz0oKfmVFQtGGos59evxC7Uhk8YLc5R98vhIU6UVYuncIaqKGIyOvGORXEuo6FZnRobSw/",
-	"VwykeWNkgU6DbRFXp+DFGkeqoU3mvzDr8ws+lOgqadx7rPsUHtRa5Sz/JOFOtCZZ4ywTiWizo9aBib2B",
-	"Auuz1nDz/v0bk/mqjmDFCM1lyVKWoflG82Pm2vTtLho+m5m3gOOR23zxVGbC4syuenzUpH/BPzACO/gD",
-	"KwrhZonZWi/+rGp/q7oeNbqndr4cyHTvBicHO7h4NMVl7k05rRai61RmzcZaUDGYrDWLmCMSu4thknEw",
-	"jtvTjIMwhp2FV7C38KhZO7xwVg+vcSvh1TabiV3inkGjETxpztt5aM91285TaGXQuunmXtOKzpV0L5W+",
-	"UEAl5CkGhpjUZZCCBf2xNSGpkT5F5+vhti4HBqaB34keZl2+oZmNBP+t8FWaKa4ZK0MC9vS2itIkR6WX",
-	"bP+L8lq31kL0uB7DHmvEG+tUqimlzKXCWlGmcp21m2FySIh0AG3G4HqEuqqYWyXz3l/evtsfkrfK6PkR",
-	"g0M+Y6Ned7z+wWohyisNeDEvoAQS1LgVYki+WdWJWgG6sERQ3inqMzasglGNgh4fk18AJ2BMjTbpsmJZ",
-	"HCRDX5Uj61YLlhX7OGzK84AveF1uaMpmokThtEmWaQsUxRwSFp82w9RW3ITsbSi1tE9olpkpbCjXBEyh",
-	"ZwnoPu26fEOkDElwbWOnpNNxdBTzpK4m4Dg+aY6bKjg7w6jtg/e0Rw8ecxwRHokbzko5z5eW0cBbYvPA",
-	"6imjEy9YscicLpeMS7uRmHywlOivpE9ZgpQvhQY2mhcV5FKKOcWKOnXsyrjrwnWKKRrWSwMYb/iy4jG/",
-	"oRiRYgF7P3RbOIUDTKPaFsX4Zc5ZGPMPbLEUJS1CE/zDRTf6R/fpLTKQaCZR0bwYdy18dS6KkIDz3AMG",
-	"rH1IZN1Jhx3zPdPW+qrZqwP58Wvo64LP6w9lBYnIKZnqewSpuEVZB4ugFCQTyJ0HJ670clnHWIdfxbxj",
-	"qQtNwVkQUDDwNSSauYyiyHrm6Afwtykru+9j1hFRWZ3CNqY3n/v2ehU1Y+JYL12GpqWmSlirKu1JFEWR",
-	"Uw7sc5N63KYSN6nCP3fzgl84qbZtTmzNCDdJjtuZu+tc2E2O6h08rVsV7dDdbgcG9q9lvdSQZY1DuVNc",
-	"WxIT1MAJza4pT4HoOh6OJk3K4LtcWgW8Jxk8VYqmcy20npJZXjAtILyOA5R9DbMHQu9wfhsH7ZIIPW23",
-	"4Quht4063LoK8cC6zm2II9dY6VZfc5Dy3MLj9WyPXx6Ojrxn0Vff2Thk/lps3BbKzu8trXoU4/dX8R0x",
-	"VQ19/NNWFj5DO2WvdvWHXKr39qNdmUwoZriNw7iVei+eL2qmzrHWG5vQDRJwk6z5PLf+EnSTqu0s+K47",
-	"tbWzoLUTlBm/1z5peU0Q1kzp1ujazSrmwYtWeflrylrPEUvTYk1lA7i1gcE+ApHJK6hgCWV9hWw4tvXv",
-	"n0IOk3bcHcUndbBFzG0ZSsjmnrTLXxklbdIcKqp36RXjp8bvtlWTytHqYjxabtlKGzNkm/Uwlzemrql5",
-	"icOVlWP1MnxVzJHzJCnlDeOKzKllRQ1z6mWbWpWnn8I67X5z3TyCaSWVWADLQ9NFN+ffQ1dq29vjLbN9",
-	"387S4PdaGn3pzdgVjaHf6q+/hXUuwnXkY5bw6+p5Xj3c6FsT1/1XI/cIdk3EkR+xuYT94K45qY02VPfi",
-	"Psmb/G+Z7tpEr5uorhHTviiAOxlTf2MW342Atyt/aHaoVkR6gfYAs+3urpB0e++l9dC3ta9CftuKz3Ke",
-	"y7nhpfcQeNwM3/uolIN83DLmtVN0kyCX7CV3ZcXHoCe8T/rS5ILqy0tLYaznupI1mt+evAmuyqbKjx+A",
-	"neU2Csry19a374y4n4qCmzpKTTmfNsw4l6M+1o14+QBSTX8ZCD+TWOOOZGUOGlcBieuxVopJDQJ8LS1X",
-	"qNG2AI/5r433vYF28khgBzN8H7S/0wP9A9j/BoEdTqZbugpp6CMBvakn4HeMtOXipdXxuxu/cwX5piJ+",
-	"T+abfX8Oj3d1uvlnU0fYyvVRU5weWIs6O22dZpguTNRU1GRWMDmBO5XqDavSCWzbiisaj8b1yHX+BFOw",
-	"zy1DXyesPfLkp42GJz35Z4+invSy6FnvsGRO2fm1kvFHUfQ0JYc5x035P1rZb34zzFhv+Y2+K/llWLOm",
-	"+N/zE67EWqST2tzXKVJnv2hTHluwLpcxbwrWEaiNh3tVQvHAXNYRC7QAr1gkkbKmdWBlSnCMhOw1VSgh",
-	"2yYGyNsudFMYVZlo+VcxT9xS54nRB62X9/PoaLJ8NgPesnHvsvj3FLtpV0N3iG43mUzM0znll/5AMywY",
-	"+Aw6m45+YHuf2FYNxp2tRn76v4NsuPNEN/rvuvCZzwjlq79pV5Vfm5twSoA27IRX6tqdsQA3mE1GjPPq",
-	"N2bA2EYtYvLjowrPlpACy53Jt2VTc2l+Z3QYReTNx/OhU08HYxe/cNh+q1qSWyLJrXjkWeKrvwROhaON",
-	"WeCjDXndo26m9tFhtJZ9/Sjy1kdCduVJPIitp/c3YmT5tTmV2ioDblfg67WuQ3qkE9s2bMR7RdHrTFN9",
-	"kF71rrvVXIatpLUQIgDuUclbS/DT1eBPbJWYtIWnGB8AsQGgCUJqzbgl/dE+WWChFwih99WxHjdR9HlP",
-	"WH2dZwZ6AfOREbvw+8MoCjXjVw9u2zX8R7OsiU1JmjjJJE3ABO+qvHoZmDPC2U2xqtNMglBmmKXD6NCm",
-	"f9Rc6eufEpy4KVunxbI153zi8c3HPLYgYv9EjCTgY13qWj87I3XnWP/EVsG6a/h7HJUoAZU+6zSqwDcK",
-	"UjB6zZxggr2IvLbV+aiCNbY93I96HNx1537/dte5/ajl2+6rBHHxBMatzvUffDJplJWHeuhri3XfyPHh",
-	"74N2HZ+muvr2qvFuoaatTGe/rYguysn6pa0vuS0kaXIPLJqyN4fR4W5H+GhGAf/64qxAU12vxQjg6A+w",
-	"ACdfiAVYZwA20f/ngQfIeFzH+P29yAR/FTso4g/wGUaatwfhT0jlPd7x/XIDqH0O7loqtPsDVEo9TbHx",
-	"sNDwxg4KZKiXg/mO6WslbZ7LdS3oXgIJURFYk5oiWyeVmMfBuzp9KskYz1kWB/uWXKPYCjg3cYmzFWeN",
-	"o0hNynNpkt1BzS8g6ViBfSlPnfq5XeWtbhXzHDOzk9rLpbXzSYjaDS7UpK66WTIpCvhEvza+LvbRxPgm",
-	"exPGneExQonZpzikQLpZ4/hgVV47qTnMRP6OqZ2Fm8Y4Umsk/4HunoruDPhozjhjKQRTGWQApoSdlSV+",
-	"pAeX6m8F6b0xWea1sCZmJLlDdHOfhPBblasxuLHhAzoVpbIPyB4kbujFFPsmvlgssfShxYDJEH8VKiGy",
-	"0rfNinAmy2VGrH1pDwId5uKGJGmRg5uezZ6vUeT+qe5JlavEBBvpThB5X9KcYyFxPeQpSWDqiSndLS3+",
-	"NeUrHoclezS9+nCfigrLunRk3cbYpsgIlEumXkLglm+0NRtbFRqt4ev+kSjVLOgfKPUfKPWRumgNPi3z",
-	"MaJUc8d7sWo7o0m7XtbnC43R0KPWF9oPtS9sVRNTs8OkywKDlM0FpIWesgjGwQGgSDORtbJRptZJaROp",
-	"hHWeHCNU2kxFNrcyZldZ13hsqHrhNK9LJXSbWz/pVIDzM+20qz3EPANr9LhXa+Qw8QFN5/uW68xLG/Tb",
-	"2MKrvq5w+RrNglO2KOob4zR3TnO9EwywG9TltTCuLWxnbta920TSQJycSAuTDLMJ+6rHtYEX9xf3/y8A",
-	"AP//",
+	"7L3rctw4liD8Kgh+E1HKaWaKurnsVDj6c5Vd3e6ucjtke7zTlZ4kkkQq2WICWQQoKcujjf21D7APsfse",
+	"+yjzJBs4BwBvYF4kubqqo/tHl5wkcTk4OPfL5yARy5XgjCsZjD8H7JYuVzmDv78V+k/F0ouS63/Lcrmk",
+	"xToYB5Qk9hkpSh6EwTXNS6ZfSgpGFUunVAXj4Dg6PhtGR8Po+H10Mo5Ox9HZX4MwYEUhimDMyzwPA1Gq",
+	"Valffr9gRFyzIi0ZmdGc8oSRTJKj4ygirz5cjIIwWDGeZvwyGP/4KQyKkk+zNBgH0dGzU3oyi4ZfJ0fp",
+	"8Gt2Oh8+pcez4Ulymp6xJ/Ov6dNZEAaSSZkJ803GkyxlXA1Pj/UjRVUpg3HgtgU/itW0YFQKHowDxtOp",
+	"Kgu913KVbtriM73FUtJLhAdNFmwKUIHJ+apUUyWuGJfBOArN84LRtPus+cPRcWSh5X47ie7MXNOM28UH",
+	"4znNJbu7uwuDFS3okilWwIm+uGRcvaFLWFnKZFJkK72sYIyPCKdLpgFt0AAAdS2yhA0pp/laqkCvKhgH",
+	"K6oWQRhwGAv/EwYF+6nMCpYGY1WULAxksmBLquda0tvvGb9Ui2B8HEVhsMy4/fdRGKj1So8iVaEPVy8b",
+	"VvNvrJCwOP9ar/Fxc7nXR/4VmpcfdZHfloXUeNxeXszZrZom8DQmYk7UgpFVwa4zUUqyopeMHIhlpshc",
+	"FPBsnhVSwYNBczdnkd3NTyUr1tV2cPCgZ/Vnu6z+1S1LSr3iP7O1Zw+TMopOErxj8Dcb40+ZYgXgcuNX",
+	"JUQ+TWieu9dh55SYK0v0C83N7XJtx0djGLTnVJndw/SKrXc92ye7QOd1ypYroRhP1l74aGKlZ2NSkSwl",
+	"B5IuGaGSzES6JrF5Ms3S+JzMhFqQy+yacUJ5StJsPmeFRuD/+p//i5xGUevMC/bTMIoit+MFoykrqj3X",
+	"Vjb8M+y62uW/FGwejIP/77Ai6of4VB5e4Jpev4T9fZ8tM9Xd1luNnDL7uUkEziI/FuYwSH0BKZvTMlf4",
+	"yZLeZstyGYyPIgNy808H8IwrdskKWNFFyV+/7K7oouQA4JJfcXHDiSj0tWHZJTfwOx3sj1Z+bDIM5TFJ",
+	"xDvkOb6NmUewOcrXRC7oipFyRZQgmuUlC1rQRFPuc7Lz5ptszbPHGhN8vH3e6aHkSnCJgsM3NDXYBhxQ",
+	"cMU4/ElXqzxLgHocrgoxy9nyd3+TSOLdJvQXqWE9NM/SqblNQRikTNEst4hIHHMjE8TFSTAmvFzOWEGW",
+	"pVRkxghVJGdUKoIXSiotVwTj4NBAQho44HXdCX+eRTWR4VSDR2UKwP8aV0yqFRtQlQUfL27Tsdn0uL21",
+	"u11v8VscAIHeItmtQeMxWdJ8LoolS8mf3v3lTUgo0ie1oEqLVlwo8uH9d8OnGrH0PwRn8CYBcS7EvzmT",
+	"Ws5bioLpLzk5On5KcnbNcklSxlah/lpLhFxphCXXmcjhiEd6W98KPs+z5GGYYLF2Vsp1zzEe1lD/sCgf",
+	"4VyfVedq76qZv+dQG6t8jBN9QfRqmAYtwHBMYjsHu82kknFY/aJn1f+uNj213+HPiSg0J54uM7mkKlno",
+	"X6mWpBq/cKGm9IZmSr9aMClyYLAxHOZ3ophlacr4g05z7kZpHqU+tcNdyPchu12JQj34hE+qE/6utqae",
+	"462W/Si31Q0Xj0EI1HIOK0hOkytJKClEzuB3K2VwxlJJDtjockRiBMB4Rde5oKmMNdPA34j9bQAn9kao",
+	"70TJ0wcdmMaJOYxyzwN78EmdVif1RmjBGRfTc1LVeh/lpNxwsVcMydKB/mdsHk0bQineGzv6w7ihYgWn",
+	"+QNhedbkVzgmkay4ZgVBxXwD1zJLeBTixnE6cnDx3bfk2enZ18TMQ5DNGwz+wGmpFqLIfmYPw+KyPtAX",
+	"kgWOKth+aE7XA9LGoh4FW+sjGtIyY7RgBQGjgeb7y0zKjF+GNfkABYAJp0nCVprdH7DblZYNQxAM1kwR",
+	"EC5CclMIfkkyKUtWAOcv04zxhIVkRtMJl9klp6osWOik1iu2HowIakxUClgCZxrf0kwmuZAsHU004UVV",
+	"B0TIjx8/Dl+UasG40ifsMVjE3+CuCkbz5fNJsLhNJ0FMbhaMEy7MZm+oJJJxFRKWS0bsN4B4zydOwoSX",
+	"9deAi0++PmsrZZu/a6hAHeEYcfiaZjmdWYS8Pwq7cR5KBk7q4k1xnSWMNIfvx1j30mMhrB0wHhOpRKGV",
+	"0JIXjCYL/avGMhwIcDEpC60+G+KwKkTCpHwwaCtRZ2pOt65vfLsQQjLCbmmi8jXIyWJOCibLXIWkYKpY",
+	"h4TOHkEoOT72qRN2bf3H4ln/Y5zOR5bnQ0MjZqUiki0pXMk8XxMz0bjifSBPajHS3pClPptLhhJoe4VN",
+	"uTTN4BRbv5Zclist2OADO+5K5FkC8u6s5GnOpqD/TdltwljafBVf0IzYAaQyhnqMi6Rgl5lUrGApgf2Q",
+	"lM0znunn5CZTCwFwSAqmJDnggrx4+1rTOKlJJWE8XYmMK/Lh4nv8BQeXQFFWhVixQmWoJy9FyvJthwPL",
+	"/AHevLNqfFdBb1GdMJBrqdhyuirEcqVaXxxF8D/PV0qIHJaWKbaUOy3tvRCwsiW9fY0fHdXHpkVBQRu6",
+	"rqy5WxZ/V7dM/GiNy5UFF8FmF/vJfS9mf2MJ6NKwsO8ztD80Ye42tvsOu7vrbK+1ZBy7d2U/2HPvQYeu",
+	"qXFViOssZcVXksBbYKgnB3SmmRvYkfEL0NNTliO2bUUSO2x3UrFinGbkPwnlalGIVZaQ/3RzNFgjvtmc",
+	"7cnptkN1M/cC6UKfyueApincPJq/rQELHBxtWvWGLpkklHdubffm2Wu0yc+xlw2sgd8td8S+RsMNyN8L",
+	"LbiFHYxqwMdDAjzbuMpQWWS8XOoFzMosV5m+djdsthDiKgiDJM/0tfjk+Xxn+rRiBYihBmJmNprn4iYI",
+	"AyqvgP3ytXeWgq1yujZMYLvhW7/8Ft/tgS/suj1uY5FeyK80GtP8wgz46tqKHnn+l3kw/nHLwkoOX3yX",
+	"sTyVwV3YOT6qaPdQNe/dtmeNDt/q9+7ClpPE4wvZjIFtHwtM74MG/lA7SwOdqRvt07a54GmI++5O8alr",
+	"H9MsACwn5KA6KxJTeRUPyA3NlATiiEsBQTJlSZ5xNqrOj9Vs1RupTfMYEFU7hFMVJSNFySVoXnp95wS+",
+	"J5TLG1ZIkikyCd5Wq00Zz1g6CUaVcDcTImeUI6rL0vprjW/FS/wu4D20GJWc0Lli6FxMWZJZP2l7+Bb4",
+	"cUteTC9UNqeJes3noouRckGPz574ORc1X2oJiRzk4oYVCZWMLNgteffHF8PjsydalNYnNVsr1mFcmpXU",
+	"CKb+54oqxQo9wX/8GA2f0eH80+cnp3f/EvjEoOxnj+74WkmSw4gk4zivnlbLueDUz7h6chrUXFaR12VV",
+	"h52BgZnRC0Ol2HKlLphk6pehFBRn7DkYfIjOAK0nF3pho/12bWfYiR7gu1OY5wvQAhSM7LZwR6rIWDom",
+	"TANPgkPaPI71uCPzr5jM2FwUTF9NWjByLbIUCMQ3oDqAr1TuKYx8I0qe4pQENRBycPHqu1cXr958+4r8",
+	"3//z9eh4MCKvaGJ9w+ByqdxWE74SMlPZNSMG+KD80pmmY/peo8nuK0nEDSeg/ZADMHKcHh9PeFtROifU",
+	"esaUECSnxSVD0kienA5nmXKzpIJJtAWBTwBt08a3MyanUUQ6jqbBOUhdKIxq3VjRKwYEcMLtMtHC0xJ4",
+	"6e0ULl8f6UgWev+Up7jjcmlJxZLprUhyYIgiefL1UfT06ZNT8pw8OSU/ZN80DTj2seeOtzEcqM8UJ+hb",
+	"3V84M0uoVnBycnZ2enpyTJ6Tk+PuCuzjPVfgmfyFAQvjGrtrMACZrjlrU1lpzYBKtmeGP4kSrMLmhdYM",
+	"vin8lKJDEr5F68w3uUiu9rxPCHIwJpCZ/p4cvLCqyRB85+lgTBS7VSFw3Wkpgd/D32io6aoBNWtRczaz",
+	"ULy+tSHs1JSvG47SUpZgEaEEqRmA6HZ4KYYGBn+Tgo8u6M0PuAUNjCz1zKtFmSytzau3AZPupNBBxJiH",
+	"3+mf+wZtntL2Zcupid/77BFXuDe4TIujqLLed2P6YD3jslu7Lf2Xb7jNtg69iqnvIID+gMDGUhQwG6dS",
+	"x4bd1t9ihrCfag32Txx3R+b4qeeGFSK/wHG82zLOjq8kyaliUtXkRUpW1NybhPKE5eSAl3mORvVMkQXV",
+	"rIEzjy2rwBjRneUZs0LNyPUUaL/FMJTWplpb1xN5dw6Bp8ZTf0+R3loEt5qELtgcqChT1IpeTUB/VzAG",
+	"dlPr19WvkSumJZNMLQwHl1YwX9Lb+uqOaji06710JtPtusL7suAYeJhnlwtl6DwriOAuJrHCEq3M+HWT",
+	"ekStj5KxYpgshGQY5GSZCCWc3ZAPH16/vP56Y/jSZrtJXQt4MfwrHf4cDZ99qv4cTcf//3//3fPhp3/1",
+	"KAZtMfayac+osOqVJnVfSlrvkqldSAdS38eWn98bxXFOs5yl5yggxyRDPRY9tYb/gmgMO+yLgH1BVqwY",
+	"6uFA8iYYrqpRIMmWNEfy0dTiPn0+Co+e+ZU4mOutCahughIl+53tufZodjFY16J4tw1bB0bHfoIrbI7n",
+	"RTWI33jrbFp7CEcftQ5HuQ0BWdI1iOw0402l42x0QlZ5KcEKQgsK6kXBUpqAc6Moc+bzU2Q8ycuUTa0u",
+	"L7eTmBdpaqJXINg1YamzBMivUOM+JwZMUmsUOEMV0OJ0mY7PZ+AnRu0htq/xVTNghhzQUokhgoOloV4/",
+	"JzH+Ozb/bLxC6CXN+MAaeBD6WjlBrkAEz9f+xeZOpdyEVg31E9BKz+uJkW2eYEjA9clSknGChH3G1A1j",
+	"SPTVjYBtLKnKErKiUqL1Y7cLBFNdlOj83XyFfBrAH+jql7F92MSNujUeruJ0kUklivW06e3ezydlRt/F",
+	"7HFJV49OrF+hPcNYLdQik6B2J6LMUzATzCDWIiUH79lyJQqaE8YvM84wHuSCpZkkBg7EBHpooS+Tdb/7",
+	"4Bx0bUO8M0mikEhBKEH7P5CYjJcZvyTzQiy1gCgV1TdAXLMCuMQfGc01SDsWQ+PursAEjgW9Zr/F/7ov",
+	"F+R93RRSSwnZ7zzNejY7Wt5iKsNj+BXNULv6TlusqEVq8xu6lgQE9QONBi6RpJ0S0iNo98AEN7Kdb9X3",
+	"4pEEKhO9DSsl1jMA4UOclDxhhWZWQ1GqRCybNutek+YmM2W4t5ckEdwElvgV2329KGFwH++UPgFVrHen",
+	"jnoLF/DJDppU6Ll3q4KtaAE+XXssGI5SoKPXHY6+nvRmWs+Qq/72XVmVLZko1VSyRHDkx870lYqyEWSE",
+	"pskOCsIhhtXttKcfdrxSzmVXO8fuEix4vWic0/WMJld9qvMLTV2yeQaBMGDPFSvGWQoa08p83BS3nnpk",
+	"qZYM1SZlRoqpSUshma0JlYnJo7pi652ZdcNrsz2IQb/As7nRm5trs09GoHkG99ROezb9t5a9MeNEagWe",
+	"Jwzll5BQ+NW8AIvIG2DYczktSHhAUTAIMd8C4X8DlMAgswv8oo3DDqYVENzoYQ0dvDhZxQ23JL6ekNkR",
+	"iRORMqe3SQUBdEuaLDIQEFI2nvCW/T4k9ZjRkLjIdIj9xNDncMKXTC1EOoUEgTwXN/pVIztPlRBT8CmE",
+	"Nl59au5eOOHNnIWQ1DMWqvdr+QrhhHfTFULSTFbAxXlSFcIJ94Zih6QbgeaCVDFyLaxgY3TdkHQD1Oq/",
+	"1cLTQtJUVMIJ98amVe/h47AedxlOOEpXUwyMrc7IBl+PyBt2AycpQdGbMULT1IbQtu3bKesRmbqI4XG8",
+	"1nV0Ovz5k/6/qdegUsVKdukmbmgo6Rx0pJxyuC+YGatF1wQpdsK6gpvfyG0jtzdlZa6oWnhswd5okipe",
+	"c1ueJ82l0JRIX67/NjRmxuHrlwRjl3cLu6q4cHeyP75//5bgC2YsFHLOnj2rp1D6vTomcLR7BHKhNV2T",
+	"wG9TkvWhkwMgE3SJ3kB2zfRzdyCDvYzb7cDeVogqZgrrWU2GcMP215/Esa8wb5QpBEZNeoDb0DhuH829",
+	"YIlWX9b/WEE9YU0hbh2ToTfoeojHlX6nJfevpIly1hwFiC1LG3GHdfmdGPkdrbpGwGwMv10Tvne4UWHO",
+	"7RcJN/pK2r2izmwBcICpkJvhNwCPdhWdBGzpGs2qNfvK/v7RpiUvxHteMIa5xXJM4s9XGU/l70OC743J",
+	"JBCQN3sXT7j+S/MUpXnCZc0ultCVKgtmbWEsjQfntbEg3pkV4YS3R/3PCYbUJWwShOgr/f1dTHAi2Dk8",
+	"RFkFAyDAkDnhkIfxLDpCL6uZgWRcZimEPywbC0A2Fdrxfq9348ZGmobBDGKuEfbi1TEp2GWZ00IzpMJm",
+	"YnPzLqLLhCOdXI5IDDPF+qRUkSVKmjirnBEliFoIyYxMQOBN5+wYTzgOqX8ejMgL89GCKjIrGL2CkSSO",
+	"JTWO+CyePtaOoPZcZw3cGBLSDATipo9FYM5+nS0+6YkDbdozqiEg0mZkU763hv42xO2nXVHbSRmfuyli",
+	"/qNq7ogmiRqCD+F3O/F7g00+PtnCNjhcZm8COZgEk4A8h99uFiJ3T1purEOs/rKb7AFn1Cd4wMOliUSI",
+	"DaBiRGYmyUH8L0cx2tilxkRKLgtRrs6J9bXpBQ880Pqv//G/PW5yn93N1vXZvLpWQMQAXeUOAwG99TKa",
+	"BoquhXir4tYwl9SovxYutT5oi2MgivOS5l7bRFUMo7O1HyB2iRJZzmyEZjUqOG8zDnZR674lL/ga4w9s",
+	"csibD9/31vTY3an5H5PJbRR9+p1X2r5AnrGrn7vt+OhPY0LLEeYywd81T0xXf/IZOGZGb277gyGewMSn",
+	"9se65moXMchGD3zh+NiaOa5blcTG96IXiGiuC3P0BNp6BE399v0iFVrO/qYvkHEMKQwxmpD9VNK87dO3",
+	"35NkIbLEHXL0jHQ178G+O7Kn2IkQ2aBi6S+hmBiUk6iiTrhQII2YCNVyqcmHTyvZz7htFuNVAEr+ygY4",
+	"teIVDR1qMENbGyItsSySicW02r4vGmmTk9+N+x7tJ69MSva9VCC74L5tXvdkwK3KWZ4l6LwfmxJVWp3R",
+	"1KKp4KA7OdajxyDW0gk3oQM3IBZhWZuUrRiEw3L7LngqTFbnSl/F9YqFE55meiXLjFOtaMzW5vUBWj30",
+	"302rR01dkVfZSk44tUEHOL+ZLlMusJVccXGDIlVtNjzvJV2tzK3qpi/0WVm9WSBhK9657+NOULgrj9cT",
+	"alAFpITgW+x5zzlaQ49m1OuL8Km+WGnP0uYtAV32EwVOI1eQroeSs1tliww2PkxZrpXk/q9e6hfcJ4uM",
+	"X4GBbuNn5q3mpyIVcmoK+vUznFTID/hO9aGtd7Z1k0Zr72zUjQDOlm2fv9MvNb7dfCIVl3QflQXfvtqy",
+	"4O2VGhNr3ycf8bGLqzE0c411BpHw3IWB4GwXf1bzcO/C7a83l7v1iy4abP2kewS7frLn2lpntvX9zmFt",
+	"+6JGPba96idr277yk5Ctc3Wo4HZQte/kti9aaLpjgOpurztie/epxlmNCdAr8Bh+isYB+wHE186YzFLW",
+	"4KnIUHud4UaqqkkIJ8ceEeMeoWyhCZnpTuBXZp2Et90E3ggd3cFizlY7bbMd19Eod2fr+9nRwjoEa3t1",
+	"sOqRmx4jAqQWAv3A+A+NTvoFiPv4ysbrnKMMLVBPyakpMPrLhYXABueb1IA9/CRbIPkOX+wR8t1Avcu0",
+	"Csue0esvqaIeC3+9BHI95oEqNlTZkvn0+XpN4d2+aYdKVJM2RtvJrl2UWik0Ur9NlqkD56U3yN1+aCzc",
+	"1vyRKUn0mqWiy5VE/cHoBGAWqsRJI6kfKKMC5goc/YpIJURKqMlOhLc8pgaXh7K7awa+6ILg42LtTAMY",
+	"AQ1qqP6proe59dcNQBOeMprm4EYFI0fOUnJQqx5NYuMLjwf2VqoFK24yycgBnXA9XvUl2BHQ4ajZQWMc",
+	"9xbyBS4mHGAwQHVma/iPrbXt50ic5ibnxaR9lFxlYDkowM0hODvX6pZbKp5+JiszozeifQt9qZX19uUN",
+	"yVrcWMNY8yUC7b4kB9uTlrUKkDfiWKta5HtaQWqFyTct44M1t3ZLi3eOqCgZWmqkWDICHzQDUWmSiJIr",
+	"jJTaIQvdz7MN6tbcuXXw2H1Z5bnCKc8eNrKBL+Xu3YehdH2blQL+pfI+NDRXmnC5oL7QUUJ340PMD4NY",
+	"YXcrIedwUM8Y0cTRknNDwsGnYnnKu04UYlFyjqdVjy/EybSYZqN8ML8xDNyKgjDAVXrN/MY258mM3zfT",
+	"6z48HdPrpvtnxs17zqnK12sZSWvGXZejN9qFIfQnsL13JUm/qmU0HMSf71yNPZMH+JA8tW05ZXtGcdcp",
+	"Bx5xfb7adsOmvFQ7KR9xMGj0GGK/xch/UKH/XTlbZgqQ+D5ujZqBvbvdUjKXgjYmVCPgUCtv1l8Pd8Jk",
+	"dGNmriQHFD6bcJs6bioTuGxheU4oX6OLAVwgUFe97oO3FeyMjFWZsXxJxptrRO2II40seQ+iLDNu/93G",
+	"mk87XL96sNvuDQMaIa0b3Apdi9yvJW+yaZL+EnwU4iK+MuhloxulYqvQ9csZWRjV7I+/KgChDf3RoaMh",
+	"oiyIyKoQaZloaaMKpaiA5mrTnJPFbVr5beQqz7R2iXWBPYbcXw0gmw6JxwbmBci80FSlBjOE7AGtUi7B",
+	"XQYwtGUDJWHLTFnWrYHYMaM+Pgz99L9HIOmAsuGg+ULCr76yYpgKkmdSkWRB+SVEOfpACRCUDRCaqMyu",
+	"ZJA21TbXyea+ZTysTPaVJLS4LJf6PO4hgXWLHxZsfp9AW5CzTAU9XLKXI3h9Ib+shlUPne2iWMeV9/iR",
+	"o2kmVxC0ldYS4gqmtXiWNvCo5mX6NcIInZVfspJfJmvQcqCpGWl3lyd76/u8rwyOrdA1qHIMnenuV9Sn",
+	"Vh2nHZDUVXbqXbN2pBX7FA9tDB86aPRd0r+fAaQZ0uVFvi9p/kBEwDJsJuQTuSkWSKsVmYT0D2pKNob1",
+	"vkxGXXD0Geyogxr6mjgyrwevnsJWS+eY0eRKzOd7ZVBiaa/7fQnBboi/Bt7Sp6T7awBq9bA9rX8x/om8",
+	"WNlxcP9qRLxGMMWXMso5Y1jbuobWUCyBL72FUTb2nfy8X6nLDV0q9x7pgZ+3+l9+flDNzsZa2mP3bzrc",
+	"CFwfHtfTRF/25Ml9BDeL4Ax7a0DAI+Q/kQNslmGj0A0ZH+wRD9ATfL4piajnE1hbT+oyLBuSyiC1Q28+",
+	"E9xV7YOgyFVOMy53y8uzpah9FNvlWmhwJAylqB0SEaCo4uZyk6awY9+4PYvtNV3Z5Lta5uNuaY6S/eRf",
+	"6NFwRiVLLRRMWc/mejf0WuyLpvBurH1j4Pi3ofiFy53uLv6aFWmWKCJ4b2HUI0iUQXZq3tCKGVC+iXPj",
+	"cCZlDedke5TT0JW/OSex/QqN1xMO+huULbWMW9+8BZW298QUnFYxiVz50Q5GT3hrypMBuq8lkRm/zM2V",
+	"GJHYZGfHJBcJVYwwmizMQ2/WbuVs68qMZqydLc4e2rNLKQBYXV8CkE0Nm4plphRLp8DHMTdst9tSn96X",
+	"fF8dwfZSH9jtZLugYru6OPi2JnKbroDsw/RGINmXzgttlsevd77wOrw2ynseKPbU3QCPqh1rl+RLGyL6",
+	"pQQhTJbEos1mXa5oMwiTGB6AUrup+gqiuOn6wpKyyNT6nT4MBCz2xHpRYnUi/Nd3FmR/+vg+8PQro0mi",
+	"iQ62ljr408f3A2t8+8uK8dcvXZsOMBRlEho3ZpdlwVIIjpnwg3g4FFmaDLF/VjwIbZg6LdOYLESeSmLf",
+	"sZ21Ymyehd64Cc9safkrhuEX0IlLUylZAhzJAQTlw0uMU65IktNsaShftabBOXQZ1MtcMizhBKE6Znp4",
+	"NoRPYxwBiRVgNNwzAFqlSCyUWmEPocyUiW9CUAMFKuOnZQHVB168HmKrDvhV7+CKsZUktFuY0mRiTviE",
+	"fyu4vkiZ4HKs//2v5BuRZkxC6W6tyI/IKwirxKKFmSRxXyuouGo+N5hwQhJaWFRqFUgwZTUsL2h2eKau",
+	"DAdIajASlt+TyGFMlz1ckGK3aqSX7a2lvVfTVj0T4oxzYs1KRW4WmWJErmjCTKKTvj2dxq4w4oJKPQoX",
+	"JKFc8CyhoPYuyQGFkv0FW4GjVDNTygne1LCqJj5ja8FTPcQ8F1SRgvJLpp/nkOBRFoW4BJYnE7piA7cd",
+	"ziTG9GiaD4evx8Dh5dZms3qIsNb/VxSmAIMeBPaFXWghtRgvIhQwH5HToxMSd8qWxGNC9aewNKGl7SPy",
+	"Q/YNOTDyR7nCVOgFxerrWVGVXR+MyGn0VH8dt2qfQDJ9dXhphjExtCi0nGlSCU8iAn5KnEkPg5ONyVFE",
+	"llBe0JRg50b8gEKEUB5E6qlPYeqqSeVYIwPxNqokBxT+o3FGA//Nh+/1C1CO0UFOX6MKyTg01TFZWLDV",
+	"Z+NWW1q9iuPjsR7gZod2YYD734NAhwZQEn8GGSMkNffyXXwOtQlJs5s+FFlClI3tb7ZkrfOHn7c+ymSP",
+	"X1yvBGmFTWYGEqCJSVyv7hGjo8rGQ4SuIDKUQaDtnQvOTMNBrHWbpQOYqtbQENLkoRJwrMkiVLAjwyEt",
+	"1eK5pr6xLcWxMt32IaFspfRUl0xhXb1Q/3nBaLoGwnTJlOZDL96+Ns1i4xemqo+Zz3QxxDocf/r43pTh",
+	"0GMCF4GEK4Nslm+1OJsmdqZ9ZN3qhY0QYRxCyWl0RJp9KHGrlMTtvo4xSRYaqvySaaHfhVQSMmO54JfS",
+	"GuRMGWXAUBO7QTI1NjUo1prYAMQzFWL8UcllqMfB+qshMQFhIBogs7H1OjXCn0an9TsUulZ/VEI9AuIu",
+	"VJaOyEc4OHNcWpWIyUEuxAqwU/B8PYA1I0kCm80lF4Wt0ZNnCeOSVX2ogreFWBUZU7RY18q4aIZZK0k4",
+	"DqLR0SgCK8iKcbrKgnFwMopGJ1hNdwFyzSFwVPjzknl0MIvuvS3uwnaPO61POjR8nQbjQF/eF5emrG2j",
+	"8/txFG3owujpvmiUix9r3c/MH8HlSg1PxVBLrUG9VZntOOY8WZ7eXa3ud8G/i5LgU0bM2+g5w353P3qq",
+	"Vyel5h9wjiVfUa2L0pyaIkVomqi1xDIr0awjLdnUvNpsITV27a1a/aswe11Lv9VZXx9hMsluHRyrhnee",
+	"Ho7gUcfjuguD0+iobzR3lIcfWm1pnStj24dVK8kwMOWGDMJ0cE4jj6KX0hXglsEn/ZnB4MPPGqZ3h58N",
+	"TO5qKN1Exz8wxMYHI+Oy1pfPIpvrebcJ3frQ6FWyQOoFFsIa4lRd1cyYLFmIB2LLXriyEU/ujSan0en2",
+	"j1xL8ofj1R8Y9puxsX4ddNKE0ciIsldFr15B2EDiYl/KV/vlfzNnAJf10JXzO/yMDaHuegmxVulA8MKk",
+	"AoOlQ5qmBZOyVgHS9Hw3fih0l0y4Zo7ID1GogS1/JUmMnV30S9NkQQsZh40i3HLCYzvy+PAQZQFcqxEH",
+	"BqHxexmWK264UYlMhKnmwRPuBpUkU+dtBlqlOJiwuc6NNWvY79KKRDE1lKpgdNk0SX1k7CpfE0m1Qovl",
+	"FSttlTYMIrOMa/Tpmir8N8IeA/YCanSpfvWeXvpP9qdSaAnFVOusljkJns2fPkmjp0dPn54mX6dPzp7R",
+	"4zmjNErOzmgaHZ3Rk9n8dH40O55Fs6fHx0l6dJY+SY7OZtE8imj0dId207+Ju/tS3HDwZ1DuYFy7wqgO",
+	"ee/w5iZzIcr4WxvNoeMf0NQUKYDQz+i0VS/noecFsTFgM1WLit67dnGVcQwjoqqT3c/zD+THAO3QlqMF",
+	"XiZ89VzRKmwqb6HCCSSn6riFuhmas20NUyNaYxnTCffUaVVo4ncWZ3MVneHE1red8Fo7gAWVC4Yyucx+",
+	"1lqtLcYLVcxxkXZtWrweQ+oTsGvs9hRC33BwPHGmbkRxBVI3vxb5NUtH5EVl5zcaPZbaqjVKM22ijT0O",
+	"DcC2jKqp/Iuh8GD713qQHU9pSFijsvHgudgeo+QhGEb2rTG2DIh9xNHuHav/VwULvxHpegNpvObpaEEL",
+	"zqS8HdlGKr/7OVs16eTbP2syH53A/59iHagH0ci668xcrIa97edsZbKY+wh5DBoYTbR+i/FRcAWbN+Pu",
+	"ocJdrfDyj5+apY7drg38hhUAtUy2oNJ0iNfkrkoS26G3+9NZ0ExpaLW4sVlhjbQXJ9Yd1Qsn/9j07wYR",
+	"+KGhMJ+p6mY7MzecuhDKFOy63KQSUYuSj6oy4MZiZsczhlnMhwmOo+OzYXQ0jI7fRyfj6HQcnY0wkuJ3",
+	"UTSOonvB7CcgcxthZ7yYAIoa0D7VqzdXzjRXFsr4zzQWWC/Xj9tcWsmCJVeQxDQ15o/gU9tPdeRcUba4",
+	"2Y7t95uVx3vkEE3TWToEqoi06v5i+vHxLh+tCpFoajfDqR7I7/UuCSXxaHEbWyIMPMrH8+vMDIjv+r6s",
+	"zHXbcvLqV5LAacrQFPKdcKh/i54GKM3pOnTp3w3Fl6Fhi2g0ulkwEB0yRTI5MbyFQjyCifQnL2qmfFwX",
+	"mseOo8hwBfjK8oIJ7/U0E2rKedfcyiE6GwglZ7e352CkMpOARbumGrj2GJo821ahrnEmdsuETcSf6wsK",
+	"cR45Jj9Ogtfm6pm6VvWxJsGnu3hE3qCJGPxTSIMwTxAYc+pjdHBw63+yuUdjc53oger2dfEzqBV3rL5B",
+	"IdRPIzsE7/RZh+I1U4Wr+anLIRxqAc7YXv1r6BDqzzbsaBuV9rIuZCV3u1P73fbpog6qTYJzxxLnfbf2",
+	"2tAQi9MuOOYbmv41W32X5WwQNHex0yed3URuM7Cau90ZlbfbgZdZmSifv5e9ESlLi9v0MpoFOFN+7rXU",
+	"AL1eZDkagw1XRKoqoV77yGfgMK2PHiq2OgkRzMweX8BuR2dW4zkummfXD+DvJrICyUPd4nsNEVo1oKNN",
+	"3sB8yVSRJf1uireFWGoGW5psOk0vJPgnCBJvL8x/MKNuBboe8xBiEZtsY3GbThdKraw7Xk6VUDT/jL0v",
+	"nk+CP7x6PwlCN/HzSeC8cZMgxMN6PtEzToI7ctQyQW3lMhYsf6d7U4P60oHSe37GAzVa02W+0cRpPZKp",
+	"SCBhqSaRQIgrWMIx+OTg31/88P3Ae7BmlP1uk11brfY1rnpMwG227+HUO6E/+oV5Xw9T6IM69EfbRqgY",
+	"FHMoIORWEtfNrWqjjkU3TZck46g+i07AZWv7kMTeYwBf8+ORtMIM9wWoGg59FwZn0clO18i1Anzsg9Uw",
+	"yzaRwqLk8vAzKsgbnVwXJQ8eTTzsTf+2Lx/axItUz7u7kFArbOa/QkXJf1MOJtqoclU7RX1w9/AxXZT8",
+	"9UvjL2qc/WHVzLbPdc+15omhFKYt4yXEQhhtL4ZorxjaUMTfU6mG8M3w9cs41CJMspjwm4xLpBIzoQcq",
+	"GGY+DUAdNqOCLgzRdhjq8AK0ljFpY1c8JrbjIIk/21CLRhgPEXOtmRIlSAz6YmxCMjxROi46B95wZS1C",
+	"CHWzm3MVT1aGxEERCBMtlEEFMfuqErZJJYPN/MXV3aIkBhkAJrIKGm5mrk8KahLDw3DCY60Tm+41sCDj",
+	"KQtJbEok40PNQapHWtmxT1yFxz+9+8sb9wqEadKJhuIVY6shiGKx1tCAU2IE0NEZkRgAiqskppByUhUz",
+	"17o7F8S4BGNTTAfVURwE66zhKUAkbVVRKAY2LBlX59h2C+LMjIGiiUMteHrjQuxOZbDFb3OBsV+IC64e",
+	"eyZrzaLRQhGR51VwKqh1LQ/N0bH1sfxUMtDmjZMFBg12JVytJs4diVRjm8x+ZjbmF2IoMVTShPfY8Ck8",
+	"qOYqIc7dt0i4E41FOpplyn3YFlCu+kdvakd31Rpv3r17ZQqsuzIxWAZlVbCEpei+0fKYuTZ90EXHZ7Xy",
+	"BnLcE8yfHipMWJrZNo8fVVU88R8YXx/8keW5qBf73Nku/qhmf2u6PqpsT836JNDOs14BKNgjxKNqmA51",
+	"+tuErikUa+J2BH1qoNh7fRUTjkTs8wQWOQnGk+YyJ0E4AcjCI4At/FTtHR7Udg+PEZTwaBdg4pAIM/jo",
+	"CH6pzrv2oz3XXQdP4CtD1s0wd5pXtK5k/VLpCwVcQp5jKo9JzoQakBiPrRmJI/oUg69Hu4YcGJwGeSfa",
+	"Lrp8Q1Nbbum3IldpodgJVoYFHGiwisL04KGXbPBFZa1b6yG634hhjzfilQ0q1ZxSZhKqUSWlMqVDjd8M",
+	"e5BApgNYM4bXR2irmnBrZD746+u3gxF5rYydHyk4tM0y5vVa1D94LURxpRFvwnNo619ySZQQI/LN2vUD",
+	"AuzCtvdZq1H92IgKxjQKdnysMAeSgHE12t5eiqWTIB75OvfbsFrwrNifw6rlPMSCuxb6JokHWke4niy2",
+	"6f6EQ1+s82oa58WNyYGxnEvPIgaEpqlZQj36qYo5ABs+CIWeLWD4dD3kGzJlSIx7G1dvHpxGJxMeu5ap",
+	"tcAnLXFTBWdnBLUBRE977OATjjPCT+KGs0IuspUVNPCW2HZDeskYxAteLLKgqxXjtWbwjMyzQmK8kj5l",
+	"CVo+1C2Y0ywvoZjrhFNsG+5yV8btEK5zrIPW7X9qouGLkk/4DcWMFIvYg7D+Ra07qvnI+aKwH3044bZD",
+	"fWiSf7hoZ//oMb2dVGMtJCqa5eO2h88VfAsJBM9tcWANoF9aq+vahB+Yb22smr06UAXCYV8bfZ6/L0ro",
+	"d0fJTN8j6PgmCpcsglqQjKGPCZy40ttlLWcdvjXhLU9dSE6OITVlBdXwljNWhEQLl1EU2cgc/QP8G5/L",
+	"gU9YR0JlbQq7uN584dvta+lcHG2oWNcSbsvEN01ddMNZFEUROL/0xUdxznS4sx3rTEe6H9vt5z7VOrrZ",
+	"1muQXul6aTUbxLmWa1UrtD0irRFstl/73d1+Dru/l/dSY5Z1Dmn9L4dAMk0dTFIDJzS9pjwBpluLcDS1",
+	"CIcvM2kN8J6eg1Qpmiy00npO5lnOtILwfBKg7muEPVB6R4vbSdDs+9rz7S5yIYy20YYbug3Y0LkNmf+a",
+	"Kt3qaw5aXsYNj6iv9vTp8dGJ9yxs+YmOSnb3i4pxOxg7v7O86l6C398lduSVobse+WknD5/hnbLXuvp9",
+	"JtU7+9K+Qub3oMHvEDButd5Pj5c14woZ9+YmtJME6pWMfZFbfw3alYv3Vny7QW3NUsPNKsAm7rVPW+4o",
+	"wloo3Zlc10v3euiiNV7+krrWY+TSNERTWSGuczDYn0Bl8ioq3wIe6Ctk07FtfP8Mqs408+4o/uKSLSbc",
+	"4BVkhJK42ePfGGnj6lDRvEuvGD83cbeNxvs1qy7mo2VWrLQ5Q/azHuES53MPcbqirHm9jFw14Sh5koTy",
+	"SnBF4dSKokY49YpNCDZbxvkBotP+N7derDsppRJLEHlosmwX1t52pXa9PY3NOrxv1nTwRy0dfWlg7EvG",
+	"MG71lwehK/jdJT5mC7+snefZ9o++NXndfzd2j2hXZRz5CVudsR9+rk5qow+1fnEfFE3+a+a7tpvCJq5r",
+	"1LQviuC1tgS/MY/vRsTbVz40EHKGSC/SHmJLi/0NkvXRe3k9jG39q9BEouTzjGdyYWTpA0SeeouhARrl",
+	"oJClnHAXFF11oSAH8eei5GOwE97Ffb0owPTl5aUw12NdSUfmd2dvgquiqjzqR+DadisDZfFL29v3JtwP",
+	"JcFVu+6qa3QTZ2qXwx3rRrp8CP1cvgyGv5BXiN5pkYHFVUBHG+w/Y0qDgFxLizVatC3CY5MZE31vsJ3c",
+	"E9nBDd+H7W/1RP9E9l8hssPJtDukIw+9J6JXDc38gZG2PJm0Nv464F27M9OBFUoecVLyhBWKZnwoSgUl",
+	"u2w3NGymvaHyzcBfw+Ot65H1aOYIdMlCkHliiuKDaOHqWbvS9nRpsqaiqrKCqUN/B7WqTYCiE1VaiW07",
+	"SUXjo7Gb2dVPWFJe0jyoNfevyjCfeKouR6OznqrKJ1FP0WSMrK+JZPYsNS5hcaj6KNHDjBzmHDfV/2hU",
+	"v/nNCGO9/f/6ruSXEc3Q9fplGFdsPdKxc/fBbKlr82XfaHIeU5ELXHnwhda9RkST9yXCStMSCKiyGQs0",
+	"h6hYZJHS8TrwMsU4R0wOspQtVwIqDJ8TyjFB3g6hP4VZlcmWfzbhzsozK+U6NvagykyzzOSSqmThsdGk",
+	"2XwOsmUV3mXp7zkOA2pWewgEUrOYzISbth0+zgtAeQybTcs+sHtMLCygZkC5ewT+v4duuPdCN8bv1vEz",
+	"mxPK17/qUJVfWppAGLbECa/Wtb9gAWEwm5wYF+VvzIGxi1nEdNRAE57tYQueO1Nvy5bm0vLO0XEUkVcf",
+	"Lka1JqCYu/iF0/Yb7VrrPVrrvZ09W3z216DWlnVj3f5oQyX+qF1b/+g46tTLP4m8TV1RXHmQDGLbov9K",
+	"nCy/tKTivDIQdgWxXl0b0j2D2HYRI6BrkDRcH7RXDfV6y8RRo2gtpAhAeFT82jL8ZD38M1vHpmzhOeYH",
+	"YFcUrRsjt2bcsv5oQJbYTRFS6MuZqVxGKgliXGXRZz1p9a7ODIwC7iOjduH7x1EUasHPTW6/q+SPaltT",
+	"W5I0rhWTNAkTvG3y6hVgXhDObvK1KzMJSpkRlo6jY1v+UUulz9/EuHDTN1urZZ3gfOKJzcc6tqBivyFG",
+	"E/CJLq6h5t5EvXasf2broBsa/g5nJUpAeW1XRhXkRkFyRq9ZLZngICLPbXtwqmCPzQj3k54Adz24P769",
+	"Htx+0oht9/Xu+PQAwc11Zwg+mjLKysM99LXFZtXk9Pj3QbNZpv7HMIqiPcKwO91Qd3Kd/bYyuign3Uvr",
+	"LrntZG9qDyyrRlnH0fF+R3hvQQH/9cVFgaqFdUMQwNm3iABnX0gE6AoAm/j/4+ADVDx2OX7/KDrB38UP",
+	"ivQDYoaR5x1A+hNyeU90fL/eAGafw88NE9rdIRqlHmbY2K40vLKTAhvqlWBeMn2tpK1z2bWCHsRQEBWR",
+	"NXYc2QapTPgkeOvKp5oWbZNgYNk1qq1Ac+M6c7bqrAkUcay82cceWHqmwKkgz6sg747xVn814RlWZicu",
+	"yqUB+ThE6wYXaupa2xdMihxe0Y9NrIv9aWpik70F417gMb4XIn9QQAqUmzWBD9bktZeZwyzkH5jbWbyp",
+	"nCPOIvlPcvdQcmfQR0vGKUsgmarWfHF/Y4mf6MGl+rUQvVemyrxW1sScxJ+R3NzFIfytivUYwtjwBzoT",
+	"hbI/kAMo3NBLKQYmv1issFmqpYDxCP/KVUxkqW+bVeFMlcuUWP8StrtciBsSJ3kGYXq2ej50tzzXI6li",
+	"HZtkIz0IEu9LmnEC1T/1lOckhqXHJKkFIhQlN+0r7kcleyy9+nAfSgoL12zWfWN8U+QIjEumX0JQb/hq",
+	"u7w2erpax9fdPUmq2dA/Seo/Seo9bdEafRruYySp5o73UtVmRZNmv6wfP2mKhhG1vtR+6H1hu5qYnh2m",
+	"XBY4pGwtIK30FHkwDg6BRJqFdNpGmV4nhS2kEro6OUaptJWKbG1lrK7StXhs6HpR+9y1Smh/buOkEwHB",
+	"z7T1nYsQ80ysyeOBs8hh4QOaLAZW6swKm/Rb+cLLvqFw+5rMctNN3N6Y2ue10+wOggl2Q9deC/Pawmbl",
+	"Zj26LSQNzKmWaWGKYVZpX25em3hx9+nu/wUAAP//",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,
