@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"strconv"
+	"syscall"
 	"testing"
 
 	"hxd/internal/hxtest"
@@ -12,10 +14,12 @@ import (
 // Re-exec hook: the crash tests (crash_test.go) run hxd as a child process
 // by starting this test binary again with HXD_TEST_RUN_MAIN=1; the child
 // then runs main() with the arguments of HXD_TEST_ARGS (a JSON array of
-// strings, without the program name) instead of the tests.
+// strings, without the program name) instead of the tests. With
+// HXD_TEST_NOFILE=n the child first lowers its open-file limit to n.
 const (
 	envRunMain = "HXD_TEST_RUN_MAIN"
 	envArgs    = "HXD_TEST_ARGS"
+	envNoFile  = "HXD_TEST_NOFILE"
 )
 
 func TestMain(m *testing.M) {
@@ -32,6 +36,16 @@ func runMainForTest() {
 	if raw := os.Getenv(envArgs); raw != "" {
 		if err := json.Unmarshal([]byte(raw), &args); err != nil {
 			fmt.Fprintf(os.Stderr, "hxd test child: %s is not a JSON array of strings: %v\n", envArgs, err)
+			os.Exit(3)
+		}
+	}
+	if raw := os.Getenv(envNoFile); raw != "" {
+		n, err := strconv.ParseUint(raw, 10, 64)
+		if err == nil {
+			err = syscall.Setrlimit(syscall.RLIMIT_NOFILE, &syscall.Rlimit{Cur: n, Max: n})
+		}
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "hxd test child: %s=%s: %v\n", envNoFile, raw, err)
 			os.Exit(3)
 		}
 	}

@@ -13,12 +13,12 @@ import (
 
 // The control flag of a session this Store drives is read on every step
 // of its run, and almost never changes. The lease holder therefore keeps
-// the last value it read, tagged with the session lock file's control
-// nonce: the first 8 bytes of the lock file, which every write of the
-// flag replaces with a fresh random value after its transaction committed
-// (SessionControlSet, and RunInsert, which clears the flag), whichever
-// process or Store makes it. A read whose nonce is unchanged returns the
-// cached value at the price of one pread.
+// the last value it read, tagged with the session's control nonce: 8
+// bytes in the nonce table of the lock file (lock.go), which every write
+// of the flag replaces with a fresh random value after its transaction
+// committed (SessionControlSet, and RunInsert, which clears the flag),
+// whichever process or Store makes it. A read whose nonce is unchanged
+// returns the cached value at the price of one pread.
 //
 // Why it is exact: the holder reads the nonce before the flag, and a
 // writer writes the nonce after the flag. A write the holder's read missed
@@ -27,9 +27,25 @@ import (
 // database. A writer that dies between its commit and its nonce write
 // would leave a stale entry, so entries also expire after controlCacheTTL:
 // a flag written that way is seen within that time, as a poll would.
+//
+// The table has controlSlots slots, so that it stays small (512 KiB at
+// most, sparse) however many sessions there are; a session's slot comes
+// from its id's SHA-256. Sessions sharing a slot only cost each other a
+// read of the database now and then: every write of a session's flag
+// still changes its own slot, which is all the argument above needs.
 
-// controlNonceSize is the length of the control nonce in a lock file.
+// controlNonceSize is the length of a control nonce.
 const controlNonceSize = 8
+
+// controlSlots is the number of nonce slots, from offset 0 of the lock
+// file.
+const controlSlots = 1 << 16
+
+// nonceOffset is the offset of session id's nonce slot in the lock file.
+func nonceOffset(id string) int64 {
+	sum := sessionHash(id)
+	return int64(binary.BigEndian.Uint64(sum[8:16])%controlSlots) * controlNonceSize
+}
 
 // controlCacheTTL bounds how long a cached control flag is trusted.
 const controlCacheTTL = time.Second
@@ -43,18 +59,18 @@ type controlCache struct {
 	at    time.Time // when value was read
 }
 
-// readNonce reads the control nonce of the lease's lock file (zeros when
-// the file is shorter).
-func (l *lease) readNonce() ([controlNonceSize]byte, error) {
+// readNonce reads the control nonce of a session (zeros when the lock
+// file ends before its slot).
+func (s *Store) readNonce(id string) ([controlNonceSize]byte, error) {
 	var n [controlNonceSize]byte
-	k, err := l.file.ReadAt(n[:], 0)
+	k, err := s.lockFile.ReadAt(n[:], nonceOffset(id))
 	switch {
 	case k == len(n):
 		return n, nil
 	case errors.Is(err, io.EOF):
 		return [controlNonceSize]byte{}, nil // never signalled
 	case err == nil:
-		err = fmt.Errorf("short read of %s", l.file.Name())
+		err = fmt.Errorf("short read of %s", s.lockFile.Name())
 	}
 	return n, err
 }
@@ -70,9 +86,9 @@ func (s *Store) cachedControl(id string) (value string, ok bool, l *lease, nonce
 	if l == nil {
 		return "", false, nil, nonce
 	}
-	nonce, err := l.readNonce()
+	nonce, err := s.readNonce(id)
 	if err != nil {
-		return "", false, nil, nonce // released meanwhile: no cache
+		return "", false, nil, nonce // closed meanwhile: no cache
 	}
 	l.ctl.mu.Lock()
 	defer l.ctl.mu.Unlock()
@@ -90,12 +106,12 @@ func (l *lease) storeControl(value string, nonce [controlNonceSize]byte) {
 }
 
 // signalControl tells the holder of the session's lock, in any process,
-// that its control flag was written: it gives the lock file a new nonce.
-// Call it after the write committed.
+// that its control flag was written: it gives the session's nonce slot a
+// new value. Call it after the write committed.
 func (s *Store) signalControl(id string) error {
 	var n [controlNonceSize]byte
 	v := rand.Uint64()
-	for v == 0 { // zeros are the nonce of a file never signalled
+	for v == 0 { // zeros are the nonce of a slot never signalled
 		v = rand.Uint64()
 	}
 	binary.LittleEndian.PutUint64(n[:], v)
@@ -106,16 +122,17 @@ func (s *Store) signalControl(id string) error {
 		l.ctl.mu.Lock()
 		l.ctl.valid = false
 		l.ctl.mu.Unlock()
-		if _, err := l.file.WriteAt(n[:], 0); err == nil {
-			return nil
-		}
-		// Released meanwhile: write through a file of our own.
 	}
-	f, err := os.OpenFile(s.lockPath(id), os.O_CREATE|os.O_WRONLY, fileMode)
+	off := nonceOffset(id)
+	if _, err := s.lockFile.WriteAt(n[:], off); err == nil {
+		return nil
+	}
+	// Closed meanwhile: write through a descriptor of our own.
+	f, err := os.OpenFile(s.lockFile.Name(), os.O_WRONLY, fileMode)
 	if err != nil {
 		return fmt.Errorf("signal control of session %s: %w", id, err)
 	}
-	_, errW := f.WriteAt(n[:], 0)
+	_, errW := f.WriteAt(n[:], off)
 	errC := f.Close()
 	if errW != nil || errC != nil {
 		return fmt.Errorf("signal control of session %s: %w", id, errors.Join(errW, errC))

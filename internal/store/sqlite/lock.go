@@ -3,26 +3,116 @@ package sqlite
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"sync"
-	"syscall"
+	"time"
 
 	"github.com/google/uuid"
 
 	"hxd/internal/runtime/rtstore"
 )
 
-// SessionLock takes the OS lock of a session (REFERENCE §4.6): a
-// non-blocking exclusive flock on "<db folder>/.<sha256(id) hex>.lock",
-// created with mode 0600 and never deleted. The OS drops the lock when the
-// process dies, so another process can resume at once. Returns
-// ErrSessionBusy if this Store already holds the session or another process
-// (or another Store on the same file) does; ErrUnavailable once closed. The
-// lease fences Commit in this process; its Generation is always 0.
+// The lock place. Everything the store keeps beside the database other
+// than SQLite's own -wal and -shm lives in one folder, "<db>.hxd" (mode
+// 0700): the lock file "lock" (mode 0600), whose bytes serve as the
+// session locks, the migration lock and the control nonces (control.go),
+// and, only where open-file-description locks are missing (not Linux),
+// the lock files of the sessions held at the moment (lockfiles.go).
+// Neither its entries nor the store's open files grow with the number of
+// sessions on Linux.
+
+// lockPlaceSuffix names the lock place after the database file.
+const lockPlaceSuffix = ".hxd"
+
+// lockFileName is the lock file inside the lock place.
+const lockFileName = "lock"
+
+// sessionLocker takes the OS locks of one Store. Each Store has its own,
+// on its own open file description of the lock file, so two Stores of one
+// file exclude each other as two processes do, and the OS drops every lock
+// of a process when it dies.
+type sessionLocker interface {
+	// lockSession takes the lock of session id without waiting; ok is
+	// false when another Store or process holds it. unlock drops it.
+	lockSession(id string) (unlock func() error, ok bool, err error)
+	// lockMigrations takes the migration lock without waiting.
+	lockMigrations() (unlock func() error, ok bool, err error)
+}
+
+// openLockPlace creates the lock place if needed and opens its lock file
+// for this Store.
+func (s *Store) openLockPlace() error {
+	if err := os.Mkdir(s.lockDir, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
+		return fmt.Errorf("create lock folder: %w", err)
+	}
+	// Read-write: the control nonces (control.go) are written through it.
+	f, err := os.OpenFile(filepath.Join(s.lockDir, lockFileName), os.O_CREATE|os.O_RDWR, fileMode)
+	if err != nil {
+		return fmt.Errorf("open lock file: %w", err)
+	}
+	s.lockFile = f
+	s.locker = newSessionLocker(f, s.lockDir)
+	return nil
+}
+
+// closeLockPlace closes the lock file, dropping every lock still held
+// through it. Safe when it was never opened.
+func (s *Store) closeLockPlace() error {
+	if s.lockFile == nil {
+		return nil
+	}
+	if err := s.lockFile.Close(); err != nil && !errors.Is(err, os.ErrClosed) {
+		return fmt.Errorf("close lock file: %w", err)
+	}
+	return nil
+}
+
+// sessionHash is the SHA-256 of a session id, from which its lock and
+// control nonce are placed.
+func sessionHash(id string) [sha256.Size]byte {
+	return sha256.Sum256([]byte(id))
+}
+
+// sessionHex names a session's lock file where sessions have files
+// (lockfiles.go).
+func sessionHex(id string) string {
+	sum := sessionHash(id)
+	return hex.EncodeToString(sum[:])
+}
+
+// migrationByte is the byte of the lock file locked by migrations.
+const migrationByte = 0
+
+// sessionByte is the byte of the lock file that is session id's lock:
+// one of the 2^63-1 offsets 1..2^63-1 (the largest an off_t allows), from
+// the first 8 bytes of the id's SHA-256.
+//
+// Two sessions share a byte with probability 2^-63; only sessions whose
+// locks are held at the same moment can collide, so with k of them held
+// at once across every process of the file the chance that any two share
+// one is about k²/2^64 (5e-10 for 100,000). A collision is a false
+// session_busy for the later one, never two owners: across Stores the OS
+// refuses the byte, and within a Store (where the OS would let one open
+// file description take a byte twice) the locker refuses a byte it holds.
+func sessionByte(id string) int64 {
+	sum := sessionHash(id)
+	v := binary.BigEndian.Uint64(sum[:8])
+	return 1 + int64(v%(1<<63-1))
+}
+
+// SessionLock takes the OS lock of a session (REFERENCE §4.6): a lock that
+// no other process and no other Store of the file can hold at the same
+// time, and that the OS drops when the process dies, so another process
+// can resume at once. On Linux it is a byte-range lock on one byte of the
+// lock file (doc.go). Returns ErrSessionBusy if this Store already holds
+// the session or another process (or another Store on the same file) does;
+// ErrUnavailable once closed. The lease fences Commit in this process; its
+// Generation is always 0.
 func (s *Store) SessionLock(ctx context.Context, id string) (rtstore.Lease, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("lock session %s: %w", id, err)
@@ -35,55 +125,40 @@ func (s *Store) SessionLock(ctx context.Context, id string) (rtstore.Lease, erro
 	if _, held := s.locks[id]; held {
 		return nil, fmt.Errorf("lock session %s: %w: session is already executing", id, rtstore.ErrSessionBusy)
 	}
-	// Read-write: the holder reads the control nonce (control.go) from it.
-	f, err := os.OpenFile(s.lockPath(id), os.O_CREATE|os.O_RDWR, fileMode)
+	unlock, ok, err := s.locker.lockSession(id)
 	if err != nil {
-		return nil, fmt.Errorf("lock session %s: open lock file: %w", id, err)
-	}
-	ok, err := tryLock(f)
-	if err != nil {
-		_ = f.Close()
 		return nil, fmt.Errorf("lock session %s: %w", id, err)
 	}
 	if !ok {
-		_ = f.Close()
 		return nil, fmt.Errorf("lock session %s: %w: session is owned by another process", id, rtstore.ErrSessionBusy)
 	}
-	l := &lease{store: s, sessionID: id, token: uuid.NewString(), file: f}
+	l := &lease{store: s, sessionID: id, token: uuid.NewString(), unlock: unlock}
 	s.locks[id] = l
 	return l, nil
 }
 
-// lockPath is the lock file of a session.
-func (s *Store) lockPath(sessionID string) string {
-	sum := sha256.Sum256([]byte(sessionID))
-	return filepath.Join(s.dir, "."+hex.EncodeToString(sum[:])+".lock")
-}
-
-// tryLock takes a non-blocking exclusive flock; false when someone else
-// holds it.
-func tryLock(f *os.File) (bool, error) {
+// lockMigrations takes the migration lock, which serialises schema checks
+// and migrations of one database across processes and Stores, polling
+// until ctx ends. The returned func releases it.
+func (s *Store) lockMigrations(ctx context.Context) (func(), error) {
 	for {
-		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
-		switch {
-		case err == nil:
-			return true, nil
-		case errors.Is(err, syscall.EINTR):
-			continue
-		case errors.Is(err, syscall.EWOULDBLOCK):
-			return false, nil
-		default:
-			return false, fmt.Errorf("flock %s: %w", f.Name(), err)
+		unlock, ok, err := s.locker.lockMigrations()
+		if err != nil {
+			return nil, fmt.Errorf("take migration lock: %w", err)
+		}
+		if ok {
+			return func() {
+				if err := unlock(); err != nil {
+					s.logger.WarnContext(ctx, "cannot drop the migration lock", "error", err)
+				}
+			}, nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("take migration lock: %w", ctx.Err())
+		case <-time.After(20 * time.Millisecond):
 		}
 	}
-}
-
-// unlockFile drops a flock.
-func unlockFile(f *os.File) error {
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_UN); err != nil {
-		return fmt.Errorf("unlock %s: %w", f.Name(), err)
-	}
-	return nil
 }
 
 // lease is a held session lock. Commit holds mu for reading for its whole
@@ -95,7 +170,7 @@ type lease struct {
 	token     string
 
 	mu       sync.RWMutex
-	file     *os.File
+	unlock   func() error
 	released bool
 
 	ctl controlCache // the session's control flag as last read
@@ -121,8 +196,8 @@ func (l *lease) Renew(context.Context) error {
 	return nil
 }
 
-// Release unlocks and closes the lock file (the file stays). A no-op for a
-// lease already released. Waits for a Commit fenced by this lease.
+// Release drops the OS lock. A no-op for a lease already released. Waits
+// for a Commit fenced by this lease.
 func (l *lease) Release(context.Context) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -136,9 +211,7 @@ func (l *lease) Release(context.Context) error {
 		delete(s.locks, l.sessionID)
 	}
 	s.mu.Unlock()
-	errU := unlockFile(l.file)
-	errC := l.file.Close()
-	if err := errors.Join(errU, errC); err != nil {
+	if err := l.unlock(); err != nil {
 		return fmt.Errorf("release session %s: %w", l.sessionID, err)
 	}
 	return nil

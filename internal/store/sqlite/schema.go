@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -164,7 +162,7 @@ func (s *Store) checkSchema(st schemaState, allowPending bool) error {
 }
 
 // prepareSchema validates the schema and, with autoMigrate, applies pending
-// migrations and records their checksums. It holds the migration file lock
+// migrations and records their checksums. It holds the migration lock
 // throughout, so concurrent starts of several processes are safe.
 func (s *Store) prepareSchema(ctx context.Context, autoMigrate bool) error {
 	sums, err := migrations.Checksums(migrations.SQLite, migrationsDir)
@@ -281,33 +279,3 @@ func (l migrateLogger) Printf(format string, v ...any) {
 
 // Verbose implements migrate.Logger.
 func (l migrateLogger) Verbose() bool { return false }
-
-// lockMigrations takes the exclusive lock file that serialises schema
-// checks and migrations of one database across processes, polling until
-// ctx ends. The returned func releases it.
-func (s *Store) lockMigrations(ctx context.Context) (func(), error) {
-	name := filepath.Join(s.dir, "."+filepath.Base(s.path)+".migrate.lock")
-	f, err := os.OpenFile(name, os.O_CREATE|os.O_APPEND|os.O_WRONLY, fileMode)
-	if err != nil {
-		return nil, fmt.Errorf("open migration lock: %w", err)
-	}
-	for {
-		ok, err := tryLock(f)
-		if err != nil {
-			_ = f.Close()
-			return nil, fmt.Errorf("take migration lock: %w", err)
-		}
-		if ok {
-			return func() {
-				_ = unlockFile(f)
-				_ = f.Close()
-			}, nil
-		}
-		select {
-		case <-ctx.Done():
-			_ = f.Close()
-			return nil, fmt.Errorf("take migration lock: %w", ctx.Err())
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
-}

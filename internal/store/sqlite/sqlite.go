@@ -24,9 +24,9 @@ var _ rtstore.Store = (*Store)(nil)
 
 // Config configures Open.
 type Config struct {
-	// Path is the database file. Its folder also holds the per-session lock
-	// files (".<sha256(session id)>.lock") and the migration lock file; it
-	// is created (mode 0700) when missing. Required.
+	// Path is the database file. Beside it the store keeps one folder,
+	// "<Path>.hxd" (mode 0700), for its locks (lock.go); the database's
+	// folder is created (mode 0700) when missing. Required.
 	Path string
 	// Logger receives the store's logs (component=store/sqlite).
 	// Optional; default: logs are discarded.
@@ -44,9 +44,13 @@ type Config struct {
 // IMMEDIATE, so they never dead-lock on a read-to-write upgrade), reads use
 // a separate pool and never block the writer (WAL).
 type Store struct {
-	path   string
-	dir    string
-	logger *slog.Logger
+	path    string
+	dir     string
+	lockDir string // the lock place, "<path>.hxd" (lock.go)
+	logger  *slog.Logger
+
+	lockFile *os.File      // the lock place's lock file; its own open file description
+	locker   sessionLocker // session and migration locks through lockFile
 
 	w  *sql.DB // exactly one connection: every write goes through it
 	r  *sql.DB // read-only pool
@@ -127,8 +131,8 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 // open is Open with the checkpointer's settings.
 // resolveLinks returns path with its symbolic links resolved (the file's,
 // or its folder's when the file does not exist yet): SQLite opens the file
-// a link names, and the session lock files beside it must be the same for
-// every Store of that file, whichever path it was opened by.
+// a link names, and the lock place beside it must be the same for every
+// Store of that file, whichever path it was opened by.
 func resolveLinks(path string) string {
 	if real, err := filepath.EvalSymlinks(path); err == nil {
 		return real
@@ -158,6 +162,7 @@ func open(ctx context.Context, cfg Config, ckpt checkpointConfig) (*Store, error
 	s := &Store{
 		path:    path,
 		dir:     filepath.Dir(path),
+		lockDir: path + lockPlaceSuffix,
 		logger:  logger.With("component", "store/sqlite"),
 		locks:   make(map[string]*lease),
 		ckptCfg: ckpt,
@@ -168,16 +173,22 @@ func open(ctx context.Context, cfg Config, ckpt checkpointConfig) (*Store, error
 	if err := s.createFile(ctx, cfg.AutoMigrate); err != nil {
 		return nil, err
 	}
+	if err := s.openLockPlace(); err != nil {
+		return nil, err
+	}
 	if err := s.prepareSchema(ctx, cfg.AutoMigrate); err != nil {
+		_ = s.closeLockPlace()
 		return nil, err
 	}
 	if err := s.openPools(ctx); err != nil {
 		_ = s.closePools()
+		_ = s.closeLockPlace()
 		return nil, err
 	}
 	c, err := startCheckpointer(ctx, s.path, s.ckptCfg, s.logger, s.holdWriter)
 	if err != nil {
 		_ = s.closePools()
+		_ = s.closeLockPlace()
 		return nil, s.mapErr(ctx, "start checkpointer", err)
 	}
 	s.ckpt = c
@@ -260,7 +271,7 @@ func (s *Store) openPools(ctx context.Context) error {
 // tightenModes makes sure the WAL and shared-memory files are 0600 and warns
 // when the database file itself is readable by others.
 func (s *Store) tightenModes(ctx context.Context) {
-	for _, p := range []string{s.path + "-wal", s.path + "-shm"} {
+	for _, p := range []string{s.path + "-wal", s.path + "-shm", filepath.Join(s.lockDir, lockFileName)} {
 		fi, err := os.Stat(p)
 		if err != nil || fi.Mode().Perm() == fileMode {
 			continue
@@ -334,6 +345,9 @@ func (s *Store) Close() error {
 		}
 	}
 	if err := s.closePools(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := s.closeLockPlace(); err != nil {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)

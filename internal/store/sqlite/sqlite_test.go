@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -132,15 +133,51 @@ func TestFileModes(t *testing.T) {
 	require.NoError(t, err)
 	defer func() { require.NoError(t, l.Release(b.ctx)) }()
 
-	names := []string{b.path, b.path + "-wal", b.path + "-shm"}
-	locks, err := filepath.Glob(filepath.Join(filepath.Dir(b.path), ".*.lock"))
-	require.NoError(t, err)
-	require.Len(t, locks, 2, "migration lock and session lock")
-	for _, name := range append(names, locks...) {
+	for _, name := range []string{b.path, b.path + "-wal", b.path + "-shm", filepath.Join(b.path+".hxd", "lock")} {
 		fi, err := os.Stat(name)
 		require.NoError(t, err, name)
 		require.Equal(t, os.FileMode(0o600), fi.Mode().Perm(), name)
 	}
+	fi, err := os.Stat(b.path + ".hxd")
+	require.NoError(t, err)
+	require.True(t, fi.IsDir())
+	require.Equal(t, os.FileMode(0o700), fi.Mode().Perm())
+}
+
+// TestLockPlaceIsOneFolder: after 500 sessions were locked, signalled and
+// released by two Stores of the file (while another lock was held), the
+// database's folder holds the database, its -wal and -shm and one folder
+// of hxd's, which holds one file.
+func TestLockPlaceIsOneFolder(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	other := openAt(t, b.path)
+	held, err := other.SessionLock(b.ctx, "held")
+	require.NoError(t, err)
+	for i := range 500 {
+		st := b.store
+		if i%2 == 1 {
+			st = other
+		}
+		id := "s" + strconv.Itoa(i)
+		require.NoError(t, st.SessionInsert(b.ctx, &rtstore.SessionRow{ID: id, Principal: "p"}))
+		l, err := st.SessionLock(b.ctx, id)
+		require.NoError(t, err)
+		require.NoError(t, st.SessionControlSet(b.ctx, id, rtstore.ControlPaused))
+		require.NoError(t, l.Release(b.ctx))
+	}
+	require.NoError(t, held.Release(b.ctx))
+	names := func(dir string) []string {
+		ents, err := os.ReadDir(dir)
+		require.NoError(t, err)
+		var out []string
+		for _, e := range ents {
+			out = append(out, e.Name())
+		}
+		return out
+	}
+	require.ElementsMatch(t, []string{"hxd.db", "hxd.db-wal", "hxd.db-shm", "hxd.db.hxd"}, names(filepath.Dir(b.path)))
+	require.Equal(t, []string{"lock"}, names(b.path+".hxd"))
 }
 
 func TestReopenKeepsData(t *testing.T) {
