@@ -12,6 +12,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
@@ -65,6 +66,9 @@ type Store struct {
 	mu     sync.Mutex
 	locks  map[string]*lease // held session locks by session id
 	closed bool
+	// down is closed for mapErr, which must not take mu: once set, every
+	// failure is ErrUnavailable (database/sql's "database is closed").
+	down atomic.Bool
 }
 
 // Connection pragmas, one reason each. modernc applies busy_timeout first.
@@ -316,6 +320,7 @@ func (s *Store) Close() error {
 		return nil
 	}
 	s.closed = true
+	s.down.Store(true)
 	held := make([]*lease, 0, len(s.locks))
 	for _, l := range s.locks {
 		held = append(held, l)
