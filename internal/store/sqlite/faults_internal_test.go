@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"modernc.org/sqlite"
@@ -19,6 +20,26 @@ import (
 	"hxd/internal/hxtest"
 	"hxd/internal/runtime/rtstore"
 )
+
+// fullWAL makes every write to s's WAL fail with SQLITE_FULL, as the unix
+// VFS fails it when the file system is full (ENOSPC), until the returned
+// func runs (also at cleanup).
+func fullWAL(t *testing.T, s *Store) (spaceBack func()) {
+	t.Helper()
+	path := s.path + "-wal"
+	walFaults.Store(path, int32(sqlite3.SQLITE_FULL))
+	walFaultsSet.Add(1)
+	done := false
+	spaceBack = func() {
+		if !done {
+			done = true
+			walFaults.Delete(path)
+			walFaultsSet.Add(-1)
+		}
+	}
+	t.Cleanup(spaceBack)
+	return spaceBack
+}
 
 func openFaultStore(t *testing.T) *Store {
 	t.Helper()
@@ -148,4 +169,58 @@ func TestDatabaseFullIsUnavailable(t *testing.T) {
 
 	require.NoError(t, s.w.QueryRowContext(ctx, "PRAGMA max_page_count = 1073741823").Scan(&pages))
 	require.NoError(t, s.ArtifactPut(ctx, "ses-1", sha(data), data))
+}
+
+// TestFullDiskFailsWritesAndPing: while the WAL cannot grow (a full disk:
+// every append fails with SQLITE_FULL), every write and Ping report
+// ErrUnavailable and reads go on; when space returns, Ping recovers by
+// itself (no write needed) and writes go through.
+func TestFullDiskFailsWritesAndPing(t *testing.T) {
+	t.Parallel()
+	s := openFaultStore(t)
+	ctx := context.Background()
+	require.NoError(t, s.SessionInsert(ctx, &rtstore.SessionRow{ID: "ses-1", Principal: "alice"}))
+	require.NoError(t, s.Ping(ctx))
+
+	spaceBack := fullWAL(t, s)
+	// Past the grace of the last commit (probeFresh), readiness must see it.
+	require.Eventually(t, func() bool { return errors.Is(s.Ping(ctx), rtstore.ErrUnavailable) }, 10*time.Second, 50*time.Millisecond)
+	require.ErrorIs(t, s.SessionInsert(ctx, &rtstore.SessionRow{ID: "ses-2", Principal: "alice"}), rtstore.ErrUnavailable)
+	require.ErrorIs(t, s.SessionControlSet(ctx, "ses-1", rtstore.ControlPaused), rtstore.ErrUnavailable)
+	data := []byte("report")
+	require.ErrorIs(t, s.ArtifactPut(ctx, "ses-1", sha(data), data), rtstore.ErrUnavailable)
+	_, err := s.SessionGet(ctx, "ses-1")
+	require.NoError(t, err, "reads go on")
+	_, err = s.SessionGet(ctx, "ses-2")
+	require.ErrorIs(t, err, rtstore.ErrNotFound, "nothing of a failed write is left")
+
+	spaceBack()
+	require.Eventually(t, func() bool { return s.Ping(ctx) == nil }, 10*time.Second, 50*time.Millisecond)
+	require.NoError(t, s.SessionInsert(ctx, &rtstore.SessionRow{ID: "ses-2", Principal: "alice"}))
+	ctl, err := s.SessionControlGet(ctx, "ses-1")
+	require.NoError(t, err)
+	require.Equal(t, rtstore.ControlNone, ctl)
+}
+
+// TestPingCommitsOnlyWhenIdle: Ping proves a commit with one of its own
+// only when no commit of the Store did within probeFresh, and probes at
+// most once per probeFresh however often it is called.
+func TestPingCommitsOnlyWhenIdle(t *testing.T) {
+	t.Parallel()
+	s := openFaultStore(t)
+	ctx := context.Background()
+	require.NoError(t, s.SessionInsert(ctx, &rtstore.SessionRow{ID: "ses-1", Principal: "alice"}))
+	before := s.lastCommit.Load()
+	for range 20 {
+		require.NoError(t, s.Ping(ctx))
+	}
+	require.Equal(t, before, s.lastCommit.Load(), "a fresh commit spares the probe")
+
+	s.lastCommit.Store(time.Now().Add(-time.Minute).UnixNano())
+	for range 20 {
+		require.NoError(t, s.Ping(ctx))
+	}
+	probed := s.lastCommit.Load()
+	require.Greater(t, probed, before, "an idle store is probed with a commit")
+	require.Equal(t, probed, s.lastCommit.Load())
 }
