@@ -33,7 +33,7 @@ export interface paths {
         };
         /**
          * Readiness
-         * @description 200 when storage is reachable and the schema current, else 503 `unavailable`.
+         * @description 200 when storage is reachable, its schema current and a commit goes through (a full disk fails it), else 503 `unavailable`.
          */
         get: operations["getReady"];
         put?: never;
@@ -1144,9 +1144,14 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
-        /** @description `unavailable`: storage unreachable or schema not current. */
+        /** @description `unavailable`: storage cannot take writes for now (the disk is full, no file descriptor is left, the database is unreachable or locked) or its schema is not current. Runs in flight wait and continue by themselves; retry after `Retry-After`. */
         Unavailable: {
             headers: {
+                /**
+                 * @description Seconds to wait before retrying.
+                 * @example 5
+                 */
+                "Retry-After": number;
                 [name: string]: unknown;
             };
             content: {
@@ -1461,6 +1466,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            503: components["responses"]["Unavailable"];
             default: components["responses"]["Problem"];
         };
     };
@@ -1518,6 +1524,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             409: components["responses"]["Conflict"];
             422: components["responses"]["Unprocessable"];
+            503: components["responses"]["Unavailable"];
             default: components["responses"]["Problem"];
         };
     };
@@ -1563,6 +1570,7 @@ export interface operations {
             };
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            503: components["responses"]["Unavailable"];
             default: components["responses"]["Problem"];
         };
     };
@@ -1629,6 +1637,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            503: components["responses"]["Unavailable"];
             default: components["responses"]["Problem"];
         };
     };
@@ -1712,6 +1721,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             422: components["responses"]["Unprocessable"];
+            503: components["responses"]["Unavailable"];
             default: components["responses"]["Problem"];
         };
     };
@@ -1741,6 +1751,7 @@ export interface operations {
             };
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            503: components["responses"]["Unavailable"];
             default: components["responses"]["Problem"];
         };
     };
@@ -1811,6 +1822,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            503: components["responses"]["Unavailable"];
             default: components["responses"]["Problem"];
         };
     };
@@ -1880,6 +1892,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             422: components["responses"]["Unprocessable"];
+            503: components["responses"]["Unavailable"];
             default: components["responses"]["Problem"];
         };
     };
@@ -1908,6 +1921,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            503: components["responses"]["Unavailable"];
             default: components["responses"]["Problem"];
         };
     };
@@ -1976,6 +1990,7 @@ export interface operations {
             };
             401: components["responses"]["Unauthorized"];
             422: components["responses"]["Unprocessable"];
+            503: components["responses"]["Unavailable"];
             default: components["responses"]["Problem"];
         };
     };
@@ -2011,6 +2026,7 @@ export interface operations {
             };
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            503: components["responses"]["Unavailable"];
             default: components["responses"]["Problem"];
         };
     };
@@ -2046,6 +2062,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            503: components["responses"]["Unavailable"];
             default: components["responses"]["Problem"];
         };
     };
@@ -2081,6 +2098,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            503: components["responses"]["Unavailable"];
             default: components["responses"]["Problem"];
         };
     };
@@ -2126,6 +2144,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            503: components["responses"]["Unavailable"];
             default: components["responses"]["Problem"];
         };
     };
@@ -2183,6 +2202,7 @@ export interface operations {
             };
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            503: components["responses"]["Unavailable"];
             default: components["responses"]["Problem"];
         };
     };
@@ -2230,6 +2250,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             422: components["responses"]["Unprocessable"];
+            503: components["responses"]["Unavailable"];
             default: components["responses"]["Problem"];
         };
     };
@@ -2281,6 +2302,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             422: components["responses"]["Unprocessable"];
+            503: components["responses"]["Unavailable"];
             default: components["responses"]["Problem"];
         };
     };

@@ -1920,7 +1920,14 @@ type UnauthorizedApplicationProblemPlusJSONResponse struct {
 	Headers UnauthorizedResponseHeaders
 }
 
-type UnavailableApplicationProblemPlusJSONResponse Problem
+type UnavailableResponseHeaders struct {
+	RetryAfter int
+}
+type UnavailableApplicationProblemPlusJSONResponse struct {
+	Body Problem
+
+	Headers UnavailableResponseHeaders
+}
 
 type UnprocessableApplicationProblemPlusJSONResponse Problem
 
@@ -2127,6 +2134,23 @@ func (response GetArtifact404ApplicationProblemPlusJSONResponse) VisitGetArtifac
 	return err
 }
 
+type GetArtifact503ApplicationProblemPlusJSONResponse struct {
+	UnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response GetArtifact503ApplicationProblemPlusJSONResponse) VisitGetArtifactResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetArtifactdefaultApplicationProblemPlusJSONResponse struct {
 	Body       Problem
 	StatusCode int
@@ -2201,6 +2225,23 @@ func (response PlaybackBundle422ApplicationProblemPlusJSONResponse) VisitPlaybac
 	return err
 }
 
+type PlaybackBundle503ApplicationProblemPlusJSONResponse struct {
+	UnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response PlaybackBundle503ApplicationProblemPlusJSONResponse) VisitPlaybackBundleResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type PlaybackBundledefaultApplicationProblemPlusJSONResponse struct {
 	Body       Problem
 	StatusCode int
@@ -2255,6 +2296,23 @@ func (response VerifyBundle401ApplicationProblemPlusJSONResponse) VisitVerifyBun
 		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
 	}
 	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type VerifyBundle503ApplicationProblemPlusJSONResponse struct {
+	UnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response VerifyBundle503ApplicationProblemPlusJSONResponse) VisitVerifyBundleResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -2440,10 +2498,11 @@ type GetReady503ApplicationProblemPlusJSONResponse struct {
 func (response GetReady503ApplicationProblemPlusJSONResponse) VisitGetReadyResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
 	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
@@ -2519,6 +2578,23 @@ func (response GetRun404ApplicationProblemPlusJSONResponse) VisitGetRunResponse(
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRun503ApplicationProblemPlusJSONResponse struct {
+	UnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response GetRun503ApplicationProblemPlusJSONResponse) VisitGetRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -2653,6 +2729,23 @@ func (response ListRunEvents404ApplicationProblemPlusJSONResponse) VisitListRunE
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRunEvents503ApplicationProblemPlusJSONResponse struct {
+	UnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response ListRunEvents503ApplicationProblemPlusJSONResponse) VisitListRunEventsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -2798,6 +2891,23 @@ func (response ExportRun422ApplicationProblemPlusJSONResponse) VisitExportRunRes
 	return err
 }
 
+type ExportRun503ApplicationProblemPlusJSONResponse struct {
+	UnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response ExportRun503ApplicationProblemPlusJSONResponse) VisitExportRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ExportRundefaultApplicationProblemPlusJSONResponse struct {
 	Body       Problem
 	StatusCode int
@@ -2868,6 +2978,23 @@ func (response ListSessions401ApplicationProblemPlusJSONResponse) VisitListSessi
 		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
 	}
 	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListSessions503ApplicationProblemPlusJSONResponse struct {
+	UnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response ListSessions503ApplicationProblemPlusJSONResponse) VisitListSessionsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -2978,6 +3105,23 @@ func (response CreateSession422ApplicationProblemPlusJSONResponse) VisitCreateSe
 	return err
 }
 
+type CreateSession503ApplicationProblemPlusJSONResponse struct {
+	UnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response CreateSession503ApplicationProblemPlusJSONResponse) VisitCreateSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type CreateSessiondefaultApplicationProblemPlusJSONResponse struct {
 	Body       Problem
 	StatusCode int
@@ -3048,6 +3192,23 @@ func (response GetSession404ApplicationProblemPlusJSONResponse) VisitGetSessionR
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetSession503ApplicationProblemPlusJSONResponse struct {
+	UnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response GetSession503ApplicationProblemPlusJSONResponse) VisitGetSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -3142,6 +3303,23 @@ func (response CancelSession409ApplicationProblemPlusJSONResponse) VisitCancelSe
 	return err
 }
 
+type CancelSession503ApplicationProblemPlusJSONResponse struct {
+	UnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response CancelSession503ApplicationProblemPlusJSONResponse) VisitCancelSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type CancelSessiondefaultApplicationProblemPlusJSONResponse struct {
 	Body       Problem
 	StatusCode int
@@ -3232,6 +3410,23 @@ func (response PauseSession409ApplicationProblemPlusJSONResponse) VisitPauseSess
 	return err
 }
 
+type PauseSession503ApplicationProblemPlusJSONResponse struct {
+	UnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response PauseSession503ApplicationProblemPlusJSONResponse) VisitPauseSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type PauseSessiondefaultApplicationProblemPlusJSONResponse struct {
 	Body       Problem
 	StatusCode int
@@ -3302,6 +3497,23 @@ func (response ListPending404ApplicationProblemPlusJSONResponse) VisitListPendin
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListPending503ApplicationProblemPlusJSONResponse struct {
+	UnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response ListPending503ApplicationProblemPlusJSONResponse) VisitListPendingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -3413,6 +3625,23 @@ func (response ResumeSession409ApplicationProblemPlusJSONResponse) VisitResumeSe
 	return err
 }
 
+type ResumeSession503ApplicationProblemPlusJSONResponse struct {
+	UnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response ResumeSession503ApplicationProblemPlusJSONResponse) VisitResumeSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ResumeSessiondefaultApplicationProblemPlusJSONResponse struct {
 	Body       Problem
 	StatusCode int
@@ -3500,6 +3729,23 @@ func (response ListRuns404ApplicationProblemPlusJSONResponse) VisitListRunsRespo
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRuns503ApplicationProblemPlusJSONResponse struct {
+	UnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response ListRuns503ApplicationProblemPlusJSONResponse) VisitListRunsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -3642,6 +3888,23 @@ func (response SubmitRun422ApplicationProblemPlusJSONResponse) VisitSubmitRunRes
 	return err
 }
 
+type SubmitRun503ApplicationProblemPlusJSONResponse struct {
+	UnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response SubmitRun503ApplicationProblemPlusJSONResponse) VisitSubmitRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type SubmitRundefaultApplicationProblemPlusJSONResponse struct {
 	Body       Problem
 	StatusCode int
@@ -3766,6 +4029,23 @@ func (response ApproveTool422ApplicationProblemPlusJSONResponse) VisitApproveToo
 	return err
 }
 
+type ApproveTool503ApplicationProblemPlusJSONResponse struct {
+	UnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response ApproveTool503ApplicationProblemPlusJSONResponse) VisitApproveToolResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ApproveTooldefaultApplicationProblemPlusJSONResponse struct {
 	Body       Problem
 	StatusCode int
@@ -3886,6 +4166,23 @@ func (response ResolveTool422ApplicationProblemPlusJSONResponse) VisitResolveToo
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ResolveTool503ApplicationProblemPlusJSONResponse struct {
+	UnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response ResolveTool503ApplicationProblemPlusJSONResponse) VisitResolveToolResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -4664,208 +4961,212 @@ func (sh *strictHandler) ResolveTool(w http.ResponseWriter, r *http.Request, ses
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L3rcuNGliD8Khn4JsLSNEiBupSrqKjoT7bL09VtuytUVVM7XdAQSSApYgRm0siEJFqjjf21D7APsfse",
-	"+yjzJBt5TiaQABMUKanc7Y72DxcFIO8nz/1yF6RisRSccSWD8V3AbuliWTD4/a3QPxXLziuu/5bVYkHL",
-	"VTAOKEntO1JWPAiDa1pUTH+Ulowqlk2oCsbBYXR4MohGg+jwQ3Q0jo7H0clfgjBgZSnKYMyroggDUall",
-	"pT/+MGdEXLMyqxiZ0oLylJFcktFhFJE3H8+HQRgsGc9yfhmMP1+EQVnxSZ4F4yAavTqmR9No8HU6ygZf",
-	"s+PZ4CU9nA6O0uPshL2YfU1fToMwkEzKXJg2OU/zjHE1OD7UrxRVlQzGQb0seCiWk5JRKXgwDhjPJqoq",
-	"9VqrZbZpia/0EitJL3E/aDpnE9gVGJwvKzVR4opxGYyj0LwvGc3W37UfjA4ju1v1s6Po3ow1ybmdfDCe",
-	"0UKy+/v7MFjSki6YYiWc6Nkl4+onuoCZZUymZb7U0wrG+IpwumB6ow0YwEZdizxlA8ppsZIq0LMKxsGS",
-	"qnkQBhz6wn/CoGQ/V3nJsmCsyoqFgUznbEH1WAt6+wPjl2oejA+jKAwWObd/j8JArZa6F6lKfbh62jCb",
-	"f2WlhMn553qNr9vTvR75Z2g+ftZJfluVUsNxd3oJZ7dqksLbhIgZUXNGliW7zkUlyZJeMrInFrkiM1HC",
-	"u1leSgUv9turOYnsan6uWLlqloOdBz2zP9lm9m9uWVrpGf+JrTxriKsoOkrxjsFvNsZHuWIlwHLrqRKi",
-	"mKS0KOrPYeWUmCtL9AftxW1zbcejMXTac6rMrmFyxVbbnu2LbXbnbcYWS6EYT1fe/dHISo/GpCJ5RvYk",
-	"XTBCJZmKbEUS82aSZ8kpmQo1J5f5NeOE8oxk+WzGSg3A//U//xc5jqLOmZfs50EURfWK54xmrGzW7Mxs",
-	"8CdYdbPKfyrZLBgH/99Bg9QP8K08OMc5vf0O1vdDvsjV+rLeaeCU+S9tJHAS+aGwgE7cCWRsRqtCYZMF",
-	"vc0X1SIYjyKz5ebPesNzrtglK2FG5xV/+936jM4rDhtc8SsubjgRpb42LL/kZv+O93cHKz80GYLynCji",
-	"PdIc38LMK1gc5Ssi53TJSLUkShBN8tI5LWmqMfcp2XrxbbLmWaNDBJ9vnfe6K7kUXCLj8A3NDLQBBRRc",
-	"MQ4/6XJZ5Clgj4NlKaYFW/zuPySi+HoRukVmSA8t8mxiblMQBhlTNC8sIJKauJEYYTEOxoRXiykryaKS",
-	"ikwZoYoUjEpF8EJJpfmKYBwcmJ2QZh/wum4FP68ih2U41tujcgXb/xZnTJoZm62qSj6e32Zjs+hxd2n3",
-	"297id9gBbnoHZXc6TcZkQYuZKBcsI398/+efQkIRP6k5VZq14kKRjx++H7zUgKX/EJzBlwTYuRB/cyY1",
-	"n7cQJdMtORkdviQFu2aFJBljy1C31hwhVxpgyXUuCjjioV7Wt4LPijx9GiRYqJ1WctVzjAcO6B+U1TOc",
-	"66vmXO1dNeP3HGprls9xomdEz4bprYU9HJPEjsFuc6lkEjZP9Kj672bRE9sOH6ei1JR4ssjlgqp0rp9S",
-	"zUm1nnChJvSG5kp/WjIpCiCwCRzm96Kc5lnG+JNOc1b30j5KfWoH26DvA3a7FKV68gkfNSf8vTOnnuNt",
-	"pv0st7XuLhkDE6j5HFaSgqZXklBSioLBc8tlcMYySfbY8HJIEtyA8ZKuCkEzmWiigc+IfbYPJ/aTUN+L",
-	"imdPOjANEzPo5ZEH9uSTOm5O6iehGWecTM9JNfN9lpOqu0u8bEie7es/E/Nq0mJK8d7Y3p9GDRUrOS2e",
-	"uJcnbXqFfRLJymtWEhTMN1AtM4VnQW4chyN7599/S14dn3xNzDgEybyB4I+cVmouyvwX9jQortyOvhAv",
-	"MGr29mN7uJ4tbU3qWaDV7dGglimjJSsJKA003V/kUub8MnT4A2QAYk7TlC01ud9jt0vNG4bAGKyYIsBc",
-	"hOSmFPyS5FJWrATKX2U54ykLyZRmMZf5JaeqKllYc61XbLU/JCgxUSlgCpxpeMtymRZCsmwYa8SLog6w",
-	"kJ8+fRqcVWrOuNIn7FFYJN/gqkpGi8XrOJjfZnGQkJs544QLs9gbKolkXIWEFZIR2wYA73Vcc5jwsW4N",
-	"sPji65OuULa5XUsEWmOOEYavaV7QqQXIx4Nw3c9T0cCRy96U13nKSLv7foitP3ougLUdJmMilSi1EFrx",
-	"ktF0rp9qKMOOABbTqtTis0EOy1KkTMonb23D6kzM6bryxrdzISQj7JamqlgBnyxmpGSyKlRISqbKVUjo",
-	"9BmYksNDnzhh59Z/LJ75P8fpfGJFMTA4YlopItmCwpUsihUxA40b2gf8pGYj7Q1Z6LO5ZMiBdmfY5kuz",
-	"HE6x87TislpqxgZf2H6XoshT4HenFc8KNgH5b8JuU8ay9qf4gSbE9YY0ylCPcpGU7DKXipUsI7AekrFZ",
-	"znP9ntzkai5gH9KSKUn2uCBn795qHCc1qiSMZ0uRc0U+nv+AT7BzCRhlWYolK1WOcvJCZKx46HBgmj/C",
-	"l/dWjF8X0DtYJwzkSiq2mCxLsViqTotRBP95WikhCpharthCbjW1D0LAzBb09i02Grl907KkIA1dN9rc",
-	"ByZ/72omPlvlcqPBxW2zk72o24vpf7AUZGmY2A856h/ae14vbPsVrq9ubXmdKWPfvTP70Z57DzisqxqX",
-	"pbjOM1Z+JQl8BYp6skenmriBHhlbgJyesQKh7UEgsd2uDyqWjNOc/CehXM1LscxT8p/1GC3SiF+2R3tx",
-	"/NCh1iP3btK5PpW7gGYZ3DxavHM2CwwcXVz1E10wSShfu7XrN89eo012jp10YC347pgjdlUabgD+3t2C",
-	"W7gGUa398aAAzzKuchQWGa8WegLTKi9Urq/dDZvOhbgKwiAtcn0tLjzNt8ZPS1YCG2p2zIxGi0LcBGFA",
-	"5RWQX77yjlKyZUFXhgg8rPjWH7/Db3v2F1bd7bc1Se/OLzUYM0fXuRFa22eDS127eKqsGNGCNXDuGsWd",
-	"EmhPKJc3rJQkVyQO3tUzIxnjOcviYNgwB1MhCkY5bpWsrL3P6Oa9l+ccvkONQ8UJnSmGxqmMpbm1s3W7",
-	"72wmLsm7U6XKZzRVb/lMrIOpnNPDkxd+zEdNS01hyV4hbliZUsnInN2S9384GxyevNCsWK4kma4UW0N8",
-	"GhU5F07/uaRKy7HBOPj3z9HgFR3MLu5eHN//U+Ajo/kvHtnjrZKkgB5JznFcPazmk8AonHP14jhwTB6R",
-	"1+Th7p3ZAzOibw+/AT4GDDdyR8z4jah4JtEgh+wQ2Tt/8/2b8zc/ffuG/N//8/XwcH9I3tDUGqpA/9vo",
-	"0GO+FDJX+TUjZv7AidOpuEaQQf3BV5JoeQ9YMbIHEtfx4WHMu1zbKaFWTa+EIAUtLxkQMUpeHA+muapH",
-	"yQSTKJiCghIVZUbRPCbHUUTWtN77p0ACkDJqRl3RKwa3KeZ2mihudqgvvZ3ASfbBYTrX66c8wxVXCwt3",
-	"C6aXIsmeuWHkxdej6OXLF8fkNXlxTH7Mv2lLk/a1B2C6QAKgPMEB+mb3Z87MFJoZHB2dnBwfHx2S1+To",
-	"cH0G9vWOM/AMfma2hXFV5szZAyAw7VHbnFNnBOT4PSP8UVSgojIfdEbwDeG/bGv36VsUFb8pRHq1433C",
-	"LQfJhkx1e7J3ZvmkARjysv0xUexWhYDCJ5UEKRZ+o9S4zpM4omt7NDNRvL5OF3Zoylctq00lKxDPKEE8",
-	"Blt0O7gUA7MHWgoentObH3EJejPyzDMuLQqSZ864ehkw6FbcJbiveJCnftzXafuUHp62nBhnojsP7eNe",
-	"TxfNKiH//NiF6YP19Mtu7bL0L193mwUvPYuJ7yAA/wD1ZxnYCdqn4kLDdvOHBw3XBetp5mB/Yr8eBqxD",
-	"uuDtRc8NK0Vxjv14l2U0r19JUlDFpHKYD0qW1NyblPKUFWSPV0WBGr5ckTnVpIEzj2BdosMaLYo/z4Lx",
-	"5wf4w4qbGd5fhIEeApVJaBPvLKqzdD2Qd+XgBWfMho/kD6164kH5VEtKGosyRTOq6PpGf18yBkoca2TS",
-	"n5ErtlSgzzAUXFoub0Fv3dmNHBja9l7W+puHGc8PVcnRC6rIL+fK4HlWEsFrB6kGSjRn7Gd0Xfc+HyZj",
-	"5SCdC8nQ48ISEUo4uyEfP7797vrrjb4Um4U4l6U8G/yFDn6JBq8ump/Dyfj//++/ez24+GcPl9nloi/b",
-	"wlUDVW+uGVd9XmdnZMnKgb4+TH9G0EVMrzTNF7TAW9LmfC/uRuHolZ/xhbHeGSfGNmRC/9vrUM4rDp1t",
-	"oyRyPOce6tbdjO4Wmhm2+/PuKNhM39Vy5A48wKc5VZrTNGbXBV0BZ0pz3uatT4ZHZFlUUgtSBS0pcNEl",
-	"y2gKCsWyKphPN5jztKgyNrHyj3z4Jp1lmbEYg4NZyrJaepJfoZRySsw2Sc044wiNEblm2df0rPv+O9ft",
-	"4uE5vmkbqckerZQY4HawLNTz5yTBvxPzZ+sTQi9pzvetUIy7r3lwRH5E8GLln2xRS06bwKolZQFY6XE9",
-	"fmntEwwJmBtYpgVCxF9Tpm4YQ9ymbgQsY0FVnpIllRIlxu0uEAx1XqHBZfMV8jG6f2C00HhqTew2NoeG",
-	"EQDtTslo5le7XPc55H5wRUDHL3c3Ra+Zz2Zt1zv0J30O5a7palsFdgc3de5ecUNXkgCDsqelztqbt+uX",
-	"28Ng9OwJLuRhROauxUMaND+HnKP17dHwWoprWoANl5OKp6zU2GsgKpWKRVvx02FNlGLWqrBBwxEGesSH",
-	"TkFPWdNn+F5wY93zM/Rtf1+PW++6mvERKkJ9Aqpcbc9B6iWcQ5MtOMjQc++WJVvSEhTr9ljQJliitr0+",
-	"HH096c3EDVNofvuurMoXTFRqIlkqOCLoWuTPRNWy9KJKZg0E4RDD5nba0w/X3K9rvalzjutTsNvrBeOC",
-	"rqY0veoTGc40dslnOVgjQY8lloyzDDjFpWncpr8vPcS1Q1S7qMyQNYd8hmS6IlSmxpn9iq22xt4t1efD",
-	"liT9Ac9nRl5oz82+GQLHHTySK+9Z9H909Cw5J1ILLjxlSNBCQuGp+QAmUbS2YcfpdHbCsxUlAz+/B3b4",
-	"XwEk0NJ/ji26MFzvabMJde+hAw5emGyctzosQI/f0pAkqchYQnJU4ksFXgwLms5zzoh+N455R28ZEtdx",
-	"JyS1eyA44KD/WRjzBVNzkU3AS7MoxI3+1DBTEyXEBHSpoXUanJi7F8a87TgaEtdttPnecRoNY77uMxqS",
-	"tscoTs7jLxrG3OsPF5J1N4DaUwjdB8Jmb4yOLSTrXgLuM8dHICRtzjWMuddBoPkOX4eu80sYczRxTdA7",
-	"qTkj6wE3JD+xGzhJCZz/lBGaZdaPqavXy1gPy7QOGB7rhSu00cEvF/p/E68g2TisrONNXNBA0hkwzQXl",
-	"cF8wPCmXRKSIsVO2zrj5lXvWfW5TaMySqrlHB+Y16TVOMw8F29BCCo2J9OX6bwOjXhm8/Y6gA9l2tu+G",
-	"Cq8P9ocPH94R/MD0hUzOyatXbhyLX5ttvHfWj0DOtehjoihtXJg+dLIHaIIu0ArCrpl+Xx/I/k5Kva53",
-	"VcdPCMO19KgmTKul8+j3pN2VmYe3djMc7gFuQ+u4fTjXEXl218y3hesQd7pkDENs5Jgkd1c5z+TvQ4Lf",
-	"jUkcCAgfuU9irn/pW630rbx0RNWULlVVMiuesizZP3X6ArcfVoYx7/b6nzFallMWByFq6X9/nxAcSJTE",
-	"vERqgaY30C3EHNwRX0Uj1O+bEUjOZZ6B4W3RmgAiitD293u9mrpvhCo0o4mZZvnP3xySkl1WBS01Siht",
-	"QBI33+LJxhwhdTEkCYyUaBSuyjxV0piLC0aUIGouJDNYmcCXtZptHHPsUj/eH5Iz02hOFZmWjF5BTxL7",
-	"kppu+pQQPuSKW+2Be725Cfhlmx1I2to9gaFrLmJ60eMO0ZYomy7A02ZoI58e9IBpMTwv15mdGs/frXtK",
-	"+4+qvSKapmoAar3fbYVxDTT5MFUH2uBwmb0JZC8O4oC8hmc3c1HUbzoK1AMMgt4O+8MZ9aF+eLkwNrDE",
-	"bFSCwMwk2Uv+aZSg2ktqSKTkshTV8pRYLa+e8L5nt/7rf/xvj4HGp/mw4e2bZ9cxxe2jkaaGQABvPY22",
-	"iLiutHmQdW4JrI4gqcm75shtjCiCOK9o4ZUOm5jQtaX9CFZzSmQ1tY4mTa9gNsg5WL+t4YCc8RVavqyP",
-	"5E8ff+gNbd1enf7vcXwbRRe/8/I755qZ3N4Dp6uL7PfmRdkdXXrht6McXedgfSLm1EguXUsEWLKMm02/",
-	"y06httGbWLvVF3bzcRQi68G51k0JFbNEU10Yo8dfyEPq9dePs5F1zExt9Tzj6MwSoh8L+7miRdeaZNuT",
-	"dC7ytD7k6BVZl332d12RPcU12+QGJle3hJwaEFXZ2Du5UMCN3FCJX2n04eMLd1Mvmsl4WbCKv7Gm9Y6n",
-	"jMFDLWJoQySzCrMDGC8gK2/57OCbLNN1vx9Qgn1jIpMexYTaCfct87rHEXxZTYs8RXvakCQZVTQhGVsy",
-	"cKbiJNG9JePa0QLtlexWTTJWKBrib6ugC7Wgxa9AiDWvq5I7r8GT4ZRQYlWi2F+dWQH0gQfN37albYIQ",
-	"1zRCPHIKD/RBWwSHKSdYYT3CagN4jbmbJC7g79QkPEFJpTYwfSUN1gTVkCJSCZFp3hU4O9g3dMfC/SZC",
-	"zVl5k0vWq1M2V8M55qNDD5w8wkQYBn7j+AeXs5GMmVPdxmkGFuiZsZ/Fqe/9w6Jpy5S9hSTLllvum19I",
-	"3AVk29DoPnAaNdDnB/Kwtj5M7HVFfY4WEpxHFihKJhmMlQk5MdAYEqN1ClvAfUmXZI+zG6KX2lbOdDjA",
-	"1kp39V83mAVAKuxkVbBpJOy5hC5wO1BTg3EPXnoOG5fj3PJEC5e+J/oDsGx9JY1/wSnSKIF8QEFNHptf",
-	"z/AFC5xtIrM7aIIe2Mn3+GEPEa076p1mn02jrDQzYqhNr3ugk1jLNeJQxQYqXzAfe1z7xm3tCYV09v5i",
-	"3dthVTONM5qDAtY457gUGgmK/sgRDWKeMZoVoOIE9rdgGtU26bVIYvTUyb6FJ0soyB6Nue6vaQkcJioD",
-	"51SSVj/1VwkQLi5iDnuwj7qDB01zNhmZD/hnOaeF8cMzrmgVVznwlCWkKhMcaHEzVTzYXDYC6Loz4MM3",
-	"w8l75vNllI5Nt8XGfwkj+JekYjvewk6GNpdpdJK17cgft7O7bXvP6mxvm6b+0bIN6/na1o5VC5zA90ux",
-	"YAQakFRURQZ+95qgpamouELL5xahGX4KZcDdUc+6W2rXZfFIA4eeNYQugmrtYg86fL9mBS8rzrF3174N",
-	"TqBARK2VCf2Kw6C+Z0EYIE7yKjmMZLJOInb2sHwMCka31snuHqkzDxb+ADTW+sl2RERHtK19Y4fbIL1+",
-	"x9EPdV6SrxwXq73k7r4OtDf+t0/xD33Il3NHLyIX0vGI3fGc5XZA1jkpH8gaMHoOpsxC5N8pS/a+mi5y",
-	"BUD8GKWOo15YX24lWWlDL7TgzQUfaNbaWivgTphICvSIl2SPQrOY25ANExFUe+lLLaOuUMECCiBIruZa",
-	"IGwYu+EjBGfmGvuc+zcHim4JI63oFA+gLHJu/+5CzcUW1881tm6fNbDlUrFBqVL7dK1flKxNqevsjo+N",
-	"JrEo6itJaHlZLfTsH4GQ1gOCSzZ7jN0T0I6JKsUp921QIw/scDl6g4Ss+rBYs0JA3gbItfu4yCAnxKar",
-	"W17H3G4e0C1Pepdw6Fb3Yb0b/Vts1NZeXZPrs+TY76c0vRKz2U4ucxjD9riWoFvHPTZaDOmjit0oAbuG",
-	"9Qn7J+MfyLdzH6XX7X9jJuO73YJfN+Q93rmnJzbvZFS+e1IUb2su3b77Fx1u3FzfGbk+b9/1OP18ArlU",
-	"cIbZmsB2AM4cZA/TL1m1p7lG+ztoZXvsuJscdHuawNx6/DBh2uAhA14SevGau7V0HOwLy4LmXG7nZGST",
-	"G/hQZ+22oLcjZSVn2XAbmz5Exm6OGTbRuX399ky2lw+ynkSOG9d2PluS/eyf6GgwpZJldhdMbHZ7vhuy",
-	"9/apoL0L694YOP6HQPy8dgRdn/w1K7M8VZrh7YtuH4HPCSZTMl8UuVSS5ErGtQzLmZQOzMluL8dhHdxx",
-	"ShLbCiWhmIMoBMYOwzTCzdOCmMlmNAGJPSFRHUO+BtEx7wx5tI+WFUlkzi8LcyWGJDGupgkpREoVI4ym",
-	"c/PS64LYaBrWabbpa2vxxYN7tvFrhtn1+dJYL6uJWORKi2RAo9DNarvb4g7v8yRujuDhuAXMn/UwEbZ5",
-	"whwtSGugetHNJl/4QkolS6syV6v3eodxjzBn31mFgTv41/eWMv3x04fAk0+RpqkGYUx9t/fHTx/2rZfh",
-	"n5eMv/2uTiNE5rcZySUkls0vq5JlYPqL+V4yGIg8SweY3y/ZD8kNuHUltMoSMhdFJon9xmb+SzC5HyoK",
-	"Yp7b1CVXDLWfkClQw7ys0Ay4B/Fw8BHjlCuSFjRfmHvUzGn/FLKg6mkuGJmVYgFt7PDwbgBNE+wBQR/A",
-	"FE4NNq1hueZKLTHHWW7SkLR3UG8KZF7JqhIcc8/eDjCVEDzVK7hibCkJXY9VNS5yMY/5t4JfM677lGP9",
-	"9z+Tb0SWMy2fYHblIXkDznCY/jKXJOlLVZc0yTH3Y05ISstyhYreju+w8Ti3mKWdgZ7WHupA96EnDFWU",
-	"iK9MFlCckJaLh3ra3vQaOyWV1iMhzNTytRZGbua5YkQuacqMB4rGcGuJp6HHOZW6Fy5ISrngeUrBLL7Q",
-	"Uv0VW5GSLUGHo1FzbWgOmwQjU7YSPNNdzApBFSkpv2T6faHRs6zKUlwCApUpXbL9ejmcSVSpawwCh6/7",
-	"wO7lg8mwdRehk59clMY3WXcC68Is2eDziRcRcpoMyfHoiCRrHv3JmFDdFKYmNO82Ij/m35A9Q82qJfqo",
-	"zikmZMnLJhPL/pAcRy9166QTFgCuC83hZTmql2lZaq7F+HgdRQRUKDiS7gYHG5NRRBYQimmysnBDzCBo",
-	"EzznpR76GIZukuiONTAQbyJdLbrqfzTM6M3/6eMP+gMIXa13Tl+jBsg4JP0y7jGw1FfjTtpsPYvDw7Hu",
-	"4GaLdIYA+z8Ae1AyVZWcJHdAsULiaL7uk1OI4yTtah8Qf4Qgm9hnNoq9VtWddhrlskdlp2eCuMJ6mQIK",
-	"0MgkcR3fE/TLsKrasM6RAElwaHflgjOTEBXD3/NsH4ZyEq6C/zIkB0g0WoTgTjIY0ErNX2vsm1gv9aWp",
-	"BgKePkulh7pkCkNOQ/3znNFsBYjpkilNh87evTXJrJMzE/BixjNZVtFF/Y+fPhgPdd0nUJGMTFcW2Czd",
-	"6lA2jexMelsNOZYVw0St0A+h5DgakXaeXFwqJUk372xC0rneVX7JNAtZWzQJmbJC8EtJjHOsyawAEGrU",
-	"yiRXY0xrxFca2cCO5yoEbKdJSqj7wVj1sFUoBYmNjW3WAH8cHbt3KKxTkVIJjuKkvlB5NiSf4ODMcWnG",
-	"NCF7hRBLgE7Bi9U+zBlRkt6T/JKL0oavFHnKuGRNnrzgXSmWZc4ULVdOhIMmmE607jiIhqNhBDL1knG6",
-	"zINxcDSMhkeYeWAOfM0BUFT4eck8HL0F994UnGE3B6eWTmowfJsF40Bf3rNLkwKgVZniMIo2ZIn1ZIc1",
-	"rOpnJzuj+RFcLtXgWAw0Jxm4qRRtRsRaq+jJLdjJzhn8m6gIvmXEfI1aTMzH+dmT0CKtNP2Ac6z4kmrJ",
-	"BotmDW0+u7GTss/MxNTXmphP2ynuxnX6vU5+PXQrvr9wz/p6FNxfbJ1htknI6ckxq5dgoOI+DI6jUV9v",
-	"9VEefOykza4Vkw81bFLdhk49Mz2zNZjTwKPopaxzcsjgQjczEHxwp/f0/uDO7Mm9A9JtcPwXhtD4ZGBc",
-	"OHlDLbDVOTk3gVsfGL1J54i9QN/kAE6T9dFWWkrn4onQshOsbISTR4PJcXT8cKO6ZMLT4epfGKags2bI",
-	"NXBqF2jrMQs3nxw0Bdzuw+0+tkXU4LIe1JGuB3eYcPC+FxFrkQ4YL/TpMVA6oFlWMimd4GhTkwKTURkb",
-	"RMw1cUR6iEwNLPkrSRJM9qY/mqRzWsokbCUskTFPbM/jgwPkBXCuhh3YD02uQENyxQ03IpExfmsaHPO6",
-	"U0lyddoloI4rKlr01m6smcNul1akiqmBVCWji7aC4xNjV8WKSKoFWow8bqRV2tI7T3NOy1XgrbPkuRH2",
-	"GDA9YCuL/psP9NJ/sj9XQnMoJpC9mWYcvJq9fJFFL0cvXx6nX2cvTl7RwxmjNEpPTmgWjU7o0XR2PBtN",
-	"D6fR9OXhYZqNTrIX6ehkGs2iiEYvt0iH/5u4u9+JGw7accrrPXauMIpD3ju8OYkp+l8/nMgUzXgApqY2",
-	"mL/k11PPq6dOmE1H+lw1wgD9mE07sJkagJYJX6oD1DGakEgUOAHlNEk4UTZD5agN7zesNUb4x9yTwkCh",
-	"wrjWX5qrWCtObOqHmDupk+ZUzhny5DL/RUu1Nk8FKZkWu5Wj7Nfs9Rg8D4Fcozd0CHUNwIzBmboR5RVw",
-	"3fxaFNcsG5KzRmtsJHqMgXRyp5o09kYfh+pEm2HAJMVALx3QJGs5yPan9E5YFaWxB5ntM4o/CFETpRra",
-	"r8aYXinxIUe7dsyU1MTyfiOy1QbUeM2z4ZyWnEl5O7S51X73S75s48l3f9JoPjqC/x9jgN6TcKRriDEX",
-	"q6Vv+yVfot4s6UPkCUhgdWUUJQRcwfbNuH8qc+fkJPl80c4CUq/a7N+g2UDNk82pNBUsNLr78oVxa7Zu",
-	"5OYU+dy2FgYRWDUhYtqE29rM8S0TIRYB3na6acOilhUfNhlyjMbM9mcUs/1liIforPO7KBpH0aP27GdA",
-	"cxv3ztjEYCucTbtwE5t0ivY61hgNBdZm8vkhA0k6Z+kVROxOjPojuOhaPUa1YcNGnW5ZHqSdlKeHD9E4",
-	"nWUDwIqIqx7Pph8ebtPILf3ydHqvV0koSYbz28QiYaBRPprvEjNAvqvHkrI6AacbVAWnKUOT4yLmkBoC",
-	"LQ0aUzVJO/Vzg/FlaMgiKo1u5gxYh1yRXMaGtlCwbiPADcmZo8rHeaF67DCKDFUw5V2QFsS8125JqMl0",
-	"4xgpQ1PjiZKT29tTUFKZQUCj7YgGdeY4jZ5t9vA6lzYm0IZFJHfuhEIcR47J5zh4a66eCTh0+4qDi/tk",
-	"SH5CFTHYpxAHYdkrIMyZj9DBwa3+Qeaejcyt2aKb27cOn62i8nUbZEL9OHIN4R2/WsN4ba97t6K9dQse",
-	"aAaO1BUmPXNYQ9R31onlISztJV1ISu63x/bbrbO2YTeLBOOORc67Ls0Wo7IwXbtafEOzv+TL7/OC7Qft",
-	"VWzVZG01Ub2Ypoz9doTKmwjMS6yMz8hfS9+ImKVDbXoJzRyMKb/0amoAX89zUy/UUEXEqhJSGQ19Cg6T",
-	"FfSpbGvNIYKa2WML2O7ozGw8x0WL/PoJ9N14ViB6cDW+1+Dv42w66uTNni+YKvO030zxrhQLTWAr40eu",
-	"8YXEEmGIvL17/qPp9cFN130egGdbm2zMb7PJXKmlNcfLiRKKFneYFu51HPzLmw9xENYDv46D2hoXByEe",
-	"1utYjxgH92TUUUE9SGXstvyV7o2z64t6K73nZyxQwxVdFBtVnNYimYkUnMcdjgQcJkETjs4ne/929uMP",
-	"+96DNb3sdpvs3Dq1tJb5mIDZbNfDcYujPPuF+eC6KfTtOqQOfghRMV4XeQQ9hK3yWFdWwVKPJoGoMVSf",
-	"REekVSnSewxga34+lFaa7r4AVsOu78PgJDra6hq5NTef9WD1nuWbUCFUeb5DAXmjkeu84sGzsYe9kSn2",
-	"44Nv7Zd63O2ZBCci3n+Fyor/pgxM1IQZ1/ofe4pQBX93G9N5xd9+Z+xFrbM/aBL/95nuuZY80ZXC1B+4",
-	"BF8II+0l4O2VkD1RkuQHKtUA2gzefpeEmoVJ5zG/yblELDEVuqOSYRqffRCHTa8gC4O3Hbo6nIHUMiZd",
-	"6ErGxCbjJsmddbVoufEQMdOSKVGCJCAvJsYlw+OlU3vnwBd1xF0Irm52cXUw5tKgOIhPM95COaRKsZ8q",
-	"ASg15+C2G/M/12HvlCTAA8BAVkDDxcz0SZElK3EWYcwTLRObxI4wIWMpC0kCn9iXmoI0r7SwY9/YLDjg",
-	"eFd/Am6aNNa7eMXYcgCsWKIlNKCU6AE0OiESHUBxlsRkx0mbLFNadueCGJNgYuJ8URzFTrBkBZ5CriR8",
-	"Y6yESV3E+RQz0oKfmVFQtGGos59evxC7Uhk8YLc5R98vhIU6UVYuncIaqKGIyOvGORXEuo6FZnRobSw/",
-	"VwykeWNkgU6DbRFXp+DFGkeqoU3mvzDr8ws+lOgqadx7rPsUHtRa5Sz/JOFOtCZZ4ywTiWizo9aBib2B",
-	"Auuz1nDz/v0bk/mqjmDFCM1lyVKWoflG82Pm2vTtLho+m5m3gOOR23zxVGbC4syuenzUpH/BPzACO/gD",
-	"KwrhZonZWi/+rGp/q7oeNbqndr4cyHTvBicHO7h4NMVl7k05rRai61RmzcZaUDGYrDWLmCMSu4thknEw",
-	"jtvTjIMwhp2FV7C38KhZO7xwVg+vcSvh1TabiV3inkGjETxpztt5aM91285TaGXQuunmXtOKzpV0L5W+",
-	"UEAl5CkGhpjUZZCCBf2xNSGpkT5F5+vhti4HBqaB34keZl2+oZmNBP+t8FWaKa4ZK0MC9vS2itIkR6WX",
-	"bP+L8lq31kL0uB7DHmvEG+tUqimlzKXCWlGmcp21m2FySIh0AG3G4HqEuqqYWyXz3l/evtsfkrfK6PkR",
-	"g0M+Y6Ned7z+wWohyisNeDEvoAQS1LgVYki+WdWJWgG6sERQ3inqMzasglGNgh4fk18AJ2BMjTbpsmJZ",
-	"HCRDX5Uj61YLlhX7OGzK84AveF1uaMpmokThtEmWaQsUxRwSFp82w9RW3ITsbSi1tE9olpkpbCjXBEyh",
-	"ZwnoPu26fEOkDElwbWOnpNNxdBTzpK4m4Dg+aY6bKjg7w6jtg/e0Rw8ecxwRHokbzko5z5eW0cBbYvPA",
-	"6imjEy9YscicLpeMS7uRmHywlOivpE9ZgpQvhQY2mhcV5FKKOcWKOnXsyrjrwnWKKRrWSwMYb/iy4jG/",
-	"oRiRYgF7P3RbOIUDTKPaFsX4Zc5ZGPMPbLEUJS1CE/zDRTf6R/fpLTKQaCZR0bwYdy18dS6KkIDz3AMG",
-	"rH1IZN1Jhx3zPdPW+qrZqwP58Wvo64LP6w9lBYnIKZnqewSpuEVZB4ugFCQTyJ0HJ670clnHWIdfxbxj",
-	"qQtNwVkQUDDwNSSauYyiyHrm6Afwtykru+9j1hFRWZ3CNqY3n/v2ehU1Y+JYL12GpqWmSlirKu1JFEWR",
-	"Uw7sc5N63KYSN6nCP3fzgl84qbZtTmzNCDdJjtuZu+tc2E2O6h08rVsV7dDdbgcG9q9lvdSQZY1DuVNc",
-	"WxIT1MAJza4pT4HoOh6OJk3K4LtcWgW8Jxk8VYqmcy20npJZXjAtILyOA5R9DbMHQu9wfhsH7ZIIPW23",
-	"4Quht4063LoK8cC6zm2II9dY6VZfc5Dy3MLj9WyPXx6Ojrxn0Vff2Thk/lps3BbKzu8trXoU4/dX8R0x",
-	"VQ19/NNWFj5DO2WvdvWHXKr39qNdmUwoZriNw7iVei+eL2qmzrHWG5vQDRJwk6z5PLf+EnSTqu0s+K47",
-	"tbWzoLUTlBm/1z5peU0Q1kzp1ujazSrmwYtWeflrylrPEUvTYk1lA7i1gcE+ApHJK6hgCWV9hWw4tvXv",
-	"n0IOk3bcHcUndbBFzG0ZSsjmnrTLXxklbdIcKqp36RXjp8bvtlWTytHqYjxabtlKGzNkm/Uwlzemrql5",
-	"icOVlWP1MnxVzJHzJCnlDeOKzKllRQ1z6mWbWpWnn8I67X5z3TyCaSWVWADLQ9NFN+ffQ1dq29vjLbN9",
-	"387S4PdaGn3pzdgVjaHf6q+/hXUuwnXkY5bw6+p5Xj3c6FsT1/1XI/cIdk3EkR+xuYT94K45qY02VPfi",
-	"Psmb/G+Z7tpEr5uorhHTviiAOxlTf2MW342Atyt/aHaoVkR6gfYAs+3urpB0e++l9dC3ta9CftuKz3Ke",
-	"y7nhpfcQeNwM3/uolIN83DLmtVN0kyCX7CV3ZcXHoCe8T/rS5ILqy0tLYaznupI1mt+evAmuyqbKjx+A",
-	"neU2Csry19a374y4n4qCmzpKTTmfNsw4l6M+1o14+QBSTX8ZCD+TWOOOZGUOGlcBieuxVopJDQJ8LS1X",
-	"qNG2AI/5r433vYF28khgBzN8H7S/0wP9A9j/BoEdTqZbugpp6CMBvakn4HeMtOXipdXxuxu/cwX5piJ+",
-	"T+abfX8Oj3d1uvlnU0fYyvVRU5weWIs6O22dZpguTNRU1GRWMDmBO5XqDavSCWzbiisaj8b1yHX+BFOw",
-	"zy1DXyesPfLkp42GJz35Z4+invSy6FnvsGRO2fm1kvFHUfQ0JYc5x035P1rZb34zzFhv+Y2+K/llWLOm",
-	"+N/zE67EWqST2tzXKVJnv2hTHluwLpcxbwrWEaiNh3tVQvHAXNYRC7QAr1gkkbKmdWBlSnCMhOw1VSgh",
-	"2yYGyNsudFMYVZlo+VcxT9xS54nRB62X9/PoaLJ8NgPesnHvsvj3FLtpV0N3iG43mUzM0znll/5AMywY",
-	"+Aw6m45+YHuf2FYNxp2tRn76v4NsuPNEN/rvuvCZzwjlq79pV5Vfm5twSoA27IRX6tqdsQA3mE1GjPPq",
-	"N2bA2EYtYvLjowrPlpACy53Jt2VTc2l+Z3QYReTNx/OhU08HYxe/cNh+q1qSWyLJrXjkWeKrvwROhaON",
-	"WeCjDXndo26m9tFhtJZ9/Sjy1kdCduVJPIitp/c3YmT5tTmV2ioDblfg67WuQ3qkE9s2bMR7RdHrTFN9",
-	"kF71rrvVXIatpLUQIgDuUclbS/DT1eBPbJWYtIWnGB8AsQGgCUJqzbgl/dE+WWChFwih99WxHjdR9HlP",
-	"WH2dZwZ6AfOREbvw+8MoCjXjVw9u2zX8R7OsiU1JmjjJJE3ABO+qvHoZmDPC2U2xqtNMglBmmKXD6NCm",
-	"f9Rc6eufEpy4KVunxbI153zi8c3HPLYgYv9EjCTgY13qWj87I3XnWP/EVsG6a/h7HJUoAZU+6zSqwDcK",
-	"UjB6zZxggr2IvLbV+aiCNbY93I96HNx1537/dte5/ajl2+6rBHHxBMatzvUffDJplJWHeuhri3XfyPHh",
-	"74N2HZ+muvr2qvFuoaatTGe/rYguysn6pa0vuS0kaXIPLJqyN4fR4W5H+GhGAf/64qxAU12vxQjg6A+w",
-	"ACdfiAVYZwA20f/ngQfIeFzH+P29yAR/FTso4g/wGUaatwfhT0jlPd7x/XIDqH0O7loqtPsDVEo9TbHx",
-	"sNDwxg4KZKiXg/mO6WslbZ7LdS3oXgIJURFYk5oiWyeVmMfBuzp9KskYz1kWB/uWXKPYCjg3cYmzFWeN",
-	"o0hNynNpkt1BzS8g6ViBfSlPnfq5XeWtbhXzHDOzk9rLpbXzSYjaDS7UpK66WTIpCvhEvza+LvbRxPgm",
-	"exPGneExQonZpzikQLpZ4/hgVV47qTnMRP6OqZ2Fm8Y4Umsk/4HunoruDPhozjhjKQRTGWQApoSdlSV+",
-	"pAeX6m8F6b0xWea1sCZmJLlDdHOfhPBblasxuLHhAzoVpbIPyB4kbujFFPsmvlgssfShxYDJEH8VKiGy",
-	"0rfNinAmy2VGrH1pDwId5uKGJGmRg5uezZ6vUeT+qe5JlavEBBvpThB5X9KcYyFxPeQpSWDqiSndLS3+",
-	"NeUrHoclezS9+nCfigrLunRk3cbYpsgIlEumXkLglm+0NRtbFRqt4ev+kSjVLOgfKPUfKPWRumgNPi3z",
-	"MaJUc8d7sWo7o0m7XtbnC43R0KPWF9oPtS9sVRNTs8OkywKDlM0FpIWesgjGwQGgSDORtbJRptZJaROp",
-	"hHWeHCNU2kxFNrcyZldZ13hsqHrhNK9LJXSbWz/pVIDzM+20qz3EPANr9LhXa+Qw8QFN5/uW68xLG/Tb",
-	"2MKrvq5w+RrNglO2KOob4zR3TnO9EwywG9TltTCuLWxnbta920TSQJycSAuTDLMJ+6rHtYEX9xf3/y8A",
-	"AP//",
+	"7H39dttGluer1MHOORGnQQrUh2NTx6dXTpxudyduH9ke78TUEEWgKGIEVjGogiRGoz371z7APsTue+yj",
+	"zJPsqXurgAJYoEhJTjrZ7j86FgHU561b9/N3b4NELJaCM65kMLoN2A1dLHMG//5G6H8qlp6VXP8ty8WC",
+	"FqtgFFCS2GekKHkQBlc0L5l+KSkYVSydUBWMgoPo4LgfDfvRwYfocBQdjaLjH4MwYEUhimDEyzwPA1Gq",
+	"Zalf/jBnRFyxIi0ZmdKc8oSRTJLhQRSR1x/PBkEYLBlPM34RjD6fh0FR8kmWBqMgGr44oofTqP91Mkz7",
+	"X7OjWf85PZj2D5Oj9Jg9m31Nn0+DMJBMykyYbzKeZCnjqn90oB8pqkoZjIJqWvCjWE4KRqXgwShgPJ2o",
+	"stBzLZfppim+0FMsJb3A9aDJnE1gVaBzvizVRIlLxmUwikLzvGA0XX/W/GF4ENnVqn47jO5MX5OM28EH",
+	"oxnNJbu7uwuDJS3ogilWwI6eXjCu3tIFjCxlMimypR5WMMJHhNMF0wttyAAW6kpkCetTTvOVVIEeVTAK",
+	"llTNgzDg0Bb+JwwK9lOZFSwNRqooWRjIZM4WVPe1oDffM36h5sHoIIrCYJFx+/cwDNRqqVuRqtCbq4cN",
+	"o/kXVkgYnH+sV/i4OdyroX+E5uUnHeQ3ZSE1HbeHF3N2oyYJPI2JmBE1Z2RZsKtMlJIs6QUje2KRKTIT",
+	"BTybZYVU8KDXnM1xZGfzU8mKVT0dbDzoGP3xNqN/fcOSUo/4r2zlmcO4jKLDBM8Y/JuN8KdMsQJoufGr",
+	"EiKfJDTPq9dh5pSYI0v0C83JbXNsR8MRNNqxq8zOYXLJVtvu7bNtVudNyhZLoRhPVt710cxK98akIllK",
+	"9iRdMEIlmYp0RWLzZJKl8QmZCjUnF9kV44TylKTZbMYKTcD/+T//FzmKotaeF+ynfhRF1YznjKasqOfs",
+	"jKz/V5h1Pct/KtgsGAX/Zb9m6vv4VO6f4ZjefAvz+z5bZGp9Wu80ccrs5yYTOI78VJhDI+4AUjajZa7w",
+	"kwW9yRblIhgNI7Pk5s9qwTOu2AUrYERnJX/z7fqIzkoOC1zySy6uORGFPjYsu+Bm/Y56u5OVn5rMhfKU",
+	"LOI93jm+iZlHMDnKV0TO6ZKRckmUIPrKS+a0oInm3Cdk68k3rzXPHJ1L8OnmeaebkkvBJQoOr2hqqA1u",
+	"QMEV4/BPulzmWQLcY39ZiGnOFn/4d4ksvpqE/iI1Vw/Ns3RiTlMQBilTNMstIZLqciNjpMVxMCK8XExZ",
+	"QRalVGTKCFUkZ1QqggdKKi1XBKNg36yENOuAx3Ur+nkROSLDkV4elSlY/jc4YlKP2CxVWfDR/CYdmUmP",
+	"2lO72/YUv8MGcNFbLLvVaDwiC5rPRLFgKfnL+7+9DQlF/qTmVGnRigtFPn74rv9cE5b+Q3AGbxIQ50L8",
+	"N2dSy3kLUTD9JSfDg+ckZ1cslyRlbBnqr7VEyJUmWHKViRy2eKCn9Y3gszxLHkcJlmqnpVx1bOO+Q/r7",
+	"RfkE+/qi3ld7Vk3/HZvaGOVT7Ogp0aNhemlhDUcktn2wm0wqGYf1L7pX/Xc96Yn9Dn9ORKFv4skikwuq",
+	"krn+lWpJqvELF2pCr2mm9KsFkyKHCzaGzfxOFNMsTRl/1G7OqlaaW6l3bX8b9r3PbpaiUI/e4cN6h79z",
+	"xtSxvfWwn+S0Vs3FIxACtZzDCpLT5FISSgqRM/jdShmcsVSSPTa4GJAYF2C0pKtc0FTG+tLA34j9rQc7",
+	"9lao70TJ00dtmKaJGbTywA179E4d1Tv1VmjBGQfTsVP1eJ9kp6rmYq8YkqU9/WdsHk0aQimeG9v6425D",
+	"xQpO80eu5XHzvsI2iWTFFSsIKuYbbi0zhCdhbhy7I3tn331DXhwdf01MPwSveUPBHzkt1VwU2c/scVRc",
+	"ug19IVlgWK/tx2Z3HUvaGNSTUKvbomEtU0YLVhAwGuh7f5FJmfGL0JEPUAAYc5okbKmv+z12s9SyYQiC",
+	"wYopAsJFSK4LwS9IJmXJCrj5yzRjPGEhmdJ0zGV2wakqCxZWUuslW/UGBDUmKgUMgTNNb2kmk1xIlg7G",
+	"mvGiqgMi5KdPn/qnpZozrvQOewwW8SucVcFovng5DuY36TiIyfWcccKFmew1lUQyrkLCcsmI/QYI7+W4",
+	"kjDhZf010OKzr4/bStnm7xoq0JpwjDR8RbOcTi1BPpyEq3YeywYOXfGmuMoSRprNd1Ns9dJTEaxtMB4R",
+	"qUShldCEck14il4ycl1kikkwl3BxTfY0TaeZvNSENCvzXNMomWU5I7ZpUehnOZupEE5AShWdUgkGxZIX",
+	"jCZz3Z+m31wklwxZeKYkwRFb6TgpC62qD8hZySXJOJnl2cVcES0ggTavtzLjJSNTLVazhWT5FZMnpGCq",
+	"WBE608pJfKb/6J/qP+JBk86dRz4VMRE8lfpyhw6nTN852HbGL5o6+kZ1bpPqjQS6LETCpHw0idYi48Sc",
+	"Eldv+2YuhGSE3dBE5SvQN8SMFEyWuQpxYiGh0ycQ7g4OfGqZHVs3eXvG/xRU/onled/w2mmpiGQLCqwt",
+	"z1fEdDSqZQiQy7U4bjnNQu/NBUNJvj3CpnyfZrCLrV9LLsulFhDxgW13KfIsAb1hWvI0ZxPQoyfsJmEs",
+	"bb6KL2iBplqQ2qjsMdKSgl1kUrGCpQTmQ1I2y3imn5PrTM0FrENSMCXJHhfk9N0bfVdIOM6Mp0uRcUU+",
+	"nn2Pv2DjEjjzshBLVqgM7Q0LkbL8vs2BYf4Ab95Zc8i6oaPFvcNArqRii8myEIulan0xjOB/nq+UEDkM",
+	"LVNsIbca2gchYGQLevMGPxq6bdOioKBVXtVW8XsGf+eyhM/WSF9bwnHZ7GDPq+/F9N9ZAjYJGNj3Gdpx",
+	"mmteTWz7Ga7Pbm16rSFj250j+8Huewc5rJtsl4W4ylJWfCUJvAUOD7JHp1pIgAsGvwB7R8pypLZ7icQ2",
+	"u96pWDJOM/IfhHI1L8QyS8h/VH00RAx8s9nbs6P7NrXquXORzvSu3AY0TeHk0fyds1jgKGrzqrd0wSSh",
+	"fO3Urp88e4w2+Yt2siU26Lvl1tnV+LqB+DtXC07hGkU11sfDAjzTuMxQ6WZc37ufg2mZ5SrTx+6aTedC",
+	"XAZhkOSZPhbnns+35k9LVoA4b1bM9EbzXFwHYUDlJVy/fOXtpWDLnK7MJXC/A0G//A7f7VhfmHW73cYg",
+	"vSu/1GTMHJvxRmpt7g1Ode3gaRGIFFpq0/KfZnEnBL4nlMtrVkiSKTIO3lUjIynjGUvHwaAWDqZC5Ixy",
+	"XCpZWr+p8XF4D88ZvIeWm5IbCRBEUJZk1l/Zbr61mDgl70oVKpvRRL3hM7FOpnJOD46f+TkfNV/qG5bs",
+	"5eKaFYkWiOfshrz/82n/4PiZFsW0CDxdKbbG+DQrcg6c/nNJlWKF7uDfPkf9F7Q/O799dnT3T4HvGs1+",
+	"9uhwb5QW0nWLWraGfnW3Wk4C53rG1bOjwHEdRV7Xkbt2Zg1Mj741fAVyDDjA5I6c8ZUotTwOjk0Uh8je",
+	"2evvXp+9fvvNa/J//8/Xg4PegLymiXX4gR299kWM+VLITGVXjJjxg5ZBp+IKSQbtMF9JovVmEMXIHmiu",
+	"RwcHY96W2k4Ite4OJQTJaXHB4BKj5NlRf5qpqpdUMIkKPhh60eBoDPYjchRFZM170DuBKwBvRi2oa1UM",
+	"TtOY22Gi2t66fenNBHayiw6TuZ6/Vp5gxuXC0t2C6alIsmdOGHn29TB6/vzZEXlJnh2RH7JXTa3cPvYQ",
+	"TJtIgJQn2EHX6P7GmRlCPYLDw+Pjo6PDA/KSHB6sj8A+3nEEns5PzbIwroqMOWsAF0yz16bk1OoBJX5P",
+	"D38RJZj6zAutHnxd+A/b2nn6BlXFV1qR3vE84ZKDZkOm+nuyd2rlpD44RNPeiCh2o9V4IfJJKUFnh3+j",
+	"1rgukziqa7M3M1A8vk4TtmvKVw3vVylLUM8oQT4GS3TTvxB9swZaCx6c0esfcAp6MbLU0y/Nc5KlTr96",
+	"GtDpVtIlhAF5mKf+uavR5i7dP2w5MUFZt567j3sjhrSohPLzQyemN9bTLrux09L/8jW3WfHSo5j4NgL4",
+	"D9z+LAV/S3NXXGrYbvzwQy11wXzqMdh/YrseAax1dcHT844TVoj8DNvxTstYsL+SJKeKSeUIH5QsqTk3",
+	"CeUJy8keL/McLaWZInOqrwbOPIp1gYF/NM//NgtGn++RD0tuRnh3Hga6CzQmoTGqNanW1HVH3plDNKFx",
+	"vz5QPrTmiXv1U60paS7KFE2pousL/V3BGBhxrLNOv0Yu2VKBPcPc4NJKeQt6445u6NDQtueyst/cL3h+",
+	"KAuO0WRoosRPWUEErwLNairRkrFf0HXDJH2cjBX9ZC4kw8gVe4lQwtk1+fjxzbdXX2+MSdmsxLki5Wn/",
+	"R9r/Oeq/OK//OZiM/ut//8PL/vk/e6TMthR90VSuaqp6fcW46oreOyVLVvT18WH6NYKhdnqmSbagOZ6S",
+	"puR7fjsMhy/8gi/09c4EgzYpE9rf3oZyVnJobBsjkROBeF+z7mK0l9CMsNmed0XB9/yu0iN3kAE+zanS",
+	"kqZxXy/oCiRTmvGmbH08OCTLvJRakcppQUGKLlhKEzAoFmXOfLbBjCd5mbKJ1X/k/SfpNE2N5x0C9RKW",
+	"VtqT/Aq1lBNilklqwRl7qJ3xlci+Zmft+c9cu4n7x/i66ewne7RUoo/LwVJwenAS49+x+bPxCqEXNOM9",
+	"qxTj6msZHJkfETxf+QebV5rTJrJqaFlAVrpfT3xfcwdDAu4GlmqFEPnXlKlrxpC3qWsB01hQlSVkSaVE",
+	"jXG7AwRdnZXouNp8hHyC7p8ZzTWfWlO7jc+hFgTAulMwmvrNLlddgc0fXBXQiW/ezdBrxrPZ2vUO43Kf",
+	"wrhrmtrWgN3iTa2zl1/TlSQgoOxprbOKim7HN3cIGB1rghO5n5G5c/FcDVqeQ8nRxkhpei3EFc3BF85J",
+	"yRNWaO7VF6VKxKJp+GmJJkox61XYYOEIA93jfbugh6zvZ3hfcOO59Av0zbhpT3j0upnxASZCvQOqWG0v",
+	"QeopgEN0Gwky9Jy7ZcGWtADDut0W9AkWaG2vNkcfT3o9cdM96n/7jqzKFkyUaiLRJas7rVT+VJQNjzma",
+	"ZNZIEDYxrE+n3f1wLYy9sps6+7g+BLu8XjLO6WpKk8suleFUc5dsloE3EuxYYsk4S0FSXJqPm/fvc8/l",
+	"2rpU26zMXGvO9RmS6YpQmZikgEu22pp7N0yf93uS9As8mxl9oTk2+2QAEnfwQKm8Y9L/3rKzZJxIrbjw",
+	"hOGFFhIKv5oXYBB5Yxl2HE5rJTxLUTCIl7xnhf8FSAI9/Wf4RZuGqzWtF6FqPXTIwUuTdRBcSwToiP8a",
+	"kDgRKYtJhkZ8qSBmY0GTecYZ0c9GY96yW4bEDYAKSRVmCYFMGMcXjvmCqblIJxDtmufiWr9qhKmJEmIC",
+	"ttTQBl9OzNkLx7wZgBsSN/y2ft8Jvg3HfD32NiTNyFscnCfuNhxzb1xhSNbDAKqIKwwfCOu1MTa2kKxH",
+	"Cbi/OTECIWlKruGYewME6vfwcegGEYVjji6uCUZ51XtkIwkH5C27hp2UIPlPGaFpauPB2na9lHWITOuE",
+	"4fFeuEob7f98rv9v4lUk64CVdb6JE+pLOgOhOacczgumeWWSiAQ5dsLWBTe/cc+GIW5KMVpSNffYwLwu",
+	"vTpo5r6kJZpLoTmRPlz/rW/MK/033xIMUNrO913fwuud/fnDh3cEXzBtoZBz/OKFmw/kt2ab6J31LZBz",
+	"rfqYbFSbX6c3HSPDIBVL32Psiunn1Yb0djLqtaPUWnFCmPamezXpbg2bR3dE8q7CPDy1i+FID3AaGtvt",
+	"47mOyrO7Zb6pXIe40gVjmKokRyS+vcx4Kv8YEnxvRMaBgDScu3jM9b/0qVb6VF44qmpCl6osmFVPWRr3",
+	"Tpy2IOyHFeGYt1v9jzF6lhM2DkK00v/xLibYkSiIeYi3BbrewLYw5hDW+SIaon3f9EAyLrMUHG+LxgCQ",
+	"UYS2vT/q2VRtI1WhG03MtMh/9vqAFOyizGmhWUJhE7u4eRd3dsyRUhcDEkNPsWbhqsgSJY27OGdECaLm",
+	"QjLDlQm8WZnZRmOOTeqfewNyaj6aU0WmBaOX0JLEtqS+N31GCB9zxaX20L1e3Bji280KxE3rnsAUQJcx",
+	"PesIh2hqlHUTEGkzsBlk90bANASe5+vCTsXnb9cjzv1b1ZwRTRLVB7PeH7biuIaafJyqRW2wucyeBLI3",
+	"DsYBeQm/Xc9FXj1pGVD3MZl8O+4Pe9TF+uHhwvjAYrNQMRIzk2Qv/qdhjGYvCDql5KIQ5fKEWCuvHnDP",
+	"s1r/+T/+t8dB47N8WJiAzaNrueJ66KSpKBDIWw+jqSKuG23uFZ0bCqujSOrrXUvkNtcWSZyXNPdqh3Vu",
+	"7drUfgCvOSWynNpAk7pVcBtkHAOPDS2SU75Cz5eNkXz78fvOFOHtzen/Nh7fRNH5H7zyzpkWJrePwGnb",
+	"IrujeVF3x5Be+LdjHF2XYH0q5tRoLm1PBHiyTJhNd8hOrraxm1i/1RcO83EMIutJzjZMCQ2zRN+60EdH",
+	"vJDnqtdvP8xH1nIzNc3zjGMwS4hxLOynkuZtb5L9niRzkSXVJkcvyLru09t1RnYX13yTG4Rc/SVgk0B2",
+	"au3v5EKBNHJNJb6l2YdPLtzNvGgG4xXBSv7autZbkTKGDzUuQ5tqmpaIsmCigKy+5fODb/JMV+1+QA32",
+	"tcnwepAQagfcNc2rjkDwZTnNswT9aQMSp1TRmKRsySCYipNYtxaPqkAL9FeyGzVJWa5oiP+2BrpQK1r8",
+	"EpRY87gsuPMYIhlOCCXWJIrtVQgVYA/cr/+2X9pPkOLqj5CPnMAPeqMtg0PoDpbbiLDKAV5x7hoMB+Kd",
+	"auAY1FQqB9NX0nBNMA0pIpUQqZZdQbKDdcNwLFxvItScFdeZZJ02ZXM0nG0+PPDQyQNchGHgd45/cCUb",
+	"yZjZ1W2CZmCCnhH7RZzq3N+vmjZc2Vtosmy55br5lcRdSLZJje4Pzkc19fmJPKy8DxN7XNGeo5UE5ydL",
+	"FAWTDPpKhZwYagyJsTqFDeK+oEuyx9k10VNtGmdaEmBjprvGrxvOAiQVttApLByH3ZfQJW6Haioy7uBL",
+	"T+HjcoJbHunh0udEvwCera+kiS84wTtKoByQU4MH9Ms5vmCCs03X7A6WoHtW8j2+2HGJVg11DrPLp1GU",
+	"Whgxt01neKADUOY6cahifZUtmE88rmLjto6Ewnv27nw92mFVCY0zmoEB1gTnuDc0Xij6JUc1GPOU0TQH",
+	"EyeIvznTrLaGKSOxsVPHPUtP9qIge3TMdXv1lyBhojFwTiVptFO9FcPFxcWYwxr00HZwr2vOgrr5iH+W",
+	"cZqbODwTilZylYFMWUCGpuBwF9dDxY3NZK2ArgcD3n8yHPw4XyyjdHy6DTH+SzjBv+QttuMpbCHduUKj",
+	"A3q3o3zcRMnb9pxVqHmbhv7Rig3ruHdr26oVTpD7pVgwAh+QRJR5CnH3+kJLElFyhZ7PLVIz/DeUIXfH",
+	"POsuqZ2X5SM1HXrmELoMqrGKHezw/ZoXvCg5x9Zd/zYEgcIlar1MGFccBtU5C8IAeZLXyGE0k/UrYucI",
+	"y4ewYAxrnewekTrzcOEPcMfaONmWiuiotlVs7GAbptcdOPqhwnf5ygmx2otv7yrAAhN/+5j40PtiOXeM",
+	"InIpHbfY7c+ZbotknZ3ykawho6cQyixF/k5FsvfldJEpIOKHGHUc88L6dEvJCpt6oRVvLnhfi9bWWwFn",
+	"wmRSYES8JHsUPhtzm7JhMoKqKH2pddQVGljAAAQgda4HwqaxGzlCcGaOsS+4f3Oi6JY00shO8RDKIuP2",
+	"7zbVnG9x/Fxn6/boi42Qig1GlSqma/2gpM2bukLJfGg2iWVRX0lCi4tyoUf/AIa0nhBcsNlD/J7AdkxW",
+	"KQ65a4FqfWCHw9GZJGTNh/maFwJwGwCz+GGZQU6KTdu2vM65XTzVLXd6l3ToRvNhtRrdS2zM1l5bkxuz",
+	"5PjvpzS5FLPZTiFzmMP2sC/Bto5rbKwY0ncrtrME7BzWB+wfjL8j38p9lN6w/42I0Le7Jb9uwI/euaVH",
+	"ft5Cpr59VBZvYyzttrsnHW5cXN8euTFv33YE/XwCvVRwhqhX4DuAYA6yhzBW1uxpjlFvB6tshx93U4Bu",
+	"xycwto44TBg2RMhAlISevJZu7T0O/oVlTjMutwsysuAGPtZZhS3o5UhYwVk62ManD5mxm3OGTXZuV7sd",
+	"g+2Ug2wkkRPGtV3MlmQ/+Qc67E+pZKldBZOb3RzvBiimLhO0d2LtEwPbfx+Jn1WBoOuDv2JFmiVKC7xd",
+	"2e1DiDlBMCXzRp5JJUmm5LjSYTmT0qE52W7lKKySO05IbL9CTWjMQRUCZ4cRGuHkaUXMoBlNQGOPSVTl",
+	"kK9R9Ji3ujzsoWdFEpnxi9wciQGJTahpTHKRUMUIo8ncPPSGINaWhvU727S1tfri4T3bxDXD6LpiaWyU",
+	"1UQsMqVVMrijMMxqu9Pidu+LJK634P68BcTPuv8StjhhjhWk0VE16XqRz30ppZIlZZGp1Xu9wrhGiH14",
+	"WmLiDv71nb2Z/vLpQ+DBpaRJokkYIQT3/vLpQ89GGf5tyfibbysYITK/SUkmAaA3uygLloLrb8z34n5f",
+	"ZGnSR5zEuBeSawjrimmZxmQu8lQS+45FUIwRJBENBWOeWeiSS4bWT0Bc1DQvS3QD7kE+HLzEOOWKJDnN",
+	"FuYc1WPqnQCarB7mgpFZIRbwje0envXh0xhbQNIHMoVdg0WrRa65UkvEOMsMDElzBfWiAPJKWhYQmHv6",
+	"po9QQvCrnsElY0tJ6HquqgmRG/Mx/0bwK8Z1m3Kk//5n8kqkGdP6CaJUD8hrCIZDGNFMkrgLqi6uQUZ7",
+	"Y05IQgtA0AMBvhE7bCLOLWdpIvnTKkId7n1oCVMVJfIrg6aKA9J68UAP2wuvsRM4t+4JaabSr7Uycj3P",
+	"FCNySRNmIlA0h1sD8IYW51TqVrggCeWCZwkFt/hCa/WXbEUKtgQbjmbNlaM5rAFGpmwleKqbmOWCKlJQ",
+	"fsH081yzZ1kWhbgABioTumS9ajqcSTSpaw4Cm6/bwOblvaDiuonQwXkXhYlN1o3AvBBtHGI+8SACpsmA",
+	"HA0PSbwW0R+PCNWfwtCElt2G5IfsFdkzt1m5xBjVOUVAlqyokVh6A3IUPddfx620AAhdqDcvzdC8TItC",
+	"Sy0mxuswImBCwZ50M9jZiAwjsoBUTIPKws1lBkmbEDkvdddH0HUNRjzSxEC8gMRaddX/0TSjF//tx+/1",
+	"C5C6Wq2cPkY1kXEA/TLhMTDVF6MW/LgexcHBSDdwvQWc4YAcR4ekAe8ZGvZImpiYZM8oV72t8T91Gw+G",
+	"AIXFr1FANX/cCd6TaIFON5IpPc4QXo33IeHz57gCmNLTXzDKr+dZzoATfA/CUsFUWXAS38L9HRLHDngX",
+	"n0BWK2nWkIFsLDzAsf3N5vRXhsuT1keZ7DBg6pEg57Qxt8AQNWuN3TSAGKNUrOE6rBAjABKItulAcGZg",
+	"dhEMIEt70JUD4wvR3ACVEOtLAlJdSb9PSzV/qe+i2MbsL02NGYh7Wird1QVTmIAb6n+e6bWGdb9gSt/K",
+	"p+/eGIj0+NSk/5j+DHYvBuz/5dMHE68P+6fv1NRsrnuLt+55zfoNaDLgxBrBFOF/oR1CyVE0JE30ZZwq",
+	"JXEbzTgmyVyvKr9gWqCu/LuETFku+IUkJlTY4EzAeTVGdpKpEYI88ZVmvbDimQqB92s6DnU7mLkfNsrv",
+	"4NVrM7318T+KjlyOElbArFRC2Dyp2Is+zp9g48x2aTE9Jnu5EEugTsHzVQ/GjAxar0l2wUVhk3nyLGFc",
+	"sho1MHhXiGWRMUWLlZPvocUHJ3d5FESD4SACC8OScbrMglFwOIgGh4jDMAcpbx/kC/jnBfPoN5bcOwFJ",
+	"wzYiqdbVKjJ8kwajQB/e0wsDiNCod3IQRRswcz1YuUZw/+xgVZp/BBdL1T8SfS1XBy6wpMWHrGysHqTF",
+	"FlZp8K+iJPiUEfM22nQRnfSzB94jKfVtCvtY8iXVeh6WYhtYdL+RA2BoRmKqtk3Mq03Av1EFRthCG8Qg",
+	"67tzd6+vhsHd+dZ4uzU8qQdxV0/BUMVdGBxFw67Wqq3c/9gCY6/MtPd9WAP/hk6VPD2yNZrTxKPohawQ",
+	"SmRwrj8zFLx/q9f0bv/WrMmdQ9JNcvwTQ2p8NDEuHBRVS2wVQukmcusio9fJHLkXWN8cwqkxMG39rmQu",
+	"HkktO9HKRjp5MJkcRUf3f1QV4ng8Xf2JISCfdcqukVOz7F+Hk7x+Zb8uC3gXbveyLc0Hh3W/yvvdv0X4",
+	"xbtORqwVXBBDMcLJUGmfpmnBpHRSxU2lE4TmMh6ZMdeXI96HKNTAlL+SJEboO/3SJJnTQsZhA75Fjnls",
+	"Wx7t76MsgGM14kAvNMiJ5soV19woiCYUQN/BY141KkmmTtoXqBOYi/7NtRNrxrDboRWJYqovVcHoomnu",
+	"+cTYZb4ikmr1HvOwa92dNqzw04zTYhV4q3d5ToTdBgRLbGDWv/5AL/w7+1MptIRi0vrrYY6DF7Pnz9Lo",
+	"+fD586Pk6/TZ8Qt6MGOURsnxMU2j4TE9nM6OZsPpwTSaPj84SNLhcfosGR5Po1kU0ej5FkUWfpmzexwd",
+	"btWLWyPhkef9W3HNwb9AebUvzrFHhdJ77jfDwKJedD8ULDpCgbRNlTp/8bnH7nFHxToL6PpU1eqAZZlF",
+	"27dYF3D/CR9YBFppTVIpquzApmoYU9Tn0LxsARKMOI4YCWPuAYFQaHKvLMDm+FamJwueMeYO+NScyjlD",
+	"OV5mPzM5IBbpg2jtEwdpx6ZF8hHEbsIVj/HkIWjY4AjiTF2LAlRofbnnVywdkNPa7m5sIphF6qDPmkIA",
+	"xqKJBlmL0WBgRTDOCWzxWney7Sm9EtbIazxqZvmM6RSS/EShBvatEQJUxT6GaueOWFN1NvQrka42sNMr",
+	"ng7mtOBMypuBRaf7w8/Zsslb3/1VXw3RIfz/EaY4Poqvuq4sc7AaFsufsyVaHuMu5h+D1lbV6FFCwBFs",
+	"noy7xwqEDqrL5/Mmjko1a7N+/XoBtRw3p9LUANHs7suXaK5EwaGLyvK56W8NIvALQ865SVi22PsNJyuW",
+	"o952uEkt1hYlH9QYQ8bmaNszpu3ugtgDDHf6QxSNouhBa/YTsLmNa2e8irAUzqKdu9AwrfLRjj9LU4H1",
+	"On2+z8WUzFlyCTnPE2MyCc7bfqNh5RqyebtbFlhpwhp1yC6ap7O0D1wRedXDRfuDg20+covn/Doygl4Z",
+	"Qkk8mN/ElnHDveaTE9wLEBj26qHXXwV76qayAQXI0CCLjDkAcqB/R3O3GipV/25uCRmaqxSNU9dzBuJG",
+	"psBci/cHGmSRSAfk1HGg4LjQDHcQReYmMUV18P4Y805vMaEGX8hxDYemQhklxzc3J2AMM52AH8FRQSq8",
+	"Ps3SLWZ7hWCOsOUwifjWHVCI/cgR+TwO3pjjatI83bbGwfldPCBv0TAPXkHkW1i0DS7z1Hc5wsat/nE1",
+	"PtnVuBYBUJ++dfoMHKyD+hsUXP18dY1JHr1Y45LNXIe6f1oFlfe10Eeq+qieMawx91sbOnQfZ/ded3j9",
+	"3G1/Q2w3zypyoJ4kuNQsQ991arYEmKXpKsDlFU1/zJbfZTnrBc1ZbPXJ2myiajIwmrvtLzcv/Jr3gjOR",
+	"Og++1X6F+wm5UeuG6ryc5uDo+bnTigQ8fp6ZCrnm9kVOLAF0auAzvhj81seKx5UkCiZwj59iu+02o/Fs",
+	"Mc2zq0esuYmBQZbiWqOvIDLLWXT0F5g1XzBVZEm3C+VdIRb6Ui5NxL/mMRKLuSHD9675D6bVexddt7kP",
+	"MYjNq2Z+k07mSi1t4IScKKFofosAfi/HwZ9efxgHYdXxy3FQeQrHQYib9XKsexwHd2TYMo/dezPZZfmV",
+	"fAjOqi+qpfTun/GODVZ0kW80v1pvaSoSCPN3pBgIbQUrPYYJ7f3r6Q/f97wba1rZ7TTZsbWqni2zEQGX",
+	"3q6b45axefID88ENKOladfT538OoGK/CGsDeYeIOQrfgqMF5BSGCajFCy5EXAgTvQpQXc7JHIdIBwx5m",
+	"+oYjmeoZl/taqIV308Br/nQMsDDNfQEeiE3/ondVBxnoNcs2MU6ogn6LavtGd91ZyYMnE0A7M47sy/vf",
+	"2Dd1v9uLIQ7Sgf/AFSUPfs/m9j8xhbn3FSqLs/N6sx/gYTsr+ZtvjbesQS/7dRGIrsAFrvVhDCQxtSgu",
+	"IBLE6KAxNTFUoiDx91SqPnzTf/NtHGohKZmP+XXGJfKhqdANFQwhnXqgpJtWQUOHyEsM9DgFXWpE2hQZ",
+	"j4gFZifxrQ00aQQxETHT+jJRgsSgxcYmIMUTo1TFJsEbVfZlCGGPdnJVYu7SMFHIVTSxUhnA5thXlaii",
+	"tmAyf6sgECiJQcqAjqzaiJOZ6Z0iS1bgKMIxj7WmbkA+YUDGTxiSGF6xD/UdVT/SKph9YhGRIAizegVC",
+	"dulYr+IlY8s+CHsxMHwwAECgyvCYSAwGxlESg5SU1IhjmRxzLohxiMYm5xuVZGwEy5fgLuiLJq7hXeKq",
+	"MPoJohNDzKExmzRpqLWe3qgYO1MZ3OOBOsPIN6SFCjQtk06RFbSbRORlHagMymbL1zQ8sN6in0oGNgbj",
+	"LoJGg22ZXav4yZrMq6lNZj8zG/8N8bQYNmuCm2zwGG7UWhU1/yDhTDQGWfEsk5VqkXKrJNXu+t2hT8h7",
+	"//61QUGrspkxW3dZsISl6IjSEp85Nl2ri27feuQN4njgMp8/VgCxPLNt6B/WUED4B2bjB39meS5cxKCt",
+	"LfxP6sCwRvhhbRFrYidB1QM3UT3YIcClLjR0Z0qrNRhdq0pvOtKqkOFkjVGMOTKx2zEMchyMxs1hjoNw",
+	"DCsLj2Bt4ad67vDAmT08xqWER9ssJjaJawYfDeGXer+dH+2+btt4Al8Ztm6audN3RetINmrxv3+Nt4Q8",
+	"wSQhA2MHcDwYm68vkorpUwzEH2wbcGFoGmSk6H7R5RVNLSrA71kW08J3JYyZa2NPb4UoDLguvWC9Lyqf",
+	"3Vj/2MNaDDv8Kq9tGK6+XWUmFdYaM5UPrdcQwUUhUwZsLP2rIVrQxtyay/d+fPOuNyBvlPFYINcHPGzj",
+	"KHCyRsD/IopLTaxjnkMJLaiRLMSAvFpVQL9AkVhiKmsVhRoZ8cIYecEjgeApID0YR6sF7VYsHQfxwFcl",
+	"ywYig4/I/hzW5Z0gl6AqVzVlM1FgvEUNtmoLXI05AF6f1N1UPuyY7G0o1dUjNE3NEDaU+wJB0jMFDDh3",
+	"g+Qh04rEOLeRUxLsKDoc87iqRuGEimkpnSrYOyPc9SDe3GPRH3PsEX4S15wVcp4trXCCp8TiCOshY9gz",
+	"+OPInC6XjEu7kAheWUiM8NK7rMXBkEihiY1meVlgqgTFikxV7tOoHfR2ghAf66UlTP5AUfIxv6aY0WQJ",
+	"uxe6XziFJ8xHlVeN8YuMs3DMP7DFUhQ0D03yGBft7DHdprdIRawFS0WzfNT2VVZYJiGBcMN7XHE9AEJv",
+	"wamP+Z751kb32aMD9RUq6muTz8sPRQlA9pRM9TkCKHdRVMlGqDnJGLAXYceVni5ruR3xrTFv+RxDU7AY",
+	"lBpMnA6JFkijKLJxSfoH+NuUJe75BHxkVNZ2sY0T0Rfwvl6Fzzhr1kvfoZOsrjLXqGp8HEVR5JST+1xD",
+	"11soegM1/7mNK3/uQLVbTHUtPNcg2U3k9wpLvcY43yE2vVEREQMUdxB6fy0/rKYs6+bKnOLskpg0EE5o",
+	"ekV5ApeuExNqYHb632bSugU8xQSoUjSZa0X3BJK1tFLxchygvmwERFCUB/ObcdAsqdHx7TayJLS20bJc",
+	"VbHu28DBDTgEmivd6GMOmqFbuL4a7dHzg+Ghdy+66oObENZfSvTbQpL7zt5VDxIWfzORM6aSpk/m2spX",
+	"ae5b2Wn5/T6T6r19aVfBFApobhOWb7Xr86fLTapw/TozQNqpGC6wny/W7cegDeS3s4K9HgbYRN5rguKZ",
+	"SOEurXxN4daC7NYs3kWy8/BSayT9JXW6X+H8QJZTQwSWNbFXDhP7E6hmXoUIS33rY2dhA2zmxRSwdpoZ",
+	"kRR/qdJgxtyWS4WqA3GzTJsxIMc1IaDpmV4yfmKimxu10xyLM2YKZlZ8tdlc9rMOIfba1N81D7G7omRV",
+	"eLeV38YcJVyb8GygY0AItiKvEYK94lmjQvpjRLTdT7uLd5mUUokFiFY0WbSxKe87htueOG85+Lsmmog/",
+	"zmv4pRdjV9aH0cG//BJWmJnrDMtM4Ze1Qb24/6NvDP7Ab0qsQFKt88f8zNAVIPZv693d6Ed2D/uj4vz/",
+	"nu93C2K86XY3KuQXPRQOGvD/B17vjcS6q+xqVrUyrHoJfR/Rp3c3sLqtd8oU0Lb1MQPec8lnGc/k3Mj5",
+	"e0hwLuJ9D42MCOIx5lW4eg0YTfbi26LkI7B73sVdsNFgyvPe2dDXUx3j6jrZ/hoVXBV11Ss/0TvTrQ2u",
+	"xS/tc9j5gvg1WH1di6wuidWkM+dAVaSwkf/vA1z7lzkVpxLrRJK0yMDqLKD4A9YbMoAyIHPTYoVWfXtI",
+	"EEPe5FJYmJsHHhAIX+g6Ie90R/84IL+TAwK72S4Zh/f7Aw9HXcfDH+YqRA6aorS+EXezqiofpnYSQI1x",
+	"UvKEFYpmvC9KBVB5tggI2bO6fAfGUs+PFvOuKvPwZCYZdH9DmkFigMFB7KlQoSt4b7owuXZRjeFhsLjv",
+	"APHZRJxWYlQrHXIriW00HFU9V0gdplCmU+2wBoo+9OBCR4PjDtznw6gD1hlzKxxx0e4llEoGUDa3lehx",
+	"hh6zj5uQZho4S79rQbGzVE7XMf4yYmNdqPPpL8jYev/jyrXaKihp32jecLa4ZCbHvC4uSaCOJa5VAYU+",
+	"M1nlrNAcIp3xKpbVnQoevRj7iMleXTEWkHERisE2oT+FXpXBZXgx5pWla1rKVWxsYuulOD12qjSbzUDu",
+	"rcPvLM8+wWZAbWw3gYvUhDoa82RO+YU/PRGLez6B3aplI9k+zrlRL3VnD51fzthB1915oBtjsl36zGaE",
+	"8tXfdSjRb0FqcUr81mKLV4vcXYCBMKVNDqOz8jfmLNrGNGTqX6Dp05aIA8+qQZCzYHNarhoeRBF5/fFs",
+	"4NTLwizZLwwq0aiG5pZAcyuaeab44sfAqWC2scpDtKFuQ9SuxDA8iNaqKxxG3vpnKBY9Stax9TL/Thxa",
+	"vwWJqPKAQSgdxO+t29EeGJi4jbjyXlGMJNTSBWjjeqfcCk+DBpA1pIpAyFv8xgoWyar/V7aKDXjnCeaJ",
+	"QI4IWMNQKmDcihhRjyyw+BMAPPhq249qjIesA/ShQk6CVsBVZ1RCfP8gikItYFad2+9qOaee1sTCFMcO",
+	"pKpJnOFts1+noHRKOLvOVxXYKiiMRig7iA4sCKqWfl++jXHgppSlVhnXkjSIJ0cDsa3BZPCWGC3FJyJV",
+	"9b92vgicbf0rWwXrKQLvsVeiBGIdWzBhkE8FyRm9Yk5SyV5EXtqKnVTBHJuZDocdiQ66cX+eg5vkcNjI",
+	"cfBVhzl/hIBY1f8IPhlodeW5cfSxxVqQ5Ojgj0Gztpf+ox9F0Q7h+GvF27ZyU/62sgEpJ+uHtjrktris",
+	"QcZY1KWwDqKD3bbwwcIF/vXFxYe64mZDeMDe7xEbjr+Q2LAuNGySGZ6GHgD3u8oP/b3oHr8ZnzPyHIgd",
+	"x3tyD1LnUDLwZEl06ydgxtq/bZgE7/bRyPY4o8v9yslr2ylcXZ1Sz7dMH0VpEWLXrbp7MUAJI4HXqPw2",
+	"iGjMx8G7CniYpIxnLB0HPXvFo0oNfDp2L3SraptAnur6z6SBfITagSAGZAocK/LEqcPdNkbrr8Y8wwoP",
+	"pIpCaqx8HKLlhQs1qar3FkyKHF7Rj00skv1pYmLUvbCJp7iNUKr6MQFDANRsAlOsOW4nE4wZyO/4hrR0",
+	"UzuIKmvpP1jkr8EiDclpCTxlCSTvGQYC7pSdDTl+RgkH8e+FUb42NR20UihmJL5FFnUXh/BvVaxGEJqI",
+	"P9CpKJT9gewBuEgnd+mZfHaxxLKrlmvGA/xXrmIiS31Crapo8GFTYn1se5AkMxfXJE7yDEIvba0KzVZ7",
+	"J7olVaxik6imG0GGf0EzTgA3V3d5QmIYekwSJ+ijKLkpnfMwztphudab+1j2WVRla6tvjH+ODMHwZaqT",
+	"BG7pWFsvtlEd1jr/7h7Ihs2E/sGG/8GGf0Hbuia5htsd2bDhC52cuInU06zv9/lcc0GMrPbBT0B1Glt3",
+	"yFTVMaBx4JSziFhaISvyYBTsA1s1A1krc2eqERUWICis0KKMwmvxuiySOaIGrVtjNtSlcT6vipm0P7fx",
+	"8omAIHja+q6K4PN0rFnqXmUtRHAOmsx7VrrNCpuYXscQlF1N4fQ1a4bgfJFXp8z53NnN9UYwobNflQPE",
+	"PMqwiZOuW7ew7XChOVk6Bka2TjOs+rVJO3fnd/8vAAD//w==",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,
