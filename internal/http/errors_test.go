@@ -6,10 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -202,6 +205,88 @@ func TestProblems(t *testing.T) {
 			if tt.status == 405 {
 				require.Equal(t, "GET, POST", resp.Header.Get("Allow"))
 			}
+		})
+	}
+}
+
+// TestUnavailable: storage that cannot take writes for now
+// (ErrUnavailable, or an OS error of a full disk or of no descriptors
+// left) answers 503 unavailable with Retry-After on every path that
+// reaches storage, never 500.
+func TestUnavailable(t *testing.T) {
+	t.Parallel()
+	down := fmt.Errorf("commit: %w: database or disk is full (%s)", hxruntime.ErrUnavailable, secret)
+	noFiles := fmt.Errorf("lock session s1: open lock file: %w", &fs.PathError{Op: "open", Path: "/" + secret, Err: syscall.EMFILE})
+	run := &hxruntime.RunResult{SessionID: "s1", RunID: "r1", Status: hxruntime.StatusRunning, Pending: []hxruntime.PendingTool{}}
+	tests := []struct {
+		name string
+		stub func(f *fakeService)
+		req  request
+	}{
+		{"readiness", func(f *fakeService) { f.ReadyFunc = func(context.Context) error { return down } },
+			request{method: "GET", path: "/readyz"}},
+		{"create session", func(f *fakeService) {
+			f.CreateSessionFunc = func(context.Context, hxruntime.CreateSessionParams) (*hxruntime.Session, error) { return nil, down }
+		}, request{method: "POST", path: "/sessions", body: `{"agent":{"name":"demo","version":"v1"}}`}},
+		{"list sessions", func(f *fakeService) {
+			f.ListSessionsFunc = func(context.Context, hxruntime.ListParams) (hxruntime.Page[hxruntime.Session], error) {
+				return hxruntime.Page[hxruntime.Session]{}, down
+			}
+		}, request{method: "GET", path: "/sessions"}},
+		{"submit", func(f *fakeService) {
+			f.SubmitRunFunc = func(context.Context, hxruntime.SubmitParams) (*hxruntime.RunResult, bool, error) {
+				return nil, false, fmt.Errorf("submit run: %w: commit run r1: %w", hxruntime.ErrRecording, down)
+			}
+		}, request{method: "POST", path: "/sessions/s1/runs", body: `{"message":"hi"}`}},
+		{"submit without descriptors", func(f *fakeService) {
+			f.SubmitRunFunc = func(context.Context, hxruntime.SubmitParams) (*hxruntime.RunResult, bool, error) {
+				return nil, false, noFiles
+			}
+		}, request{method: "POST", path: "/sessions/s1/runs", body: `{"message":"hi"}`}},
+		{"get run", func(f *fakeService) {
+			f.GetRunFunc = func(context.Context, string) (*hxruntime.RunResult, error) { return nil, down }
+		}, request{method: "GET", path: "/runs/r1"}},
+		{"event stream", func(f *fakeService) {
+			f.GetRunFunc = func(context.Context, string) (*hxruntime.RunResult, error) { return nil, down }
+		}, request{method: "GET", path: "/runs/r1/events", header: map[string]string{"Accept": "text/event-stream"}}},
+		{"event page", func(f *fakeService) {
+			f.GetRunFunc = func(context.Context, string) (*hxruntime.RunResult, error) { return run, nil }
+			f.ListEventsFunc = func(context.Context, string, int64, int) ([]hxruntime.RunEvent, error) { return nil, down }
+		}, request{method: "GET", path: "/runs/r1/events", header: map[string]string{"Accept": "application/json"}}},
+		{"export", func(f *fakeService) {
+			f.ExportFunc = func(context.Context, string, func(*hxruntime.Incident) error) error { return down }
+		}, request{method: "POST", path: "/runs/r1/export", body: `{}`}},
+		{"pause", func(f *fakeService) {
+			f.PauseFunc = func(context.Context, string) (*hxruntime.RunResult, error) { return nil, down }
+		}, request{method: "POST", path: "/sessions/s1/pause"}},
+		{"cancel", func(f *fakeService) {
+			f.CancelFunc = func(context.Context, string) (*hxruntime.RunResult, error) { return nil, down }
+		}, request{method: "POST", path: "/sessions/s1/cancel"}},
+		{"resume", func(f *fakeService) {
+			f.ResumeFunc = func(context.Context, string, hxruntime.ResumeParams) (string, error) { return "", noFiles }
+		}, request{method: "POST", path: "/sessions/s1/resume"}},
+		{"pending", func(f *fakeService) {
+			f.PendingFunc = func(context.Context, string) ([]hxruntime.PendingTool, error) { return nil, down }
+		}, request{method: "GET", path: "/sessions/s1/pending"}},
+		{"approve", func(f *fakeService) {
+			f.ApproveFunc = func(context.Context, hxruntime.ApproveParams) (*hxruntime.RunResult, error) { return nil, down }
+		}, request{method: "POST", path: "/sessions/s1/tools/k/approve", body: `{"allow":true}`}},
+		{"resolve", func(f *fakeService) {
+			f.ResolveFunc = func(context.Context, hxruntime.ResolveParams) (*hxruntime.RunResult, error) { return nil, down }
+		}, request{method: "POST", path: "/sessions/s1/tools/k/resolve", body: `{"retry":true}`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			tb := setup(t)
+			tt.stub(tb.svc)
+			resp, body := tb.do(t, tt.req)
+			p := requireProblem(t, resp, body, 503, "unavailable")
+			require.Equal(t, "Service unavailable", p.Title)
+			require.NotContains(t, string(body), secret)
+			secs, err := strconv.Atoi(resp.Header.Get("Retry-After"))
+			require.NoError(t, err, "Retry-After: %q", resp.Header.Get("Retry-After"))
+			require.Positive(t, secs)
 		})
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"syscall"
 	"unicode/utf8"
 
 	"github.com/go-chi/chi/v5"
@@ -65,6 +66,22 @@ func as[T error](_ *http.Request, err error) bool {
 	return errors.As(err, &t)
 }
 
+// osShortage matches an OS error saying that the disk is full or that no
+// file descriptor is left, from wherever it comes (the stores report
+// theirs as ErrUnavailable already): it passes, so it is a 503 too.
+func osShortage(_ *http.Request, err error) bool {
+	for _, errno := range []syscall.Errno{syscall.ENOSPC, syscall.EDQUOT, syscall.EMFILE, syscall.ENFILE} {
+		if errors.Is(err, errno) {
+			return true
+		}
+	}
+	return false
+}
+
+// retryAfter is the Retry-After of a 503 (seconds): runs waiting for
+// storage try again at least this often.
+const retryAfter = "5"
+
 // clientGone matches a cancellation caused by the client going away.
 func clientGone(r *http.Request, err error) bool {
 	return errors.Is(err, context.Canceled) && r.Context().Err() != nil
@@ -102,6 +119,7 @@ var problemTable = []problemRule{
 	{is(hxbundle.ErrLimitExceeded), http.StatusUnprocessableEntity, "bundle_limit_exceeded", "Bundle limit exceeded"},
 	{is(hxbundle.ErrInvalidBundle), http.StatusUnprocessableEntity, "invalid_bundle", "Invalid bundle"},
 	{is(hxruntime.ErrUnavailable), http.StatusServiceUnavailable, "unavailable", "Service unavailable"},
+	{osShortage, http.StatusServiceUnavailable, "unavailable", "Service unavailable"},
 }
 
 // internalRule is the answer to anything problemTable does not match.
@@ -188,6 +206,9 @@ func (s *Server) writeProblem(w http.ResponseWriter, r *http.Request, err error)
 	h.Set("Content-Type", "application/problem+json")
 	h.Set("Cache-Control", "no-store")
 	h.Del("Content-Length")
+	if rule.status == http.StatusServiceUnavailable {
+		h.Set("Retry-After", retryAfter)
+	}
 	w.WriteHeader(rule.status)
 	_, _ = w.Write(append(body, '\n'))
 }

@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -47,6 +50,14 @@ func TestProblemTable(t *testing.T) {
 		{"recording unsupported", live, &hxruntime.PublicError{Err: hxruntime.ErrRecordingUnsupported, Detail: "The Temporal engine does not support flight recording"},
 			422, "recording_unsupported", "The Temporal engine does not support flight recording"},
 		{"unavailable", live, fmt.Errorf("ping: %w", hxruntime.ErrUnavailable), 503, "unavailable", ""},
+		{"recording commit unavailable", live, fmt.Errorf("submit run: %w: commit run r: %w", hxruntime.ErrRecording, hxruntime.ErrUnavailable),
+			503, "unavailable", ""},
+		{"disk full", live, fmt.Errorf("spool: %w", &fs.PathError{Op: "write", Path: "/tmp/x", Err: syscall.ENOSPC}), 503, "unavailable", ""},
+		{"quota", live, &fs.PathError{Op: "write", Path: "/tmp/x", Err: syscall.EDQUOT}, 503, "unavailable", ""},
+		{"no descriptors", live, fmt.Errorf("lock session s: open lock file: %w", &fs.PathError{Op: "open", Path: "/x", Err: syscall.EMFILE}),
+			503, "unavailable", ""},
+		{"no descriptors system-wide", live, os.NewSyscallError("socket", syscall.ENFILE), 503, "unavailable", ""},
+		{"permission denied", live, &fs.PathError{Op: "open", Path: "/x", Err: syscall.EACCES}, 500, "internal", ""},
 		{"invalid cursor", live, hxruntime.ErrInvalidCursor, 400, "invalid_request", ""},
 		{"request error", live, badRequest("query parameter \"limit\": too big"), 400, "invalid_request", "query parameter \"limit\": too big"},
 		{"body too large", live, &http.MaxBytesError{Limit: 1}, 413, "payload_too_large", ""},

@@ -31,6 +31,11 @@ type committer struct {
 	toolStatus map[string]ToolStatus
 	// stashed are rows of entries of an earlier step not yet committed.
 	stashed []rtstore.ToolRow
+	// wait, when set, carries a commit through a storage outage: it runs
+	// the commit's tries again while they fail with ErrUnavailable
+	// (driver.untilStored). Unset, the error goes back to the caller (a
+	// request, which answers it).
+	wait func(what string, op func() error) error
 }
 
 // record adds a boundary record of kind with payload; e ties it to a tool
@@ -146,10 +151,11 @@ func (c *committer) build() *rtstore.Commit {
 }
 
 // commit writes the accumulated boundary in one transaction, retrying a
-// transient failure a few times with the same record IDs. It ignores
-// cancellation of ctx (a boundary whose effect happened must not be lost)
-// but bounds each try by the commit timeout. On failure the records and
-// events stay pending; the error wraps ErrRecording for a recording run.
+// transient failure a few times with the same record IDs (and, with
+// c.wait, for as long as storage is unavailable). It ignores cancellation
+// of ctx (a boundary whose effect happened must not be lost) but bounds
+// each try by the commit timeout. On failure the records and events stay
+// pending; the error wraps ErrRecording for a recording run.
 func (c *committer) commit(ctx context.Context) error {
 	cm := c.build()
 	return c.apply(ctx, func(ctx context.Context) error { return c.r.store.Commit(ctx, cm) })
@@ -159,22 +165,31 @@ func (c *committer) commit(ctx context.Context) error {
 // success, clears the pending boundary and runs the after-commit hooks.
 func (c *committer) apply(ctx context.Context, write func(context.Context) error) error {
 	base := context.WithoutCancel(ctx)
+	tries := func() error {
+		var err error
+		for try := 1; try <= c.r.cfg.CommitAttempts; try++ {
+			tctx, cancel := context.WithTimeout(base, c.r.cfg.CommitTimeout)
+			err = write(tctx)
+			cancel()
+			if err == nil {
+				break
+			}
+			if errors.Is(err, rtstore.ErrLeaseLost) || errors.Is(err, rtstore.ErrRecordConflict) ||
+				errors.Is(err, rtstore.ErrForeignRecord) || errors.Is(err, rtstore.ErrNotFound) ||
+				errors.Is(err, rtstore.ErrSessionBusy) || errors.Is(err, rtstore.ErrRequestConflict) {
+				break
+			}
+			if try < c.r.cfg.CommitAttempts {
+				_ = c.r.cfg.SleepFunc(base, time.Duration(try)*50*time.Millisecond)
+			}
+		}
+		return err
+	}
 	var err error
-	for try := 1; try <= c.r.cfg.CommitAttempts; try++ {
-		tctx, cancel := context.WithTimeout(base, c.r.cfg.CommitTimeout)
-		err = write(tctx)
-		cancel()
-		if err == nil {
-			break
-		}
-		if errors.Is(err, rtstore.ErrLeaseLost) || errors.Is(err, rtstore.ErrRecordConflict) ||
-			errors.Is(err, rtstore.ErrForeignRecord) || errors.Is(err, rtstore.ErrNotFound) ||
-			errors.Is(err, rtstore.ErrSessionBusy) || errors.Is(err, rtstore.ErrRequestConflict) {
-			break
-		}
-		if try < c.r.cfg.CommitAttempts {
-			_ = c.r.cfg.SleepFunc(base, time.Duration(try)*50*time.Millisecond)
-		}
+	if c.wait != nil {
+		err = c.wait("commit", tries)
+	} else {
+		err = tries()
 	}
 	if err != nil {
 		if c.st.Recording {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -28,6 +29,12 @@ type faultStore struct {
 	rtstore.Store
 	mu     sync.Mutex
 	decide func(c *rtstore.Commit) (failBefore, failAfter bool)
+	// err is the injected failure; nil: errInjected.
+	err error
+	// controlDown fails SessionControlGet with ErrUnavailable while set;
+	// controlFailures counts those failures.
+	controlDown     atomic.Bool
+	controlFailures atomic.Int64
 }
 
 var errInjected = errors.New("injected: connection reset")
@@ -38,17 +45,29 @@ func (f *faultStore) Commit(ctx context.Context, c *rtstore.Commit) error {
 	if f.decide != nil {
 		before, after = f.decide(c)
 	}
+	injected := f.err
 	f.mu.Unlock()
+	if injected == nil {
+		injected = errInjected
+	}
 	if before {
-		return errInjected
+		return injected
 	}
 	if err := f.Store.Commit(ctx, c); err != nil {
 		return err
 	}
 	if after {
-		return errInjected
+		return injected
 	}
 	return nil
+}
+
+func (f *faultStore) SessionControlGet(ctx context.Context, id string) (string, error) {
+	if f.controlDown.Load() {
+		f.controlFailures.Add(1)
+		return "", fmt.Errorf("read control: %w: too many open files", rtstore.ErrUnavailable)
+	}
+	return f.Store.SessionControlGet(ctx, id)
 }
 
 func hasKind(c *rtstore.Commit, k journal.Kind) bool {
@@ -133,6 +152,101 @@ func TestFailedCommitIsRetriedWithSameRecords(t *testing.T) {
 	require.Equal(t, hxruntime.StatusCompleted, res.Status)
 	require.Equal(t, int64(10), tb.toolCalls("count"))
 	requireUniqueRecords(t, journalOf(t, tb, res.RunID))
+}
+
+// TestStorageOutageIsWaitedOut (DESIGN §10): storage becomes unavailable
+// (ErrUnavailable: a full disk, say) at a boundary of a run; the run waits,
+// neither failed nor advanced, and goes on by itself once storage is back:
+// it completes, every tool ran once, and the boundary that failed was
+// committed with the records it held when it first failed (their ids kept,
+// none twice).
+func TestStorageOutageIsWaitedOut(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		kind  journal.Kind
+		calls int64 // tool calls while storage is down
+	}{
+		{journal.KindModelStarted, 0},
+		{journal.KindToolDispatched, 0},
+		{journal.KindToolReturned, 1},
+	} {
+		t.Run(string(tt.kind), func(t *testing.T) {
+			t.Parallel()
+			var down, tripped atomic.Bool
+			var failedTries atomic.Int64
+			var held []string // the failed boundary's record ids
+			tb, fs := faultSetup(t, func(c *rtstore.Commit) (bool, bool) {
+				if hasKind(c, tt.kind) && !tripped.Load() {
+					for _, r := range c.Records {
+						held = append(held, r.ID)
+					}
+					tripped.Store(true)
+					down.Store(true) // until the test brings storage back
+				}
+				if down.Load() {
+					failedTries.Add(1)
+				}
+				return down.Load(), false
+			})
+			fs.err = fmt.Errorf("commit: %w: database or disk is full", rtstore.ErrUnavailable)
+			ctx := context.Background()
+			sess, err := tb.rt.CreateSession(ctx, hxruntime.CreateSessionParams{Agent: agent.Ref{Name: "ten", Version: "v1"}, Recording: recording(true)})
+			require.NoError(t, err)
+			run, _, err := tb.rt.SubmitRun(ctx, hxruntime.SubmitParams{SessionID: sess.ID, Message: jsonString("go")})
+			require.NoError(t, err)
+			require.Eventually(t, func() bool { return failedTries.Load() > 5 }, 5*time.Second, 5*time.Millisecond)
+			require.Equal(t, tt.calls, tb.toolCalls("count"))
+			res, err := tb.rt.GetRun(ctx, run.RunID)
+			require.NoError(t, err)
+			require.Equal(t, hxruntime.StatusRunning, res.Status, "the run waits")
+
+			down.Store(false)
+			res = waitRun(t, tb, run.RunID)
+			require.Equal(t, hxruntime.StatusCompleted, res.Status)
+			require.Nil(t, res.Error)
+			require.Equal(t, int64(10), tb.toolCalls("count"), "every tool ran once")
+			recs := journalOf(t, tb, run.RunID)
+			requireUniqueRecords(t, recs)
+			stored := map[string]bool{}
+			dispatched := map[string]int{}
+			for _, r := range recs {
+				stored[r.ID] = true
+				require.NotContains(t, []journal.Kind{journal.KindModelFailed, journal.KindToolFailed, journal.KindCommandFailed}, r.Kind)
+				if r.Kind == journal.KindToolDispatched {
+					dispatched[*r.ExecutionKey]++
+				}
+			}
+			require.NotEmpty(t, held)
+			for _, id := range held {
+				require.True(t, stored[id], "record %s of the failed boundary committed under its id", id)
+			}
+			require.Len(t, dispatched, 10)
+			for k, n := range dispatched {
+				require.Equal(t, 1, n, "%s dispatched once", k)
+			}
+		})
+	}
+}
+
+// TestControlReadOutageIsWaitedOut: the control flag cannot be read at a
+// boundary (ErrUnavailable); the run waits there instead of being left
+// running with no driver, and completes once storage answers again.
+func TestControlReadOutageIsWaitedOut(t *testing.T) {
+	t.Parallel()
+	tb, fs := faultSetup(t, nil)
+	fs.controlDown.Store(true)
+	ctx := context.Background()
+	sess, err := tb.rt.CreateSession(ctx, hxruntime.CreateSessionParams{Agent: agent.Ref{Name: "ten", Version: "v1"}, Recording: recording(true)})
+	require.NoError(t, err)
+	run, _, err := tb.rt.SubmitRun(ctx, hxruntime.SubmitParams{SessionID: sess.ID, Message: jsonString("go")})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return fs.controlFailures.Load() > 5 }, 5*time.Second, 5*time.Millisecond)
+	require.Zero(t, tb.toolCalls("count"))
+
+	fs.controlDown.Store(false)
+	res := waitRun(t, tb, run.RunID)
+	require.Equal(t, hxruntime.StatusCompleted, res.Status)
+	require.Equal(t, int64(10), tb.toolCalls("count"))
 }
 
 // TestFailedDispatchCommitNeverRunsHandler: when the commit carrying

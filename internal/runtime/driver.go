@@ -38,8 +38,12 @@ type driver struct {
 	b      *binding
 	ctx    context.Context
 	cancel context.CancelCauseFunc
-	done   chan struct{}
-	soft   atomic.Bool // shutdown: stop at the next boundary
+	// hard ends when the drive stops for good (shutdown, lease lost, its
+	// end), not at a cancel or deadline of the run: what a wait for storage
+	// (untilStored) waits on.
+	hard context.Context
+	done chan struct{}
+	soft atomic.Bool // shutdown: stop at the next boundary
 	// batch is the turn the goroutines of a concurrent tool batch take on
 	// the run state (runConcurrent); nil outside one.
 	batch *sync.Mutex
@@ -61,7 +65,15 @@ func (d *driver) start() {
 	if limit > 0 {
 		ctx, stopDeadline = context.WithDeadlineCause(ctx, r.cfg.NowFunc().Add(limit), errDeadline)
 	}
-	d.ctx, d.cancel = ctx, cancel
+	hard, stopHard := context.WithCancelCause(context.Background())
+	d.ctx, d.hard = ctx, hard
+	d.cancel = func(cause error) {
+		cancel(cause)
+		if errors.Is(cause, errShutdown) || errors.Is(cause, errLeaseLost) || errors.Is(cause, errStop) {
+			stopHard(cause)
+		}
+	}
+	d.wait = d.untilStored
 	r.wg.Add(2)
 	go func() {
 		defer r.wg.Done()
@@ -156,7 +168,7 @@ func (d *driver) loop() {
 		if cmd == CommandResult || d.soft.Load() {
 			// Whatever happened since the last commit becomes durable now.
 			if d.hasPending() {
-				if err := d.commit(d.ctx); err != nil {
+				if err := d.commit(d.ctx); err != nil && !errors.Is(err, errStop) {
 					log.ErrorContext(d.ctx, "run stopped: boundary commit failed", "error", err)
 				}
 			}
@@ -199,10 +211,50 @@ func (d *driver) loop() {
 			}
 			return
 		}
-		// A commit failed: nothing past the last commit happened durably.
+		// A commit failed for good (a transient failure waits in
+		// untilStored): nothing past the last commit happened durably.
 		log.ErrorContext(d.ctx, "run stopped: boundary commit failed", "error", err)
 		d.settleAfterCommitFailure(err)
 		return
+	}
+}
+
+// A drive that meets a storage outage (ErrUnavailable: disk full, too many
+// open files, the database unreachable or locked) waits and goes on where
+// it was; a run is never failed for it (DESIGN §10). The pause between
+// tries doubles from storageWaitMin up to storageWaitMax.
+const (
+	storageWaitMin = 100 * time.Millisecond
+	storageWaitMax = 5 * time.Second
+)
+
+// untilStored runs op, a storage call of the drive (a boundary commit with
+// its bounded tries, a control read, an artifact write), again while it
+// fails with ErrUnavailable, and returns its first other outcome. A
+// boundary is sent again as it was, with the ids of its records and
+// events, so nothing is lost or written twice. Only the drive's stop
+// (shutdown, lease lost) ends the wait, with an error wrapping errStop:
+// storage then holds the run as of its last commit, to be resumed.
+func (d *driver) untilStored(what string, op func() error) error {
+	err := op()
+	if err == nil || !errors.Is(err, rtstore.ErrUnavailable) {
+		return err
+	}
+	log := d.r.log.With("session_id", d.st.SessionID, "run_id", d.st.RunID, "op", what)
+	log.Warn("storage unavailable: the run waits for it", "error", err)
+	wait := storageWaitMin
+	for tries := 1; ; tries++ {
+		if serr := d.r.cfg.SleepFunc(d.hard, wait); serr != nil {
+			log.Info("drive stopped while waiting for storage; the run stays as last committed", "cause", context.Cause(d.hard))
+			return fmt.Errorf("%w: %s: %w", errStop, what, err)
+		}
+		if err = op(); err == nil || !errors.Is(err, rtstore.ErrUnavailable) {
+			if err == nil {
+				log.Info("storage available again: the run goes on", "tries", tries+1)
+			}
+			return err
+		}
+		wait = min(2*wait, storageWaitMax)
 	}
 }
 
@@ -326,7 +378,12 @@ func (d *driver) step(cmd Command) error {
 
 // checkControl applies a pause or cancel requested through storage.
 func (d *driver) checkControl() (stop bool, err error) {
-	ctl, err := d.r.store.SessionControlGet(d.ctx, d.st.SessionID)
+	var ctl string
+	err = d.untilStored("read control", func() error {
+		var err error
+		ctl, err = d.r.store.SessionControlGet(d.ctx, d.st.SessionID)
+		return err
+	})
 	if err != nil {
 		return true, fmt.Errorf("read control: %w", err)
 	}
@@ -781,7 +838,7 @@ func (d *driver) toolFailed(e *ToolEntry, f *tool.Failure) error {
 func (d *driver) storeArtifacts(e *ToolEntry, content json.RawMessage, arts []tool.Artifact) (json.RawMessage, error) {
 	refs := make([]ArtifactRef, 0, len(arts))
 	for _, a := range arts {
-		key, err := d.r.putArtifact(d.ctx, d.st.SessionID, a.Data)
+		key, err := d.putArtifact(a.Data)
 		if err != nil {
 			return nil, err
 		}
@@ -939,9 +996,21 @@ func (d *driver) spill(e *ToolEntry, content json.RawMessage) (json.RawMessage, 
 	if !ok {
 		return content, nil
 	}
-	key, err := d.r.putArtifact(d.ctx, d.st.SessionID, []byte(text))
+	key, err := d.putArtifact([]byte(text))
 	if err != nil {
 		return nil, err
 	}
 	return SpillResult(d.st, e, text, format, key, "r_"+d.r.cfg.NewIDFunc(), limit), nil
+}
+
+// putArtifact stores data as an artifact of the run's session, waiting
+// through a storage outage (untilStored), and returns its key.
+func (d *driver) putArtifact(data []byte) (string, error) {
+	var key string
+	err := d.untilStored("store artifact", func() error {
+		var err error
+		key, err = d.r.putArtifact(d.ctx, d.st.SessionID, data)
+		return err
+	})
+	return key, err
 }

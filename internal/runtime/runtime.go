@@ -45,7 +45,9 @@ type Config struct {
 	// CommitTimeout bounds one boundary commit, default: 10s.
 	CommitTimeout time.Duration
 	// CommitAttempts is how often a failing commit is tried before the run
-	// stops with a recording error, default: 3.
+	// stops with a recording error, default: 3. A run being driven waits
+	// out a commit that keeps failing with ErrUnavailable instead (it
+	// tries again, up to every 5 s, until storage takes it).
 	CommitAttempts int
 	// MaxSessionDuration is the server default deadline of a drive
 	// (agents may set their own), default: none.

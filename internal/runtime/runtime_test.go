@@ -32,7 +32,8 @@ type countingStore struct {
 	rtstore.Store
 	commits    atomic.Int64
 	commitHook func(*rtstore.Commit)
-	// failPuts fails that many ArtifactPut calls.
+	// failPuts fails that many ArtifactPut calls (for good: a transient
+	// failure would be waited out).
 	failPuts atomic.Int32
 	// insertDelay holds every RunInsert back that long.
 	insertDelay time.Duration
@@ -45,7 +46,7 @@ func (c *countingStore) RunInsert(ctx context.Context, p *rtstore.RunInsertParam
 
 func (c *countingStore) ArtifactPut(ctx context.Context, sessionID, sha256 string, data []byte) error {
 	if c.failPuts.Add(-1) >= 0 {
-		return rtstore.ErrUnavailable
+		return fmt.Errorf("put artifact: %w", errInjected)
 	}
 	return c.Store.ArtifactPut(ctx, sessionID, sha256, data)
 }

@@ -33,7 +33,7 @@ export interface paths {
         };
         /**
          * Readiness
-         * @description 200 when storage is reachable and the schema current, else 503 `unavailable`.
+         * @description 200 when storage is reachable, its schema current and a commit goes through (a full disk fails it), else 503 `unavailable`.
          */
         get: operations["getReady"];
         put?: never;
@@ -1351,9 +1351,14 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
-        /** @description `unavailable`: storage unreachable or schema not current. */
+        /** @description `unavailable`: storage cannot take writes for now (the disk is full, no file descriptor is left, the database is unreachable or locked) or its schema is not current. Runs in flight wait and continue by themselves; retry after `Retry-After`. */
         Unavailable: {
             headers: {
+                /**
+                 * @description Seconds to wait before retrying.
+                 * @example 5
+                 */
+                "Retry-After": number;
                 [name: string]: unknown;
             };
             content: {
@@ -1668,6 +1673,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            503: components["responses"]["Unavailable"];
             default: components["responses"]["Problem"];
         };
     };
@@ -1725,6 +1731,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             409: components["responses"]["Conflict"];
             422: components["responses"]["Unprocessable"];
+            503: components["responses"]["Unavailable"];
             default: components["responses"]["Problem"];
         };
     };
@@ -1770,6 +1777,7 @@ export interface operations {
             };
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            503: components["responses"]["Unavailable"];
             default: components["responses"]["Problem"];
         };
     };
@@ -1836,6 +1844,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            503: components["responses"]["Unavailable"];
             default: components["responses"]["Problem"];
         };
     };
@@ -1919,6 +1928,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             422: components["responses"]["Unprocessable"];
+            503: components["responses"]["Unavailable"];
             default: components["responses"]["Problem"];
         };
     };
@@ -1948,6 +1958,7 @@ export interface operations {
             };
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            503: components["responses"]["Unavailable"];
             default: components["responses"]["Problem"];
         };
     };
@@ -2018,6 +2029,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            503: components["responses"]["Unavailable"];
             default: components["responses"]["Problem"];
         };
     };
@@ -2087,6 +2099,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             422: components["responses"]["Unprocessable"];
+            503: components["responses"]["Unavailable"];
             default: components["responses"]["Problem"];
         };
     };
@@ -2115,6 +2128,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            503: components["responses"]["Unavailable"];
             default: components["responses"]["Problem"];
         };
     };
@@ -2183,6 +2197,7 @@ export interface operations {
             };
             401: components["responses"]["Unauthorized"];
             422: components["responses"]["Unprocessable"];
+            503: components["responses"]["Unavailable"];
             default: components["responses"]["Problem"];
         };
     };
@@ -2218,6 +2233,7 @@ export interface operations {
             };
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            503: components["responses"]["Unavailable"];
             default: components["responses"]["Problem"];
         };
     };
@@ -2253,6 +2269,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            503: components["responses"]["Unavailable"];
             default: components["responses"]["Problem"];
         };
     };
@@ -2288,6 +2305,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            503: components["responses"]["Unavailable"];
             default: components["responses"]["Problem"];
         };
     };
@@ -2333,6 +2351,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            503: components["responses"]["Unavailable"];
             default: components["responses"]["Problem"];
         };
     };
@@ -2390,6 +2409,7 @@ export interface operations {
             };
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            503: components["responses"]["Unavailable"];
             default: components["responses"]["Problem"];
         };
     };
@@ -2437,6 +2457,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             422: components["responses"]["Unprocessable"];
+            503: components["responses"]["Unavailable"];
             default: components["responses"]["Problem"];
         };
     };
@@ -2488,6 +2509,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             422: components["responses"]["Unprocessable"];
+            503: components["responses"]["Unavailable"];
             default: components["responses"]["Problem"];
         };
     };

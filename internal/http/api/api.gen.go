@@ -3053,7 +3053,14 @@ type UnauthorizedApplicationProblemPlusJSONResponse struct {
 	Headers UnauthorizedResponseHeaders
 }
 
-type UnavailableApplicationProblemPlusJSONResponse Problem
+type UnavailableResponseHeaders struct {
+	RetryAfter int
+}
+type UnavailableApplicationProblemPlusJSONResponse struct {
+	Body Problem
+
+	Headers UnavailableResponseHeaders
+}
 
 type UnprocessableApplicationProblemPlusJSONResponse Problem
 
@@ -3260,6 +3267,23 @@ func (response GetArtifact404ApplicationProblemPlusJSONResponse) VisitGetArtifac
 	return err
 }
 
+type GetArtifact503ApplicationProblemPlusJSONResponse struct {
+	UnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response GetArtifact503ApplicationProblemPlusJSONResponse) VisitGetArtifactResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetArtifactdefaultApplicationProblemPlusJSONResponse struct {
 	Body       Problem
 	StatusCode int
@@ -3334,6 +3358,23 @@ func (response PlaybackBundle422ApplicationProblemPlusJSONResponse) VisitPlaybac
 	return err
 }
 
+type PlaybackBundle503ApplicationProblemPlusJSONResponse struct {
+	UnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response PlaybackBundle503ApplicationProblemPlusJSONResponse) VisitPlaybackBundleResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type PlaybackBundledefaultApplicationProblemPlusJSONResponse struct {
 	Body       Problem
 	StatusCode int
@@ -3388,6 +3429,23 @@ func (response VerifyBundle401ApplicationProblemPlusJSONResponse) VisitVerifyBun
 		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
 	}
 	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type VerifyBundle503ApplicationProblemPlusJSONResponse struct {
+	UnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response VerifyBundle503ApplicationProblemPlusJSONResponse) VisitVerifyBundleResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -3573,10 +3631,11 @@ type GetReady503ApplicationProblemPlusJSONResponse struct {
 func (response GetReady503ApplicationProblemPlusJSONResponse) VisitGetReadyResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
 	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
@@ -3652,6 +3711,23 @@ func (response GetRun404ApplicationProblemPlusJSONResponse) VisitGetRunResponse(
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRun503ApplicationProblemPlusJSONResponse struct {
+	UnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response GetRun503ApplicationProblemPlusJSONResponse) VisitGetRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -3786,6 +3862,23 @@ func (response ListRunEvents404ApplicationProblemPlusJSONResponse) VisitListRunE
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRunEvents503ApplicationProblemPlusJSONResponse struct {
+	UnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response ListRunEvents503ApplicationProblemPlusJSONResponse) VisitListRunEventsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -3931,6 +4024,23 @@ func (response ExportRun422ApplicationProblemPlusJSONResponse) VisitExportRunRes
 	return err
 }
 
+type ExportRun503ApplicationProblemPlusJSONResponse struct {
+	UnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response ExportRun503ApplicationProblemPlusJSONResponse) VisitExportRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ExportRundefaultApplicationProblemPlusJSONResponse struct {
 	Body       Problem
 	StatusCode int
@@ -4001,6 +4111,23 @@ func (response ListSessions401ApplicationProblemPlusJSONResponse) VisitListSessi
 		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
 	}
 	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListSessions503ApplicationProblemPlusJSONResponse struct {
+	UnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response ListSessions503ApplicationProblemPlusJSONResponse) VisitListSessionsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -4111,6 +4238,23 @@ func (response CreateSession422ApplicationProblemPlusJSONResponse) VisitCreateSe
 	return err
 }
 
+type CreateSession503ApplicationProblemPlusJSONResponse struct {
+	UnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response CreateSession503ApplicationProblemPlusJSONResponse) VisitCreateSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type CreateSessiondefaultApplicationProblemPlusJSONResponse struct {
 	Body       Problem
 	StatusCode int
@@ -4181,6 +4325,23 @@ func (response GetSession404ApplicationProblemPlusJSONResponse) VisitGetSessionR
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetSession503ApplicationProblemPlusJSONResponse struct {
+	UnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response GetSession503ApplicationProblemPlusJSONResponse) VisitGetSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -4275,6 +4436,23 @@ func (response CancelSession409ApplicationProblemPlusJSONResponse) VisitCancelSe
 	return err
 }
 
+type CancelSession503ApplicationProblemPlusJSONResponse struct {
+	UnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response CancelSession503ApplicationProblemPlusJSONResponse) VisitCancelSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type CancelSessiondefaultApplicationProblemPlusJSONResponse struct {
 	Body       Problem
 	StatusCode int
@@ -4365,6 +4543,23 @@ func (response PauseSession409ApplicationProblemPlusJSONResponse) VisitPauseSess
 	return err
 }
 
+type PauseSession503ApplicationProblemPlusJSONResponse struct {
+	UnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response PauseSession503ApplicationProblemPlusJSONResponse) VisitPauseSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type PauseSessiondefaultApplicationProblemPlusJSONResponse struct {
 	Body       Problem
 	StatusCode int
@@ -4435,6 +4630,23 @@ func (response ListPending404ApplicationProblemPlusJSONResponse) VisitListPendin
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListPending503ApplicationProblemPlusJSONResponse struct {
+	UnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response ListPending503ApplicationProblemPlusJSONResponse) VisitListPendingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -4546,6 +4758,23 @@ func (response ResumeSession409ApplicationProblemPlusJSONResponse) VisitResumeSe
 	return err
 }
 
+type ResumeSession503ApplicationProblemPlusJSONResponse struct {
+	UnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response ResumeSession503ApplicationProblemPlusJSONResponse) VisitResumeSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ResumeSessiondefaultApplicationProblemPlusJSONResponse struct {
 	Body       Problem
 	StatusCode int
@@ -4633,6 +4862,23 @@ func (response ListRuns404ApplicationProblemPlusJSONResponse) VisitListRunsRespo
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRuns503ApplicationProblemPlusJSONResponse struct {
+	UnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response ListRuns503ApplicationProblemPlusJSONResponse) VisitListRunsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -4775,6 +5021,23 @@ func (response SubmitRun422ApplicationProblemPlusJSONResponse) VisitSubmitRunRes
 	return err
 }
 
+type SubmitRun503ApplicationProblemPlusJSONResponse struct {
+	UnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response SubmitRun503ApplicationProblemPlusJSONResponse) VisitSubmitRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type SubmitRundefaultApplicationProblemPlusJSONResponse struct {
 	Body       Problem
 	StatusCode int
@@ -4899,6 +5162,23 @@ func (response ApproveTool422ApplicationProblemPlusJSONResponse) VisitApproveToo
 	return err
 }
 
+type ApproveTool503ApplicationProblemPlusJSONResponse struct {
+	UnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response ApproveTool503ApplicationProblemPlusJSONResponse) VisitApproveToolResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ApproveTooldefaultApplicationProblemPlusJSONResponse struct {
 	Body       Problem
 	StatusCode int
@@ -5019,6 +5299,23 @@ func (response ResolveTool422ApplicationProblemPlusJSONResponse) VisitResolveToo
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ResolveTool503ApplicationProblemPlusJSONResponse struct {
+	UnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response ResolveTool503ApplicationProblemPlusJSONResponse) VisitResolveToolResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -5797,227 +6094,231 @@ func (sh *strictHandler) ResolveTool(w http.ResponseWriter, r *http.Request, ses
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L3rctw4liD8Kgh+E1HKaWaKurnsVDj6c5Vd3e6ucjtke7zTlZ4kkkQq2WICWQQoKcujjf21D7APsfse",
-	"+yjzJBs4BwBvYF4kubqqo/tHl5wkcTk4OPfL5yARy5XgjCsZjD8H7JYuVzmDv78V+k/F0ouS63/Lcrmk",
-	"xToYB5Qk9hkpSh6EwTXNS6ZfSgpGFUunVAXj4Dg6PhtGR8Po+H10Mo5Ox9HZX4MwYEUhimDMyzwPA1Gq",
-	"Valffr9gRFyzIi0ZmdGc8oSRTJKj4ygirz5cjIIwWDGeZvwyGP/4KQyKkk+zNBgH0dGzU3oyi4ZfJ0fp",
-	"8Gt2Oh8+pcez4Ulymp6xJ/Ov6dNZEAaSSZkJ803GkyxlXA1Pj/UjRVUpg3HgtgU/itW0YFQKHowDxtOp",
-	"Kgu913KVbtriM73FUtJLhAdNFmwKUIHJ+apUUyWuGJfBOArN84LRtPus+cPRcWSh5X47ie7MXNOM28UH",
-	"4znNJbu7uwuDFS3okilWwIm+uGRcvaFLWFnKZFJkK72sYIyPCKdLpgFt0AAAdS2yhA0pp/laqkCvKhgH",
-	"K6oWQRhwGAv/EwYF+6nMCpYGY1WULAxksmBLquda0tvvGb9Ui2B8HEVhsMy4/fdRGKj1So8iVaEPVy8b",
-	"VvNvrJCwOP9ar/Fxc7nXR/4VmpcfdZHfloXUeNxeXszZrZom8DQmYk7UgpFVwa4zUUqyopeMHIhlpshc",
-	"FPBsnhVSwYNBczdnkd3NTyUr1tV2cPCgZ/Vnu6z+1S1LSr3iP7O1Zw+TMopOErxj8Dcb40+ZYgXgcuNX",
-	"JUQ+TWieu9dh55SYK0v0C83N7XJtx0djGLTnVJndw/SKrXc92ye7QOd1ypYroRhP1l74aGKlZ2NSkSwl",
-	"B5IuGaGSzES6JrF5Ms3S+JzMhFqQy+yacUJ5StJsPmeFRuD/+p//i5xGUevMC/bTMIoit+MFoykrqj3X",
-	"Vjb8M+y62uW/FGwejIP/77Ai6of4VB5e4Jpev4T9fZ8tM9Xd1luNnDL7uUkEziI/FuYwSH0BKZvTMlf4",
-	"yZLeZstyGYyPIgNy808H8IwrdskKWNFFyV+/7K7oouQA4JJfcXHDiSj0tWHZJTfwOx3sj1Z+bDIM5TFJ",
-	"xDvkOb6NmUewOcrXRC7oipFyRZQgmuUlC1rQRFPuc7Lz5ptszbPHGhN8vH3e6aHkSnCJgsM3NDXYBhxQ",
-	"cMU4/ElXqzxLgHocrgoxy9nyd3+TSOLdJvQXqWE9NM/SqblNQRikTNEst4hIHHMjE8TFSTAmvFzOWEGW",
-	"pVRkxghVJGdUKoIXSiotVwTj4NBAQho44HXdCX+eRTWR4VSDR2UKwP8aV0yqFRtQlQUfL27Tsdn0uL21",
-	"u11v8VscAIHeItmtQeMxWdJ8LoolS8mf3v3lTUgo0ie1oEqLVlwo8uH9d8OnGrH0PwRn8CYBcS7EvzmT",
-	"Ws5bioLpLzk5On5KcnbNcklSxlah/lpLhFxphCXXmcjhiEd6W98KPs+z5GGYYLF2Vsp1zzEe1lD/sCgf",
-	"4VyfVedq76qZv+dQG6t8jBN9QfRqmAYtwHBMYjsHu82kknFY/aJn1f+uNj213+HPiSg0J54uM7mkKlno",
-	"X6mWpBq/cKGm9IZmSr9aMClyYLAxHOZ3ophlacr4g05z7kZpHqU+tcNdyPchu12JQj34hE+qE/6utqae",
-	"462W/Si31Q0Xj0EI1HIOK0hOkytJKClEzuB3K2VwxlJJDtjockRiBMB4Rde5oKmMNdPA34j9bQAn9kao",
-	"70TJ0wcdmMaJOYxyzwN78EmdVif1RmjBGRfTc1LVeh/lpNxwsVcMydKB/mdsHk0bQineGzv6w7ihYgWn",
-	"+QNhedbkVzgmkay4ZgVBxXwD1zJLeBTixnE6cnDx3bfk2enZ18TMQ5DNGwz+wGmpFqLIfmYPw+KyPtAX",
-	"kgWOKth+aE7XA9LGoh4FW+sjGtIyY7RgBQGjgeb7y0zKjF+GNfkABYAJp0nCVprdH7DblZYNQxAM1kwR",
-	"EC5CclMIfkkyKUtWAOcv04zxhIVkRtMJl9klp6osWOik1iu2HowIakxUClgCZxrf0kwmuZAsHU004UVV",
-	"B0TIjx8/Dl+UasG40ifsMVjE3+CuCkbz5fNJsLhNJ0FMbhaMEy7MZm+oJJJxFRKWS0bsN4B4zydOwoSX",
-	"9deAi0++PmsrZZu/a6hAHeEYcfiaZjmdWYS8Pwq7cR5KBk7q4k1xnSWMNIfvx1j30mMhrB0wHhOpRKGV",
-	"0JIXjCYL/avGMhwIcDEpC60+G+KwKkTCpHwwaCtRZ2pOt65vfLsQQjLCbmmi8jXIyWJOCibLXIWkYKpY",
-	"h4TOHkEoOT72qRN2bf3H4ln/Y5zOR5bnQ0MjZqUiki0pXMk8XxMz0bjifSBPajHS3pClPptLhhJoe4VN",
-	"uTTN4BRbv5Zclist2OADO+5K5FkC8u6s5GnOpqD/TdltwljafBVf0IzYAaQyhnqMi6Rgl5lUrGApgf2Q",
-	"lM0znunn5CZTCwFwSAqmJDnggrx4+1rTOKlJJWE8XYmMK/Lh4nv8BQeXQFFWhVixQmWoJy9FyvJthwPL",
-	"/AHevLNqfFdBb1GdMJBrqdhyuirEcqVaXxxF8D/PV0qIHJaWKbaUOy3tvRCwsiW9fY0fHdXHpkVBQRu6",
-	"rqy5WxZ/V7dM/GiNy5UFF8FmF/vJfS9mf2MJ6NKwsO8ztD80Ye42tvsOu7vrbK+1ZBy7d2U/2HPvQYeu",
-	"qXFViOssZcVXksBbYKgnB3SmmRvYkfEL0NNTliO2bUUSO2x3UrFinGbkPwnlalGIVZaQ/3RzNFgjvtmc",
-	"7cnptkN1M/cC6UKfyueApincPJq/rQELHBxtWvWGLpkklHdubffm2Wu0yc+xlw2sgd8td8S+RsMNyN8L",
-	"LbiFHYxqwMdDAjzbuMpQWWS8XOoFzMosV5m+djdsthDiKgiDJM/0tfjk+Xxn+rRiBYihBmJmNprn4iYI",
-	"AyqvgP3ytXeWgq1yujZMYLvhW7/8Ft/tgS/suj1uY5FeyK80GtP8wgz46tqKHnn+l3kw/nHLwkoOX3yX",
-	"sTyVwV3YOT6qaPdQNe/dtmeNDt/q9+7ClpPE4wvZjIFtHwtM74MG/lA7SwOdqRvt07a54GmI++5O8alr",
-	"H9MsACwn5KA6KxJTeRUPyA3NlATiiEsBQTJlSZ5xNqrOj9Vs1RupTfMYEFU7hFMVJSNFySVoXnp95wS+",
-	"J5TLG1ZIkikyCd5Wq00Zz1g6CUaVcDcTImeUI6rL0vprjW/FS/wu4D20GJWc0Lli6FxMWZJZP2l7+Bb4",
-	"cUteTC9UNqeJes3noouRckGPz574ORc1X2oJiRzk4oYVCZWMLNgteffHF8PjsydalNYnNVsr1mFcmpXU",
-	"CKb+54oqxQo9wX/8GA2f0eH80+cnp3f/EvjEoOxnj+74WkmSw4gk4zivnlbLueDUz7h6chrUXFaR12VV",
-	"h52BgZnRC0Ol2HKlLphk6pehFBRn7DkYfIjOAK0nF3pho/12bWfYiR7gu1OY5wvQAhSM7LZwR6rIWDom",
-	"TANPgkPaPI71uCPzr5jM2FwUTF9NWjByLbIUCMQ3oDqAr1TuKYx8I0qe4pQENRBycPHqu1cXr958+4r8",
-	"3//z9eh4MCKvaGJ9w+ByqdxWE74SMlPZNSMG+KD80pmmY/peo8nuK0nEDSeg/ZADMHKcHh9PeFtROifU",
-	"esaUECSnxSVD0kienA5nmXKzpIJJtAWBTwBt08a3MyanUUQ6jqbBOUhdKIxq3VjRKwYEcMLtMtHC0xJ4",
-	"6e0ULl8f6UgWev+Up7jjcmlJxZLprUhyYIgiefL1UfT06ZNT8pw8OSU/ZN80DTj2seeOtzEcqM8UJ+hb",
-	"3V84M0uoVnBycnZ2enpyTJ6Tk+PuCuzjPVfgmfyFAQvjGrtrMACZrjlrU1lpzYBKtmeGP4kSrMLmhdYM",
-	"vin8lKJDEr5F68w3uUiu9rxPCHIwJpCZ/p4cvLCqyRB85+lgTBS7VSFw3Wkpgd/D32io6aoBNWtRczaz",
-	"ULy+tSHs1JSvG47SUpZgEaEEqRmA6HZ4KYYGBn+Tgo8u6M0PuAUNjCz1zKtFmSytzau3AZPupNBBxJiH",
-	"3+mf+wZtntL2Zcupid/77BFXuDe4TIujqLLed2P6YD3jslu7Lf2Xb7jNtg69iqnvIID+gMDGUhQwG6dS",
-	"x4bd1t9ihrCfag32Txx3R+b4qeeGFSK/wHG82zLOjq8kyaliUtXkRUpW1NybhPKE5eSAl3mORvVMkQXV",
-	"rIEzjy2rwBjRneUZs0LNyPUUaL/FMJTWplpb1xN5dw6Bp8ZTf0+R3loEt5qELtgcqChT1IpeTUB/VzAG",
-	"dlPr19WvkSumJZNMLQwHl1YwX9Lb+uqOaji06710JtPtusL7suAYeJhnlwtl6DwriOAuJrHCEq3M+HWT",
-	"ekStj5KxYpgshGQY5GSZCCWc3ZAPH16/vP56Y/jSZrtJXQt4MfwrHf4cDZ99qv4cTcf//3//3fPhp3/1",
-	"KAZtMfayac+osOqVJnVfSlrvkqldSAdS38eWn98bxXFOs5yl5yggxyRDPRY9tYb/gmgMO+yLgH1BVqwY",
-	"6uFA8iYYrqpRIMmWNEfy0dTiPn0+Co+e+ZU4mOutCahughIl+53tufZodjFY16J4tw1bB0bHfoIrbI7n",
-	"RTWI33jrbFp7CEcftQ5HuQ0BWdI1iOw0402l42x0QlZ5KcEKQgsK6kXBUpqAc6Moc+bzU2Q8ycuUTa0u",
-	"L7eTmBdpaqJXINg1YamzBMivUOM+JwZMUmsUOEMV0OJ0mY7PZ+AnRu0htq/xVTNghhzQUokhgoOloV4/",
-	"JzH+Ozb/bLxC6CXN+MAaeBD6WjlBrkAEz9f+xeZOpdyEVg31E9BKz+uJkW2eYEjA9clSknGChH3G1A1j",
-	"SPTVjYBtLKnKErKiUqL1Y7cLBFNdlOj83XyFfBrAH+jql7F92MSNujUeruJ0kUklivW06e3ezydlRt/F",
-	"7HFJV49OrF+hPcNYLdQik6B2J6LMUzATzCDWIiUH79lyJQqaE8YvM84wHuSCpZkkBg7EBHpooS+Tdb/7",
-	"4Bx0bUO8M0mikEhBKEH7P5CYjJcZvyTzQiy1gCgV1TdAXLMCuMQfGc01SDsWQ+PursAEjgW9Zr/F/7ov",
-	"F+R93RRSSwnZ7zzNejY7Wt5iKsNj+BXNULv6TlusqEVq8xu6lgQE9QONBi6RpJ0S0iNo98AEN7Kdb9X3",
-	"4pEEKhO9DSsl1jMA4UOclDxhhWZWQ1GqRCybNutek+YmM2W4t5ckEdwElvgV2329KGFwH++UPgFVrHen",
-	"jnoLF/DJDppU6Ll3q4KtaAE+XXssGI5SoKPXHY6+nvRmWs+Qq/72XVmVLZko1VSyRHDkx870lYqyEWSE",
-	"pskOCsIhhtXttKcfdrxSzmVXO8fuEix4vWic0/WMJld9qvMLTV2yeQaBMGDPFSvGWQoa08p83BS3nnpk",
-	"qZYM1SZlRoqpSUshma0JlYnJo7pi652ZdcNrsz2IQb/As7nRm5trs09GoHkG99ROezb9t5a9MeNEagWe",
-	"Jwzll5BQ+NW8AIvIG2DYczktSHhAUTAIMd8C4X8DlMAgswv8oo3DDqYVENzoYQ0dvDhZxQ23JL6ekNkR",
-	"iRORMqe3SQUBdEuaLDIQEFI2nvCW/T4k9ZjRkLjIdIj9xNDncMKXTC1EOoUEgTwXN/pVIztPlRBT8CmE",
-	"Nl59au5eOOHNnIWQ1DMWqvdr+QrhhHfTFULSTFbAxXlSFcIJ94Zih6QbgeaCVDFyLaxgY3TdkHQD1Oq/",
-	"1cLTQtJUVMIJ98amVe/h47AedxlOOEpXUwyMrc7IBl+PyBt2AycpQdGbMULT1IbQtu3bKesRmbqI4XG8",
-	"1nV0Ovz5k/6/qdegUsVKdukmbmgo6Rx0pJxyuC+YGatF1wQpdsK6gpvfyG0jtzdlZa6oWnhswd5okipe",
-	"c1ueJ82l0JRIX67/NjRmxuHrlwRjl3cLu6q4cHeyP75//5bgC2YsFHLOnj2rp1D6vTomcLR7BHKhNV2T",
-	"wG9TkvWhkwMgE3SJ3kB2zfRzdyCDvYzb7cDeVogqZgrrWU2GcMP215/Esa8wb5QpBEZNeoDb0DhuH829",
-	"YIlWX9b/WEE9YU0hbh2ToTfoeojHlX6nJfevpIly1hwFiC1LG3GHdfmdGPkdrbpGwGwMv10Tvne4UWHO",
-	"7RcJN/pK2r2izmwBcICpkJvhNwCPdhWdBGzpGs2qNfvK/v7RpiUvxHteMIa5xXJM4s9XGU/l70OC743J",
-	"JBCQN3sXT7j+S/MUpXnCZc0ultCVKgtmbWEsjQfntbEg3pkV4YS3R/3PCYbUJWwShOgr/f1dTHAi2Dk8",
-	"RFkFAyDAkDnhkIfxLDpCL6uZgWRcZimEPywbC0A2Fdrxfq9348ZGmobBDGKuEfbi1TEp2GWZ00IzpMJm",
-	"YnPzLqLLhCOdXI5IDDPF+qRUkSVKmjirnBEliFoIyYxMQOBN5+wYTzgOqX8ejMgL89GCKjIrGL2CkSSO",
-	"JTWO+CyePtaOoPZcZw3cGBLSDATipo9FYM5+nS0+6YkDbdozqiEg0mZkU763hv42xO2nXVHbSRmfuyli",
-	"/qNq7ogmiRqCD+F3O/F7g00+PtnCNjhcZm8COZgEk4A8h99uFiJ3T1purEOs/rKb7AFn1Cd4wMOliUSI",
-	"DaBiRGYmyUH8L0cx2tilxkRKLgtRrs6J9bXpBQ880Pqv//G/PW5yn93N1vXZvLpWQMQAXeUOAwG99TKa",
-	"BoquhXir4tYwl9SovxYutT5oi2MgivOS5l7bRFUMo7O1HyB2iRJZzmyEZjUqOG8zDnZR674lL/ga4w9s",
-	"csibD9/31vTY3an5H5PJbRR9+p1X2r5AnrGrn7vt+OhPY0LLEeYywd81T0xXf/IZOGZGb277gyGewMSn",
-	"9se65moXMchGD3zh+NiaOa5blcTG96IXiGiuC3P0BNp6BE399v0iFVrO/qYvkHEMKQwxmpD9VNK87dO3",
-	"35NkIbLEHXL0jHQ178G+O7Kn2IkQ2aBi6S+hmBiUk6iiTrhQII2YCNVyqcmHTyvZz7htFuNVAEr+ygY4",
-	"teIVDR1qMENbGyItsSySicW02r4vGmmTk9+N+x7tJ69MSva9VCC74L5tXvdkwK3KWZ4l6LwfmxJVWp3R",
-	"1KKp4KA7OdajxyDW0gk3oQM3IBZhWZuUrRiEw3L7LngqTFbnSl/F9YqFE55meiXLjFOtaMzW5vUBWj30",
-	"302rR01dkVfZSk44tUEHOL+ZLlMusJVccXGDIlVtNjzvJV2tzK3qpi/0WVm9WSBhK9657+NOULgrj9cT",
-	"alAFpITgW+x5zzlaQ49m1OuL8Km+WGnP0uYtAV32EwVOI1eQroeSs1tliww2PkxZrpXk/q9e6hfcJ4uM",
-	"X4GBbuNn5q3mpyIVcmoK+vUznFTID/hO9aGtd7Z1k0Zr72zUjQDOlm2fv9MvNb7dfCIVl3QflQXfvtqy",
-	"4O2VGhNr3ycf8bGLqzE0c411BpHw3IWB4GwXf1bzcO/C7a83l7v1iy4abP2kewS7frLn2lpntvX9zmFt",
-	"+6JGPba96idr277yk5Ctc3Wo4HZQte/kti9aaLpjgOpurztie/epxlmNCdAr8Bh+isYB+wHE186YzFLW",
-	"4KnIUHud4UaqqkkIJ8ceEeMeoWyhCZnpTuBXZp2Et90E3ggd3cFizlY7bbMd19Eod2fr+9nRwjoEa3t1",
-	"sOqRmx4jAqQWAv3A+A+NTvoFiPv4ysbrnKMMLVBPyakpMPrLhYXABueb1IA9/CRbIPkOX+wR8t1Avcu0",
-	"Csue0esvqaIeC3+9BHI95oEqNlTZkvn0+XpN4d2+aYdKVJM2RtvJrl2UWik0Ur9NlqkD56U3yN1+aCzc",
-	"1vyRKUn0mqWiy5VE/cHoBGAWqsRJI6kfKKMC5goc/YpIJURKqMlOhLc8pgaXh7K7awa+6ILg42LtTAMY",
-	"AQ1qqP6proe59dcNQBOeMprm4EYFI0fOUnJQqx5NYuMLjwf2VqoFK24yycgBnXA9XvUl2BHQ4ajZQWMc",
-	"9xbyBS4mHGAwQHVma/iPrbXt50ic5ibnxaR9lFxlYDkowM0hODvX6pZbKp5+JiszozeifQt9qZX19uUN",
-	"yVrcWMNY8yUC7b4kB9uTlrUKkDfiWKta5HtaQWqFyTct44M1t3ZLi3eOqCgZWmqkWDICHzQDUWmSiJIr",
-	"jJTaIQvdz7MN6tbcuXXw2H1Z5bnCKc8eNrKBL+Xu3YehdH2blQL+pfI+NDRXmnC5oL7QUUJ340PMD4NY",
-	"YXcrIedwUM8Y0cTRknNDwsGnYnnKu04UYlFyjqdVjy/EybSYZqN8ML8xDNyKgjDAVXrN/MY258mM3zfT",
-	"6z48HdPrpvtnxs17zqnK12sZSWvGXZejN9qFIfQnsL13JUm/qmU0HMSf71yNPZMH+JA8tW05ZXtGcdcp",
-	"Bx5xfb7adsOmvFQ7KR9xMGj0GGK/xch/UKH/XTlbZgqQ+D5ujZqBvbvdUjKXgjYmVCPgUCtv1l8Pd8Jk",
-	"dGNmriQHFD6bcJs6bioTuGxheU4oX6OLAVwgUFe97oO3FeyMjFWZsXxJxptrRO2II40seQ+iLDNu/93G",
-	"mk87XL96sNvuDQMaIa0b3Apdi9yvJW+yaZL+EnwU4iK+MuhloxulYqvQ9csZWRjV7I+/KgChDf3RoaMh",
-	"oiyIyKoQaZloaaMKpaiA5mrTnJPFbVr5beQqz7R2iXWBPYbcXw0gmw6JxwbmBci80FSlBjOE7AGtUi7B",
-	"XQYwtGUDJWHLTFnWrYHYMaM+Pgz99L9HIOmAsuGg+ULCr76yYpgKkmdSkWRB+SVEOfpACRCUDRCaqMyu",
-	"ZJA21TbXyea+ZTysTPaVJLS4LJf6PO4hgXWLHxZsfp9AW5CzTAU9XLKXI3h9Ib+shlUPne2iWMeV9/iR",
-	"o2kmVxC0ldYS4gqmtXiWNvCo5mX6NcIInZVfspJfJmvQcqCpGWl3lyd76/u8rwyOrdA1qHIMnenuV9Sn",
-	"Vh2nHZDUVXbqXbN2pBX7FA9tDB86aPRd0r+fAaQZ0uVFvi9p/kBEwDJsJuQTuSkWSKsVmYT0D2pKNob1",
-	"vkxGXXD0Geyogxr6mjgyrwevnsJWS+eY0eRKzOd7ZVBiaa/7fQnBboi/Bt7Sp6T7awBq9bA9rX8x/om8",
-	"WNlxcP9qRLxGMMWXMso5Y1jbuobWUCyBL72FUTb2nfy8X6nLDV0q9x7pgZ+3+l9+flDNzsZa2mP3bzrc",
-	"CFwfHtfTRF/25Ml9BDeL4Ax7a0DAI+Q/kQNslmGj0A0ZH+wRD9ATfL4piajnE1hbT+oyLBuSyiC1Q28+",
-	"E9xV7YOgyFVOMy53y8uzpah9FNvlWmhwJAylqB0SEaCo4uZyk6awY9+4PYvtNV3Z5Lta5uNuaY6S/eRf",
-	"6NFwRiVLLRRMWc/mejf0WuyLpvBurH1j4Pi3ofiFy53uLv6aFWmWKCJ4b2HUI0iUQXZq3tCKGVC+iXPj",
-	"cCZlDedke5TT0JW/OSex/QqN1xMO+huULbWMW9+8BZW298QUnFYxiVz50Q5GT3hrypMBuq8lkRm/zM2V",
-	"GJHYZGfHJBcJVYwwmizMQ2/WbuVs68qMZqydLc4e2rNLKQBYXV8CkE0Nm4plphRLp8DHMTdst9tSn96X",
-	"fF8dwfZSH9jtZLugYru6OPi2JnKbroDsw/RGINmXzgttlsevd77wOrw2ynseKPbU3QCPqh1rl+RLGyL6",
-	"pQQhTJbEos1mXa5oMwiTGB6AUrup+gqiuOn6wpKyyNT6nT4MBCz2xHpRYnUi/Nd3FmR/+vg+8PQro0mi",
-	"iQ62ljr408f3A2t8+8uK8dcvXZsOMBRlEho3ZpdlwVIIjpnwg3g4FFmaDLF/VjwIbZg6LdOYLESeSmLf",
-	"sZ21Ymyehd64Cc9safkrhuEX0IlLUylZAhzJAQTlw0uMU65IktNsaShftabBOXQZ1MtcMizhBKE6Znp4",
-	"NoRPYxwBiRVgNNwzAFqlSCyUWmEPocyUiW9CUAMFKuOnZQHVB168HmKrDvhV7+CKsZUktFuY0mRiTviE",
-	"fyu4vkiZ4HKs//2v5BuRZkxC6W6tyI/IKwirxKKFmSRxXyuouGo+N5hwQhJaWFRqFUgwZTUsL2h2eKau",
-	"DAdIajASlt+TyGFMlz1ckGK3aqSX7a2lvVfTVj0T4oxzYs1KRW4WmWJErmjCTKKTvj2dxq4w4oJKPQoX",
-	"JKFc8CyhoPYuyQGFkv0FW4GjVDNTygne1LCqJj5ja8FTPcQ8F1SRgvJLpp/nkOBRFoW4BJYnE7piA7cd",
-	"ziTG9GiaD4evx8Dh5dZms3qIsNb/VxSmAIMeBPaFXWghtRgvIhQwH5HToxMSd8qWxGNC9aewNKGl7SPy",
-	"Q/YNOTDyR7nCVOgFxerrWVGVXR+MyGn0VH8dt2qfQDJ9dXhphjExtCi0nGlSCU8iAn5KnEkPg5ONyVFE",
-	"llBe0JRg50b8gEKEUB5E6qlPYeqqSeVYIwPxNqokBxT+o3FGA//Nh+/1C1CO0UFOX6MKyTg01TFZWLDV",
-	"Z+NWW1q9iuPjsR7gZod2YYD734NAhwZQEn8GGSMkNffyXXwOtQlJs5s+FFlClI3tb7ZkrfOHn7c+ymSP",
-	"X1yvBGmFTWYGEqCJSVyv7hGjo8rGQ4SuIDKUQaDtnQvOTMNBrHWbpQOYqtbQENLkoRJwrMkiVLAjwyEt",
-	"1eK5pr6xLcWxMt32IaFspfRUl0xhXb1Q/3nBaLoGwnTJlOZDL96+Ns1i4xemqo+Zz3QxxDocf/r43pTh",
-	"0GMCF4GEK4Nslm+1OJsmdqZ9ZN3qhY0QYRxCyWl0RJp9KHGrlMTtvo4xSRYaqvySaaHfhVQSMmO54JfS",
-	"GuRMGWXAUBO7QTI1NjUo1prYAMQzFWL8UcllqMfB+qshMQFhIBogs7H1OjXCn0an9TsUulZ/VEI9AuIu",
-	"VJaOyEc4OHNcWpWIyUEuxAqwU/B8PYA1I0kCm80lF4Wt0ZNnCeOSVX2ogreFWBUZU7RY18q4aIZZK0k4",
-	"DqLR0SgCK8iKcbrKgnFwMopGJ1hNdwFyzSFwVPjzknl0MIvuvS3uwnaPO61POjR8nQbjQF/eF5emrG2j",
-	"8/txFG3owujpvmiUix9r3c/MH8HlSg1PxVBLrUG9VZntOOY8WZ7eXa3ud8G/i5LgU0bM2+g5w353P3qq",
-	"Vyel5h9wjiVfUa2L0pyaIkVomqi1xDIr0awjLdnUvNpsITV27a1a/aswe11Lv9VZXx9hMsluHRyrhnee",
-	"Ho7gUcfjuguD0+iobzR3lIcfWm1pnStj24dVK8kwMOWGDMJ0cE4jj6KX0hXglsEn/ZnB4MPPGqZ3h58N",
-	"TO5qKN1Exz8wxMYHI+Oy1pfPIpvrebcJ3frQ6FWyQOoFFsIa4lRd1cyYLFmIB2LLXriyEU/ujSan0en2",
-	"j1xL8ofj1R8Y9puxsX4ddNKE0ciIsldFr15B2EDiYl/KV/vlfzNnAJf10JXzO/yMDaHuegmxVulA8MKk",
-	"AoOlQ5qmBZOyVgHS9Hw3fih0l0y4Zo7ID1GogS1/JUmMnV30S9NkQQsZh40i3HLCYzvy+PAQZQFcqxEH",
-	"BqHxexmWK264UYlMhKnmwRPuBpUkU+dtBlqlOJiwuc6NNWvY79KKRDE1lKpgdNk0SX1k7CpfE0m1Qovl",
-	"FSttlTYMIrOMa/Tpmir8N8IeA/YCanSpfvWeXvpP9qdSaAnFVOusljkJns2fPkmjp0dPn54mX6dPzp7R",
-	"4zmjNErOzmgaHZ3Rk9n8dH40O55Fs6fHx0l6dJY+SY7OZtE8imj0dId207+Ju/tS3HDwZ1DuYFy7wqgO",
-	"ee/w5iZzIcr4WxvNoeMf0NQUKYDQz+i0VS/noecFsTFgM1WLit67dnGVcQwjoqqT3c/zD+THAO3QlqMF",
-	"XiZ89VzRKmwqb6HCCSSn6riFuhmas20NUyNaYxnTCffUaVVo4ncWZ3MVneHE1red8Fo7gAWVC4Yyucx+",
-	"1lqtLcYLVcxxkXZtWrweQ+oTsGvs9hRC33BwPHGmbkRxBVI3vxb5NUtH5EVl5zcaPZbaqjVKM22ijT0O",
-	"DcC2jKqp/Iuh8GD713qQHU9pSFijsvHgudgeo+QhGEb2rTG2DIh9xNHuHav/VwULvxHpegNpvObpaEEL",
-	"zqS8HdlGKr/7OVs16eTbP2syH53A/59iHagH0ci668xcrIa97edsZbKY+wh5DBoYTbR+i/FRcAWbN+Pu",
-	"ocJdrfDyj5+apY7drg38hhUAtUy2oNJ0iNfkrkoS26G3+9NZ0ExpaLW4sVlhjbQXJ9Yd1Qsn/9j07wYR",
-	"+KGhMJ+p6mY7MzecuhDKFOy63KQSUYuSj6oy4MZiZsczhlnMhwmOo+OzYXQ0jI7fRyfj6HQcnY0wkuJ3",
-	"UTSOonvB7CcgcxthZ7yYAIoa0D7VqzdXzjRXFsr4zzQWWC/Xj9tcWsmCJVeQxDQ15o/gU9tPdeRcUba4",
-	"2Y7t95uVx3vkEE3TWToEqoi06v5i+vHxLh+tCpFoajfDqR7I7/UuCSXxaHEbWyIMPMrH8+vMDIjv+r6s",
-	"zHXbcvLqV5LAacrQFPKdcKh/i54GKM3pOnTp3w3Fl6Fhi2g0ulkwEB0yRTI5MbyFQjyCifQnL2qmfFwX",
-	"mseOo8hwBfjK8oIJ7/U0E2rKedfcyiE6GwglZ7e352CkMpOARbumGrj2GJo821ahrnEmdsuETcSf6wsK",
-	"cR45Jj9Ogtfm6pm6VvWxJsGnu3hE3qCJGPxTSIMwTxAYc+pjdHBw63+yuUdjc53oger2dfEzqBV3rL5B",
-	"IdRPIzsE7/RZh+I1U4Wr+anLIRxqAc7YXv1r6BDqzzbsaBuV9rIuZCV3u1P73fbpog6qTYJzxxLnfbf2",
-	"2tAQi9MuOOYbmv41W32X5WwQNHex0yed3URuM7Cau90ZlbfbgZdZmSifv5e9ESlLi9v0MpoFOFN+7rXU",
-	"AL1eZDkagw1XRKoqoV77yGfgMK2PHiq2OgkRzMweX8BuR2dW4zkummfXD+DvJrICyUPd4nsNEVo1oKNN",
-	"3sB8yVSRJf1uireFWGoGW5psOk0vJPgnCBJvL8x/MKNuBboe8xBiEZtsY3GbThdKraw7Xk6VUDT/jL0v",
-	"nk+CP7x6PwlCN/HzSeC8cZMgxMN6PtEzToI7ctQyQW3lMhYsf6d7U4P60oHSe37GAzVa02W+0cRpPZKp",
-	"SCBhqSaRQIgrWMIx+OTg31/88P3Ae7BmlP1uk11brfY1rnpMwG227+HUO6E/+oV5Xw9T6IM69EfbRqgY",
-	"FHMoIORWEtfNrWqjjkU3TZck46g+i07AZWv7kMTeYwBf8+ORtMIM9wWoGg59FwZn0clO18i1Anzsg9Uw",
-	"yzaRwqLk8vAzKsgbnVwXJQ8eTTzsTf+2Lx/axItUz7u7kFArbOa/QkXJf1MOJtqoclU7RX1w9/AxXZT8",
-	"9UvjL2qc/WHVzLbPdc+15omhFKYt4yXEQhhtL4ZorxjaUMTfU6mG8M3w9cs41CJMspjwm4xLpBIzoQcq",
-	"GGY+DUAdNqOCLgzRdhjq8AK0ljFpY1c8JrbjIIk/21CLRhgPEXOtmRIlSAz6YmxCMjxROi46B95wZS1C",
-	"CHWzm3MVT1aGxEERCBMtlEEFMfuqErZJJYPN/MXV3aIkBhkAJrIKGm5mrk8KahLDw3DCY60Tm+41sCDj",
-	"KQtJbEok40PNQapHWtmxT1yFxz+9+8sb9wqEadKJhuIVY6shiGKx1tCAU2IE0NEZkRgAiqskppByUhUz",
-	"17o7F8S4BGNTTAfVURwE66zhKUAkbVVRKAY2LBlX59h2C+LMjIGiiUMteHrjQuxOZbDFb3OBsV+IC64e",
-	"eyZrzaLRQhGR51VwKqh1LQ/N0bH1sfxUMtDmjZMFBg12JVytJs4diVRjm8x+ZjbmF2IoMVTShPfY8Ck8",
-	"qOYqIc7dt0i4E41FOpplyn3YFlCu+kdvakd31Rpv3r17ZQqsuzIxWAZlVbCEpei+0fKYuTZ90EXHZ7Xy",
-	"BnLcE8yfHipMWJrZNo8fVVU88R8YXx/8keW5qBf73Nku/qhmf2u6PqpsT836JNDOs14BKNgjxKNqmA51",
-	"+tuErikUa+J2BH1qoNh7fRUTjkTs8wQWOQnGk+YyJ0E4AcjCI4At/FTtHR7Udg+PEZTwaBdg4pAIM/jo",
-	"CH6pzrv2oz3XXQdP4CtD1s0wd5pXtK5k/VLpCwVcQp5jKo9JzoQakBiPrRmJI/oUg69Hu4YcGJwGeSfa",
-	"Lrp8Q1Nbbum3IldpodgJVoYFHGiwisL04KGXbPBFZa1b6yG634hhjzfilQ0q1ZxSZhKqUSWlMqVDjd8M",
-	"e5BApgNYM4bXR2irmnBrZD746+u3gxF5rYydHyk4tM0y5vVa1D94LURxpRFvwnNo619ySZQQI/LN2vUD",
-	"AuzCtvdZq1H92IgKxjQKdnysMAeSgHE12t5eiqWTIB75OvfbsFrwrNifw6rlPMSCuxb6JokHWke4niy2",
-	"6f6EQ1+s82oa58WNyYGxnEvPIgaEpqlZQj36qYo5ABs+CIWeLWD4dD3kGzJlSIx7G1dvHpxGJxMeu5ap",
-	"tcAnLXFTBWdnBLUBRE977OATjjPCT+KGs0IuspUVNPCW2HZDeskYxAteLLKgqxXjtWbwjMyzQmK8kj5l",
-	"CVo+1C2Y0ywvoZjrhFNsG+5yV8btEK5zrIPW7X9qouGLkk/4DcWMFIvYg7D+Ra07qvnI+aKwH3044bZD",
-	"fWiSf7hoZ//oMb2dVGMtJCqa5eO2h88VfAsJBM9tcWANoF9aq+vahB+Yb22smr06UAXCYV8bfZ6/L0ro",
-	"d0fJTN8j6PgmCpcsglqQjKGPCZy40ttlLWcdvjXhLU9dSE6OITVlBdXwljNWhEQLl1EU2cgc/QP8G5/L",
-	"gU9YR0JlbQq7uN584dvta+lcHG2oWNcSbsvEN01ddMNZFEUROL/0xUdxznS4sx3rTEe6H9vt5z7VOrrZ",
-	"1muQXul6aTUbxLmWa1UrtD0irRFstl/73d1+Dru/l/dSY5Z1Dmn9L4dAMk0dTFIDJzS9pjwBpluLcDS1",
-	"CIcvM2kN8J6eg1Qpmiy00npO5lnOtILwfBKg7muEPVB6R4vbSdDs+9rz7S5yIYy20YYbug3Y0LkNmf+a",
-	"Kt3qaw5aXsYNj6iv9vTp8dGJ9yxs+YmOSnb3i4pxOxg7v7O86l6C398lduSVobse+WknD5/hnbLXuvp9",
-	"JtU7+9K+Qub3oMHvEDButd5Pj5c14woZ9+YmtJME6pWMfZFbfw3alYv3Vny7QW3NUsPNKsAm7rVPW+4o",
-	"wloo3Zlc10v3euiiNV7+krrWY+TSNERTWSGuczDYn0Bl8ioq3wIe6Ctk07FtfP8Mqs408+4o/uKSLSbc",
-	"4BVkhJK42ePfGGnj6lDRvEuvGD83cbeNxvs1qy7mo2VWrLQ5Q/azHuES53MPcbqirHm9jFw14Sh5koTy",
-	"SnBF4dSKokY49YpNCDZbxvkBotP+N7derDsppRJLEHlosmwX1t52pXa9PY3NOrxv1nTwRy0dfWlg7EvG",
-	"MG71lwehK/jdJT5mC7+snefZ9o++NXndfzd2j2hXZRz5CVudsR9+rk5qow+1fnEfFE3+a+a7tpvCJq5r",
-	"1LQviuC1tgS/MY/vRsTbVz40EHKGSC/SHmJLi/0NkvXRe3k9jG39q9BEouTzjGdyYWTpA0SeeouhARrl",
-	"oJClnHAXFF11oSAH8eei5GOwE97Ffb0owPTl5aUw12NdSUfmd2dvgquiqjzqR+DadisDZfFL29v3JtwP",
-	"JcFVu+6qa3QTZ2qXwx3rRrp8CP1cvgyGv5BXiN5pkYHFVUBHG+w/Y0qDgFxLizVatC3CY5MZE31vsJ3c",
-	"E9nBDd+H7W/1RP9E9l8hssPJtDukIw+9J6JXDc38gZG2PJm0Nv464F27M9OBFUoecVLyhBWKZnwoSgUl",
-	"u2w3NGymvaHyzcBfw+Ot65H1aOYIdMlCkHliiuKDaOHqWbvS9nRpsqaiqrKCqUN/B7WqTYCiE1VaiW07",
-	"SUXjo7Gb2dVPWFJe0jyoNfevyjCfeKouR6OznqrKJ1FP0WSMrK+JZPYsNS5hcaj6KNHDjBzmHDfV/2hU",
-	"v/nNCGO9/f/6ruSXEc3Q9fplGFdsPdKxc/fBbKlr82XfaHIeU5ELXHnwhda9RkST9yXCStMSCKiyGQs0",
-	"h6hYZJHS8TrwMsU4R0wOspQtVwIqDJ8TyjFB3g6hP4VZlcmWfzbhzsozK+U6NvagykyzzOSSqmThsdGk",
-	"2XwOsmUV3mXp7zkOA2pWewgEUrOYzISbth0+zgtAeQybTcs+sHtMLCygZkC5ewT+v4duuPdCN8bv1vEz",
-	"mxPK17/qUJVfWppAGLbECa/Wtb9gAWEwm5wYF+VvzIGxi1nEdNRAE57tYQueO1Nvy5bm0vLO0XEUkVcf",
-	"Lka1JqCYu/iF0/Yb7VrrPVrrvZ09W3z216DWlnVj3f5oQyX+qF1b/+g46tTLP4m8TV1RXHmQDGLbov9K",
-	"nCy/tKTivDIQdgWxXl0b0j2D2HYRI6BrkDRcH7RXDfV6y8RRo2gtpAhAeFT82jL8ZD38M1vHpmzhOeYH",
-	"YFcUrRsjt2bcsv5oQJbYTRFS6MuZqVxGKgliXGXRZz1p9a7ODIwC7iOjduH7x1EUasHPTW6/q+SPaltT",
-	"W5I0rhWTNAkTvG3y6hVgXhDObvK1KzMJSpkRlo6jY1v+UUulz9/EuHDTN1urZZ3gfOKJzcc6tqBivyFG",
-	"E/CJLq6h5t5EvXasf2broBsa/g5nJUpAeW1XRhXkRkFyRq9ZLZngICLPbXtwqmCPzQj3k54Adz24P769",
-	"Htx+0oht9/Xu+PQAwc11Zwg+mjLKysM99LXFZtXk9Pj3QbNZpv7HMIqiPcKwO91Qd3Kd/bYyuign3Uvr",
-	"LrntZG9qDyyrRlnH0fF+R3hvQQH/9cVFgaqFdUMQwNm3iABnX0gE6AoAm/j/4+ADVDx2OX7/KDrB38UP",
-	"ivQDYoaR5x1A+hNyeU90fL/eAGafw88NE9rdIRqlHmbY2K40vLKTAhvqlWBeMn2tpK1z2bWCHsRQEBWR",
-	"NXYc2QapTPgkeOvKp5oWbZNgYNk1qq1Ac+M6c7bqrAkUcay82cceWHqmwKkgz6sg747xVn814RlWZicu",
-	"yqUB+ThE6wYXaupa2xdMihxe0Y9NrIv9aWpik70F417gMb4XIn9QQAqUmzWBD9bktZeZwyzkH5jbWbyp",
-	"nCPOIvlPcvdQcmfQR0vGKUsgmarWfHF/Y4mf6MGl+rUQvVemyrxW1sScxJ+R3NzFIfytivUYwtjwBzoT",
-	"hbI/kAMo3NBLKQYmv1issFmqpYDxCP/KVUxkqW+bVeFMlcuUWP8StrtciBsSJ3kGYXq2ej50tzzXI6li",
-	"HZtkIz0IEu9LmnEC1T/1lOckhqXHJKkFIhQlN+0r7kcleyy9+nAfSgoL12zWfWN8U+QIjEumX0JQb/hq",
-	"u7w2erpax9fdPUmq2dA/Seo/Seo9bdEafRruYySp5o73UtVmRZNmv6wfP2mKhhG1vtR+6H1hu5qYnh2m",
-	"XBY4pGwtIK30FHkwDg6BRJqFdNpGmV4nhS2kEro6OUaptJWKbG1lrK7StXhs6HpR+9y1Smh/buOkEwHB",
-	"z7T1nYsQ80ysyeOBs8hh4QOaLAZW6swKm/Rb+cLLvqFw+5rMctNN3N6Y2ue10+wOggl2Q9deC/Pawmbl",
-	"Zj26LSQNzKmWaWGKYVZpX25em3hx9+nu/wUAAP//",
+	"7L3pcttItiD8Khn4bkSRt0EK2lw2FY7+VGVXt7urqh2yff3dNn2JJJAUswVmopAJSSxffTG/5gHmIWbe",
+	"Yx7lPslEnpOJHVwk2bVM948uiwByOXny7MsnL5KrVAomtPImnzx2S1dpwuDf30rzT83ii1yYv1W+WtFs",
+	"7U08SiL3jGS58HzvmiY5My9FGaOaxTOqvYl3FBydjoLDUXD0NjieBCeT4PTvnu+xLJOZNxF5kviezHWa",
+	"m5ffLhmR1yyLc0bmNKEiYoQrcngUBOTlu4ux53spEzEXl97kw0ffy3Ix47E38YLDZyf0eB6Mvo4O49HX",
+	"7GQxekqP5qPj6CQ+ZU8WX9Onc8/3FFOKS/sNFxGPmdCjkyPzSFOdK2/iFduCH2U6yxhVUngTj4l4pvPM",
+	"7DVP401bfGa2mCt6ifCg0ZLNACowuUhzPdPyignlTQLfPs8YjdvP6j8cHgUOWsVvx8GdnWvGhVu8N1nQ",
+	"RLG7uzvfS2lGV0yzDE70/JIJ/SNdwcpipqKMp2ZZ3gQfEUFXzADaogEA6lryiI2ooMlaac+sypt4KdVL",
+	"z/cEjIX/8b2M/ZTzjMXeRGc58z0VLdmKmrlW9PZ7Ji710pscBYHvrbhwfx/6nl6nZhSlM3O4Ztmwmn9j",
+	"mYLFda/1Gh/Xl3t92L1C+/KjLvLbPFMGj5vLCwW71bMInoZELoheMpJm7JrLXJGUXjIykCuuyUJm8GzB",
+	"M6XhwbC+m9PA7eannGXrcjs4uNez+tNdVv/ylkW5WfFf2bpjD9M8CI4jvGPwbzbBn7hmGeBy7VctZTKL",
+	"aJIUr8POKbFXlpgX6pvb5dpODicwaM+pMreH2RVb73q2T3aBzquYrVKpmYjWnfAxxMrMxpQmPCYDRVeM",
+	"UEXmMl6T0D6Z8Tg8I3Opl+SSXzNBqIhJzBcLlhkE/q///j/ISRA0zjxjP42CICh2vGQ0Zlm558rKRn+F",
+	"XZe7/JeMLbyJ9/8clET9AJ+qgwtc06sXsL/v+Yrr9rZeG+RU/Oc6ETgNurEwgUGqC4jZguaJxk9W9Jav",
+	"8pU3OQwsyO2fBcC50OySZbCii1y8etFe0UUuAMC5uBLyRhCZmWvD+KWw8DsZ7o9W3dhkGcpjkog3yHO6",
+	"NmYfweaoWBO1pCkjeUq0JIblRUua0chQ7jOy8+brbK1jjxUm+Hj7vDNDqVQKhYLDNzS22AYcUArNBPyT",
+	"pmnCI6AeB2km5wlb/eEfCkl8sQnzRWxZD014PLO3yfO9mGnKE4eIpGBuZIq4OPUmROSrOcvIKleazBmh",
+	"miSMKk3wQilt5Apv4h1YSCgLB7yuO+HPs6AiMpwY8GiuAfyvcMWkXLEFVZ6JyfI2nthNT5pbu9v1Fr/G",
+	"ARDoDZLdGDSckBVNFjJbsZj85c3ffvQJRfqkl1Qb0UpITd69/W701CCW+UMKBm8SEOd8/Ldgysh5K5kx",
+	"86Ugh0dPScKuWaJIzFjqm6+NRCi0QVhyzWUCRzw22/pWikXCo4dhgsPaea7WPcd4UEH9gyx/hHN9Vp6r",
+	"u6t2/p5Dra3yMU70nJjVMANagOGEhG4OdsuVVqFf/mJmNX+Xm5657/DnSGaGE89WXK2ojpbmV2okqdov",
+	"QuoZvaFcm1czpmQCDDaEw/xOZnMex0w86DQXxSj1ozSndrAL+T5gt6nM9INP+Lg84e8qa+o53nLZj3Jb",
+	"i+HCCQiBRs5hGUlodKUIJZlMGPzupAzBWKzIgI0vxyREAExSuk4kjVVomAb+RtxvQzixH6X+TuYiftCB",
+	"GZxYwCj3PLAHn9RJeVI/SiM442J6Tqpc76OcVDFc2CmG8Hho/gzto1lNKMV740Z/GDfULBM0eSAsT+v8",
+	"CsckimXXLCOomG/gWnYJj0LcBE5HBhfffUuenZx+Tew8BNm8xeB3guZ6KTP+M3sYFufVgT6TLHBYwvZd",
+	"fboekNYW9SjYWh3RkpY5oxnLCBgNDN9fcaW4uPQr8gEKAFNBo4ilht0P2G1qZEMfBIM10wSEC5/cZFJc",
+	"Eq5UzjLg/HnMmYiYT+Y0ngrFLwXVecb8Qmq9YuvhmKDGRJWEJQhm8C3mKkqkYvF4aggvqjogQr5//350",
+	"nuslE9qccIfBIvwGd5UxmqyeT73lbTz1QnKzZIIIaTd7QxVRTGifsEQx4r4BxHs+LSRMeNl8Dbj45OvT",
+	"plK2+buaCtQSjhGHrylP6Nwh5P1RuBjnoWTguCreZNc8YqQ+fD/GFi89FsK6AcMJUVpmRgmNqDCIp+kV",
+	"IzcZ10yBuUTIGzIwOB1zdWUQaZEnicFRsuAJI25omZlnCVtoH25ATDWdUwUGxVxkjEZLM5/B30RGVwxJ",
+	"ONeK4IqddBzlmVHVx+QiF4pwQRYJv1xqYgQk0ObNUXKRMzI3YjVbKZZcM3VGMqazNaELo5yEF+aP0bn5",
+	"IxzX8bzyqEtFjKSIlWHuMOGcGZ6DY3NxWdfRN6pzm1RvRNA0kxFT6sEoWoqMM3tLqnrbt0spFSPslkY6",
+	"WYO+IRckYypPtI8b8wmdP4Jwd3TUpZa5tfWjd8f6HwPL37MkGVlaO881UWxFgbQlyZrYiSalDAFyuRHH",
+	"HaVZmbO5ZCjJN1dYl+9jDqfY+DUXKk+NgIgP3LipTHgEesM8F3HCZqBHz9htxFhcfxVfMAJNAZDSqNxh",
+	"pCUZu+RKs4zFBPZDYrbggpvn5IbrpQQ4RBnTigyEJOevXxleoeA6MxGnkgtN3l18j7/g4Aooc5rJlGWa",
+	"o71hJWOWbDscWOYP8OadM4e0DR0N6u17aq00W83STK5S3fjiMID/dXylpUxgaVyzldppaW+lhJWt6O0r",
+	"/OiwOjbNMgpa5XVpFd+y+LsqSfjgjPSlJRzB5hb7sfhezv/BIrBJwMK+52jHqcO82NjuO2zvrrW9xpJx",
+	"7N6V/eDOvQcd2ibbNJPXPGbZV4rAW+DwIAM6N0ICMBj8AuwdMUsQ27YiiRu2PalMmaCc/CehQi8zmfKI",
+	"/GcxR03EwDfrsz052Xaoxcy9QLowp/LJo3EMN48mryvAAkdRk1b9SFdMESpat7Z989w12uQv2suWWMPv",
+	"hltnX+PrBuTvhRbcwhZG1eDTQQI6tnHFUelmwvDdD94854nm5trdsPlSyivP96KEm2vxsePznelTyjIQ",
+	"5y3E7Gw0SeSN53tUXQH7FevOWTKWJnRtmcB2B4J5+TW+2wNf2HVz3NoiOyGfGjSmyYUd8OW1Ez2S5G8L",
+	"b/Jhy8JyAV98x1kSK+/Obx0f1bR9qIb3btuzQYdvzXt3fsPZ1OFT2oyBTV8VTN8FDfyhcpYWOrNitI/b",
+	"5oKnPu67PcXHtp3RsACwQJFBeVYkpOoqHILsidI3LgXE5phFCRdsXJ4fq9j8N1Kb+jEgqrYIpxFhSWak",
+	"biO/m/WdEfieUKFuWKYI12TqvS5XGzPBWTz1xqVwN5cyYVQgqqvc+b2tj6qT+F3Ae2h5y4WV4EGFYBF3",
+	"/ubm8A3w45Y6MT3TfEEj/UosZBsj1ZIenT7p5lzUfmkkJDJI5A3LIqPQLNktefPn89HR6RMjSpuTmq81",
+	"azEuw0oqBNP8mVKtWWYm+I8PwegZHS0+fnpycvcvXpcYxH/u0MFfaaNkmRGNbgTzmmmNnAvBEVzoJyde",
+	"xfUXdLr+qrCzMLAzdsJQa7ZK9QVTTH8ZSkFxxp6DwYfoVLmhymgZTI/327WbYSd6gO/OYJ7PQAtQMHLb",
+	"wh3pjLN4QpgBngLHvn0cmnHH9q/QaahGOc4YuZY8BgLxDagO4HNWewoj38jcqMAQS4AaCBlcvPzu5cXL",
+	"H799Sf73//p6fDQck5c0cj52cF2V7r+pSKXiml8zYoEPij2dGzpm7jWaPr9SRN4IAtoPGYCx6OToaCqa",
+	"itIZoc7DqKUkCc0uGZJG8uRkNOe6mCWWTKFNDXwraOO3PrIJOQkC0nLYDc9A6kJh1OjGml4xIIBT4ZaJ",
+	"lrKGwEtvZ3D5+khHtDT7pyLGHecrRypWzGxFkYEliuTJ14fB06dPTshz8uSE/MC/qRvC3OOOO97EcKA+",
+	"M5ygb3V/E8wuoVzB8fHp6cnJ8RF5To6P2itwj/dcQcfk5xYsTBjsrsAAZLr6rHVlpTEDKtkdM/xF5mBd",
+	"ty80ZuiaoptStEjCt2id+SaR0dWe9wlBDsYEMjffk8G5U01GEIMQDydEs1vtA9ed5Qr4PfwbDTVtNaBi",
+	"LarPZheK17cyhJuainXN4ZyrHCwilCA1AxDdji7lyMLgH0qK8QW9+QG3YIDB4455jSjD48q8Zhsw6U4K",
+	"HUTedfA783PfoPVT2r5sNbNxkJ86xBXRGaRnxFFUWe+7MXOwHeOyW7ct86+u4TbbOswqZl0HAfQHBDYW",
+	"o4BZO5UqNuy2/gYzhP2Ua3D/xHF3ZI4fe25YJpMLHKdzW9Zp9JUiCdVM6Yq8SElK7b2JqIhYQgYiTxJ0",
+	"TnBNltSwBsE6bFkZxtruLM/YFRpGbqZA+y3afxubamzdTNS5cwjgtREP9xTpnUVwq0nogi2AijJNnehV",
+	"B/R3GWNgN3X+cfMauWJGMuF6aTm4coL5it5WV3dYwaFd72VhMt2uK7zNM4EBnOgVwE9ZRqQoYjtLLDHK",
+	"TLduUo1M7qJkLBtFS6kYBos5JkKJYDfk3btXL66/3hgGttluUtUCzkd/p6Ofg9Gzj+U/x7PJ//v//+H5",
+	"6OO/digGTTH2sm7PKLHqpSF1n0tab5OpXUgHUt/Hlp/fWsVxQXnC4jMUkEPCUY9Fj7flvyAaww77IonP",
+	"ScqykRkOJG+CYb8GBSK+ogmSj7oW9/HToX/4rFuJg7le28D0OihRst/ZnuuOZheDdSUaetuwVWC07Ce4",
+	"wvp4nagGcTCvC5vWHsLRe6PDUeFCaVZ0DSI75aKudJyOj0ma5AqsIDSjoF5kLKYRODeyPGFdfgouoiSP",
+	"2czp8mo7iTmPYxsFBEHDEYsLS4D6CjXuM2LBpIxGgTOUgUGFLtPy+Qy7iVFziO1rfFkPPCIDmms5QnCw",
+	"GBywgoT4d2j/rL1C6CXlYugMPAh9o5wgVyBSJOvuxSaFSrkJrWrqJ6CVmbcj1rh+gj4B1yeLCRcECfuc",
+	"6RvGkOjrGwnbWFHNI5JSpdD6sdsFgqkucnSib75CXRrAn2j6ZWwfLgGmao2HqzhbcqVltp7Vowb280nZ",
+	"0Xcxe1zS9NGJ9Uu0Z1irhV5yBWp3JPMkBjPBHGJWYjJ4y1apzGhCmLjkgmFczQWLuSIWDsQGzBCMPahE",
+	"GQzPQNe2xJsrEvhESUIJ2v9dDAEXl2SRyZUREJWm5gbIa5YBl/gzo4kBactiaN3dJZjAsWDW3G3xv+7L",
+	"qXlbNYVUUmv2O0+7ns2OlteYEvIYfkU71K6+0wYrapDa5IauFQFBfWDQoEjIaabW9AjaPTDBjWznW9W9",
+	"dEgCpYnehecS5xmAMCxBchGxzDCrkcx1JFd1m3WvSXOTmdLf20sSSWGDZroV2329KL53H++UOQGdrXen",
+	"jmYLEIuziybld9y7NGMpzcCn644Fw1EydPQWh2OuJ72ZVTMNy393XVnNV0zmeqYwGshMWpi+YpnXgrXQ",
+	"NNlCQThEv7yd7vT9lleqcNlVzrG9BAfeTjRO6HpOo6s+1fncUBe+4BAIA/ZcmTLBYtCYUvtxXdx62iFL",
+	"NWSoJimzUkxFWvLJfE2oimw+2hVb78ysa16b7UEM5gXBF1Zvrq/NPRmD5undUzvt2fQ/GvZGLogyCryI",
+	"GMovPqHwq30BFpHUwLDnchqQ6ABFxiBUfwuE/w1QAoPMLvCLJg4XMC2BUIzuV9ChEyfL+OuGxNcTejwm",
+	"YSRjVuhtSkO44IpGSw4CQswmU9Gw3/ukGnvrkyLCH2JoMYTcn4oV00sZzyDRIknkjXnVys4zLeUMfAq+",
+	"i/uf2bvnT0U998Mn1cyP8v1K3oc/Fe20D5/Ukz5wcR0pH/5UdIa0+6QdgVYE+2Lkml/Cxuq6PmkHqFV/",
+	"q4Sn+aSuqPhT0RmbVr6Hj/1q/Ko/FShdzTDAuDwjF8Q+Jj+yGzhJBYrenBEaxy4UuWnfjlmPyNRGjA7H",
+	"a1VHp6OfP5r/m3UaVMpYyTbdxA2NFF2AjpRQAfcFM4yN6BohxY5YW3DrNnK7CPhN2a0p1csOW3BnNEkZ",
+	"r7ktX5YmShpKZC7X/zeyZsbRqxcEY2N3C7squXB7sj+/ffua4At2LBRyTp89q6aidnt1bOBo+wjU0mi6",
+	"thCCS+02h45ByZAFbPgYu2bmeXEgw72M280A6UaIKmZcm1ltpnXN9tefDLOvMG+VKQRGRXqA21A77i6a",
+	"e8Eio76sf19BPX5FIW4ck6U36HoIJ6V+ZyT3r5SNcjYcBYgti2txh1X5nVj5Ha26VsCsDb9dE753uFFm",
+	"z+2LhBt9pdxeUWd2ABhgSulm+A3Bo11GJwFbukazasW+sr9/tG7J8/GeZ4xhjraakPDTFRex+qNP8L0J",
+	"mXoS8o/vwqkw/zI8RRuecFmxi0U01XnGnC2MxeHwrDIWxDuzzJ+K5qj/OcWQuohNPR99pX+8CwlOBDuH",
+	"hyirYAAEGDKnAvJZngWH6GW1MxAuFI8h/GFVWwCyKd+N90ezm2JspGkYzCAXBmEvXh6RjF3mCc0MQ8pc",
+	"Rruw7yK6TAXSydWYhDBTaE5KZzzSysZZJYxoSfRSKmZlAgJvFs6OyVTgkObn4Zic24+WVJN5xugVjKRw",
+	"LGVwpMvi2cXaEdQd19kAN4TEPguBsO5jkVj7oMoWn/TEgdbtGeUQEGkzdqnzW0N/a+L207aoXUgZn9qp",
+	"dt1HVd8RjSI9Ah/CH3bi9xabuvhkA9vgcJm7CWQw9aYeeQ6/3SxlUjxpuLEOsIrObrIHnFGf4AEPVzYS",
+	"IbSAChGZmSKD8F8OQ7SxQ7YNJZeZzNMz4nxtZsHDDmj913/7nx1u8i67m6uPtHl1jYCIIbrKCwwE9DbL",
+	"qBso2hbirYpbzVxSof5GuDT6oCsygigucpp02ibKoiKtrf0AsUuUqHzuIjTLUcF5ywVmXFlcJOdijfEH",
+	"Ljnkx3ff99ZG2d2p+R/T6W0QfPxDp7R9gTxjVz930/HRn8aEliPMZYJ/Vzwxbf2py8Axt3pz0x8M8QQ2",
+	"PrU/1jXRu4hBLnrgM8fHVsxx7eouLr4XvUDEcF2YoyfQtkPQNG/fL1Kh4eyv+wKZwJBCH6MJ2U85TZo+",
+	"ffc9iZaSR8UhB89IW/Me7rsjd4qtCJENKpb5EoqyQVmOMupESA3SiI1QzVeGfHRpJfsZt+1iOhWAXLx0",
+	"AU6NeEVLh2rM0NXYiHMsL2VjMZ223xWNtMnJX4z7Fu0nL21q+71UILfgvm1e92TApfk84RE67ye21JdR",
+	"Zwy1qCs46E4OzeghiLV0KmzowA2IRVgeKGYpg3BY4d4FT4VNWk3NVVynzJ+KmJuVrLigRtGYr+3rQ7R6",
+	"mH/XrR4VdUVd8VRNBXVBBzi/nY7rIrCVXAl5gyJVZTY87xVNU3ur2ukLfVbWziwQvxHv3PdxKyi8KDPY",
+	"E2pQBqT44Fvsea9wtPodmlGvL6JL9cWKhY42bwnocp9ocBoVhf16KDm71a5YY+3DmCVGSe7/6oV5ofhk",
+	"ycUVGOg2fmbfqn8qY6lmtjBiP8OJpXqH75QfurpxWzdptfbWRosRwNmy7fM35qXat5tPpOSSxUd5Jrav",
+	"Ns9Ec6XWxNr3yXt8XMTVWJq5xnqNSHjufE8Ktos/q364d/721+vL3fpFGw22ftI+gl0/2XNtjTPb+n7r",
+	"sLZ9UaEe217tJmvbvuomIVvnalHB7aBq3sltXzTQdMcA1d1eL4jt3ccKZ7UmwE6Bx/JTNA64DyC+ds4U",
+	"j1mNpyJD7XWGW6mqIiEcH3WIGPcIZfNtyEx7gm5ltpDwtpvAa6GjO1jMWbrTNptxHbWyga5OohvNr0Kw",
+	"stcCVj1y02NEgFRCoB8Y/2HQybwAcR9fuXidM5ShJeopCbWFWr9cWAhscLFJDdjDT7IFkm/wxR4hvxio",
+	"d5lOYdkzev0F1bTDwl8tJV2NeaCajTRfsS59vlqbebdvmqES5aS10Xaya2e5UQqt1O+SZarAedEZ5O4+",
+	"tBZuZ/7gWhGzZqXpKlWoP1idAMxCpThpJfWBtipgosHRr4nSUsaE2uxEeKvD1FDkoezumoEv2iB4v1wX",
+	"pgGMgAY11PxU1cOK9VcNQFMRMxon4EYFI0fCYjKoVOEmofWFh0N3K/WSZTdcMTKgU2HGK78EOwI6HA07",
+	"qI1TvIV8QcipABgMUZ3ZGv7japZ3cyRBE5vzYtM+cqE5WA4ycHNIwc6MulUsFU+fq9LM2BnRvoW+VMqj",
+	"d+UNqUrcWM1Y8zkC7T4nB9uTljUKudfiWMua7ntaQSoF3jct450zt7ZLtLeOKMsZWmqUXDECH9QDUWkU",
+	"yVxojJTaIQu9m2db1K24c6vgcftyynOJUx172MgGPpe7dx+G0vZtlgr458r7MNBMDeEqgvr8ghIWN97H",
+	"/DCIFS5uJeQcDqsZI4Y4OnJuSTj4VBxPedOKQsxyIfC0qvGFOJkR01yUD+Y3+l6xIs/3cJWdZn5rm+vI",
+	"jN830+s+PB3T62b7Z8Ytes6pzNdrGEkrxt0iR2+8C0PoT2B7W5R2/aqS0TAIP90VtQptHuBD8tS25ZTt",
+	"GcVdpRx4xNX5Ktv16/JS5aS6iINFo8cQ+x1G/k6F/jf5fMU1IPF93BoVA3t7u7liRQrahFCDgCOjvDl/",
+	"PdwJm9GNmbmKDCh8NhUuddxWJiiyhdUZoWKNLgZwgUB9+qoP3lWwszJWacbqSjLeXCNqRxypZcl3IMqK",
+	"C/d3E2s+7nD9qsFuuzdeqIW0bnArtC1yv5a8ybpJ+nPwUYiL+Mqil4tuVJqlftF3aOxgVLE//qoAhDb0",
+	"R4eOgYh2ICJpJuM8MtJGGUpRAq2oTXNGlrdx6bdRacKNdon1lTsMub8aQNYdEo8NzAuQeaE5TQVmCNkB",
+	"LVMuwV0GMHRlAxVhK64d6zZAbJlRHx+G3fS/RyBpgbLmoPlMwq+5snIUS5JwpUm0pOISohy7QAkQVDUQ",
+	"2qjMtmQQ19W2oiPQfct4OJnsK0VodpmvzHncQwJrFz/M2OI+gbYgZ9kKerjkTo7Q6Qv5shpWNXS2jWIt",
+	"V97jR47GXKUQtBVXEuIyZrR4FtfwqOJl+jXCCJ2Vn7OSH1cVaBWgqRhpd5cne+v7vC0Njo3QNahyDB3+",
+	"7lfUp1IdpxmQ1FZ2qt3HdqQV+xQPrQ3vF9Dou6S/nAGkHtLViXyf0/yBiIBl2GzIJ3JTLJBWKTIJ6R/U",
+	"lmz0q/2trLpQ0Gewow4r6GvjyDo9eNUUtko6x5xGV3Kx2CuDEkt73e9LCHZD/LXwVl1KencNQKMeNqft",
+	"Xkz3RJ1Y2XJw/2pEvFowxecyyhXGsKZ1Da2h2GdEdRZG2di/89N+pS43dPvce6QHft7oI/rpQTU7a2tp",
+	"jt2/aX8jcLvwuJom+qInT+49uFmkYNijBAIeIf+JDLDpiItCt2R8uEc8QE/w+aYkop5PYG09qcuwbEgq",
+	"g9QOs3kuRVG1D4Ii04RyoXbLy3OlqLsodpFrYcARMZSidkhEgKKKm8tN2sKOfeP2LLbXdOWS7yqZj7ul",
+	"OSr2U/dCD0dzqljsoGDLetbXu6FxRl80RefGmjcGjn8bil8UudPtxV+zLOaRJlL0FkY9hEQZZKf2DaOY",
+	"AeWbFm4cwZSq4JxqjnLiF+VvzkjovkLj9VSA/gZlSx3jNjdvSZXrPTEDp1VIgqL8aAujp6Ix5fEQ3deK",
+	"KC4uE3slxiS02dkhSWRENSOMRkv7sDNrt3S2tWVGO9bOFucO2rNLKQBYXV8CkEsNm8kV15rFM+DjmBu2",
+	"222pTt+VfF8ewfZSH9jtZLug4rq6FPBtTFRsugRyF6bXAsk+d15ovTx+tfNFp8Nro7zXAcWeuhvgUXVj",
+	"7ZJ86UJEP5cghMmSWLTZritsthUi1ErttuoriOK26wuL8ozr9RtzGAhY7C12nmN1IvzrOweyv7x/63X0",
+	"faNRZIgOtuga/OX926Ezvv0tZeLVi6JNBxiKuIIGmPwyz1gMwTFTMQhHI8njaIR9yMKh78LUaR6HZCmT",
+	"WBH3jutQFmITMvTGTQV3peWvGIZfQEczQ6VUDnAkAwjKh5eYoEKTKKF8ZSlfuabhGXRrNMtcMSzhBKE6",
+	"dnp4NoJPQxwBiRVgNNwzAFqpSCy1TrGHELdl4usQNECByvhxnkH1gfNXI2zVAb+aHVwxlipC24UpbSbm",
+	"VEzFt1KYi8SlUBPz97+Sb2TMmYLS3UaRH5OXEFaJRQu5ImFfK6iwbOI3nApCIpo5VGoUSLBlNRwvqHfK",
+	"pkUZDpDUYCQsv6eQw9huhbggzW712Cy7s5b2Xs1vzUyIM4UTa55rcrPkmhGV0ojZRCdze1oNcmHEJVVm",
+	"FCFJRIUUPKKg9q7IgELJ/oyl4Cg1zJQKgjfVL6uJz9laitgMsUgk1SSj4pKZ5wkkeORZJi+B5amIpmxY",
+	"bEcwhTE9hubD4ZsxcHi1tWmvGcKv9FGWmS3AYAaBfWE3X0gtxosIBczH5OTwmIStsiXhhFDzKSxNGmn7",
+	"kPzAvyEDK3/kKaZCLylWX+dZWXZ9OCYnwVPzddiofQLJ9OXhxRxjYmiWGTnTphIeBwT8lDiTGQYnm5DD",
+	"gKygvKAtwS6s+AGFCKE8iDJTn8DUZbPPiUEG0tnwkwwo/MfgjAH+j+++Ny9AOcYCcuYalUgmoKmOzcKC",
+	"rT6bNNr7mlUcHU3MADc7tAsbk9PgmNTa5/mWPJJ6zzkysLR+uHN/PTPGvVvsAfBr9e+yvdrnESOCm0G4",
+	"Nuv0MXj7AKra/RwWDUDM9leMipslTxhQgu9BvEVzMAk/gcTlk4qz/S48g0qNJKz8GBIoOYUXOHS/uQK+",
+	"RXTAWeMjrnqiBMxKkHK61G4giIa0htVaJyG67Vx0iF+Uh4aiELSJB1Iw28YSK//yeAhTVdpkQtEAqIsc",
+	"GiYB9fzIaERzvXxueFHoCpOkzCbZsduIpdpMdck0Vhn0zT8vDKwB7pdMG658/vqVbUEcntsaR3Y+2xsT",
+	"q5L85f1bW5QEzs/w1NgebpWLN/i8If22KWnVBojtNWEcQslJcEjq3U1xq5SEzW6hIYmWBqrikhkVqAgw",
+	"JWTOEikulTNP2qLScF9tJAvhemIrcqwN6QWIc+1jNFYulG/GwWq0PrHhcSAoIet11UvN9T8JTqoUxS8a",
+	"H1IF1RlIQV7MdX4PB2ePyyhWIRkkUqaAnVIk6yGsGQk0WLAuhcxcxaKER0woVnbl8l5nMs040zRbV4ra",
+	"GPGhUqBx4gXjw3EANqGUCZpyb+Idj4PxMdYWXoKUdwDyBfzzknVopA7dexv++c2Of0a7LtDwVexNPHN5",
+	"zy9tkV93c2DKoyDY0JOyoxelVbU+VHrB2X94l6kenciRkeG9auM213+t8Ot1dDJr9AL0/l3mBJ8yYt9G",
+	"PyJ2//vQUcs7yg03hXPMRUqNZk4Taks2oaGm0iDMrsQw0jhnM/tqvaHWpGj21ejmhbn8Rhcoz/r6EFNr",
+	"dutnWbb/6+hoCfEFeFx3vncSHPaNVhzlwbtGs+PCsbPtw7Kxpu/Z4ksWYVo4Z5BH00tVlCNX3kfzmcXg",
+	"g08GpncHnyxM7iooXUfHPzHExgcj46rSpdAhW9EBcBO69aHRy2iJ1AvspRXEKXvM2TFZtJQPxJa9cGUj",
+	"ntwbTU6Ck+0fFY3uH45Xf2LYfcdFPrbQyRBGKzGrXoNF+QrCBtI4+xLgmi//mz0DuKwHRXHDg0/YHuuu",
+	"lxAbBRfEUEyxsFg6onGcMaUq9TDJgI0vx84rh86jqTDMEfkhCjWw5a8UCbHPjXlpFi1ppkK/VpJcTUXo",
+	"Rp4cHKAsgGu14sDQt15Ay3LljbAKoo23NTx4KopBFeH6rMlAy4QPG0TYurF2DftdWhlppkdKZ4yu6ga6",
+	"94xdJWuiqFHvsdhkqbvTmnlozoVBn7bhpvtGuGPAzki1ntAv39LL7pP9KZdGQrG1S8tlTr1ni6dP4uDp",
+	"4dOnJ9HX8ZPTZ/RowSgNotNTGgeHp/R4vjhZHM6P5sH86dFRFB+exk+iw9N5sAgCGjzdoYn5l7m7p8Hx",
+	"TrNUe5A/8L6/kDcCPEJUFOdSufaoUHbe+81t+lAv2t6qD0MnALVtmQcIng1OGhWHHnrGEF0EVme9LHlE",
+	"0XBvQ/vwvWIngGRZoB24gr7A/2RXRVy0q9vaZaiyA5kqe5ahPocOAVcF1orjWAh2Kjoq3Wp0khQ2e3t9",
+	"C9OTqxA8FZWGCkuqlgzleMV/ZmpMXDljqAOPi3RrMyL5BJLHgMVjvywfNGxw3Qmmb2QGKrRh7sk1i8fk",
+	"vPSUWJsIFiurtJqzjbatRRNN6K4Qra2djMkE4D0xupMbTxtIOLO89YEW0VFWMUQwjN1bE2y6EHYRVLd3",
+	"7J9Qlnz8RsbrDeT0WsTjJc0EU+p27FrR/OFnntZp6+u/GtYQHMP/n2AlrQfR1arz0V6smsXyZ57aPPA+",
+	"4h+C1kYjoxNjhBlcwfrNuHuoQFgpXf3hY71YdLFrC79RCUAjxy2psj32Dbkr0+x26I7/dO7Vk0IaTYJc",
+	"Xl0tcagQBQ+rpac/1D3kXgCefChtaOviud7WNbc4BIN5uy43KsXaLBfjspC6tTm68axpGzOKvKPg6HQU",
+	"HI6Co7fB8SQ4mQSnY4xF+UMQTILgXjD7CcjcRthZPzCAogK0j9X616U7siisZT2QBgucn/DDNqdgtGTR",
+	"FaSBzazJxPvY9PQdFs48Vx5uNyG+Ubu9R3YxNJ3FI6CKSKvuL9ofHe3yUZrJyFA7y+9/ARnBQIZQEo6X",
+	"t6Ej3MDXuuSEKgMEgr2+L/srepwVcvFXigAGKN+WT54KqDqM/h0oiFr0RTO/Wy6hfMtK0Th1s2QgbnAN",
+	"5lrkH2iQtfkV5LziQMF1oRnuKAgsJ4GvHP+Yil7/PqG2iHrFme+ji4dQcnp7ewbGMDsJ+BEqKkjRlMSQ",
+	"dNegtWhXij1KYRPhp+qCfJxHTciHqffKXldbTaw61tT7eBeOyY9omAevINItzM4EZh53MUc4uPU/WeOj",
+	"scZWzEZ5+9r46VVKapbfoODaTVdbRPLkWYtK1hO0y/lpkbk5MkKftfF2r6FF3D+5YK9tlL2T3SH7udud",
+	"Q+y2zyLWo9wkuNQcQd93a68sDXE4XYQkfUPjv/P0O56woVffxU6ftHYTFJuB1dztztw6e0x0MjgbW3Vv",
+	"rvYL8CekRg0O1cucluDo+bnXigQ0fskTNFRb7ouUWEFl/XGX8cU2qXqoeFxIomAC7/BT7HbcdjUdR0wT",
+	"fv0AmNsYGCQpVWv0NcTSVYCO/gIL8xXTGY/6XSivM7kyTDm3eY+GxijwnRAk+J0w/8GOuhXoZswDiBqt",
+	"s5rlbTxbap26wAk101LT5BN2KXk+9f708u3U84uJn0+9wlM49Xw8rOdTM+PUuyOHDfPYVs7kwPIL+RAq",
+	"UF8VoOw8P+sdG6/pKtlofnXe0lhGkFpWkWIgGBms9BgmNPj38x++H3YerB1lv9vk1lapUo6rnhBw6e17",
+	"ONWe9Y9+Yd5WA0r6oI4+/y2EiokirAHsHTbuAG1EtjaqbWaFtVWNGGHkyEsJgncm88slGVCIdMCwh4Xh",
+	"cITroXW5t0ItOg8NvOaPRwAzO9xnoIE49BflVT1oYGDGNxHOLBfq4BOq7RvddRe58B5NAO1N63cvH7iE",
+	"mtjMu7sYUilY133hslx4v2dz+5+YxuJfRcWzysmbw76Hh+0iF69eWG9ZDV8OysbGfYELwujDGEhiW3Re",
+	"QiSI1UFDamOoZEbC76nSI/hm9OpF6BshKVpOxQ0XCunQXJqBMoZZcENQ0u2ooKFD5CUGepyDLjUhTYwM",
+	"J8R1nyThJxdoUgtiInJh9GWiJQlBiw1tQEpHjFIRmwRvFCVOfAh7dJsrqt+klohCQRAbK8Whmpx7Vcsi",
+	"ags287eiBhslIUgZMJFTG3EzC3NSUJ8aHvpTERpN3XYyggVZP6FPQlsuGx8aHlU+MiqYe1JU+/zLm7/9",
+	"WLwCIbt0aqB4xVg6AmEvBIIPBgAIVDk8JQqDgXGVxBbVjsrC9lxNhZDEOkRDW1gJlWQcBGvu4SlAVHVZ",
+	"XSoERq+Y0GfYgg1iDq3ZpI5DDXh2RsW4nSpviwfqAiPfEBeK2vxcVRqHo90kIM/LQGVQNhu+psMj5y36",
+	"KWdgY7DuIhjU25XYNRp6t2Reg22K/8xc/DfE02LYrA1ucsFjeFD1VULOQ9ci4U7UFlnQLFv6xbUDKyrB",
+	"9Kb5tFdt8ObNm5e22H5RMghL4qQZi1iMjigj8dlr0wdddPuWK68hxz3B/PGhAoijmU1D/2FZ0RX/wFwL",
+	"788sSWS18OvOFv5HdWA4I/xhaRGr16qB1q7ValDeHgEuZfN86NnQJHR1sdsQt0PoWQSF/6urmAokYp+m",
+	"sMipN5nWlzn1/ClAFh4BbOGncu/woLJ7eIyghEe7ABOHRJjBR4fwS3nelR/due46eARfWbJuh7kzvKJx",
+	"JauXylwo4BLqDNO6bKIu1APF2HzDSAqiTzEQf7xrwIXFaZCRgu2iyzc0dqW3fs+ymBG+C2HMso2BOQqZ",
+	"2R5O9JINP6t8duv8Y/cb0e/xq7x0YbiGuyquoJpZlGtbetZ6DbGHDWTKgI1ldH2IFrSpcObywd9fvR6O",
+	"ySttPRZI9aHtmnUUVLJGwP8isyuDrFNhRA8MfddSjsk366KfFGAkrNAIW0VZQIwoQPHCGnnBI4EVCkF6",
+	"sI5W1xtOs3jqhWMS2nCGmbMNh0UgMviI3M8+obmWK+pyCZzZ2CWBgXpc9PSxjerCqYC+amflNIUPOyQD",
+	"6wNQHYsYEhrHdgnVeLEy4gK8ESBIdmwBA86rQfKQaUVC3NukfHNwEhxPRVi03K2EihkpnWo4OyvcDSHe",
+	"vMOiPxU4I/wkbwTL1JKnTjjBW+LaVZklY9gz+OPIkqYpE8oBEpu9ZAojvMwpG3HQNv5fUJ7kGaZKUGw7",
+	"X+Q+TZpBb2dYR6/dP9fmD2S5mIobihlNDrGHfvWLSndd+1HhVWPikgvmT8VbtkplRhPfJo8J2cweM2N2",
+	"duINjWCpKU8mTV9lUTDQJxBuuMUVN4R+e42ufVMxsN+66D53daCKSIF9TfR5/jbLoV8iJXNzj6BjoMyK",
+	"ZCPUnFQIfXDgxLXZLmu4HfGtqWj4HH1yfASpTSlUU1zNWeYTI5AGQeDikswP8Dc+V8MuAR8JlbNd7OJE",
+	"7Ap4b17LwlnThIpzkuG2bHTXrIjtOA2CIAA3nrn4KALaDomu46HtaPih2b7wY6UjoGvdB+m5RS+2eoPB",
+	"omVf2Upvj9h0BJvr9393t5/r8ZfywxrMcm4uozMmEEZnqINNAxGExtdURMB0KzGhtpbl6AVXzi3Q0bOS",
+	"ak2jpVF0zyBZyygVz6ce6stWQARFeby8nXr1vsE93+4iS8JoGy3LfrEBFzi4oXKEoUq35pqDZsiF5RHV",
+	"1Z48PTo87jwLV76kpcbdfVHRbwdJ7jvHq+4lLP5mImdeWlrdIXPt5Ku0/Fb1Wn6/50q/cS/tK5h+D5aC",
+	"HcLynXb98fFyk4ri2b0ZIM1UjGr17K5Yt797zWrZeyvY7TDAennreuVpGyncp5W3FG4jyO5M4qvlojto",
+	"qTOSfkmd7he4P5DlVBOBVYnshcPE/QSqWadC9C3gjrl2rmyAy7yYQ3WkekYkxV+KNJipsLgImcskdEfO",
+	"brkyMhQYkMMSEdD0TK+YOLPRzTbTcQbDVSzOmCnInfjqsrncZz1CLM5XPMTpspwV4d1OfpsKlHBdwrMt",
+	"9gNCsBN5rRDcKZ4h2Fy58QeIaPvf9mpR+ShXWq5AtKLRqlkAfts13PXG1TZb3JV67ZHuOK/Dzw2MfUkf",
+	"Rgd/eRAWhenbBMtu4cvaoJ5t/+hbW3/gNyVWIKqW+WPdxLAqQBx8Kk93ox+5etkfFOf/a+bvrlPIJu5u",
+	"VcjPeikqLTf+L/B6b0TWfWVXC9XCsNqJ6AfY4mV/A2t19F6ZAsZ2PmZoqpKLBRdcLa2cP0CEq7bcGqKR",
+	"EYt4TEURrl52ZSGD8FOWiwnYPe/Cvt4sYMrr5Nkw12Nd44Kd7M5GpdBZWYm3G+kr2y0NrtmX9jnszSB+",
+	"CVJftrwvO6/X8axyoQpU2Ej/D6An0ue5FefqCq9EnHGwOkvoCoU9nGxBGZC5abZGq767JNioyeZSuDI3",
+	"97wgEL7Qd0Nem4n+eUF+JxcETrNxPyx/v+flKBsJdoe5urKAyvlGqodVtBm0nY+h1JgguYhYpikXI5lr",
+	"KJXnuhBiE/sNNZaG3dViXhe96R7NJIPub0gziGwzChB7ijryRUsJurK5dkFZw8P2f7iDGvE24rQQoxrp",
+	"kDtJbJPDSTFzUaljRUVOE1f+u17+/Lij2nkwPu2pZn4c9BQrx9yKirjoztLgEhZlq44SPMzQY89xU6WZ",
+	"Wp2l37Wg2Nurs+8afx6xEd3cn4dBhs77HxauVZgtLlryuTfqHM5WzwO3KXxhQD4mho2sEFaG/kDAm8tZ",
+	"oQlEOiMrVgVPBY9eiHOEZMBjtkolVAM/I1RgKQY3hPkUZtW2LsOzqSgsXfNcrUNrEytNVSuuVlRHyw47",
+	"VcwXC5B7y/A7R7PPcBhQG5tDIJDqpY6mwrbY6eLwAJTHsFs1bCS7xznDAipGpLtHkDP20HX3XujGmOwq",
+	"fvIFoWL9qw4l+i1ILQj3htjSqUXuL8BAmNImh9FF/htzFu1iGrIdc9D06XpUg2fVVpBzxeaMXHV4FATk",
+	"5buLcaXJL2bJfuaiErV2zNUezNXe7R1bfPZ3r9J2eWNfjmBDp42g2Tvj8Cho9cM4DjqbNqNY9CBZ5yL/",
+	"VTm0fgsSUeEBg1A6iN9r29HuGZi4i7gCncSUlS5AGzcnVW2jOq4VsoZUEQh5C185wSJaj/7K1qEt3nmG",
+	"eSLYKcno+igVMOFEjGBIVthhFQo85HNbv4+UksqkrPHAe4o+FJWTYBRw1VmVEN8/CgLfCJjF5O67Us4p",
+	"tzVzZYrDSklVmzgjmma/XkHpnAh2k6yLYqugMFqh7Cg4ckVQjfT7/McQF2576RuVsZWkQTpyNLC2NZgM",
+	"fiRWS+kSkYomu3szgsqx/pWtvXaKwBuclWiJtY5dMWGQTyVJGL1mlaSSQUCeWzAQqmGP9UyH455EBzN4",
+	"d55DNcnhuJbj0NXP5+MDBMSiY4v33pZW1x0cx1xbbGBPTo7+6NUb6Jo/RkEQ7BGO3+qQvJOb8reVDUgF",
+	"aV/a4pJbABJbGWNVNs87Co72O8J7Cxf412cXH8q29jXhAWffIjacfiaxoS00bJIZHgcfoO53kR/6e9E9",
+	"fjM+Z6Q5EDuOfHIAqXMoGXRkSfTrJ2DGOvhUMwneHaCR7WFGl+3KyUs3KbCuXqnnBTNXUbkKsW2r7iCE",
+	"UsKI4GVVfhdENBVT73VReNi2epx6Q8fiUaUGOh1WGbpTtW0gT8H+bcc+22QSxACuwbGizspg/5Yx2nw1",
+	"FRw7PJAiCqkG+dBHy4uQeub2OcuYkgm8Yh7bWCT308zGqHeWTTzHY3wrZfKggCEo1GwDU5w5bi8TjF3I",
+	"75hDOrwpHUSFtfSfJPKXIJEW5YwEHrMIkvcqjV/3N+R0E0q4iL8WQvnS9nQwSqFckPATkqi70Id/62w9",
+	"gdBE/IHOZabdD2QAxUV6qcvQ5rPLFBs1O6oZjvFfiQ6Jys0NdaqirQ8bE+djw1a7S3lDwijhEHrpelVA",
+	"Z90zM5LO1qFNVDODIMG/pFwQqJtrpjwjISw9JFEl6CPLhW2dcz/K2mO5Nof7UPKZFY2ui2+sf44cguHL",
+	"difxqs2mXYfpWj9p5/y7uycZthv6Jxn+Jxn+grZ1g3I1tzuSYUsXeilxvVJPvb/fh4+GCmJkdVf5CehO",
+	"4/oO2a46tmgcOOVcRSyjkGWJN/EOgKzahbTa3NluRJkrEOQX1aKswuvqdblK5lg1qG2N2dCXpvJ50cyk",
+	"+bmLl48kBMHTxndFBF/HxIakDgprIRbnoNFy6KRbnrnE9DKGIO8bCrdvSDME58ukuGWVzyun2R4EEzpH",
+	"RTtAzKP063XSzeiubDswtEqWji0jW6YZFvO6pJ27j3f/JwAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

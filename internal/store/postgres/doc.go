@@ -41,9 +41,10 @@
 // `hxd migrate`).
 //
 // Besides the errors each method names, every method may return an error
-// wrapping rtstore.ErrUnavailable when the database cannot be reached, a
-// serialization failure or deadlock persists after 3 attempts, or the Store
-// is closed, and context errors.
+// wrapping rtstore.ErrUnavailable when the database cannot be reached, is
+// out of resources (disk full, too many connections: SQLSTATE class 53),
+// shuts down or takes no writes, a serialization failure or deadlock
+// persists after 3 attempts, or the Store is closed, and context errors.
 //
 // It may import rtstore, journal and migrations plus pgx and golang-migrate.
 // It must not import internal/http, internal/store/sqlite, internal/temporal

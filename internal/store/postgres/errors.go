@@ -10,8 +10,10 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/jackc/pgerrcode"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/puddle/v2"
 
 	"hxd/internal/runtime/rtstore"
 )
@@ -26,16 +28,17 @@ const (
 	codeUndefinedTable            = "42P01"
 	codeInvalidSchemaName         = "3F000"
 	codeInsufficientPriv          = "42501"
-	codeQueryCanceled             = "57014"
 )
 
 // mapErr translates a driver error into the rtstore vocabulary, prefixed
-// with op: pgx.ErrNoRows → ErrNotFound; serialization failures, deadlocks,
-// connection failures, server shutdown and resource exhaustion →
-// ErrUnavailable; a missing table or schema → ErrSchema; a cancelled
-// statement → the context's error. Any other driver error keeps its message
-// (password scrubbed) but loses its type, so no pgx type escapes. Errors
-// that are already ours pass through wrapped.
+// with op: pgx.ErrNoRows → ErrNotFound; what passes (unavailableCode:
+// serialization failures, deadlocks, connection failures, the server
+// shutting down or refusing writes, a full disk, too many connections or
+// open files) and a connection that cannot be made or broke → ErrUnavailable;
+// a missing table or schema → ErrSchema; a cancelled statement → the
+// context's error. Any other driver error keeps its message (password
+// scrubbed) but loses its type, so no pgx type escapes. Errors that are
+// already ours pass through wrapped.
 func (s *Store) mapErr(ctx context.Context, op string, err error) error {
 	if err == nil {
 		return nil
@@ -55,15 +58,10 @@ func (s *Store) mapErr(ctx context.Context, op string, err error) error {
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) {
 		switch {
-		case pe.Code == codeSerializationFailure || pe.Code == codeDeadlockDetected:
-			return fmt.Errorf("%s: %w: %w", op, rtstore.ErrUnavailable, s.plain(err))
 		case pe.Code == codeUndefinedTable || pe.Code == codeInvalidSchemaName:
 			return fmt.Errorf("%s: %w: %w (schema %q is missing or incomplete: run `hxd migrate`)",
 				op, rtstore.ErrSchema, s.plain(err), s.schema)
-		case pe.Code == codeQueryCanceled,
-			strings.HasPrefix(pe.Code, "08"),  // connection exception
-			strings.HasPrefix(pe.Code, "53"),  // insufficient resources (too many connections, disk full)
-			strings.HasPrefix(pe.Code, "57P"): // operator intervention (shutdown, cannot connect now)
+		case unavailableCode(pe.Code):
 			return fmt.Errorf("%s: %w: %w", op, rtstore.ErrUnavailable, s.plain(err))
 		}
 		return fmt.Errorf("%s: %w", op, s.plain(err))
@@ -74,13 +72,34 @@ func (s *Store) mapErr(ctx context.Context, op string, err error) error {
 	return fmt.Errorf("%s: %w", op, s.plain(err))
 }
 
+// unavailableCode reports whether a SQLSTATE says the database cannot do
+// the work now but may soon: a serialization failure or deadlock (40001,
+// 40P01; the transaction is tried again), a statement cancelled by the
+// server (57014), any connection exception (class 08), insufficient
+// resources (class 53: 53100 disk_full, 53200 out_of_memory, 53300
+// too_many_connections, 53000 with EMFILE/ENFILE behind it), the server
+// shutting down or starting (57P01 admin_shutdown, 57P02 crash_shutdown,
+// 57P03 cannot_connect_now), a session it ended (57P05
+// idle_session_timeout), and a server that takes no writes now (25006
+// read_only_sql_transaction: a standby before its promotion). Not 57P04
+// database_dropped, which waiting does not cure.
+func unavailableCode(code string) bool {
+	switch code {
+	case pgerrcode.SerializationFailure, pgerrcode.DeadlockDetected, pgerrcode.QueryCanceled,
+		pgerrcode.ReadOnlySQLTransaction, pgerrcode.AdminShutdown, pgerrcode.CrashShutdown,
+		pgerrcode.CannotConnectNow, pgerrcode.IdleSessionTimeout:
+		return true
+	}
+	return pgerrcode.IsConnectionException(code) || pgerrcode.IsInsufficientResources(code)
+}
+
 // isConnErr reports errors of an unreachable or broken connection.
 func isConnErr(err error) bool {
 	var ce *pgconn.ConnectError
 	var ne net.Error
 	return errors.As(err, &ce) || errors.As(err, &ne) || pgconn.Timeout(err) || pgconn.SafeToRetry(err) ||
 		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed) ||
-		strings.Contains(err.Error(), "closed pool") || strings.Contains(err.Error(), "conn closed")
+		errors.Is(err, pgconn.ErrConnClosed) || errors.Is(err, puddle.ErrClosedPool)
 }
 
 // isDriverErr reports whether err's chain holds a pgx/pgconn error (such

@@ -321,9 +321,10 @@ func (s *Store) Schema() string { return s.schema }
 // The runtime's heartbeat renews every third of it.
 func (s *Store) LeaseDuration() time.Duration { return s.leaseDur }
 
-// Ping checks that the database answers and the schema is the one this
-// binary expects (current version, not dirty, checksums unchanged).
-// Returns an error wrapping rtstore.ErrSchema or rtstore.ErrUnavailable.
+// Ping checks that the database answers, the schema is the one this
+// binary expects (current version, not dirty, checksums unchanged) and the
+// server takes a write (probeWrite). Returns an error wrapping
+// rtstore.ErrSchema or rtstore.ErrUnavailable.
 func (s *Store) Ping(ctx context.Context) error {
 	if err := s.checkOpen("ping"); err != nil {
 		return err
@@ -342,7 +343,36 @@ func (s *Store) Ping(ctx context.Context) error {
 	if err := s.checkSchema(st, false); err != nil {
 		return fmt.Errorf("ping: %w", err)
 	}
+	if err := probeWrite(ctx, conn.Conn()); err != nil {
+		return s.mapErr(ctx, "ping", err)
+	}
 	return nil
+}
+
+// sqlProbeWrite is Ping's write: it changes nothing and is rolled back,
+// but the server must still be able to write a row version (not a
+// standby, a read-only session or a disk it cannot extend).
+const sqlProbeWrite = `UPDATE schema_migrations SET dirty = dirty`
+
+// probeTimeout bounds Ping's write (it may wait for a migration holding
+// the row).
+const probeTimeout = 2 * time.Second
+
+// probeWrite runs sqlProbeWrite in a transaction that it rolls back.
+func probeWrite(ctx context.Context, c *pgx.Conn) error {
+	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
+	defer cancel()
+	tx, err := c.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), probeTimeout)
+		defer cancel()
+		_ = tx.Rollback(rctx)
+	}()
+	_, err = tx.Exec(ctx, sqlProbeWrite)
+	return err
 }
 
 // Close releases every lease this Store holds (so another process can take

@@ -36,7 +36,10 @@
 //
 // Besides the errors each method names, every method may return an error
 // wrapping rtstore.ErrUnavailable when the database stays locked longer than
-// the busy timeout (5 s) or the Store is closed, and context errors.
+// the busy timeout (5 s), the disk is full, no file descriptor is left or
+// the Store is closed, and context errors. Ping commits (a write that
+// changes no data) when the Store has not committed for a second, so
+// readiness fails while commits would.
 //
 // It may import rtstore, journal and migrations plus its driver and
 // golang-migrate. It must not import internal/http, another store or the

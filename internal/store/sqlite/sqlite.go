@@ -12,6 +12,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
@@ -66,9 +67,17 @@ type Store struct {
 	ckptCfg checkpointConfig
 	ckpt    *checkpointer // nil until Open succeeds
 
+	// lastCommit is when a writer transaction last committed (Unix
+	// nanoseconds, 0 before any); probe is the last readiness probe.
+	lastCommit atomic.Int64
+	probe      commitProbe
+
 	mu     sync.Mutex
 	locks  map[string]*lease // held session locks by session id
 	closed bool
+	// down mirrors closed for mapErr, which must not take mu: once set,
+	// every failure is ErrUnavailable (database/sql's "database is closed").
+	down atomic.Bool
 }
 
 // Connection pragmas, one reason each. modernc applies busy_timeout first.
@@ -286,10 +295,16 @@ func (s *Store) tightenModes(ctx context.Context) {
 	}
 }
 
-// Ping checks that the database answers and its schema is the one this
-// binary expects (current version, not dirty, checksums unchanged).
-// Returns an error wrapping rtstore.ErrSchema or rtstore.ErrUnavailable.
+// Ping checks that the Store can take writes now: that this process can
+// open a file (a new read connection or session lock needs one), that the
+// database answers and its schema is the one this binary expects (current
+// version, not dirty, checksums unchanged), and that a commit goes through
+// (probeCommit). Returns an error wrapping rtstore.ErrSchema or
+// rtstore.ErrUnavailable.
 func (s *Store) Ping(ctx context.Context) error {
+	if err := s.descriptors(); err != nil {
+		return fmt.Errorf("ping: %w: %w", rtstore.ErrUnavailable, err)
+	}
 	st, err := readSchemaState(ctx, s.r)
 	if err != nil {
 		return s.mapErr(ctx, "ping", err)
@@ -297,7 +312,69 @@ func (s *Store) Ping(ctx context.Context) error {
 	if err := s.checkSchema(st, false); err != nil {
 		return fmt.Errorf("ping: %w", err)
 	}
-	return nil
+	return s.probeCommit(ctx)
+}
+
+// Readiness must see what commits see. A database that answers reads may
+// refuse every commit: a full disk fails the WAL append at COMMIT, after
+// every statement succeeded, and a transaction that is rolled back writes
+// nothing at all. So the probe commits a transaction that changes pages
+// and no data: a row of schema_checksums that no migration has, inserted
+// and deleted again (SQLite writes nothing for an UPDATE that leaves the
+// bytes as they were). It takes the write lock, appends to the WAL and
+// fsyncs as a boundary does. It is skipped while the Store's own commits
+// prove the same (one succeeded within probeFresh), so a busy server pays
+// nothing; otherwise one probe runs at a time and its outcome stands for
+// probeFresh, so readiness polls cost at most one small commit per
+// probeFresh however often they come. A probe waits at most probeTimeout.
+const (
+	sqlProbeInsert = `INSERT INTO schema_checksums (version, sha256) VALUES (-1, 'readiness probe')`
+	sqlProbeDelete = `DELETE FROM schema_checksums WHERE version = -1`
+	probeFresh     = time.Second
+	probeTimeout   = 2 * time.Second
+)
+
+// commitProbe is the outcome of the last probe commit.
+type commitProbe struct {
+	mu  sync.Mutex // held while a probe runs
+	at  time.Time
+	err error
+}
+
+// probeCommit reports whether a commit goes through now (see sqlProbeInsert).
+func (s *Store) probeCommit(ctx context.Context) error {
+	if s.committedWithin(probeFresh) {
+		return nil
+	}
+	p := &s.probe
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if s.committedWithin(probeFresh) {
+		return nil
+	}
+	if !p.at.IsZero() && time.Since(p.at) < probeFresh {
+		return p.err
+	}
+	pctx, cancel := context.WithTimeout(ctx, probeTimeout)
+	defer cancel()
+	err := s.inTx(pctx, "ping", func(ctx context.Context, t *txn) error {
+		if _, err := t.tx.ExecContext(ctx, sqlProbeInsert); err != nil {
+			return err
+		}
+		_, err := t.tx.ExecContext(ctx, sqlProbeDelete)
+		return err
+	})
+	if ctx.Err() == nil { // the caller's own end says nothing about storage
+		p.at, p.err = time.Now(), err
+	}
+	return err
+}
+
+// committedWithin reports whether a writer transaction of this Store
+// committed within d.
+func (s *Store) committedWithin(d time.Duration) bool {
+	last := s.lastCommit.Load()
+	return last != 0 && time.Since(time.Unix(0, last)) < d
 }
 
 // holdWriter takes the writer connection, keeping this Store's writes
@@ -310,8 +387,10 @@ func (s *Store) holdWriter(ctx context.Context) (release func(), err error) {
 	return func() { _ = conn.Close() }, nil
 }
 
-// committed tells the checkpointer about a writer commit.
+// committed tells the checkpointer and readiness (probeCommit) about a
+// writer commit.
 func (s *Store) committed() {
+	s.lastCommit.Store(time.Now().UnixNano())
 	if s.ckpt != nil {
 		s.ckpt.committed()
 	}
@@ -327,6 +406,7 @@ func (s *Store) Close() error {
 		return nil
 	}
 	s.closed = true
+	s.down.Store(true)
 	held := make([]*lease, 0, len(s.locks))
 	for _, l := range s.locks {
 		held = append(held, l)

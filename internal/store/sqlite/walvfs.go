@@ -120,6 +120,13 @@ var (
 
 	// walVFSErr is why the shim could not be registered (Open logs it).
 	walVFSErr error
+
+	// walFaults holds, by WAL file path, the result code every write to
+	// that file returns instead of writing (tests: SQLITE_FULL is what the
+	// unix VFS returns for ENOSPC); walFaultsSet counts its entries, so
+	// that writes look it up only while one is set.
+	walFaults    sync.Map // string → int32
+	walFaultsSet atomic.Int32
 )
 
 func init() {
@@ -155,6 +162,7 @@ func registerWALVFS() error {
 // from one connection at a time, so it needs no lock of its own.
 type walFile struct {
 	conn *libc.TLS // the connection's, the key of walByConn
+	path string    // the WAL file's path (walFaults)
 	buf  uintptr   // sqlite3_malloc64 memory, cap bytes
 	cap  int
 	n    int   // bytes buffered
@@ -197,7 +205,7 @@ func walOpen(tls *libc.TLS, pVfs, zName, pFile uintptr, flags int32, pOutFlags u
 	if file.FpMethods == 0 || file.FpMethods != unixIO {
 		return rc // not the io methods the shim knows: left alone
 	}
-	w := &walFile{conn: tls}
+	w := &walFile{conn: tls, path: libc.GoString(zName)}
 	walFiles[pFile] = w
 	walByConn[tls] = w
 	file.FpMethods = uintptr(unsafe.Pointer(&shimIO))
@@ -266,10 +274,25 @@ func unixWrite(tls *libc.TLS, pFile, buf uintptr, n int32, off int64) int32 {
 	return (*(*func(*libc.TLS, uintptr, uintptr, int32, int64) int32)(unsafe.Pointer(&struct{ uintptr }{unixCalls.write})))(tls, pFile, buf, n, off)
 }
 
+// fault returns the result code set for w's file in walFaults, or
+// SQLITE_OK.
+func (w *walFile) fault() int32 {
+	if walFaultsSet.Load() == 0 {
+		return sqlite3.SQLITE_OK
+	}
+	if rc, ok := walFaults.Load(w.path); ok {
+		return rc.(int32)
+	}
+	return sqlite3.SQLITE_OK
+}
+
 // flush writes w's buffer to pFile, in pieces of at most walMaxWrite.
 func (w *walFile) flush(tls *libc.TLS, pFile uintptr) int32 {
 	n := w.n
 	w.n = 0
+	if rc := w.fault(); rc != sqlite3.SQLITE_OK && n > 0 {
+		return rc
+	}
 	for done := 0; done < n; {
 		k := min(n-done, walMaxWrite)
 		if rc := unixWrite(tls, pFile, w.buf+uintptr(done), int32(k), w.off+int64(done)); rc != sqlite3.SQLITE_OK {
@@ -306,6 +329,9 @@ func walWrite(tls *libc.TLS, pFile, zBuf uintptr, iAmt int32, iOfst int64) int32
 	w := walLookup(pFile)
 	if w == nil {
 		return unixWrite(tls, pFile, zBuf, iAmt, iOfst)
+	}
+	if rc := w.fault(); rc != sqlite3.SQLITE_OK {
+		return rc
 	}
 	if w.n > 0 && iOfst != w.off+int64(w.n) {
 		if rc := w.flush(tls, pFile); rc != sqlite3.SQLITE_OK {

@@ -1,0 +1,226 @@
+package sqlite
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+
+	"hxd/internal/hxtest"
+	"hxd/internal/runtime/rtstore"
+)
+
+// fullWAL makes every write to s's WAL fail with SQLITE_FULL, as the unix
+// VFS fails it when the file system is full (ENOSPC), until the returned
+// func runs (also at cleanup).
+func fullWAL(t *testing.T, s *Store) (spaceBack func()) {
+	t.Helper()
+	path := s.path + "-wal"
+	walFaults.Store(path, int32(sqlite3.SQLITE_FULL))
+	walFaultsSet.Add(1)
+	done := false
+	spaceBack = func() {
+		if !done {
+			done = true
+			walFaults.Delete(path)
+			walFaultsSet.Add(-1)
+		}
+	}
+	t.Cleanup(spaceBack)
+	return spaceBack
+}
+
+func openFaultStore(t *testing.T) *Store {
+	t.Helper()
+	s, err := Open(context.Background(), Config{Path: filepath.Join(t.TempDir(), "hxd.db"), Logger: hxtest.Logger(t), AutoMigrate: true})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, s.Close()) })
+	return s
+}
+
+func sha(data []byte) string {
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:])
+}
+
+// TestTransientCode: which SQLite result codes mean "unavailable for now".
+// An I/O error or a failed open counts only while the OS is short of disk
+// space or descriptors.
+func TestTransientCode(t *testing.T) {
+	t.Parallel()
+	const (
+		ioerrWrite   = sqlite3.SQLITE_IOERR | 3<<8
+		ioerrFsync   = sqlite3.SQLITE_IOERR | 4<<8
+		ioerrShmSize = sqlite3.SQLITE_IOERR | 19<<8
+	)
+	none := func() error { return nil }
+	short := func(errno syscall.Errno) func() error { return func() error { return errno } }
+	tests := []struct {
+		name     string
+		code     int
+		shortage func() error
+		want     bool
+		cause    error
+	}{
+		{"busy", sqlite3.SQLITE_BUSY, none, true, nil},
+		{"busy snapshot", sqlite3.SQLITE_BUSY | 2<<8, none, true, nil},
+		{"locked", sqlite3.SQLITE_LOCKED, none, true, nil},
+		{"full", sqlite3.SQLITE_FULL, none, true, nil},
+		{"write error, disk full", ioerrWrite, short(syscall.ENOSPC), true, syscall.ENOSPC},
+		{"fsync error, disk full", ioerrFsync, short(syscall.ENOSPC), true, syscall.ENOSPC},
+		{"shm growth, disk full", ioerrShmSize, short(syscall.ENOSPC), true, syscall.ENOSPC},
+		{"write error, space left", ioerrWrite, none, false, nil},
+		{"cannot open, no descriptors", sqlite3.SQLITE_CANTOPEN, short(syscall.EMFILE), true, syscall.EMFILE},
+		{"cannot open, system table full", sqlite3.SQLITE_CANTOPEN, short(syscall.ENFILE), true, syscall.ENFILE},
+		{"cannot open, descriptors left", sqlite3.SQLITE_CANTOPEN, none, false, nil},
+		{"constraint", sqlite3.SQLITE_CONSTRAINT_UNIQUE, short(syscall.ENOSPC), false, nil},
+		{"corrupt", sqlite3.SQLITE_CORRUPT, short(syscall.ENOSPC), false, nil},
+		{"read only", sqlite3.SQLITE_READONLY, none, false, nil},
+		{"generic error", sqlite3.SQLITE_ERROR, none, false, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			got, cause := transientCode(tt.code, tt.shortage)
+			require.Equal(t, tt.want, got)
+			require.Equal(t, tt.cause, cause)
+		})
+	}
+}
+
+// TestShortageErrno: OS errors of a full disk or of no descriptors left,
+// however wrapped, and no others.
+func TestShortageErrno(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		err  error
+		want syscall.Errno
+	}{
+		{"disk full", &fs.PathError{Op: "write", Path: "/x", Err: syscall.ENOSPC}, syscall.ENOSPC},
+		{"quota", fmt.Errorf("create: %w", &fs.PathError{Op: "open", Path: "/x", Err: syscall.EDQUOT}), syscall.EDQUOT},
+		{"process descriptors", &fs.PathError{Op: "open", Path: "/x", Err: syscall.EMFILE}, syscall.EMFILE},
+		{"system descriptors", os.NewSyscallError("socket", syscall.ENFILE), syscall.ENFILE},
+		{"permission", &fs.PathError{Op: "open", Path: "/x", Err: syscall.EACCES}, 0},
+		{"missing", &fs.PathError{Op: "open", Path: "/x", Err: syscall.ENOENT}, 0},
+		{"plain", errors.New("no space left on device"), 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			got, ok := shortageErrno(tt.err)
+			require.Equal(t, tt.want != 0, ok)
+			require.Equal(t, tt.want, got)
+		})
+	}
+}
+
+// TestMapErrUnavailable: mapErr turns the errors of a full disk or of no
+// descriptors left into ErrUnavailable, whichever way they come, without
+// letting a driver type out; other errors are not.
+func TestMapErrUnavailable(t *testing.T) {
+	t.Parallel()
+	s := openFaultStore(t)
+	ctx := context.Background()
+	for _, err := range []error{
+		&fs.PathError{Op: "open", Path: s.dir, Err: syscall.EMFILE},
+		fmt.Errorf("lock session: %w", &fs.PathError{Op: "write", Path: s.dir, Err: syscall.ENOSPC}),
+	} {
+		got := s.mapErr(ctx, "op", err)
+		require.ErrorIs(t, got, rtstore.ErrUnavailable, err.Error())
+	}
+	got := s.mapErr(ctx, "op", &fs.PathError{Op: "open", Path: s.dir, Err: syscall.EACCES})
+	require.NotErrorIs(t, got, rtstore.ErrUnavailable)
+}
+
+// TestDatabaseFullIsUnavailable: a real SQLITE_FULL (the writer's
+// max_page_count reached) is ErrUnavailable, carries no driver type, and
+// writes go through again once there is room.
+func TestDatabaseFullIsUnavailable(t *testing.T) {
+	t.Parallel()
+	s := openFaultStore(t)
+	ctx := context.Background()
+	require.NoError(t, s.SessionInsert(ctx, &rtstore.SessionRow{ID: "ses-1", Principal: "alice"}))
+	var pages int64
+	require.NoError(t, s.w.QueryRowContext(ctx, "PRAGMA page_count").Scan(&pages))
+	require.NoError(t, s.w.QueryRowContext(ctx, fmt.Sprintf("PRAGMA max_page_count = %d", pages)).Scan(&pages))
+
+	data := make([]byte, 1<<20) // far more than the free pages
+	for i := range data {
+		data[i] = byte(i * 7)
+	}
+	err := s.ArtifactPut(ctx, "ses-1", sha(data), data)
+	require.ErrorIs(t, err, rtstore.ErrUnavailable)
+	var se *sqlite.Error
+	require.False(t, errors.As(err, &se), "no driver type escapes")
+	_, err = s.SessionGet(ctx, "ses-1")
+	require.NoError(t, err, "reads go on")
+
+	require.NoError(t, s.w.QueryRowContext(ctx, "PRAGMA max_page_count = 1073741823").Scan(&pages))
+	require.NoError(t, s.ArtifactPut(ctx, "ses-1", sha(data), data))
+}
+
+// TestFullDiskFailsWritesAndPing: while the WAL cannot grow (a full disk:
+// every append fails with SQLITE_FULL), every write and Ping report
+// ErrUnavailable and reads go on; when space returns, Ping recovers by
+// itself (no write needed) and writes go through.
+func TestFullDiskFailsWritesAndPing(t *testing.T) {
+	t.Parallel()
+	s := openFaultStore(t)
+	ctx := context.Background()
+	require.NoError(t, s.SessionInsert(ctx, &rtstore.SessionRow{ID: "ses-1", Principal: "alice"}))
+	require.NoError(t, s.Ping(ctx))
+
+	spaceBack := fullWAL(t, s)
+	// Past the grace of the last commit (probeFresh), readiness must see it.
+	require.Eventually(t, func() bool { return errors.Is(s.Ping(ctx), rtstore.ErrUnavailable) }, 10*time.Second, 50*time.Millisecond)
+	require.ErrorIs(t, s.SessionInsert(ctx, &rtstore.SessionRow{ID: "ses-2", Principal: "alice"}), rtstore.ErrUnavailable)
+	require.ErrorIs(t, s.SessionControlSet(ctx, "ses-1", rtstore.ControlPaused), rtstore.ErrUnavailable)
+	data := []byte("report")
+	require.ErrorIs(t, s.ArtifactPut(ctx, "ses-1", sha(data), data), rtstore.ErrUnavailable)
+	_, err := s.SessionGet(ctx, "ses-1")
+	require.NoError(t, err, "reads go on")
+	_, err = s.SessionGet(ctx, "ses-2")
+	require.ErrorIs(t, err, rtstore.ErrNotFound, "nothing of a failed write is left")
+
+	spaceBack()
+	require.Eventually(t, func() bool { return s.Ping(ctx) == nil }, 10*time.Second, 50*time.Millisecond)
+	require.NoError(t, s.SessionInsert(ctx, &rtstore.SessionRow{ID: "ses-2", Principal: "alice"}))
+	ctl, err := s.SessionControlGet(ctx, "ses-1")
+	require.NoError(t, err)
+	require.Equal(t, rtstore.ControlNone, ctl)
+}
+
+// TestPingCommitsOnlyWhenIdle: Ping proves a commit with one of its own
+// only when no commit of the Store did within probeFresh, and probes at
+// most once per probeFresh however often it is called.
+func TestPingCommitsOnlyWhenIdle(t *testing.T) {
+	t.Parallel()
+	s := openFaultStore(t)
+	ctx := context.Background()
+	require.NoError(t, s.SessionInsert(ctx, &rtstore.SessionRow{ID: "ses-1", Principal: "alice"}))
+	before := s.lastCommit.Load()
+	for range 20 {
+		require.NoError(t, s.Ping(ctx))
+	}
+	require.Equal(t, before, s.lastCommit.Load(), "a fresh commit spares the probe")
+
+	s.lastCommit.Store(time.Now().Add(-time.Minute).UnixNano())
+	for range 20 {
+		require.NoError(t, s.Ping(ctx))
+	}
+	probed := s.lastCommit.Load()
+	require.Greater(t, probed, before, "an idle store is probed with a commit")
+	require.Equal(t, probed, s.lastCommit.Load())
+}
