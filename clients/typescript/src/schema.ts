@@ -53,7 +53,10 @@ export interface paths {
         };
         /**
          * This contract
-         * @description The OpenAPI document the server was built from (YAML).
+         * @description This document, the bytes of the server's `api/openapi.yaml` exactly
+         *     as committed, with a strong `ETag` (the quoted lowercase hex
+         *     SHA-256 of those bytes). A request whose `If-None-Match` lists that
+         *     tag (or `*`) is answered 304 without a body.
          */
         get: operations["getOpenAPI"];
         put?: never;
@@ -1269,7 +1272,13 @@ export interface operations {
     getOpenAPI: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Entity tags the caller holds (RFC 9110 §13.1.2).
+                 * @example "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
+                 */
+                "If-None-Match"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -1278,12 +1287,29 @@ export interface operations {
             /** @description the contract */
             200: {
                 headers: {
+                    /**
+                     * @description The document's strong entity tag.
+                     * @example "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
+                     */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
                     /** @example openapi: 3.0.3 */
                     "application/yaml": string;
                 };
+            };
+            /** @description the caller's copy is current (`If-None-Match` matched) */
+            304: {
+                headers: {
+                    /**
+                     * @description The document's strong entity tag.
+                     * @example "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
+                     */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             default: components["responses"]["Problem"];
         };

@@ -769,6 +769,12 @@ type Unavailable = Problem
 // client_closed_request, internal. New codes may be added.
 type Unprocessable = Problem
 
+// GetOpenAPIParams defines parameters for GetOpenAPI.
+type GetOpenAPIParams struct {
+	// IfNoneMatch Entity tags the caller holds (RFC 9110 §13.1.2).
+	IfNoneMatch *string `json:"If-None-Match,omitempty"`
+}
+
 // ListRunEventsParams defines parameters for ListRunEvents.
 type ListRunEventsParams struct {
 	// After Return events after this cursor (default 0 = from the start).
@@ -851,7 +857,7 @@ type ServerInterface interface {
 	GetMetrics(w http.ResponseWriter, r *http.Request)
 	// GetOpenAPI This contract
 	// (GET /openapi.yaml)
-	GetOpenAPI(w http.ResponseWriter, r *http.Request)
+	GetOpenAPI(w http.ResponseWriter, r *http.Request, params GetOpenAPIParams)
 	// GetReady Readiness
 	// (GET /readyz)
 	GetReady(w http.ResponseWriter, r *http.Request)
@@ -947,7 +953,7 @@ func (_ Unimplemented) GetMetrics(w http.ResponseWriter, r *http.Request) {
 
 // GetOpenAPI This contract
 // (GET /openapi.yaml)
-func (_ Unimplemented) GetOpenAPI(w http.ResponseWriter, r *http.Request) {
+func (_ Unimplemented) GetOpenAPI(w http.ResponseWriter, r *http.Request, params GetOpenAPIParams) {
 	w.WriteHeader(http.StatusNotImplemented)
 }
 
@@ -1184,8 +1190,35 @@ func (siw *ServerInterfaceWrapper) GetMetrics(w http.ResponseWriter, r *http.Req
 // GetOpenAPI operation middleware
 func (siw *ServerInterfaceWrapper) GetOpenAPI(w http.ResponseWriter, r *http.Request) {
 
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params GetOpenAPIParams
+
+	headers := r.Header
+
+	// ------------- Optional header parameter "If-None-Match" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("If-None-Match")]; found {
+		var IfNoneMatch string
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandlerFunc(w, r, &TooManyValuesForParamError{ParamName: "If-None-Match", Count: n})
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "If-None-Match", valueList[0], &IfNoneMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "If-None-Match", Err: err})
+			return
+		}
+
+		params.IfNoneMatch = &IfNoneMatch
+
+	}
+
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		siw.Handler.GetOpenAPI(w, r)
+		siw.Handler.GetOpenAPI(w, r, params)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -2369,14 +2402,20 @@ func (response GetMetricsdefaultApplicationProblemPlusJSONResponse) VisitGetMetr
 }
 
 type GetOpenAPIRequestObject struct {
+	Params GetOpenAPIParams
 }
 
 type GetOpenAPIResponseObject interface {
 	VisitGetOpenAPIResponse(w http.ResponseWriter) error
 }
 
+type GetOpenAPI200ResponseHeaders struct {
+	ETag *string
+}
+
 type GetOpenAPI200ApplicationyamlResponse struct {
 	Body          io.Reader
+	Headers       GetOpenAPI200ResponseHeaders
 	ContentLength int64
 }
 
@@ -2386,6 +2425,9 @@ func (response GetOpenAPI200ApplicationyamlResponse) VisitGetOpenAPIResponse(w h
 	if response.ContentLength != 0 {
 		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
 	}
+	if response.Headers.ETag != nil {
+		w.Header().Set("ETag", fmt.Sprint(*response.Headers.ETag))
+	}
 	w.WriteHeader(200)
 
 	if closer, ok := response.Body.(io.ReadCloser); ok {
@@ -2393,6 +2435,22 @@ func (response GetOpenAPI200ApplicationyamlResponse) VisitGetOpenAPIResponse(w h
 	}
 	_, err := io.Copy(w, response.Body)
 	return err
+}
+
+type GetOpenAPI304ResponseHeaders struct {
+	ETag *string
+}
+
+type GetOpenAPI304Response struct {
+	Headers GetOpenAPI304ResponseHeaders
+}
+
+func (response GetOpenAPI304Response) VisitGetOpenAPIResponse(w http.ResponseWriter) error {
+	if response.Headers.ETag != nil {
+		w.Header().Set("ETag", fmt.Sprint(*response.Headers.ETag))
+	}
+	w.WriteHeader(304)
+	return nil
 }
 
 type GetOpenAPIdefaultApplicationProblemPlusJSONResponse struct {
@@ -4197,8 +4255,10 @@ func (sh *strictHandler) GetMetrics(w http.ResponseWriter, r *http.Request) {
 }
 
 // GetOpenAPI operation middleware
-func (sh *strictHandler) GetOpenAPI(w http.ResponseWriter, r *http.Request) {
+func (sh *strictHandler) GetOpenAPI(w http.ResponseWriter, r *http.Request, params GetOpenAPIParams) {
 	var request GetOpenAPIRequestObject
+
+	request.Params = params
 
 	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
 		return sh.ssi.GetOpenAPI(ctx, request.(GetOpenAPIRequestObject))
@@ -4664,208 +4724,211 @@ func (sh *strictHandler) ResolveTool(w http.ResponseWriter, r *http.Request, ses
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L3rcuNGliD8Khn4JsLSNEiBupSrqKjoT7bL09VtuytUVVM7XdAQSSApYgRm0siEJFqjjf21D7APsfse",
-	"+yjzJBt5TiaQABMUKanc7Y72DxcFIO8nz/1yF6RisRSccSWD8V3AbuliWTD4/a3QPxXLziuu/5bVYkHL",
-	"VTAOKEntO1JWPAiDa1pUTH+Ulowqlk2oCsbBYXR4MohGg+jwQ3Q0jo7H0clfgjBgZSnKYMyroggDUall",
-	"pT/+MGdEXLMyqxiZ0oLylJFcktFhFJE3H8+HQRgsGc9yfhmMP1+EQVnxSZ4F4yAavTqmR9No8HU6ygZf",
-	"s+PZ4CU9nA6O0uPshL2YfU1fToMwkEzKXJg2OU/zjHE1OD7UrxRVlQzGQb0seCiWk5JRKXgwDhjPJqoq",
-	"9VqrZbZpia/0EitJL3E/aDpnE9gVGJwvKzVR4opxGYyj0LwvGc3W37UfjA4ju1v1s6Po3ow1ybmdfDCe",
-	"0UKy+/v7MFjSki6YYiWc6Nkl4+onuoCZZUymZb7U0wrG+IpwumB6ow0YwEZdizxlA8ppsZIq0LMKxsGS",
-	"qnkQBhz6wn/CoGQ/V3nJsmCsyoqFgUznbEH1WAt6+wPjl2oejA+jKAwWObd/j8JArZa6F6lKfbh62jCb",
-	"f2WlhMn553qNr9vTvR75Z2g+ftZJfluVUsNxd3oJZ7dqksLbhIgZUXNGliW7zkUlyZJeMrInFrkiM1HC",
-	"u1leSgUv9turOYnsan6uWLlqloOdBz2zP9lm9m9uWVrpGf+JrTxriKsoOkrxjsFvNsZHuWIlwHLrqRKi",
-	"mKS0KOrPYeWUmCtL9AftxW1zbcejMXTac6rMrmFyxVbbnu2LbXbnbcYWS6EYT1fe/dHISo/GpCJ5RvYk",
-	"XTBCJZmKbEUS82aSZ8kpmQo1J5f5NeOE8oxk+WzGSg3A//U//xc5jqLOmZfs50EURfWK54xmrGzW7Mxs",
-	"8CdYdbPKfyrZLBgH/99Bg9QP8K08OMc5vf0O1vdDvsjV+rLeaeCU+S9tJHAS+aGwgE7cCWRsRqtCYZMF",
-	"vc0X1SIYjyKz5ebPesNzrtglK2FG5xV/+936jM4rDhtc8SsubjgRpb42LL/kZv+O93cHKz80GYLynCji",
-	"PdIc38LMK1gc5Ssi53TJSLUkShBN8tI5LWmqMfcp2XrxbbLmWaNDBJ9vnfe6K7kUXCLj8A3NDLQBBRRc",
-	"MQ4/6XJZ5Clgj4NlKaYFW/zuPySi+HoRukVmSA8t8mxiblMQBhlTNC8sIJKauJEYYTEOxoRXiykryaKS",
-	"ikwZoYoUjEpF8EJJpfmKYBwcmJ2QZh/wum4FP68ih2U41tujcgXb/xZnTJoZm62qSj6e32Zjs+hxd2n3",
-	"297id9gBbnoHZXc6TcZkQYuZKBcsI398/+efQkIRP6k5VZq14kKRjx++H7zUgKX/EJzBlwTYuRB/cyY1",
-	"n7cQJdMtORkdviQFu2aFJBljy1C31hwhVxpgyXUuCjjioV7Wt4LPijx9GiRYqJ1WctVzjAcO6B+U1TOc",
-	"66vmXO1dNeP3HGprls9xomdEz4bprYU9HJPEjsFuc6lkEjZP9Kj672bRE9sOH6ei1JR4ssjlgqp0rp9S",
-	"zUm1nnChJvSG5kp/WjIpCiCwCRzm96Kc5lnG+JNOc1b30j5KfWoH26DvA3a7FKV68gkfNSf8vTOnnuNt",
-	"pv0st7XuLhkDE6j5HFaSgqZXklBSioLBc8tlcMYySfbY8HJIEtyA8ZKuCkEzmWiigc+IfbYPJ/aTUN+L",
-	"imdPOjANEzPo5ZEH9uSTOm5O6iehGWecTM9JNfN9lpOqu0u8bEie7es/E/Nq0mJK8d7Y3p9GDRUrOS2e",
-	"uJcnbXqFfRLJymtWEhTMN1AtM4VnQW4chyN7599/S14dn3xNzDgEybyB4I+cVmouyvwX9jQortyOvhAv",
-	"MGr29mN7uJ4tbU3qWaDV7dGglimjJSsJKA003V/kUub8MnT4A2QAYk7TlC01ud9jt0vNG4bAGKyYIsBc",
-	"hOSmFPyS5FJWrATKX2U54ykLyZRmMZf5JaeqKllYc61XbLU/JCgxUSlgCpxpeMtymRZCsmwYa8SLog6w",
-	"kJ8+fRqcVWrOuNIn7FFYJN/gqkpGi8XrOJjfZnGQkJs544QLs9gbKolkXIWEFZIR2wYA73Vcc5jwsW4N",
-	"sPji65OuULa5XUsEWmOOEYavaV7QqQXIx4Nw3c9T0cCRy96U13nKSLv7foitP3ougLUdJmMilSi1EFrx",
-	"ktF0rp9qKMOOABbTqtTis0EOy1KkTMonb23D6kzM6bryxrdzISQj7JamqlgBnyxmpGSyKlRISqbKVUjo",
-	"9BmYksNDnzhh59Z/LJ75P8fpfGJFMTA4YlopItmCwpUsihUxA40b2gf8pGYj7Q1Z6LO5ZMiBdmfY5kuz",
-	"HE6x87TislpqxgZf2H6XoshT4HenFc8KNgH5b8JuU8ay9qf4gSbE9YY0ylCPcpGU7DKXipUsI7AekrFZ",
-	"znP9ntzkai5gH9KSKUn2uCBn795qHCc1qiSMZ0uRc0U+nv+AT7BzCRhlWYolK1WOcvJCZKx46HBgmj/C",
-	"l/dWjF8X0DtYJwzkSiq2mCxLsViqTotRBP95WikhCpharthCbjW1D0LAzBb09i02Grl907KkIA1dN9rc",
-	"ByZ/72omPlvlcqPBxW2zk72o24vpf7AUZGmY2A856h/ae14vbPsVrq9ubXmdKWPfvTP70Z57DzisqxqX",
-	"pbjOM1Z+JQl8BYp6skenmriBHhlbgJyesQKh7UEgsd2uDyqWjNOc/CehXM1LscxT8p/1GC3SiF+2R3tx",
-	"/NCh1iP3btK5PpW7gGYZ3DxavHM2CwwcXVz1E10wSShfu7XrN89eo012jp10YC347pgjdlUabgD+3t2C",
-	"W7gGUa398aAAzzKuchQWGa8WegLTKi9Urq/dDZvOhbgKwiAtcn0tLjzNt8ZPS1YCG2p2zIxGi0LcBGFA",
-	"5RWQX77yjlKyZUFXhgg8rPjWH7/Db3v2F1bd7bc1Se/OLzUYM0fXuRFa22eDS127eKqsGNGCNXDuGsWd",
-	"EmhPKJc3rJQkVyQO3tUzIxnjOcviYNgwB1MhCkY5bpWsrL3P6Oa9l+ccvkONQ8UJnSmGxqmMpbm1s3W7",
-	"72wmLsm7U6XKZzRVb/lMrIOpnNPDkxd+zEdNS01hyV4hbliZUsnInN2S9384GxyevNCsWK4kma4UW0N8",
-	"GhU5F07/uaRKy7HBOPj3z9HgFR3MLu5eHN//U+Ajo/kvHtnjrZKkgB5JznFcPazmk8AonHP14jhwTB6R",
-	"1+Th7p3ZAzOibw+/AT4GDDdyR8z4jah4JtEgh+wQ2Tt/8/2b8zc/ffuG/N//8/XwcH9I3tDUGqpA/9vo",
-	"0GO+FDJX+TUjZv7AidOpuEaQQf3BV5JoeQ9YMbIHEtfx4WHMu1zbKaFWTa+EIAUtLxkQMUpeHA+muapH",
-	"yQSTKJiCghIVZUbRPCbHUUTWtN77p0ACkDJqRl3RKwa3KeZ2mihudqgvvZ3ASfbBYTrX66c8wxVXCwt3",
-	"C6aXIsmeuWHkxdej6OXLF8fkNXlxTH7Mv2lLk/a1B2C6QAKgPMEB+mb3Z87MFJoZHB2dnBwfHx2S1+To",
-	"cH0G9vWOM/AMfma2hXFV5szZAyAw7VHbnFNnBOT4PSP8UVSgojIfdEbwDeG/bGv36VsUFb8pRHq1433C",
-	"LQfJhkx1e7J3ZvmkARjysv0xUexWhYDCJ5UEKRZ+o9S4zpM4omt7NDNRvL5OF3Zoylctq00lKxDPKEE8",
-	"Blt0O7gUA7MHWgoentObH3EJejPyzDMuLQqSZ864ehkw6FbcJbiveJCnftzXafuUHp62nBhnojsP7eNe",
-	"TxfNKiH//NiF6YP19Mtu7bL0L193mwUvPYuJ7yAA/wD1ZxnYCdqn4kLDdvOHBw3XBetp5mB/Yr8eBqxD",
-	"uuDtRc8NK0Vxjv14l2U0r19JUlDFpHKYD0qW1NyblPKUFWSPV0WBGr5ckTnVpIEzj2BdosMaLYo/z4Lx",
-	"5wf4w4qbGd5fhIEeApVJaBPvLKqzdD2Qd+XgBWfMho/kD6164kH5VEtKGosyRTOq6PpGf18yBkoca2TS",
-	"n5ErtlSgzzAUXFoub0Fv3dmNHBja9l7W+puHGc8PVcnRC6rIL+fK4HlWEsFrB6kGSjRn7Gd0Xfc+HyZj",
-	"5SCdC8nQ48ISEUo4uyEfP7797vrrjb4Um4U4l6U8G/yFDn6JBq8ump/Dyfj//++/ez24+GcPl9nloi/b",
-	"wlUDVW+uGVd9XmdnZMnKgb4+TH9G0EVMrzTNF7TAW9LmfC/uRuHolZ/xhbHeGSfGNmRC/9vrUM4rDp1t",
-	"oyRyPOce6tbdjO4Wmhm2+/PuKNhM39Vy5A48wKc5VZrTNGbXBV0BZ0pz3uatT4ZHZFlUUgtSBS0pcNEl",
-	"y2gKCsWyKphPN5jztKgyNrHyj3z4Jp1lmbEYg4NZyrJaepJfoZRySsw2Sc044wiNEblm2df0rPv+O9ft",
-	"4uE5vmkbqckerZQY4HawLNTz5yTBvxPzZ+sTQi9pzvetUIy7r3lwRH5E8GLln2xRS06bwKolZQFY6XE9",
-	"fmntEwwJmBtYpgVCxF9Tpm4YQ9ymbgQsY0FVnpIllRIlxu0uEAx1XqHBZfMV8jG6f2C00HhqTew2NoeG",
-	"EQDtTslo5le7XPc55H5wRUDHL3c3Ra+Zz2Zt1zv0J30O5a7palsFdgc3de5ecUNXkgCDsqelztqbt+uX",
-	"28Ng9OwJLuRhROauxUMaND+HnKP17dHwWoprWoANl5OKp6zU2GsgKpWKRVvx02FNlGLWqrBBwxEGesSH",
-	"TkFPWdNn+F5wY93zM/Rtf1+PW++6mvERKkJ9Aqpcbc9B6iWcQ5MtOMjQc++WJVvSEhTr9ljQJliitr0+",
-	"HH096c3EDVNofvuurMoXTFRqIlkqOCLoWuTPRNWy9KJKZg0E4RDD5nba0w/X3K9rvalzjutTsNvrBeOC",
-	"rqY0veoTGc40dslnOVgjQY8lloyzDDjFpWncpr8vPcS1Q1S7qMyQNYd8hmS6IlSmxpn9iq22xt4t1efD",
-	"liT9Ac9nRl5oz82+GQLHHTySK+9Z9H909Cw5J1ILLjxlSNBCQuGp+QAmUbS2YcfpdHbCsxUlAz+/B3b4",
-	"XwEk0NJ/ji26MFzvabMJde+hAw5emGyctzosQI/f0pAkqchYQnJU4ksFXgwLms5zzoh+N455R28ZEtdx",
-	"JyS1eyA44KD/WRjzBVNzkU3AS7MoxI3+1DBTEyXEBHSpoXUanJi7F8a87TgaEtdttPnecRoNY77uMxqS",
-	"tscoTs7jLxrG3OsPF5J1N4DaUwjdB8Jmb4yOLSTrXgLuM8dHICRtzjWMuddBoPkOX4eu80sYczRxTdA7",
-	"qTkj6wE3JD+xGzhJCZz/lBGaZdaPqavXy1gPy7QOGB7rhSu00cEvF/p/E68g2TisrONNXNBA0hkwzQXl",
-	"cF8wPCmXRKSIsVO2zrj5lXvWfW5TaMySqrlHB+Y16TVOMw8F29BCCo2J9OX6bwOjXhm8/Y6gA9l2tu+G",
-	"Cq8P9ocPH94R/MD0hUzOyatXbhyLX5ttvHfWj0DOtehjoihtXJg+dLIHaIIu0ArCrpl+Xx/I/k5Kva53",
-	"VcdPCMO19KgmTKul8+j3pN2VmYe3djMc7gFuQ+u4fTjXEXl218y3hesQd7pkDENs5Jgkd1c5z+TvQ4Lf",
-	"jUkcCAgfuU9irn/pW630rbx0RNWULlVVMiuesizZP3X6ArcfVoYx7/b6nzFallMWByFq6X9/nxAcSJTE",
-	"vERqgaY30C3EHNwRX0Uj1O+bEUjOZZ6B4W3RmgAiitD293u9mrpvhCo0o4mZZvnP3xySkl1WBS01Siht",
-	"QBI33+LJxhwhdTEkCYyUaBSuyjxV0piLC0aUIGouJDNYmcCXtZptHHPsUj/eH5Iz02hOFZmWjF5BTxL7",
-	"kppu+pQQPuSKW+2Be725Cfhlmx1I2to9gaFrLmJ60eMO0ZYomy7A02ZoI58e9IBpMTwv15mdGs/frXtK",
-	"+4+qvSKapmoAar3fbYVxDTT5MFUH2uBwmb0JZC8O4oC8hmc3c1HUbzoK1AMMgt4O+8MZ9aF+eLkwNrDE",
-	"bFSCwMwk2Uv+aZSg2ktqSKTkshTV8pRYLa+e8L5nt/7rf/xvj4HGp/mw4e2bZ9cxxe2jkaaGQABvPY22",
-	"iLiutHmQdW4JrI4gqcm75shtjCiCOK9o4ZUOm5jQtaX9CFZzSmQ1tY4mTa9gNsg5WL+t4YCc8RVavqyP",
-	"5E8ff+gNbd1enf7vcXwbRRe/8/I755qZ3N4Dp6uL7PfmRdkdXXrht6McXedgfSLm1EguXUsEWLKMm02/",
-	"y06httGbWLvVF3bzcRQi68G51k0JFbNEU10Yo8dfyEPq9dePs5F1zExt9Tzj6MwSoh8L+7miRdeaZNuT",
-	"dC7ytD7k6BVZl332d12RPcU12+QGJle3hJwaEFXZ2Du5UMCN3FCJX2n04eMLd1Mvmsl4WbCKv7Gm9Y6n",
-	"jMFDLWJoQySzCrMDGC8gK2/57OCbLNN1vx9Qgn1jIpMexYTaCfct87rHEXxZTYs8RXvakCQZVTQhGVsy",
-	"cKbiJNG9JePa0QLtlexWTTJWKBrib6ugC7Wgxa9AiDWvq5I7r8GT4ZRQYlWi2F+dWQH0gQfN37albYIQ",
-	"1zRCPHIKD/RBWwSHKSdYYT3CagN4jbmbJC7g79QkPEFJpTYwfSUN1gTVkCJSCZFp3hU4O9g3dMfC/SZC",
-	"zVl5k0vWq1M2V8M55qNDD5w8wkQYBn7j+AeXs5GMmVPdxmkGFuiZsZ/Fqe/9w6Jpy5S9hSTLllvum19I",
-	"3AVk29DoPnAaNdDnB/Kwtj5M7HVFfY4WEpxHFihKJhmMlQk5MdAYEqN1ClvAfUmXZI+zG6KX2lbOdDjA",
-	"1kp39V83mAVAKuxkVbBpJOy5hC5wO1BTg3EPXnoOG5fj3PJEC5e+J/oDsGx9JY1/wSnSKIF8QEFNHptf",
-	"z/AFC5xtIrM7aIIe2Mn3+GEPEa076p1mn02jrDQzYqhNr3ugk1jLNeJQxQYqXzAfe1z7xm3tCYV09v5i",
-	"3dthVTONM5qDAtY457gUGgmK/sgRDWKeMZoVoOIE9rdgGtU26bVIYvTUyb6FJ0soyB6Nue6vaQkcJioD",
-	"51SSVj/1VwkQLi5iDnuwj7qDB01zNhmZD/hnOaeF8cMzrmgVVznwlCWkKhMcaHEzVTzYXDYC6Loz4MM3",
-	"w8l75vNllI5Nt8XGfwkj+JekYjvewk6GNpdpdJK17cgft7O7bXvP6mxvm6b+0bIN6/na1o5VC5zA90ux",
-	"YAQakFRURQZ+95qgpamouELL5xahGX4KZcDdUc+6W2rXZfFIA4eeNYQugmrtYg86fL9mBS8rzrF3174N",
-	"TqBARK2VCf2Kw6C+Z0EYIE7yKjmMZLJOInb2sHwMCka31snuHqkzDxb+ADTW+sl2RERHtK19Y4fbIL1+",
-	"x9EPdV6SrxwXq73k7r4OtDf+t0/xD33Il3NHLyIX0vGI3fGc5XZA1jkpH8gaMHoOpsxC5N8pS/a+mi5y",
-	"BUD8GKWOo15YX24lWWlDL7TgzQUfaNbaWivgTphICvSIl2SPQrOY25ANExFUe+lLLaOuUMECCiBIruZa",
-	"IGwYu+EjBGfmGvuc+zcHim4JI63oFA+gLHJu/+5CzcUW1881tm6fNbDlUrFBqVL7dK1flKxNqevsjo+N",
-	"JrEo6itJaHlZLfTsH4GQ1gOCSzZ7jN0T0I6JKsUp921QIw/scDl6g4Ss+rBYs0JA3gbItfu4yCAnxKar",
-	"W17H3G4e0C1Pepdw6Fb3Yb0b/Vts1NZeXZPrs+TY76c0vRKz2U4ucxjD9riWoFvHPTZaDOmjit0oAbuG",
-	"9Qn7J+MfyLdzH6XX7X9jJuO73YJfN+Q93rmnJzbvZFS+e1IUb2su3b77Fx1u3FzfGbk+b9/1OP18ArlU",
-	"cIbZmsB2AM4cZA/TL1m1p7lG+ztoZXvsuJscdHuawNx6/DBh2uAhA14SevGau7V0HOwLy4LmXG7nZGST",
-	"G/hQZ+22oLcjZSVn2XAbmz5Exm6OGTbRuX399ky2lw+ynkSOG9d2PluS/eyf6GgwpZJldhdMbHZ7vhuy",
-	"9/apoL0L694YOP6HQPy8dgRdn/w1K7M8VZrh7YtuH4HPCSZTMl8UuVSS5ErGtQzLmZQOzMluL8dhHdxx",
-	"ShLbCiWhmIMoBMYOwzTCzdOCmMlmNAGJPSFRHUO+BtEx7wx5tI+WFUlkzi8LcyWGJDGupgkpREoVI4ym",
-	"c/PS64LYaBrWabbpa2vxxYN7tvFrhtn1+dJYL6uJWORKi2RAo9DNarvb4g7v8yRujuDhuAXMn/UwEbZ5",
-	"whwtSGugetHNJl/4QkolS6syV6v3eodxjzBn31mFgTv41/eWMv3x04fAk0+RpqkGYUx9t/fHTx/2rZfh",
-	"n5eMv/2uTiNE5rcZySUkls0vq5JlYPqL+V4yGIg8SweY3y/ZD8kNuHUltMoSMhdFJon9xmb+SzC5HyoK",
-	"Yp7b1CVXDLWfkClQw7ys0Ay4B/Fw8BHjlCuSFjRfmHvUzGn/FLKg6mkuGJmVYgFt7PDwbgBNE+wBQR/A",
-	"FE4NNq1hueZKLTHHWW7SkLR3UG8KZF7JqhIcc8/eDjCVEDzVK7hibCkJXY9VNS5yMY/5t4JfM677lGP9",
-	"9z+Tb0SWMy2fYHblIXkDznCY/jKXJOlLVZc0yTH3Y05ISstyhYreju+w8Ti3mKWdgZ7WHupA96EnDFWU",
-	"iK9MFlCckJaLh3ra3vQaOyWV1iMhzNTytRZGbua5YkQuacqMB4rGcGuJp6HHOZW6Fy5ISrngeUrBLL7Q",
-	"Uv0VW5GSLUGHo1FzbWgOmwQjU7YSPNNdzApBFSkpv2T6faHRs6zKUlwCApUpXbL9ejmcSVSpawwCh6/7",
-	"wO7lg8mwdRehk59clMY3WXcC68Is2eDziRcRcpoMyfHoiCRrHv3JmFDdFKYmNO82Ij/m35A9Q82qJfqo",
-	"zikmZMnLJhPL/pAcRy9166QTFgCuC83hZTmql2lZaq7F+HgdRQRUKDiS7gYHG5NRRBYQimmysnBDzCBo",
-	"EzznpR76GIZukuiONTAQbyJdLbrqfzTM6M3/6eMP+gMIXa13Tl+jBsg4JP0y7jGw1FfjTtpsPYvDw7Hu",
-	"4GaLdIYA+z8Ae1AyVZWcJHdAsULiaL7uk1OI4yTtah8Qf4Qgm9hnNoq9VtWddhrlskdlp2eCuMJ6mQIK",
-	"0MgkcR3fE/TLsKrasM6RAElwaHflgjOTEBXD3/NsH4ZyEq6C/zIkB0g0WoTgTjIY0ErNX2vsm1gv9aWp",
-	"BgKePkulh7pkCkNOQ/3znNFsBYjpkilNh87evTXJrJMzE/BixjNZVtFF/Y+fPhgPdd0nUJGMTFcW2Czd",
-	"6lA2jexMelsNOZYVw0St0A+h5DgakXaeXFwqJUk372xC0rneVX7JNAtZWzQJmbJC8EtJjHOsyawAEGrU",
-	"yiRXY0xrxFca2cCO5yoEbKdJSqj7wVj1sFUoBYmNjW3WAH8cHbt3KKxTkVIJjuKkvlB5NiSf4ODMcWnG",
-	"NCF7hRBLgE7Bi9U+zBlRkt6T/JKL0oavFHnKuGRNnrzgXSmWZc4ULVdOhIMmmE607jiIhqNhBDL1knG6",
-	"zINxcDSMhkeYeWAOfM0BUFT4eck8HL0F994UnGE3B6eWTmowfJsF40Bf3rNLkwKgVZniMIo2ZIn1ZIc1",
-	"rOpnJzuj+RFcLtXgWAw0Jxm4qRRtRsRaq+jJLdjJzhn8m6gIvmXEfI1aTMzH+dmT0CKtNP2Ac6z4kmrJ",
-	"BotmDW0+u7GTss/MxNTXmphP2ynuxnX6vU5+PXQrvr9wz/p6FNxfbJ1htknI6ckxq5dgoOI+DI6jUV9v",
-	"9VEefOykza4Vkw81bFLdhk49Mz2zNZjTwKPopaxzcsjgQjczEHxwp/f0/uDO7Mm9A9JtcPwXhtD4ZGBc",
-	"OHlDLbDVOTk3gVsfGL1J54i9QN/kAE6T9dFWWkrn4onQshOsbISTR4PJcXT8cKO6ZMLT4epfGKags2bI",
-	"NXBqF2jrMQs3nxw0Bdzuw+0+tkXU4LIe1JGuB3eYcPC+FxFrkQ4YL/TpMVA6oFlWMimd4GhTkwKTURkb",
-	"RMw1cUR6iEwNLPkrSRJM9qY/mqRzWsokbCUskTFPbM/jgwPkBXCuhh3YD02uQENyxQ03IpExfmsaHPO6",
-	"U0lyddoloI4rKlr01m6smcNul1akiqmBVCWji7aC4xNjV8WKSKoFWow8bqRV2tI7T3NOy1XgrbPkuRH2",
-	"GDA9YCuL/psP9NJ/sj9XQnMoJpC9mWYcvJq9fJFFL0cvXx6nX2cvTl7RwxmjNEpPTmgWjU7o0XR2PBtN",
-	"D6fR9OXhYZqNTrIX6ehkGs2iiEYvt0iH/5u4u9+JGw7accrrPXauMIpD3ju8OYkp+l8/nMgUzXgApqY2",
-	"mL/k11PPq6dOmE1H+lw1wgD9mE07sJkagJYJX6oD1DGakEgUOAHlNEk4UTZD5agN7zesNUb4x9yTwkCh",
-	"wrjWX5qrWCtObOqHmDupk+ZUzhny5DL/RUu1Nk8FKZkWu5Wj7Nfs9Rg8D4Fcozd0CHUNwIzBmboR5RVw",
-	"3fxaFNcsG5KzRmtsJHqMgXRyp5o09kYfh+pEm2HAJMVALx3QJGs5yPan9E5YFaWxB5ntM4o/CFETpRra",
-	"r8aYXinxIUe7dsyU1MTyfiOy1QbUeM2z4ZyWnEl5O7S51X73S75s48l3f9JoPjqC/x9jgN6TcKRriDEX",
-	"q6Vv+yVfot4s6UPkCUhgdWUUJQRcwfbNuH8qc+fkJPl80c4CUq/a7N+g2UDNk82pNBUsNLr78oVxa7Zu",
-	"5OYU+dy2FgYRWDUhYtqE29rM8S0TIRYB3na6acOilhUfNhlyjMbM9mcUs/1liIforPO7KBpH0aP27GdA",
-	"cxv3ztjEYCucTbtwE5t0ivY61hgNBdZm8vkhA0k6Z+kVROxOjPojuOhaPUa1YcNGnW5ZHqSdlKeHD9E4",
-	"nWUDwIqIqx7Pph8ebtPILf3ydHqvV0koSYbz28QiYaBRPprvEjNAvqvHkrI6AacbVAWnKUOT4yLmkBoC",
-	"LQ0aUzVJO/Vzg/FlaMgiKo1u5gxYh1yRXMaGtlCwbiPADcmZo8rHeaF67DCKDFUw5V2QFsS8125JqMl0",
-	"4xgpQ1PjiZKT29tTUFKZQUCj7YgGdeY4jZ5t9vA6lzYm0IZFJHfuhEIcR47J5zh4a66eCTh0+4qDi/tk",
-	"SH5CFTHYpxAHYdkrIMyZj9DBwa3+Qeaejcyt2aKb27cOn62i8nUbZEL9OHIN4R2/WsN4ba97t6K9dQse",
-	"aAaO1BUmPXNYQ9R31onlISztJV1ISu63x/bbrbO2YTeLBOOORc67Ls0Wo7IwXbtafEOzv+TL7/OC7Qft",
-	"VWzVZG01Ub2Ypoz9doTKmwjMS6yMz8hfS9+ImKVDbXoJzRyMKb/0amoAX89zUy/UUEXEqhJSGQ19Cg6T",
-	"FfSpbGvNIYKa2WML2O7ozGw8x0WL/PoJ9N14ViB6cDW+1+Dv42w66uTNni+YKvO030zxrhQLTWAr40eu",
-	"8YXEEmGIvL17/qPp9cFN130egGdbm2zMb7PJXKmlNcfLiRKKFneYFu51HPzLmw9xENYDv46D2hoXByEe",
-	"1utYjxgH92TUUUE9SGXstvyV7o2z64t6K73nZyxQwxVdFBtVnNYimYkUnMcdjgQcJkETjs4ne/929uMP",
-	"+96DNb3sdpvs3Dq1tJb5mIDZbNfDcYujPPuF+eC6KfTtOqQOfghRMV4XeQQ9hK3yWFdWwVKPJoGoMVSf",
-	"REekVSnSewxga34+lFaa7r4AVsOu78PgJDra6hq5NTef9WD1nuWbUCFUeb5DAXmjkeu84sGzsYe9kSn2",
-	"44Nv7Zd63O2ZBCci3n+Fyor/pgxM1IQZ1/ofe4pQBX93G9N5xd9+Z+xFrbM/aBL/95nuuZY80ZXC1B+4",
-	"BF8II+0l4O2VkD1RkuQHKtUA2gzefpeEmoVJ5zG/yblELDEVuqOSYRqffRCHTa8gC4O3Hbo6nIHUMiZd",
-	"6ErGxCbjJsmddbVoufEQMdOSKVGCJCAvJsYlw+OlU3vnwBd1xF0Irm52cXUw5tKgOIhPM95COaRKsZ8q",
-	"ASg15+C2G/M/12HvlCTAA8BAVkDDxcz0SZElK3EWYcwTLRObxI4wIWMpC0kCn9iXmoI0r7SwY9/YLDjg",
-	"eFd/Am6aNNa7eMXYcgCsWKIlNKCU6AE0OiESHUBxlsRkx0mbLFNadueCGJNgYuJ8URzFTrBkBZ5CriR8",
-	"Y6yESV3E+RQz0oKfmVFQtGGos59evxC7Uhk8YLc5R98vhIU6UVYuncIaqKGIyOvGORXEuo6FZnRobSw/",
-	"VwykeWNkgU6DbRFXp+DFGkeqoU3mvzDr8ws+lOgqadx7rPsUHtRa5Sz/JOFOtCZZ4ywTiWizo9aBib2B",
-	"Auuz1nDz/v0bk/mqjmDFCM1lyVKWoflG82Pm2vTtLho+m5m3gOOR23zxVGbC4syuenzUpH/BPzACO/gD",
-	"KwrhZonZWi/+rGp/q7oeNbqndr4cyHTvBicHO7h4NMVl7k05rRai61RmzcZaUDGYrDWLmCMSu4thknEw",
-	"jtvTjIMwhp2FV7C38KhZO7xwVg+vcSvh1TabiV3inkGjETxpztt5aM91285TaGXQuunmXtOKzpV0L5W+",
-	"UEAl5CkGhpjUZZCCBf2xNSGpkT5F5+vhti4HBqaB34keZl2+oZmNBP+t8FWaKa4ZK0MC9vS2itIkR6WX",
-	"bP+L8lq31kL0uB7DHmvEG+tUqimlzKXCWlGmcp21m2FySIh0AG3G4HqEuqqYWyXz3l/evtsfkrfK6PkR",
-	"g0M+Y6Ned7z+wWohyisNeDEvoAQS1LgVYki+WdWJWgG6sERQ3inqMzasglGNgh4fk18AJ2BMjTbpsmJZ",
-	"HCRDX5Uj61YLlhX7OGzK84AveF1uaMpmokThtEmWaQsUxRwSFp82w9RW3ITsbSi1tE9olpkpbCjXBEyh",
-	"ZwnoPu26fEOkDElwbWOnpNNxdBTzpK4m4Dg+aY6bKjg7w6jtg/e0Rw8ecxwRHokbzko5z5eW0cBbYvPA",
-	"6imjEy9YscicLpeMS7uRmHywlOivpE9ZgpQvhQY2mhcV5FKKOcWKOnXsyrjrwnWKKRrWSwMYb/iy4jG/",
-	"oRiRYgF7P3RbOIUDTKPaFsX4Zc5ZGPMPbLEUJS1CE/zDRTf6R/fpLTKQaCZR0bwYdy18dS6KkIDz3AMG",
-	"rH1IZN1Jhx3zPdPW+qrZqwP58Wvo64LP6w9lBYnIKZnqewSpuEVZB4ugFCQTyJ0HJ670clnHWIdfxbxj",
-	"qQtNwVkQUDDwNSSauYyiyHrm6Afwtykru+9j1hFRWZ3CNqY3n/v2ehU1Y+JYL12GpqWmSlirKu1JFEWR",
-	"Uw7sc5N63KYSN6nCP3fzgl84qbZtTmzNCDdJjtuZu+tc2E2O6h08rVsV7dDdbgcG9q9lvdSQZY1DuVNc",
-	"WxIT1MAJza4pT4HoOh6OJk3K4LtcWgW8Jxk8VYqmcy20npJZXjAtILyOA5R9DbMHQu9wfhsH7ZIIPW23",
-	"4Quht4063LoK8cC6zm2II9dY6VZfc5Dy3MLj9WyPXx6Ojrxn0Vff2Thk/lps3BbKzu8trXoU4/dX8R0x",
-	"VQ19/NNWFj5DO2WvdvWHXKr39qNdmUwoZriNw7iVei+eL2qmzrHWG5vQDRJwk6z5PLf+EnSTqu0s+K47",
-	"tbWzoLUTlBm/1z5peU0Q1kzp1ujazSrmwYtWeflrylrPEUvTYk1lA7i1gcE+ApHJK6hgCWV9hWw4tvXv",
-	"n0IOk3bcHcUndbBFzG0ZSsjmnrTLXxklbdIcKqp36RXjp8bvtlWTytHqYjxabtlKGzNkm/Uwlzemrql5",
-	"icOVlWP1MnxVzJHzJCnlDeOKzKllRQ1z6mWbWpWnn8I67X5z3TyCaSWVWADLQ9NFN+ffQ1dq29vjLbN9",
-	"387S4PdaGn3pzdgVjaHf6q+/hXUuwnXkY5bw6+p5Xj3c6FsT1/1XI/cIdk3EkR+xuYT94K45qY02VPfi",
-	"Psmb/G+Z7tpEr5uorhHTviiAOxlTf2MW342Atyt/aHaoVkR6gfYAs+3urpB0e++l9dC3ta9CftuKz3Ke",
-	"y7nhpfcQeNwM3/uolIN83DLmtVN0kyCX7CV3ZcXHoCe8T/rS5ILqy0tLYaznupI1mt+evAmuyqbKjx+A",
-	"neU2Csry19a374y4n4qCmzpKTTmfNsw4l6M+1o14+QBSTX8ZCD+TWOOOZGUOGlcBieuxVopJDQJ8LS1X",
-	"qNG2AI/5r433vYF28khgBzN8H7S/0wP9A9j/BoEdTqZbugpp6CMBvakn4HeMtOXipdXxuxu/cwX5piJ+",
-	"T+abfX8Oj3d1uvlnU0fYyvVRU5weWIs6O22dZpguTNRU1GRWMDmBO5XqDavSCWzbiisaj8b1yHX+BFOw",
-	"zy1DXyesPfLkp42GJz35Z4+invSy6FnvsGRO2fm1kvFHUfQ0JYc5x035P1rZb34zzFhv+Y2+K/llWLOm",
-	"+N/zE67EWqST2tzXKVJnv2hTHluwLpcxbwrWEaiNh3tVQvHAXNYRC7QAr1gkkbKmdWBlSnCMhOw1VSgh",
-	"2yYGyNsudFMYVZlo+VcxT9xS54nRB62X9/PoaLJ8NgPesnHvsvj3FLtpV0N3iG43mUzM0znll/5AMywY",
-	"+Aw6m45+YHuf2FYNxp2tRn76v4NsuPNEN/rvuvCZzwjlq79pV5Vfm5twSoA27IRX6tqdsQA3mE1GjPPq",
-	"N2bA2EYtYvLjowrPlpACy53Jt2VTc2l+Z3QYReTNx/OhU08HYxe/cNh+q1qSWyLJrXjkWeKrvwROhaON",
-	"WeCjDXndo26m9tFhtJZ9/Sjy1kdCduVJPIitp/c3YmT5tTmV2ioDblfg67WuQ3qkE9s2bMR7RdHrTFN9",
-	"kF71rrvVXIatpLUQIgDuUclbS/DT1eBPbJWYtIWnGB8AsQGgCUJqzbgl/dE+WWChFwih99WxHjdR9HlP",
-	"WH2dZwZ6AfOREbvw+8MoCjXjVw9u2zX8R7OsiU1JmjjJJE3ABO+qvHoZmDPC2U2xqtNMglBmmKXD6NCm",
-	"f9Rc6eufEpy4KVunxbI153zi8c3HPLYgYv9EjCTgY13qWj87I3XnWP/EVsG6a/h7HJUoAZU+6zSqwDcK",
-	"UjB6zZxggr2IvLbV+aiCNbY93I96HNx1537/dte5/ajl2+6rBHHxBMatzvUffDJplJWHeuhri3XfyPHh",
-	"74N2HZ+muvr2qvFuoaatTGe/rYguysn6pa0vuS0kaXIPLJqyN4fR4W5H+GhGAf/64qxAU12vxQjg6A+w",
-	"ACdfiAVYZwA20f/ngQfIeFzH+P29yAR/FTso4g/wGUaatwfhT0jlPd7x/XIDqH0O7loqtPsDVEo9TbHx",
-	"sNDwxg4KZKiXg/mO6WslbZ7LdS3oXgIJURFYk5oiWyeVmMfBuzp9KskYz1kWB/uWXKPYCjg3cYmzFWeN",
-	"o0hNynNpkt1BzS8g6ViBfSlPnfq5XeWtbhXzHDOzk9rLpbXzSYjaDS7UpK66WTIpCvhEvza+LvbRxPgm",
-	"exPGneExQonZpzikQLpZ4/hgVV47qTnMRP6OqZ2Fm8Y4Umsk/4HunoruDPhozjhjKQRTGWQApoSdlSV+",
-	"pAeX6m8F6b0xWea1sCZmJLlDdHOfhPBblasxuLHhAzoVpbIPyB4kbujFFPsmvlgssfShxYDJEH8VKiGy",
-	"0rfNinAmy2VGrH1pDwId5uKGJGmRg5uezZ6vUeT+qe5JlavEBBvpThB5X9KcYyFxPeQpSWDqiSndLS3+",
-	"NeUrHoclezS9+nCfigrLunRk3cbYpsgIlEumXkLglm+0NRtbFRqt4ev+kSjVLOgfKPUfKPWRumgNPi3z",
-	"MaJUc8d7sWo7o0m7XtbnC43R0KPWF9oPtS9sVRNTs8OkywKDlM0FpIWesgjGwQGgSDORtbJRptZJaROp",
-	"hHWeHCNU2kxFNrcyZldZ13hsqHrhNK9LJXSbWz/pVIDzM+20qz3EPANr9LhXa+Qw8QFN5/uW68xLG/Tb",
-	"2MKrvq5w+RrNglO2KOob4zR3TnO9EwywG9TltTCuLWxnbta920TSQJycSAuTDLMJ+6rHtYEX9xf3/y8A",
-	"AP//",
+	"7H3rcuO2muCroLhTFXsOJVO+dLrl6jrrJJ05fU7Sp8vpnuym6REhErI4pgCFAG0rHm/tr32AfYid95hH",
+	"mSfZwvcBJEiBsmS7k5Opkx9pmSTuH7775S5IxWIpOONKBuO7gN3SxbJg8PtroX8qlp1XXP8tq8WClqtg",
+	"HFCS2nekrHgQBte0qJj+KC0ZVSybUBWMg8Po8GQQjQbR4YfoaBwdj6OTn4IwYGUpymDMq6IIA1GpZaU/",
+	"/jBnRFyzMqsYmdKC8pSRXJLRYRSRNx/Ph0EYLBnPcn4ZjD9dhEFZ8UmeBeMgGr06pkfTaPBlOsoGX7Lj",
+	"2eAlPZwOjtLj7IS9mH1JX06DMJBMylyYNjlP84xxNTg+1K8UVZUMxkG9LHgolpOSUSl4MA4YzyaqKvVa",
+	"q2W2aYmv9BIrSS9xP2g6ZxPYFRicLys1UeKKcRmMo9C8LxnN1t+1H4wOI7tb9bOj6N6MNcm5nXwwntFC",
+	"svv7+zBY0pIumGIlnOjZJePqHV3AzDIm0zJf6mkFY3xFOF0wvdEGDGCjrkWesgHltFhJFehZBeNgSdU8",
+	"CAMOfeE/YVCyn6u8ZFkwVmXFwkCmc7ageqwFvf2O8Us1D8aHURQGi5zbv0dhoFZL3YtUpT5cPW2YzT+z",
+	"UsLk/HO9xtft6V6P/DM0Hz/rJL+uSqnhuDu9hLNbNUnhbULEjKg5I8uSXeeikmRJLxnZE4tckZko4d0s",
+	"L6WCF/vt1ZxEdjU/V6xcNcvBzoOe2Z9sM/s3tyyt9Iz/wlaeNcRVFB2leMfgNxvjo1yxEmC59VQJUUxS",
+	"WhT157BySsyVJfqD9uK2ubbj0Rg67TlVZtcwuWKrbc/2xTa78zZji6VQjKcr7/5oZKVHY1KRPCN7ki4Y",
+	"oZJMRbYiiXkzybPklEyFmpPL/JpxQnlGsnw2Y6UG4P/8P/+XHEdR58xL9vMgiqJ6xXNGM1Y2a3ZmNvgL",
+	"rLpZ5T+UbBaMg/920CD1A3wrD85xTm+/gfV9ly9ytb6s9xo4Zf5LGwmcRH4oLKATdwIZm9GqUNhkQW/z",
+	"RbUIxqPIbLn5s97wnCt2yUqY0XnF336zPqPzisMGV/yKixtORKmvDcsvudm/4/3dwcoPTYagPCeK+AFp",
+	"jm9h5hUsjvIVkXO6ZKRaEiWIJnnpnJY01Zj7lGy9+DZZ86zRIYLPt8573ZVcCi6RcfiKZgbagAIKrhiH",
+	"n3S5LPIUsMfBshTTgi3+8K8SUXy9CN0iM6SHFnk2MbcpCIOMKZoXFhBJTdxIjLAYB2PCq8WUlWRRSUWm",
+	"jFBFCkalInihpNJ8RTAODsxOSLMPeF23gp9XkcMyHOvtUbmC7X+LMybNjM1WVSUfz2+zsVn0uLu0+21v",
+	"8XvsADe9g7I7nSZjsqDFTJQLlpE///DXdyGhiJ/UnCrNWnGhyMcP3w5easDSfwjO4EsC7FyIvzmTms9b",
+	"iJLplpyMDl+Sgl2zQpKMsWWoW2uOkCsNsOQ6FwUc8VAv62vBZ0WePg0SLNROK7nqOcYDB/QPyuoZzvVV",
+	"c672rprxew61NcvnONEzomfD9NbCHo5JYsdgt7lUMgmbJ3pU/Xez6Ilth49TUWpKPFnkckFVOtdPqeak",
+	"Wk+4UBN6Q3OlPy2ZFAUQ2AQO81tRTvMsY/xJpzmre2kfpT61g23Q9wG7XYpSPfmEj5oT/taZU8/xNtN+",
+	"lttad5eMgQnUfA4rSUHTK0koKUXB4LnlMjhjmSR7bHg5JAluwHhJV4WgmUw00cBnxD7bhxN7J9S3ouLZ",
+	"kw5Mw8QMennkgT35pI6bk3onNOOMk+k5qWa+z3JSdXeJlw3Js339Z2JeTVpMKd4b2/vTqKFiJafFE/fy",
+	"pE2vsE8iWXnNSoKC+QaqZabwLMiN43Bk7/zbr8mr45MviRmHIJk3EPyR00rNRZn/wp4GxZXb0WfiBUbN",
+	"3n5sD9ezpa1JPQu0uj0a1DJltGQlAaWBpvuLXMqcX4YOf4AMQMxpmrKlJvd77HapecMQGIMVUwSYi5Dc",
+	"lIJfklzKipVA+assZzxlIZnSLOYyv+RUVSULa671iq32hwQlJioFTIEzDW9ZLtNCSJYNY414UdQBFvLH",
+	"H38cnFVqzrjSJ+xRWCRf4apKRovF6ziY32ZxkJCbOeOEC7PYGyqJZFyFhBWSEdsGAO91XHOY8LFuDbD4",
+	"4suTrlC2uV1LBFpjjhGGr2le0KkFyMeDcN3PU9HAkcvelNd5yki7+36IrT96LoC1HSZjIpUotRBa8ZLR",
+	"dK6faijDjgAW06rU4rNBDstSpEzKJ29tw+pMzOm68sbXcyEkI+yWpqpYAZ8sZqRksipUSEqmylVI6PQZ",
+	"mJLDQ584YefWfyye+T/H6fzIimJgcMS0UkSyBYUrWRQrYgYaN7QP+EnNRtobstBnc8mQA+3OsM2XZjmc",
+	"YudpxWW11IwNvrD9LkWRp8DvTiueFWwC8t+E3aaMZe1P8QNNiOsNaZShHuUiKdllLhUrWUZgPSRjs5zn",
+	"+j25ydVcwD6kJVOS7HFBzt6/1ThOalRJGM+WIueKfDz/Dp9g5xIwyrIUS1aqHOXkhchY8dDhwDS/hy/v",
+	"rRi/LqB3sE4YyJVUbDFZlmKxVJ0Wowj+87RSQhQwtVyxhdxqah+EgJkt6O1bbDRy+6ZlSUEaum60uQ9M",
+	"/t7VTHyyyuVGg4vbZid7UbcX039lKcjSMLHvctQ/tPe8Xtj2K1xf3dryOlPGvntn9r099x5wWFc1Lktx",
+	"nWes/EIS+AoU9WSPTjVxAz0ytgA5PWMFQtuDQGK7XR9ULBmnOfk3Qrmal2KZp+Tf6jFapBG/bI/24vih",
+	"Q61H7t2kc30qdwHNMrh5tHjvbBYYOLq46h1dMEkoX7u16zfPXqNNdo6ddGAt+O6YI3ZVGm4A/t7dglu4",
+	"BlGt/fGgAM8yrnIUFhmvFnoC0yovVK6v3Q2bzoW4CsIgLXJ9LS48zbfGT0tWAhtqdsyMRotC3ARhQOUV",
+	"kF++8o5SsmVBV4YIPKz41h+/x2979hdW3e23NUnvzi81GDNH17kRWttng0tdu3iqrBjRgjVw7hrFnRJo",
+	"TyiXN6yUJFckDt7XMyMZ4znL4mDYMAdTIQpGOW6VrKy9z+jmvZfnHL5DjUPFCZ0phsapjKW5tbN1u+9s",
+	"Ji7Ju1Olymc0VW/5TKyDqZzTw5MXfsxHTUtNYcleIW5YmVLJyJzdkh/+dDY4PHmhWbFcSTJdKbaG+DQq",
+	"ci6c/nNJlZZjg3HwL5+iwSs6mF3cvTi+/4fAR0bzXzyyx1slSQE9kpzjuHpYzSeBUTjn6sVx4Jg8Iq/J",
+	"w907swdmRN8efgV8DBhu5I6Y8StR8UyiQQ7ZIbJ3/ubbN+dv3n39hvzHv385PNwfkjc0tYYq0P82OvSY",
+	"L4XMVX7NiJk/cOJ0Kq4RZFB/8IUkWt4DVozsgcR1fHgY8y7XdkqoVdMrIUhBy0sGRIySF8eDaa7qUTLB",
+	"JAqmoKBERZlRNI/JcRSRNa33/imQAKSMmlFX9IrBbYq5nSaKmx3qS28ncJJ9cJjO9fopz3DF1cLC3YLp",
+	"pUiyZ24YefHlKHr58sUxeU1eHJPv86/a0qR97QGYLpAAKE9wgL7Z/ZUzM4VmBkdHJyfHx0eH5DU5Olyf",
+	"gX294ww8g5+ZbWFclTlz9gAITHvUNufUGQE5fs8IfxYVqKjMB50RfEP4L9vaffoaRcWvCpFe7XifcMtB",
+	"siFT3Z7snVk+aQCGvGx/TBS7VSGg8EklQYqF3yg1rvMkjujaHs1MFK+v04UdmvJVy2pTyQrEM0oQj8EW",
+	"3Q4uxcDsgZaCh+f05ntcgt6MPPOMS4uC5Jkzrl4GDLoVdwnuKx7kqR/3ddo+pYenLSfGmejOQ/u419NF",
+	"s0rIPz92YfpgPf2yW7ss/cvX3WbBS89i4jsIwD9A/VkGdoL2qbjQsN384UHDdcF6mjnYn9ivhwHrkC54",
+	"e9Fzw0pRnGM/3mUZzesXkhRUMakc5oOSJTX3JqU8ZQXZ41VRoIYvV2RONWngzCNYl+iwRovir7Ng/OkB",
+	"/rDiZob3F2Ggh0BlEtrEO4vqLF0P5F05eMEZs+Ej+UOrnnhQPtWSksaiTNGMKrq+0d+WjIESxxqZ9Gfk",
+	"ii0V6DMMBZeWy1vQW3d2IweGtr2Xtf7mYcbzQ1Vy9IIq8su5MnielUTw2kGqgRLNGfsZXde9z4fJWDlI",
+	"50Iy9LiwRIQSzm7Ix49vv7n+cqMvxWYhzmUpzwY/0cEv0eDVRfNzOBn/9//1h9eDi3/0cJldLvqyLVw1",
+	"UPXmmnHV53V2RpasHOjrw/RnBF3E9ErTfEELvCVtzvfibhSOXvkZXxjrvXFibEMm9L+9DuW84tDZNkoi",
+	"x3PuoW7dzehuoZlhuz/vjoLN9H0tR+7AA/w4p0pzmsbsuqAr4Expztu89cnwiCyLSmpBqqAlBS66ZBlN",
+	"QaFYVgXz6QZznhZVxiZW/pEP36SzLDMWY3AwS1lWS0/yC5RSTonZJqkZZxyhMSLXLPuannXff+e6XTw8",
+	"xzdtIzXZo5USA9wOloV6/pwk+Hdi/mx9Quglzfm+FYpx9zUPjsiPCF6s/JMtaslpE1i1pCwAKz2uxy+t",
+	"fYIhAXMDy7RAiPhrytQNY4jb1I2AZSyoylOypFKixLjdBYKhzis0uGy+Qj5G90+MFhpPrYndxubQMAKg",
+	"3SkZzfxql+s+h9wPrgjo+OXupug189ms7XqP/qTPodw1XW2rwO7gps7dK27oShJgUPa01Fl783b9cnsY",
+	"jJ49wYU8jMjctXhIg+bnkHO0vj0aXktxTQuw4XJS8ZSVGnsNRKVSsWgrfjqsiVLMWhU2aDjCQI/40Cno",
+	"KWv6DN8Lbqx7foa+7e/rcetdVzM+QkWoT0CVq+05SL2Ec2iyBQcZeu7dsmRLWoJi3R4L2gRL1LbXh6Ov",
+	"J72ZuGEKzW/flVX5golKTSRLBUcEXYv8mahall5UyayBIBxi2NxOe/rhmvt1rTd1znF9CnZ7vWBc0NWU",
+	"pld9IsOZxi75LAdrJOixxJJxlgGnuDSN2/T3pYe4dohqF5UZsuaQz5BMV4TK1DizX7HV1ti7pfp82JKk",
+	"P+D5zMgL7bnZN0PguINHcuU9i/7Xjp4l50RqwYWnDAlaSCg8NR/AJIrWNuw4nc5OeLaiZODn98AO/zOA",
+	"BFr6z7FFF4brPW02oe49dMDBC5ON81aHBejxWxqSJBUZS0iOSnypwIthQdN5zhnR78Yx7+gtQ+I67oSk",
+	"dg8EBxz0PwtjvmBqLrIJeGkWhbjRnxpmaqKEmIAuNbROgxNz98KYtx1HQ+K6jTbfO06jYczXfUZD0vYY",
+	"xcl5/EXDmHv94UKy7gZQewqh+0DY7I3RsYVk3UvAfeb4CISkzbmGMfc6CDTf4evQdX4JY44mrgl6JzVn",
+	"ZD3ghuQdu4GTlMD5TxmhWWb9mLp6vYz1sEzrgOGxXrhCGx38cqH/N/EKko3DyjrexAUNJJ0B01xQDvcF",
+	"w5NySUSKGDtl64ybX7ln3ec2hcYsqZp7dGBek17jNPNQsA0tpNCYSF+u/zEw6pXB228IOpBtZ/tuqPD6",
+	"YH/68OE9wQ9MX8jknLx65cax+LXZxntn/QjkXIs+JorSxoXpQyd7gCboAq0g7Jrp9/WB7O+k1Ot6V3X8",
+	"hDBcS49qwrRaOo9+T9pdmXl4azfD4R7gNrSO24dzHZFnd818W7gOcadLxjDERo5JcneV80z+MST43ZjE",
+	"gYDwkfsk5vqXvtVK38pLR1RN6VJVJbPiKcuS/VOnL3D7YWUY826v/xajZTllcRCilv6P9wnBgURJzEuk",
+	"Fmh6A91CzMEd8VU0Qv2+GYHkXOYZGN4WrQkgoghtf3/Uq6n7RqhCM5qYaZb//M0hKdllVdBSo4TSBiRx",
+	"8y2ebMwRUhdDksBIiUbhqsxTJY25uGBECaLmQjKDlQl8WavZxjHHLvXj/SE5M43mVJFpyegV9CSxL6np",
+	"pk8J4UOuuNUeuNebm4BfttmBpK3dExi65iKmFz3uEG2JsukCPG2GNvLpQQ+YFsPzcp3ZqfH83bqntP+o",
+	"2iuiaaoGoNb7w1YY10CTD1N1oA0Ol9mbQPbiIA7Ia3h2MxdF/aajQD3AIOjtsD+cUR/qh5cLYwNLzEYl",
+	"CMxMkr3kH0YJqr2khkRKLktRLU+J1fLqCe97dus///f/8xhofJoPG96+eXYdU9w+GmlqCATw1tNoi4jr",
+	"SpsHWeeWwOoIkpq8a47cxogiiPOKFl7psIkJXVva92A1p0RWU+to0vQKZoOcg/XbGg7IGV+h5cv6SL77",
+	"+F1vaOv26vR/iePbKLr4g5ffOdfM5PYeOF1dZL83L8ru6NILvx3l6DoH6xMxp0Zy6VoiwJJl3Gz6XXYK",
+	"tY3exNqtPrObj6MQWQ/OtW5KqJglmurCGD3+Qh5Sr79+nI2sY2Zqq+cZR2eWEP1Y2M8VLbrWJNuepHOR",
+	"p/UhR6/Iuuyzv+uK7Cmu2SY3MLm6JeTUgKjKxt7JhQJu5IZK/EqjDx9fuJt60UzGy4JV/I01rXc8ZQwe",
+	"ahFDGyKZVZgdwHgBWXnLZwffZJmu+/2AEuwbE5n0KCbUTrhvmdc9juDLalrkKdrThiTJqKIJydiSgTMV",
+	"J4nuLRnXjhZor2S3apKxQtEQf1sFXagFLX4FQqx5XZXceQ2eDKeEEqsSxf7qzAqgDzxo/rYtbROEuKYR",
+	"4pFTeKAP2iI4TDnBCusRVhvAa8zdJHEBf6cm4QlKKrWB6QtpsCaohhSRSohM867A2cG+oTsW7jcRas7K",
+	"m1yyXp2yuRrOMR8deuDkESbCMPAbxz+4nI1kzJzqNk4zsEDPjP0sTn3vHxZNW6bsLSRZttxy3/xC4i4g",
+	"24ZG94HTqIE+P5CHtfVhYq8r6nO0kOA8skBRMslgrEzIiYHGkBitU9gC7ku6JHuc3RC91LZypsMBtla6",
+	"q/+6wSwAUmEnq4JNI2HPJXSB24GaGox78NJz2Lgc55YnWrj0PdEfgGXrC2n8C06RRgnkAwpq8tj8eoYv",
+	"WOBsE5ndQRP0wE7+gB/2ENG6o95p9tk0ykozI4ba9LoHOom1XCMOVWyg8gXzsce1b9zWnlBIZ+8v1r0d",
+	"VjXTOKM5KGCNc45LoZGg6I8c0SDmGaNZASpOYH8LplFtk16LJEZPnexbeLKEguzRmOv+mpbAYaIycE4l",
+	"afVTf5UA4eIi5rAH+6g7eNA0Z5OR+YB/lnNaGD8844pWcZUDT1lCqjLBgRY3U8WDzWUjgK47Az58M5y8",
+	"Zz5fRunYdFts/Ocwgn9OKrbjLexkaHOZRidZ2478cTu727b3rM72tmnqHy3bsJ6vbe1YtcAJfL8UC0ag",
+	"AUlFVWTgd68JWpqKiiu0fG4RmuGnUAbcHfWsu6V2XRaPNHDoWUPoIqjWLvagwx/WrOBlxTn27tq3wQkU",
+	"iKi1MqFfcRjU9ywIA8RJXiWHkUzWScTOHpaPQcHo1jrZ3SN15sHCH4DGWj/ZjojoiLa1b+xwG6TX7zj6",
+	"oc5L8oXjYrWX3N3XgfbG//Yp/qEP+XLu6EXkQjoesTues9wOyDon5QNZA0bPwZRZiPwvypL9UE0XuQIg",
+	"foxSx1EvrC+3kqy0oRda8OaCDzRrba0VcCdMJAV6xEuyR6FZzG3IhokIqr30pZZRV6hgAQUQJFdzLRA2",
+	"jN3wEYIzc419zv2bA0W3hJFWdIoHUBY5t393oeZii+vnGlu3zxrYcqnYoFSpfbrWL0rWptR1dsfHRpNY",
+	"FPWFJLS8rBZ69o9ASOsBwSWbPcbuCWjHRJXilPs2qJEHdrgcvUFCVn1YrFkhIG8D5Np9XGSQE2LT1S2v",
+	"Y243D+iWJ71LOHSr+7Dejf4tNmprr67J9Vly7PdTml6J2WwnlzmMYXtcS9Ct4x4bLYb0UcVulIBdw/qE",
+	"/ZPxD+TbuY/S6/a/MZPx3W7BrxvyHu/c0xObdzIq3z0pirc1l27f/YsON26u74xcn7dvepx+fgS5VHCG",
+	"2ZrAdgDOHGQP0y9Ztae5Rvs7aGV77LibHHR7msDcevwwYdrgIQNeEnrxmru1dBzsC8uC5lxu52Rkkxv4",
+	"UGfttqC3I2UlZ9lwG5s+RMZujhk20bl9/fZMtpcPsp5EjhvXdj5bkv3sn+hoMKWSZXYXTGx2e74bsvf2",
+	"qaC9C+veGDj+h0D8vHYEXZ/8NSuzPFWa4e2Lbh+BzwkmUzJfFLlUkuRKxrUMy5mUDszJbi/HYR3ccUoS",
+	"2woloZiDKATGDsM0ws3TgpjJZjQBiT0hUR1DvgbRMe8MebSPlhVJZM4vC3MlhiQxrqYJKURKFSOMpnPz",
+	"0uuC2Gga1mm26Wtr8cWDe7bxa4bZ9fnSWC+riVjkSotkQKPQzWq72+IO7/Mkbo7g4bgFzJ/1MBG2ecIc",
+	"LUhroHrRzSZf+EJKJUurMlerH/QO4x5hzr6zCgN38K9vLWX6848fAk8+RZqmGoQx9d3en3/8sG+9DP+6",
+	"ZPztN3UaITK/zUguIbFsflmVLAPTX8z3ksFA5Fk6wPx+yX5IbsCtK6FVlpC5KDJJ7Dc281+Cyf1QURDz",
+	"3KYuuWKo/YRMgRrmZYVmwD2Ih4OPGKdckbSg+cLco2ZO+6eQBVVPc8HIrBQLaGOHh3cDaJpgDwj6AKZw",
+	"arBpDcs1V2qJOc5yk4akvYN6UyDzSlaV4Jh79naAqYTgqV7BFWNLSeh6rKpxkYt5zL8W/Jpx3acc67//",
+	"kXwlspxp+QSzKw/JG3CGw/SXuSRJX6q6pEmOuR9zQlJalitU9HZ8h43HucUs7Qz0tPZQB7oPPWGookR8",
+	"ZbKA4oS0XDzU0/am19gpqbQeCWGmlq+1MHIzzxUjcklTZjxQNIZbSzwNPc6p1L1wQVLKBc9TCmbxhZbq",
+	"r9iKlGwJOhyNmmtDc9gkGJmyleCZ7mJWCKpISfkl0+8LjZ5lVZbiEhCoTOmS7dfL4UyiSl1jEDh83Qd2",
+	"Lx9Mhq27CJ385KI0vsm6E1gXZskGn0+8iJDTZEiOR0ckWfPoT8aE6qYwNaF5txH5Pv+K7BlqVi3RR3VO",
+	"MSFLXjaZWPaH5Dh6qVsnnbAAcF1oDi/LUb1My1JzLcbH6ygioELBkXQ3ONiYjCKygFBMk5WFG2IGQZvg",
+	"OS/10McwdJNEd6yBgXgT6WrRVf+jYUZv/ruP3+kPIHS13jl9jRog45D0y7jHwFJfjTtps/UsDg/HuoOb",
+	"LdIZAux/B+xByVRVcpLcAcUKiaP5uk9OIY6TtKt9QPwRgmxin9ko9lpVd9pplMselZ2eCeIK62UKKEAj",
+	"k8R1fE/QL8OqasM6RwIkwaHdlQvOTEJUDH/Ps30Yykm4Cv7LkBwg0WgRgjvJYEArNX+tsW9ivdSXphoI",
+	"ePoslR7qkikMOQ31z3NGsxUgpkumNB06e//WJLNOzkzAixnPZFlFF/U///jBeKjrPoGKZGS6ssBm6VaH",
+	"smlkZ9LbasixrBgmaoV+CCXH0Yi08+TiUilJunlnE5LO9a7yS6ZZyNqiSciUFYJfSmKcY01mBYBQo1Ym",
+	"uRpjWiO+0sgGdjxXIWA7TVJC3Q/GqoetQilIbGxsswb44+jYvUNhnYqUSnAUJ/WFyrMh+REOzhyXZkwT",
+	"slcIsQToFLxY7cOcESXpPckvuSht+EqRp4xL1uTJC96XYlnmTNFy5UQ4aILpROuOg2g4GkYgUy8Zp8s8",
+	"GAdHw2h4hJkH5sDXHABFhZ+XzMPRW3DvTcEZdnNwaumkBsO3WTAO9OU9uzQpAFqVKQ6jaEOWWE92WMOq",
+	"fnKyM5ofweVSDY7FQHOSgZtK0WZErLWKntyCneycwf8UFcG3jJivUYuJ+Tg/eRJapJWmH3COFV9SLdlg",
+	"0ayhzWc3dlL2mZmY+loT82k7xd24Tr/Xya+HbsX3F+5ZX4+C+4utM8w2CTk9OWb1EgxU3IfBcTTq660+",
+	"yoOPnbTZtWLyoYZNqtvQqWemZ7YGcxp4FL2UdU4OGVzoZgaCD+70nt4f3Jk9uXdAug2O/8QQGp8MjAsn",
+	"b6gFtjon5yZw6wOjN+kcsRfomxzAabI+2kpL6Vw8EVp2gpWNcPJoMDmOjh9uVJdMeDpc/RPDFHTWDLkG",
+	"Tu0CbT1m4eaTg6aA23243ce2iBpc1oM60vXgDhMO3vciYi3SAeOFPj0GSgc0y0ompRMcbWpSYDIqY4OI",
+	"uSaOSA+RqYElfyFJgsne9EeTdE5LmYSthCUy5onteXxwgLwAztWwA/uhyRVoSK644UYkMsZvTYNjXncq",
+	"Sa5OuwTUcUVFi97ajTVz2O3SilQxNZCqZHTRVnD8yNhVsSKSaoEWI48baZW29M7TnNNyFXjrLHluhD0G",
+	"TA/YyqL/5gO99J/sz5XQHIoJZG+mGQevZi9fZNHL0cuXx+mX2YuTV/RwxiiN0pMTmkWjE3o0nR3PRtPD",
+	"aTR9eXiYZqOT7EU6OplGsyii0cst0uH/Lu7uN+KGg3ac8nqPnSuM4pD3Dm9OYor+1w8nMkUzHoCpqQ3m",
+	"L/n11PPqqRNm05E+V40wQD9m0w5spgagZcKX6gB1jCYkEgVOQDlNEk6UzVA5asP7DWuNEf4x96QwUKgw",
+	"rvWX5irWihOb+iHmTuqkOZVzhjy5zH/RUq3NU0FKpsVu5Sj7NXs9Bs9DINfoDR1CXQMwY3CmbkR5BVw3",
+	"vxbFNcuG5KzRGhuJHmMgndypJo290cehOtFmGDBJMdBLBzTJWg6y/Sm9E1ZFaexBZvuM4g9C1ESphvar",
+	"MaZXSnzI0a4dMyU1sbxfiWy1ATVe82w4pyVnUt4ObW61P/ySL9t48v1fNJqPjuD/xxig9yQc6RpizMVq",
+	"6dt+yZeoN0v6EHkCElhdGUUJAVewfTPun8rcOTlJPl20s4DUqzb7N2g2UPNkcypNBQuN7j5/YdyarRu5",
+	"OUU+ta2FQQRWTYiYNuG2NnN8y0SIRYC3nW7asKhlxYdNhhyjMbP9GcVsfxniITrr/CGKxlH0qD37GdDc",
+	"xr0zNjHYCmfTLtzEJp2ivY41RkOBtZl8eshAks5ZegURuxOj/gguulaPUW3YsFGnW5YHaSfl6eFDNE5n",
+	"2QCwIuKqx7Pph4fbNHJLvzyd3utVEkqS4fw2sUgYaJSP5rvEDJDv6rGkrE7A6QZVwWnK0OS4iDmkhkBL",
+	"g8ZUTdJO/dxgfBkasohKo5s5A9YhVySXsaEtFKzbCHBDcuao8nFeqB47jCJDFUx5F6QFMe+1WxJqMt04",
+	"RsrQ1Hii5OT29hSUVGYQ0Gg7okGdOU6jZ5s9vM6ljQm0YRHJnTuhEMeRY/IpDt6aq2cCDt2+4uDiPhmS",
+	"d6giBvsU4iAsewWEOfMROji41d/J3LORuTVbdHP71uGzVVS+boNMqB9HriG841drGK/tde9WtLduwQPN",
+	"wJG6wqRnDmuI+s46sTyEpb2kC0nJ/fbYfrt11jbsZpFg3LHIedel2WJUFqZrV4uvaPZTvvw2L9h+0F7F",
+	"Vk3WVhPVi2nK2G9HqLyJwLzEyviM/Fb6RsQsHWrTS2jmYEz5pVdTA/h6npt6oYYqIlaVkMpo6FNwmKyg",
+	"T2Vbaw4R1MweW8B2R2dm4zkuWuTXT6DvxrMC0YOr8b0Gfx9n01Enb/Z8wVSZp/1mivelWGgCWxk/co0v",
+	"JJYIQ+Tt3fPvTa8Pbrru8wA829pkY36bTeZKLa05Xk6UULS4w7Rwr+Pgn958iIOwHvh1HNTWuDgI8bBe",
+	"x3rEOLgno44K6kEqY7flN7o3zq4v6q30np+xQA1XdFFsUHHmkmQiBa9x1A3UGs8WY5LQZd7qMrH2t5hT",
+	"8E9BNB1aO6JUUCUzefOBXhrjrNG4tRQ/MXc0P5g/yRSxIWd1kKNxwHk7G7wTnA2+h0rNxn8NVZ2KXpI9",
+	"UZLkH5N9YOFsrYCj6Li2lqGlv0fbaeyywQO6rDdc5WpF9I67Rk908UBXldEoIv/x76Oj4Wh4uP9ZdIug",
+	"rUIlZ6Ovau3ORpi+2AnjWfjp1Dtb5mMCps1dL5BbwGZbXa2F0C+khStWn8NvoL09QkWsZ102UiwVyxW4",
+	"l2EOWLLXBV5M3JTt/0534Fkp0QfX/6cPnUFO7oc4AMbr6qmg4LPlU+uSRVhD1ZyK8QA5iY5IqwSrl3CB",
+	"E8fz8Qql6e4zsAvY9X0YnERHW9Ent5jtsx6s3rN8E48B5dPvUPO00Xp8XvHg2eSu3pAv+/HB1/ZLPe72",
+	"3LeTasKP98qK/64st9TE79eKVXuK+uAeYbw9r/jbb4whtnX2B01FjT6fGK6k5S1MYY9LcDIyapQE3CgT",
+	"5AK+o1INoM3g7TdJqGWDdB7zm5xLxBJToTsqGebH2gc9k+kVlEzgxoo+RGegDhiTLnQlY2Kz3JPkzvow",
+	"tfzjiJjFvFoSJUgCipjE+Dp53N9qtzf4og5lDcGH1C6ujnJeGhQHgZ/GDS+HHET2UyUApeYc/OFj/tc6",
+	"nwQlCTDXMJDVfOBiZvqkyJKVOIsw5kmejY07Gk7ImKBDksAn9qUmEs2rjCpq39j0UuDRWn8C/s801rt4",
+	"xdhyADJOAnwk6LDAB2p0QiR6VuMsiUk7lTbp23IZcy6IsbUnJoAe9TzYCdaCwVPIlYRvjPk9qaujn2Kq",
+	"Z3DgNJq/Ngx19tPrcGVXKh9iIs/RqRJhoc5Al0unYg2q/iLyuvH6Bn1Jh6EcHVp28OeKgZrMcIPQabAt",
+	"4upUklkT9TS0yfwXZsUCcE5GH2TjN2f9EvGg1krS+ScJd6I1yRpnmRBfm3a4jvjtjcBZn7WGmx9+eGNS",
+	"ytWh4Rj6vCxZyjK0i15ryMFr07e7XWa7BRyP3OaLpzITFmd27U6jJq8S/oGpDYI/saIQbvqlrQ1Oz2pP",
+	"szahUaPUbSeighISbtR/sIPvVFO16d7UqWshuk7J42xMRpCZV2Oy1ixijkjsLoZJxsE4bk8zDsIYdhZe",
+	"wd7Co2bt8MJZPbzGrYRX22wmdol7Bo1G8KQ5b+ehPddtO0+hlUHrppt7TSs6V9K9VPpCAZWQpxhxZXIC",
+	"Qm4jlII1IamRPsWohuG2vjwGpoHfiR5mXb6imU2x8HvhqzRTXDNWhgTs6W0Vpck6TC/Z/mfltW6t6fVx",
+	"PYY9Zr431ltbU0qZS4VF2ExJSGuQxqyrEEIEasLB9QiVwDG31pu9n96+3x+St8oY0BCDQ6JwY7dywmnA",
+	"HCjKKw14MS+gthgUjxZiSL5a1RmQAbqw9lbeqZY1NqyCsTmAgQyzygAnYGz4Npu5YlkcJENf+TDrrw4m",
+	"S/s4bOpeQZBFXcdrymaiROG0yUJrK3/FHDKBnzbD1O4RCdnbUMNsn9AsM1PYUAcNmELPEjAuoaXMKEXB",
+	"SIJrGzu10o6jo5gndZkOx6NQc9xUwdkZRm0fwhI8BqaY44jwSNxwVsp5vrSMBt4Sm2BZTxm948E8TOZ0",
+	"uWRc2o3ErJ6lREdAfcoSpHwpNLDRvKggSVnMKZaqqoPCxl3fyFPMfbJec8NoMsuKx/yGYqiXBez90G3h",
+	"VOQwjWpdKuOXOWdhzD+wxVKUtAhNVB0X3bA63ae3ekeimURF82LcNZ3XSV5CAl6pD1iG9yFDfCfPfMz3",
+	"TFvrBGqvDhSeqKGvCz6vP5QVZPinZKrvEeS4F2UdhYVSkEwgKSWcuNLLZR0rOH4V844JPDSVnEFAwYjy",
+	"kGjmMooi6/KmH8Dfpl7zvo9ZR0RldQrb2LR9cRHr5QmN7XC9JiDabJvye61yzydRFEVOnb1PTU5/m6Pf",
+	"5OD/1E24f+HksLfJ5jUj3GQPb6fEr5PMN8nfdwhhaJWKRD3gDgzsb+UWADYNY3XNnar1kphoIU5odk15",
+	"yjrKWJN/aPBNLq1ly1NlgSpF07kWWk/JLC+YFhBexwHKvobZA6F3OL+Ng3atkZ622/CF0NtGNW1d3ntg",
+	"fVI3JGjQWOlWX3OQ8tyK/vVsj18ejo68Z9FXON14Ov9abNwWys5vLa16FOP3mzhlmXKhPv5pK9O5oZ2y",
+	"V7v6XS7VD/ajXZlMqBK6TSSGlXovni8crU5e2Bv0042+cbMX+lwifwq62Qp3FnzXvUXb6QXbmf+MQ3mf",
+	"tLwmCGumdGt07abr8+BFq7z8NWWt5whSa7GmsgHc2sBgH4HI5BVUsDa5vkI2z4ENnJlCcqB2QCvFJ3UU",
+	"U8xtfVcok5C068oZJW3SHCqqd+kV46fGob1V7M3R6mKgZ27ZShuMZ5v1MJc3pmCweYnDlZVj9TJ8VcyR",
+	"8yQp5Q3jisypZUUNc+plm1ol3Z/COu1+c90EnWkllVgAy0PTRTeZ5kNXatvb461ff99Of+J3Bxx97s3Y",
+	"FY2hQ/ivv4V1ks915GOW8OvqeV493OhrkzDhNyP3CHZNKJ8fsbmE/eCuOamNNlT34j4pTONvme7aDMqb",
+	"qK4R0z4rgDupiH9nFt+NgLcrf2h2qFZEeoH2ANNY766QdHvvpfXQt7WvQuLois9ynsu54aX3EHjc1Pn7",
+	"qJQDJzIZ8zraoMk8TfaSu7LiY9AT3id9+adB9eWlpTDWc13JGs1vT94EV2VTPssPwM5yGwVl+Wvr23dG",
+	"3E9FwU2BsqZOVhtmnMtRH+tGvHwAOdw/D4SfSSweSbIyB42rgIoQWITI5NwBvpaWK9RoW4DHxPImrMVA",
+	"O3kksIMZvg/a3+uB/g7sf4PADifTrQmHNPSRgN4U6vB7HAtRgGRV+xi7G1+X8TDFkSCXGCd19f+BqBTk",
+	"wrNVPsielWN7Ukrt+5PjvK/rODybOgJNshC9kZrM38Ba1Gmf6/zddGHCEaMmZYlJtn0PKZ2Ng2LNqnQi",
+	"RrfiisajcT1ynZjEVMJ0yhk2maCPPImfo+FJT2Lno6gnbzOGrDgsmT1LqIUMWdfcXqKnKTnMOW5KrNNK",
+	"K/W7YcZ669r0XcnPw5o1VTWfn3Al1iKd1Oa+TvVH+0Wb8thKkLmMeVMJkkDRSdyrEqpy5rIOBaIFeMUi",
+	"iZQ1rQMrU4JjJGSvKe8KaWwx84TtQjeFUZVJQ/Eq5rWWZ1rJVWL0Qet1Mz06miyfzYC3bNy7LP49xW5A",
+	"zOp2gZvUztIU83RO+aU/ghMrcT6DzqajH9jeJ7ZV3HRnq5Gf/u8gG+480Y3+uy585jNC+epv2lXl1+Ym",
+	"nNq6DTvhlbp2ZyzADWaTEeO8+p0ZMLZRi5jCE6jCs7XZwHJnEtnZnHea3xkdRhF58/F86BSqwqDgz5wP",
+	"o1WGzK095pYS8yzx1U+BUzpsY3mFaEPBhKhbAmF0GK2VNTiKvIXHkF15Eg9iC1X+jRhZfm1OpbbKgNsV",
+	"+Hqt65Ae6cS2DRvxg6LodaapPkivetfdMknDVjZoCBEA96jkrSX46WrwF7ZKTD7QU4wPgNgA0AQhtWbc",
+	"kv5onyywghLkpvAViB836SnynnwVdQIn6AXMR0bswu8PoyjUjF89uG3X8B/NsiY212/iZGk1ARO8q/Lq",
+	"ZWDOCGc3xarO3wpCmWGWDqNDm1dVc6Wv3yU4cVMPUotla875xOObjwmiQcR+R4wk4GNd6iJaOyN151j/",
+	"wlbBumv4DzgqUQJK6Nb5iYFvFKRg9Jo5wQR7EXlty15SBWtse7gf9Ti46879/u2uc/tRy7fdV2Ll4gmM",
+	"W11EI/jR5CdXHuqhry0WVCTHh38M2gWy9B+DKIp2cMNeq4C2lens9xXRRTlZv7T1JbfByyapx6KpJ3UY",
+	"He52hI9mFPCvz84KNGUrW4wAjv4AC3DymViAdQZgE/1/HniAVOJ1jN9/FZngN7GDIv4An2GkeXsQ/oRU",
+	"3uMd3y83gNrn4K6lQrs/QKXU0xQbDwsNb+ygQIZ6OZhvmL5W0iaQXdeC7iWQaRiBNakpsnVSiXkcvK/z",
+	"EpOM8ZxlcbBvyTWKrYBzE5c4W3HWOIrUpDyXJoskFNMDkp4rMCrIU6cwdVd5q1vFPMeSB6T2cmntfBKi",
+	"doMLNanL2ZZMigI+0a+Nr4t9NDG+yd5MjGd4jFC7+SkOKZDH2Tg+WJXXTmoOM5H/wtTOwk1jHKk1kn9H",
+	"d09FdwZ8NGecsRSCqQwyAFPCzsoSP9KDS/W3gvTemPINWlgTM5LcIbq5T0L4rcrVGNzY8AGdilLZB2QP",
+	"Ejf0Yop9E18sllhT1GLAZIi/CpUQWenbZkU4kz42I9a+tAeBDnNxQ5K0yMFNz5al0Chy/1T3pMpVYoKN",
+	"dCeIvC9pzrFCvx7ylCQw9cTUxJcW/5q6MI/Dkj2aXn24T0WFZV2TtW5jbFNkBMolU4gkcOui2mKordKn",
+	"1vB1/0iUahb0d5T6d5T6SF20Bp+W+RhRqrnjvVi1ndGkXYju04XGaOhR6wvth6IytlyQKYZj8tApN9eW",
+	"FnrKIhgHB4AizUTW6rGZIkKlTaQS1nlyjFBpU4DZpOWYXWVd47GhnIzTvK5B0m1u/aRTAc7PtNOu9hDz",
+	"DKzR416tkcPEBzSd71uuMy9t0G9jC6/6usLlazQLTtmiqG+M09w5zfVOMMBuUNetw7i2sJ0SXfduM7QD",
+	"cXIiLUyW2Sbsqx7XBl7cX9z//wAAAP//",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,
