@@ -200,7 +200,7 @@ func TestProblems(t *testing.T) {
 				require.Len(t, tb.logs.matching(secret, `"request_id":"`+p.RequestId+`"`, `"level":"ERROR"`), 1)
 			}
 			if tt.status == 405 {
-				require.Equal(t, "GET, POST", resp.Header.Get("Allow"))
+				require.Equal(t, "GET, HEAD, POST", resp.Header.Get("Allow"))
 			}
 		})
 	}
@@ -214,7 +214,7 @@ func TestUnknownMethod(t *testing.T) {
 	tb := setup(t)
 	resp, body := tb.do(t, request{method: "XYZZY", path: "/healthz"})
 	requireProblem(t, resp, body, http.StatusMethodNotAllowed, "method_not_allowed")
-	require.Equal(t, "GET", resp.Header.Get("Allow"))
+	require.Equal(t, "GET, HEAD", resp.Header.Get("Allow"))
 
 	resp, body = tb.do(t, request{method: "XYZZY", path: "/nope"})
 	requireProblem(t, resp, body, http.StatusNotFound, "not_found")
@@ -223,7 +223,7 @@ func TestUnknownMethod(t *testing.T) {
 	// An escaped slash stays inside its path parameter, as in routing.
 	resp, body = tb.do(t, request{method: "DELETE", path: "/runs/a%2Fb"})
 	requireProblem(t, resp, body, http.StatusMethodNotAllowed, "method_not_allowed")
-	require.Equal(t, "GET", resp.Header.Get("Allow"))
+	require.Equal(t, "GET, HEAD", resp.Header.Get("Allow"))
 }
 
 func TestProblemDetailIsBounded(t *testing.T) {

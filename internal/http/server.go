@@ -8,10 +8,12 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/go-chi/chi/v5"
+	"github.com/go-chi/chi/v5/middleware"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
@@ -189,7 +191,10 @@ func newHandler(cfg Config) (http.Handler, error) {
 	// Authentication comes before the body limit: a caller without a valid
 	// token learns that (401 with its challenge), not how large a body
 	// would be accepted.
-	r.Use(requestID, s.observe(m, routes), s.recoverer, s.authenticate(r, routes, publicOperations(spec)), s.limitBody(maxBody, bodyTimeout, uploadTimeout))
+	// HEAD is served wherever GET is (GetHead routes it to the GET
+	// operation; net/http sends the headers without the body).
+	r.Use(requestID, s.observe(m, routes), s.recoverer, s.authenticate(r, routes, publicOperations(spec)), s.limitBody(maxBody, bodyTimeout, uploadTimeout),
+		middleware.GetHead)
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) { s.writeProblem(w, r, errNoRoute) })
 	r.MethodNotAllowed(func(w http.ResponseWriter, req *http.Request) {
 		// chi answers every method it does not know here, whatever the
@@ -217,16 +222,16 @@ func newHandler(cfg Config) (http.Handler, error) {
 }
 
 // allowedMethods lists the methods routed for path, for the Allow header
-// of a 405.
+// of a 405: HEAD wherever GET is.
 func allowedMethods(r chi.Routes, path string) string {
-	var allow string
+	var allow []string
 	for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
 		if r.Match(chi.NewRouteContext(), m, path) {
-			if allow != "" {
-				allow += ", "
+			allow = append(allow, m)
+			if m == http.MethodGet {
+				allow = append(allow, http.MethodHead)
 			}
-			allow += m
 		}
 	}
-	return allow
+	return strings.Join(allow, ", ")
 }

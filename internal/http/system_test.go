@@ -20,7 +20,8 @@ import (
 )
 
 // TestOpenAPIServed: GET /openapi.yaml serves api/openapi.yaml byte for
-// byte, with a strong ETag that If-None-Match turns into a 304.
+// byte, with a strong ETag that If-None-Match turns into a 304; HEAD gives
+// the same headers without the body.
 func TestOpenAPIServed(t *testing.T) {
 	t.Parallel()
 	tb := setup(t)
@@ -40,11 +41,20 @@ func TestOpenAPIServed(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, doc.Validate(context.Background()))
 
+	head, headBody := tb.do(t, request{method: "HEAD", path: "/openapi.yaml"})
+	require.Equal(t, http.StatusOK, head.StatusCode)
+	require.Empty(t, headBody)
+	for _, h := range []string{"Content-Type", "Content-Length", "ETag"} {
+		require.Equal(t, resp.Header.Get(h), head.Header.Get(h), h)
+	}
+
 	for _, inm := range []string{etag, "W/" + etag, `"other", ` + etag, "*"} {
-		resp, body := tb.do(t, request{method: "GET", path: "/openapi.yaml", header: map[string]string{"If-None-Match": inm}})
-		require.Equal(t, http.StatusNotModified, resp.StatusCode, "If-None-Match: %s", inm)
-		require.Equal(t, etag, resp.Header.Get("ETag"))
-		require.Empty(t, body)
+		for _, method := range []string{"GET", "HEAD"} {
+			resp, body := tb.do(t, request{method: method, path: "/openapi.yaml", header: map[string]string{"If-None-Match": inm}})
+			require.Equal(t, http.StatusNotModified, resp.StatusCode, "%s If-None-Match: %s", method, inm)
+			require.Equal(t, etag, resp.Header.Get("ETag"))
+			require.Empty(t, body)
+		}
 	}
 	for _, inm := range []string{`"other"`, `"` + hex.EncodeToString(sum[:16]) + `"`, ""} {
 		resp, body := tb.do(t, request{method: "GET", path: "/openapi.yaml", header: map[string]string{"If-None-Match": inm}})

@@ -82,7 +82,7 @@ func (s *Server) validate(routes *routeIndex) func(http.Handler) http.Handler {
 				next.ServeHTTP(w, r) // no parameters, no body
 				return
 			}
-			route := routes.route(r.Method, rctx.RoutePattern())
+			route := routes.route(routeMethod(r), rctx.RoutePattern())
 			if route == nil { // every generated route is in the contract
 				s.writeProblem(w, r, fmt.Errorf("no contract operation for %s %s", r.Method, rctx.RoutePattern()))
 				return
