@@ -14,11 +14,11 @@ import (
 	hxruntime "hxd/internal/runtime"
 )
 
-// headPaths gives every path parameter of the contract a value the stubs
-// of stubGets answer.
+// headPaths gives every path parameter of the contract a value (the stubs
+// of stubGets answer those of the GET operations).
 var headPaths = strings.NewReplacer(
 	"{name}", "demo", "{version}", "v1", "{session_id}", "s1", "{run_id}", "r1",
-	"{sha256}", strings.Repeat("ab", 32),
+	"{sha256}", strings.Repeat("ab", 32), "{execution_key}", "r1:1:call_1",
 )
 
 // stubGets stubs every read the GET operations make, so that each one

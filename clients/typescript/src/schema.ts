@@ -591,7 +591,7 @@ export interface components {
          * @description RFC 9457 problem details. `code` is the stable machine code:
          *     invalid_request, unauthorized, forbidden, not_found,
          *     method_not_allowed, payload_too_large, request_timeout,
-         *     session_exists, session_busy, request_id_conflict,
+         *     unsupported_media_type, session_exists, session_busy, request_id_conflict,
          *     recording_mismatch, agent_mismatch, not_awaiting_resolution,
          *     unknown_execution_key, resolution_invalid, unknown_agent,
          *     invalid_message, recording_disabled, recording_unsupported, invalid_policy,
@@ -1037,6 +1037,36 @@ export interface components {
                  *       "detail": "query parameter \"limit\": number must be at least 1",
                  *       "instance": "/sessions",
                  *       "code": "invalid_request",
+                 *       "request_id": "0194a3b0-7c1d-7e4f-8a2b-3c4d5e6f7a90"
+                 *     }
+                 */
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /**
+         * @description `unsupported_media_type`: the body has a `Content-Encoding` other
+         *     than `identity` (hxd decodes none; `Accept-Encoding: identity` says
+         *     so), a `charset` other than UTF-8, or a media type the operation
+         *     does not take.
+         */
+        UnsupportedMediaType: {
+            headers: {
+                /**
+                 * @description `identity`, when a `Content-Encoding` was refused (RFC 7694).
+                 * @example identity
+                 */
+                "Accept-Encoding"?: string;
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "type": "urn:hxd:problem:unsupported_media_type",
+                 *       "title": "Unsupported media type",
+                 *       "status": 415,
+                 *       "detail": "request body has a Content-Encoding other than identity",
+                 *       "instance": "/sessions",
+                 *       "code": "unsupported_media_type",
                  *       "request_id": "0194a3b0-7c1d-7e4f-8a2b-3c4d5e6f7a90"
                  *     }
                  */
@@ -1543,6 +1573,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             409: components["responses"]["Conflict"];
+            415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["Unprocessable"];
             default: components["responses"]["Problem"];
         };
@@ -1737,6 +1768,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["Unprocessable"];
             default: components["responses"]["Problem"];
         };
@@ -1905,6 +1937,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["Unprocessable"];
             default: components["responses"]["Problem"];
         };
@@ -1916,7 +1949,7 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
-        /** @description The archive bytes (`application/zip` and `application/octet-stream` are accepted too). */
+        /** @description The archive bytes (`application/zip` and `application/octet-stream` are accepted too, as is a body without `Content-Type`; any other type is 415). */
         requestBody: {
             content: {
                 /** @example PK… */
@@ -1934,6 +1967,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            415: components["responses"]["UnsupportedMediaType"];
             default: components["responses"]["Problem"];
         };
     };
@@ -1944,7 +1978,7 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
-        /** @description The archive bytes (`application/zip` and `application/octet-stream` are accepted too). */
+        /** @description The archive bytes (`application/zip` and `application/octet-stream` are accepted too, as is a body without `Content-Type`; any other type is 415). */
         requestBody: {
             content: {
                 /** @example PK… */
@@ -2001,6 +2035,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["Unprocessable"];
             default: components["responses"]["Problem"];
         };
@@ -2152,6 +2187,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            415: components["responses"]["UnsupportedMediaType"];
             default: components["responses"]["Problem"];
         };
     };
@@ -2255,6 +2291,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["Unprocessable"];
             default: components["responses"]["Problem"];
         };
@@ -2306,6 +2343,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["Unprocessable"];
             default: components["responses"]["Problem"];
         };

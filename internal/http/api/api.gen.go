@@ -412,7 +412,7 @@ type PlaybackResult struct {
 // Problem RFC 9457 problem details. `code` is the stable machine code:
 // invalid_request, unauthorized, forbidden, not_found,
 // method_not_allowed, payload_too_large, request_timeout,
-// session_exists, session_busy, request_id_conflict,
+// unsupported_media_type, session_exists, session_busy, request_id_conflict,
 // recording_mismatch, agent_mismatch, not_awaiting_resolution,
 // unknown_execution_key, resolution_invalid, unknown_agent,
 // invalid_message, recording_disabled, recording_unsupported, invalid_policy,
@@ -695,7 +695,7 @@ type SessionID = string
 // BadRequest RFC 9457 problem details. `code` is the stable machine code:
 // invalid_request, unauthorized, forbidden, not_found,
 // method_not_allowed, payload_too_large, request_timeout,
-// session_exists, session_busy, request_id_conflict,
+// unsupported_media_type, session_exists, session_busy, request_id_conflict,
 // recording_mismatch, agent_mismatch, not_awaiting_resolution,
 // unknown_execution_key, resolution_invalid, unknown_agent,
 // invalid_message, recording_disabled, recording_unsupported, invalid_policy,
@@ -706,7 +706,7 @@ type BadRequest = Problem
 // Conflict RFC 9457 problem details. `code` is the stable machine code:
 // invalid_request, unauthorized, forbidden, not_found,
 // method_not_allowed, payload_too_large, request_timeout,
-// session_exists, session_busy, request_id_conflict,
+// unsupported_media_type, session_exists, session_busy, request_id_conflict,
 // recording_mismatch, agent_mismatch, not_awaiting_resolution,
 // unknown_execution_key, resolution_invalid, unknown_agent,
 // invalid_message, recording_disabled, recording_unsupported, invalid_policy,
@@ -717,7 +717,7 @@ type Conflict = Problem
 // Forbidden RFC 9457 problem details. `code` is the stable machine code:
 // invalid_request, unauthorized, forbidden, not_found,
 // method_not_allowed, payload_too_large, request_timeout,
-// session_exists, session_busy, request_id_conflict,
+// unsupported_media_type, session_exists, session_busy, request_id_conflict,
 // recording_mismatch, agent_mismatch, not_awaiting_resolution,
 // unknown_execution_key, resolution_invalid, unknown_agent,
 // invalid_message, recording_disabled, recording_unsupported, invalid_policy,
@@ -728,7 +728,7 @@ type Forbidden = Problem
 // NotFound RFC 9457 problem details. `code` is the stable machine code:
 // invalid_request, unauthorized, forbidden, not_found,
 // method_not_allowed, payload_too_large, request_timeout,
-// session_exists, session_busy, request_id_conflict,
+// unsupported_media_type, session_exists, session_busy, request_id_conflict,
 // recording_mismatch, agent_mismatch, not_awaiting_resolution,
 // unknown_execution_key, resolution_invalid, unknown_agent,
 // invalid_message, recording_disabled, recording_unsupported, invalid_policy,
@@ -739,7 +739,7 @@ type NotFound = Problem
 // Unauthorized RFC 9457 problem details. `code` is the stable machine code:
 // invalid_request, unauthorized, forbidden, not_found,
 // method_not_allowed, payload_too_large, request_timeout,
-// session_exists, session_busy, request_id_conflict,
+// unsupported_media_type, session_exists, session_busy, request_id_conflict,
 // recording_mismatch, agent_mismatch, not_awaiting_resolution,
 // unknown_execution_key, resolution_invalid, unknown_agent,
 // invalid_message, recording_disabled, recording_unsupported, invalid_policy,
@@ -750,7 +750,7 @@ type Unauthorized = Problem
 // Unavailable RFC 9457 problem details. `code` is the stable machine code:
 // invalid_request, unauthorized, forbidden, not_found,
 // method_not_allowed, payload_too_large, request_timeout,
-// session_exists, session_busy, request_id_conflict,
+// unsupported_media_type, session_exists, session_busy, request_id_conflict,
 // recording_mismatch, agent_mismatch, not_awaiting_resolution,
 // unknown_execution_key, resolution_invalid, unknown_agent,
 // invalid_message, recording_disabled, recording_unsupported, invalid_policy,
@@ -761,13 +761,24 @@ type Unavailable = Problem
 // Unprocessable RFC 9457 problem details. `code` is the stable machine code:
 // invalid_request, unauthorized, forbidden, not_found,
 // method_not_allowed, payload_too_large, request_timeout,
-// session_exists, session_busy, request_id_conflict,
+// unsupported_media_type, session_exists, session_busy, request_id_conflict,
 // recording_mismatch, agent_mismatch, not_awaiting_resolution,
 // unknown_execution_key, resolution_invalid, unknown_agent,
 // invalid_message, recording_disabled, recording_unsupported, invalid_policy,
 // bundle_limit_exceeded, invalid_bundle, unavailable,
 // client_closed_request, internal. New codes may be added.
 type Unprocessable = Problem
+
+// UnsupportedMediaType RFC 9457 problem details. `code` is the stable machine code:
+// invalid_request, unauthorized, forbidden, not_found,
+// method_not_allowed, payload_too_large, request_timeout,
+// unsupported_media_type, session_exists, session_busy, request_id_conflict,
+// recording_mismatch, agent_mismatch, not_awaiting_resolution,
+// unknown_execution_key, resolution_invalid, unknown_agent,
+// invalid_message, recording_disabled, recording_unsupported, invalid_policy,
+// bundle_limit_exceeded, invalid_bundle, unavailable,
+// client_closed_request, internal. New codes may be added.
+type UnsupportedMediaType = Problem
 
 // GetOpenAPIParams defines parameters for GetOpenAPI.
 type GetOpenAPIParams struct {
@@ -1957,6 +1968,15 @@ type UnavailableApplicationProblemPlusJSONResponse Problem
 
 type UnprocessableApplicationProblemPlusJSONResponse Problem
 
+type UnsupportedMediaTypeResponseHeaders struct {
+	AcceptEncoding *string
+}
+type UnsupportedMediaTypeApplicationProblemPlusJSONResponse struct {
+	Body Problem
+
+	Headers UnsupportedMediaTypeResponseHeaders
+}
+
 type ListAgentsRequestObject struct {
 }
 
@@ -2218,6 +2238,25 @@ func (response PlaybackBundle401ApplicationProblemPlusJSONResponse) VisitPlaybac
 	return err
 }
 
+type PlaybackBundle415ApplicationProblemPlusJSONResponse struct {
+	UnsupportedMediaTypeApplicationProblemPlusJSONResponse
+}
+
+func (response PlaybackBundle415ApplicationProblemPlusJSONResponse) VisitPlaybackBundleResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.AcceptEncoding != nil {
+		w.Header().Set("Accept-Encoding", fmt.Sprint(*response.Headers.AcceptEncoding))
+	}
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type PlaybackBundle422ApplicationProblemPlusJSONResponse struct {
 	UnprocessableApplicationProblemPlusJSONResponse
 }
@@ -2288,6 +2327,25 @@ func (response VerifyBundle401ApplicationProblemPlusJSONResponse) VisitVerifyBun
 		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
 	}
 	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type VerifyBundle415ApplicationProblemPlusJSONResponse struct {
+	UnsupportedMediaTypeApplicationProblemPlusJSONResponse
+}
+
+func (response VerifyBundle415ApplicationProblemPlusJSONResponse) VisitVerifyBundleResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.AcceptEncoding != nil {
+		w.Header().Set("Accept-Encoding", fmt.Sprint(*response.Headers.AcceptEncoding))
+	}
+	w.WriteHeader(415)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -2840,6 +2898,25 @@ func (response ExportRun404ApplicationProblemPlusJSONResponse) VisitExportRunRes
 	return err
 }
 
+type ExportRun415ApplicationProblemPlusJSONResponse struct {
+	UnsupportedMediaTypeApplicationProblemPlusJSONResponse
+}
+
+func (response ExportRun415ApplicationProblemPlusJSONResponse) VisitExportRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.AcceptEncoding != nil {
+		w.Header().Set("Accept-Encoding", fmt.Sprint(*response.Headers.AcceptEncoding))
+	}
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ExportRun422ApplicationProblemPlusJSONResponse struct {
 	UnprocessableApplicationProblemPlusJSONResponse
 }
@@ -3016,6 +3093,25 @@ func (response CreateSession409ApplicationProblemPlusJSONResponse) VisitCreateSe
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateSession415ApplicationProblemPlusJSONResponse struct {
+	UnsupportedMediaTypeApplicationProblemPlusJSONResponse
+}
+
+func (response CreateSession415ApplicationProblemPlusJSONResponse) VisitCreateSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.AcceptEncoding != nil {
+		w.Header().Set("Accept-Encoding", fmt.Sprint(*response.Headers.AcceptEncoding))
+	}
+	w.WriteHeader(415)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -3471,6 +3567,25 @@ func (response ResumeSession409ApplicationProblemPlusJSONResponse) VisitResumeSe
 	return err
 }
 
+type ResumeSession415ApplicationProblemPlusJSONResponse struct {
+	UnsupportedMediaTypeApplicationProblemPlusJSONResponse
+}
+
+func (response ResumeSession415ApplicationProblemPlusJSONResponse) VisitResumeSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.AcceptEncoding != nil {
+		w.Header().Set("Accept-Encoding", fmt.Sprint(*response.Headers.AcceptEncoding))
+	}
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ResumeSessiondefaultApplicationProblemPlusJSONResponse struct {
 	Body       Problem
 	StatusCode int
@@ -3684,6 +3799,25 @@ func (response SubmitRun409ApplicationProblemPlusJSONResponse) VisitSubmitRunRes
 	return err
 }
 
+type SubmitRun415ApplicationProblemPlusJSONResponse struct {
+	UnsupportedMediaTypeApplicationProblemPlusJSONResponse
+}
+
+func (response SubmitRun415ApplicationProblemPlusJSONResponse) VisitSubmitRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.AcceptEncoding != nil {
+		w.Header().Set("Accept-Encoding", fmt.Sprint(*response.Headers.AcceptEncoding))
+	}
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type SubmitRun422ApplicationProblemPlusJSONResponse struct {
 	UnprocessableApplicationProblemPlusJSONResponse
 }
@@ -3808,6 +3942,25 @@ func (response ApproveTool409ApplicationProblemPlusJSONResponse) VisitApproveToo
 	return err
 }
 
+type ApproveTool415ApplicationProblemPlusJSONResponse struct {
+	UnsupportedMediaTypeApplicationProblemPlusJSONResponse
+}
+
+func (response ApproveTool415ApplicationProblemPlusJSONResponse) VisitApproveToolResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.AcceptEncoding != nil {
+		w.Header().Set("Accept-Encoding", fmt.Sprint(*response.Headers.AcceptEncoding))
+	}
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ApproveTool422ApplicationProblemPlusJSONResponse struct {
 	UnprocessableApplicationProblemPlusJSONResponse
 }
@@ -3928,6 +4081,25 @@ func (response ResolveTool409ApplicationProblemPlusJSONResponse) VisitResolveToo
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ResolveTool415ApplicationProblemPlusJSONResponse struct {
+	UnsupportedMediaTypeApplicationProblemPlusJSONResponse
+}
+
+func (response ResolveTool415ApplicationProblemPlusJSONResponse) VisitResolveToolResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.AcceptEncoding != nil {
+		w.Header().Set("Accept-Encoding", fmt.Sprint(*response.Headers.AcceptEncoding))
+	}
+	w.WriteHeader(415)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -4724,212 +4896,218 @@ func (sh *strictHandler) ResolveTool(w http.ResponseWriter, r *http.Request, ses
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7H39ctvIteerdGFTNWIGpEB9eGyqXFl5rEmczDgu2b7eHUOXaAJNEhHYzUE3JHEUbe1f+wD7EHvf4z7K",
-	"fZKtPqcbX2xQpCTPZFLJHxmZAPrz9Pnu37n1YrFYCs64kt7o1mM3dLHMGPz9rdB/KpacF1z/WxaLBc1X",
-	"3sijJLbPSF5wz/euaFYw/VKcM6pYMqbKG3kHwcFxPxj2g4MPweEoOBoFxz96vsfyXOTeiBdZ5nuiUMtC",
-	"v/xhzoi4YnlSMDKhGeUxI6kkw4MgIGcfzwee7y0ZT1I+80afL3wvL/g4TbyRFwxfHNHDSdD/Jh4m/W/Y",
-	"0bT/nB5M+ofxUXLMnk2/oc8nnu9JJmUqzDcpj9OEcdU/OtCPFFWF9EZeOS34USzHOaNScG/kMZ6MVZHr",
-	"uRbLZNMUX+gpFpLOcD1oPGdjWBXonC8LNVbiknHpjQLfPM8ZTdafNX8YHgR2tcrfDoM709c45Xbw3mhK",
-	"M8nu7u58b0lzumCK5bCjpzPG1Vu6gJElTMZ5utTD8kb4iHC6YHqhDRnAQl2JNGZ9ymm2ksrTo/JG3pKq",
-	"ued7HNrC//hezn4q0pwl3kjlBfM9Gc/Zguq+FvTme8Znau6NDoLA9xYpt/8e+p5aLXUrUuV6c/WwYTT/",
-	"xnIJg3OP9QofN4d7NXSP0Lz8pIP8tsilpuP28CLObtQ4hqcREVOi5owsc3aVikKSJZ0xsicWqSJTkcOz",
-	"aZpLBQ96zdkcB3Y2PxUsX1XTwca9jtEfbzP6sxsWF3rEf2ErxxzCIggOYzxj8Dcb4U+pYjnQcuNXJUQ2",
-	"jmmWla/DzCkxR5boF5qT2+bYjoYjaLRjV5mdw/iSrbbd22fbrM6bhC2WQjEer5zro5mV7o1JRdKE7Em6",
-	"YIRKMhHJikTmyThNohMyEWpOZukV44TyhCTpdMpyTcD/9X/+LzkKgtae5+ynfhAE5YznjCYsr+ZcG1n/",
-	"LzDrapa/y9nUG3n/bb9i6vv4VO6f45jevIb5fZ8uUrU+rXeaOGX6c5MJHAduKsygkfoAEjalRabwkwW9",
-	"SRfFwhsNA7Pk5p/lgqdcsRnLYUTnBX/zen1E5wWHBS74JRfXnIhcHxuWzrhZv6Pe7mTlpiYjUJ6SRbxH",
-	"meOamHkEk6N8ReScLhkplkQJokVePKc5jTXnPiFbT74p1hxzrAnBp5vnnW5KLgWXqDi8oomhNpCAgivG",
-	"4U+6XGZpDNxjf5mLScYWX/9NIosvJ6G/SIzooVmajM1p8nwvYYqmmSVEUgo3EiItht6I8GIxYTlZFFKR",
-	"CSNUkYxRqQgeKKm0XuGNvH2zEtKsAx7XrejnRVBTGY708qhUwfK/wRGTasRmqYqcj+Y3ychMetSe2t22",
-	"p/gdNoCL3mLZrUajEVnQbCryBUvIn9//9a1PKPInNadKq1ZcKPLxw3f955qw9D8EZ/AmAXXOx785k1rP",
-	"W4ic6S85GR48Jxm7YpkkCWNLX3+tNUKuNMGSq1RksMUDPa1vBZ9mafw4SrBUOynkqmMb92ukv58XT7Cv",
-	"L6p9tWfV9N+xqY1RPsWOnhI9GqaXFtZwRCLbB7tJpZKRX/2ie9X/riY9tt/hz7HItSQeL1K5oCqe61+p",
-	"1qQav3ChxvSapkq/mjMpMhCwEWzmdyKfpEnC+KN2c1q20txKvWv727DvfXazFLl69A4fVjv8XW1MHdtb",
-	"DftJTmvZXDQCJVDrOSwnGY0vJaEkFxmD362WwRlLJNljg9mARLgAoyVdZYImMtJCA38j9rce7Nhbob4T",
-	"BU8etWGaJqbQygM37NE7dVTt1FuhFWccTMdOVeN9kp0qm4ucakia9PQ/I/No3FBK8dzY1h8nDRXLOc0e",
-	"uZbHTXmFbRLJ8iuWEzTMN0gtM4QnYW4cuyN75999S14cHX9DTD8Exbyh4I+cFmou8vRn9jgqLuoNfSFd",
-	"YFit7cdmdx1L2hjUk1BrvUXDWiaM5iwn4DTQcn+RSpnymV/TD1ABCDmNY7bU4n6P3Sy1buiDYrBiioBy",
-	"4ZPrXPAZSaUsWA6Sv0hSxmPmkwlNQi7TGaeqyJlfaq2XbNUbELSYqBQwBM40vSWpjDMhWTIINeNFUwdU",
-	"yE+fPvVPCzVnXOkddjgsolc4q5zRbPEy9OY3SehF5HrOOOHCTPaaSiIZVz5hmWTEfgOE9zIsNUx4WX8N",
-	"tPjsm+O2Ubb5u4YJtKYcIw1f0TSjE0uQDyfhsp3HsoHDunqTX6UxI83muym2fOmpCNY2GI2IVCLXRmjB",
-	"c0bjuf5VUxk2BLQYF7k2nw1zWOYiZlI+emkrVWdsdrdub3w7F0Iywm5orLIV6MliSnImi0z5JGcqX/mE",
-	"Tp5AKTk4cJkTdmzd2+IY/1PszieWZX3DIyaFIpItKBzJLFsR09Gokn2gT2o10p6Qhd6bGUMNtD3Cpl6a",
-	"pLCLrV8LLoulVmzwgW13KbI0Bn13UvAkY2Ow/8bsJmYsab6KL2hBXC5I5Qx1OBdJzmapVCxnCYH5kIRN",
-	"U57q5+Q6VXMB6xDnTEmyxwU5ffdG8zipWSVhPFmKlCvy8fx7/AUbl8BRlrlYslylaCcvRMKy+zYHhvkD",
-	"vHlnzfh1A73FdXxPrqRii/EyF4ulan0xDOB/jq+UEBkMLVVsIbca2gchYGQLevMGPxrW26Z5TsEauqq8",
-	"ufcM/q7umfhsncuVBxeXzQ72ovxeTP7GYrClYWDfp+h/aK55ObHtZ7g+u7XptYaMbXeO7Ae77x3ksO5q",
-	"XObiKk1Y/pUk8BY46skenWjhBn5k/ALs9IRlSG33Eoltdr1TsWScpuTvhHI1z8Uyjcnfyz4aohHfbPb2",
-	"7Oi+TS177lykc70rtx5NEjh5NHtXWywIcLR51Vu6YJJQvnZq10+ePUab4hw7+cAa9N0KR+zqNNxA/J2r",
-	"BadwjaIa6+NgAY5pXKZoLDJeLPQAJkWaqVQfu2s2mQtx6flenKX6WFw4Pt+aPy1ZDmqoWTHTG80yce35",
-	"HpWXIH75ytlLzpYZXRkhcL/jW7/8Dt/tWF+YdbvdxiCdK7/UZMxqvs6N1NrcG5zq2sFTecGINqxBc9cs",
-	"7oTA94Ryec1ySVJFQu9dOTKSMJ6yJPQGlXIwESJjlONSycLG+4xv3nl4zuE99DgUnNCpYhicSlic2jhb",
-	"u/nWYuKUnCuVq3RKY/WGT8U6mco5PTh+5uZ81HypJSzZy8Q1y2MqGZmzG/L+T6f9g+NnWhVLlSSTlWJr",
-	"jE+zotqB0/9cUqXtWG/k/fvnoP+C9qcXt8+O7n7nucRo+rPD9nijJMmgRZJy7Fd3q/UkCAqnXD078moh",
-	"j8AZ8qivnVkD06NrDV+BHgOBG7kjZ3wlCp5IDMihOkT2zs++Ozs/e/vtGfnP//hmcNAbkDMa20AV+H8r",
-	"H3rIl0KmKr1ixIwfNHE6EVdIMug/+EoSbe+BKkb2wOI6OjgIeVtrOyHUuumVECSj+YyBEKPk2VF/kqqy",
-	"l0QwiYYpOCjRUWYczSNyFARkzevdOwERgJJRK+qKXjI4TSG3w0RzsyV96c0YdrKLDuO5nj/lCc64WFi6",
-	"WzA9FUn2zAkjz74ZBs+fPzsiL8mzI/JD+qppTdrHDoJpEwmQ8hg76BrdXzkzQ6hGcHh4fHx0dHhAXpLD",
-	"g/UR2Mc7jsDR+alZFsZVnrLaGoCAafba1JxaPaDG7+jhz6IAF5V5odWDqwv3YVs7T9+iqfgqE/HljucJ",
-	"lxwsGzLR35O9U6sn9SGQl/RGRLEb5QMLHxcSrFj4G63GdZ2kZro2ezMDxeNba8J2TfmqEbUpZAHmGSXI",
-	"x2CJbvoz0TdroK3gwTm9/gGnoBcjTRz90iwjaVLrV08DOt1Ku4T0FQfz1D93NdrcpfuHLccmmejWIfu4",
-	"M9NFq0qoPz90YnpjHe2yGzst/Zeruc2Glx7F2LURwH9A+rME4gTNXalTw3bjhx8qrQvmU43B/ontOhSw",
-	"luiCpxcdJywX2Tm245yW8bx+JUlGFZOqpnxQsqTm3MSUxywje7zIMvTwpYrMqRYNnDkM6xwT1miW/XXq",
-	"jT7fox8W3Izw7sL3dBfoTMKYeGtSranrjpwzhyw4EzZ8oH5o3RP32qfaUtJclCmaUEXXF/q7nDFw4tgg",
-	"k36NXLKlAn+GkeDSankLelMf3bBGQ9uey9J/c7/i+aHIOWZBZelsrgyfZzkRvEyQqqhEa8ZuRbee3ufi",
-	"ZCzvx3MhGWZcWCFCCWfX5OPHN6+vvtmYS7HZiKurlKf9H2n/56D/4qL6czAe/ff/9fXL/sXvHVpmW4ue",
-	"NY2riqrOrhhXXVlnp2TJ8r4+Pky/RjBFTM80Thc0w1PS1Hwvbof+8IVb8YW+3pkkxiZlQvvb+1DOCw6N",
-	"beMkqmXO3ddsfTHaS2hG2GzPuaIQM31X2pE76ACf5lRpTdOEXRd0BZopTXlTtz4eHJJlVkhtSGU0p6BF",
-	"5yyhMTgU8yJjLt9gyuOsSNjY2j/y/pN0miQmYgwJZjFLSutJfoVWygkxyyS14ow9VEHkUmVf87P23Geu",
-	"3cT9YzxrBqnJHi2U6ONysMTX4+ckwn9H5p+NVwid0ZT3rFGMq691cGR+RPBs5R5sVlpOm8iqYWUBWel+",
-	"HXlpzR30CYQbWKINQuRfE6auGUPepq4FTGNBVRqTJZUSLcbtDhB0dV5gwGXzEXIpun9iNNN8as3sNjGH",
-	"ShEA707OaOJ2u1x1JeR+qJuAtbzc3Ry9ZjybvV3vMJ/0KZy7pqltHdgt3tQ6e9k1XUkCCsqetjrLbN52",
-	"Xm6HgtGxJjiR+xlZfS4O0aD1OdQcbW6PptdcXNEMYricFDxmueZefVGoWCyajp+WaqIUs1GFDR4O39M9",
-	"3rcLeshaPsP7gpvonluhb+b7OtJ6192MD3AR6h1Q+Wp7DVJP4Rw+2UKD9B3nbpmzJc3BsW63BWOCOXrb",
-	"y83Rx5Nej+vXFKq/XUdWpQsmCjWWLBYcGXRp8ieiaER60SWzRoKwiX51Ou3u+2vp16XftLaP60Owy+sk",
-	"44yuJjS+7DIZTjV3SacpRCPBjyWWjLMENMWl+bgpf587hGtLqLZZmRFrNfHpk8mKUBmbZPZLttqaezdc",
-	"n/dHkvQLPJ0ae6E5NvtkABq390CtvGPSf2v5WVJOpDZceMxQoPmEwq/mBRhE1liGHYfTWgnHUuQM8vzu",
-	"WeF/A5LASP85ftGm4XJNq0UoW/dr5OCkySp5q6UCdOQtDUgUi4RFJEUnvlSQxbCg8TzljOhno5C3/JY+",
-	"qSfu+KRMD4QEHMw/80O+YGoukjFkaWaZuNavGmVqrIQYgy/Vt0mDY3P2/JA3E0d9Uk8brd6vJY36IV/P",
-	"GfVJM2MUB+fIF/VD7syH88l6GkCZKYTpA361NsbH5pP1LIH6b7UcAZ80NVc/5M4Egeo9fOzXk1/8kGOI",
-	"a4zZSdUe2Qy4AXnLrmEnJWj+E0Zoktg8prZfL2EdKtM6YTiiF3WjjfZ/vtD/N3YaklXCyjrfxAn1JZ2C",
-	"0pxRDucFryelkogYOXbM1hU3t3PPps9tuhqzpGru8IE5Q3pV0sx9l21oJoXmRPpw/Y++ca/037wmmEC2",
-	"Xey7ksLrnf3pw4d3BF8wbaGSc/ziRf0ei9ubbbJ31rdAzrXpY25R2nthetPJHrAJusAoCLti+nm5Ib2d",
-	"nHrt7KpWnhBe19K9mmtaDZ9Hdybtrso8PLWLUdMe4DQ0ttvFc2smz+6e+aZx7eNK54zhFRs5ItHtZcoT",
-	"+Qef4HsjEnoCro/cRSHXf+lTrfSpnNVM1ZguVZEza56yJOqd1NqCtB+W+yFvt/r3ECPLMQs9H730f7iL",
-	"CHYkcmIeorTA0Bv4FkIO6YgvgiH6900PJOUyTSDwtmgMABmFb9v7g55N2TZSFYbRxFSr/OdnByRnsyKj",
-	"uWYJub2QxM27uLMhR0pdDEgEPUWahas8jZU04eKMESWImgvJDFcm8GbpZhuFHJvUP/cG5NR8NKeKTHJG",
-	"L6EliW1JLTddTggXc8WldtC9XtwI8rLNCkRN757Aq2t1xvSsIx2iaVFWTUCmzcDefLo3A6ah8DxfV3ZK",
-	"Pn+7nint3qrmjGgcqz649b7eiuMaanJxqha1weYyexLIXuiFHnkJv13PRVY+aTlQ9/ES9HbcH/aoi/XD",
-	"w4WJgUVmoSIkZibJXvS7YYRuL6kpkZJZLorlCbFeXj3gnmO1/ut//z9HgMbl+bDX2zePrhWK62GQpqRA",
-	"IG89jKaJuO60uVd1bhisNUNSi3etkds7okjivKCZ0zqs7oSuTe0HiJpTIouJTTSpWoWwQcoh+m0DB+SU",
-	"rzDyZXMk3378vvNq6/bu9H8Pw5sguPjaqe+ca2Vy+wycti+yO5sXbXdM6YW/a87RdQ3WZWJOjOXSjkRA",
-	"JMuk2XSn7GRqG7+JjVt94TSfmkNk/XKuTVNCxyzRUhf66MgXcoh6/fbDYmStMFPTPc84JrP4mMfCfipo",
-	"1o4m2e9JPBdpXG5y8IKs2z69XWdkd3EtNrlBydVfAqYG3Kqs4p1cKNBGrqnEtzT7cOmFu7kXzWCcKljB",
-	"z2xovZUpY/hQQxjaK5JJgegAJgvI2luuOPimyHTZ7ge0YM/MzaQHKaF2wF3TvOpIBF8WkyyNMZ42IFFC",
-	"FY1IwpYMkqk4iXRr0ahMtMB4JbtR44Rlivr4t3XQ+drQ4pdgxJrHRc5rjyGT4YRQYl2i2F6JrAD+wP3q",
-	"3/ZL+wlSXPUR8pET+EFvtGVwCDnBMpsRVgbAS85dgbhAvlMFeIKWShlg+koargmuIUWkEiLRuitodrBu",
-	"mI6F602EmrP8OpWs06dsjkZtmw8PHHTygBCh77mD4x/qmo1kzOzqNkkzMEHHiN0qTnnu7zdNG6HsLSxZ",
-	"ttxy3dxG4i4k26TG+g+1jyrqcxO5X0Yfxva4oj9HGwm1nyxR5Ewy6CsRcmyo0SfG6+Q3iHtGl2SPs2ui",
-	"p9p0zrQ0wMZMd81fN5wFSMpvoSpYGAm7L36duGtUU5JxB196ihhXLbnlkREufU70CxDZ+kqa/IITlFEC",
-	"9YCMGhybXy7wBROcbhKzO3iC7lnJ9/hihxAtG+ocZldMIy+0MmKkTWd6YA1Yqx7EoYr1VbpgLvW4zI3b",
-	"OhMK5ezdxXq2w6pUGqc0BQesSc6pS2gUKPqlmmkQ8oTRJAMXJ6i/GdOstoLXIpHxU0c9S09WUJA9GnLd",
-	"XvUlaJjoDJxTSRrtlG9FILi4CDmsQQ99B/eG5iwYmYv4pymnmcnDM6loBVcp6JQ5QJUJDrK4GipubCor",
-	"A3Q9GfD+k1HDPXPlMspaTLehxn+JIPiXlGI7nsIWQltdaayBte2oHzfR3bY9ZyXa26ahf7Rqwzpe29q2",
-	"aoMT9H4pFozAByQWRZZA3r0WaHEsCq4w8rnF1Qy3hDLkXnPP1pfUzsvykYoOHXPw6wyqsYod7PD9WhQ8",
-	"LzjH1uvxbUgCBSFqo0yYV+x75TnzfA95ktPJYSyTdRGxc4blQ1gwprWOd89InTq48AeQsTZPtmUi1kzb",
-	"Mjd2sA3T604c/VDiknxVS7Hai27vyov2Jv/2Mfmh9+Vy7phFVKd03OJ6f7Xptki2tlMukjVk9BRKmaXI",
-	"f1KV7H0xWaQKiPghTp2ae2F9uoVkub16oQ1vLnhfq9Y2WgFnwtykwIx4SfYofBZye2XD3Agqs/SltlFX",
-	"6GABBxCAq9UjEPYau9EjBGfmGLuS+zdfFN2SRhq3UxyEski5/Xebai62OH71YOv2qIGNlIoNTpUyp2v9",
-	"oCRNSV2iOz70NollUV9JQvNZsdCjfwBDWr8QnLPpQ+KewHbMrVIcctcCVfbADoej85KQdR9ma1EIwG0A",
-	"rN2H3QyqXbFp+5bXOXcdB3TLnd7lOnSjeb9cje4lNm5rp6+pnrNUi99PaHwpptOdUubwDtvDvgTfOq6x",
-	"8WJIl1Rs3xKwc1gfsHsw7o5cK/dROtP+NyIZ3+52+XUD7vHOLT3y8xai8u2jbvE2xtJuu3vS/sbFde1R",
-	"PeftdUfSzyewSwVniNYEsQNI5iB7CL9k3Z7mGPV28Mp2xHE3Jeh2fAJj68jDhGFDhgxkSejJa+3WynGI",
-	"LywzmnK5XZKRBTdwsc4ybUEvR8xyzpLBNjF9uBm7+c6wuZ3b1W7HYDv1IJtJVEvj2i5nS7Kf3AMd9idU",
-	"ssSugrmb3RzvBvTeLhe0c2LtEwPbfx+Jn5eJoOuDv2J5ksZKK7xdt9uHkHOCYErmjSyVSpJUybC0YTmT",
-	"skZzst3KkV9e7jghkf0KLaGQgykEwQ6jNMLJ04aYQTMag8UekaC8Q75G0SFvdXnYw8iKJDLls8wciQGJ",
-	"TKppRDIRU8UIo/HcPHSmIFaehnWZbdra2nxx8J5t8pphdF25NDbLaiwWqdImGcgoTLPa7rTUu3dlEldb",
-	"cP+9BcTPul8IW5ywmhek0VE56WqRL1xXSiWLizxVq/d6hXGNELPvtMCLO/iv76xk+vOnD54DT5HGsSZh",
-	"hL7b+/OnDz2bZfjXJeNvXpcwQmR+k5BUArBsOitylkDoL+R7Ub8v0iTuI75f1PPJNaR1RbRIIjIXWSKJ",
-	"fcci/0UI7oeOgpCnFrrkkqH3E5ACNc3LAsOAe3AfDl5inHJF4oymC3OOqjH1TgAFVQ9zwcg0Fwv4xnYP",
-	"z/rwaYQtIOkDmcKuwaJVKtdcqSVinKUGhqS5gnpRAHklKXJIzD1900coIfhVz+CSsaUkdP2uqkmRC3nI",
-	"vxX8inHdphzpf/+evBJJyrR9gujKA3IGyXAIf5lKEnVB1UUVOGYv5ITENM9X6Oht5Q6bjHPLWZoI9LTM",
-	"UAe5Dy3hVUWJ/MqggOKAtF080MN2wmvsBCqte0KaKe1rbYxcz1PFiFzSmJkMFM3h1oCnocU5lboVLkhM",
-	"ueBpTCEsvtBW/SVbkZwtwYejWXMZaPYrgJEJWwme6CammaCK5JTPmH6eafYsizwXM2CgMqZL1iunw5lE",
-	"l7rmILD5ug1sXt4Lhq2b8Gv45CI3ucm6EZgXomRDziceRMA0GZCj4SGJ1jL6oxGh+lMYmtC625D8kL4i",
-	"e0aaFUvMUZ1TBGRJ8wqJpTcgR8Fz/XXUuhYAqQvV5iUpupdpnmutxeR4HQYEXCjYk24GOxuRYUAWcBXT",
-	"oLJwI8zg0iZkzkvd9RF0XYHojjQxECeQrjZd9X80zejFf/vxe/0CXF0tV04fo4rIOIB+mfQYmOqLUQs2",
-	"W4/i4GCkG7jeAs4QaP97UA9ypoqck+gWJJZPap6vu+gE7nGSZrUPuH+EJBvZ3+wt9tJVd9L6KJUdLjs9",
-	"EuQVNssUWIBmJlE98T3CvAzrqvVLjAQAwaHtmQvODCAqXn9Pkx50Ff3p7PQ1DKdEm7jWNoSmt+iPZx/0",
-	"I78GGQAefOA5BrmViCluEzPvYxAOaWxPwAnF2+lS5YwuRnDwzcc+oVqJi1nvRDdCyVFwbNQ0OzBOotMs",
-	"E9dRNa5U2Xd0hzCNGm4spGHDgCPN3eGOKun3aaHmL7UQiWyy/dIUNYGEpaXSA5gxhTdnff3nOaPJCuYz",
-	"Y0qL09N3bwwmd3Rq7u2Y/gxYLGba//nTB5Nor9sEYZiQycqeGSt+WwJa82yD0qsPgNUoEW8W2oH1GZIm",
-	"3C9OlZKoDZ8bkXiuiYPPmNaEy8AsIROWCT6TxOT4GoAIOGjGO05SNUJ0Jr7SPBMIJ1U+7J2WjL5uB6/c",
-	"+416L0gb9oq2PrdHwVGdFfgloiqVkO9OSr6QJgPyCTbObJfWryOylwmxhEMmeLbqwZiRfvSapDMucnsL",
-	"J0tjxiWr4P68d7lY5ilTNF/VLmpouV+7dDzygsFwEIBrYMk4XabeyDscBINDBFCYg3q2D4oB/DljDsPE",
-	"ntpOJFG/DSWqjaySDN8k3sjTPOh0ZpAMGgU2DoJgA9itA+TWaNyfayCT5g9vtlT9I9HXCrFXR4S0wI6l",
-	"c9QBkdgCGfX+pygIPmXEvI3OWIQV/ezA5YgLLQZhHwu+pNpAw9pfAwvLN6ohD5qRmDJhY/NqE6lvVKII",
-	"tmACMTv67qK+11dD7+5ia6DcClfUAZWrp2Co4s73joJhV2vlVu5/bKF/l/7V+z6sEHv9Wlk2PbI1mtPE",
-	"o+hMltAi0rvQnxkK3r/Va3q3f2vW5K5G0k1y/CNDanw0MS5q8KeW2Epo0U3k1kVGZ/EcuRe4zWqEU4FX",
-	"2oJR8Vw8klp2opWNdPJgMjkKju7/qKz88Hi6+iNDJD0bTV0jp2aduY7odvXKflWH7s7f7mVbCw4O6355",
-	"YXf/FnET7zoZsbZMQX/E1CRDpX2aJDmTsnbH25TWQEwtE0oJuRaOKA9RN4MpfyVJhJh1+qVxPKe5jPwG",
-	"7ooMeWRbHu3voy6AYzXqQM83kIdG5Iprbiw7E8PXMjjkZaOSpOqkLUBrGbUYmFw7sWYMux1aESum+qij",
-	"Nf00nxi7zFZEUm2X4wXqyuimDff5JOU0X3nOclGOE2G3AVEOG8UAzj7QmXtnfyqE1lDMffxqmKH3Yvr8",
-	"WRI8Hz5/fhR/kzw7fkEPpozSID4+pkkwPKaHk+nRdDg5mAST5wcHcTI8Tp7Fw+NJMA0CGjzfAtX/N3F2",
-	"X4trDk5+yss1rh1htOqcZ3gzFiumkd+Px4rRSCBTU+LMXbnssfvVUe7Moqo+VakzYD9m0fYt4ATIMuFC",
-	"bEBXqbnZiXYzsJwKSxRNTPTxWpQCo1ojUEHIHUgMCv3epRvWHMXS/2MRLEJeQ4CaUzlnqJPL9GdtnFu4",
-	"DZIzmuAg7di0ej2CBEoQ15jU7UN5BojGcKauRX4JWje/EtkVSwbktHJ+G8cEXuWsQcAaNH7jVkSvqAVK",
-	"MNgemGwEDnFtB9n2lF4J62k1YS2zfMZ/CTftRK4G9q0RokRFLuZo546AT9WV5FciWW1gjVc8GcxpzpmU",
-	"NwMLEff1z+myySff/UWz+eAQ/v8I7xk+ikfW40nmYDXchj+nSzS3oy5GHoEFVhZ4UULAEWyejLvHKnc1",
-	"aJXPF00wk3LWZv361QJqnWxOpSnEodndl6/vW6p1wzo0yudm0NMLIDgLF7/NrWELgN+IdGIt422HG1cq",
-	"al7wQQX0Yxx/tj3jX+6upjzAnKOvg2AUBA9as5+AzW1cOxPag6WoLdpFHZ+lVXu4FlTSVGBDP5/vi/PE",
-	"cxZfwsXjsXF/eBft4M2wjM/Yy7NbVjlpYgt16CGap7OkD1wRedXD1fSDg20+qleweby817MklESD+U1k",
-	"mTDIKJfMrwszYL6rh4qy0ilYvxsGuyl9A9URckC4wICJ5lSVI1H/bji+9I1YRKfR9ZyB6pAqksrQyBYK",
-	"QXokuAE5rUUkcFzoHjsIAiMVTJUalAUh7wy/EmoAe2qxVt+UqqLk+ObmBJxUphNwzNdMgxIAT7NnC4Je",
-	"QoIjDjhMIrqtD8jHfuSIfA69N+bomXuT9bZC7+IuGpC36OmGMBvyIKzeBYI5cQk62LjVv8Tck4m5tZB6",
-	"dfrW6bNRG7/8BpVQN49cY3hHL9Y4XvPyQL0wv81u7msFjpSFMh1jWGPUtzYX5z4u7RRdKErutuf2282z",
-	"DMVXk4QYlWXOu07N1tSyNF1mjLyiyY/p8rs0Yz2vOYutPlmbTVBOpqrGv52gcuKZOYWVSX35tfyNyFla",
-	"0qZT0MwhmPJzp6cG+PU8NWVPjVRErioBkWngcnAYcNPHqq2lhghuZkcsYLutM6NxbBfN0qtHyHeTIILs",
-	"oe7xvYK0pdqio0/erPmCqTyNu8MU73Kx0AK2MOnwml9IrHSGzNu55j+YVu9ddN3mPiToNcXG/CYZz5Va",
-	"2qwCOVZC0ewW0e1eht4fzz6Enl92/DL0ymhc6Pm4WS9D3WPo3ZFhywV1r5Sxy/IrnZvaqi/KpXTun4lA",
-	"DVZ0kW1wcaaSJCKG5Hf0DZQez4ZiEtFl2mgysvG3kFNIs0E27ds4olRQ7DM6+0BnJsZsPG4Nx0/Ia54f",
-	"hIEytXjIaXlX0+QRvZn23wrO+j9AwWkTu0VXp6IzsidyEv0+6jWC0IfBURktw4SFDm+nict69/iyzrhK",
-	"1YroFa8HPTFTBTNuhsOA/Od/DA8Hw8FB74v4FsFbhU7Oyl/VWJ2NNH2xE8ez9NMq27ZMRwRCm7seoHod",
-	"nm19tZZCv5KWrli5D7+C9/YQHbGOedkLb7FYriBLDqFsyV6beBF/Kun9RlfgSSXRh3oaUxc7A2jx+zQA",
-	"xssisODgs1Vgy8pLWArW7IpJZDkODkmjkqxTcEESx9PpCrlp7guoC9j0ne8dB4dbyad6Td4n3Vi9Zukm",
-	"HQOqwN+i52lj9Pi84N6T2V2dN9fsy/vf2jd1v9tr3zXEDDffywv+m4rcUgNDUDpW7S7qjXtA8Pa84G9e",
-	"m0BsY+/3q8IgXTkxXEmrW5j6JDNIMjJulAiyQSPUAr6nUvXhm/6b15GvbYN4HvLrlEvkEhOhG8oZwnz1",
-	"wM9kWgUnE2TjYg7RKbgDRqRNXdGIWLB+Et3aHKZGmh/ktBVLogSJwBETmVwnRxZfmb0Hb5Q3cn1IhbWT",
-	"Ky9rLw2Lg/urJpswBSgl+6oSwFJTDmn9If9rCYtBSQTKNXRkPR84maneKbJkOY7CD3mUJiOTjoYDMiFo",
-	"n0Twin2ohUT1KKGK2icWJQsSc8tXII2bhnoVLxlb9sHGiUCPBB8W5EANj4nEBHEcJTHoWXGFQpfKkHNB",
-	"TKw9MjgA6OfBRjBpEHchVRLeMeH3qCzyfoKI1ZCHajx/TRpqracz4crOVN6nRJ5jbijSQgmkl8pa4R10",
-	"/QXkZZW8Dv6SlkI5PLDq4E8FAzeZ0QahUW9bxtUqiLNm6mlqk+nPzJoFkGONqdQmb87mJeJGrVXWcw8S",
-	"zkRjkCXPMjeVLXpyeXG58yLR+qg13bx/f2aQ8cob7niDe5mzmCUYF4UcVTw2XavbVrYbxPHAZb54rDJh",
-	"eWY77jSs4KHwH4jQ4P2JZZmoo0htHXB60niajQkNK6duE08LKmHUwQu8HXKnquJTd6bcXoPRtSo3JyMy",
-	"BIBhzckaowg5MrHbEAYZeqOwOczQ80NYWXgEaws/VXOHB7XZw2NcSni0zWJik7hm8NEQfqn2u/aj3ddt",
-	"G4/hK8PWTTN3Wla0jmT9UOkDBVJCnuDFMQNtCBBNaAVrQVIyfYqXMwbb5vIYmgZ9J7hfdXlFE4sU8VvR",
-	"q7RSXCpWRgTs6WUVuQFPpjPW+6K61o0NvT6sRb8jzHdms7W1pJSpVFhLzlS2tAFpBI+Fm1DgJuxfDdEJ",
-	"HHIbvdn78c273oC8USaAhhwc8M5N3Kp2KwjCgSK/1IQX8gxKpEENbCEG5NWqBHIG6sISYmmr6NfIqAom",
-	"5gABMgTHAU3AxPAtKLtiSehFA1cVNJuvDiFL+7Nfle+CuyJlObIJm4ocjdMKTNcWMAs5AJqfVN2U6RER",
-	"2dtQiq1HaJKYIWwo5wZKoWMKeC+h4czIRcZIhHMb1Uq+HQWHIY/KaiO1jEKtcVMFe2cUtR5cS3AEmEKO",
-	"PcJP4pqzXM7TpVU08JRYnGg9ZMyOh/AwmdPlknFpFxLBSXOJiYB6lyVY+VJoYqNpVgDWWsgpVtwq77aN",
-	"2rmRJwjhsl46xHgy84KH/JrijTVL2D2//kWtsIj5qPSlMj5LOfND/oEtliKnmW8uB3LRvh2o23QWIYm0",
-	"kqhomo3aofMSq8YnkJV6T2S4B0D3Lbj8kO+Zb20SqD06UD+jpL42+bz8kBdQqICSiT5HANUv8vIyGVpB",
-	"MgJsTdhxpafLWlFwfCvkrRC4bwpSg4GCF+N9opXLIAhsypv+Af5tyk73XMo6MirrU9gmpu26F7FeZdHE",
-	"DtdLG2LMtqoi2KhafRwEQVArF/i5Kk1gSw2YUgKf23UDLmpQ/BYzXyvCFQh6E9m/xMqvMOx3uMLQqHiJ",
-	"fsAdFNhfKy0AYhom6prWiu9LYm4LcUKTK8pj1nLGGhil/utU2siWo1gEVYrGc220npBpmjFtILwMPbR9",
-	"jbIHRu9gfhN6zZIpHd9uoxdCaxvdtGWV8r7NSd2AM6G50o0+5mDlpdzIiPpoj54fDA+de9FV/91kOv9S",
-	"atwWzs7vrKx6kOL3qyRlmaqnLv1pq9C5kZ2y07v6fSrVe/vSrkomFDvd5iaGtXovnu46WonB2Hnpp337",
-	"pg7C6EqJ/NFrgy7ubPiuZ4s2URKbAIYmobzLWl4zhLVSujW7rqMOOviidV7+krbWU1xSa6imsiLcMsBg",
-	"fwKTyWmoYIl1fYQsXIO9ODMBjKPmhVaKv5S3mEJuy9RCtYeoWR7POGmjalPRvUsvGT8xCe2NmnU1ry5e",
-	"9EytWmkv49nPOpTLa1P32DzE7vKiFvUyelXIUfMkMeWV4orKqVVFjXLqVJsalekfozrtfnLrOKNxIZVY",
-	"gMpD40UbE/S+I7Xt6XGW4b9rori40wGHX3oxdmVjmBD+yy9hiVW6znzMFH5ZP8+L+z/61uA+/GriHsmu",
-	"usrnZmx1wb5/W+3Uxhhq/eA+6prGP7LctUDQm6SuMdO+KIHXEJV/YxHfjYS3q35oVqh0RDqJdh/RuHd3",
-	"SNZb75T10LaNrwL+dcGnKU/l3OjSewaMpFYBoIdOOUgikyEvbxtUANpkL7rNCz4CP+Fd1AWjDa4vpyyF",
-	"vp7qSJZsfnvxJrjKqypgbgKuTbdyUOa/tL99Z8b9WBZc1Vmryn01aaZ2OMpt3ciX9wGK/stQ+KnEGpgk",
-	"yVPwuAoobIG1lAx0EOi1NF+hR9sSPOLjm2sthtrJA4kdwvBd1P5Od/QvYv8HJHbYmXZpO5ShDyT0qt6I",
-	"O+NYiAwsqzLHuL7wZTUSU+MJINE4KXjMckVT3heFAkg/W6yE7Fk7tgMZq+cGx3lXlqN4MncEhmTh9kZs",
-	"AMxBtSjRq0sYcrow1xGDCrLEYIbfATK1SVAsVZXWjdGttKLRcFT2XAKTmIKetaqMFaD1oQO/Ohgcd+BT",
-	"HwYd8NN4ZaWmktm9hJLOAB5XbyV4nJPD7OMmYJ0GrNRvRhnrLM/TdSS/jGpWFQd9esEV2Yh0VIb7WkUs",
-	"7RtNyWMLWqYy5FVBSwK1M3GtcigumsryKhDNICsWRaQsZR1EmSLsIyJ7VZVaQONF5AnbhP4UelUGhuJF",
-	"yEsvz6SQq8j4g9bLfzp8NEk6nYJuWaV3Wf57gs2AmdVuAhepidIU8nhO+cx9gxMLij6Bz6blH9g+J7ZR",
-	"o3XnqJFb/u9gG+480I35u3X6TKeE8tU/dKrKL61N1EoEV+qE0+raXbGANJhNQYzz4jcWwNjGLWLqZ6AL",
-	"z5aYg8idAbKzmHda3xkeBAE5+3g+qNXbwkvBXxgPo1FNrV5CrV4RzTHFFz96tQpoG6tEBBvqPgTtSg7D",
-	"g2CtOsNh4KyfhurKo3QQW2/zHyTI8ktrKmVUBtKuINdr3Yf0wCS2bdSI94pi1pmW+mC96lWvV3saNECt",
-	"4YoApEdFb6zAj1f9v7BVZPBAT/B+ANwNAE8QSmvGregPemSBhaAAm8JV535UwVOkHXgVJYATtALhI2N2",
-	"4fsHQeBrxa/s3H5X6R/VtMYWsjiqobSaCxO87fLqVGBOCWfX2arEbwWjzChLB8GBxVXVWunLtxEO3JS1",
-	"1GbZWnI+ceTmI841mNhvibEEXKpLWQtsZ6Ze29a/sJW3nhr+HnslSkAl4BJmGfRGQTJGr1jtMsFeQF7a",
-	"6p0WaLiRG3HYkeCuG3fnt9eT2w8bue2uSjEXj1Dcylog3icDs64c0kMfW6wLSY4O/uA163zpf/SDINgh",
-	"DXutkNtWobPf1o0uysn6oS0Pub28bEA9FlVZrIPgYLctfLCigP/64qpAVX2zoQhg7/eoAMdfSAVYVwA2",
-	"yf+noQdARC/v+P2z2AS/ShwU+QfkDKPM24PrTyjlHdnx3XYDuH32bxsutLt9dEo9zrFxv9FwZjsFMdSp",
-	"wbxm+lhJCyC77gXdiwBpGIk1KiWyTVIJeei9K3GJScJ4ypLQ61lxjWYr8NyoLpytOWsSRUpRnkqDIgk1",
-	"AUGkpwqCCvKkVl+77bzVX4U8xcoNpMxyaax85KN3gws1Lqvy5kyKDF7Rj02ui/1pbHKTnUiMp7iNUIL6",
-	"MQkpgONsEh+sy2snN4cZyD+xtLN0UwVHSo/kv9jdY9mdIR+tGScshstUhhlAKGFnZ4mb6cGh+kdhemem",
-	"fIM21sSURLfIbu4iH/5W+WoEaWz4A52IXNkfyB4AN3Ryip65XyyWWBrVcsBogH9lKiKy0KfNmnAGPjYh",
-	"Nr60Bxcd5uKaRHGWQpqeLUuhWWTvRLek8lVkLhvpRpB5z2jKCcDq6i5PSARDj0xpf2n5rylv8zAu2eHp",
-	"1Zv7WFaYl6Vly29MbIoMwblkCpF49fKutqZro4KrDXzdPZClmgn9i6X+i6U+0BetyacRPkaWas54J1dt",
-	"Ipo06+l9vtAcDTNqXVf7oaiMLRdkiuEYHDpVx9rSRk+eeSNvH1ikGchaWTlTRCi3QCp+iZNjjEoLAWZB",
-	"yxFdZd3jsaGcTO3zsgZJ+3ObJx0LSH6mre/KDDFHx5o97pUeOQQ+oPG8Z7XONLeXfqtYeNHVFE5fs1lI",
-	"yhZZeWJqn9d2c70RvGDXL8vv4b02vwmJrlu3CO0gnGo3LQzKbHXtq+zXXry4u7j7/wEAAP//",
+	"7H3bcttIluCvZGAnoshpkAJ1cdlUOHrlsqrb3VVuhyyPd9vQEEkgKWIEZrKQCUkstTb2aT9gP2LnP+ZT",
+	"5ks28pxM3JigSEmu7pqofuiyCCAvJ0+e++XOi8ViKTjjSnrjO4/d0sUyY/Dv74T+p2LJWcH137JYLGi+",
+	"8sYeJbF9RvKCe753TbOC6ZfinFHFkglV3tjbD/aPBsFoEOyfBwfj4HAcHP3V8z2W5yL3xrzIMt8ThVoW",
+	"+uXzOSPimuVJwciUZpTHjKSSjPaDgJx+Oht6vrdkPEn5pTf+cuF7ecEnaeKNvWD06pAeTIPBt/EoGXzL",
+	"DmeDl3R/OjiID5Mj9mL2LX059XxPMilTYb5JeZwmjKvB4b5+pKgqpDf2ym3Bj2I5yRmVgntjj/Fkoopc",
+	"77VYJpu2+EpvsZD0EuFB4zmbAFRgcr4s1ESJK8alNw588zxnNFl/1vxhtB9YaJW/HQT3Zq5Jyu3ivfGM",
+	"ZpLd39/73pLmdMEUy+FETy4ZV+/pAlaWMBnn6VIvyxvjI8LpgmlAGzQAQF2LNGYDymm2ksrTq/LG3pKq",
+	"ued7HMbC//hezn4q0pwl3ljlBfM9Gc/Zguq5FvT2B8Yv1dwb7weB7y1Sbv8e+Z5aLfUoUuX6cPWyYTX/",
+	"wnIJi3Ov9RofN5d7PXKv0Lz8rIv8rsilxuP28iLObtUkhqcRETOi5owsc3adikKSJb1kpCcWqSIzkcOz",
+	"WZpLBQ/6zd0cBXY3PxUsX1XbwcG9jtUfbbP601sWF3rFf2Yrxx7CIggOYrxj8G82xp9SxXLA5cavSohs",
+	"EtMsK1+HnVNirizRLzQ3t821HY/GMGjHqTK7h8kVW217ti+2gc67hC2WQjEer5zw0cRKz8akImlCepIu",
+	"GKGSTEWyIpF5MkmT6JhMhZqTy/SacUJ5QpJ0NmO5RuD//D//lxwGQevMc/bTIAiCcsdzRhOWV3uurWzw",
+	"Z9h1tct/ytnMG3v/ba8i6nv4VO6d4ZrevYX9/ZAuUrW+rQ8aOWX6c5MIHAVuLMxgkPoCEjajRabwkwW9",
+	"TRfFwhuPAgNy82cJ8JQrdslyWNFZwd+9XV/RWcEBwAW/4uKGE5Hra8PSS27gd9jfHa3c2GQYynOSiI/I",
+	"c1wbM49gc5SviJzTJSPFkihBNMuL5zSnsabcx2TrzTfZmmOPNSb4fPu810PJpeASBYc3NDHYBhxQcMU4",
+	"/JMul1kaA/XYW+ZimrHF7/5NIokvN6G/SAzroVmaTMxt8nwvYYqmmUVEUjI3EiIuht6Y8GIxZTlZFFKR",
+	"KSNUkYxRqQheKKm0XOGNvT0DCWnggNd1K/x5FdREhkMNHpUqAP87XDGpVmxAVeR8PL9NxmbT4/bW7re9",
+	"xR9wAAR6i2S3Bo3GZEGzmcgXLCF/+viX9z6hSJ/UnCotWnGhyKfz7wcvNWLpPwRn8CYBcc7Hf3MmtZy3",
+	"EDnTX3Iy2n9JMnbNMkkSxpa+/lpLhFxphCXXqcjgiId6W98JPsvS+GmYYLF2WshVxzHu1VB/Ly+e4Vxf",
+	"Vedq76qZv+NQG6t8jhM9IXo1TIMWYDgmkZ2D3aZSycivftGz6r+rTU/sd/hzLHLNiSeLVC6oiuf6V6ol",
+	"qcYvXKgJvaGp0q/mTIoMGGwEh/m9yKdpkjD+pNOclaM0j1Kf2t425HuP3S5Frp58wgfVCX9fW1PH8VbL",
+	"fpbbWg4XjUEI1HIOy0lG4ytJKMlFxuB3K2VwxhJJemx4OSQRAmC8pKtM0ERGmmngb8T+1ocTey/U96Lg",
+	"yZMOTOPEDEZ55IE9+aQOq5N6L7TgjIvpOKlqvc9yUuVwkVMMSZO+/jMyjyYNoRTvjR39adxQsZzT7Imw",
+	"PGryKxyTSJZfs5ygYr6Ba5klPAtx4zgd6Z19/x15dXj0LTHzEGTzBoM/cVqoucjTn9nTsLioD/SVZIFR",
+	"BdtPzek6QNpY1LNga31EQ1qmjOYsJ2A00Hx/kUqZ8ku/Jh+gABByGsdsqdl9j90utWzog2CwYoqAcOGT",
+	"m1zwS5JKWbAcOH+RpIzHzCdTmoRcppecqiJnfim1XrFVf0hQY6JSwBI40/iWpDLOhGTJMNSEF1UdECE/",
+	"f/48OCnUnHGlT9hhsIje4K5yRrPF69Cb3yahF5GbOeOEC7PZGyqJZFz5hGWSEfsNIN7rsJQw4WX9NeDi",
+	"i2+P2krZ5u8aKtCacIw4fE3TjE4tQj4ehctxnkoGDuriTX6dxow0h+/G2PKl50JYO2A0JlKJXCuhBc8Z",
+	"jef6V41lOBDgYlzkWn02xGGZi5hJ+WTQVqLOxJxuXd/4bi6EZITd0lhlK5CTxYzkTBaZ8knOVL7yCZ0+",
+	"g1Cyv+9SJ+zauo/Fsf7nOJ3PLMsGhkZMC0UkW1C4klm2ImaiccX7QJ7UYqS9IQt9NpcMJdD2CptyaZLC",
+	"KbZ+LbgsllqwwQd23KXI0hjk3WnBk4xNQP+bsNuYsaT5Kr4QGXwpR/uRJSk9B2A+6UaWA04WesQJnE8N",
+	"daz8BprXnGrZ7jucbXDKYwHGMaHmmj5r5Qp0mFStvhKHGh3VOVS5dgJrJ2btnTffuddnIgKusS3/qkAX",
+	"tWEXIfBCDtCLLPgi0pvfJiRh+py0psvZMYlOgLuV345J9bqkKxlyKfpaS47iOc0lU1H9ZEBTNspuBS5Y",
+	"oFhamyhPBEPFWtErtsbWWgtwcLVyRT6yMueWNVvL2ayQmlFrlvXti1drpqAKkTYxp/L0KgeBw+BOcnaZ",
+	"SsVylhC44yRhs5Sn+jm5SdVcAG2Ic6Yk6XFBTj6803xfavGBMJ4sRcoV+XT2A/6Cg0tY8jLX4FMp2o4W",
+	"ImHZQ5gEy/wR3ry3pq11o1Vrs74nV1KxxWSZi8VStb4YBfA/x1dKiAyWliq2kFst7VwIWNmC3r7Dj0b1",
+	"sWmeU7AQXFcejgcWf1+31n2xDpfKq4Fgs4u9KL8X039jMdiXYGE/pGiTa8K83Nj2O1zf3dr2WkvGsTtX",
+	"9qM99w50WDe/L3NxnSYs/0YSeAucV6RHp1rgA98KfgG2q4RliG0PIokddn1SsWScpuRvhHI1z8Uyjcnf",
+	"yjkadw/fbM724vChQy1n7gTSmT6VO48mCdw8mn2oAQucfm3C+p4umCSUr93a9Ztnr9Em399OduEGfrdc",
+	"dLsa0jcgfye04BauYVQDPg4S4NjGVYoGFMaLhV7AtEgzleprd8OmcyGuPN+Ls1RfiwvH51vTpyXLQTUz",
+	"EDOz0SwTN57vUXkFcgVfOWfJ2TKjKyMYPewM0i9/wHc74Au7bo/bWKQT8kuNxqxm/9+Irc2zwa2uXTyV",
+	"F4zkBZfAbDWJOybwPaFc3rBcklSR0PtQrowkjKcsCb1hJc1MhcgY5QgqWVgfuPFXOS/PGbyHVriCEzpT",
+	"DB22CYtT63tuD98CJm7JCalcpTMaq3d8JtbRVM7p/tELN+Wj5kvNYUkvEzcsj6lkZM5uycc/ngz2j15o",
+	"9SRVkkxXiq0RPk2KahdO/7mkSrFcT/CvX4LBKzqYXdy9OLz/J8/FRtOfHfr4OyVJBiOSlOO8elqtO0Cg",
+	"RMrVi0Ov5gYMnG7AOuwMDMyMLhi+AdkenJlyR8r4RhQ8keikRhWB9M5Ovz89O33/3Sn5j3//drjfH5JT",
+	"GlvnLfhEKr9SyJdCpiq9ZsSsH8Q+OhXXiDJoU/tGEnHDCagnpAdWiMP9/ZC3NZljQq3rSglBMppfMmBi",
+	"lLw4HExTVc5iJcyQg9EejcfG+TImh0FA1jxB/WNgAcgZtfKqhVO4TSG3y0RZtcV96e0ETrILD+O53j/l",
+	"Ce64WFi8WzC9FUl65oaRF9+OgpcvXxyS1+TFIfkxfdMUV+1jB8K0kQRQeYITdK3uL5yZJVQrODg4Ojo8",
+	"PNgnr8nB/voK7OMdV+CY/MSAhXGVp6wGA2AwzVmbklNrBtSCHTP8SRRgtjUvtGZwTeG+bGv3yagabzIR",
+	"X+14nxDkoO2Tqf6e9E6snDQA53bSHxPFbpUPJHxSSLDswL/RkrIuk9T08uZsZqF4fWtD2KkpXzU8mYUs",
+	"wGRBCdIxANHt4FIMDAy0ij88ozc/4hY0MNLEMS/NMpImtXn1NmDSraRLCOlyEE/9c9egzVN6eNlyYgLs",
+	"7hy8jzujv7SohPLzYzemD9YxLru129L/cg23WfHSq5i4DgLoD3B/loDvrHkqdWzYbv3GEmSlLthPtQb7",
+	"TxzXIYC1WBc8vei4YbnIznAc57aMrecbSTKqmFQ14YOSJTX3JqY8Zhnp8SLL0FSQKjCScMGZQ7HOMYiT",
+	"ZtlfZt74ywPyYcHNCu8vfE9PgQZWjBNpbaq1dT2Rc+cQGWpc6Y+UD6154kH9VGtKmooyRROq6Dqgv88Z",
+	"A8Omdbzq18gVWyqwZxgOLq2Ut6C39dWNaji07b0sbZoPC57nRc4xMjBLL+fK0HmWE8HLoMEKS7Rk7BZ0",
+	"6yGvLkrG8kE8F5JhFJJlIpRwdkM+fXr39vrbjfFFm5W4ukh5MvgrHfwcDF5dVP8cTsb//X/97vXg4p8d",
+	"UmZbir5sKlcVVp1eM666IjFPyJLlA319mH6NYNik3mmcLmiGt6Qp+V7cjfzRK7fgC3N9MIG9TcyE8be3",
+	"oZwVHAbbxkhUiyZ9aNg6MNogNCtsjueEKMQRfCj1yB1kgM9zqrSkaUIRFnQFkilNeVO2PhoekGVWSK1I",
+	"ZTSnIEXnLKExGBTzImMu22DK46xI2MTqP/Lhm3SSJCaKAoIuY5aU2pP8BrWUY2LAJLXgjDNUgRWlyL7m",
+	"e+i771x7iIfXeNoM3CA9WigxQHCwxNfr5yTCvyPzZ+MVQi9pyvtWKUboaxkciR8RPFu5F5uVmtMmtGpo",
+	"WYBWel5HrGbzBH0CvhSWaIUQ6deUqRvGkLapGwHbWFCVxmRJpUSNcbsLBFOdFeiE3HyFXILuHxnNNJ1a",
+	"U7uNo6QSBMC6kzOauM0u111B6ud1FbAWq76bodesZ7O16wPGWD+HcdcMta0Bu0WbWncvu6ErSUBA6Wmt",
+	"s4xwb8eqdwgYHTDBjTxMyOp7cbAGLc+h5Gjj3TS+5uKaZuDk4aTgMcs19RqIQsVi0TT8tEQTpZj1Kmyw",
+	"cPienvGhU9BL1vwZ3hfceLzdAn0zBt4R6r5uZnyEiVCfgMpX20uQegtn8MkWEqTvuHfLnC1pDoZ1eyzo",
+	"yMzR2l4ejr6e9GZST92p/u26sipdMFGoiWSx4EigS5U/EUUj+gFNMmsoCIfoV7fTnr6/lpJQ2k1r57i+",
+	"BAteJxpndDWl8VWXynCiqUs6S8FDD3YssWScJSApLs3HTf770sFcW0y1TcoMW6uxT59MV4TK2CR4XLHV",
+	"1tS7Yfp82JOkX+DpzOgLzbXZJ0OQuL1HSuUdm/63lp0l5URqxYXHDBmaTyj8al6ARWQNMOy4nBYkHKDI",
+	"GcS+PgDhfwGUwDCGM/yijcMlTCsglKP7NXRw4mQV0NgSATpi+YYkikXCIpKiEV8qiOxZ0Hieckb0s3HI",
+	"W3ZLn9SD2XxShsxCUBrGZPohXzA1F8kEIpezTNzoV40wNVFCTMCW6ttA2om5e37I3UEHPmkGWVd/Twu5",
+	"qsapBVj7IV+Pr/ZJM7oaF+2IrYaVOGJHfbIeMlNG1WGojV/BzNjefLIeUVP/rbZnnzQlWj/kzmCa6j18",
+	"7NcDxfyQo+trgpF81dnZaNEhec9uCMZhaI1gyghNEhvz17b3JaxDlFpHGIdXo67M0cHPF/r/Jk4Fs4rQ",
+	"WaenuKGBpDMQpjPK4R5hKl8qiYiRksdsXaBzG/1sIM+mNLIlVXOHbczp6qsigB5KTKOZFJpC6Uv3PwbG",
+	"7DJ495ZgVMp2PvGKO69P9sfz8w8EXzBjofBz9OpVPefLbeU2oUjrRyDnWiUyGcc2h1IfOukB+aAL9I6w",
+	"a6aflwfS38nY1w5CagU8YWqjntWkNDZsId1R57sK+TbsCoBRkyrgNjSO20WLa6rQ7hb7ptLtI6RzxjAd",
+	"TY5JdHeV8kT+3if43piEnoBUq/so5Ppf+lYrfSsvaypsTJeqyJlVW1kS9Y9rY0E4EMv9kLdH/VuIHueY",
+	"hZ6P1vvf30cEJxI5MQ+Ri6BLDmwOIYfQ3VfBCO3+ZgaScpkm4JBbNBaAhMK34/1e76YcG7EK3WtiplWB",
+	"s9N9krPLIqO5Jgm5Td7j5l082ZAjpi6GJIKZIk3CVZ7GSho3csaIEkTNhWSGKhN4szS/jUOOQ+qf+0Ny",
+	"Yj6aU0WmOaNXMJLEsaTmpy7jhIu4IqgdeK+BG0EOg4FA1LT6CUzzrBOmFx1hEk1NsxoCInCGNkvwwciY",
+	"hiD0cl0IKun83XpWgfuomjuicawGYO773VYU12CTi1K1sA0Ol9mbQHqhF3rkNfx2MxdZ+aRlWN3DggHb",
+	"UX84oy7SDw8XxjcWGUBFiMxMkl70T6MIzWFSYyIll7kolsfEWn/1gvsOaP3n//5/DseNyyJiS0FsXl3L",
+	"RddH502JgYDeehlN1XHdmPOgSN1QZGsKpmbvWlK3+dSI4rygmVNrrPKn17b2I3jTKZHF1AagVKOCOyHl",
+	"4BW3DgVywlfoEbOxk+8//dCZBr69mf1fw/A2CC5+55R3zrQwuX1kTttG2R35jjo9hr/Dv2tG03UJ1qV6",
+	"To1G0/ZQgIfLhN90h/Jkaht7ivVnfeXwn5qhZD2R3YYvocGWaK4Lc3TEETlYvX77cb6zlvupabZnHINc",
+	"fIxvYT8VNGt7mez3JJ6LNC4POXhF1nWf/q47sqe45rPcIOTqL6H+DARlV35QLhRIIxglLYuFJh8uuXA3",
+	"s6NZjFMEK/ipdbm3ImgMHWowQ5tOnBQYNW6ig6y+5fKPb/JYl+Oeo2Z7arL4HiWE2gV3bfO6I0B8WUyz",
+	"NEY/25BECVU0IglbMgiy4iQy8fw2AAP9mOxWTRKWKerjv63hzteKFr8CJdY8LnJeewwRDseEEmsqxfHK",
+	"KiRgJ9yr/rZf2k8Q46qPkI4cww/6oC2Bw/IsLLORYqVjvKTcVcEjiIOqigOhplI6nr6RhmqCyUgRqYRI",
+	"tOwKkh3ADcO0EN6YeXCTStZpazZXo3bMB/sOPHmE69D33E7z87pkIxkzp7pNMA1s0LFit4hT3vuHVdOG",
+	"i3sLTZYtt4SbW0ncBWWb2Fj/ofZRhX1uJPdLr8TEXle052glofaTRYqcSQZzJUJODDb6xFid/AZyX9Il",
+	"6XF2A4ksTeNMSwJs7HTXuHabEaVRym9VILElV+y5+HXkrmFNicYddOk5fF+1oJcner70PdEvgMfrG2ni",
+	"Do6RRwmUAzJqaj79cg4x2OBsE5vdwRL0ACQ/4osdTLQcqHOZXb6OvNDCiOE2nWGDtSJ0decOVWyg0gVz",
+	"icdlzNzWEVLIZ+8v1qMgVqXQOKMpGGBN0E6dQyND0S/VVIOQJ4wmGZg4QfzNmCa1VSk6Ehn7ddS3+GQZ",
+	"BenRkOvxqi9BwkRj4JxK0hinfCsCxsVFyAEGfbQdPOiys4X7XMg/SznNTHyeCVEruEpBpsyhrB8k5NHa",
+	"UvFgU1kpoOtBgg/fjFqNQFeMo6z5ehti/Ndwjn9NLrbjLWxVM6wLjbXChjvKx81KiNves7Iy4qalf7Ji",
+	"w3ptw7Vj1QonyP1SLBiBD0gsiiyBeHzN0OJYFFyhR3SLlA03hzLoXjPP1kFq92XpSIWHjj34dQLVgGIH",
+	"Ofy45h3PC85x9LrfG4JDgYlaLxPGG/teec8830Oa5DRyGM1knUXsHHn5GBKM4a6T3SNVZw4qfA481sbP",
+	"tlTEmmpbxswOtyF63QGl52UNn29qoVe96O6+LEph4nKfEjf6UIznjtFFdUzHI67PV9tuC2VrJ+VCWYNG",
+	"zyGUWYz8LyqSfSymi1QBEj/GqFMzL6xvt5AstykZWvHmgg+0aG29FXAnTIYFRspL0qPwWchtKofJFCqj",
+	"96XWUVdoYAEDEBQirHsgbMkHI0cIzsw1dgX9b04g3RJHGlkrDkRZpNz+3caaiy2uX93Zun2FzUaoxQaj",
+	"ShnrtX5RkianLiuhPjbLxJKobySh+WWx0Kt/BEFaTxTO2ewxfk8gOybbFJfcBaBKH9jhcnQmD1nzYbbm",
+	"hYAaJ1CX+nEZQ7XUm7ZteZ1y12vmbnnSu6RJN4b3S2h0g9iYrZ22pnosU81/P6XxlZjNdgqlw9y2x30J",
+	"tnWEsbFiSBdXbGcP2D2sL9i9GPdELsh9ks50gI1Vv+92S4rdUCN855Ge+Hmr+vjdk7J7G2tpj929aX8j",
+	"cF1nVI+Fe9sR9PMZ9FLBGVY2A98BBHOQHpYqs2ZPc436O1hlO/y4mwJ3Oz6BtXXEZ8KyIUIGoiT05rV0",
+	"a/k4+BeWGU253C7IyBY9cJHOMmxBgyNmOWfJcBufPmTMbs4lNlm7XeN2LLZTDrKRRLUwru1itiT7yb3Q",
+	"0WBKJUssFEzOdnO9Gypdd5mgnRtr3xg4/odQ/KwMEF1f/DXLkzRWWuDtynofQcwJFh4zb2SpVJKkSoal",
+	"DsuZlDWck+1RDv0y6eOYRPYr1IRCDqoQODuM0Ag3TytipvLXBDT2iARlbvkaRoe8NeVBHz0rksiUX2bm",
+	"SgxJZEJQI5KJmCpGGI3n5qEzBLGyNKzzbDPW1uqLg/ZsE+8Mq+uKpbFRVhOxSJVWyYBHYZjVdrelPr0r",
+	"wrg6gofzGbDW3MNM2NbUq1lBGhOVm66AfOFKNZUsLvJUrT5qCCOMsL7lSYEJPfjX95Yz/enzueeoPUrj",
+	"WKMwlons/enzed9GGf5lyfi7t2V5ITK/TUgqoQhzelnkLAHXX8h70WAg0iQeYC3MqO+TGwjrimiRRGQu",
+	"skQS+46tkhlhIUw0FIQ8tSVNrhhaP6GqpsZ5WaAbsAd5cvAS45QrEmc0XZh7VK2pfwwVg/UyF4zMcrGA",
+	"b+z08GwAn0Y4AqI+oCmcGgCtErnmSi2xUFtqypM0IaiBAhVZkiKHwNyTdwMsMQS/6h1cMbaUhK7nsJoQ",
+	"uZCH/DvBrxnXY8qx/vufyRuRpEzrJ1iJfEhOIRgOS8WmkkRd9fmiqpBsP+SExDTPV2jobcUOm0h0S1ma",
+	"3RpoGbkOfB9GwhRGifTKVMzFBWm9eKiX7Sy7sVMBdj0T4kypX2tl5GaeKkbkksbMRKBoCrdWpB1GnFOp",
+	"R+GCxJQLnsYU3OILrdVfsRXJ2RJsOJo0l45mvyo8MmUrwRM9xCwTVJGc8kumn2eaPMsiz8UlEFAZ0yXr",
+	"l9vhTKJJXVMQOHw9Bg4vHywcr4fwa7X8RW5ik/UgsC+sKA8xn3gRodbJkByOjkh35UAcWQ9irqWto3eu",
+	"n1vwQzWUegk/Y/HoAVingI1jPUgD8QDhqgtflgusn6lx+uC5EApjdFQvJA8UL0QsXNhYxr7e+gGJ1pIc",
+	"9K71u3AqQoutI/Jj+ob0DCMvlhieO6dYoybNq+I0etDgJayylSlRwhJ3k6RoWad5rgU2E952EBCwHuFM",
+	"ehicbExGAVlAdqopVMMNH4c8VkgakHrqQ5i6qrU91veAOOtta61d/0dfF4137z/9oF+AbN4SaTQFqe4X",
+	"hzpoJjIItvpq3Kqur1exvw9nfbNF1VO49j+AZJQzVeScRHfArH1SM/rdR8eQ2kqaTYEgJQtva2R/s4n9",
+	"pZXyuPVRKjuslXolSCZtgC1QP01Ho3rMf4QhKdZK7ZdlI6AuEG3vXHBm6iZjRYA06cNU0R9PT97CcsoC",
+	"HDdafdL4Fv3h9Fw/8mtVFMB5AeTWVMIkYobHxMz76H9EHOsJIE6YsC9VzuhiDDTPfOwTqm9tzPrHehBK",
+	"DoMjI6HahXESnWSZuImqdaXKvqMnhG3UyktDBDosONIXD9J2yWBACzV/rflnZPMMSiLBbmO2VHoBl0xh",
+	"MrGv/3nGaLKC/VwypSWJkw/vTOn+6MSkMpn5TE1pTDL40+dzk2OgxwQ5ICHTlb0zVvJoySaaXZli3voC",
+	"WGEay1LDOACfEWlWBcetUhK1q2xHJJ5r5OCXTCsBpU+akCnLBL+UxIQ3m5oZcNGMY4CkaowFq/hKE1VA",
+	"nFT5cHZaKPD1OFiFwG+0hULcsFnr+t4eBod1UuCXhZc1IYX1WLqQJkPyGQ7OHJdWLSLSy4RYwiUTPFv1",
+	"Yc2IPxom6SUXuU1AytKYccmqCojeh1ws85Qpmq9qOSpa5KnlYY+9YDgaBmAVWTJOl6k39g6GwfAAa0rM",
+	"QTLdA5kI/nnJHDqZvbWdxVX9dnVVrV+WaPgu8caepkEnl6a4Q6MPz34QbChu7ChqbJSNL7W6m+Yf3uVS",
+	"DQ7FQOsCXr1Ipq11WdqFHVUjW3VXvf8pCoJPGTFvox0aK61+cZQqiQstAcA5FnxJtW6KLQKHtlLhuFaM",
+	"0azEdBOcmFebxQvHZWHFVuVEDAy/v6if9fXIu7/YutBxVWrVUepYb8Fgxb3vHQajrtHKo9z71GoSUJqW",
+	"H/qwqrjs17o36pWt4ZxGHkUvZVltRXoX+jODwXt3Gqb3e3cGJvc1lG6i4x8YYuOTkXFRqwhrka2stroJ",
+	"3brQ6DSeI/UCi2ENcap6nravXDwXT8SWnXBlI548Gk0Og8OHPyobxDwdr/7AUJy2juQ1dGq2o+xw7Fev",
+	"7FXtKu/97V62LSPhsu6VOcx7d1hK8r6TEGulHORHjMoyWDqgSaJl7lrau+nAg2XGjBcp5Jo5WjG+PLhv",
+	"JImwjJ9+aQJKQuQ3StHIkEd25PHeHsoCuFYjDvR9UwXSsFxxw41Sa8IXNA8OeTmoJKk6bjPQWjAx+mTX",
+	"bqxZw26XVsSKqQHKaE0T1WfGrrIVkTRjWjzWnL2yN9CG52CacpqvPGdXOceNsMeAhR8bxdVPz+ml+2R/",
+	"KoSWUEyJgmqZofdq9vJFErwcvXx5GH+bvDh6RfdnjNIgPjqiSTA6ogfT2eFsNN2fBtOX+/txMjpKXsSj",
+	"o2kwCwIavNyi+cev4u6+FTcc/BuUlzCuXWHU6px3eHN5Woygf7hELTpiURnGTojuBodPPa+Oroi20Oxz",
+	"dUQE8mOAtmdrcAAvE64iFmglNkmtqDcDyanKq6KKieZtW7jBiNZYuyHkjuIUCk3+pQXaXMXS9GWLeoS8",
+	"VhRrTuWcoUwu05+1cm4rkJCc0QQXademxesxWCiAXWM8uw9dXMARxZm6EfkVSN38WmTXLBmSk8rubwwT",
+	"mMVaq4prmnYYAwsahG3tCFPuBOOswBeg9SA7ntKQsEZm49Ez4DOmW0gyFLka2rfGWDgrchFHu3esgVVl",
+	"Y78RyWoDabzmyXBOc86kvB3aqnm/+zldNunkhz9rMh8cwP8fYorlk2hk3ZVmLlbDcPVzukR1O+oi5BFo",
+	"YGUfKCUEFjmR1ghkFZKmPQ3Cgqw1a7XEIx0dwfVt3qr7pwqGtUo1Xy6atWFKiBnYDyrga3luTqXp9aNJ",
+	"5ddvIV6KhKN6pZkvTV+xF4BPG/LlTbK17SfQcBBju/RtlxtX4m1e8GFVN8kYDe14xizf3bB9iKFavwuC",
+	"cRA8CmY/AYncCDvjEQVQ1IB2US9302pvXvPFaSywHrMvD7nH4jmLryBfe2JMJ95F2+c1Kt1aNud4yw43",
+	"zVJNHTKM5gcsGQBFRTr3eBF/dLTNR46mR/rj/f1tPq532Hq6oKFBRCiJhvPbyFJ/YI4uYaPORYHqrx7L",
+	"Q0trZD0fD1BB+qY8Ssihqgg6qTSJrCyY+nfDaqRv+DFaq27mDEheqkgqQ8PUKARGILYOyUnNC4TrQmK6",
+	"HwSGHZkuWsiEQt7p8tZ0GNZT82/7ppUeJUe3t8dgHTOTgEegppOUxQg1X7AF6cvy7FiTHTYR3dUX5OM8",
+	"cky+hN47c29Nrmp9rNC7uI+G5D2a2MG1iQQMuwuCRJC4OCwc3Oo3/voPwV/XQiCqm7uO216t2EP1DUrO",
+	"buK8RmkPX62R2mayRzU/LaPqB1rqJGUTYMca1jjEnY2deog9OHkm8rD77dnMdvssQyeqTYJjzXKFXbdm",
+	"+wXa+1BG+LyhyV/T5fdpxvpecxdbfbK2m6DcDKzmfnsO6axL5+SSJlTp78Man8jkkKS12Fwnh5uD++jn",
+	"TtsUMIp5avpBG3aM5FxC+a2hy6RjKtw+Vdgu5VowrDu8H9udu1mN46xpll4/AeYmGghpS93GfQ0xajWg",
+	"oxfCwHzBVJ7G3Y6ZD7lYaM5emNwHTWwktrtDruGE+Y9m1AeBrsfcg2jMJr+a3yaTuVJLG0IiJ0oomt1h",
+	"icPXofeH0/PQ88uJX4de6X8MPR8P63WoZwy9ezJqGd0eZG8WLH8nz0QN6osSlM7zMz634Yousg1G3VSS",
+	"RMSQ6YDWkNLG25CIIrpMG0NG1uMYcgoxVUjjfes5lQq6IEen5/TSeNWNjbFh6gp5zdaFNb9MQyZyUibm",
+	"mhiSd7PBe8HZ4EfoxG+81WjcVfSS9EROon+O+g23+0FwWIoLKD102HeNJ9p7wHp3CuEnREO87ubFsCQM",
+	"rxqNAvIf/z46GI6G+/2vYk0F+xyadSsLXQM6G3H6YieKZ/Gn1btvmY4JOHN3vUD1ZkzbWqcthn4jLV6x",
+	"8hz+DvbqAzQ9O/ZlsxtjsVxBSCTWMya9NvJisbGk/yuFwLNyovN6zFoXOYP68g9JAIyX3bHBpGnbY5ft",
+	"t7BHtjkVE7pzFByQRottJ+OCsJXnkxVyM9xXEBdw6HvfOwoOtuJP9Wblz3qwGmbpJhkjL7jcu0N72UZ/",
+	"+VnBvWdT2jrTFO3Le9/ZN/W824vutfIobrqXF/xX5aumpuZEaQ62p6gP7hHu6rOCv3trXM+Ns9+rusN0",
+	"RQFxJa1sYZrUXEJYlQ0NhdDfCKWAH6hUA/hm8O4t9IlO43nIb1IukUpMhR4oZ1jTrQ8GLjMqWLcg9Bqj",
+	"prAh9ZisBbeOie3YQKI7G7XVCGyEKL5iSZQgEViAIhPd5YhbLOMV4Y0y/dqHuGe7uTIzf2lIHCQrm/jJ",
+	"FOpm2VeVAJKacsjhCPlfyhoolEQgXMNE1uSCm5npkyJLluMq/JBHaTI2AXi4ION090kEr9iHmklUjxKq",
+	"qH1iS6JBFHb5CsTs01BD8Yqx5QB0nAjkSDCeQdTX6IhIzAbAVRJTKi2uSg6mMuRcEBNdEJmiD2hgwkEw",
+	"TBJPIVUS3jEBB9gmXDKujrE8OUTeGpNjE4da8HSGmNmdyoeEyDOMhkVcKKsmprLWfQltjgF5XWUqgLGl",
+	"JVCO9q04+FPBwD5npEEY1NuWcLW6Iq2pehrbZPozs2oBRH5j3LyJFLSRmHhQa+0V3YuEO9FYZEmzTFq6",
+	"LZVdZql3Zo2tr1rjzcePp6YMYlnOAIPXlzmLWYKeYIjKxWvTBd22sN1AjkeC+eKpwoSlmW1v2aiqBYZ/",
+	"YDkO748sy0S9ZNjWbrJn9QJaT9aosiY3i6dBO5R6pQpvh2ixqgPZvem52CB0rfbdyZiMoJq0pmSNVYQc",
+	"idhdCIsMvXHYXGbo+SFAFh4BbOGnau/woLZ7eIyghEfbABOHRJjBRyP4pTrv2o/2XLcdPIavDFk3w9xr",
+	"XtG6kvVLpS8UcAl5jFmCpo4l1ONCLVgzkpLoU8zEGW4bvWRwGuSd4GHR5Q1NbFmQX4tcpYXiUrAyLKCn",
+	"wSpyUymbXrL+V5W1bq3D+HEj+h3+xVMbn645pUylwoaCpr2pdaNjpWBIewMz4eB6hEbgkFu3Ue+v7z70",
+	"h+SdMp47pOBQ3N44zGopYOCHFPmVRryQZ9AnDxqhCzEkb1Zl1W7ALuwjl7Y6v42NqGAcFuCZw0pIIAmY",
+	"yANbgV+xJPSioasVno3QB1+p/dmverhBdkzZk27KZiJH5bSqnGy72IUcqtcfV9OUQR0R6W3ox9cnNEnM",
+	"Ejb09AOh0LEFzMRoGDNykTES4d7Gtb5/h8FByKOy5UwthlJL3FTB2RlBrQ+JGA7vVMhxRvhJ3HCWy3m6",
+	"tIIG3hJbFFwvGfMBwC9N5nS5ZFxaQGIl2lxi6KM+ZQlavhQa2WiaFVBYL+QU266ViYzjdjToMdbrWe8T",
+	"YyyZecFDfkMxlc0idt+vf1FLujMflbZUxi9TzvyQn7PFUuQ0800mKBftVFA9prPjTKSFREXTbNz22ZeF",
+	"iXwCcbgPuKT70NWg1Rsh5D3zrQ17tVcHmqWU2NdGn9fneQFdKSiZ6nsEfRlEXqbPoRYkIyikCieu9HZZ",
+	"y/2Ob4W85Xv3TVdyUFCwCoJPtHAZBIEN8tM/wN+m93jfJawjobI2hW2c6a5MkPVWm8bxuN7fEh2+VSvJ",
+	"RuvyoyAIglrPyC9VHwrbV8L0jfjSbhJxUeu7YBskaEG4qnjfbONQNkaoGhbskLTRaHuKdsAdBNi/VzwC",
+	"+DSMy1brfxnEpGrqYPKjOKHJNeUxaxljbXDB21Raz5ajMwhVisZzrbQek1maMa0gvA491H2NsAdK73B+",
+	"G3rN/jgd324jF8JoG820Zav6gY3C3VBURFOlW33NQctLueER9dUevtwfHTjPwla2WVPJ7n9RMW4LY+f3",
+	"llc9SvD79YWSmb65LuFrK7+7Ybyy0zT7QyrVR/vSrhIqtMvdJnHFqswXz5e9V1br7MyRaicr1ct1uqJA",
+	"/+q1y3PurDWvB8g262k2S12a+PsuVXtNi9YS7da0vl6f0kFUreXzl1TUniOnryHXygpxS++E/Qn0LaeW",
+	"g0369RWyhT1sntEUqmE1838p/lImfYXcNjqGviBRs5GisfBG1aGibZheMX5s4v8b3Q1rJmHMi02tTGpz",
+	"F+1nHZLpjemcbR7idHlRc5kZoSzkKLaSmPJK6kXJ1sqxRrJ1ylwINlur9Aly1+43t16RNi6kEguQl2i8",
+	"aFePfehKbXt7Gpst8b5Z78cdiDj62sDYlYxhDPwvD8Kyqu068TFb+GWNRK8e/ug7Uybj1ykrIM5WaZNu",
+	"qliXCvbuqmPe6L2t3/onpbX8IzNtW298E8s2CuJXvR21wt2/Ml/zRsTbVbg0ECpNoE6k3cOi77ubQuuj",
+	"dwoKMLb17EKZ9YLPUp7KuRHEe6bwS63RRB/NgRC+JkNeJlhUddpJL7rLCz4GC+V91FWtHYxuTkYMcz3X",
+	"lSx5xPa8UXCVV83m3Ahc225lGs1/aUv/zlT/qSS4audXdZVr4kztcpTHupEu70HHg6+D4ScSW62SJE/B",
+	"1iugfwq27DJlmkAopjkmbdhKRxG2YTCZPAbbySORHQIAurD9g57oN2T/B0R2OJl2B0XkoY9E9KqtjTvW",
+	"WYgM1LIyurkO+LLpjWklBpX3OCl4zHJFUz4QhYLKkbYnDulZJbijClnfXYjoQ9n15NlsGegMhqST2NTJ",
+	"B9GiLJJeVrunC5O+GVTlYUxp+nsogG5CI0tRpZVhu5VUNB6Ny5nLIjCmb2yt+WdVN/3AUSY9GB51lEE/",
+	"CDqqnGOmTU0ks2cJncOhUF99lOBpFhJzjpuKGDVKeP1qhLHOLlBdV/LriGZVD9rnZ1yR9YVHpaOx1SvV",
+	"vtHkPLZvaipDXvVNJdCiFWGVQw/bVJZJSDSDeFxkkbLkdeDfinCOiPSqZshQ9BmTGO0Q+lOYVZmSH69C",
+	"XpqIpoVcRcaYtN5l1mHgSdLZDGTLKrDM0t9jHAbUrPYQCKRmRayQx3PKL91Jq9i39hkMPi3jwvbRuI1W",
+	"wDv7q9z8fwfdcOeFbowcruNnOiOUr/6hg2R+WYPJk0NyyjbWlSziVNl2l0ogemeT++Ss+JW5TraxqZge",
+	"L2g8tG0QweFoKg7a4oRaWBrtBwE5/XQ2rPWEw0Tor1x8pNHxr97mr961z7HFV3/1al36NnYyCTb0Jgna",
+	"3UZG+8FaB5GDwNnjD2WdJwkwtifsP4h755cWc0p/EESLQYjaugHqkbF328ggHxXFYDktMoDqq6Fe70g2",
+	"bBReh8wGiOqK3llpIV4N/sxWkSnceoxpDZDSAGYkZPWMW7kh6JMFNiuDWh7F1NRuJJX4Ma7KeaQd9T3K",
+	"SlswCjiujM6G7+8Hga+lxnJy+10lvFTbmtja0lGtnK7J8+Bte1mn9HNCOLvJVmWhXdDojKS1H+zbArha",
+	"pH39PsKFm9arWqdbyykgjpQCrMUO+vl7YtQIl9xT9qvbmajXjvXPbOWtR7R/xFmJEtCtuqyHDUKnIBmj",
+	"16yWA9ELyGvbYdZWhG6EdBx0xOXrwd1h+fWY/INGSL6rm9HFE6S+sl+N99m0AlAO7qGvLfYuJYf7v/ea",
+	"vej0H4MgCHaIHl9rNriV0+7XlYhGOVm/tOUltznXppDJomrdth/s73aEjxYU8K+vLgpUHWIbggDO/oAI",
+	"cPSVRIB1AWAT/38efIDS9WVq4m8Kxd/LA4vEB+KkkWH2IOULRQRHRkC30gEGp727hvHufg/NYU8zqTys",
+	"cZzaSYGHdYo/b5m+k9KWCV63v/YiqCeNmB6V7NzG1oQ89D6U1adJwnjKktDrW16PCjMQ7KjO2a0ibeJb",
+	"SjkglaZWKDS9BHkgVeDOkMe1BvJts7H+KuQp9ucgZXBOA/KRj3YVLtSkbDudMykyeEU/NiE69qeJicd2",
+	"1ts8wWOEHutPiaOBat0mXsMa23YysJiF/BdmlRZvKrdMaQv9jVb+XWmlwT0tkycshuwzQ0nAA7KzmcZN",
+	"MeFG/qNQzFPT4UOriWJGojukVfeRD/9W+WoMoXv4A52KXNkfSA8qXXSSmb5JyBZLbBxsyWc0xH9lKiL6",
+	"8LPUKo+mwnBCrFusB5khc3FDojhLITTRdi7R9LV/rEdS+Soy2Vl6EKT8lzTlBCov6ymPSQRLj0hci5/I",
+	"C246ID2OxHYYqPXhPpWO5mXj5fIb41IjIzBrmV41Xr35se143OhvbP1194+kx2ZDv9Hj3+jxL06PDe41",
+	"XOZIjw2B6CTJzfoxzVaVXy40OcQQZFchBWhaZNtRmWZLpuqfqlc207pannljbw/oq1nIWsdG06Qqt2Vr",
+	"/LIqkdGFbcE1WxQfa9msG2o2tCuqfV72uGl/bgPLYwHR4rT1XRkV55hY09ZeaUjEMhM0nvetvJvmNsW6",
+	"8v8XXUPh9jWNhih2kZXXrfZ57TTXB8F0xkHZ2RKzCP1myX09uu0AAJytlppiiglXSXblvDZT5f7i/v8H",
+	"AAD//w==",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,
