@@ -148,7 +148,9 @@ export interface paths {
         /**
          * Create a session
          * @description Creates a durable session bound to the caller and to one agent
-         *     version. 409 `session_exists` when `session_id` is taken; 422
+         *     version. 409 `session_exists` when the caller already has a session
+         *     of that `session_id` (ids are per principal: another principal's
+         *     sessions neither collide with it nor are revealed by it); 422
          *     `unknown_agent` when the agent is not registered; 422
          *     `recording_unsupported` when `recording` is true and the server's
          *     engine cannot record (the Temporal engine).
@@ -166,7 +168,7 @@ export interface paths {
             header?: never;
             path: {
                 /**
-                 * @description Session id (any shape up to 200 characters; unknown or foreign → 404).
+                 * @description The caller's session id (any shape up to 200 characters; ids are per principal, so it names the caller's own session; unknown → 404).
                  * @example incident-42
                  */
                 session_id: components["parameters"]["SessionID"];
@@ -189,7 +191,7 @@ export interface paths {
             header?: never;
             path: {
                 /**
-                 * @description Session id (any shape up to 200 characters; unknown or foreign → 404).
+                 * @description The caller's session id (any shape up to 200 characters; ids are per principal, so it names the caller's own session; unknown → 404).
                  * @example incident-42
                  */
                 session_id: components["parameters"]["SessionID"];
@@ -407,7 +409,7 @@ export interface paths {
             header?: never;
             path: {
                 /**
-                 * @description Session id (any shape up to 200 characters; unknown or foreign → 404).
+                 * @description The caller's session id (any shape up to 200 characters; ids are per principal, so it names the caller's own session; unknown → 404).
                  * @example incident-42
                  */
                 session_id: components["parameters"]["SessionID"];
@@ -435,7 +437,7 @@ export interface paths {
             header?: never;
             path: {
                 /**
-                 * @description Session id (any shape up to 200 characters; unknown or foreign → 404).
+                 * @description The caller's session id (any shape up to 200 characters; ids are per principal, so it names the caller's own session; unknown → 404).
                  * @example incident-42
                  */
                 session_id: components["parameters"]["SessionID"];
@@ -462,7 +464,7 @@ export interface paths {
             header?: never;
             path: {
                 /**
-                 * @description Session id (any shape up to 200 characters; unknown or foreign → 404).
+                 * @description The caller's session id (any shape up to 200 characters; ids are per principal, so it names the caller's own session; unknown → 404).
                  * @example incident-42
                  */
                 session_id: components["parameters"]["SessionID"];
@@ -493,7 +495,7 @@ export interface paths {
             header?: never;
             path: {
                 /**
-                 * @description Session id (any shape up to 200 characters; unknown or foreign → 404).
+                 * @description The caller's session id (any shape up to 200 characters; ids are per principal, so it names the caller's own session; unknown → 404).
                  * @example incident-42
                  */
                 session_id: components["parameters"]["SessionID"];
@@ -519,7 +521,7 @@ export interface paths {
             header?: never;
             path: {
                 /**
-                 * @description Session id (any shape up to 200 characters; unknown or foreign → 404).
+                 * @description The caller's session id (any shape up to 200 characters; ids are per principal, so it names the caller's own session; unknown → 404).
                  * @example incident-42
                  */
                 session_id: components["parameters"]["SessionID"];
@@ -554,7 +556,7 @@ export interface paths {
             header?: never;
             path: {
                 /**
-                 * @description Session id (any shape up to 200 characters; unknown or foreign → 404).
+                 * @description The caller's session id (any shape up to 200 characters; ids are per principal, so it names the caller's own session; unknown → 404).
                  * @example incident-42
                  */
                 session_id: components["parameters"]["SessionID"];
@@ -669,7 +671,15 @@ export interface components {
              */
             recording?: boolean;
             /**
-             * @description Caller-chosen id (default a new UUIDv7).
+             * @description Caller-chosen id (default a new UUIDv7, globally unique). It is
+             *     scoped to the caller's principal: hxd stores, locks and (on the
+             *     Temporal engine) runs the session under a key derived from the
+             *     principal and this id (a hash of the principal, `/`, the id), so
+             *     two principals' ids can never collide and a caller can only ever
+             *     name sessions of its own; the id itself is what the caller sees
+             *     everywhere (sessions, runs, events, webhook and checkpoint
+             *     bodies, `.hx` bundles). Re-using one's own id is 409
+             *     `session_exists`.
              * @example incident-42
              */
             session_id?: string;
@@ -1208,7 +1218,7 @@ export interface components {
          */
         AgentVersion: string;
         /**
-         * @description Session id (any shape up to 200 characters; unknown or foreign → 404).
+         * @description The caller's session id (any shape up to 200 characters; ids are per principal, so it names the caller's own session; unknown → 404).
          * @example incident-42
          */
         SessionID: string;
@@ -1584,7 +1594,7 @@ export interface operations {
             header?: never;
             path: {
                 /**
-                 * @description Session id (any shape up to 200 characters; unknown or foreign → 404).
+                 * @description The caller's session id (any shape up to 200 characters; ids are per principal, so it names the caller's own session; unknown → 404).
                  * @example incident-42
                  */
                 session_id: components["parameters"]["SessionID"];
@@ -1640,7 +1650,7 @@ export interface operations {
             header?: never;
             path: {
                 /**
-                 * @description Session id (any shape up to 200 characters; unknown or foreign → 404).
+                 * @description The caller's session id (any shape up to 200 characters; ids are per principal, so it names the caller's own session; unknown → 404).
                  * @example incident-42
                  */
                 session_id: components["parameters"]["SessionID"];
@@ -1707,7 +1717,7 @@ export interface operations {
             };
             path: {
                 /**
-                 * @description Session id (any shape up to 200 characters; unknown or foreign → 404).
+                 * @description The caller's session id (any shape up to 200 characters; ids are per principal, so it names the caller's own session; unknown → 404).
                  * @example incident-42
                  */
                 session_id: components["parameters"]["SessionID"];
@@ -2081,7 +2091,7 @@ export interface operations {
             header?: never;
             path: {
                 /**
-                 * @description Session id (any shape up to 200 characters; unknown or foreign → 404).
+                 * @description The caller's session id (any shape up to 200 characters; ids are per principal, so it names the caller's own session; unknown → 404).
                  * @example incident-42
                  */
                 session_id: components["parameters"]["SessionID"];
@@ -2116,7 +2126,7 @@ export interface operations {
             header?: never;
             path: {
                 /**
-                 * @description Session id (any shape up to 200 characters; unknown or foreign → 404).
+                 * @description The caller's session id (any shape up to 200 characters; ids are per principal, so it names the caller's own session; unknown → 404).
                  * @example incident-42
                  */
                 session_id: components["parameters"]["SessionID"];
@@ -2151,7 +2161,7 @@ export interface operations {
             header?: never;
             path: {
                 /**
-                 * @description Session id (any shape up to 200 characters; unknown or foreign → 404).
+                 * @description The caller's session id (any shape up to 200 characters; ids are per principal, so it names the caller's own session; unknown → 404).
                  * @example incident-42
                  */
                 session_id: components["parameters"]["SessionID"];
@@ -2197,7 +2207,7 @@ export interface operations {
             header?: never;
             path: {
                 /**
-                 * @description Session id (any shape up to 200 characters; unknown or foreign → 404).
+                 * @description The caller's session id (any shape up to 200 characters; ids are per principal, so it names the caller's own session; unknown → 404).
                  * @example incident-42
                  */
                 session_id: components["parameters"]["SessionID"];
@@ -2254,7 +2264,7 @@ export interface operations {
             header?: never;
             path: {
                 /**
-                 * @description Session id (any shape up to 200 characters; unknown or foreign → 404).
+                 * @description The caller's session id (any shape up to 200 characters; ids are per principal, so it names the caller's own session; unknown → 404).
                  * @example incident-42
                  */
                 session_id: components["parameters"]["SessionID"];
@@ -2302,7 +2312,7 @@ export interface operations {
             header?: never;
             path: {
                 /**
-                 * @description Session id (any shape up to 200 characters; unknown or foreign → 404).
+                 * @description The caller's session id (any shape up to 200 characters; ids are per principal, so it names the caller's own session; unknown → 404).
                  * @example incident-42
                  */
                 session_id: components["parameters"]["SessionID"];
