@@ -510,9 +510,10 @@ func runErrorSuffix(res *hxruntime.RunResult) string {
 }
 
 // printDemoStatus prints the status block of REFERENCE §10.2 from storage
-// and the workspace files, reading only.
+// and the workspace files, reading only. The demo's session belongs to
+// hxruntime.LocalPrincipal.
 func printDemoStatus(ctx context.Context, w io.Writer, store rtstore.Store, sessionID, ws string) error {
-	sess, err := store.SessionGet(ctx, sessionID)
+	sess, err := store.SessionGet(ctx, hxruntime.SessionKey(hxruntime.LocalPrincipal, sessionID))
 	if err != nil {
 		return fmt.Errorf("session %s: %w", sessionID, err)
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	hxruntime "hxd/internal/runtime"
 	"hxd/internal/store/sqlite"
 	"hxd/internal/tool"
 )
@@ -66,13 +67,14 @@ func demoSnapshot(t *testing.T, db, ws string) string {
 	st, err := sqlite.Open(context.Background(), sqlite.Config{Path: db})
 	require.NoError(t, err)
 	defer st.Close()
-	sess, err := st.SessionGet(context.Background(), ds.SessionID)
+	key := hxruntime.SessionKey(hxruntime.LocalPrincipal, ds.SessionID)
+	sess, err := st.SessionGet(context.Background(), key)
 	require.NoError(t, err)
 	run, err := st.RunGet(context.Background(), sess.LastRunID)
 	require.NoError(t, err)
 	recs, err := st.JournalList(context.Background(), run.ID, 0, 0)
 	require.NoError(t, err)
-	ctl, err := st.SessionControlGet(context.Background(), ds.SessionID)
+	ctl, err := st.SessionControlGet(context.Background(), key)
 	require.NoError(t, err)
 	return strings.Join([]string{string(run.Status), run.Phase, string(run.State), run.UpdatedAt.String(),
 		ctl, strconv.Itoa(len(recs)), recs[len(recs)-1].ID}, "|")
@@ -153,7 +155,7 @@ func TestDemoCrashRecovery(t *testing.T) {
 	// While another owner holds the session, resume refuses.
 	other, err := sqlite.Open(context.Background(), sqlite.Config{Path: db})
 	require.NoError(t, err)
-	lease, err := other.SessionLock(context.Background(), ds.SessionID)
+	lease, err := other.SessionLock(context.Background(), hxruntime.SessionKey(hxruntime.LocalPrincipal, ds.SessionID))
 	require.NoError(t, err)
 	busy := runDemoCmd(t, nil, "resume", "--workspace", ws)
 	require.Equal(t, 1, busy.code)

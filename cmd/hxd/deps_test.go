@@ -85,6 +85,11 @@ var depsRules = []depsRule{
 		onlyOurs: []string{"hxd/internal/http/api/..."},
 	},
 	{
+		name:     "api (the contract file) imports nothing of ours",
+		pkgs:     []string{"hxd/api"},
+		onlyOurs: []string{"hxd/api"},
+	},
+	{
 		name:     "migrations import nothing of ours",
 		pkgs:     []string{"hxd/migrations/..."},
 		onlyOurs: []string{"hxd/migrations/..."},

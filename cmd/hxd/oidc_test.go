@@ -260,18 +260,24 @@ func TestServeOIDCOwnership(t *testing.T) {
 	notOwned := map[string]int{
 		"getHealth": 200, "getReady": 200, "getOpenAPI": 200, "getMetrics": 200,
 		"listAgents": 200, "getAgent": 200, "listSessions": 200,
-		// Session ids are one namespace: B learns that A's caller-chosen id
-		// is taken (and nothing else); server-made ids are UUIDv7.
-		"createSession": 409,
+		// Session ids are scoped per principal: B may take A's id for a
+		// session of his own, and learns nothing of A's.
+		"createSession": 201,
 		"verifyBundle":  200, "playbackBundle": 422,
 	}
 	public := []string{"getHealth", "getOpenAPI", "getReady"}
 	// Text of A that no answer to B may hold (besides the request path).
 	secrets := append(o.ids(), "invoice-analyst", "approver", "spiller", "alice", "Overdue balance")
 	// Answers that are A-independent by nature.
-	mayMentionAgents := map[string]bool{"getOpenAPI": true, "listAgents": true, "getAgent": true, "getMetrics": true}
+	mayMentionAgents := map[string]bool{"getOpenAPI": true, "listAgents": true, "getAgent": true, "getMetrics": true,
+		"createSession": true} // B's session of the agent he named
 
-	for _, c := range ops {
+	// B's session of A's id is created last: from then on, for B, that id
+	// names B's own session.
+	byB := slices.Clone(ops)
+	i := slices.IndexFunc(byB, func(c opCase) bool { return c.id == "createSession" })
+	byB = append(append(byB[:i:i], byB[i+1:]...), byB[i])
+	for _, c := range byB {
 		t.Run("other principal/"+c.id, func(t *testing.T) {
 			resp, body := d.do(t, c.method, c.path, c.body, withHdr(bob, c.hdr...)...)
 			text := strings.ReplaceAll(string(body), c.path, "")
@@ -294,7 +300,9 @@ func TestServeOIDCOwnership(t *testing.T) {
 					require.Empty(t, decode(t, body)["items"], "B lists only his own sessions")
 				}
 				if c.id == "createSession" {
-					requireProblem(t, resp, body, http.StatusConflict, "session_exists")
+					s := decode(t, body)
+					require.Equal(t, o.sid, s["session_id"], "B's own session of the id A uses")
+					require.Nil(t, s["latest_run"], "nothing of A's session")
 					text = strings.ReplaceAll(text, o.sid, "") // B sent it
 				}
 			}

@@ -13,7 +13,7 @@ import (
 
 // pkgdocRoots are the trees (relative to the module root) whose every
 // package must have a doc.go carrying its package comment (STYLE.md G3).
-var pkgdocRoots = []string{"internal", "migrations"}
+var pkgdocRoots = []string{"api", "internal", "migrations"}
 
 // pkgdocFiles are the files that may carry the package comment, by package
 // directory; the default is doc.go. internal/http/api holds generated code

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	hxruntime "hxd/internal/runtime"
 	"hxd/internal/temporal"
 )
 
@@ -115,7 +116,7 @@ func BenchmarkTemporalEngine(b *testing.B) {
 	client := &http.Client{Timeout: 2 * time.Minute}
 	// Warm up every path once; count the activities of one hxd run.
 	sid := benchRun(b, client, d.base)
-	activities, err := temporal.CountActivities(ctx, c, sid)
+	activities, err := temporal.CountActivities(ctx, c, hxruntime.LocalPrincipal, sid)
 	if err != nil {
 		b.Fatal(err)
 	}

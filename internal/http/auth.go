@@ -152,8 +152,8 @@ func (s *Server) authenticate(mux *chi.Mux, routes *routeIndex, public map[strin
 			// Find the operation the router will pick, without touching the
 			// request's own route context (routing fills it later).
 			found := chi.NewRouteContext()
-			pattern := mux.Find(found, r.Method, routingPath(r))
-			if public[r.Method+" "+pattern] {
+			pattern := mux.Find(found, routeMethod(r), routingPath(r))
+			if public[routeMethod(r)+" "+pattern] {
 				next.ServeHTTP(w, r.WithContext(withPrincipal(ctx, anonymous)))
 				return
 			}
@@ -181,7 +181,7 @@ func (s *Server) authenticate(mux *chi.Mux, routes *routeIndex, public map[strin
 				}
 				s.log.InfoContext(ctx, "authentication failed", append([]any{
 					"request_id", requestIDFrom(ctx),
-					"operation", routes.operationID(r.Method, pattern),
+					"operation", routes.operationID(routeMethod(r), pattern),
 					"reason", reason,
 					"remote_addr", r.RemoteAddr,
 				}, resourceAttrs(found)...)...)
@@ -192,18 +192,28 @@ func (s *Server) authenticate(mux *chi.Mux, routes *routeIndex, public map[strin
 			next.ServeHTTP(w, r.WithContext(withPrincipal(ctx, p)))
 			if responseStatus(w) == http.StatusNotFound {
 				rctx := chi.RouteContext(ctx)
-				if rctx == nil || routes.route(r.Method, rctx.RoutePattern()) == nil {
+				if rctx == nil || routes.route(routeMethod(r), rctx.RoutePattern()) == nil {
 					return // no operation: nothing was looked up
 				}
 				s.log.InfoContext(ctx, "access denied or not found", append([]any{
 					"request_id", requestIDFrom(ctx),
 					"principal", p.ID,
-					"operation", routes.operationID(r.Method, rctx.RoutePattern()),
+					"operation", routes.operationID(routeMethod(r), rctx.RoutePattern()),
 					"http_status", http.StatusNotFound,
 				}, resourceAttrs(rctx)...)...)
 			}
 		})
 	}
+}
+
+// routeMethod is the method a request is routed by: a HEAD request is
+// served by the GET operation of its path (chi's middleware.GetHead; the
+// contract declares no HEAD operation), as net/http leaves out the body.
+func routeMethod(r *http.Request) string {
+	if r.Method == http.MethodHead {
+		return http.MethodGet
+	}
+	return r.Method
 }
 
 // routingPath is the path chi routes on.

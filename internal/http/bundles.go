@@ -23,6 +23,10 @@ import (
 // bundleUploadOperations are the operations whose body is a bundle.
 var bundleUploadOperations = map[string]bool{"verifyBundle": true, "playbackBundle": true}
 
+// bundleMediaTypes are the media types a bundle upload may declare (the
+// contract's first); a body without a Content-Type is taken too.
+var bundleMediaTypes = []string{"application/vnd.harnessx.incident+zip", "application/zip", "application/octet-stream"}
+
 // bundleUpload reports whether r uploads a bundle. It runs before routing
 // (limitBody), so it matches the contract's paths.
 func bundleUpload(r *http.Request) bool {

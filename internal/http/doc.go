@@ -11,8 +11,9 @@
 // state-machine decisions. Ownership is the runtime's: it answers
 // runtime.ErrNotFound for anything the caller does not own.
 //
-// It may import internal/http/api (generated), runtime, hxbundle and agent
-// (plus model for the ToolResult of a resolution, journal for the
-// records a bundle is built from, and go-oidc for token verification). It must never import
-// store/*, temporal or a database driver.
+// It may import internal/http/api (generated), api (the contract's bytes),
+// runtime, hxbundle and agent (plus model for the ToolResult of a
+// resolution, journal for the records a bundle is built from, and go-oidc
+// for token verification). It must never import store/*, temporal or a
+// database driver.
 package http

@@ -50,7 +50,7 @@ func TestProblems(t *testing.T) {
 		{name: "empty body", req: request{method: "POST", path: "/sessions", header: map[string]string{"Content-Type": "application/json"}},
 			status: 400, code: "invalid_request", detail: "required"},
 		{name: "wrong content type", req: request{method: "POST", path: "/sessions", body: session,
-			header: map[string]string{"Content-Type": "text/plain"}}, status: 400, code: "invalid_request", detail: "application/json"},
+			header: map[string]string{"Content-Type": "text/plain"}}, status: 415, code: "unsupported_media_type", detail: "application/json"},
 		{name: "session_id too long in body", req: request{method: "POST", path: "/sessions",
 			body: `{"agent":{"name":"demo","version":"v1"},"session_id":"` + strings.Repeat("a", 201) + `"}`},
 			status: 400, code: "invalid_request", detail: "/session_id"},
@@ -203,7 +203,7 @@ func TestProblems(t *testing.T) {
 				require.Len(t, tb.logs.matching(secret, `"request_id":"`+p.RequestId+`"`, `"level":"ERROR"`), 1)
 			}
 			if tt.status == 405 {
-				require.Equal(t, "GET, POST", resp.Header.Get("Allow"))
+				require.Equal(t, "GET, HEAD, POST", resp.Header.Get("Allow"))
 			}
 		})
 	}
@@ -299,7 +299,7 @@ func TestUnknownMethod(t *testing.T) {
 	tb := setup(t)
 	resp, body := tb.do(t, request{method: "XYZZY", path: "/healthz"})
 	requireProblem(t, resp, body, http.StatusMethodNotAllowed, "method_not_allowed")
-	require.Equal(t, "GET", resp.Header.Get("Allow"))
+	require.Equal(t, "GET, HEAD", resp.Header.Get("Allow"))
 
 	resp, body = tb.do(t, request{method: "XYZZY", path: "/nope"})
 	requireProblem(t, resp, body, http.StatusNotFound, "not_found")
@@ -308,7 +308,7 @@ func TestUnknownMethod(t *testing.T) {
 	// An escaped slash stays inside its path parameter, as in routing.
 	resp, body = tb.do(t, request{method: "DELETE", path: "/runs/a%2Fb"})
 	requireProblem(t, resp, body, http.StatusMethodNotAllowed, "method_not_allowed")
-	require.Equal(t, "GET", resp.Header.Get("Allow"))
+	require.Equal(t, "GET, HEAD", resp.Header.Get("Allow"))
 }
 
 func TestProblemDetailIsBounded(t *testing.T) {
@@ -351,13 +351,13 @@ func TestBodyTimeout(t *testing.T) {
 	t.Parallel()
 	const timeout = 200 * time.Millisecond
 	tb := setup(t, func(c *hxhttp.Config) { c.BodyTimeout, c.UploadTimeout = timeout, timeout })
-	for _, path := range []string{"/sessions", "/bundles/verify"} {
+	for path, ct := range map[string]string{"/sessions": "application/json", "/bundles/verify": "application/zip"} {
 		t.Run(path, func(t *testing.T) {
 			t.Parallel()
 			conn, err := net.Dial("tcp", tb.srv.Listener.Addr().String())
 			require.NoError(t, err)
 			defer conn.Close()
-			_, err = fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"agent\"", path)
+			_, err = fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: x\r\nContent-Type: %s\r\nContent-Length: 100\r\n\r\n{\"agent\"", path, ct)
 			require.NoError(t, err)
 			require.NoError(t, conn.SetDeadline(time.Now().Add(10*time.Second)))
 			start := time.Now()

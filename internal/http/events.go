@@ -31,7 +31,9 @@ func (s *Server) ListRunEvents(ctx context.Context, req api.ListRunEventsRequest
 		return nil, err
 	}
 	if !prefersJSON(acceptFrom(ctx)) {
-		return &eventStream{ctx: ctx, s: s, runID: req.RunId, after: after}, nil
+		r, _ := httpRequestFrom(ctx)
+		head := r != nil && r.Method == http.MethodHead
+		return &eventStream{ctx: ctx, s: s, runID: req.RunId, after: after, head: head}, nil
 	}
 	page, err := s.eventPage(ctx, req.RunId, after, deref(req.Params.Limit))
 	if err != nil {
@@ -205,6 +207,8 @@ type eventStream struct {
 	s     *Server
 	runID string
 	after int64
+	// head: the request is a HEAD; the stream's headers are the answer.
+	head bool
 	// lastType is the type of the last event written.
 	lastType string
 }
@@ -230,6 +234,9 @@ func (e *eventStream) VisitListRunEventsResponse(w http.ResponseWriter) error {
 	h.Set("Cache-Control", "no-cache")
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
+	if e.head {
+		return nil // no body to stream, so nothing to wait for
+	}
 	err := rc.Flush()
 	if err == nil {
 		err = e.stream(w, rc)

@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 
+	contract "hxd/api"
 	"hxd/internal/http/api"
 	hxruntime "hxd/internal/runtime"
 )
@@ -28,11 +30,34 @@ func (s *Server) GetReady(ctx context.Context, _ api.GetReadyRequestObject) (api
 	return api.GetReady200JSONResponse{Status: api.Ready, Version: s.version}, nil
 }
 
-// GetOpenAPI serves the contract the server was built from (YAML).
-func (s *Server) GetOpenAPI(_ context.Context, _ api.GetOpenAPIRequestObject) (api.GetOpenAPIResponseObject, error) {
+// GetOpenAPI serves the contract the server was built from: the bytes of
+// api/openapi.yaml as committed, with a strong ETag; 304 when the
+// caller's If-None-Match names it.
+func (s *Server) GetOpenAPI(_ context.Context, req api.GetOpenAPIRequestObject) (api.GetOpenAPIResponseObject, error) {
+	etag := s.contractETag
+	if req.Params.IfNoneMatch != nil && etagListMatches(*req.Params.IfNoneMatch, etag) {
+		return api.GetOpenAPI304Response{Headers: api.GetOpenAPI304ResponseHeaders{ETag: &etag}}, nil
+	}
 	return api.GetOpenAPI200ApplicationyamlResponse{
-		Body: bytes.NewReader(s.contract), ContentLength: int64(len(s.contract)),
+		Body: bytes.NewReader(contract.OpenAPI), ContentLength: int64(len(contract.OpenAPI)),
+		Headers: api.GetOpenAPI200ResponseHeaders{ETag: &etag},
 	}, nil
+}
+
+// etagListMatches reports whether an If-None-Match value (RFC 9110
+// §13.1.2: "*" or a comma-separated list of entity tags) matches etag,
+// by weak comparison (a W/ prefix is ignored on either side).
+func etagListMatches(list, etag string) bool {
+	if strings.TrimSpace(list) == "*" {
+		return true
+	}
+	want := strings.TrimPrefix(etag, "W/")
+	for _, tag := range strings.Split(list, ",") {
+		if strings.TrimPrefix(strings.TrimSpace(tag), "W/") == want {
+			return true
+		}
+	}
+	return false
 }
 
 // GetMetrics serves the registry in the Prometheus exposition format.

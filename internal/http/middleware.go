@@ -180,7 +180,7 @@ func (s *Server) observe(m *metrics, routes *routeIndex) func(http.Handler) http
 			if rctx := chi.RouteContext(r.Context()); rctx != nil {
 				pattern = rctx.RoutePattern()
 			}
-			op := routes.operationID(r.Method, pattern)
+			op := routes.operationID(routeMethod(r), pattern)
 			status := rec.statusCode()
 			method := methodLabel(r.Method)
 			m.requests.WithLabelValues(op, method, strconv.Itoa(status)).Inc()

@@ -97,6 +97,7 @@ var problemTable = []problemRule{
 	{as[*requestError], http.StatusBadRequest, "invalid_request", "Invalid request"},
 	{as[*http.MaxBytesError], http.StatusRequestEntityTooLarge, "payload_too_large", "Request body too large"},
 	{is(errBodyTimeout), http.StatusRequestTimeout, "request_timeout", "Request body did not arrive in time"},
+	{as[*mediaTypeError], http.StatusUnsupportedMediaType, "unsupported_media_type", "Unsupported media type"},
 	{is(ErrUnauthorized), http.StatusUnauthorized, "unauthorized", "Unauthorized"},
 	{is(ErrForbidden), http.StatusForbidden, "forbidden", "Forbidden"},
 	{is(hxruntime.ErrInvalidCursor), http.StatusBadRequest, "invalid_request", "Invalid request"},
@@ -133,12 +134,15 @@ func problemFor(r *http.Request, err error) (problemRule, string) {
 		}
 		var detail string
 		var re *requestError
+		var me *mediaTypeError
 		var pe *hxruntime.PublicError
 		var le *hxbundle.LimitError
 		var ie *hxbundle.InvalidError
 		switch {
 		case errors.As(err, &re):
 			detail = re.Detail
+		case errors.As(err, &me):
+			detail = me.Detail
 		case errors.As(err, &pe):
 			detail = pe.Detail
 		case errors.As(err, &le):

@@ -1,6 +1,8 @@
 package http
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -11,10 +13,11 @@ import (
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/go-chi/chi/v5"
+	"github.com/go-chi/chi/v5/middleware"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-	"sigs.k8s.io/yaml"
 
+	contract "hxd/api"
 	"hxd/internal/http/api"
 	"hxd/internal/hxbundle"
 )
@@ -96,11 +99,12 @@ type Server struct {
 	log       *slog.Logger
 	version   string
 	keepAlive time.Duration
-	contract  []byte       // the served api/openapi.yaml
-	metrics   http.Handler // promhttp for the Registry
-	limits    hxbundle.Limits
-	spoolDir  string
-	auth      Authenticator // nil: --auth=none
+	// contractETag is the strong ETag of api/openapi.yaml as served.
+	contractETag string
+	metrics      http.Handler // promhttp for the Registry
+	limits       hxbundle.Limits
+	spoolDir     string
+	auth         Authenticator // nil: --auth=none
 	// bundleJobs holds a token per upload being verified or played back.
 	bundleJobs chan struct{}
 }
@@ -168,13 +172,14 @@ func newHandler(cfg Config) (http.Handler, error) {
 		reg = prometheus.NewRegistry()
 	}
 
-	spec, err := api.GetSwagger()
+	// Requests are validated against the very bytes GET /openapi.yaml
+	// serves (oapi-codegen's embedded copy capitalises operationIds).
+	spec, err := openapi3.NewLoader().LoadFromData(contract.OpenAPI)
 	if err != nil {
 		return nil, fmt.Errorf("load embedded contract: %w", err)
 	}
-	if s.contract, err = servedContract(spec); err != nil {
-		return nil, err
-	}
+	sum := sha256.Sum256(contract.OpenAPI)
+	s.contractETag = `"` + hex.EncodeToString(sum[:]) + `"`
 	s.metrics = promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
 	routes := newRouteIndex(spec)
 	m, err := newMetrics(reg)
@@ -186,7 +191,10 @@ func newHandler(cfg Config) (http.Handler, error) {
 	// Authentication comes before the body limit: a caller without a valid
 	// token learns that (401 with its challenge), not how large a body
 	// would be accepted.
-	r.Use(requestID, s.observe(m, routes), s.recoverer, s.authenticate(r, routes, publicOperations(spec)), s.limitBody(maxBody, bodyTimeout, uploadTimeout))
+	// HEAD is served wherever GET is (GetHead routes it to the GET
+	// operation; net/http sends the headers without the body).
+	r.Use(requestID, s.observe(m, routes), s.recoverer, s.authenticate(r, routes, publicOperations(spec)), s.limitBody(maxBody, bodyTimeout, uploadTimeout),
+		middleware.GetHead)
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) { s.writeProblem(w, r, errNoRoute) })
 	r.MethodNotAllowed(func(w http.ResponseWriter, req *http.Request) {
 		// chi answers every method it does not know here, whatever the
@@ -213,39 +221,17 @@ func newHandler(cfg Config) (http.Handler, error) {
 	return r, nil
 }
 
-// servedContract is the embedded contract as YAML, with the operationIds
-// of api/openapi.yaml (oapi-codegen capitalises them in the copy it embeds;
-// the contract's are all lowerCamelCase, which TestContract checks).
-func servedContract(spec *openapi3.T) ([]byte, error) {
-	for _, item := range spec.Paths.Map() {
-		for _, op := range item.Operations() {
-			if id := op.OperationID; id != "" {
-				op.OperationID = strings.ToLower(id[:1]) + id[1:]
-			}
-		}
-	}
-	js, err := spec.MarshalJSON()
-	if err != nil {
-		return nil, fmt.Errorf("encode embedded contract: %w", err)
-	}
-	y, err := yaml.JSONToYAML(js)
-	if err != nil {
-		return nil, fmt.Errorf("encode embedded contract as yaml: %w", err)
-	}
-	return y, nil
-}
-
 // allowedMethods lists the methods routed for path, for the Allow header
-// of a 405.
+// of a 405: HEAD wherever GET is.
 func allowedMethods(r chi.Routes, path string) string {
-	var allow string
+	var allow []string
 	for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
 		if r.Match(chi.NewRouteContext(), m, path) {
-			if allow != "" {
-				allow += ", "
+			allow = append(allow, m)
+			if m == http.MethodGet {
+				allow = append(allow, http.MethodHead)
 			}
-			allow += m
 		}
 	}
-	return allow
+	return strings.Join(allow, ", ")
 }

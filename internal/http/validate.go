@@ -6,8 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"mime"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -82,7 +85,7 @@ func (s *Server) validate(routes *routeIndex) func(http.Handler) http.Handler {
 				next.ServeHTTP(w, r) // no parameters, no body
 				return
 			}
-			route := routes.route(r.Method, rctx.RoutePattern())
+			route := routes.route(routeMethod(r), rctx.RoutePattern())
 			if route == nil { // every generated route is in the contract
 				s.writeProblem(w, r, fmt.Errorf("no contract operation for %s %s", r.Method, rctx.RoutePattern()))
 				return
@@ -101,6 +104,13 @@ func (s *Server) validate(routes *routeIndex) func(http.Handler) http.Handler {
 				}
 				params[k] = v
 			}
+			if err := checkMediaType(r, route.Operation); err != nil {
+				if errors.Is(err, errContentEncoding) {
+					w.Header().Set("Accept-Encoding", "identity") // RFC 7694 §3
+				}
+				s.writeProblem(w, r, err)
+				return
+			}
 			o := opts
 			if bundleUploadOperations[route.Operation.OperationID] {
 				o = &uploadOpts
@@ -116,6 +126,65 @@ func (s *Server) validate(routes *routeIndex) func(http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 		})
 	}
+}
+
+// Why a body is 415 unsupported_media_type (mediaTypeError wraps one).
+var (
+	errContentEncoding = errors.New("request body has a Content-Encoding other than identity")
+	errCharset         = errors.New("request body has a charset other than UTF-8")
+	errMediaType       = errors.New("request body has a media type the operation does not take")
+)
+
+// mediaTypeError is a body hxd would misread (415 unsupported_media_type).
+// Detail is client-safe and never echoes the header.
+type mediaTypeError struct {
+	Detail string
+	Err    error
+}
+
+func (e *mediaTypeError) Error() string { return e.Err.Error() }
+func (e *mediaTypeError) Unwrap() error { return e.Err }
+
+// checkMediaType refuses, before anything reads it, the body of an
+// operation that takes one when hxd would misread it: a Content-Encoding
+// other than identity (hxd decodes none, so a compressed body would be
+// taken as plain), a charset other than UTF-8 (bodies are read as UTF-8),
+// or a media type the operation does not take (the contract's, plus
+// application/zip and application/octet-stream for bundle uploads, which
+// may also come without a Content-Type). A request without a body, or to
+// an operation without one, is not checked.
+func checkMediaType(r *http.Request, op *openapi3.Operation) error {
+	if r.Body == nil || r.Body == http.NoBody || op.RequestBody == nil || op.RequestBody.Value == nil {
+		return nil
+	}
+	for _, v := range r.Header.Values("Content-Encoding") {
+		for _, coding := range strings.Split(v, ",") {
+			if c := strings.TrimSpace(coding); c != "" && !strings.EqualFold(c, "identity") {
+				return &mediaTypeError{Detail: errContentEncoding.Error() + " (hxd decodes none: send it unencoded)", Err: errContentEncoding}
+			}
+		}
+	}
+	accepted := slices.Sorted(maps.Keys(op.RequestBody.Value.Content))
+	bundle := bundleUploadOperations[op.OperationID]
+	if bundle {
+		accepted = bundleMediaTypes
+	}
+	want := "request body must be " + strings.Join(accepted, ", ")
+	ct := r.Header.Get("Content-Type")
+	if ct == "" {
+		if bundle {
+			return nil
+		}
+		return &mediaTypeError{Detail: want, Err: errMediaType}
+	}
+	mt, params, err := mime.ParseMediaType(ct)
+	if err != nil || !slices.Contains(accepted, mt) {
+		return &mediaTypeError{Detail: want, Err: errMediaType}
+	}
+	if cs, ok := params["charset"]; ok && !strings.EqualFold(cs, "utf-8") {
+		return &mediaTypeError{Detail: errCharset.Error(), Err: errCharset}
+	}
+	return nil
 }
 
 // nameable reports whether a path parameter could name a session, run,

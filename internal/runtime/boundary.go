@@ -55,7 +55,7 @@ func (c *committer) newRecord(kind journal.Kind, payload json.RawMessage, e *Too
 		ID:         c.r.cfg.NewIDFunc(),
 		Kind:       kind,
 		RecordedAt: journal.Timestamp(c.r.cfg.NowFunc()),
-		SessionID:  c.st.SessionID,
+		SessionID:  SessionIDOf(c.st.SessionID),
 		RunID:      c.st.RunID,
 		StepID:     c.st.stepID(),
 		AttemptID:  itoa(c.st.Attempt),
@@ -74,7 +74,7 @@ func (c *committer) event(typ string, data any, e *ToolEntry) {
 	ev := rtstore.RunEvent{
 		Type:      typ,
 		Data:      mustJSON(data),
-		SessionID: c.st.SessionID,
+		SessionID: SessionIDOf(c.st.SessionID),
 		RunID:     c.st.RunID,
 		StepID:    c.st.stepID(),
 		AttemptID: itoa(c.st.Attempt),
@@ -207,7 +207,7 @@ func (c *committer) apply(ctx context.Context, write func(context.Context) error
 		c.r.settled.wake(c.st.RunID)
 	}
 	if c.r.cfg.CheckpointFunc != nil {
-		c.r.cfg.CheckpointFunc(c.st.SessionID, c.st.RunID, c.st.Status, c.st.Phase)
+		c.r.cfg.CheckpointFunc(SessionIDOf(c.st.SessionID), c.st.RunID, c.st.Status, c.st.Phase)
 	}
 	if c.r.cfg.AfterCommitFunc != nil && len(kinds) > 0 {
 		c.r.cfg.AfterCommitFunc(kinds)

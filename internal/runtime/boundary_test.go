@@ -328,7 +328,7 @@ func TestConflictingResendRollsBack(t *testing.T) {
 	evil := recs[3]
 	evil.Payload = json.RawMessage(`{"tampered":true}`)
 	err = tb.store.Store.Commit(ctx, &rtstore.Commit{
-		SessionID: sess.ID, RunID: res.RunID, Status: hxruntime.StatusFailed, Phase: "model",
+		SessionID: hxruntime.SessionKey(hxruntime.LocalPrincipal, sess.ID), RunID: res.RunID, Status: hxruntime.StatusFailed, Phase: "model",
 		State: json.RawMessage(`{"status":"failed"}`), Records: []journal.Record{evil},
 	})
 	require.ErrorIs(t, err, rtstore.ErrRecordConflict)
@@ -492,7 +492,7 @@ func TestPauseDuringTheLastModelCall(t *testing.T) {
 		paused <- res
 	}()
 	require.Eventually(t, func() bool {
-		ctl, err := tb.store.SessionControlGet(ctx, sess.ID)
+		ctl, err := tb.store.SessionControlGet(ctx, hxruntime.SessionKey(hxruntime.LocalPrincipal, sess.ID))
 		return err == nil && ctl == rtstore.ControlPaused
 	}, 5*time.Second, 5*time.Millisecond)
 	close(release)

@@ -38,6 +38,7 @@ func (r *Runtime) control(ctx context.Context, sessionID, ctl string) (*RunResul
 	if err != nil {
 		return nil, err
 	}
+	sessionID = sess.ID // the key, from here on
 	if sess.LastRunID == "" {
 		return nil, nil
 	}
@@ -341,6 +342,7 @@ func (r *Runtime) decide(ctx context.Context, sessionID, key string, resume bool
 	if err != nil {
 		return nil, err
 	}
+	sessionID = sess.ID // the key, from here on
 	if sess.LastRunID == "" {
 		return nil, publicErr(ErrUnknownExecutionKey, fmt.Sprintf("No pending tool has execution key '%s'", key))
 	}

@@ -9,6 +9,12 @@
 // commit before the provider call or tool handler, and tool.returned (the
 // raw result) before result middleware runs (REFERENCE §4.2).
 //
+// Sessions belong to the principal that created them, and session ids are
+// per principal: a session is stored and locked under SessionKey(owner,
+// id), and everything shown outside (results, events, journal records,
+// webhook and checkpoint bodies, exports) carries SessionIDOf(key), the id
+// the caller knows (sessionkey.go).
+//
 // runtime consumes the Store interface declared in runtime/rtstore and
 // imports journal, agent, model and tool. It must never import net/http
 // servers, chi, internal/http, a store implementation or a database driver.

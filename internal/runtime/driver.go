@@ -148,7 +148,7 @@ func (d *driver) heartbeat() {
 				log.Error("session lease lost: driver stops without committing; another process resumes the run")
 				d.cancel(fmt.Errorf("%w: %w", errLeaseLost, err))
 				if f := d.r.cfg.LeaseLostFunc; f != nil {
-					f(d.st.SessionID, d.st.RunID, err)
+					f(SessionIDOf(d.st.SessionID), d.st.RunID, err)
 				}
 				continue
 			}
@@ -717,7 +717,7 @@ func (d *driver) callTool(t tool.Tool, e *ToolEntry) error {
 	d.unlocked(func() {
 		callCtx, cancel := context.WithTimeout(d.ctx, time.Duration(float64(e.Timeout)*float64(time.Second)))
 		out, err = t.Call(callCtx, tool.Invocation{
-			SessionID: d.st.SessionID, RunID: d.st.RunID, ExecutionKey: e.ExecutionKey, Attempt: e.Attempt, Call: e.Call,
+			SessionID: SessionIDOf(d.st.SessionID), RunID: d.st.RunID, ExecutionKey: e.ExecutionKey, Attempt: e.Attempt, Call: e.Call,
 		})
 		cancel()
 	})

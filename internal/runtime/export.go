@@ -87,13 +87,15 @@ func (r *Runtime) Export(ctx context.Context, runID string, fn func(*Incident) e
 }
 
 // ExportOffline is Export for an operator working on a store directly
-// (`hxd export --db`): no principal check, no runtime needed.
+// (`hxd export --db`): no principal check, no runtime needed. sessionID
+// is the id the session's owner knows (or the session's key); the run
+// names the session, so the id needs no principal.
 func ExportOffline(ctx context.Context, store Store, sessionID, runID string, fn func(*Incident) error) error {
 	row, err := store.RunGet(ctx, runID)
 	if err != nil {
 		return fmt.Errorf("run: %w", err)
 	}
-	if row.SessionID != sessionID {
+	if row.SessionID != sessionID && SessionIDOf(row.SessionID) != sessionID {
 		return fmt.Errorf("run %s of session %s: %w", runID, sessionID, ErrNotFound)
 	}
 	return exportRun(ctx, store, runID, nil, fn)
@@ -109,7 +111,7 @@ func exportRun(ctx context.Context, store Store, runID string, readable func(con
 			return publicErr(ErrRecordingDisabled, "Flight recording was not enabled for this run")
 		}
 		inc := &Incident{
-			RunID: row.ID, SessionID: row.SessionID, Status: row.Status, Phase: Phase(row.Phase),
+			RunID: row.ID, SessionID: SessionIDOf(row.SessionID), Status: row.Status, Phase: Phase(row.Phase),
 			Agent: st.Agent, store: store, records: records, readable: readable,
 		}
 		for _, e := range st.Tools {

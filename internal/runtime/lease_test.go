@@ -109,7 +109,7 @@ func leaseSetup(t *testing.T) (*testBundle, *leaseFaultStore) {
 func driverGone(t *testing.T, tb *testBundle, sessionID string) {
 	t.Helper()
 	require.Eventually(t, func() bool {
-		l, err := tb.store.Store.SessionLock(context.Background(), sessionID)
+		l, err := tb.store.Store.SessionLock(context.Background(), hxruntime.SessionKey(hxruntime.LocalPrincipal, sessionID))
 		if err != nil {
 			return false
 		}

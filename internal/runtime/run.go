@@ -244,7 +244,7 @@ func (r *Runtime) ownedRun(ctx context.Context, runID string) (*rtstore.RunRow, 
 	if err != nil {
 		return nil, fmt.Errorf("run: %w", err)
 	}
-	if _, err := r.ownedSession(ctx, row.SessionID); err != nil {
+	if _, err := r.ownedSessionKey(ctx, row.SessionID); err != nil {
 		return nil, err
 	}
 	return row, nil
@@ -293,14 +293,15 @@ func (r *Runtime) WaitRun(ctx context.Context, runID string, d time.Duration) (*
 
 // ListRuns pages a session's runs.
 func (r *Runtime) ListRuns(ctx context.Context, sessionID string, p ListParams) (Page[RunResult], error) {
-	if _, err := r.ownedSession(ctx, sessionID); err != nil {
+	sess, err := r.ownedSession(ctx, sessionID)
+	if err != nil {
 		return Page[RunResult]{}, err
 	}
 	after, limit, err := pageParams(p)
 	if err != nil {
 		return Page[RunResult]{}, err
 	}
-	rows, err := r.store.RunList(ctx, sessionID, rtstore.ListParams{After: after, Limit: limit + 1})
+	rows, err := r.store.RunList(ctx, sess.ID, rtstore.ListParams{After: after, Limit: limit + 1})
 	if err != nil {
 		return Page[RunResult]{}, fmt.Errorf("list runs: %w", err)
 	}
@@ -344,7 +345,7 @@ func runView(row *rtstore.RunRow) (*RunResult, error) {
 		p = []PendingTool{}
 	}
 	return &RunResult{
-		SessionID: row.SessionID, RunID: row.ID, Output: st.Output, Status: row.Status,
+		SessionID: SessionIDOf(row.SessionID), RunID: row.ID, Output: st.Output, Status: row.Status,
 		StopReason: st.StopReason, Usage: st.Usage, Error: st.Error, Pending: p,
 		UsageIncomplete: st.UsageIncomplete, CreatedAt: row.CreatedAt.UTC(), UpdatedAt: row.UpdatedAt.UTC(),
 	}, nil

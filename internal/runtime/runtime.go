@@ -56,7 +56,8 @@ type Config struct {
 	// commit with the boundary kinds it held (testing hook HXD_CRASH_AFTER).
 	AfterCommitFunc func(kinds []journal.Kind)
 	// CheckpointFunc, when set, is called after every successful commit
-	// with {session_id, run_id, status, phase}; it must not block.
+	// with {session_id, run_id, status, phase} (the id the caller knows);
+	// it must not block.
 	CheckpointFunc func(sessionID, runID string, status RunStatus, phase Phase)
 	// WatchPoll is how often event watchers re-check storage when another
 	// process may write, default: 1s. NotifyRun wakes them sooner.

@@ -6,6 +6,8 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -15,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
 	"hxd/internal/agent"
@@ -618,6 +621,128 @@ func TestForeignPrincipalSeesNothing(t *testing.T) {
 	require.Empty(t, page.Items)
 	_, _, err = tb.rt.SubmitRun(bob, hxruntime.SubmitParams{SessionID: sess.ID, Message: jsonString("x")})
 	require.ErrorIs(t, err, hxruntime.ErrNotFound)
+}
+
+// TestSessionIdsScopedPerPrincipal: a caller-chosen session id is the
+// principal's own: two principals each create session "foo", neither sees
+// nor reaches the other's, the same principal re-using it gets
+// ErrSessionExists, and everything a run shows (its result, events,
+// journal records, webhook bodies, checkpoints, exports) carries "foo".
+func TestSessionIdsScopedPerPrincipal(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	var hooked, checkpoints []string
+	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var body struct {
+			SessionID string `json:"session_id"`
+		}
+		_ = json.NewDecoder(r.Body).Decode(&body)
+		mu.Lock()
+		hooked = append(hooked, body.SessionID)
+		mu.Unlock()
+		_, _ = w.Write([]byte(`{"content":"hooked"}`))
+	}))
+	t.Cleanup(hook.Close)
+	def := &agent.Definition{
+		Name: "hooker", Version: "v1",
+		Model: model.Config{Provider: "scripted", Script: []model.ScriptStep{
+			{ToolCalls: []model.ToolCall{{ID: "h", Name: "hook", Input: json.RawMessage(`{}`)}}},
+			{Text: "done"},
+		}},
+		Tools: []agent.ToolDef{{Config: tool.Config{Name: "hook", Kind: "webhook", URL: hook.URL, ReplayPolicy: "safe"}}},
+	}
+	tb := setupCfg(t, func(c *hxruntime.Config) {
+		c.CheckpointFunc = func(sessionID, _ string, _ hxruntime.RunStatus, _ hxruntime.Phase) {
+			mu.Lock()
+			checkpoints = append(checkpoints, sessionID)
+			mu.Unlock()
+		}
+	}, def)
+	alice := hxruntime.WithPrincipal(context.Background(), "alice")
+	bob := hxruntime.WithPrincipal(context.Background(), "bob")
+	create := func(ctx context.Context, meta string) (*hxruntime.Session, error) {
+		return tb.rt.CreateSession(ctx, hxruntime.CreateSessionParams{
+			Agent: def.Ref(), Recording: recording(true), SessionID: "foo", Metadata: json.RawMessage(meta),
+		})
+	}
+	as, err := create(alice, `{"who":"alice"}`)
+	require.NoError(t, err)
+	bs, err := create(bob, `{"who":"bob"}`)
+	require.NoError(t, err, "bob's foo does not collide with alice's")
+	require.Equal(t, "foo", as.ID)
+	require.Equal(t, "foo", bs.ID)
+	for _, ctx := range []context.Context{alice, bob} {
+		_, err = create(ctx, `{}`)
+		require.ErrorIs(t, err, hxruntime.ErrSessionExists, "a principal's own id is taken")
+	}
+	generated, err := tb.rt.CreateSession(alice, hxruntime.CreateSessionParams{Agent: def.Ref()})
+	require.NoError(t, err)
+	require.NoError(t, uuid.Validate(generated.ID), "server-made ids stay UUIDs")
+	_, err = tb.rt.GetSession(bob, generated.ID)
+	require.ErrorIs(t, err, hxruntime.ErrNotFound)
+
+	runs := map[string]string{}
+	for who, ctx := range map[string]context.Context{"alice": alice, "bob": bob} {
+		s, err := tb.rt.GetSession(ctx, "foo")
+		require.NoError(t, err)
+		require.JSONEq(t, `{"who":"`+who+`"}`, string(s.Metadata), "each sees their own foo")
+		run, created, err := tb.rt.SubmitRun(ctx, hxruntime.SubmitParams{SessionID: "foo", Message: jsonString("go"), RequestID: "same"})
+		require.NoError(t, err)
+		require.True(t, created, "request ids are per session too")
+		require.Equal(t, "foo", run.SessionID)
+		res, err := tb.rt.WaitRun(ctx, run.RunID, 10*time.Second)
+		require.NoError(t, err)
+		require.Equal(t, hxruntime.StatusCompleted, res.Status)
+		require.Equal(t, "foo", res.SessionID)
+		runs[who] = run.RunID
+	}
+	require.NotEqual(t, runs["alice"], runs["bob"])
+
+	for who, ctx := range map[string]context.Context{"alice": alice, "bob": bob} {
+		other := map[string]string{"alice": "bob", "bob": "alice"}[who]
+		page, err := tb.rt.ListRuns(ctx, "foo", hxruntime.ListParams{})
+		require.NoError(t, err)
+		require.Len(t, page.Items, 1)
+		require.Equal(t, runs[who], page.Items[0].RunID)
+		_, err = tb.rt.GetRun(ctx, runs[other])
+		require.ErrorIs(t, err, hxruntime.ErrNotFound)
+		s, err := tb.rt.GetSession(ctx, "foo")
+		require.NoError(t, err)
+		require.Equal(t, runs[who], s.LatestRun.RunID)
+
+		evs, err := tb.rt.ListEvents(ctx, runs[who], 0, 1000)
+		require.NoError(t, err)
+		require.NotEmpty(t, evs)
+		for _, ev := range evs {
+			require.Equal(t, "foo", ev.SessionID, ev.Type)
+		}
+		for _, rec := range journalOf(t, tb, runs[who]) {
+			require.Equal(t, "foo", rec.SessionID, rec.Kind)
+		}
+		require.NoError(t, tb.rt.Export(ctx, runs[who], func(inc *hxruntime.Incident) error {
+			require.Equal(t, "foo", inc.SessionID)
+			return nil
+		}))
+		require.NoError(t, hxruntime.ExportOffline(ctx, tb.store, "foo", runs[who], func(inc *hxruntime.Incident) error {
+			require.Equal(t, "foo", inc.SessionID)
+			return nil
+		}))
+	}
+	alicePage, err := tb.rt.ListSessions(alice, hxruntime.ListParams{})
+	require.NoError(t, err)
+	require.Len(t, alicePage.Items, 2)
+	bobPage, err := tb.rt.ListSessions(bob, hxruntime.ListParams{})
+	require.NoError(t, err)
+	require.Len(t, bobPage.Items, 1)
+	require.Equal(t, "foo", bobPage.Items[0].ID)
+
+	mu.Lock()
+	defer mu.Unlock()
+	require.Equal(t, []string{"foo", "foo"}, hooked, "webhook bodies carry the caller's id")
+	require.NotEmpty(t, checkpoints)
+	for _, id := range checkpoints {
+		require.Equal(t, "foo", id)
+	}
 }
 
 // TestLargeResultSpillsToArtifact: a tool result longer than

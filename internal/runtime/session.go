@@ -12,8 +12,10 @@ import (
 	"hxd/internal/runtime/rtstore"
 )
 
-// CreateSession stores a new session bound to the calling principal.
-// Errors: ErrUnknownAgent, ErrSessionExists.
+// CreateSession stores a new session bound to the calling principal,
+// under its key (SessionKey): a caller-chosen id is taken only when the
+// principal has a session of that id. Errors: ErrUnknownAgent,
+// ErrSessionExists.
 func (r *Runtime) CreateSession(ctx context.Context, p CreateSessionParams) (*Session, error) {
 	b, err := r.bind(p.Agent)
 	if err != nil {
@@ -27,8 +29,9 @@ func (r *Runtime) CreateSession(ctx context.Context, p CreateSessionParams) (*Se
 	if len(bytes.TrimSpace(meta)) == 0 || string(bytes.TrimSpace(meta)) == "null" {
 		meta = json.RawMessage(`{}`)
 	}
+	principal := PrincipalFrom(ctx)
 	row := &rtstore.SessionRow{
-		ID: id, Principal: PrincipalFrom(ctx), AgentName: p.Agent.Name, AgentVersion: p.Agent.Version,
+		ID: SessionKey(principal, id), Principal: principal, AgentName: p.Agent.Name, AgentVersion: p.Agent.Version,
 		AgentConfig: b.config, Recording: p.Recording != nil && *p.Recording, Metadata: meta,
 		CreatedAt: r.cfg.NowFunc().UTC(),
 	}
@@ -70,10 +73,17 @@ func (r *Runtime) ListSessions(ctx context.Context, p ListParams) (Page[Session]
 	return page, nil
 }
 
-// ownedSession returns the session if the calling principal owns it; any
-// other case is ErrNotFound, so existence never leaks.
+// ownedSession returns the calling principal's session of that id (the
+// id the caller knows); any other case is ErrNotFound, so existence never
+// leaks. The row's ID is the session's key.
 func (r *Runtime) ownedSession(ctx context.Context, id string) (*rtstore.SessionRow, error) {
-	row, err := r.store.SessionGet(ctx, id)
+	return r.ownedSessionKey(ctx, SessionKey(PrincipalFrom(ctx), id))
+}
+
+// ownedSessionKey returns the session stored under key if the calling
+// principal owns it, else ErrNotFound.
+func (r *Runtime) ownedSessionKey(ctx context.Context, key string) (*rtstore.SessionRow, error) {
+	row, err := r.store.SessionGet(ctx, key)
 	if err != nil {
 		return nil, fmt.Errorf("session: %w", err)
 	}
@@ -85,7 +95,7 @@ func (r *Runtime) ownedSession(ctx context.Context, id string) (*rtstore.Session
 
 func sessionView(row *rtstore.SessionRow) *Session {
 	s := &Session{
-		ID: row.ID, Recording: row.Recording, Metadata: row.Metadata, CreatedAt: row.CreatedAt.UTC(),
+		ID: SessionIDOf(row.ID), Recording: row.Recording, Metadata: row.Metadata, CreatedAt: row.CreatedAt.UTC(),
 	}
 	s.Agent.Name, s.Agent.Version = row.AgentName, row.AgentVersion
 	if row.LastRunID != "" {

@@ -27,7 +27,10 @@ const (
 // RunState is the durable state of one run, stored as JSON with every
 // boundary commit. Field names follow the reference's run state.
 type RunState struct {
-	Version   int       `json:"version"`
+	Version int `json:"version"`
+	// SessionID is the session's key (SessionKey) in the runtime; what
+	// the state shows (records, events, results) is SessionIDOf it. The
+	// Temporal engine's workflow keeps the caller's id here.
 	SessionID string    `json:"session_id"`
 	RunID     string    `json:"run_id"`
 	RequestID string    `json:"request_id"`
@@ -117,7 +120,7 @@ func (s *RunState) resultData() runResultData {
 		p = []PendingTool{}
 	}
 	return runResultData{
-		SessionID: s.SessionID, RunID: s.RunID, Output: s.Output, Status: s.Status,
+		SessionID: SessionIDOf(s.SessionID), RunID: s.RunID, Output: s.Output, Status: s.Status,
 		StopReason: s.StopReason, Usage: s.Usage, Error: s.Error, Pending: p,
 		UsageIncomplete: s.UsageIncomplete,
 	}

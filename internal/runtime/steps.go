@@ -326,7 +326,7 @@ func (s *RunState) StepID() string { return s.stepID() }
 // View returns the public RunResult of a state.
 func (s *RunState) View() RunResult {
 	return RunResult{
-		SessionID: s.SessionID, RunID: s.RunID, Output: s.Output, Status: s.Status,
+		SessionID: SessionIDOf(s.SessionID), RunID: s.RunID, Output: s.Output, Status: s.Status,
 		StopReason: s.StopReason, Usage: s.Usage, Error: s.Error, Pending: s.PendingTools(),
 		UsageIncomplete: s.UsageIncomplete,
 	}

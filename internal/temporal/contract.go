@@ -29,7 +29,10 @@ const (
 	DefaultTaskQueue = "harness-x-v1"
 	// WorkflowType is the registered name of the session workflow.
 	WorkflowType = "HarnessAgentSessionV1"
-	// WorkflowIDPrefix + session_id is a session's workflow ID.
+	// WorkflowIDPrefix + the session's key is a session's workflow ID: the
+	// key (runtime.SessionKey) scopes the id the caller knows (session_id
+	// in the workflow's data) by its owner, so that principals' ids never
+	// collide (the reference, which has no principals, uses session_id).
 	WorkflowIDPrefix = "harness-session:"
 
 	// UpdateSubmit starts a run: arg SubmitRequest, result SubmitResult.
@@ -71,20 +74,21 @@ const (
 // Session status reported by get_session when no run is unfinished.
 const StatusIdle = "idle"
 
-// WorkflowID returns the workflow ID of a session.
-func WorkflowID(sessionID string) string { return WorkflowIDPrefix + sessionID }
+// WorkflowID returns the workflow ID of the session stored under key
+// (runtime.SessionKey).
+func WorkflowID(key string) string { return WorkflowIDPrefix + key }
 
 // StartWorkflowOptions returns the options the client starts a session's
-// workflow with: ID WorkflowID(sessionID), REJECT_DUPLICATE reuse policy
-// (a session ID is never reused, even after the workflow closed) and the
+// workflow with: ID WorkflowID(key), REJECT_DUPLICATE reuse policy (a
+// session key is never reused, even after the workflow closed) and the
 // given task queue ("" → DefaultTaskQueue). Start the workflow as
 // client.ExecuteWorkflow(ctx, opts, WorkflowType, input).
-func StartWorkflowOptions(sessionID, taskQueue string) client.StartWorkflowOptions {
+func StartWorkflowOptions(key, taskQueue string) client.StartWorkflowOptions {
 	if taskQueue == "" {
 		taskQueue = DefaultTaskQueue
 	}
 	return client.StartWorkflowOptions{
-		ID:                       WorkflowID(sessionID),
+		ID:                       WorkflowID(key),
 		TaskQueue:                taskQueue,
 		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,

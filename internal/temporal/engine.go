@@ -44,13 +44,14 @@ type EventSource interface {
 	Watch(ctx context.Context, runID string, after events.Cursor, timeout time.Duration) (bool, error)
 }
 
-// RunIndex maps a run ID to its session ID, durably: GetRun and the other
-// run-addressed calls only have the run ID, and a session's workflow is
-// addressed by the session ID. The engine records the mapping before the
-// submit update that creates the run, so an index miss means "no such
-// run". Lookup returns runtime.ErrNotFound for an unknown run.
+// RunIndex maps a run ID to its session's key (runtime.SessionKey),
+// durably: GetRun and the other run-addressed calls only have the run ID,
+// and a session's workflow is addressed by the session's key. The engine
+// records the mapping before the submit update that creates the run, so
+// an index miss means "no such run". Lookup returns runtime.ErrNotFound
+// for an unknown run.
 type RunIndex interface {
-	Record(ctx context.Context, runID, sessionID string) error
+	Record(ctx context.Context, runID, sessionKey string) error
 	Lookup(ctx context.Context, runID string) (string, error)
 }
 
@@ -90,18 +91,21 @@ type EngineConfig struct {
 }
 
 // Engine serves hxd's HTTP API over Temporal: every session is a workflow
-// (WorkflowID), runs are started with the submit update, read with the
-// get_run query and steered with the control and resolve updates. It
-// satisfies internal/http's Service interface. Every call checks that the
-// calling principal (runtime.PrincipalFrom) owns the session and answers
-// runtime.ErrNotFound otherwise.
+// (WorkflowID of the session's key, runtime.SessionKey of its owner and
+// the id the caller knows, so that principals' ids never collide), runs
+// are started with the submit update, read with the get_run query and
+// steered with the control and resolve updates. It satisfies
+// internal/http's Service interface. Every call checks that the calling
+// principal (runtime.PrincipalFrom) owns the session and answers
+// runtime.ErrNotFound otherwise. The workflow's data keeps the id the
+// caller knows, which is what runs, events and webhook bodies show.
 type Engine struct {
 	cfg EngineConfig
 	log *slog.Logger
 
 	mu     sync.Mutex
-	owners map[string]string // session ID → owner (immutable once created)
-	runs   map[string]string // run ID → session ID (immutable)
+	owners map[string]string // session key → owner (immutable once created)
+	runs   map[string]string // run ID → session key (immutable)
 }
 
 // maxCache bounds each in-process cache (entries are immutable; a full
@@ -192,8 +196,9 @@ var errRecordingUnsupported = &runtime.PublicError{
 
 // CreateSession starts the session's workflow. Errors:
 // runtime.ErrRecordingUnsupported (recording: true),
-// runtime.ErrUnknownAgent, runtime.ErrSessionExists (the workflow ID was
-// ever used, even by a closed workflow).
+// runtime.ErrUnknownAgent, runtime.ErrSessionExists (the caller's
+// principal ever used the id: its workflow ID was used, even by a closed
+// workflow).
 func (e *Engine) CreateSession(ctx context.Context, p runtime.CreateSessionParams) (*runtime.Session, error) {
 	if p.Recording != nil && *p.Recording {
 		return nil, errRecordingUnsupported
@@ -207,11 +212,12 @@ func (e *Engine) CreateSession(ctx context.Context, p runtime.CreateSessionParam
 		id = e.cfg.NewID()
 	}
 	owner := runtime.PrincipalFrom(ctx)
+	key := runtime.SessionKey(owner, id)
 	in, err := NewSessionInput(id, def, owner, p.Metadata, e.cfg.Now(), e.cfg.RuntimeConfig)
 	if err != nil {
 		return nil, err
 	}
-	opts := StartWorkflowOptions(id, e.cfg.TaskQueue)
+	opts := StartWorkflowOptions(key, e.cfg.TaskQueue)
 	opts.WorkflowExecutionErrorWhenAlreadyStarted = true
 	opts.TypedSearchAttributes = temporal.NewSearchAttributes(ownerKey.ValueSet(ownerHash(owner)))
 	cctx, cancel := context.WithTimeout(ctx, e.cfg.CallTimeout)
@@ -223,7 +229,7 @@ func (e *Engine) CreateSession(ctx context.Context, p runtime.CreateSessionParam
 		}
 		return nil, e.callErr("start session workflow", err)
 	}
-	e.remember(e.owners, id, owner)
+	e.remember(e.owners, key, owner)
 	return &runtime.Session{
 		ID: id, Agent: in.Agent, Recording: false, Metadata: in.Metadata, CreatedAt: in.CreatedAt,
 	}, nil
@@ -240,7 +246,17 @@ func sha256Hex(s string) string {
 
 // GetSession returns one of the caller's sessions with its latest run.
 func (e *Engine) GetSession(ctx context.Context, sessionID string) (*runtime.Session, error) {
-	info, err := e.sessionInfo(ctx, sessionID)
+	return e.sessionOfKey(ctx, sessionKey(ctx, sessionID))
+}
+
+// sessionKey is the key of the caller's session of that id.
+func sessionKey(ctx context.Context, sessionID string) string {
+	return runtime.SessionKey(runtime.PrincipalFrom(ctx), sessionID)
+}
+
+// sessionOfKey returns the session stored under key if the caller owns it.
+func (e *Engine) sessionOfKey(ctx context.Context, key string) (*runtime.Session, error) {
+	info, err := e.sessionInfo(ctx, key)
 	if err != nil {
 		return nil, err
 	}
@@ -248,27 +264,29 @@ func (e *Engine) GetSession(ctx context.Context, sessionID string) (*runtime.Ses
 	return &s, nil
 }
 
-// sessionInfo queries get_session and checks the owner.
-func (e *Engine) sessionInfo(ctx context.Context, sessionID string) (*SessionInfo, error) {
+// sessionInfo queries get_session of the session stored under key and
+// checks the owner.
+func (e *Engine) sessionInfo(ctx context.Context, key string) (*SessionInfo, error) {
 	var info SessionInfo
-	if err := e.query(ctx, sessionID, QueryGetSession, &info); err != nil {
+	if err := e.query(ctx, key, QueryGetSession, &info); err != nil {
 		return nil, err
 	}
 	if info.Owner != runtime.PrincipalFrom(ctx) {
 		return nil, fmt.Errorf("session: %w", runtime.ErrNotFound)
 	}
-	e.remember(e.owners, sessionID, info.Owner)
+	e.remember(e.owners, key, info.Owner)
 	return &info, nil
 }
 
-// ownSession checks that the caller owns the session, from the owner
-// cache when possible (an owner never changes), else with get_session.
-func (e *Engine) ownSession(ctx context.Context, sessionID string) error {
+// ownSession checks that the caller owns the session stored under key,
+// from the owner cache when possible (an owner never changes), else with
+// get_session.
+func (e *Engine) ownSession(ctx context.Context, key string) error {
 	e.mu.Lock()
-	owner, ok := e.owners[sessionID]
+	owner, ok := e.owners[key]
 	e.mu.Unlock()
 	if !ok {
-		_, err := e.sessionInfo(ctx, sessionID)
+		_, err := e.sessionInfo(ctx, key)
 		return err
 	}
 	if owner != runtime.PrincipalFrom(ctx) {
@@ -277,7 +295,7 @@ func (e *Engine) ownSession(ctx context.Context, sessionID string) error {
 	return nil
 }
 
-// runSession returns the session of a run the caller owns.
+// runSession returns the key of the session of a run the caller owns.
 func (e *Engine) runSession(ctx context.Context, runID string) (string, error) {
 	e.mu.Lock()
 	sid, ok := e.runs[runID]
@@ -338,12 +356,12 @@ func (e *Engine) ListSessions(ctx context.Context, p runtime.ListParams) (runtim
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(listConcurrency)
 	for i, ex := range execs {
-		sid, ok := cutPrefix(ex.GetExecution().GetWorkflowId(), WorkflowIDPrefix)
+		key, ok := cutPrefix(ex.GetExecution().GetWorkflowId(), WorkflowIDPrefix)
 		if !ok {
 			continue
 		}
 		g.Go(func() error {
-			s, err := e.GetSession(gctx, sid)
+			s, err := e.sessionOfKey(gctx, key)
 			if errors.Is(err, runtime.ErrNotFound) {
 				return nil // gone between list and query
 			}
@@ -391,7 +409,8 @@ func invalidCursor() error {
 // the run it started, or the run the request ID already started
 // (created=false).
 func (e *Engine) SubmitRun(ctx context.Context, p runtime.SubmitParams) (*runtime.RunResult, bool, error) {
-	if err := e.ownSession(ctx, p.SessionID); err != nil {
+	key := sessionKey(ctx, p.SessionID)
+	if err := e.ownSession(ctx, key); err != nil {
 		return nil, false, err
 	}
 	requestID := p.RequestID
@@ -402,12 +421,12 @@ func (e *Engine) SubmitRun(ctx context.Context, p runtime.SubmitParams) (*runtim
 	// Indexed first: a run is never created without its index entry. An
 	// entry whose update is refused (or deduplicated) names no run of the
 	// session and answers 404 like any unknown run.
-	if err := e.cfg.Index.Record(ctx, runID, p.SessionID); err != nil {
+	if err := e.cfg.Index.Record(ctx, runID, key); err != nil {
 		return nil, false, fmt.Errorf("index run: %w: %w", runtime.ErrUnavailable, err)
 	}
-	e.remember(e.runs, runID, p.SessionID)
+	e.remember(e.runs, runID, key)
 	var res SubmitResult
-	err := e.update(ctx, p.SessionID, UpdateSubmit, UpdateID(requestID),
+	err := e.update(ctx, key, UpdateSubmit, UpdateID(requestID),
 		SubmitRequest{Message: p.Message, RequestID: requestID, RunID: runID}, &res)
 	if err != nil {
 		return nil, false, err
@@ -423,13 +442,13 @@ func (e *Engine) SubmitRun(ctx context.Context, p runtime.SubmitParams) (*runtim
 	// nothing), a different one is rejected with request_id_conflict
 	// before it reaches the history.
 	res = SubmitResult{}
-	err = e.update(ctx, p.SessionID, UpdateSubmit, "check:"+e.cfg.NewID(),
+	err = e.update(ctx, key, UpdateSubmit, "check:"+e.cfg.NewID(),
 		SubmitRequest{Message: p.Message, RequestID: requestID, RunID: runID}, &res)
 	if err != nil {
 		return nil, false, err
 	}
 	run = res.Run
-	e.remember(e.runs, run.RunID, p.SessionID)
+	e.remember(e.runs, run.RunID, key)
 	return &run, false, nil
 }
 
@@ -471,12 +490,12 @@ func (e *Engine) GetRun(ctx context.Context, runID string) (*runtime.RunResult, 
 	return e.getRun(ctx, sid, runID)
 }
 
-func (e *Engine) getRun(ctx context.Context, sessionID, runID string) (*runtime.RunResult, error) {
+func (e *Engine) getRun(ctx context.Context, key, runID string) (*runtime.RunResult, error) {
 	var run runtime.RunResult
-	if err := e.query(ctx, sessionID, QueryGetRun, &run, runID); err != nil {
+	if err := e.query(ctx, key, QueryGetRun, &run, runID); err != nil {
 		return nil, err
 	}
-	if run.RunID != runID || run.SessionID != sessionID {
+	if run.RunID != runID || run.SessionID != runtime.SessionIDOf(key) {
 		return nil, fmt.Errorf("run %s: %w", runID, runtime.ErrNotFound)
 	}
 	return &run, nil
@@ -494,7 +513,8 @@ func (e *Engine) ListRuns(ctx context.Context, sessionID string, p runtime.ListP
 		}
 		offset = n
 	}
-	info, err := e.sessionInfo(ctx, sessionID)
+	key := sessionKey(ctx, sessionID)
+	info, err := e.sessionInfo(ctx, key)
 	if err != nil {
 		return runtime.Page[runtime.RunResult]{}, err
 	}
@@ -511,9 +531,9 @@ func (e *Engine) ListRuns(ctx context.Context, sessionID string, p runtime.ListP
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(listConcurrency)
 	for i, id := range ids {
-		e.remember(e.runs, id, sessionID)
+		e.remember(e.runs, id, key)
 		g.Go(func() error {
-			run, err := e.getRun(gctx, sessionID, id)
+			run, err := e.getRun(gctx, key, id)
 			if err != nil {
 				return err
 			}
@@ -538,10 +558,11 @@ const GapReason = "event_history_unavailable"
 // followed by the events from the stream's start. The run's state is
 // always available from GetRun.
 func (e *Engine) ListEvents(ctx context.Context, runID string, after int64, limit int) ([]runtime.RunEvent, error) {
-	sid, err := e.runSession(ctx, runID)
+	key, err := e.runSession(ctx, runID)
 	if err != nil {
 		return nil, err
 	}
+	sid := runtime.SessionIDOf(key)
 	cur, err := events.CursorFromInt64(after)
 	if err != nil {
 		return nil, &runtime.PublicError{Err: runtime.ErrInvalidCursor, Detail: "after is not an event cursor"}
@@ -604,17 +625,18 @@ func (e *Engine) WatchRun(runID string) (<-chan struct{}, func()) {
 	return ch, cancel
 }
 
-// control sends the control update.
+// control sends the control update to the caller's session of that id.
 func (e *Engine) control(ctx context.Context, sessionID, action string) (*ControlResult, error) {
-	if err := e.ownSession(ctx, sessionID); err != nil {
+	key := sessionKey(ctx, sessionID)
+	if err := e.ownSession(ctx, key); err != nil {
 		return nil, err
 	}
 	var res ControlResult
-	if err := e.update(ctx, sessionID, UpdateControl, e.cfg.NewID(), ControlRequest{Action: action}, &res); err != nil {
+	if err := e.update(ctx, key, UpdateControl, e.cfg.NewID(), ControlRequest{Action: action}, &res); err != nil {
 		return nil, err
 	}
 	if res.Run != nil {
-		e.remember(e.runs, res.Run.RunID, sessionID)
+		e.remember(e.runs, res.Run.RunID, key)
 	}
 	return &res, nil
 }
@@ -643,7 +665,7 @@ func (e *Engine) Cancel(ctx context.Context, sessionID string) (*runtime.RunResu
 // The Temporal engine never records, so recording: true is
 // runtime.ErrRecordingMismatch.
 func (e *Engine) Resume(ctx context.Context, sessionID string, p runtime.ResumeParams) (string, error) {
-	if err := e.ownSession(ctx, sessionID); err != nil {
+	if err := e.ownSession(ctx, sessionKey(ctx, sessionID)); err != nil {
 		return "", err
 	}
 	if p.Recording != nil && *p.Recording {
@@ -658,11 +680,12 @@ func (e *Engine) Resume(ctx context.Context, sessionID string, p runtime.ResumeP
 
 // Pending lists the latest run's tools awaiting a decision.
 func (e *Engine) Pending(ctx context.Context, sessionID string) ([]runtime.PendingTool, error) {
-	if err := e.ownSession(ctx, sessionID); err != nil {
+	key := sessionKey(ctx, sessionID)
+	if err := e.ownSession(ctx, key); err != nil {
 		return nil, err
 	}
 	var out []runtime.PendingTool
-	if err := e.query(ctx, sessionID, QueryGetPending, &out); err != nil {
+	if err := e.query(ctx, key, QueryGetPending, &out); err != nil {
 		return nil, err
 	}
 	if out == nil {
@@ -685,11 +708,12 @@ func (e *Engine) Resolve(ctx context.Context, p runtime.ResolveParams) (*runtime
 }
 
 func (e *Engine) resolve(ctx context.Context, sessionID string, req ResolveRequest) (*runtime.RunResult, error) {
-	if err := e.ownSession(ctx, sessionID); err != nil {
+	key := sessionKey(ctx, sessionID)
+	if err := e.ownSession(ctx, key); err != nil {
 		return nil, err
 	}
 	var res ResolveResult
-	if err := e.update(ctx, sessionID, UpdateResolve, e.cfg.NewID(), req, &res); err != nil {
+	if err := e.update(ctx, key, UpdateResolve, e.cfg.NewID(), req, &res); err != nil {
 		return nil, err
 	}
 	return &res.Run, nil
@@ -730,11 +754,12 @@ func (e *Engine) Artifact(ctx context.Context, sha256 string) ([]byte, error) {
 	return nil, fmt.Errorf("artifact %s: %w: %w", sha256, runtime.ErrUnavailable, err)
 }
 
-// query runs a query on a session's workflow and decodes its result.
-func (e *Engine) query(ctx context.Context, sessionID, queryType string, out any, args ...any) error {
+// query runs a query on the workflow of the session stored under key and
+// decodes its result.
+func (e *Engine) query(ctx context.Context, key, queryType string, out any, args ...any) error {
 	cctx, cancel := context.WithTimeout(ctx, e.cfg.CallTimeout)
 	defer cancel()
-	v, err := e.cfg.Client.QueryWorkflow(cctx, WorkflowID(sessionID), "", queryType, args...)
+	v, err := e.cfg.Client.QueryWorkflow(cctx, WorkflowID(key), "", queryType, args...)
 	if err != nil {
 		return e.callErr("query "+queryType, err)
 	}
@@ -744,12 +769,13 @@ func (e *Engine) query(ctx context.Context, sessionID, queryType string, out any
 	return nil
 }
 
-// update runs an update on a session's workflow and waits for its result.
-func (e *Engine) update(ctx context.Context, sessionID, name, updateID string, arg, out any) error {
+// update runs an update on the workflow of the session stored under key
+// and waits for its result.
+func (e *Engine) update(ctx context.Context, key, name, updateID string, arg, out any) error {
 	cctx, cancel := context.WithTimeout(ctx, e.cfg.CallTimeout)
 	defer cancel()
 	h, err := e.cfg.Client.UpdateWorkflow(cctx, client.UpdateWorkflowOptions{
-		WorkflowID:   WorkflowID(sessionID),
+		WorkflowID:   WorkflowID(key),
 		UpdateID:     updateID,
 		UpdateName:   name,
 		Args:         []any{arg},

@@ -12,6 +12,8 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/google/uuid"
+
+	"hxd/internal/runtime"
 )
 
 // The bare workflow is the calibration baseline of `make bench`
@@ -62,10 +64,10 @@ func RunBare(ctx context.Context, c Client, taskQueue string, n int) error {
 	return run.Get(ctx, &sum)
 }
 
-// CountActivities returns how many activities a session's workflow
-// scheduled so far (its current run's history).
-func CountActivities(ctx context.Context, c Client, sessionID string) (int, error) {
-	it := c.GetWorkflowHistory(ctx, WorkflowID(sessionID), "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+// CountActivities returns how many activities the workflow of a
+// principal's session scheduled so far (its current run's history).
+func CountActivities(ctx context.Context, c Client, principal, sessionID string) (int, error) {
+	it := c.GetWorkflowHistory(ctx, WorkflowID(runtime.SessionKey(principal, sessionID)), "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
 	n := 0
 	for it.HasNext() {
 		ev, err := it.Next()

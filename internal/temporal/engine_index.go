@@ -46,13 +46,13 @@ func (x *S3RunIndex) key(runID string) (string, bool) {
 	return x.prefix + "runs/" + runID, true
 }
 
-// Record stores runID → sessionID.
-func (x *S3RunIndex) Record(ctx context.Context, runID, sessionID string) error {
+// Record stores runID → the session's key.
+func (x *S3RunIndex) Record(ctx context.Context, runID, sessionKey string) error {
 	key, ok := x.key(runID)
 	if !ok {
 		return fmt.Errorf("run index: invalid run id %q", runID)
 	}
-	_, err := x.client.PutObject(ctx, x.bucket, key, strings.NewReader(sessionID), int64(len(sessionID)),
+	_, err := x.client.PutObject(ctx, x.bucket, key, strings.NewReader(sessionKey), int64(len(sessionKey)),
 		minio.PutObjectOptions{ContentType: "text/plain; charset=utf-8", DisableMultipart: true})
 	if err != nil {
 		return fmt.Errorf("run index: put %s: %w", key, err)
@@ -60,7 +60,7 @@ func (x *S3RunIndex) Record(ctx context.Context, runID, sessionID string) error 
 	return nil
 }
 
-// Lookup returns the session of runID; runtime.ErrNotFound when unknown.
+// Lookup returns the key of runID's session; runtime.ErrNotFound when unknown.
 func (x *S3RunIndex) Lookup(ctx context.Context, runID string) (string, error) {
 	key, ok := x.key(runID)
 	if !ok {
@@ -90,18 +90,18 @@ type MemoryRunIndex struct {
 	m  map[string]string
 }
 
-// Record stores runID → sessionID.
-func (x *MemoryRunIndex) Record(_ context.Context, runID, sessionID string) error {
+// Record stores runID → the session's key.
+func (x *MemoryRunIndex) Record(_ context.Context, runID, sessionKey string) error {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if x.m == nil {
 		x.m = map[string]string{}
 	}
-	x.m[runID] = sessionID
+	x.m[runID] = sessionKey
 	return nil
 }
 
-// Lookup returns the session of runID; runtime.ErrNotFound when unknown.
+// Lookup returns the key of runID's session; runtime.ErrNotFound when unknown.
 func (x *MemoryRunIndex) Lookup(_ context.Context, runID string) (string, error) {
 	x.mu.Lock()
 	defer x.mu.Unlock()

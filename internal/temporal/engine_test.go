@@ -165,10 +165,13 @@ func newTestEngine(t *testing.T, fc *fakeClient, ev EventSource) *Engine {
 	return eng
 }
 
-// sessionQuery answers get_session for s1 (owner alice, runs r1 r2 r3)
-// and get_run for those runs; anything else is HarnessNotFound.
+// s1Key is the key of alice's session s1.
+var s1Key = runtime.SessionKey("alice", "s1")
+
+// sessionQuery answers get_session for alice's s1 (runs r1 r2 r3) and
+// get_run for those runs; anything else is HarnessNotFound.
 func sessionQuery(wid, queryType string, args []any) (any, error) {
-	if wid != WorkflowID("s1") {
+	if wid != WorkflowID(s1Key) {
 		return nil, serviceerror.NewNotFound("workflow not found")
 	}
 	switch queryType {
@@ -208,7 +211,8 @@ func TestEngineCreateSession(t *testing.T) {
 		require.Nil(t, s.LatestRun)
 		require.Len(t, fc.started, 1)
 		o := fc.started[0]
-		require.Equal(t, "harness-session:s1", o.ID)
+		require.Equal(t, "harness-session:"+s1Key, o.ID)
+		require.Equal(t, "s1", fc.inputs[0].SessionID, "the workflow keeps the id the caller knows")
 		require.Equal(t, DefaultTaskQueue, o.TaskQueue)
 		require.Equal(t, enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE, o.WorkflowIDReusePolicy)
 		require.True(t, o.WorkflowExecutionErrorWhenAlreadyStarted)
@@ -253,6 +257,82 @@ func TestEngineCreateSession(t *testing.T) {
 	})
 }
 
+// TestEngineSessionIdsPerPrincipal: two principals each create session
+// s1: two workflows (one per owner-scoped key) whose data keep "s1"; each
+// principal reaches only their own, by the id they know.
+func TestEngineSessionIdsPerPrincipal(t *testing.T) {
+	t.Parallel()
+	ref := agent.Ref{Name: "tester", Version: "v1"}
+	keys := map[string]string{"alice": runtime.SessionKey("alice", "s1"), "bob": runtime.SessionKey("bob", "s1")}
+	require.NotEqual(t, keys["alice"], keys["bob"])
+	fc := &fakeClient{}
+	fc.query = func(wid, queryType string, args []any) (any, error) {
+		for who, key := range keys {
+			if wid != WorkflowID(key) {
+				continue
+			}
+			switch queryType {
+			case QueryGetSession:
+				return SessionInfo{SessionID: "s1", Agent: ref, Owner: who, Metadata: json.RawMessage(`{"who":"` + who + `"}`),
+					Runs: []string{"run-" + who}, Status: StatusIdle}, nil
+			case QueryGetRun:
+				if args[0] == "run-"+who {
+					return runtime.RunResult{SessionID: "s1", RunID: "run-" + who, Status: runtime.StatusCompleted}, nil
+				}
+			}
+			return nil, queryFailed(ErrTypeNotFound, "run not found")
+		}
+		return nil, serviceerror.NewNotFound("workflow not found")
+	}
+	fc.update = func(o client.UpdateWorkflowOptions) (any, error) {
+		req := o.Args[0].(SubmitRequest)
+		return SubmitResult{Run: runtime.RunResult{SessionID: "s1", RunID: req.RunID, Status: runtime.StatusRunning}, Created: true}, nil
+	}
+	eng := newTestEngine(t, fc, nil)
+
+	for i, who := range []string{"alice", "bob"} {
+		s, err := eng.CreateSession(as(who), runtime.CreateSessionParams{Agent: ref, SessionID: "s1"})
+		require.NoError(t, err)
+		require.Equal(t, "s1", s.ID)
+		require.Equal(t, WorkflowID(keys[who]), fc.started[i].ID)
+		require.Equal(t, "s1", fc.inputs[i].SessionID)
+		require.Equal(t, who, fc.inputs[i].Owner)
+	}
+	for who, key := range keys {
+		ctx := as(who)
+		s, err := eng.GetSession(ctx, "s1")
+		require.NoError(t, err)
+		require.JSONEq(t, `{"who":"`+who+`"}`, string(s.Metadata))
+		page, err := eng.ListRuns(ctx, "s1", runtime.ListParams{})
+		require.NoError(t, err)
+		require.Equal(t, []string{"run-" + who}, runIDs(page.Items))
+
+		run, created, err := eng.SubmitRun(ctx, runtime.SubmitParams{SessionID: "s1", Message: json.RawMessage(`"hi"`), RequestID: "same"})
+		require.NoError(t, err)
+		require.True(t, created)
+		require.Equal(t, WorkflowID(key), fc.updates[len(fc.updates)-1].WorkflowID)
+		indexed, err := eng.cfg.Index.Lookup(ctx, run.RunID)
+		require.NoError(t, err)
+		require.Equal(t, key, indexed)
+		evs, err := eng.ListEvents(ctx, run.RunID, 0, 10) // no Redis: the gap event
+		require.NoError(t, err)
+		require.Equal(t, "s1", evs[0].SessionID, "events show the id the caller knows")
+	}
+	// Neither reaches the other's runs.
+	require.NoError(t, eng.cfg.Index.Record(context.Background(), "run-alice", keys["alice"]))
+	require.NoError(t, eng.cfg.Index.Record(context.Background(), "run-bob", keys["bob"]))
+	_, err := eng.GetRun(as("alice"), "run-bob")
+	require.ErrorIs(t, err, runtime.ErrNotFound)
+	_, err = eng.GetRun(as("bob"), "run-alice")
+	require.ErrorIs(t, err, runtime.ErrNotFound)
+	run, err := eng.GetRun(as("bob"), "run-bob")
+	require.NoError(t, err)
+	require.Equal(t, "s1", run.SessionID)
+	// A third principal has no s1.
+	_, err = eng.GetSession(as("carol"), "s1")
+	require.ErrorIs(t, err, runtime.ErrNotFound)
+}
+
 // TestEngineOwnership: every call on another principal's session, run or
 // an unknown one is ErrNotFound, and no update is ever sent for it.
 func TestEngineOwnership(t *testing.T) {
@@ -261,8 +341,8 @@ func TestEngineOwnership(t *testing.T) {
 		return nil, errors.New("no update expected")
 	}}
 	eng := newTestEngine(t, fc, &fakeEvents{})
-	require.NoError(t, eng.cfg.Index.Record(context.Background(), "r1", "s1"))
-	require.NoError(t, eng.cfg.Index.Record(context.Background(), "ghost", "nosuch"))
+	require.NoError(t, eng.cfg.Index.Record(context.Background(), "r1", s1Key))
+	require.NoError(t, eng.cfg.Index.Record(context.Background(), "ghost", runtime.SessionKey("alice", "nosuch")))
 
 	for _, who := range []string{"bob", "alice"} {
 		ctx := as(who)
@@ -312,7 +392,7 @@ func TestEngineRuns(t *testing.T) {
 	eng := newTestEngine(t, fc, nil)
 	ctx := as("alice")
 	for _, id := range []string{"r1", "r2", "r3"} {
-		require.NoError(t, eng.cfg.Index.Record(ctx, id, "s1"))
+		require.NoError(t, eng.cfg.Index.Record(ctx, id, s1Key))
 	}
 
 	run, err := eng.GetRun(ctx, "r2")
@@ -322,7 +402,7 @@ func TestEngineRuns(t *testing.T) {
 
 	// A run the index knows but the workflow does not: the query's
 	// HarnessNotFound application error maps to ErrNotFound.
-	require.NoError(t, eng.cfg.Index.Record(ctx, "r9", "s1"))
+	require.NoError(t, eng.cfg.Index.Record(ctx, "r9", s1Key))
 	_, err = eng.GetRun(ctx, "r9")
 	require.ErrorIs(t, err, runtime.ErrNotFound)
 
@@ -398,14 +478,14 @@ func TestEngineSubmitRun(t *testing.T) {
 	u := fc.updates[len(fc.updates)-1]
 	require.Equal(t, UpdateSubmit, u.UpdateName)
 	require.Equal(t, "req-1", u.UpdateID, "update ID = request ID")
-	require.Equal(t, WorkflowID("s1"), u.WorkflowID)
+	require.Equal(t, WorkflowID(s1Key), u.WorkflowID)
 	require.Equal(t, client.WorkflowUpdateStageCompleted, u.WaitForStage)
 	req := u.Args[0].(SubmitRequest)
 	require.Equal(t, run.RunID, req.RunID)
 	// Indexed before the update: GetRun finds the session.
-	sid, err := eng.cfg.Index.Lookup(ctx, run.RunID)
+	key, err := eng.cfg.Index.Lookup(ctx, run.RunID)
 	require.NoError(t, err)
-	require.Equal(t, "s1", sid)
+	require.Equal(t, s1Key, key)
 
 	// A request id that already started a run: that run, created=false.
 	run, created, err = eng.SubmitRun(ctx, runtime.SubmitParams{SessionID: "s1", Message: json.RawMessage(`"hi"`), RequestID: "dup"})
@@ -524,7 +604,7 @@ func TestEngineListEvents(t *testing.T) {
 			}
 			eng := newTestEngine(t, fc, src)
 			ctx := as("alice")
-			require.NoError(t, eng.cfg.Index.Record(ctx, "r1", "s1"))
+			require.NoError(t, eng.cfg.Index.Record(ctx, "r1", s1Key))
 			got, err := eng.ListEvents(ctx, "r1", tt.after, 10)
 			require.NoError(t, err)
 			var seen []string
@@ -544,7 +624,7 @@ func TestEngineListEvents(t *testing.T) {
 		t.Parallel()
 		eng := newTestEngine(t, &fakeClient{query: sessionQuery}, &fakeEvents{})
 		ctx := as("alice")
-		require.NoError(t, eng.cfg.Index.Record(ctx, "r1", "s1"))
+		require.NoError(t, eng.cfg.Index.Record(ctx, "r1", s1Key))
 		_, err := eng.ListEvents(ctx, "r1", -1, 10)
 		require.ErrorIs(t, err, runtime.ErrInvalidCursor)
 	})

@@ -53,7 +53,10 @@ export interface paths {
         };
         /**
          * This contract
-         * @description The OpenAPI document the server was built from (YAML).
+         * @description This document, the bytes of the server's `api/openapi.yaml` exactly
+         *     as committed, with a strong `ETag` (the quoted lowercase hex
+         *     SHA-256 of those bytes). A request whose `If-None-Match` lists that
+         *     tag (or `*`) is answered 304 without a body.
          */
         get: operations["getOpenAPI"];
         put?: never;
@@ -145,7 +148,9 @@ export interface paths {
         /**
          * Create a session
          * @description Creates a durable session bound to the caller and to one agent
-         *     version. 409 `session_exists` when `session_id` is taken; 422
+         *     version. 409 `session_exists` when the caller already has a session
+         *     of that `session_id` (ids are per principal: another principal's
+         *     sessions neither collide with it nor are revealed by it); 422
          *     `unknown_agent` when the agent is not registered; 422
          *     `recording_unsupported` when `recording` is true and the server's
          *     engine cannot record (the Temporal engine).
@@ -163,7 +168,7 @@ export interface paths {
             header?: never;
             path: {
                 /**
-                 * @description Session id (any shape up to 200 characters; unknown or foreign → 404).
+                 * @description The caller's session id (any shape up to 200 characters; ids are per principal, so it names the caller's own session; unknown → 404).
                  * @example incident-42
                  */
                 session_id: components["parameters"]["SessionID"];
@@ -186,7 +191,7 @@ export interface paths {
             header?: never;
             path: {
                 /**
-                 * @description Session id (any shape up to 200 characters; unknown or foreign → 404).
+                 * @description The caller's session id (any shape up to 200 characters; ids are per principal, so it names the caller's own session; unknown → 404).
                  * @example incident-42
                  */
                 session_id: components["parameters"]["SessionID"];
@@ -404,7 +409,7 @@ export interface paths {
             header?: never;
             path: {
                 /**
-                 * @description Session id (any shape up to 200 characters; unknown or foreign → 404).
+                 * @description The caller's session id (any shape up to 200 characters; ids are per principal, so it names the caller's own session; unknown → 404).
                  * @example incident-42
                  */
                 session_id: components["parameters"]["SessionID"];
@@ -432,7 +437,7 @@ export interface paths {
             header?: never;
             path: {
                 /**
-                 * @description Session id (any shape up to 200 characters; unknown or foreign → 404).
+                 * @description The caller's session id (any shape up to 200 characters; ids are per principal, so it names the caller's own session; unknown → 404).
                  * @example incident-42
                  */
                 session_id: components["parameters"]["SessionID"];
@@ -459,7 +464,7 @@ export interface paths {
             header?: never;
             path: {
                 /**
-                 * @description Session id (any shape up to 200 characters; unknown or foreign → 404).
+                 * @description The caller's session id (any shape up to 200 characters; ids are per principal, so it names the caller's own session; unknown → 404).
                  * @example incident-42
                  */
                 session_id: components["parameters"]["SessionID"];
@@ -490,7 +495,7 @@ export interface paths {
             header?: never;
             path: {
                 /**
-                 * @description Session id (any shape up to 200 characters; unknown or foreign → 404).
+                 * @description The caller's session id (any shape up to 200 characters; ids are per principal, so it names the caller's own session; unknown → 404).
                  * @example incident-42
                  */
                 session_id: components["parameters"]["SessionID"];
@@ -516,7 +521,7 @@ export interface paths {
             header?: never;
             path: {
                 /**
-                 * @description Session id (any shape up to 200 characters; unknown or foreign → 404).
+                 * @description The caller's session id (any shape up to 200 characters; ids are per principal, so it names the caller's own session; unknown → 404).
                  * @example incident-42
                  */
                 session_id: components["parameters"]["SessionID"];
@@ -551,7 +556,7 @@ export interface paths {
             header?: never;
             path: {
                 /**
-                 * @description Session id (any shape up to 200 characters; unknown or foreign → 404).
+                 * @description The caller's session id (any shape up to 200 characters; ids are per principal, so it names the caller's own session; unknown → 404).
                  * @example incident-42
                  */
                 session_id: components["parameters"]["SessionID"];
@@ -588,7 +593,7 @@ export interface components {
          * @description RFC 9457 problem details. `code` is the stable machine code:
          *     invalid_request, unauthorized, forbidden, not_found,
          *     method_not_allowed, payload_too_large, request_timeout,
-         *     session_exists, session_busy, request_id_conflict,
+         *     unsupported_media_type, session_exists, session_busy, request_id_conflict,
          *     recording_mismatch, agent_mismatch, not_awaiting_resolution,
          *     unknown_execution_key, resolution_invalid, unknown_agent,
          *     invalid_message, recording_disabled, recording_unsupported, invalid_policy,
@@ -666,7 +671,15 @@ export interface components {
              */
             recording?: boolean;
             /**
-             * @description Caller-chosen id (default a new UUIDv7).
+             * @description Caller-chosen id (default a new UUIDv7, globally unique). It is
+             *     scoped to the caller's principal: hxd stores, locks and (on the
+             *     Temporal engine) runs the session under a key derived from the
+             *     principal and this id (a hash of the principal, `/`, the id), so
+             *     two principals' ids can never collide and a caller can only ever
+             *     name sessions of its own; the id itself is what the caller sees
+             *     everywhere (sessions, runs, events, webhook and checkpoint
+             *     bodies, `.hx` bundles). Re-using one's own id is 409
+             *     `session_exists`.
              * @example incident-42
              */
             session_id?: string;
@@ -1248,6 +1261,36 @@ export interface components {
             };
         };
         /**
+         * @description `unsupported_media_type`: the body has a `Content-Encoding` other
+         *     than `identity` (hxd decodes none; `Accept-Encoding: identity` says
+         *     so), a `charset` other than UTF-8, or a media type the operation
+         *     does not take.
+         */
+        UnsupportedMediaType: {
+            headers: {
+                /**
+                 * @description `identity`, when a `Content-Encoding` was refused (RFC 7694).
+                 * @example identity
+                 */
+                "Accept-Encoding"?: string;
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "type": "urn:hxd:problem:unsupported_media_type",
+                 *       "title": "Unsupported media type",
+                 *       "status": 415,
+                 *       "detail": "request body has a Content-Encoding other than identity",
+                 *       "instance": "/sessions",
+                 *       "code": "unsupported_media_type",
+                 *       "request_id": "0194a3b0-7c1d-7e4f-8a2b-3c4d5e6f7a90"
+                 *     }
+                 */
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /**
          * @description `unauthorized`: the bearer token is missing, malformed or not
          *     accepted (expired, not yet valid, wrong issuer or audience, bad
          *     signature, unknown key). The reason is never disclosed.
@@ -1387,7 +1430,7 @@ export interface components {
          */
         AgentVersion: string;
         /**
-         * @description Session id (any shape up to 200 characters; unknown or foreign → 404).
+         * @description The caller's session id (any shape up to 200 characters; ids are per principal, so it names the caller's own session; unknown → 404).
          * @example incident-42
          */
         SessionID: string;
@@ -1481,7 +1524,13 @@ export interface operations {
     getOpenAPI: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Entity tags the caller holds (RFC 9110 §13.1.2).
+                 * @example "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
+                 */
+                "If-None-Match"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -1490,12 +1539,29 @@ export interface operations {
             /** @description the contract */
             200: {
                 headers: {
+                    /**
+                     * @description The document's strong entity tag.
+                     * @example "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
+                     */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
                     /** @example openapi: 3.0.3 */
                     "application/yaml": string;
                 };
+            };
+            /** @description the caller's copy is current (`If-None-Match` matched) */
+            304: {
+                headers: {
+                    /**
+                     * @description The document's strong entity tag.
+                     * @example "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
+                     */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             default: components["responses"]["Problem"];
         };
@@ -1730,6 +1796,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             409: components["responses"]["Conflict"];
+            415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["Unprocessable"];
             503: components["responses"]["Unavailable"];
             default: components["responses"]["Problem"];
@@ -1741,7 +1808,7 @@ export interface operations {
             header?: never;
             path: {
                 /**
-                 * @description Session id (any shape up to 200 characters; unknown or foreign → 404).
+                 * @description The caller's session id (any shape up to 200 characters; ids are per principal, so it names the caller's own session; unknown → 404).
                  * @example incident-42
                  */
                 session_id: components["parameters"]["SessionID"];
@@ -1798,7 +1865,7 @@ export interface operations {
             header?: never;
             path: {
                 /**
-                 * @description Session id (any shape up to 200 characters; unknown or foreign → 404).
+                 * @description The caller's session id (any shape up to 200 characters; ids are per principal, so it names the caller's own session; unknown → 404).
                  * @example incident-42
                  */
                 session_id: components["parameters"]["SessionID"];
@@ -1866,7 +1933,7 @@ export interface operations {
             };
             path: {
                 /**
-                 * @description Session id (any shape up to 200 characters; unknown or foreign → 404).
+                 * @description The caller's session id (any shape up to 200 characters; ids are per principal, so it names the caller's own session; unknown → 404).
                  * @example incident-42
                  */
                 session_id: components["parameters"]["SessionID"];
@@ -1927,6 +1994,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["Unprocessable"];
             503: components["responses"]["Unavailable"];
             default: components["responses"]["Problem"];
@@ -2098,6 +2166,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["Unprocessable"];
             503: components["responses"]["Unavailable"];
             default: components["responses"]["Problem"];
@@ -2110,7 +2179,7 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
-        /** @description The archive bytes (`application/zip` and `application/octet-stream` are accepted too). */
+        /** @description The archive bytes (`application/zip` and `application/octet-stream` are accepted too, as is a body without `Content-Type`; any other type is 415). */
         requestBody: {
             content: {
                 /** @example PK… */
@@ -2128,6 +2197,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            415: components["responses"]["UnsupportedMediaType"];
             503: components["responses"]["Unavailable"];
             default: components["responses"]["Problem"];
         };
@@ -2139,7 +2209,7 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
-        /** @description The archive bytes (`application/zip` and `application/octet-stream` are accepted too). */
+        /** @description The archive bytes (`application/zip` and `application/octet-stream` are accepted too, as is a body without `Content-Type`; any other type is 415). */
         requestBody: {
             content: {
                 /** @example PK… */
@@ -2196,6 +2266,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["Unprocessable"];
             503: components["responses"]["Unavailable"];
             default: components["responses"]["Problem"];
@@ -2243,7 +2314,7 @@ export interface operations {
             header?: never;
             path: {
                 /**
-                 * @description Session id (any shape up to 200 characters; unknown or foreign → 404).
+                 * @description The caller's session id (any shape up to 200 characters; ids are per principal, so it names the caller's own session; unknown → 404).
                  * @example incident-42
                  */
                 session_id: components["parameters"]["SessionID"];
@@ -2279,7 +2350,7 @@ export interface operations {
             header?: never;
             path: {
                 /**
-                 * @description Session id (any shape up to 200 characters; unknown or foreign → 404).
+                 * @description The caller's session id (any shape up to 200 characters; ids are per principal, so it names the caller's own session; unknown → 404).
                  * @example incident-42
                  */
                 session_id: components["parameters"]["SessionID"];
@@ -2315,7 +2386,7 @@ export interface operations {
             header?: never;
             path: {
                 /**
-                 * @description Session id (any shape up to 200 characters; unknown or foreign → 404).
+                 * @description The caller's session id (any shape up to 200 characters; ids are per principal, so it names the caller's own session; unknown → 404).
                  * @example incident-42
                  */
                 session_id: components["parameters"]["SessionID"];
@@ -2351,6 +2422,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            415: components["responses"]["UnsupportedMediaType"];
             503: components["responses"]["Unavailable"];
             default: components["responses"]["Problem"];
         };
@@ -2361,7 +2433,7 @@ export interface operations {
             header?: never;
             path: {
                 /**
-                 * @description Session id (any shape up to 200 characters; unknown or foreign → 404).
+                 * @description The caller's session id (any shape up to 200 characters; ids are per principal, so it names the caller's own session; unknown → 404).
                  * @example incident-42
                  */
                 session_id: components["parameters"]["SessionID"];
@@ -2419,7 +2491,7 @@ export interface operations {
             header?: never;
             path: {
                 /**
-                 * @description Session id (any shape up to 200 characters; unknown or foreign → 404).
+                 * @description The caller's session id (any shape up to 200 characters; ids are per principal, so it names the caller's own session; unknown → 404).
                  * @example incident-42
                  */
                 session_id: components["parameters"]["SessionID"];
@@ -2456,6 +2528,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["Unprocessable"];
             503: components["responses"]["Unavailable"];
             default: components["responses"]["Problem"];
@@ -2467,7 +2540,7 @@ export interface operations {
             header?: never;
             path: {
                 /**
-                 * @description Session id (any shape up to 200 characters; unknown or foreign → 404).
+                 * @description The caller's session id (any shape up to 200 characters; ids are per principal, so it names the caller's own session; unknown → 404).
                  * @example incident-42
                  */
                 session_id: components["parameters"]["SessionID"];
@@ -2508,6 +2581,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["Unprocessable"];
             503: components["responses"]["Unavailable"];
             default: components["responses"]["Problem"];

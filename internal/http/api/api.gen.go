@@ -619,7 +619,16 @@ type CreateSessionRequest struct {
 	// Recording Turn the flight recorder on for the session's runs.
 	Recording *bool `json:"recording,omitempty"`
 
-	// SessionId Caller-chosen id (default a new UUIDv7).
+	// SessionId Caller-chosen id (default a new UUIDv7, globally unique). It is
+	// scoped to the caller's principal: hxd stores, locks and (on the
+	// Temporal engine) runs the session under a key derived from the
+	// principal and this id (a hash of the principal, `/`, the id), so
+	// two principals' ids can never collide and a caller can only ever
+	// name sessions of its own; the id itself is what the caller sees
+	// everywhere (sessions, runs, events, webhook and checkpoint
+	// bodies, `.hx` bundles). Re-using one's own id is 409
+	// `session_exists`.
+	//
 	//
 	// Example: incident-42
 	SessionId *string `json:"session_id,omitempty"`
@@ -747,7 +756,7 @@ type PlaybackResult struct {
 // Problem RFC 9457 problem details. `code` is the stable machine code:
 // invalid_request, unauthorized, forbidden, not_found,
 // method_not_allowed, payload_too_large, request_timeout,
-// session_exists, session_busy, request_id_conflict,
+// unsupported_media_type, session_exists, session_busy, request_id_conflict,
 // recording_mismatch, agent_mismatch, not_awaiting_resolution,
 // unknown_execution_key, resolution_invalid, unknown_agent,
 // invalid_message, recording_disabled, recording_unsupported, invalid_policy,
@@ -1259,7 +1268,7 @@ type SessionID = string
 // BadRequest RFC 9457 problem details. `code` is the stable machine code:
 // invalid_request, unauthorized, forbidden, not_found,
 // method_not_allowed, payload_too_large, request_timeout,
-// session_exists, session_busy, request_id_conflict,
+// unsupported_media_type, session_exists, session_busy, request_id_conflict,
 // recording_mismatch, agent_mismatch, not_awaiting_resolution,
 // unknown_execution_key, resolution_invalid, unknown_agent,
 // invalid_message, recording_disabled, recording_unsupported, invalid_policy,
@@ -1270,7 +1279,7 @@ type BadRequest = Problem
 // Conflict RFC 9457 problem details. `code` is the stable machine code:
 // invalid_request, unauthorized, forbidden, not_found,
 // method_not_allowed, payload_too_large, request_timeout,
-// session_exists, session_busy, request_id_conflict,
+// unsupported_media_type, session_exists, session_busy, request_id_conflict,
 // recording_mismatch, agent_mismatch, not_awaiting_resolution,
 // unknown_execution_key, resolution_invalid, unknown_agent,
 // invalid_message, recording_disabled, recording_unsupported, invalid_policy,
@@ -1281,7 +1290,7 @@ type Conflict = Problem
 // Forbidden RFC 9457 problem details. `code` is the stable machine code:
 // invalid_request, unauthorized, forbidden, not_found,
 // method_not_allowed, payload_too_large, request_timeout,
-// session_exists, session_busy, request_id_conflict,
+// unsupported_media_type, session_exists, session_busy, request_id_conflict,
 // recording_mismatch, agent_mismatch, not_awaiting_resolution,
 // unknown_execution_key, resolution_invalid, unknown_agent,
 // invalid_message, recording_disabled, recording_unsupported, invalid_policy,
@@ -1292,7 +1301,7 @@ type Forbidden = Problem
 // NotFound RFC 9457 problem details. `code` is the stable machine code:
 // invalid_request, unauthorized, forbidden, not_found,
 // method_not_allowed, payload_too_large, request_timeout,
-// session_exists, session_busy, request_id_conflict,
+// unsupported_media_type, session_exists, session_busy, request_id_conflict,
 // recording_mismatch, agent_mismatch, not_awaiting_resolution,
 // unknown_execution_key, resolution_invalid, unknown_agent,
 // invalid_message, recording_disabled, recording_unsupported, invalid_policy,
@@ -1303,7 +1312,7 @@ type NotFound = Problem
 // Unauthorized RFC 9457 problem details. `code` is the stable machine code:
 // invalid_request, unauthorized, forbidden, not_found,
 // method_not_allowed, payload_too_large, request_timeout,
-// session_exists, session_busy, request_id_conflict,
+// unsupported_media_type, session_exists, session_busy, request_id_conflict,
 // recording_mismatch, agent_mismatch, not_awaiting_resolution,
 // unknown_execution_key, resolution_invalid, unknown_agent,
 // invalid_message, recording_disabled, recording_unsupported, invalid_policy,
@@ -1314,7 +1323,7 @@ type Unauthorized = Problem
 // Unavailable RFC 9457 problem details. `code` is the stable machine code:
 // invalid_request, unauthorized, forbidden, not_found,
 // method_not_allowed, payload_too_large, request_timeout,
-// session_exists, session_busy, request_id_conflict,
+// unsupported_media_type, session_exists, session_busy, request_id_conflict,
 // recording_mismatch, agent_mismatch, not_awaiting_resolution,
 // unknown_execution_key, resolution_invalid, unknown_agent,
 // invalid_message, recording_disabled, recording_unsupported, invalid_policy,
@@ -1325,13 +1334,30 @@ type Unavailable = Problem
 // Unprocessable RFC 9457 problem details. `code` is the stable machine code:
 // invalid_request, unauthorized, forbidden, not_found,
 // method_not_allowed, payload_too_large, request_timeout,
-// session_exists, session_busy, request_id_conflict,
+// unsupported_media_type, session_exists, session_busy, request_id_conflict,
 // recording_mismatch, agent_mismatch, not_awaiting_resolution,
 // unknown_execution_key, resolution_invalid, unknown_agent,
 // invalid_message, recording_disabled, recording_unsupported, invalid_policy,
 // bundle_limit_exceeded, invalid_bundle, unavailable,
 // client_closed_request, internal. New codes may be added.
 type Unprocessable = Problem
+
+// UnsupportedMediaType RFC 9457 problem details. `code` is the stable machine code:
+// invalid_request, unauthorized, forbidden, not_found,
+// method_not_allowed, payload_too_large, request_timeout,
+// unsupported_media_type, session_exists, session_busy, request_id_conflict,
+// recording_mismatch, agent_mismatch, not_awaiting_resolution,
+// unknown_execution_key, resolution_invalid, unknown_agent,
+// invalid_message, recording_disabled, recording_unsupported, invalid_policy,
+// bundle_limit_exceeded, invalid_bundle, unavailable,
+// client_closed_request, internal. New codes may be added.
+type UnsupportedMediaType = Problem
+
+// GetOpenAPIParams defines parameters for GetOpenAPI.
+type GetOpenAPIParams struct {
+	// IfNoneMatch Entity tags the caller holds (RFC 9110 §13.1.2).
+	IfNoneMatch *string `json:"If-None-Match,omitempty"`
+}
 
 // ListRunEventsParams defines parameters for ListRunEvents.
 type ListRunEventsParams struct {
@@ -1984,7 +2010,7 @@ type ServerInterface interface {
 	GetMetrics(w http.ResponseWriter, r *http.Request)
 	// GetOpenAPI This contract
 	// (GET /openapi.yaml)
-	GetOpenAPI(w http.ResponseWriter, r *http.Request)
+	GetOpenAPI(w http.ResponseWriter, r *http.Request, params GetOpenAPIParams)
 	// GetReady Readiness
 	// (GET /readyz)
 	GetReady(w http.ResponseWriter, r *http.Request)
@@ -2080,7 +2106,7 @@ func (_ Unimplemented) GetMetrics(w http.ResponseWriter, r *http.Request) {
 
 // GetOpenAPI This contract
 // (GET /openapi.yaml)
-func (_ Unimplemented) GetOpenAPI(w http.ResponseWriter, r *http.Request) {
+func (_ Unimplemented) GetOpenAPI(w http.ResponseWriter, r *http.Request, params GetOpenAPIParams) {
 	w.WriteHeader(http.StatusNotImplemented)
 }
 
@@ -2317,8 +2343,35 @@ func (siw *ServerInterfaceWrapper) GetMetrics(w http.ResponseWriter, r *http.Req
 // GetOpenAPI operation middleware
 func (siw *ServerInterfaceWrapper) GetOpenAPI(w http.ResponseWriter, r *http.Request) {
 
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params GetOpenAPIParams
+
+	headers := r.Header
+
+	// ------------- Optional header parameter "If-None-Match" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("If-None-Match")]; found {
+		var IfNoneMatch string
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandlerFunc(w, r, &TooManyValuesForParamError{ParamName: "If-None-Match", Count: n})
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "If-None-Match", valueList[0], &IfNoneMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "If-None-Match", Err: err})
+			return
+		}
+
+		params.IfNoneMatch = &IfNoneMatch
+
+	}
+
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		siw.Handler.GetOpenAPI(w, r)
+		siw.Handler.GetOpenAPI(w, r, params)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -3064,6 +3117,15 @@ type UnavailableApplicationProblemPlusJSONResponse struct {
 
 type UnprocessableApplicationProblemPlusJSONResponse Problem
 
+type UnsupportedMediaTypeResponseHeaders struct {
+	AcceptEncoding *string
+}
+type UnsupportedMediaTypeApplicationProblemPlusJSONResponse struct {
+	Body Problem
+
+	Headers UnsupportedMediaTypeResponseHeaders
+}
+
 type ListAgentsRequestObject struct {
 }
 
@@ -3342,6 +3404,25 @@ func (response PlaybackBundle401ApplicationProblemPlusJSONResponse) VisitPlaybac
 	return err
 }
 
+type PlaybackBundle415ApplicationProblemPlusJSONResponse struct {
+	UnsupportedMediaTypeApplicationProblemPlusJSONResponse
+}
+
+func (response PlaybackBundle415ApplicationProblemPlusJSONResponse) VisitPlaybackBundleResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.AcceptEncoding != nil {
+		w.Header().Set("Accept-Encoding", fmt.Sprint(*response.Headers.AcceptEncoding))
+	}
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type PlaybackBundle422ApplicationProblemPlusJSONResponse struct {
 	UnprocessableApplicationProblemPlusJSONResponse
 }
@@ -3429,6 +3510,25 @@ func (response VerifyBundle401ApplicationProblemPlusJSONResponse) VisitVerifyBun
 		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
 	}
 	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type VerifyBundle415ApplicationProblemPlusJSONResponse struct {
+	UnsupportedMediaTypeApplicationProblemPlusJSONResponse
+}
+
+func (response VerifyBundle415ApplicationProblemPlusJSONResponse) VisitVerifyBundleResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.AcceptEncoding != nil {
+		w.Header().Set("Accept-Encoding", fmt.Sprint(*response.Headers.AcceptEncoding))
+	}
+	w.WriteHeader(415)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -3560,14 +3660,20 @@ func (response GetMetricsdefaultApplicationProblemPlusJSONResponse) VisitGetMetr
 }
 
 type GetOpenAPIRequestObject struct {
+	Params GetOpenAPIParams
 }
 
 type GetOpenAPIResponseObject interface {
 	VisitGetOpenAPIResponse(w http.ResponseWriter) error
 }
 
+type GetOpenAPI200ResponseHeaders struct {
+	ETag *string
+}
+
 type GetOpenAPI200ApplicationyamlResponse struct {
 	Body          io.Reader
+	Headers       GetOpenAPI200ResponseHeaders
 	ContentLength int64
 }
 
@@ -3577,6 +3683,9 @@ func (response GetOpenAPI200ApplicationyamlResponse) VisitGetOpenAPIResponse(w h
 	if response.ContentLength != 0 {
 		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
 	}
+	if response.Headers.ETag != nil {
+		w.Header().Set("ETag", fmt.Sprint(*response.Headers.ETag))
+	}
 	w.WriteHeader(200)
 
 	if closer, ok := response.Body.(io.ReadCloser); ok {
@@ -3584,6 +3693,22 @@ func (response GetOpenAPI200ApplicationyamlResponse) VisitGetOpenAPIResponse(w h
 	}
 	_, err := io.Copy(w, response.Body)
 	return err
+}
+
+type GetOpenAPI304ResponseHeaders struct {
+	ETag *string
+}
+
+type GetOpenAPI304Response struct {
+	Headers GetOpenAPI304ResponseHeaders
+}
+
+func (response GetOpenAPI304Response) VisitGetOpenAPIResponse(w http.ResponseWriter) error {
+	if response.Headers.ETag != nil {
+		w.Header().Set("ETag", fmt.Sprint(*response.Headers.ETag))
+	}
+	w.WriteHeader(304)
+	return nil
 }
 
 type GetOpenAPIdefaultApplicationProblemPlusJSONResponse struct {
@@ -4008,6 +4133,25 @@ func (response ExportRun404ApplicationProblemPlusJSONResponse) VisitExportRunRes
 	return err
 }
 
+type ExportRun415ApplicationProblemPlusJSONResponse struct {
+	UnsupportedMediaTypeApplicationProblemPlusJSONResponse
+}
+
+func (response ExportRun415ApplicationProblemPlusJSONResponse) VisitExportRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.AcceptEncoding != nil {
+		w.Header().Set("Accept-Encoding", fmt.Sprint(*response.Headers.AcceptEncoding))
+	}
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ExportRun422ApplicationProblemPlusJSONResponse struct {
 	UnprocessableApplicationProblemPlusJSONResponse
 }
@@ -4218,6 +4362,25 @@ func (response CreateSession409ApplicationProblemPlusJSONResponse) VisitCreateSe
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateSession415ApplicationProblemPlusJSONResponse struct {
+	UnsupportedMediaTypeApplicationProblemPlusJSONResponse
+}
+
+func (response CreateSession415ApplicationProblemPlusJSONResponse) VisitCreateSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.AcceptEncoding != nil {
+		w.Header().Set("Accept-Encoding", fmt.Sprint(*response.Headers.AcceptEncoding))
+	}
+	w.WriteHeader(415)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -4758,6 +4921,25 @@ func (response ResumeSession409ApplicationProblemPlusJSONResponse) VisitResumeSe
 	return err
 }
 
+type ResumeSession415ApplicationProblemPlusJSONResponse struct {
+	UnsupportedMediaTypeApplicationProblemPlusJSONResponse
+}
+
+func (response ResumeSession415ApplicationProblemPlusJSONResponse) VisitResumeSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.AcceptEncoding != nil {
+		w.Header().Set("Accept-Encoding", fmt.Sprint(*response.Headers.AcceptEncoding))
+	}
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ResumeSession503ApplicationProblemPlusJSONResponse struct {
 	UnavailableApplicationProblemPlusJSONResponse
 }
@@ -5005,6 +5187,25 @@ func (response SubmitRun409ApplicationProblemPlusJSONResponse) VisitSubmitRunRes
 	return err
 }
 
+type SubmitRun415ApplicationProblemPlusJSONResponse struct {
+	UnsupportedMediaTypeApplicationProblemPlusJSONResponse
+}
+
+func (response SubmitRun415ApplicationProblemPlusJSONResponse) VisitSubmitRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.AcceptEncoding != nil {
+		w.Header().Set("Accept-Encoding", fmt.Sprint(*response.Headers.AcceptEncoding))
+	}
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type SubmitRun422ApplicationProblemPlusJSONResponse struct {
 	UnprocessableApplicationProblemPlusJSONResponse
 }
@@ -5146,6 +5347,25 @@ func (response ApproveTool409ApplicationProblemPlusJSONResponse) VisitApproveToo
 	return err
 }
 
+type ApproveTool415ApplicationProblemPlusJSONResponse struct {
+	UnsupportedMediaTypeApplicationProblemPlusJSONResponse
+}
+
+func (response ApproveTool415ApplicationProblemPlusJSONResponse) VisitApproveToolResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.AcceptEncoding != nil {
+		w.Header().Set("Accept-Encoding", fmt.Sprint(*response.Headers.AcceptEncoding))
+	}
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ApproveTool422ApplicationProblemPlusJSONResponse struct {
 	UnprocessableApplicationProblemPlusJSONResponse
 }
@@ -5283,6 +5503,25 @@ func (response ResolveTool409ApplicationProblemPlusJSONResponse) VisitResolveToo
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ResolveTool415ApplicationProblemPlusJSONResponse struct {
+	UnsupportedMediaTypeApplicationProblemPlusJSONResponse
+}
+
+func (response ResolveTool415ApplicationProblemPlusJSONResponse) VisitResolveToolResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.AcceptEncoding != nil {
+		w.Header().Set("Accept-Encoding", fmt.Sprint(*response.Headers.AcceptEncoding))
+	}
+	w.WriteHeader(415)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -5627,8 +5866,10 @@ func (sh *strictHandler) GetMetrics(w http.ResponseWriter, r *http.Request) {
 }
 
 // GetOpenAPI operation middleware
-func (sh *strictHandler) GetOpenAPI(w http.ResponseWriter, r *http.Request) {
+func (sh *strictHandler) GetOpenAPI(w http.ResponseWriter, r *http.Request, params GetOpenAPIParams) {
 	var request GetOpenAPIRequestObject
+
+	request.Params = params
 
 	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
 		return sh.ssi.GetOpenAPI(ctx, request.(GetOpenAPIRequestObject))
@@ -6094,231 +6335,250 @@ func (sh *strictHandler) ResolveTool(w http.ResponseWriter, r *http.Request, ses
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L3pcttItiD8Khn4bkSRt0EK2lw2FY7+VGVXt7urqh2yff3dNn2JJJAUswVmopAJSSxffTG/5gHmIWbe",
-	"Yx7lPslEnpOJHVwk2bVM948uiwByOXny7MsnL5KrVAomtPImnzx2S1dpwuDf30rzT83ii1yYv1W+WtFs",
-	"7U08SiL3jGS58HzvmiY5My9FGaOaxTOqvYl3FBydjoLDUXD0NjieBCeT4PTvnu+xLJOZNxF5kviezHWa",
-	"m5ffLhmR1yyLc0bmNKEiYoQrcngUBOTlu4ux53spEzEXl97kw0ffy3Ix47E38YLDZyf0eB6Mvo4O49HX",
-	"7GQxekqP5qPj6CQ+ZU8WX9Onc8/3FFOKS/sNFxGPmdCjkyPzSFOdK2/iFduCH2U6yxhVUngTj4l4pvPM",
-	"7DVP401bfGa2mCt6ifCg0ZLNACowuUhzPdPyignlTQLfPs8YjdvP6j8cHgUOWsVvx8GdnWvGhVu8N1nQ",
-	"RLG7uzvfS2lGV0yzDE70/JIJ/SNdwcpipqKMp2ZZ3gQfEUFXzADaogEA6lryiI2ooMlaac+sypt4KdVL",
-	"z/cEjIX/8b2M/ZTzjMXeRGc58z0VLdmKmrlW9PZ7Ji710pscBYHvrbhwfx/6nl6nZhSlM3O4Ztmwmn9j",
-	"mYLFda/1Gh/Xl3t92L1C+/KjLvLbPFMGj5vLCwW71bMInoZELoheMpJm7JrLXJGUXjIykCuuyUJm8GzB",
-	"M6XhwbC+m9PA7eannGXrcjs4uNez+tNdVv/ylkW5WfFf2bpjD9M8CI4jvGPwbzbBn7hmGeBy7VctZTKL",
-	"aJIUr8POKbFXlpgX6pvb5dpODicwaM+pMreH2RVb73q2T3aBzquYrVKpmYjWnfAxxMrMxpQmPCYDRVeM",
-	"UEXmMl6T0D6Z8Tg8I3Opl+SSXzNBqIhJzBcLlhkE/q///j/ISRA0zjxjP42CICh2vGQ0Zlm558rKRn+F",
-	"XZe7/JeMLbyJ9/8clET9AJ+qgwtc06sXsL/v+Yrr9rZeG+RU/Oc6ETgNurEwgUGqC4jZguaJxk9W9Jav",
-	"8pU3OQwsyO2fBcC50OySZbCii1y8etFe0UUuAMC5uBLyRhCZmWvD+KWw8DsZ7o9W3dhkGcpjkog3yHO6",
-	"NmYfweaoWBO1pCkjeUq0JIblRUua0chQ7jOy8+brbK1jjxUm+Hj7vDNDqVQKhYLDNzS22AYcUArNBPyT",
-	"pmnCI6AeB2km5wlb/eEfCkl8sQnzRWxZD014PLO3yfO9mGnKE4eIpGBuZIq4OPUmROSrOcvIKleazBmh",
-	"miSMKk3wQilt5Apv4h1YSCgLB7yuO+HPs6AiMpwY8GiuAfyvcMWkXLEFVZ6JyfI2nthNT5pbu9v1Fr/G",
-	"ARDoDZLdGDSckBVNFjJbsZj85c3ffvQJRfqkl1Qb0UpITd69/W701CCW+UMKBm8SEOd8/Ldgysh5K5kx",
-	"86Ugh0dPScKuWaJIzFjqm6+NRCi0QVhyzWUCRzw22/pWikXCo4dhgsPaea7WPcd4UEH9gyx/hHN9Vp6r",
-	"u6t2/p5Dra3yMU70nJjVMANagOGEhG4OdsuVVqFf/mJmNX+Xm5657/DnSGaGE89WXK2ojpbmV2okqdov",
-	"QuoZvaFcm1czpmQCDDaEw/xOZnMex0w86DQXxSj1ozSndrAL+T5gt6nM9INP+Lg84e8qa+o53nLZj3Jb",
-	"i+HCCQiBRs5hGUlodKUIJZlMGPzupAzBWKzIgI0vxyREAExSuk4kjVVomAb+RtxvQzixH6X+TuYiftCB",
-	"GZxYwCj3PLAHn9RJeVI/SiM442J6Tqpc76OcVDFc2CmG8Hho/gzto1lNKMV740Z/GDfULBM0eSAsT+v8",
-	"CsckimXXLCOomG/gWnYJj0LcBE5HBhfffUuenZx+Tew8BNm8xeB3guZ6KTP+M3sYFufVgT6TLHBYwvZd",
-	"fboekNYW9SjYWh3RkpY5oxnLCBgNDN9fcaW4uPQr8gEKAFNBo4ilht0P2G1qZEMfBIM10wSEC5/cZFJc",
-	"Eq5UzjLg/HnMmYiYT+Y0ngrFLwXVecb8Qmq9YuvhmKDGRJWEJQhm8C3mKkqkYvF4aggvqjogQr5//350",
-	"nuslE9qccIfBIvwGd5UxmqyeT73lbTz1QnKzZIIIaTd7QxVRTGifsEQx4r4BxHs+LSRMeNl8Dbj45OvT",
-	"plK2+buaCtQSjhGHrylP6Nwh5P1RuBjnoWTguCreZNc8YqQ+fD/GFi89FsK6AcMJUVpmRgmNqDCIp+kV",
-	"IzcZ10yBuUTIGzIwOB1zdWUQaZEnicFRsuAJI25omZlnCVtoH25ATDWdUwUGxVxkjEZLM5/B30RGVwxJ",
-	"ONeK4IqddBzlmVHVx+QiF4pwQRYJv1xqYgQk0ObNUXKRMzI3YjVbKZZcM3VGMqazNaELo5yEF+aP0bn5",
-	"IxzX8bzyqEtFjKSIlWHuMOGcGZ6DY3NxWdfRN6pzm1RvRNA0kxFT6sEoWoqMM3tLqnrbt0spFSPslkY6",
-	"WYO+IRckYypPtI8b8wmdP4Jwd3TUpZa5tfWjd8f6HwPL37MkGVlaO881UWxFgbQlyZrYiSalDAFyuRHH",
-	"HaVZmbO5ZCjJN1dYl+9jDqfY+DUXKk+NgIgP3LipTHgEesM8F3HCZqBHz9htxFhcfxVfMAJNAZDSqNxh",
-	"pCUZu+RKs4zFBPZDYrbggpvn5IbrpQQ4RBnTigyEJOevXxleoeA6MxGnkgtN3l18j7/g4Aooc5rJlGWa",
-	"o71hJWOWbDscWOYP8OadM4e0DR0N6u17aq00W83STK5S3fjiMID/dXylpUxgaVyzldppaW+lhJWt6O0r",
-	"/OiwOjbNMgpa5XVpFd+y+LsqSfjgjPSlJRzB5hb7sfhezv/BIrBJwMK+52jHqcO82NjuO2zvrrW9xpJx",
-	"7N6V/eDOvQcd2ibbNJPXPGbZV4rAW+DwIAM6N0ICMBj8AuwdMUsQ27YiiRu2PalMmaCc/CehQi8zmfKI",
-	"/GcxR03EwDfrsz052Xaoxcy9QLowp/LJo3EMN48mryvAAkdRk1b9SFdMESpat7Z989w12uQv2suWWMPv",
-	"hltnX+PrBuTvhRbcwhZG1eDTQQI6tnHFUelmwvDdD94854nm5trdsPlSyivP96KEm2vxsePznelTyjIQ",
-	"5y3E7Gw0SeSN53tUXQH7FevOWTKWJnRtmcB2B4J5+TW+2wNf2HVz3NoiOyGfGjSmyYUd8OW1Ez2S5G8L",
-	"b/Jhy8JyAV98x1kSK+/Obx0f1bR9qIb3btuzQYdvzXt3fsPZ1OFT2oyBTV8VTN8FDfyhcpYWOrNitI/b",
-	"5oKnPu67PcXHtp3RsACwQJFBeVYkpOoqHILsidI3LgXE5phFCRdsXJ4fq9j8N1Kb+jEgqrYIpxFhSWak",
-	"biO/m/WdEfieUKFuWKYI12TqvS5XGzPBWTz1xqVwN5cyYVQgqqvc+b2tj6qT+F3Ae2h5y4WV4EGFYBF3",
-	"/ubm8A3w45Y6MT3TfEEj/UosZBsj1ZIenT7p5lzUfmkkJDJI5A3LIqPQLNktefPn89HR6RMjSpuTmq81",
-	"azEuw0oqBNP8mVKtWWYm+I8PwegZHS0+fnpycvcvXpcYxH/u0MFfaaNkmRGNbgTzmmmNnAvBEVzoJyde",
-	"xfUXdLr+qrCzMLAzdsJQa7ZK9QVTTH8ZSkFxxp6DwYfoVLmhymgZTI/327WbYSd6gO/OYJ7PQAtQMHLb",
-	"wh3pjLN4QpgBngLHvn0cmnHH9q/QaahGOc4YuZY8BgLxDagO4HNWewoj38jcqMAQS4AaCBlcvPzu5cXL",
-	"H799Sf73//p6fDQck5c0cj52cF2V7r+pSKXiml8zYoEPij2dGzpm7jWaPr9SRN4IAtoPGYCx6OToaCqa",
-	"itIZoc7DqKUkCc0uGZJG8uRkNOe6mCWWTKFNDXwraOO3PrIJOQkC0nLYDc9A6kJh1OjGml4xIIBT4ZaJ",
-	"lrKGwEtvZ3D5+khHtDT7pyLGHecrRypWzGxFkYEliuTJ14fB06dPTshz8uSE/MC/qRvC3OOOO97EcKA+",
-	"M5ygb3V/E8wuoVzB8fHp6cnJ8RF5To6P2itwj/dcQcfk5xYsTBjsrsAAZLr6rHVlpTEDKtkdM/xF5mBd",
-	"ty80ZuiaoptStEjCt2id+SaR0dWe9wlBDsYEMjffk8G5U01GEIMQDydEs1vtA9ed5Qr4PfwbDTVtNaBi",
-	"LarPZheK17cyhJuainXN4ZyrHCwilCA1AxDdji7lyMLgH0qK8QW9+QG3YIDB4455jSjD48q8Zhsw6U4K",
-	"HUTedfA783PfoPVT2r5sNbNxkJ86xBXRGaRnxFFUWe+7MXOwHeOyW7ct86+u4TbbOswqZl0HAfQHBDYW",
-	"o4BZO5UqNuy2/gYzhP2Ua3D/xHF3ZI4fe25YJpMLHKdzW9Zp9JUiCdVM6Yq8SElK7b2JqIhYQgYiTxJ0",
-	"TnBNltSwBsE6bFkZxtruLM/YFRpGbqZA+y3afxubamzdTNS5cwjgtREP9xTpnUVwq0nogi2AijJNnehV",
-	"B/R3GWNgN3X+cfMauWJGMuF6aTm4coL5it5WV3dYwaFd72VhMt2uK7zNM4EBnOgVwE9ZRqQoYjtLLDHK",
-	"TLduUo1M7qJkLBtFS6kYBos5JkKJYDfk3btXL66/3hgGttluUtUCzkd/p6Ofg9Gzj+U/x7PJ//v//+H5",
-	"6OO/digGTTH2sm7PKLHqpSF1n0tab5OpXUgHUt/Hlp/fWsVxQXnC4jMUkEPCUY9Fj7flvyAaww77IonP",
-	"ScqykRkOJG+CYb8GBSK+ogmSj7oW9/HToX/4rFuJg7le28D0OihRst/ZnuuOZheDdSUaetuwVWC07Ce4",
-	"wvp4nagGcTCvC5vWHsLRe6PDUeFCaVZ0DSI75aKudJyOj0ma5AqsIDSjoF5kLKYRODeyPGFdfgouoiSP",
-	"2czp8mo7iTmPYxsFBEHDEYsLS4D6CjXuM2LBpIxGgTOUgUGFLtPy+Qy7iVFziO1rfFkPPCIDmms5QnCw",
-	"GBywgoT4d2j/rL1C6CXlYugMPAh9o5wgVyBSJOvuxSaFSrkJrWrqJ6CVmbcj1rh+gj4B1yeLCRcECfuc",
-	"6RvGkOjrGwnbWFHNI5JSpdD6sdsFgqkucnSib75CXRrAn2j6ZWwfLgGmao2HqzhbcqVltp7Vowb280nZ",
-	"0Xcxe1zS9NGJ9Uu0Z1irhV5yBWp3JPMkBjPBHGJWYjJ4y1apzGhCmLjkgmFczQWLuSIWDsQGzBCMPahE",
-	"GQzPQNe2xJsrEvhESUIJ2v9dDAEXl2SRyZUREJWm5gbIa5YBl/gzo4kBactiaN3dJZjAsWDW3G3xv+7L",
-	"qXlbNYVUUmv2O0+7ns2OlteYEvIYfkU71K6+0wYrapDa5IauFQFBfWDQoEjIaabW9AjaPTDBjWznW9W9",
-	"dEgCpYnehecS5xmAMCxBchGxzDCrkcx1JFd1m3WvSXOTmdLf20sSSWGDZroV2329KL53H++UOQGdrXen",
-	"jmYLEIuziybld9y7NGMpzcCn644Fw1EydPQWh2OuJ72ZVTMNy393XVnNV0zmeqYwGshMWpi+YpnXgrXQ",
-	"NNlCQThEv7yd7vT9lleqcNlVzrG9BAfeTjRO6HpOo6s+1fncUBe+4BAIA/ZcmTLBYtCYUvtxXdx62iFL",
-	"NWSoJimzUkxFWvLJfE2oimw+2hVb78ysa16b7UEM5gXBF1Zvrq/NPRmD5undUzvt2fQ/GvZGLogyCryI",
-	"GMovPqHwq30BFpHUwLDnchqQ6ABFxiBUfwuE/w1QAoPMLvCLJg4XMC2BUIzuV9ChEyfL+OuGxNcTejwm",
-	"YSRjVuhtSkO44IpGSw4CQswmU9Gw3/ukGnvrkyLCH2JoMYTcn4oV00sZzyDRIknkjXnVys4zLeUMfAq+",
-	"i/uf2bvnT0U998Mn1cyP8v1K3oc/Fe20D5/Ukz5wcR0pH/5UdIa0+6QdgVYE+2Lkml/Cxuq6PmkHqFV/",
-	"q4Sn+aSuqPhT0RmbVr6Hj/1q/Ko/FShdzTDAuDwjF8Q+Jj+yGzhJBYrenBEaxy4UuWnfjlmPyNRGjA7H",
-	"a1VHp6OfP5r/m3UaVMpYyTbdxA2NFF2AjpRQAfcFM4yN6BohxY5YW3DrNnK7CPhN2a0p1csOW3BnNEkZ",
-	"r7ktX5YmShpKZC7X/zeyZsbRqxcEY2N3C7squXB7sj+/ffua4At2LBRyTp89q6aidnt1bOBo+wjU0mi6",
-	"thCCS+02h45ByZAFbPgYu2bmeXEgw72M280A6UaIKmZcm1ltpnXN9tefDLOvMG+VKQRGRXqA21A77i6a",
-	"e8Eio76sf19BPX5FIW4ck6U36HoIJ6V+ZyT3r5SNcjYcBYgti2txh1X5nVj5Ha26VsCsDb9dE753uFFm",
-	"z+2LhBt9pdxeUWd2ABhgSulm+A3Bo11GJwFbukazasW+sr9/tG7J8/GeZ4xhjraakPDTFRex+qNP8L0J",
-	"mXoS8o/vwqkw/zI8RRuecFmxi0U01XnGnC2MxeHwrDIWxDuzzJ+K5qj/OcWQuohNPR99pX+8CwlOBDuH",
-	"hyirYAAEGDKnAvJZngWH6GW1MxAuFI8h/GFVWwCyKd+N90ezm2JspGkYzCAXBmEvXh6RjF3mCc0MQ8pc",
-	"Rruw7yK6TAXSydWYhDBTaE5KZzzSysZZJYxoSfRSKmZlAgJvFs6OyVTgkObn4Zic24+WVJN5xugVjKRw",
-	"LGVwpMvi2cXaEdQd19kAN4TEPguBsO5jkVj7oMoWn/TEgdbtGeUQEGkzdqnzW0N/a+L207aoXUgZn9qp",
-	"dt1HVd8RjSI9Ah/CH3bi9xabuvhkA9vgcJm7CWQw9aYeeQ6/3SxlUjxpuLEOsIrObrIHnFGf4AEPVzYS",
-	"IbSAChGZmSKD8F8OQ7SxQ7YNJZeZzNMz4nxtZsHDDmj913/7nx1u8i67m6uPtHl1jYCIIbrKCwwE9DbL",
-	"qBso2hbirYpbzVxSof5GuDT6oCsygigucpp02ibKoiKtrf0AsUuUqHzuIjTLUcF5ywVmXFlcJOdijfEH",
-	"Ljnkx3ff99ZG2d2p+R/T6W0QfPxDp7R9gTxjVz930/HRn8aEliPMZYJ/Vzwxbf2py8Axt3pz0x8M8QQ2",
-	"PrU/1jXRu4hBLnrgM8fHVsxx7eouLr4XvUDEcF2YoyfQtkPQNG/fL1Kh4eyv+wKZwJBCH6MJ2U85TZo+",
-	"ffc9iZaSR8UhB89IW/Me7rsjd4qtCJENKpb5EoqyQVmOMupESA3SiI1QzVeGfHRpJfsZt+1iOhWAXLx0",
-	"AU6NeEVLh2rM0NXYiHMsL2VjMZ223xWNtMnJX4z7Fu0nL21q+71UILfgvm1e92TApfk84RE67ye21JdR",
-	"Zwy1qCs46E4OzeghiLV0KmzowA2IRVgeKGYpg3BY4d4FT4VNWk3NVVynzJ+KmJuVrLigRtGYr+3rQ7R6",
-	"mH/XrR4VdUVd8VRNBXVBBzi/nY7rIrCVXAl5gyJVZTY87xVNU3ur2ukLfVbWziwQvxHv3PdxKyi8KDPY",
-	"E2pQBqT44Fvsea9wtPodmlGvL6JL9cWKhY42bwnocp9ocBoVhf16KDm71a5YY+3DmCVGSe7/6oV5ofhk",
-	"ycUVGOg2fmbfqn8qY6lmtjBiP8OJpXqH75QfurpxWzdptfbWRosRwNmy7fM35qXat5tPpOSSxUd5Jrav",
-	"Ns9Ec6XWxNr3yXt8XMTVWJq5xnqNSHjufE8Ktos/q364d/721+vL3fpFGw22ftI+gl0/2XNtjTPb+n7r",
-	"sLZ9UaEe217tJmvbvuomIVvnalHB7aBq3sltXzTQdMcA1d1eL4jt3ccKZ7UmwE6Bx/JTNA64DyC+ds4U",
-	"j1mNpyJD7XWGW6mqIiEcH3WIGPcIZfNtyEx7gm5ltpDwtpvAa6GjO1jMWbrTNptxHbWyga5OohvNr0Kw",
-	"stcCVj1y02NEgFRCoB8Y/2HQybwAcR9fuXidM5ShJeopCbWFWr9cWAhscLFJDdjDT7IFkm/wxR4hvxio",
-	"d5lOYdkzev0F1bTDwl8tJV2NeaCajTRfsS59vlqbebdvmqES5aS10Xaya2e5UQqt1O+SZarAedEZ5O4+",
-	"tBZuZ/7gWhGzZqXpKlWoP1idAMxCpThpJfWBtipgosHRr4nSUsaE2uxEeKvD1FDkoezumoEv2iB4v1wX",
-	"pgGMgAY11PxU1cOK9VcNQFMRMxon4EYFI0fCYjKoVOEmofWFh0N3K/WSZTdcMTKgU2HGK78EOwI6HA07",
-	"qI1TvIV8QcipABgMUZ3ZGv7japZ3cyRBE5vzYtM+cqE5WA4ycHNIwc6MulUsFU+fq9LM2BnRvoW+VMqj",
-	"d+UNqUrcWM1Y8zkC7T4nB9uTljUKudfiWMua7ntaQSoF3jct450zt7ZLtLeOKMsZWmqUXDECH9QDUWkU",
-	"yVxojJTaIQu9m2db1K24c6vgcftyynOJUx172MgGPpe7dx+G0vZtlgr458r7MNBMDeEqgvr8ghIWN97H",
-	"/DCIFS5uJeQcDqsZI4Y4OnJuSTj4VBxPedOKQsxyIfC0qvGFOJkR01yUD+Y3+l6xIs/3cJWdZn5rm+vI",
-	"jN830+s+PB3T62b7Z8Ytes6pzNdrGEkrxt0iR2+8C0PoT2B7W5R2/aqS0TAIP90VtQptHuBD8tS25ZTt",
-	"GcVdpRx4xNX5Ktv16/JS5aS6iINFo8cQ+x1G/k6F/jf5fMU1IPF93BoVA3t7u7liRQrahFCDgCOjvDl/",
-	"PdwJm9GNmbmKDCh8NhUuddxWJiiyhdUZoWKNLgZwgUB9+qoP3lWwszJWacbqSjLeXCNqRxypZcl3IMqK",
-	"C/d3E2s+7nD9qsFuuzdeqIW0bnArtC1yv5a8ybpJ+nPwUYiL+Mqil4tuVJqlftF3aOxgVLE//qoAhDb0",
-	"R4eOgYh2ICJpJuM8MtJGGUpRAq2oTXNGlrdx6bdRacKNdon1lTsMub8aQNYdEo8NzAuQeaE5TQVmCNkB",
-	"LVMuwV0GMHRlAxVhK64d6zZAbJlRHx+G3fS/RyBpgbLmoPlMwq+5snIUS5JwpUm0pOISohy7QAkQVDUQ",
-	"2qjMtmQQ19W2oiPQfct4OJnsK0VodpmvzHncQwJrFz/M2OI+gbYgZ9kKerjkTo7Q6Qv5shpWNXS2jWIt",
-	"V97jR47GXKUQtBVXEuIyZrR4FtfwqOJl+jXCCJ2Vn7OSH1cVaBWgqRhpd5cne+v7vC0Njo3QNahyDB3+",
-	"7lfUp1IdpxmQ1FZ2qt3HdqQV+xQPrQ3vF9Dou6S/nAGkHtLViXyf0/yBiIBl2GzIJ3JTLJBWKTIJ6R/U",
-	"lmz0q/2trLpQ0Gewow4r6GvjyDo9eNUUtko6x5xGV3Kx2CuDEkt73e9LCHZD/LXwVl1KencNQKMeNqft",
-	"Xkz3RJ1Y2XJw/2pEvFowxecyyhXGsKZ1Da2h2GdEdRZG2di/89N+pS43dPvce6QHft7oI/rpQTU7a2tp",
-	"jt2/aX8jcLvwuJom+qInT+49uFmkYNijBAIeIf+JDLDpiItCt2R8uEc8QE/w+aYkop5PYG09qcuwbEgq",
-	"g9QOs3kuRVG1D4Ii04RyoXbLy3OlqLsodpFrYcARMZSidkhEgKKKm8tN2sKOfeP2LLbXdOWS7yqZj7ul",
-	"OSr2U/dCD0dzqljsoGDLetbXu6FxRl80RefGmjcGjn8bil8UudPtxV+zLOaRJlL0FkY9hEQZZKf2DaOY",
-	"AeWbFm4cwZSq4JxqjnLiF+VvzkjovkLj9VSA/gZlSx3jNjdvSZXrPTEDp1VIgqL8aAujp6Ix5fEQ3deK",
-	"KC4uE3slxiS02dkhSWRENSOMRkv7sDNrt3S2tWVGO9bOFucO2rNLKQBYXV8CkEsNm8kV15rFM+DjmBu2",
-	"222pTt+VfF8ewfZSH9jtZLug4rq6FPBtTFRsugRyF6bXAsk+d15ovTx+tfNFp8Nro7zXAcWeuhvgUXVj",
-	"7ZJ86UJEP5cghMmSWLTZritsthUi1ErttuoriOK26wuL8ozr9RtzGAhY7C12nmN1IvzrOweyv7x/63X0",
-	"faNRZIgOtuga/OX926Ezvv0tZeLVi6JNBxiKuIIGmPwyz1gMwTFTMQhHI8njaIR9yMKh78LUaR6HZCmT",
-	"WBH3jutQFmITMvTGTQV3peWvGIZfQEczQ6VUDnAkAwjKh5eYoEKTKKF8ZSlfuabhGXRrNMtcMSzhBKE6",
-	"dnp4NoJPQxwBiRVgNNwzAFqpSCy1TrGHELdl4usQNECByvhxnkH1gfNXI2zVAb+aHVwxlipC24UpbSbm",
-	"VEzFt1KYi8SlUBPz97+Sb2TMmYLS3UaRH5OXEFaJRQu5ImFfK6iwbOI3nApCIpo5VGoUSLBlNRwvqHfK",
-	"pkUZDpDUYCQsv6eQw9huhbggzW712Cy7s5b2Xs1vzUyIM4UTa55rcrPkmhGV0ojZRCdze1oNcmHEJVVm",
-	"FCFJRIUUPKKg9q7IgELJ/oyl4Cg1zJQKgjfVL6uJz9laitgMsUgk1SSj4pKZ5wkkeORZJi+B5amIpmxY",
-	"bEcwhTE9hubD4ZsxcHi1tWmvGcKv9FGWmS3AYAaBfWE3X0gtxosIBczH5OTwmIStsiXhhFDzKSxNGmn7",
-	"kPzAvyEDK3/kKaZCLylWX+dZWXZ9OCYnwVPzddiofQLJ9OXhxRxjYmiWGTnTphIeBwT8lDiTGQYnm5DD",
-	"gKygvKAtwS6s+AGFCKE8iDJTn8DUZbPPiUEG0tnwkwwo/MfgjAH+j+++Ny9AOcYCcuYalUgmoKmOzcKC",
-	"rT6bNNr7mlUcHU3MADc7tAsbk9PgmNTa5/mWPJJ6zzkysLR+uHN/PTPGvVvsAfBr9e+yvdrnESOCm0G4",
-	"Nuv0MXj7AKra/RwWDUDM9leMipslTxhQgu9BvEVzMAk/gcTlk4qz/S48g0qNJKz8GBIoOYUXOHS/uQK+",
-	"RXTAWeMjrnqiBMxKkHK61G4giIa0htVaJyG67Vx0iF+Uh4aiELSJB1Iw28YSK//yeAhTVdpkQtEAqIsc",
-	"GiYB9fzIaERzvXxueFHoCpOkzCbZsduIpdpMdck0Vhn0zT8vDKwB7pdMG658/vqVbUEcntsaR3Y+2xsT",
-	"q5L85f1bW5QEzs/w1NgebpWLN/i8If22KWnVBojtNWEcQslJcEjq3U1xq5SEzW6hIYmWBqrikhkVqAgw",
-	"JWTOEikulTNP2qLScF9tJAvhemIrcqwN6QWIc+1jNFYulG/GwWq0PrHhcSAoIet11UvN9T8JTqoUxS8a",
-	"H1IF1RlIQV7MdX4PB2ePyyhWIRkkUqaAnVIk6yGsGQk0WLAuhcxcxaKER0woVnbl8l5nMs040zRbV4ra",
-	"GPGhUqBx4gXjw3EANqGUCZpyb+Idj4PxMdYWXoKUdwDyBfzzknVopA7dexv++c2Of0a7LtDwVexNPHN5",
-	"zy9tkV93c2DKoyDY0JOyoxelVbU+VHrB2X94l6kenciRkeG9auM213+t8Ot1dDJr9AL0/l3mBJ8yYt9G",
-	"PyJ2//vQUcs7yg03hXPMRUqNZk4Taks2oaGm0iDMrsQw0jhnM/tqvaHWpGj21ejmhbn8Rhcoz/r6EFNr",
-	"dutnWbb/6+hoCfEFeFx3vncSHPaNVhzlwbtGs+PCsbPtw7Kxpu/Z4ksWYVo4Z5BH00tVlCNX3kfzmcXg",
-	"g08GpncHnyxM7iooXUfHPzHExgcj46rSpdAhW9EBcBO69aHRy2iJ1AvspRXEKXvM2TFZtJQPxJa9cGUj",
-	"ntwbTU6Ck+0fFY3uH45Xf2LYfcdFPrbQyRBGKzGrXoNF+QrCBtI4+xLgmi//mz0DuKwHRXHDg0/YHuuu",
-	"lxAbBRfEUEyxsFg6onGcMaUq9TDJgI0vx84rh86jqTDMEfkhCjWw5a8UCbHPjXlpFi1ppkK/VpJcTUXo",
-	"Rp4cHKAsgGu14sDQt15Ay3LljbAKoo23NTx4KopBFeH6rMlAy4QPG0TYurF2DftdWhlppkdKZ4yu6ga6",
-	"94xdJWuiqFHvsdhkqbvTmnlozoVBn7bhpvtGuGPAzki1ntAv39LL7pP9KZdGQrG1S8tlTr1ni6dP4uDp",
-	"4dOnJ9HX8ZPTZ/RowSgNotNTGgeHp/R4vjhZHM6P5sH86dFRFB+exk+iw9N5sAgCGjzdoYn5l7m7p8Hx",
-	"TrNUe5A/8L6/kDcCPEJUFOdSufaoUHbe+81t+lAv2t6qD0MnALVtmQcIng1OGhWHHnrGEF0EVme9LHlE",
-	"0XBvQ/vwvWIngGRZoB24gr7A/2RXRVy0q9vaZaiyA5kqe5ahPocOAVcF1orjWAh2Kjoq3Wp0khQ2e3t9",
-	"C9OTqxA8FZWGCkuqlgzleMV/ZmpMXDljqAOPi3RrMyL5BJLHgMVjvywfNGxw3Qmmb2QGKrRh7sk1i8fk",
-	"vPSUWJsIFiurtJqzjbatRRNN6K4Qra2djMkE4D0xupMbTxtIOLO89YEW0VFWMUQwjN1bE2y6EHYRVLd3",
-	"7J9Qlnz8RsbrDeT0WsTjJc0EU+p27FrR/OFnntZp6+u/GtYQHMP/n2AlrQfR1arz0V6smsXyZ57aPPA+",
-	"4h+C1kYjoxNjhBlcwfrNuHuoQFgpXf3hY71YdLFrC79RCUAjxy2psj32Dbkr0+x26I7/dO7Vk0IaTYJc",
-	"Xl0tcagQBQ+rpac/1D3kXgCefChtaOviud7WNbc4BIN5uy43KsXaLBfjspC6tTm68axpGzOKvKPg6HQU",
-	"HI6Co7fB8SQ4mQSnY4xF+UMQTILgXjD7CcjcRthZPzCAogK0j9X616U7siisZT2QBgucn/DDNqdgtGTR",
-	"FaSBzazJxPvY9PQdFs48Vx5uNyG+Ubu9R3YxNJ3FI6CKSKvuL9ofHe3yUZrJyFA7y+9/ARnBQIZQEo6X",
-	"t6Ej3MDXuuSEKgMEgr2+L/srepwVcvFXigAGKN+WT54KqDqM/h0oiFr0RTO/Wy6hfMtK0Th1s2QgbnAN",
-	"5lrkH2iQtfkV5LziQMF1oRnuKAgsJ4GvHP+Yil7/PqG2iHrFme+ji4dQcnp7ewbGMDsJ+BEqKkjRlMSQ",
-	"dNegtWhXij1KYRPhp+qCfJxHTciHqffKXldbTaw61tT7eBeOyY9omAevINItzM4EZh53MUc4uPU/WeOj",
-	"scZWzEZ5+9r46VVKapbfoODaTVdbRPLkWYtK1hO0y/lpkbk5MkKftfF2r6FF3D+5YK9tlL2T3SH7udud",
-	"Q+y2zyLWo9wkuNQcQd93a68sDXE4XYQkfUPjv/P0O56woVffxU6ftHYTFJuB1dztztw6e0x0MjgbW3Vv",
-	"rvYL8CekRg0O1cucluDo+bnXigQ0fskTNFRb7ouUWEFl/XGX8cU2qXqoeFxIomAC7/BT7HbcdjUdR0wT",
-	"fv0AmNsYGCQpVWv0NcTSVYCO/gIL8xXTGY/6XSivM7kyTDm3eY+GxijwnRAk+J0w/8GOuhXoZswDiBqt",
-	"s5rlbTxbap26wAk101LT5BN2KXk+9f708u3U84uJn0+9wlM49Xw8rOdTM+PUuyOHDfPYVs7kwPIL+RAq",
-	"UF8VoOw8P+sdG6/pKtlofnXe0lhGkFpWkWIgGBms9BgmNPj38x++H3YerB1lv9vk1lapUo6rnhBw6e17",
-	"ONWe9Y9+Yd5WA0r6oI4+/y2EiokirAHsHTbuAG1EtjaqbWaFtVWNGGHkyEsJgncm88slGVCIdMCwh4Xh",
-	"cITroXW5t0ItOg8NvOaPRwAzO9xnoIE49BflVT1oYGDGNxHOLBfq4BOq7RvddRe58B5NAO1N63cvH7iE",
-	"mtjMu7sYUilY133hslx4v2dz+5+YxuJfRcWzysmbw76Hh+0iF69eWG9ZDV8OysbGfYELwujDGEhiW3Re",
-	"QiSI1UFDamOoZEbC76nSI/hm9OpF6BshKVpOxQ0XCunQXJqBMoZZcENQ0u2ooKFD5CUGepyDLjUhTYwM",
-	"J8R1nyThJxdoUgtiInJh9GWiJQlBiw1tQEpHjFIRmwRvFCVOfAh7dJsrqt+klohCQRAbK8Whmpx7Vcsi",
-	"ags287eiBhslIUgZMJFTG3EzC3NSUJ8aHvpTERpN3XYyggVZP6FPQlsuGx8aHlU+MiqYe1JU+/zLm7/9",
-	"WLwCIbt0aqB4xVg6AmEvBIIPBgAIVDk8JQqDgXGVxBbVjsrC9lxNhZDEOkRDW1gJlWQcBGvu4SlAVHVZ",
-	"XSoERq+Y0GfYgg1iDq3ZpI5DDXh2RsW4nSpviwfqAiPfEBeK2vxcVRqHo90kIM/LQGVQNhu+psMj5y36",
-	"KWdgY7DuIhjU25XYNRp6t2Reg22K/8xc/DfE02LYrA1ucsFjeFD1VULOQ9ci4U7UFlnQLFv6xbUDKyrB",
-	"9Kb5tFdt8ObNm5e22H5RMghL4qQZi1iMjigj8dlr0wdddPuWK68hxz3B/PGhAoijmU1D/2FZ0RX/wFwL",
-	"788sSWS18OvOFv5HdWA4I/xhaRGr16qB1q7ValDeHgEuZfN86NnQJHR1sdsQt0PoWQSF/6urmAokYp+m",
-	"sMipN5nWlzn1/ClAFh4BbOGncu/woLJ7eIyghEe7ABOHRJjBR4fwS3nelR/due46eARfWbJuh7kzvKJx",
-	"JauXylwo4BLqDNO6bKIu1APF2HzDSAqiTzEQf7xrwIXFaZCRgu2iyzc0dqW3fs+ymBG+C2HMso2BOQqZ",
-	"2R5O9JINP6t8duv8Y/cb0e/xq7x0YbiGuyquoJpZlGtbetZ6DbGHDWTKgI1ldH2IFrSpcObywd9fvR6O",
-	"ySttPRZI9aHtmnUUVLJGwP8isyuDrFNhRA8MfddSjsk366KfFGAkrNAIW0VZQIwoQPHCGnnBI4EVCkF6",
-	"sI5W1xtOs3jqhWMS2nCGmbMNh0UgMviI3M8+obmWK+pyCZzZ2CWBgXpc9PSxjerCqYC+amflNIUPOyQD",
-	"6wNQHYsYEhrHdgnVeLEy4gK8ESBIdmwBA86rQfKQaUVC3NukfHNwEhxPRVi03K2EihkpnWo4OyvcDSHe",
-	"vMOiPxU4I/wkbwTL1JKnTjjBW+LaVZklY9gz+OPIkqYpE8oBEpu9ZAojvMwpG3HQNv5fUJ7kGaZKUGw7",
-	"X+Q+TZpBb2dYR6/dP9fmD2S5mIobihlNDrGHfvWLSndd+1HhVWPikgvmT8VbtkplRhPfJo8J2cweM2N2",
-	"duINjWCpKU8mTV9lUTDQJxBuuMUVN4R+e42ufVMxsN+66D53daCKSIF9TfR5/jbLoV8iJXNzj6BjoMyK",
-	"ZCPUnFQIfXDgxLXZLmu4HfGtqWj4HH1yfASpTSlUU1zNWeYTI5AGQeDikswP8Dc+V8MuAR8JlbNd7OJE",
-	"7Ap4b17LwlnThIpzkuG2bHTXrIjtOA2CIAA3nrn4KALaDomu46HtaPih2b7wY6UjoGvdB+m5RS+2eoPB",
-	"omVf2Upvj9h0BJvr9393t5/r8ZfywxrMcm4uozMmEEZnqINNAxGExtdURMB0KzGhtpbl6AVXzi3Q0bOS",
-	"ak2jpVF0zyBZyygVz6ce6stWQARFeby8nXr1vsE93+4iS8JoGy3LfrEBFzi4oXKEoUq35pqDZsiF5RHV",
-	"1Z48PTo87jwLV76kpcbdfVHRbwdJ7jvHq+4lLP5mImdeWlrdIXPt5Ku0/Fb1Wn6/50q/cS/tK5h+D5aC",
-	"HcLynXb98fFyk4ri2b0ZIM1UjGr17K5Yt797zWrZeyvY7TDAennreuVpGyncp5W3FG4jyO5M4qvlojto",
-	"qTOSfkmd7he4P5DlVBOBVYnshcPE/QSqWadC9C3gjrl2rmyAy7yYQ3WkekYkxV+KNJipsLgImcskdEfO",
-	"brkyMhQYkMMSEdD0TK+YOLPRzTbTcQbDVSzOmCnInfjqsrncZz1CLM5XPMTpspwV4d1OfpsKlHBdwrMt",
-	"9gNCsBN5rRDcKZ4h2Fy58QeIaPvf9mpR+ShXWq5AtKLRqlkAfts13PXG1TZb3JV67ZHuOK/Dzw2MfUkf",
-	"Rgd/eRAWhenbBMtu4cvaoJ5t/+hbW3/gNyVWIKqW+WPdxLAqQBx8Kk93ox+5etkfFOf/a+bvrlPIJu5u",
-	"VcjPeikqLTf+L/B6b0TWfWVXC9XCsNqJ6AfY4mV/A2t19F6ZAsZ2PmZoqpKLBRdcLa2cP0CEq7bcGqKR",
-	"EYt4TEURrl52ZSGD8FOWiwnYPe/Cvt4sYMrr5Nkw12Nd44Kd7M5GpdBZWYm3G+kr2y0NrtmX9jnszSB+",
-	"CVJftrwvO6/X8axyoQpU2Ej/D6An0ue5FefqCq9EnHGwOkvoCoU9nGxBGZC5abZGq767JNioyeZSuDI3",
-	"97wgEL7Qd0Nem4n+eUF+JxcETrNxPyx/v+flKBsJdoe5urKAyvlGqodVtBm0nY+h1JgguYhYpikXI5lr",
-	"KJXnuhBiE/sNNZaG3dViXhe96R7NJIPub0gziGwzChB7ijryRUsJurK5dkFZw8P2f7iDGvE24rQQoxrp",
-	"kDtJbJPDSTFzUaljRUVOE1f+u17+/Lij2nkwPu2pZn4c9BQrx9yKirjoztLgEhZlq44SPMzQY89xU6WZ",
-	"Wp2l37Wg2Nurs+8afx6xEd3cn4dBhs77HxauVZgtLlryuTfqHM5WzwO3KXxhQD4mho2sEFaG/kDAm8tZ",
-	"oQlEOiMrVgVPBY9eiHOEZMBjtkolVAM/I1RgKQY3hPkUZtW2LsOzqSgsXfNcrUNrEytNVSuuVlRHyw47",
-	"VcwXC5B7y/A7R7PPcBhQG5tDIJDqpY6mwrbY6eLwAJTHsFs1bCS7xznDAipGpLtHkDP20HX3XujGmOwq",
-	"fvIFoWL9qw4l+i1ILQj3htjSqUXuL8BAmNImh9FF/htzFu1iGrIdc9D06XpUg2fVVpBzxeaMXHV4FATk",
-	"5buLcaXJL2bJfuaiErV2zNUezNXe7R1bfPZ3r9J2eWNfjmBDp42g2Tvj8Cho9cM4DjqbNqNY9CBZ5yL/",
-	"VTm0fgsSUeEBg1A6iN9r29HuGZi4i7gCncSUlS5AGzcnVW2jOq4VsoZUEQh5C185wSJaj/7K1qEt3nmG",
-	"eSLYKcno+igVMOFEjGBIVthhFQo85HNbv4+UksqkrPHAe4o+FJWTYBRw1VmVEN8/CgLfCJjF5O67Us4p",
-	"tzVzZYrDSklVmzgjmma/XkHpnAh2k6yLYqugMFqh7Cg4ckVQjfT7/McQF2576RuVsZWkQTpyNLC2NZgM",
-	"fiRWS+kSkYomu3szgsqx/pWtvXaKwBuclWiJtY5dMWGQTyVJGL1mlaSSQUCeWzAQqmGP9UyH455EBzN4",
-	"d55DNcnhuJbj0NXP5+MDBMSiY4v33pZW1x0cx1xbbGBPTo7+6NUb6Jo/RkEQ7BGO3+qQvJOb8reVDUgF",
-	"aV/a4pJbABJbGWNVNs87Co72O8J7Cxf412cXH8q29jXhAWffIjacfiaxoS00bJIZHgcfoO53kR/6e9E9",
-	"fjM+Z6Q5EDuOfHIAqXMoGXRkSfTrJ2DGOvhUMwneHaCR7WFGl+3KyUs3KbCuXqnnBTNXUbkKsW2r7iCE",
-	"UsKI4GVVfhdENBVT73VReNi2epx6Q8fiUaUGOh1WGbpTtW0gT8H+bcc+22QSxACuwbGizspg/5Yx2nw1",
-	"FRw7PJAiCqkG+dBHy4uQeub2OcuYkgm8Yh7bWCT308zGqHeWTTzHY3wrZfKggCEo1GwDU5w5bi8TjF3I",
-	"75hDOrwpHUSFtfSfJPKXIJEW5YwEHrMIkvcqjV/3N+R0E0q4iL8WQvnS9nQwSqFckPATkqi70Id/62w9",
-	"gdBE/IHOZabdD2QAxUV6qcvQ5rPLFBs1O6oZjvFfiQ6Jys0NdaqirQ8bE+djw1a7S3lDwijhEHrpelVA",
-	"Z90zM5LO1qFNVDODIMG/pFwQqJtrpjwjISw9JFEl6CPLhW2dcz/K2mO5Nof7UPKZFY2ui2+sf44cguHL",
-	"difxqs2mXYfpWj9p5/y7uycZthv6Jxn+Jxn+grZ1g3I1tzuSYUsXeilxvVJPvb/fh4+GCmJkdVf5CehO",
-	"4/oO2a46tmgcOOVcRSyjkGWJN/EOgKzahbTa3NluRJkrEOQX1aKswuvqdblK5lg1qG2N2dCXpvJ50cyk",
-	"+bmLl48kBMHTxndFBF/HxIakDgprIRbnoNFy6KRbnrnE9DKGIO8bCrdvSDME58ukuGWVzyun2R4EEzpH",
-	"RTtAzKP063XSzeiubDswtEqWji0jW6YZFvO6pJ27j3f/JwAA//8=",
+	"7L3pciM3lij8Koj8JsJkd5IitZSrqKjoT3bJ3dVtV1eo5Knva7OGCWaCIlpJgE4gJdE1unF/3Qe4D3Hn",
+	"PeZR5klu4BwAuTCTixbb7en+4S4xM7EcHJx9+RzEcrGUggmtgtHngN3RxTJl8O+vpfmnZslFLszfKl8s",
+	"aLYKRgElsXtGslwEYXBD05yZl+KMUc2SCdXBKDgcHJ70BsPe4PBycDQaHI8GJ38LwoBlmcyCkcjTNAxk",
+	"rpe5eflyzoi8YVmSMzKlKRUxI1yR4eFgQM6/v+gHYbBkIuHiKhj98CkMslxMeBKMgsHw1TE9mg56X8bD",
+	"pPclO571XtLDae8oPk5O2IvZl/TlNAgDxZTi0n7DRcwTJnTv+NA80lTnKhgFflvwo1xOMkaVFMEoYCKZ",
+	"6Dwze82XyaYtvjJbzBW9QnjQeM4mABWYXCxzPdHymgkVjAahfZ4xmqw/q/4wPBw4aPnfjgb3dq4JF27x",
+	"wWhGU8Xu7+/DYEkzumCaZXCiZ1dM6Hd0AStLmIozvjTLCkb4iAi6YAbQFg0AUDeSx6xHBU1XSgdmVcEo",
+	"WFI9D8JAwFj4f2GQsR9znrEkGOksZ2Gg4jlbUDPXgt59y8SVngejw8EgDBZcuL+HYaBXSzOK0pk5XLNs",
+	"WM2/skzB4prXeoOPq8u9GTav0L78pIv8Os+UweP68iLB7vQkhqcRkTOi54wsM3bDZa7Ikl4x0pELrslM",
+	"ZvBsxjOl4UG3upuTgdvNjznLVsV2cPCgZfUnu6z+/I7FuVnxX9iqYQ/jfDA4ivGOwb/ZCH/immWAy5Vf",
+	"tZTpJKZp6l+HnVNirywxL1Q3t8u1HQ1HMGjLqTK3h8k1W+16ti92gc7bhC2WUjMRrxrhY4iVmY0pTXhC",
+	"OoouGKGKTGWyIpF9MuFJdEqmUs/JFb9hglCRkITPZiwzCPxf/+t/k+PBoHbmGfuxNxgM/I7njCYsK/Zc",
+	"WlnvL7DrYpf/krFZMAr+n4OCqB/gU3VwgWt6+wb29y1fcL2+rfcGORX/qUoETgbNWJjCIOUFJGxG81Tj",
+	"Jwt6xxf5IhgNBxbk9k8PcC40u2IZrOgiF2/frK/oIhcA4FxcC3kriMzMtWH8Slj4HXf3R6tmbLIM5SlJ",
+	"xAfkOU0bMxhkcJtlXyhieRPslIoVUXO6ZCRfEi2J4X/xnGY0NmT8lPBEEZoxsmQZWWaGkS1pGhIlCUcC",
+	"roCo+LEN1Oz4p8SBsRl2Va7YAKISD306MN2bodRSCoVyx1c0scgKDFQKzQT8ky6XKY+B+BwsMzlN2eL3",
+	"f1fIIfwmzBeJ5Vw05cnEXsYgDBKmKU8dHhPPG8kYUXkcjIjIF1OWkUWuNJkyQjVJGVWa4H1U2oglwSg4",
+	"sJBQFg5423dCv1eDksRxbMCjuQbwv8UVk2LFFlR5Jkbzu2RkNz2qb+1+VyLwHgdAoNcofm3QaEQWNJ3J",
+	"bMES8ucPf30XEorkTc+pNpKZkJp8f/lN76W5lOYPKRi8SUAaDPHfgikjJi5kxsyXggwPX5KU3bBUkYSx",
+	"ZWi+NgKl0AbFyQ2XKRxx32zraylmKY8fhwkOa6e5WrUc40EJ9Q+y/AnO9VVxrpYKEDt/y6FWVvkUJ3pG",
+	"zGqYAS3AcEQiNwe740qrKCx+MbOav4tNT9x3+HMsM8PIJwuuFlTHc/MrNYJY5Rch9YTeUq7NqxlTMgX+",
+	"HMFhfiOzKU8SJh51mjM/SvUozakd7EL9D9jdUmb60Sd8VJzwN6U1tRxvsewnua1+uGhUIvckpfG1IpRk",
+	"MmXwuxNSBGOJIh3Wv+qTCAEwWtJVKmmiIsNm8DfifuvCib2T+huZi+RRB2ZwYgajPPDAHn1Sx8VJvZNG",
+	"7sbFtJxUsd4nOSk/XNQoxfCka/6M7KNJRabFe+NGfxw31CwTNH0kLE+q/ArHJIplNywjqNdv4Fp2CU9C",
+	"3ARORzoX33xNXh2ffEnsPATZvMXg7wXN9Vxm/Cf2OCzOywM9kywwLGD7fXW6FpBWFvUk2Foe0ZKWKaMZ",
+	"ywjYHAzfX3CluLgKS/IBCgBjQeOYLQ2777C7pZENQxAMVkwTEC5CcptJcUW4UjnLgPPnCWciZiGZ0mQs",
+	"FL8SVOcZC72oes1W3T5BhYsqCUsQzOBbwlWcSsWS/tgQXtSUQIT8+PFj7yzXcya0OeEGe0f0Fe4qYzRd",
+	"vB4H87tkHETkds4EEdJu9pYa0VzokLBUMeK+AcR7PfYSJrxsvgZcfPHlSV2n2/xdRYNaE44Rh28oT+nU",
+	"IeTDUdiP81gycFQWb7IbHjNSHb4dY/1LT4WwbsBoRJSWmdFhYyoM4ml6zchtxjVTYG0R8pZ0DE4nXF0b",
+	"RJrlaWpwlMx4yogbWmbmWcpmOoQbkFBNp1SBPTIXGaPx3Mxn8DeV8TVDEs61IrhiJx3HeWY0/T65yIUi",
+	"XJBZyq/mmhgBCYwB5ii5yBmZGrGaLRRLb5g6JRnT2YrQmVFOogvzR+/M/BH1q3heerSO4h9YLEWiDHOH",
+	"CafM8Bwcm4urqoq/UZ3bpLkjgi4zGTOlHo2ihcg4sbekrLd9PZdSMcLuaKzTFegbckYypvJUh7ixkNDp",
+	"Ewh3h4dNaplbWzt6N6z/KbD8I0vTnqW101wTxRYUSFuaroidaFTIECCXG3HcUZqFOZsrhpJ8fYVV+T7h",
+	"cIq1X3Oh8qUREPGBG3cpUx6D3jDNRZKyCejRE3YXM5ZUX8UXIsuU/WjfsYTTSwDmoyibH3CyMCNO4HxK",
+	"qOPkYNBg59TIyF/jbL1zEUuwUUo9N3zOKKmgC3K9eiZOPzwpc3q/dgJrJ3btrRS0ca9PREybxnZyQAG6",
+	"qA67CIE3FgC9yIEvIp35XUISZs7J0ETBTkl0BlKC/3ZEitcVXamxULIbmlniOc0U01H5ZMDiYI0GBbhg",
+	"gXLpTNMikQxJsOEAa+JBbQEN0oFfUYgiQeOWjXiQsVmujMBjWP+XL16tmdQKRNrE5P3pFX6aBr8HydgV",
+	"V5plLCFwx0nCZlxw85zccj2XQBvijGlFOkKSs/dvjfykgMUxkSwlF5p8f/Et/oKDK1jyMjPg0xxtcAuZ",
+	"sHQbJsEyv4M3752JcN34V9tsGKiV0mwxWWZysdS1L4YD+F/DV1rKFJbGNVuonZZ2KSWsbEHv3uJHw/LY",
+	"NMsoWFpuCkfTlsXfl9nkD87vVTiXEGxusZ/893L6dxaDnQ4W9i1H22YV5n5ju+9wfXdr26stGcduXdl3",
+	"7txb0GHdhr3M5A1PwNIMb4EJmnTo1AjOIHThF2ADTFiK2LYVSdyw65PKJROUk38nVOh5Jpc8Jv/u56jc",
+	"PXyzOtuL422H6mduBdKFOZXPAU0SuHk0fV8CFvhe64T1HZjlqVi7tes3z12jTS7YvezrFfyueUr39Wds",
+	"QP5WaMEtXMOoCnwaSEDDNq45GqKYMLLoD8E056nm5trdsulcyusgDOKUm2vxqeHznenTkmWg4lqI2dlo",
+	"msrbIAyouga5QqwaZ8nYMqUrKxht98mZl9/juy3whV3Xx60sshHyS4PGNL2wA57fOLkqTf86C0Y/bFlY",
+	"LuCLbzhLExXch2vHRzVdP1Qjj27bs0GHr81792HNf9vgpt2MgXX3L0zfBA1t5Ut/lhY6Ez/ap21zOXnS",
+	"7Ht9ik/rtnfDAsAqSzrFWZGIquuoC/oYaqS4FFAlExanXLB+cX6s5AfbSG2qx4CoukY4jVpHMqOJGmHJ",
+	"rO+UwPeECnXLMkW4JuPgfbHahAnOknHQL6TRqZQpowJRXeUulMS6fRuJ3wW8h9boXFitFtRqFnMXwlEf",
+	"vgZ+3FIjpmeaz2is34qZXMdINaeHJy+aORe1XxoJiXRSecuy2Cj5c3ZHPvzprHd48sKol+akpivN1hiX",
+	"YSUlgmn+XFKtWWYm+LcfBr1XtDf79PnF8f2/BE1iEP+pwS71ViuSwoiEC5zXTGt0P4g34kK/OA5K3vRB",
+	"oze9DDsLAztjIwy1ZoulvmCK6Z+HUlCcseVg8CE6GlHIVkz399u1m2EneoDvTmCeZ6AFKBi5beGOdMZZ",
+	"MiLMAE9BrIx9HJlx+/avyFltuAan/43kCRCIr0CdhjAOtacw8pXMRYJTEtTKSefi/Jvzi/N3X5+T//yP",
+	"L/uH3T45p7ELWwF3buESH4ulVFzzG0Ys8EHTolNDx8y9RneADT0AiwDpgAH1+PBwLOrGg1NCndddS0lS",
+	"ml0xJI3kxXFvyrWfxSl1YwH+RvR7Wb/xiBwPBmTNid09BakLhVEpGOiDQADHwi0T1cOawEvvJnD52khH",
+	"PDf7pyLBHecLRyoWzGxFkY4liuTFl8PBy5cvjslr8uKYfMe/qmqI7nHDHa9jOFCfCU7Qtrq/CmaXUKzg",
+	"6Ojk5Pj46JC8JkeH6ytwj/dcQcPkZxYsTBjsLsEAZLrqrFVlpTYDGp4aZvizzMHjZF+ozdA0RTOlWCMJ",
+	"Vrv/KpXx9Z73CUEOBjYyNd+TzplTTXoQyZN0R0SzOx0C153kCvg9/BuNl+tqQMkUVp3NLhSvb2kINzUV",
+	"q0oQRq5ysBJSgtQMQHTXu5I9C4O/Kyn6F/T2O9yCAQZPGuY1ogxPSvOabcCkOyl0EMzawO/Mz22DVk9p",
+	"+7LVxIYWf24QV0Rj3KsRR1FlfejGzME2jMvu3LbMv5qG22zrMKuYNB0E0B8Q2FiCAmblVMrYsNv6a8wQ",
+	"9lOswf0Tx92ROX5quWGZTC9wnMZtWfPqF4qkVDOlS/IiJUtq701MRcxS0hF5mqJ1jmuwSwopWIMtK8Pw",
+	"9Z3lGbtCw8jNFOjTQJ9IbVO1rZuJGncOMfE2CuiBIr2zCG41CV2wGVBRpqkTvaqA/iZjDHwJLmbEvEau",
+	"mZFMuJ5bDq6cYL6gd+XVDUs4tOu99G6E7brCZZ4JjIlGTxl+yjIihQ+XLrDEKDPNukk52L+JkrGsF8+l",
+	"Yhhy6ZgIJYLdku+/f/vm5suQXKVyCqQzF/zHnHX75K0mXI2FiuWSJUTLaqClD8YckfldAq5IpkLwECqQ",
+	"FDpSoORxyRZLmdGUMHHFBesWWpkLBM1FAkhvVJOEZfyGJWSWyQV+72eyAghXGDlqbsG8iDj3saHRQYSO",
+	"TJ50Q6LkWOhbWbygvoCg0pgK61iPZZryBMUb6tDEPJYiXRmRNRsLoJnOH+KEH3krTu1E5m+WzghX5NbI",
+	"8aUgJcWYGsNMq9s5yxjpuHFCgERopeKQWMMO+krnLL4GA/ZYTGXCDWyj/vwuskKs6vbJBevlClw5gln5",
+	"06xEkePBq7Goh7+h4NcW/rrZNlbW9M56f6O9nwa9V5+Kf/Yno//3f/z+de/T7xqUv7qqclW1WRWU49yw",
+	"s+fSyNZZ0S7sATnsU+tIl9Y4MKM8ZckpKkGROTmDNxjpY2UsUH9gh20JGGdkybKeGQ7wiGC2hLnmMV/Q",
+	"FFlEVVP/9HkYDl81K+ow13ubz1MFJeLpzjZ7dzS7OCVKSSTbhi0DY81GhiusjteIahD/997bLfcQgD+a",
+	"+02FCyFc0BWoZZSLqmJ50j8iyzRXYOmiGQUVMmMJjcGBleUpa/JFcRGnecImzl6jtrORsySx0Y+QaxGz",
+	"xFt71BdoVTklFkzKaI04QxEQ6fXVNV93t5nh1IfYvsbzasAl6dBcyx6CgyVArwWJ8O/I/ll5hdArykXX",
+	"GfEQ+kYBRc4PxLp5sak3G2xCq4qJAdDKzNuQolE9wZCA754lhAuCzHvK9C1jyNgN5zHbWFDNY7KkSqGF",
+	"a7cLBFNd5Bg8tPkKNWl5f6TLn8e+5fIGyx4XuIqTOTeCwWpSjZbaz+9oR9/FtHVFl09OrM/RZmUtUyB+",
+	"SMFILPM0AVPQFGL1EtKpCToYR3DBEq6IhQOxgYIEY65K0VXdUxApLPHmigwgyYUS9PG42CnD7UEy4poo",
+	"Tc0NkDcsAy7xJ0ZTA9I1q7CNwyjABM4js+Zmr85NWyriZdncVcpI3O887Xo2O9PeYybdU/iO7VC7+sdr",
+	"rKhGatNbulIElLGOQQOfx1jPSGxRplpgghvZzrfKe2mQBAo3jEtLIM77AzEkRtSOWWaYVU/mOpaLql+i",
+	"1Wy9yRQd7u0Ji6WwwYLNxot9PWVh8BAPpDkBna12p45mCxCDuIu2HDbcu2XGljQDv707FoyTytCZ7w/H",
+	"XE96OyknaBf/brqymi+YzPVEYRSkmdSbNxOZV4JU0fy8hoJwiGFxO93ph2ueR++WLZ3j+hIceBvROKWr",
+	"KY2v28wjZ4a68BmHAECw2cslE0YrlBlZ2o+r4tbLBlmqJkPVSZmVYkrSUkimK0JVbNN4r9lqZ2Zd8cxt",
+	"D1QxLwg+s7aR6trckz5YF4IHWiBaNv33mk2ZC6LYj7kRG1F+CQmFX+0LsIi0AoY9l1ODRAMoMgYpSlsg",
+	"/K+AEhgleYFf1HHYw7QAgh89LKFDI04WeSc1ia8l5aJPolgmzOttSkOY9ILGcw4CQsJGY1Hz0YSknHMQ",
+	"Ep/ZBLkDmDoTjsWC6blMJpBglqby1rxqZeeJlnICfqPQ5TtN7N0Lx6I5pjEkVWNA8fc0V6tinFIeXDgW",
+	"62lwIakmweGiG1LgYCUNKT4hWY/I9ckPGMkbFjCzOnBI1gN2y7+V9hySqgITjkVjrG7xHj4Oy/H84Vig",
+	"1DXBhIvi7FxST5+8Y7cEwzyNAjhlhCaJS82o+zYS1iJKrSNMg9O9rLvT3k+fzH8mjYaWIgB4nZ7ihnqK",
+	"zkB3SqmAe4TmMyPSxkjJY7Yu0DU7OFyc8KZiAUuq5w1+gMZIoiLAeFv5AZoqaSiUuXT/X8+amHtv3xAM",
+	"et0t5K7gzuuT/eny8j3BF+xYKPycvHpVzuxv9ujZSOf1I1BzowHbujLObmkOHZM0oKiC4W9gKiwdSHcv",
+	"x0Y9xrkWT40FLMystnBFxSbYnhy4r5DvoroBGCWpAm5D5bibaPEFi41as/ptBXSFJUW5dkyW3qDbKRoV",
+	"ep+R6L9QNuvDcBogtiypxJyW5Xpi5Xp0DlvBszL8dg35waFmmT23nyXU7Avl9oq6tANAB1PsN8OvC1b2",
+	"IjIN2NINmltLdpf9feNVC1+I9zxjDKtcqBGJPl9zkag/hATfG5FxIKEew300FuZfhqdowxOuSvaymC51",
+	"njFnI2NJ1D0tjQWuApaFY1Ef9d/HGE4Zs3EQop/8D/cRwYlg5/AQZRgMfgED51hAft+rwRA97HYGwoXi",
+	"CYS+LCoLQDYVuvH+YHbjx0aahoEscmYQ9uL8kGTsKk9pZhhS5mqCCPsuostYIJ1c9EkEM0XmpHTGY61s",
+	"jF3K0DclFbMyAYE3vaNrZL0v8HO3T87sR3OqyTRj9BpGUjiWAv9JgyW0ibUjqBuuswFuBInOFgJRNU9C",
+	"YimZMlt80RIDXLVzFENAlFXflRLZGvZdEcNfrovgXsr4vJ563HxU1R3RONY98C38fid+b7GpiU/WsM06",
+	"Hu1NIJ1xMA7Ia/jtdi5T/6SWinKARcl2kz3gjNoED3i4sFEokQVUhMjMFOlE/zKM0PYO2YeUXGUyX54S",
+	"52c1C+42QOu//uf/aQiRaLLHuXJzm1dXC4bpYpiEx0BAb7OMquFi3XK8VaGrmFFK1N8Il0ZPdDWbEMVF",
+	"TtNGm0VRo2lta99B3BolKp+66NxiVHDcc4EZqBYXyZlYYeyJSwx69/23raWmdnd2/tt4fDcYfPp9o7R9",
+	"gTxj1xiHukOkPa0TLUqY2wn/Lnlo1vWnJsPH1OrT9VgAiCWxscntcc6p3kUMcpEjzxwbXTLTrRfLcrHd",
+	"6B0ihuvCHC1B1g2Cpnn7YVEqtUCPqo+QCQwnDTGSlP2Y07Qez+G+J/Fc8tgf8uAVWde8u/vuyJ3iWnTQ",
+	"BhXLfAk1LiHjsIg4ElKDNGKjk/OFIR9NWsl+Rm+7mEYFIBfnLritFqtq6VCFGbqaQ0mOKZE2Dtdp+02R",
+	"aJuc/37cS7SrnNtSHw9SgdyC27Z505L9uMynKY/RqT+ylRONOmOoRVXBQTdzBMmrGMUyFjak4BbEIiyw",
+	"lrAlg1Bo4d4FD4ZN4l+aq7hasnAsEm5WsuCCGkVjurKvd9HqYf5dtXqU1BV1zZdqLKgLRsD57XRc+6Bm",
+	"ci3kLYpUpdnwvBd0ubS3aj11pc362pgBFNZi3ds+XksI8FVbW0IQikCVEHyOLe95B2zYoBm1+iiaVF8s",
+	"AOto85ZgPveJBmeSr5PaQsnZnXa1bysfJiw1SnL7V2/MC/6TORfXYKDb+Jl9q/qpTKSa2Dqz7Qwnkep7",
+	"fKf40JXh3LpJq7WvbdSPAE6YbZ9/MC9Vvt18IgWX9B/lmdi+2jwT9ZVaE2vbJx/xsY+3sTRzheVvA5cz",
+	"LwXbxc9VPdz7cPvr1eVu/WIdDbZ+sn4Eu36y59pqZ7b1/bXD2vZFiXpse7WZrG37qpmEbJ1rjQpuB1X9",
+	"Tm77ooamOwYn7/a6J7b3n0qc1ZoAGwUey0/ROOA+gNjqKVM8YRWeigy11UlupaqShHB02CBiPCDELbSh",
+	"NOsTNCuzXsLbbgKvhA3vYDFny522WY/3qJRRdWVn3WhhGYKlvXpYtchNTxEZUgp/f2RciEEn8wLEg3zh",
+	"4nhOUYbGQGiSUlv3+ucLF4ENzjapAXv4SbZA8gO+2CLk+4Fal+kUlj0zF95QTRss/OXK/OVYCKpZT/MF",
+	"a9Lny6Xud/umHkJRTFoZbSe7dpYbpdBK/S5RqgycN40JDu5Da+F25g+uFTFrVpoulgr1B6sTgFmoECet",
+	"pN7RVgVMNQQAaKK0lAmhNjMV3mowNfgcpN1dM/DFOgg+zlfeNICR0aCGmp/Kephff9kANBYJo0kKblQw",
+	"cqQsIZ1SUwMSWR951HW3Us9ZdssVIx06Fma84kuwI6DD0bCDyjj+LeQLQo4FwKCL6szWsCDXAqKZIwlI",
+	"c1C3LLMpP7nQHCwHGbg5oKYQLS0VT5+rwszYGOm+hb6Uuk005YypUjxZxVjzHAF4z8nB9qRltb4YlfjW",
+	"okXGnlaQUr+MTcv43plb1zterB1RljO01Ci5YAQ+qAao0jiWudAYQbVDBYJmnm1Rt+TOLYPH7cspzwVO",
+	"NexhIxt4LnfvPgxl3bdZKODPlQ9ioLk0hMsH+4WeEvobH2JuIMQQ+1sJ+abdciaJIY6OnFsSDj4Vx1M+",
+	"rEUnZrkQeFrluEOczIhpLsoHc1vDwK8oCANcZaOZ39rmGqoi7Jvl9xCejqmVk/2zImct51TkataMpOWE",
+	"Npef2d+FIbQnL1a6JvhMh070+d7XbrU5oI/JUdyWT7hndHeZcuARl+crbTesykulk2oiDhaNnkLsdxj5",
+	"GxX6P+TTBdeAxA9xa5QM7OvbzRXzqWkjQg0C9ozy5vz1cCdsNj9mZSvSofDZWLiyAbYqhc8UV6eEihW6",
+	"GMAFAv06yj54V9HTyliFGaspwXxzfbAdcaRSIaEBURZcuL/rWPNph+tXDnbbvY9NJdR1g1th3SL3a8mn",
+	"rJqkn4OPQlzEFxa9XHSj0mwZ+jZufQejkv3xVwUgtKE/OXQMRLQDEVlmMsljI20UoRQF0HxdolNI7/Z+",
+	"G7VMudEusd58gyH3VwPIqkPiqYF5ATIv9PoqwQwh26FFKia4ywCGrmSkImzBtWPdBohrZtSnh2Ez/W8R",
+	"SNZAWXHQPJPwa66s7CWSpFxpEs+puIIoxyZQAgRVBYQ2KnNdMkiqaptvsPbQEi5OJvtCEZpd5QtzHg+Q",
+	"wNYLX2Zs9pBAW5CzbPVEXHIjR2j0hfy8GlY5dHYdxdZceU8fOZpwtYSgraSUKJcxo8WzpIJHJS/TrxFG",
+	"6Kx8ziqOXJWg5UFTMtLuLk+21na6LAyOtdA1qPoODVMfVtCpVBmpHpC0ruyUmznuSCv2KRxbGT700Gi7",
+	"pL+cAaQa0tWIfM9p/kBEwBJ8NuQTuSkWxysVGIX0D2rLdRadU2Tmcno8fQY7areEvjaOrNGDV05tK6Vz",
+	"TGl8LWezvTIrsazbw76EYDfEXwtv1aSkN9d/NOphfdrmxTRP1IiVaw7uX42IVwmmeC6jnDeG1a1raA3F",
+	"Fg+qsWDKxnbIn/crc7qhefLeIz3y81pb5s+PqtdaWUt97PZNhxuB24TH5fTRNy15ch/BzSIFw55NEPAI",
+	"+U+kg7WiXBS6JePdPeIBWoLPNyURtXwCa2tJaYZlQ1IZpHaYzXMpfMVGCIpcppQLtVtenitD3kSxfa6F",
+	"AUfMUIraIREBCmpuLjVqi3q2jduy2FbTlUu+K2U+7pbmqNiPzQsd9qZUscRBwZZ0ra53QyOhtmiKxo3V",
+	"bwwc/zYUv/A51euLv2FZwmNNpGgtijuERBlkp/YNo5gB5Rt7N45gSpVwTtVHOQ59WZxTErmv0Hg9FqC/",
+	"Qclax7jNzZtT5XrxTMBpFZGBLz27htFjUZvyqIvua0UUF1epvRJ9Etms7YikMqaaEUbjuX3YmLVbONvW",
+	"ZUY71s4W5wbas0uJAFhdWwKQSw2byAXXmiUT4OOYG7bbbSlP35SUXxzB9hIg2P1pu6Diulx5+NYm8psu",
+	"gNyE6ZVAsufOC622Rih3PWl0eG2U9xqg2FKPAzyqbqxdki9diOhzCUKYLIkFu+26onqbNUKt1G4r/oIo",
+	"3ocVKBbnGderD+YwELDYa/Esx6pF+Nc3DmR//ngZNPTBpHFsiA62LOz8+eNl1xnf/rpk4u0b36IFDEVc",
+	"QUNgfpVnLIHgmLHoRL2e5Encw76MUTd0Yeo0TyIyl2miiHvHdWyMsCkjeuPGgru2AtcMwy+gw6OhUioH",
+	"OJIOBOXDS0xQoUmcUr6wlK9YU/cUuteaZS6YL3rpp4dnPfg0whGQWAFGwz0DoBWKxFzrJTa74rZFQBWC",
+	"BihQfzPJM6g+cPa2h21a4Fezg2vGlorQ9aKkNhNzLMbiaynMReJSqJH5+3fkKyhSCWXbjSLfJ+cQVonF",
+	"DLkiUVuPs6hoatodC0JimjlUqhVIsOU2HC8odW+GsuquPIfAkp3EleVTyGFs91ZckGZ3um+W3VhHfa9m",
+	"4GYmxBnvxJrmmtzOuWZELWnMbKKTuT1rDcNhxDlVZhQhSUyFFDymoPYuSAdromZsCY5Sw0ypIHhTw6KS",
+	"/JStpEjMELNUUk0yKq6YeZ5CgkeeZfIKWJ6K6ZJ1/XYEUxjTY2g+HL4ZA4dXW5uYmyHCUl95mdkCDGYQ",
+	"2Bd2N4fUYryIULy+T46HJ6S9+xqObAax19L1IrvELBLl269X2qBZt2IHwIolU0dmkAriAcIVF963XCuf",
+	"qY06w3MhFMZo6QBHtjSAQyxcuJTZrtn6EYnWKrmYXZt34VSkUTSG5Dv+FelY0StfYhb4nGLTAZ4V3QbM",
+	"oIOXsMpaORgPS9xNwjEciGaZEbFtFuXRgICLFmcyw+BkIzIckAVUXLSdB4SVvKA2I1RGUWbqY5i66Ps8",
+	"MveANPZ+Jh1oNgjXxeDdu++/NS9AhUqPNIaCFPdLQC8pm4AGW301qnV6N6s4PISzvt2hc2SfnAyOSKWT",
+	"amg5A6m2HyUdy+a6O7daNWM8uNsqAL9SEjDbq5MqMdqHGYRrs84Q49YPoNDfT5Hve2O2v2BU3M55yoAI",
+	"fguSPVrCSfQZhM2QlOIM7qNTKF5JotKPEYEqXEi7Ivebq1vtAyNOax9x1RIgYVaCTMNltQMvMFwlKpd5",
+	"idBj6QJjQl8VHeph0DoeSMFsR2MseM2TLkwV/en87A0sx9eXh/rM5vZFfzy/NI/CUpFwiJcCkNreikTO",
+	"EGmZfR/DQfHGdSSQaoytVTpjdDECDmA/DgnVcF7dUzMIJceDE6thuYUJEp2lqbyNinVx7d4xE8I2So2f",
+	"oewDLDiCktwsu2Gk16O5nr820kTkSst4ksnuYrbUZgFXTGP9yND888KgDOznimkjV529f2ub6kdntnqV",
+	"nc92e8a6Mn/+eGnLygAaGqkosThalsNqkpph3rbNdtmKiw2jYRyAz5BU+3XjVimJ6v2vIxLPDXKIK2aU",
+	"WB8iTMiUpVJcqWoxcyQ7NhaJcD2yNVVWhsUA4nAdYjxdLlRoxnEVu22AI4i6iBuuLq2hYseD4zJhDH0r",
+	"X8NWBN52pJKGKn2Eg7PHZVTjiHRSKZdwyaRIV11YM+IP2CCvhMyg5tTviEuA5QlOvWRZuUI76Lp2t3Or",
+	"Hpt5gbqCiIK4HBXRW5Hqk8tbab/ChE8cBgDlQ92iUh3x6NQCJ1tB6SczPkQn2vBy+00JmM2QBBhD4KGL",
+	"ewxtdnLoWoiFrmJLlwDBtPVLfLScvBUwCqTDAtOBoq0IglxhnQ+06bmmploaam3+vmE0xR9wCOT1nePB",
+	"K1Kvqo5F4n0AoJ3AVoP38oMDFojQRoRMutAmG8/LyrPm30VDIbJAcQbr84NkbA62Vqa/Tz4wIyE19Fzo",
+	"l84SlYaUx0woVvRdDN5ncplxpmm2KpWuMkpCqTzrKBj0h/0BWH6XTNAlD0bBUX/QP8LK4nPQ5Q5Ai4B/",
+	"XrEGu5Oj7K0tXcN6T9d+ABMiqXqbBKPA8KmzK1vi2zEJmPJwMNjQUrmhlbI1qPxQ6vZp/xFcLXXvWPaM",
+	"ph6UW3O6Dpvee9/Qq7LW7TX4/2VO8Ckj9m2MFsD+rj80dGuIcyMzAybkYkl5QqY0pbYwG5pjSy0g7UqM",
+	"zJjkbGJfrbZMHPl2jrV+jVixw2j8xVnfDDGBbrf2ykWD14YGyxBFhMd1HwbHg2HbaP4oD74vEXg0tFn3",
+	"7bYPiz7PYWBLrFmEWcM5gzyaXinfjEAFn8xnFoMPPhuY3h98tjC5L6F0FR3/yBAbH42Mi1IfWodsvsfr",
+	"JnRrQ6PzeI4cDrwiJcQpuojaMVk8l4/Elr1wZSOePBhNjgfH2z96J/U3UMvu8Xj1R4YKqItvXkMnQxit",
+	"XqxazZLFKwgbSNZuS3Otv/yv9gzgsh740qYHn7EB4n0rIb6cM9S4MJHKYmmPJonRUkvVcEmH9a/6zveO",
+	"LuKxMAKUU3z9wX2hSISdzMxLE1Cro7DSkECNReRGHh0coLyIa7UiYze0vn7LROWtsGYgyz0N6xwLP6gR",
+	"Y07rQlaR1mVDhddurF3DfpdWxprpHsrxVTP8R8au0xVRNGVGhTLSX2GhoxUj8JQLgz7r5tnmG+GOAXvf",
+	"VVq6n1/Sq+aT/TGXRoq1lYuLZY6DV7OXL5LBy+HLl8fxl8mLk1f0cMYoHcQnJzQZDE/o0XR2PBtOD6eD",
+	"6cvDwzgZniQv4uHJdDAbDOjg5TjY0tX957q7J4OjnWbxDQcef9/fyFsBfl8q/LmUrr1tydN07zc3YkUT",
+	"wPZmrBgghWIoFnOBEPlBvf/+Y88YYgjBt6TnBY/wLVULJwJGjhbYsF+EFJAsC7QDV84b+J9sqoeN3jMr",
+	"4aN1CshU0ZUSTReo17ga0FbLwDLQY9FQ51qjK9R75uz1LQRyWx98LErtVOZUzRkK7Yr/xFSfuGLm0AUC",
+	"F+nWZpSDEdgBgcVjR8QQm2VB9hDTtzIDa5Fh7ukNS/rkrPCHWvMfliQsNRPF3115H3SUuTLUtnI6pgyB",
+	"j9To1248bSDhnG820sHHQFrjAYKh794aYcuVqImgur1j95SisOtXMlltIKc3IunPaSaYUnd9p0D+/ie+",
+	"rNLW938xrGFwBP89xnp5j6Kr5RADe7Eq5uGf+NJWe2gj/hFoYTSOGTT511JivXTlTK1OialarSHDxdmM",
+	"V0s80uEJXN/qrbp/rDBZKnr/w6dqmXkPMQv7XgF8IwPOqcJAZIjyKxJxg8Hw1TE9mg56X8bDpPclO571",
+	"XtLDae8oPk5O2IvZl/TlNKimjdXai7nM20pqoRcjh+Wi9T9UY2iCAcT6QPFTWzkTv64FzkC4aLDrcuNC",
+	"JM5y0S9aMFjTvBvPOr8w5zA4HBye9AbD3uDwcnA0GhyPBid9jFb7/WAwGgweBLMfgURuhJ2NFAFQlID2",
+	"qVw5vwhY8KX3bIyCwQIXSfDDtrCBou/cxJrkgk/1WIChd/e7ApK7KQC1rg8tco/hByzpAUVFOvdwtWB4",
+	"sstH3g/1HUs4vbS1ko4PD3f5eJnJ2JBZK2j8AsKJASuhle6AYJlvFFDKnBc4xeqhfNdbxr1A/oXCtoUq",
+	"tNXZxwKKmqP7GOote2u6+d2yJxVaHo6W09s5AzLJsf0kMi50etj0LXJW8s/iupAAHw4GloXBV45xjUVr",
+	"+JCh3bCeUqxQaO2ClJzc3Z2CpdZOAr66ku7jeyEZXuJ6f/tO2Nj+GjYRfS4vKMR51Ij8MA7e2rtuixWW",
+	"xxoHn+6jPnmHzi8IOkCih8nfIEUkTVwZDm71T578q+DJa+Fkxc1dx+2gVO23+Aal7WaCvkadj1+tkedq",
+	"7YhifuqTynvY6/TOdkppWMMaV/ns4lC3sZRGPot873531rTbPn0YWrFJcHk7TrLv1t5a+uPug4+W/Iom",
+	"f+PLb3jKukF1Fzt9srabgd8MrOZ+d67a2BankbPasM9fhp3+AowRyWCNNbZyxTm4P39qtZsBc5nzlNl+",
+	"w8D2kQUo6BjSbzI32aZ8jxXqvfwMRv8Gz8xuuGJX04AfNOU3j4C5je1DelS2v99AjHAJ6OghsTBfMJ3x",
+	"uN1p9D6TCyMN5Daf2xAoBd4igpymEebf2VG3At2MeQDR8FUeN79LJnOtly4gTE201DT9jF2ZXo+DP55f",
+	"joPQT/x6HHj/+TgI8bBej82M4+CeDGsGwa0s0YHlF/KalKC+8KBsPD/rD+yv6CLdYHDmiiQyhlxZtLp4",
+	"+3NFiorokleGjJzHfCwoREgiXwid51/pTIorEp1f0isbFWLtnxWT2liUbGrYKAIWgL0gbJ0vGxH2dtZ7",
+	"JwXrfUd1PI9stAUanjW9gt4i0e+ibiVs5Ghw7EUMlDhabM82kiLYYiU8h2AyYiBedipjkCEGSw6HA/Kf",
+	"/zE86g/7h91nsfSCHRBNzoUlsAKdjTj9aS+K5/Cn1CED0WBEwNG87wWy8SYQbrir5dxh6BfK4RXz5/AL",
+	"2NKP0CzesC8X4hDL5QoCnLEFI+nUkRc7VCTdf1AIPCknuixHoLaRM4yU2yIBMOGDAcF0aqP10Nxsi6m7",
+	"I4HoE0u4yJUEVTqT+dWcdCjEB2Kw4MzInYTrrg1UWwtQbGRzEKT1dJJFZod7BuECh/5ZhcAWNDAw45sk",
+	"kiwX6uAzWvE2ev4vchE8mVrYWgfIvXzgMnATM+/uykGpwm0zlcxyEfyWPXd/ZBqrhfoSqaWTN4f9AGf9",
+	"RS7evrGO9wq+HGA026YYKKGVk15sr+8riN1yoeTURh4bOeNbqnQPvum9fROFRvuI52Nxy4VCOjSVZqCM",
+	"Ydp8F8xudlSwuUGqBsYVnoF1ZETWguFHxLWxJtFnF41XCf2F2MB8SbQkEdilIhu11xDZ6yN64Q1fEy2E",
+	"PAm3OR8tt7REFCqI2QhjDuVn3ata+lhn2MxffdFWSiIQ32EiZwjCzczMSUEIJDwMxyLiyciGqOKCbMhB",
+	"SCLbXwMfGjZUPEqopu6JLw/+5w9/fedfgRwfOjZQvGZs2QMtKgKCDyY9iHkbnhCF2UO4SmK7cMRFJxyu",
+	"xkJIYmMrIluJEc1eOAgGEuMpQBpWUY4ygjRlxYQ+xZ6tEKlvDaFVHKrBszHAzu1UbRNTLzBeHHHBN/Ph",
+	"vom9t4QOyOsiswlMQDWRdXjoBM4fcwZWQytvwqDBrsSuUjb9PlxTJg22Kf4Tc4oHZIpgno2NpXWxynhQ",
+	"1VVCkmTTIuFOVBbpaZatFef6h/rSca15weurNnjz4cO5jX/1NQYx2WWZsZgl6NOGuHW8Nm3QrYvzFeR4",
+	"IJg/PVYAcTSz7vcbFiXg8Q9Mzgz+xNJUlivF7+zwe1J/pvPJDQsbd7W4HfSIL5ePDPaIlQMYv4d6NvfY",
+	"j6VC6Kq6kiFuQ2hyCJ2CyqsYCyRin8ewyHEwGleXOQ7CMUAWHgFs4adi7/CgtHt4jKCER7sAE4dEmMFH",
+	"Q/ilOO/Sj+5cdx08hq8sWbfD3BteUbuS5UtlLhRwCXWKQe22sgcUEEc92zAST/QpZu71d43dsjgNMtJg",
+	"u+jyFU1crc7fsixmhG8vjFm20TFHITPb9JFese6zymd3zl3+sBHDFk/pucv6MNxVcQXlT+Nc21r1NogA",
+	"m95Bai0YL3s3QzRNj4VzgHX+9vZ9t0/eap+bYKg+9Gm1rr9Smil4VGV2bZB1LIzogQljWso++WrlG1AC",
+	"RsIKjbDl6whjcJLL1gDXC/gYsaQxSA827sI1k9UsGQdRH3I+0jxhE+exiXzeC3h93c8hobmWC+oy8Jwz",
+	"x2WNg3rsmwDazrbRWEAj1tNiGh/SEpGO9cyphkV0CU0Su4Ry6GkRvAVmPxAkG7aA+U0VE0smU0Yi3Nuo",
+	"eLNzPDgai8j37i9FnRopnWo4OyvcdSG9qcHPNhY4I/wkbwXL1JwvnXCCt8T1tzRLxgwK8LCTOV0umVAO",
+	"kNgdLlMYLGpOWYGtFQplzShP8wwTDGl6C5m+Lll6VI+fPcXCu+sN9619NcvFWNxSTJd1iN0Ny1+UEnsj",
+	"l/djLbxMXHHBwrG4ZIulzGga2mxzIevp5mbMxtb9kREsNeXpqB594CsMhwQil7c417vQoLfW5ncsOvZb",
+	"Fyjsrg6UHfPYV0ef15dZDg2WKZmaewQthmXmU3RRc1IR5FHBiWuzXVYLJMC3xqIWRRCSo0NICF5C+eXF",
+	"lGUhMQLpYDBwIY7mB/gbn6tuk4CPhMrZLnYJC2jKnalfS+9CrUPFua5xWzZQdOJDvU4Gg8EAnOvm4qMI",
+	"aFsquxbJtgXyD/V+x59KLYRdr1+o5+Gbt1Y7Evsev0Xv3T3SXBBstuMtWif3EHp/qcgK8LRY57PRGVOI",
+	"yDXUwWYdCkKTGypiVjMRuzCJN1w5f1tDk2uqNY3nRtE9hRRno1S8HgeoL1sBERTl/vxuHETVBsjN3+4i",
+	"S8JoG43Hod+Ai0HeUGrKUKU7c81BM+TC8ojyao9fHg6PGs/C1TtbU+Puf1bRbwdJ7hvHqx4kLP73CKQ7",
+	"t4S+QWDbKYLAMmvVajb+liv9wb20r1T7LZgZdkgPcqr5p6fLkfStOloz0eopYeVeHU1xs38L6r059tbO",
+	"10OKq800qn0ubMZCm0q/pq0bKXhn/lBuTtFAiJ2F9edUCH+B+wPZlhX5WRXI7r0t7ifQ6xq1KcxmNtfO",
+	"FSlyGWBTqMVYzd6n+ItPxxsLi4tQLGQ9Ybueq01TcE9hsnZRLMClapdT4kmnJb/epYj7n4ww6nZKBOPw",
+	"NJZpyhMbOQsl4DMYzCecT1eE6+6pTfawxQEmsKvSujFxmjsR3CW3us9aBHH4vHiI1vosZz7bxcmgY4FS",
+	"uit1YiscgiDvxHYryDeKmJVc9MeImfsTnXInnThXWi5APKTxot71Zhs12PXiNyXeB/fVgmvNEaTD5wbG",
+	"vhQYEx5+fhD6bjzrdNNu4ee1o73a/tHXtvLQfx/RCPG8oI/NBL0sBB18LlBjoyO9TCkelff0a5ZRXG+1",
+	"TRKK1aGf9UaVqrD8N3D7b0TWfeVvC1VvWW5E9AMsV7O/hbk8eqtcBGM7Jzu0ocvFjAuu5lZX6dgqVaUm",
+	"pV1bAgdqf42Fz8Ap+tiRTvQ5y8UIDL/3UVs3O7BlNjJ8mOuprrHnRbvzYCl0VvQuaEb60nYLi3P2cztd",
+	"9uYuvwSph+MsI8AXqoZnpQvlUWEj/T+AYk7PcyvO1DVeiSTjYHaX0EcTu17aOnSgN9AMM4FcKbcIW1va",
+	"9DBXHe+BFwTiN9puyHsz0T8vyG/kgsBp1u6H5e8PvBxF6+XmAHpXSNmHzJcPyzdmhsJoFEovU0FyEbNM",
+	"Uy56MtdQXNj1bSYdZ49oKc3Yba689d53830ysxL6/yH7Kbbtu0Ds8Z13fBMuurC5x4OiHpLtmHUPXXVs",
+	"yK0Xo2rp4TtJbKPhyM/sqx4tqMhp6hqmVBvGHDX0hxn0T1r6vxwNWtq7YMpXSVx0Z2lwCWu5lkcZPM5Y",
+	"Zc9xU9WuSjW+37Sg2NrdvO0aP4/YiH7+52GQkQt/iLxvGWZLfBNj90aVw9miu+A3hi8MyPvEsJEFwsrQ",
+	"H4j4c9lwzpYGrFh5ngouzQjnACMaWywl9E85LZnOcAjzqa0ZiTVuXo2Ft8FNc7WKrF2vsHMtuFpgxsOa",
+	"kSvhsxnIvUX8oaPZpzgMqI31IRBI1bJxY2GbEjZxeADKUxi9agaW3QO9YQElC9T9E8gZe+i6ey90Y1B6",
+	"GT/5jFCx+lXHUv28RqNfJHILgk+rMk+jCrq/9ANBXps8Zhf5P5i3bBe7km1QiEZXbHpl/dK2lKer+mmE",
+	"suHhYEDOv7+AblNOWITM/2eu0GMUqUkGrW6DUcBEMtF5Zs7YNoNt2+Irs8Xc9WLa2AZtsKGx2aDeqmx4",
+	"OFhrP3ZkJEKYa1Kuc4Ay1aMEpYv8V+XR+0cQp7wLEAIRIfpx3Qj3wLDOXWQdaNyqrGgCqrw5qXLX+n6l",
+	"bwgk2kDAYPTWSSXxqvcXtopspe1TzLLBxpRUJFakYMLJJ4OuLdWMBW/yqS2kSgoxZ1TUvOEtRXB8CTsY",
+	"BXyVVp/E9w8Hg9BIp35y910hJBXbmrjWCFGp/rlNOxJ1m2GrlHVGBLtNV74yOmibVqI7HBy6iuVGdH79",
+	"LsKF43NoZrOW4kIaMlywlQjYG94Rq+I0yVcfDFht3Np+WFM61r+wVbCeYPEBZyVaYn8F18AAhFtJUkZv",
+	"WCklpzMgry0YfAn/SrTQUUuaiBm8OUuknCJyVMkQaWqf+OkR0qVvkBd8tJ1sdAPHMdc2hrok5PjwD4U0",
+	"i2wjYz/2BoPBHskM/vD2cpD+Y+VSUkHWL62/5K7IgK32syh6FR8ODvc7wgcLF/jXs4sPztNVEx5w9i1i",
+	"w8kziQ3rQsMmmeFp8AF6jfjs2n8qLv9I3m4kWBC2j0y2A1mLKFY0JKi0KzdgQDv4XDFG3h/YHhaPMvds",
+	"12zO3aTA91pFpjfM3GPl6nyv25M7ERSEx9tRtBFyIVRjMQ7e+/Lxti33OOg6+QCVeSDyUVkacEq+jT/y",
+	"soPtrmwbgoMMwTW4dNRpkWexZgY3X40Fx5ZUxAdPVSAfhWjzEVJP3D4n0EcEXjGPbQiV+2li0wMai9+e",
+	"4TFeSpk+Ks4Jyu3beBpnCNzL+GMX8htmrw5vCteUt9P+k77+w9FXi69G9k9YDEmXpQ7/+5uQmqmsbRD0",
+	"66Cy57b1k1FH5YxEn5G+3Uch/FtnqxGEY+IPdCoz7X4gHSgK00qaurYOgYS5aOpIbtTHf6U6IgZhUu6U",
+	"VFsiPCHONdiB5Ka5vCVRnHIIN3UtrQxN7p6akXS2imyCoRkEucUV5YJA6XQz5SmJYOmRbdukHMG3jQIf",
+	"RpZbDO7mcB9Le21JkPI31q1IhmBys03MoC/xxMrV1sNoADABf2HZZ3n/QBpuN/RPGv5PGv4PQcMtvlZC",
+	"DZCGW6LSSsar5ZmqXaB/+GRIKIaiN9UcgQ54rreh7dxnS3DqcplBo0dmaTAKDoAm24WsNUO2HQ8zVxUq",
+	"9CXCrJ7uqh+6ThhYKmrdiLShr1npc98Mq/65y3OIJSQv0Np3PmqxYWJDjzveyIkVWWg87zq5mmeuGkER",
+	"N5G3DYXbN3Qdkipk6q9o6fPSaa4Pglm8Pd80GpNnw2qfDTO6a/sB3LCUXWWrgRe5pX5el2x1/+n+/wYA",
+	"AP//",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -5,6 +5,6 @@
 // diverge. Each case runs in parallel on a fresh store. CountingStore
 // counts a store's boundary commits for the throughput benchmarks.
 //
-// It imports only rtstore, journal and test libraries, never a store
-// implementation. Import it only from _test.go files (depguard, deps_test).
+// It imports only rtstore, journal, runtime (for its session keys) and
+// test libraries, never a store implementation. Import it only from _test.go files (depguard, deps_test).
 package storetest

@@ -1,15 +1,91 @@
 package storetest
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"hxd/internal/runtime"
 	"hxd/internal/runtime/rtstore"
 )
 
 var sessionCases = []testCase{
+	{"PrincipalScopedKeys", func(t *testing.T, b *bundle) {
+		// The runtime stores a session under runtime.SessionKey(owner, id):
+		// two principals' sessions of one id are two keys, kept apart in
+		// every table keyed by session and locked independently.
+		keys := map[string]string{}
+		for _, p := range []string{"alice", "bob"} {
+			keys[p] = runtime.SessionKey(p, "foo")
+			s := &rtstore.SessionRow{
+				ID: keys[p], Principal: p, AgentName: "assistant", AgentVersion: "1",
+				AgentConfig: json.RawMessage(`{}`), Metadata: json.RawMessage(`{"who":"` + p + `"}`),
+				CreatedAt: time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC),
+			}
+			require.NoError(t, b.store.SessionInsert(b.ctx, s))
+		}
+		require.NotEqual(t, keys["alice"], keys["bob"])
+		again := &rtstore.SessionRow{ID: keys["alice"], Principal: "alice", AgentConfig: json.RawMessage(`{}`),
+			Metadata: json.RawMessage(`{}`), CreatedAt: time.Now()}
+		require.ErrorIs(t, b.store.SessionInsert(b.ctx, again), rtstore.ErrAlreadyExists)
+
+		runs := map[string]string{}
+		for p, key := range keys {
+			got, err := b.store.SessionGet(b.ctx, key)
+			require.NoError(t, err)
+			require.Equal(t, p, got.Principal)
+			require.Equal(t, "foo", runtime.SessionIDOf(got.ID))
+			require.JSONEq(t, `{"who":"`+p+`"}`, string(got.Metadata))
+			list, err := b.store.SessionList(b.ctx, &rtstore.SessionListParams{Principal: p, ListParams: rtstore.ListParams{Limit: all}})
+			require.NoError(t, err)
+			require.Len(t, list, 1)
+			require.Equal(t, key, list[0].ID)
+			// The same request id in each session starts a run in each.
+			run, created, err := b.store.RunInsert(b.ctx, runParams(key, "same", "digest-"+p))
+			require.NoError(t, err)
+			require.True(t, created)
+			runs[p] = run.ID
+		}
+		for p, key := range keys {
+			list, err := b.store.RunList(b.ctx, key, rtstore.ListParams{Limit: all})
+			require.NoError(t, err)
+			require.Len(t, list, 1)
+			require.Equal(t, runs[p], list[0].ID)
+			got, err := b.store.SessionGet(b.ctx, key)
+			require.NoError(t, err)
+			require.Equal(t, runs[p], got.LastRunID)
+		}
+
+		require.NoError(t, b.store.SessionControlSet(b.ctx, keys["alice"], rtstore.ControlPaused))
+		ctl, err := b.store.SessionControlGet(b.ctx, keys["bob"])
+		require.NoError(t, err)
+		require.Empty(t, ctl)
+
+		var leases []rtstore.Lease
+		for _, key := range keys {
+			l, err := b.store.SessionLock(b.ctx, key)
+			require.NoError(t, err, "each principal's session is locked on its own")
+			leases = append(leases, l)
+		}
+		for _, l := range leases {
+			require.NoError(t, l.Release(b.ctx))
+		}
+
+		data := []byte("shared bytes")
+		sum := sha256.Sum256(data)
+		sha := hex.EncodeToString(sum[:])
+		require.NoError(t, b.store.ArtifactPut(b.ctx, keys["alice"], sha, data))
+		for _, p := range []string{"alice", "bob"} {
+			owned, err := b.store.ArtifactOwned(b.ctx, sha, p)
+			require.NoError(t, err)
+			require.Equal(t, p == "alice", owned, p)
+		}
+	}},
 	{"InsertGet", func(t *testing.T, b *bundle) {
 		s := b.newSession(t, "alice")
 		require.Positive(t, s.Seq)
