@@ -209,8 +209,9 @@ func (r *Runtime) ResumeInterrupted(ctx context.Context) (int, error) {
 	return r.resumeRows(ctx, rows)
 }
 
-// Reap resumes the runs whose session lease expired (Config.ExpiredRunsFunc):
-// the process that drove them died or lost its lease. A run another
+// Reap resumes the runs whose session lease expired or whose owner died
+// (Config.ExpiredRunsFunc): the process that drove them died or lost its
+// lease. A run another
 // process claims first (ErrSessionBusy) is skipped. Returns how many runs
 // this process took over; 0 without an ExpiredRunsFunc.
 func (r *Runtime) Reap(ctx context.Context) (int, error) {
@@ -224,8 +225,9 @@ func (r *Runtime) Reap(ctx context.Context) (int, error) {
 	return r.resumeRows(ctx, rows)
 }
 
-// StartReaper calls Reap every interval in the background until ctx ends
-// or Stop is called. A no-op without an ExpiredRunsFunc or once stopping.
+// StartReaper calls Reap every interval, and whenever
+// Config.ExpiredRunsWake receives, in the background until ctx ends or
+// Stop is called. A no-op without an ExpiredRunsFunc or once stopping.
 func (r *Runtime) StartReaper(ctx context.Context, every time.Duration) {
 	if r.cfg.ExpiredRunsFunc == nil || every <= 0 {
 		return
@@ -249,10 +251,11 @@ func (r *Runtime) StartReaper(ctx context.Context, every time.Duration) {
 			case <-r.quit:
 				return
 			case <-t.C:
+			case <-r.cfg.ExpiredRunsWake: // nil: never
 			}
 			n, err := r.Reap(ctx)
 			if n > 0 {
-				r.log.Info("reaper resumed runs whose lease expired", "runs", n)
+				r.log.Info("reaper resumed runs whose owner died or whose lease expired", "runs", n)
 			}
 			if err != nil && ctx.Err() == nil {
 				r.log.Warn("reaper", "error", err)

@@ -259,6 +259,26 @@ func TestReapWithoutSource(t *testing.T) {
 	require.ErrorIs(t, err, boom)
 }
 
+// TestReaperWakes (issue 18): the reaper reaps whenever ExpiredRunsWake
+// receives, not only at its rounds (here an hour apart).
+func TestReaperWakes(t *testing.T) {
+	t.Parallel()
+	var reaps atomic.Int64
+	wake := make(chan struct{}, 1)
+	tb := setupCfg(t, func(cfg *hxruntime.Config) {
+		cfg.ExpiredRunsFunc = func(context.Context) ([]*rtstore.RunRow, error) {
+			reaps.Add(1)
+			return nil, nil
+		}
+		cfg.ExpiredRunsWake = wake
+	})
+	tb.rt.StartReaper(t.Context(), time.Hour)
+	for i := range int64(3) {
+		wake <- struct{}{}
+		require.Eventually(t, func() bool { return reaps.Load() == i+1 }, 10*time.Second, time.Millisecond, "wake %d", i+1)
+	}
+}
+
 // TestNotifyRunWakesWatchers: NotifyRun(id) wakes that run's watchers and
 // NotifyRun("") every watcher, long before the poll interval.
 func TestNotifyRunWakesWatchers(t *testing.T) {
