@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"hxd/internal/journal"
@@ -264,41 +265,70 @@ func (r *Runtime) StartReaper(ctx context.Context, every time.Duration) {
 	}()
 }
 
-// resumeRows resumes the runs among rows that are their session's latest.
+// resumeParallel is how many runs resumeRows resumes at once: a dead
+// process's runs are taken over together, their boundary commits sharing
+// the store's group commits, instead of one after another.
+const resumeParallel = 8
+
+// resumeRows resumes the runs among rows that are their session's latest,
+// resumeParallel at a time.
 func (r *Runtime) resumeRows(ctx context.Context, rows []*rtstore.RunRow) (int, error) {
-	n := 0
-	var errs []error
+	var (
+		mu   sync.Mutex
+		n    int
+		errs []error
+		wg   sync.WaitGroup
+	)
+	sem := make(chan struct{}, resumeParallel)
 	for _, row := range rows {
 		if ctx.Err() != nil {
+			mu.Lock()
 			errs = append(errs, ctx.Err())
+			mu.Unlock()
 			break
 		}
-		sess, err := r.store.SessionGet(ctx, row.SessionID)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		if sess.LastRunID != row.ID {
-			continue
-		}
-		r.mu.Lock()
-		_, driving := r.active[sess.ID]
-		r.mu.Unlock()
-		if driving {
-			continue // this process drives it already
-		}
-		id, err := r.resume(ctx, sess, ResumeParams{}, nil)
-		if err != nil {
-			if !errors.Is(err, ErrSessionBusy) {
-				errs = append(errs, fmt.Errorf("resume session %s: %w", sess.ID, err))
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			ok, err := r.resumeRow(ctx, row)
+			mu.Lock()
+			defer mu.Unlock()
+			if ok {
+				n++
 			}
-			continue
-		}
-		if id != "" {
-			n++
-		}
+			if err != nil {
+				errs = append(errs, err)
+			}
+		})
 	}
+	wg.Wait()
 	return n, errors.Join(errs...)
+}
+
+// resumeRow resumes row's run if it is its session's latest and nobody
+// drives it; false (and no error) when another process claimed it first.
+func (r *Runtime) resumeRow(ctx context.Context, row *rtstore.RunRow) (bool, error) {
+	sess, err := r.store.SessionGet(ctx, row.SessionID)
+	if err != nil {
+		return false, err
+	}
+	if sess.LastRunID != row.ID {
+		return false, nil
+	}
+	r.mu.Lock()
+	_, driving := r.active[sess.ID]
+	r.mu.Unlock()
+	if driving {
+		return false, nil // this process drives it already
+	}
+	id, err := r.resume(ctx, sess, ResumeParams{}, nil)
+	if err != nil {
+		if !errors.Is(err, ErrSessionBusy) {
+			return false, fmt.Errorf("resume session %s: %w", sess.ID, err)
+		}
+		return false, nil
+	}
+	return id != "", nil
 }
 
 // Pending lists the latest run's tool entries awaiting a decision.
