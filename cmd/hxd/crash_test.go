@@ -286,9 +286,10 @@ func (c *hxdChild) eventTypes(rid string) []string {
 
 // hookCall is one webhook invocation as the server saw it.
 type hookCall struct {
-	Key        string // execution_key of the body
-	IdemHeader string // Idempotency-Key header
-	Attempt    int    // attempt of the body
+	Key        string    // execution_key of the body
+	IdemHeader string    // Idempotency-Key header
+	Attempt    int       // attempt of the body
+	At         time.Time // arrival
 }
 
 // hookServer counts webhook invocations per execution key and answers
@@ -321,7 +322,7 @@ func (h *hookServer) serve(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "bad body", http.StatusBadRequest)
 		return
 	}
-	call := hookCall{Key: body.ExecutionKey, IdemHeader: r.Header.Get("Idempotency-Key"), Attempt: body.Attempt}
+	call := hookCall{Key: body.ExecutionKey, IdemHeader: r.Header.Get("Idempotency-Key"), Attempt: body.Attempt, At: time.Now()}
 	h.mu.Lock()
 	h.calls = append(h.calls, call)
 	total := len(h.calls)

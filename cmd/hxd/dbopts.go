@@ -139,19 +139,22 @@ func openStore(ctx context.Context, o pgOptions, db string, log *slog.Logger) (*
 }
 
 // wire sets the PostgreSQL parts of a runtime config: lease renewal at a
-// third of the lease and the reaper's work list.
+// third of the lease, the reaper's work list, and its wake-up when another
+// process dies.
 func (s *openedStore) wire(cfg *hxruntime.Config) {
 	if s.pg == nil {
 		return
 	}
 	cfg.LeaseRenewEvery = s.pg.LeaseDuration() / 3
 	cfg.ExpiredRunsFunc = s.pg.ExpiredRuns
+	cfg.ExpiredRunsWake = s.pg.ProcessGone()
 	if s.watchPoll > 0 {
 		cfg.WatchPoll = s.watchPoll
 	}
 }
 
-// start runs the reaper (every third of the lease) and feeds committed-event
+// start runs the reaper (every third of the lease, and at once when another
+// process of the schema dies) and feeds committed-event
 // notifications of every process into rt.NotifyRun, until ctx ends or rt
 // stops. No-op on SQLite.
 func (s *openedStore) start(ctx context.Context, rt *hxruntime.Runtime, log *slog.Logger) {

@@ -391,8 +391,8 @@ func uniqueKeys(calls []hookCall) []string {
 
 // TestPostgresCrashRecoveryDemo: REFERENCE §10.2 on PostgreSQL — crash
 // exits 42 after the tool result commit, status shows one invocation,
-// resume is refused while the lease lives and completes after it without
-// running the tool again.
+// resume completes (at once: the crashed process is gone) without running
+// the tool again.
 func TestPostgresCrashRecoveryDemo(t *testing.T) {
 	t.Parallel()
 	dbURL, schema := testDatabase(t)
@@ -439,8 +439,8 @@ func TestPostgresCrashRecoveryDemo(t *testing.T) {
 	_, statErr := os.Stat(filepath.Join(ws, "hxd.db"))
 	require.ErrorIs(t, statErr, os.ErrNotExist)
 
-	// Wait out the 3 s lease (from the crash), then resume in this process.
-	time.Sleep(3500 * time.Millisecond)
+	// Resume in this process at once: the crashed process's liveness lock
+	// went with it, so its 3 s lease does not have to run out.
 	out.Reset()
 	require.NoError(t, run(context.Background(), demoArgs("resume"), e), out.String())
 	require.Contains(t, out.String(), "Status: completed")
@@ -450,8 +450,10 @@ func TestPostgresCrashRecoveryDemo(t *testing.T) {
 	require.Contains(t, out.String(), demoNothingToDo)
 }
 
-// TestPostgresDemoResumeWhileLeased: resume during the crashed process's
-// lease is refused with the wait hint (exit 1).
+// TestPostgresDemoResumeWhileLeased: resume while a live process holds the
+// session's lease is refused with the wait hint (exit 1). The crashed
+// process holds nothing (its liveness lock went with it): another process
+// claims the session at once, well inside the 60 s lease.
 func TestPostgresDemoResumeWhileLeased(t *testing.T) {
 	t.Parallel()
 	dbURL, schema := testDatabase(t)
@@ -459,13 +461,19 @@ func TestPostgresDemoResumeWhileLeased(t *testing.T) {
 	c := spawnHxdArgs(t, "crash", []string{"demo", "crash-recovery", "crash", "--workspace", ws, "--lease-duration", "60s"},
 		"DATABASE_URL="+dbURL, "HXD_SCHEMA="+schema)
 	require.Equal(t, demoCrashCode, c.waitExit(60*time.Second), c.log())
+	ds, err := readDemoSession(ws)
+	require.NoError(t, err)
+	live := openTestPG(t, dbURL, schema)
+	l, err := live.SessionLock(context.Background(), ds.SessionID)
+	require.NoError(t, err, "the crashed process's lease does not block a live one")
+	defer func() { require.NoError(t, l.Release(context.Background())) }()
 	e := env{getenv: func(k string) string {
 		if k == "DATABASE_URL" {
 			return dbURL
 		}
 		return ""
 	}, stdout: io.Discard, stderr: io.Discard}
-	err := run(context.Background(), []string{"demo", "crash-recovery", "resume", "--workspace", ws}, e)
+	err = run(context.Background(), []string{"demo", "crash-recovery", "resume", "--workspace", ws}, e)
 	require.Error(t, err)
 	var ee *exitError
 	require.ErrorAs(t, err, &ee)

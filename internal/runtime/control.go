@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"hxd/internal/journal"
@@ -210,8 +211,9 @@ func (r *Runtime) ResumeInterrupted(ctx context.Context) (int, error) {
 	return r.resumeRows(ctx, rows)
 }
 
-// Reap resumes the runs whose session lease expired (Config.ExpiredRunsFunc):
-// the process that drove them died or lost its lease. A run another
+// Reap resumes the runs whose session lease expired or whose owner died
+// (Config.ExpiredRunsFunc): the process that drove them died or lost its
+// lease. A run another
 // process claims first (ErrSessionBusy) is skipped. Returns how many runs
 // this process took over; 0 without an ExpiredRunsFunc.
 func (r *Runtime) Reap(ctx context.Context) (int, error) {
@@ -225,8 +227,9 @@ func (r *Runtime) Reap(ctx context.Context) (int, error) {
 	return r.resumeRows(ctx, rows)
 }
 
-// StartReaper calls Reap every interval in the background until ctx ends
-// or Stop is called. A no-op without an ExpiredRunsFunc or once stopping.
+// StartReaper calls Reap every interval, and whenever
+// Config.ExpiredRunsWake receives, in the background until ctx ends or
+// Stop is called. A no-op without an ExpiredRunsFunc or once stopping.
 func (r *Runtime) StartReaper(ctx context.Context, every time.Duration) {
 	if r.cfg.ExpiredRunsFunc == nil || every <= 0 {
 		return
@@ -250,10 +253,11 @@ func (r *Runtime) StartReaper(ctx context.Context, every time.Duration) {
 			case <-r.quit:
 				return
 			case <-t.C:
+			case <-r.cfg.ExpiredRunsWake: // nil: never
 			}
 			n, err := r.Reap(ctx)
 			if n > 0 {
-				r.log.Info("reaper resumed runs whose lease expired", "runs", n)
+				r.log.Info("reaper resumed runs whose owner died or whose lease expired", "runs", n)
 			}
 			if err != nil && ctx.Err() == nil {
 				r.log.Warn("reaper", "error", err)
@@ -262,41 +266,70 @@ func (r *Runtime) StartReaper(ctx context.Context, every time.Duration) {
 	}()
 }
 
-// resumeRows resumes the runs among rows that are their session's latest.
+// resumeParallel is how many runs resumeRows resumes at once: a dead
+// process's runs are taken over together, their boundary commits sharing
+// the store's group commits, instead of one after another.
+const resumeParallel = 8
+
+// resumeRows resumes the runs among rows that are their session's latest,
+// resumeParallel at a time.
 func (r *Runtime) resumeRows(ctx context.Context, rows []*rtstore.RunRow) (int, error) {
-	n := 0
-	var errs []error
+	var (
+		mu   sync.Mutex
+		n    int
+		errs []error
+		wg   sync.WaitGroup
+	)
+	sem := make(chan struct{}, resumeParallel)
 	for _, row := range rows {
 		if ctx.Err() != nil {
+			mu.Lock()
 			errs = append(errs, ctx.Err())
+			mu.Unlock()
 			break
 		}
-		sess, err := r.store.SessionGet(ctx, row.SessionID)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		if sess.LastRunID != row.ID {
-			continue
-		}
-		r.mu.Lock()
-		_, driving := r.active[sess.ID]
-		r.mu.Unlock()
-		if driving {
-			continue // this process drives it already
-		}
-		id, err := r.resume(ctx, sess, ResumeParams{}, nil)
-		if err != nil {
-			if !errors.Is(err, ErrSessionBusy) {
-				errs = append(errs, fmt.Errorf("resume session %s: %w", sess.ID, err))
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			ok, err := r.resumeRow(ctx, row)
+			mu.Lock()
+			defer mu.Unlock()
+			if ok {
+				n++
 			}
-			continue
-		}
-		if id != "" {
-			n++
-		}
+			if err != nil {
+				errs = append(errs, err)
+			}
+		})
 	}
+	wg.Wait()
 	return n, errors.Join(errs...)
+}
+
+// resumeRow resumes row's run if it is its session's latest and nobody
+// drives it; false (and no error) when another process claimed it first.
+func (r *Runtime) resumeRow(ctx context.Context, row *rtstore.RunRow) (bool, error) {
+	sess, err := r.store.SessionGet(ctx, row.SessionID)
+	if err != nil {
+		return false, err
+	}
+	if sess.LastRunID != row.ID {
+		return false, nil
+	}
+	r.mu.Lock()
+	_, driving := r.active[sess.ID]
+	r.mu.Unlock()
+	if driving {
+		return false, nil // this process drives it already
+	}
+	id, err := r.resume(ctx, sess, ResumeParams{}, nil)
+	if err != nil {
+		if !errors.Is(err, ErrSessionBusy) {
+			return false, fmt.Errorf("resume session %s: %w", sess.ID, err)
+		}
+		return false, nil
+	}
+	return id != "", nil
 }
 
 // Pending lists the latest run's tool entries awaiting a decision.

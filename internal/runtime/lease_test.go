@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -257,6 +258,104 @@ func TestReapWithoutSource(t *testing.T) {
 	})
 	_, err = tb2.rt.Reap(context.Background())
 	require.ErrorIs(t, err, boom)
+}
+
+// TestReaperWakes (issue 18): the reaper reaps whenever ExpiredRunsWake
+// receives, not only at its rounds (here an hour apart).
+func TestReaperWakes(t *testing.T) {
+	t.Parallel()
+	var reaps atomic.Int64
+	wake := make(chan struct{}, 1)
+	tb := setupCfg(t, func(cfg *hxruntime.Config) {
+		cfg.ExpiredRunsFunc = func(context.Context) ([]*rtstore.RunRow, error) {
+			reaps.Add(1)
+			return nil, nil
+		}
+		cfg.ExpiredRunsWake = wake
+	})
+	tb.rt.StartReaper(t.Context(), time.Hour)
+	for i := range int64(3) {
+		wake <- struct{}{}
+		require.Eventually(t, func() bool { return reaps.Load() == i+1 }, 10*time.Second, time.Millisecond, "wake %d", i+1)
+	}
+}
+
+// barrierStore, once armed, holds every SessionControlSet (one per resume)
+// until want of them are in flight together; after 10 s alone it fails.
+type barrierStore struct {
+	rtstore.Store
+	want  int
+	armed atomic.Bool
+	all   chan struct{}
+
+	mu sync.Mutex
+	n  int
+}
+
+func (b *barrierStore) SessionControlSet(ctx context.Context, id, control string) error {
+	if b.armed.Load() {
+		b.mu.Lock()
+		if b.n++; b.n == b.want {
+			close(b.all)
+		}
+		b.mu.Unlock()
+		select {
+		case <-b.all:
+		case <-time.After(10 * time.Second):
+			return errors.New("barrier: the runs were resumed one at a time")
+		}
+	}
+	return b.Store.SessionControlSet(ctx, id, control)
+}
+
+// TestReapResumesConcurrently (issue 18): the runs of a dead process are
+// resumed together, not one after another, so that taking many of them
+// over costs about as long as one.
+func TestReapResumesConcurrently(t *testing.T) {
+	t.Parallel()
+	const runs = 3
+	var fs *leaseFaultStore
+	bs := &barrierStore{want: runs, all: make(chan struct{})}
+	tb := setupCfg(t, func(cfg *hxruntime.Config) {
+		fs = &leaseFaultStore{Store: cfg.Store}
+		bs.Store = fs
+		cfg.Store = bs
+		cfg.LeaseRenewEvery = 20 * time.Millisecond
+		cfg.ExpiredRunsFunc = func(ctx context.Context) ([]*rtstore.RunRow, error) {
+			return fs.RunListByStatus(ctx, hxruntime.StatusRunning)
+		}
+	}, blockerAgent())
+	ctx := context.Background()
+	var sessions []string
+	for range runs {
+		sess, err := tb.rt.CreateSession(ctx, hxruntime.CreateSessionParams{Agent: agent.Ref{Name: "blocker", Version: "v1"}})
+		require.NoError(t, err)
+		_, _, err = tb.rt.SubmitRun(ctx, hxruntime.SubmitParams{SessionID: sess.ID, Message: jsonString("go")})
+		require.NoError(t, err)
+		sessions = append(sessions, sess.ID)
+	}
+	t.Cleanup(func() { // before Stop (cleanups run last first): end the blocked runs
+		for _, id := range sessions {
+			_, _ = tb.rt.Cancel(context.Background(), id)
+		}
+	})
+	require.Eventually(t, func() bool { return tb.toolCalls("block") == runs }, 5*time.Second, 5*time.Millisecond)
+	// The drivers lose their leases and stop, as if their process died.
+	fs.fail(fmt.Errorf("renew: %w", rtstore.ErrLeaseLost))
+	for _, id := range sessions {
+		driverGone(t, tb, id)
+	}
+	fs.fail(nil)
+	bs.armed.Store(true)
+	n, err := tb.rt.Reap(ctx)
+	require.NoError(t, err)
+	require.Equal(t, runs, n)
+	require.Eventually(t, func() bool { return tb.toolCalls("block") == 2*runs }, 5*time.Second, 5*time.Millisecond)
+	for _, id := range sessions {
+		res, err := tb.rt.Cancel(ctx, id)
+		require.NoError(t, err)
+		require.Equal(t, hxruntime.StatusCancelled, res.Status)
+	}
 }
 
 // TestNotifyRunWakesWatchers: NotifyRun(id) wakes that run's watchers and

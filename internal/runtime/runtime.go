@@ -79,6 +79,11 @@ type Config struct {
 	// them. Nil: no reaper (SQLite, where a dead process's lock is gone at
 	// once and start-up recovery suffices).
 	ExpiredRunsFunc func(ctx context.Context) ([]*rtstore.RunRow, error)
+	// ExpiredRunsWake, when set, makes the reaper (StartReaper) reap at
+	// once, besides its rounds, whenever it receives: the store saw a
+	// process die, whose runs are then listed by ExpiredRunsFunc without
+	// waiting for their leases to expire.
+	ExpiredRunsWake <-chan struct{}
 }
 
 // Runtime drives durable runs. Safe for concurrent use.

@@ -17,6 +17,11 @@
 //     session's generation on the database clock, every write transaction
 //     re-checks owner, generation and expiry while holding the session row
 //     lock, so a superseded writer can never commit;
+//   - liveness: a session-level advisory lock per Store on a connection of
+//     its own, named by every owner token it writes, so that the sessions
+//     of a process that died (PostgreSQL released its lock) are claimable
+//     at once, the lease remaining the fallback for partitions; the lock
+//     is checked every 250ms and re-taken when its connection breaks;
 //   - boundary commits in one round trip when the lease's cached seqs
 //     allow (BEGIN, fence, writes and COMMIT in one pipelined batch, every
 //     check failing the transaction on the server; its protocol messages
@@ -35,7 +40,8 @@
 // Hooks for the runtime beyond rtstore.Store: Lease.Renew (the heartbeat
 // renews every LeaseDuration/3, on LeaseConns connections reserved for
 // leases so that a busy pool never delays it), (*Store).LeaseDuration, (*Store).ExpiredRuns
-// (the reaper's work list), (*Store).ListenEvents (LISTEN/NOTIFY wake-ups for
+// (the reaper's work list), (*Store).ProcessGone (wakes the reaper when
+// another process dies), (*Store).ListenEvents (LISTEN/NOTIFY wake-ups for
 // event streams; every commit that appends events notifies),
 // (*Store).GroupCommitStats (metrics) and Migrate (the explicit
 // `hxd migrate`).

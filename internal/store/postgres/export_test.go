@@ -123,3 +123,22 @@ func (s *Store) Setting(ctx context.Context, name string) (pool, lease string, e
 	err = s.leasePool.QueryRow(ctx, `SELECT current_setting($1)`, name).Scan(&lease)
 	return pool, lease, err
 }
+
+// PauseLiveness keeps the Store from re-acquiring its liveness lock once
+// it is lost, until resume is called: with its lock connection killed
+// meanwhile, the Store is, to the others, a process that died.
+func (s *Store) PauseLiveness() (resume func()) {
+	s.live.paused.Store(true)
+	return func() { s.live.paused.Store(false) }
+}
+
+// LivenessPID returns the backend pid of the liveness lock's connection,
+// 0 while the lock is lost.
+func (s *Store) LivenessPID() uint32 {
+	s.live.mu.Lock()
+	defer s.live.mu.Unlock()
+	if s.live.conn == nil {
+		return 0
+	}
+	return s.live.conn.PgConn().PID()
+}

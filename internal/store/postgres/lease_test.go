@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -304,4 +305,147 @@ func TestFencingUnderContention(t *testing.T) {
 		lastGen = p.Gen
 	}
 	require.Greater(t, lastGen, int64(1), "the session changed hands")
+}
+
+// killLiveness makes st, to every other process, a process that died: its
+// liveness lock's connection is terminated on the server (which releases
+// the lock) and st does not re-acquire it until resume is called.
+func killLiveness(t *testing.T, ctx context.Context, st *postgres.Store) (resume func()) {
+	t.Helper()
+	resume = st.PauseLiveness()
+	pid := st.LivenessPID()
+	require.NotZero(t, pid)
+	conn := adminConn(t, ctx, "")
+	defer func() { _ = conn.Close(context.Background()) }()
+	var gone bool
+	// With a timeout, pg_terminate_backend returns once the backend exited.
+	require.NoError(t, conn.QueryRow(ctx, `SELECT pg_terminate_backend($1, 10000)`, int32(pid)).Scan(&gone))
+	require.True(t, gone, "the liveness backend exited")
+	return resume
+}
+
+// expiredIDs lists the ids of st's ExpiredRuns.
+func expiredIDs(t *testing.T, ctx context.Context, st *postgres.Store) []string {
+	t.Helper()
+	runs, err := st.ExpiredRuns(ctx)
+	require.NoError(t, err)
+	var out []string
+	for _, r := range runs {
+		out = append(out, r.ID)
+	}
+	return out
+}
+
+// TestLeaseOfDeadProcessIsFreeAtOnce (issue 18): with the default 30 s
+// lease, the runs of a process whose liveness lock is gone are listed by
+// ExpiredRuns and their sessions claimed at once, while those of a live
+// process are not; the dead owner's writes are fenced as before.
+func TestLeaseOfDeadProcessIsFreeAtOnce(t *testing.T) {
+	t.Parallel()
+	cfg := testConfig(t)
+	require.Zero(t, cfg.LeaseDuration, "the default lease")
+	dead := &testBundle{store: openStore(t, cfg), cfg: cfg, ctx: testCtx(t)}
+	cfg.AutoMigrate = false
+	alive := &testBundle{store: openStore(t, cfg), cfg: cfg, ctx: dead.ctx}
+	reaper := openStore(t, cfg)
+	ctx := dead.ctx
+	require.Equal(t, postgres.DefaultLeaseDuration, dead.store.LeaseDuration())
+
+	s1, l1, r1 := dead.leasedRun(t)
+	s2, l2, r2 := alive.leasedRun(t)
+	require.Empty(t, expiredIDs(t, ctx, reaper), "both owners live")
+	_, err := reaper.SessionLock(ctx, s1.ID)
+	require.ErrorIs(t, err, rtstore.ErrSessionBusy)
+
+	killLiveness(t, ctx, dead.store)
+
+	// Well inside the lease: only the dead owner's run is listed, and its
+	// session is claimed with the next generation.
+	require.Equal(t, []string{r1.ID}, expiredIDs(t, ctx, reaper))
+	taken, err := reaper.SessionLock(ctx, s1.ID)
+	require.NoError(t, err)
+	require.Equal(t, l1.Generation()+1, taken.Generation())
+	require.Empty(t, expiredIDs(t, ctx, reaper), "taken over")
+	_, err = reaper.SessionLock(ctx, s2.ID)
+	require.ErrorIs(t, err, rtstore.ErrSessionBusy, "a live owner keeps its session")
+
+	// Fencing as before: the superseded lease neither renews nor commits.
+	require.ErrorIs(t, l1.Renew(ctx), rtstore.ErrLeaseLost)
+	c := &rtstore.Commit{SessionID: s1.ID, RunID: r1.ID, Lease: l1, Status: rtstore.StatusRunning, Phase: "model",
+		Records: []journal.Record{record(s1.ID, r1.ID, journal.KindCheckpoint, `{}`)}}
+	require.ErrorIs(t, dead.store.Commit(ctx, c), rtstore.ErrLeaseLost)
+	c.Lease = taken
+	require.NoError(t, reaper.Commit(ctx, c))
+	require.NoError(t, l2.Renew(ctx))
+	require.NotContains(t, expiredIDs(t, ctx, reaper), r2.ID)
+	require.NoError(t, taken.Release(ctx))
+}
+
+// TestLivenessLockLostWhileAlive (issue 18): a process whose liveness
+// connection breaks stops acting as live: it claims nothing until it has
+// the lock again, its sessions can be taken over meanwhile (and its leases
+// are then fenced), and once it re-acquires the lock (same key) its new
+// claims are live again.
+func TestLivenessLockLostWhileAlive(t *testing.T) {
+	t.Parallel()
+	cfg := testConfig(t)
+	a := &testBundle{store: openStore(t, cfg), cfg: cfg, ctx: testCtx(t)}
+	cfg.AutoMigrate = false
+	other := openStore(t, cfg)
+	ctx := a.ctx
+	s1, l1, r1 := a.leasedRun(t)
+	s2 := a.newSession(t)
+
+	resume := killLiveness(t, ctx, a.store)
+	require.Eventually(t, func() bool {
+		l, err := a.store.SessionLock(ctx, s2.ID)
+		if err == nil { // before the loss was noticed
+			require.NoError(t, l.Release(ctx))
+		}
+		return errors.Is(err, rtstore.ErrUnavailable)
+	}, 10*time.Second, 10*time.Millisecond, "no claims while the liveness lock is lost")
+
+	require.Equal(t, []string{r1.ID}, expiredIDs(t, ctx, other))
+	taken, err := other.SessionLock(ctx, s1.ID)
+	require.NoError(t, err)
+	require.ErrorIs(t, l1.Renew(ctx), rtstore.ErrLeaseLost)
+	c := &rtstore.Commit{SessionID: s1.ID, RunID: r1.ID, Lease: l1, Status: rtstore.StatusRunning, Phase: "model"}
+	require.ErrorIs(t, a.store.Commit(ctx, c), rtstore.ErrLeaseLost)
+	require.NoError(t, taken.Release(ctx))
+
+	resume()
+	var l2 rtstore.Lease
+	require.Eventually(t, func() bool {
+		l2, err = a.store.SessionLock(ctx, s2.ID)
+		return err == nil
+	}, 10*time.Second, 10*time.Millisecond, "the lock is re-acquired")
+	prefix := func(token string) string { p, _, _ := strings.Cut(token, "."); return p }
+	require.Equal(t, prefix(l1.Token()), prefix(l2.Token()), "re-acquired with the same key")
+	r2 := a.newRun(t, s2.ID, l2)
+	require.NotContains(t, expiredIDs(t, ctx, other), r2.ID)
+	_, err = other.SessionLock(ctx, s2.ID)
+	require.ErrorIs(t, err, rtstore.ErrSessionBusy)
+	require.NoError(t, l2.Release(ctx))
+}
+
+// TestProcessGone (issue 18): ProcessGone fires after the first check,
+// then when another process of the schema lets its liveness lock go.
+func TestProcessGone(t *testing.T) {
+	t.Parallel()
+	cfg := testConfig(t)
+	dying := openStore(t, cfg)
+	cfg.AutoMigrate = false
+	watcher := openStore(t, cfg)
+	ctx := testCtx(t)
+	wait := func(what string) {
+		t.Helper()
+		select {
+		case <-watcher.ProcessGone():
+		case <-time.After(20 * time.Second):
+			t.Fatal(what)
+		}
+	}
+	wait("no signal after the first check")
+	killLiveness(t, ctx, dying)
+	wait("no signal when another process's lock went")
 }

@@ -15,12 +15,14 @@ import (
 // clock_timestamp(): no host clock takes part, so hosts with skewed clocks
 // agree on who owns a session. Durations travel in microseconds.
 const (
-	// sqlSessionClaim takes a free or expired session: a new owner token,
-	// the next generation and a fresh expiry, in one statement.
-	sqlSessionClaim = `UPDATE sessions
+	// sqlSessionClaim takes a free, expired or orphaned session (its
+	// owner's liveness lock of class $4 is free: the owner died): a new
+	// owner token, the next generation and a fresh expiry, in one
+	// statement.
+	sqlSessionClaim = `UPDATE sessions AS s
 SET owner = $2, generation = generation + 1,
     lease_until = clock_timestamp() + $3::bigint * interval '1 microsecond'
-WHERE id = $1 AND (owner IS NULL OR lease_until <= clock_timestamp())
+WHERE s.id = $1 AND (s.owner IS NULL OR s.lease_until <= clock_timestamp() OR ` + sqlOwnerGone + `4` + sqlOwnerGoneEnd + `)
 RETURNING generation`
 	sqlSessionExists = `SELECT EXISTS (SELECT 1 FROM sessions WHERE id = $1)`
 	// sqlLeaseRenew is the fence plus a new expiry.
@@ -40,18 +42,21 @@ FOR NO KEY UPDATE`
 	// of the session.
 	sqlSessionLockRow = `SELECT 1 FROM sessions WHERE id = $1 FOR NO KEY UPDATE`
 	// sqlExpiredRuns lists running runs nobody owns: the lease expired or
-	// was released.
+	// was released, or its owner died (liveness lock of class $1 free).
 	sqlExpiredRuns = `SELECT ` + sqlRunColumnsR + `
 FROM runs r JOIN sessions s ON s.id = r.session_id
-WHERE r.status = 'running' AND (s.owner IS NULL OR s.lease_until <= clock_timestamp())
+WHERE r.status = 'running' AND (s.owner IS NULL OR s.lease_until <= clock_timestamp() OR ` + sqlOwnerGone + `1` + sqlOwnerGoneEnd + `)
 ORDER BY r.seq`
 )
 
 // SessionLock claims a session for LeaseDuration (REFERENCE §4.6): one
 // UPDATE sets a new owner token, bumps the generation (the fencing number)
-// and sets the expiry on the database clock, provided the session is free
-// or its lease expired. Returns ErrSessionBusy if a live lease holds it
-// (this Store's or another process's), ErrNotFound for an unknown session.
+// and sets the expiry on the database clock, provided the session is free,
+// its lease expired, or the process that holds it is gone (its liveness
+// lock is free, see live.go). Returns ErrSessionBusy if a live lease of a
+// live process holds it (this Store's or another process's), ErrNotFound
+// for an unknown session, ErrUnavailable while this Store's own liveness
+// lock is lost.
 // The lease must be renewed (Lease.Renew) more often than LeaseDuration;
 // every Commit and RunInsert fenced by it checks it inside the transaction.
 func (s *Store) SessionLock(ctx context.Context, id string) (rtstore.Lease, error) {
@@ -59,11 +64,15 @@ func (s *Store) SessionLock(ctx context.Context, id string) (rtstore.Lease, erro
 	if err := s.checkOpen(op); err != nil {
 		return nil, err
 	}
+	prefix, err := s.live.ownerPrefix(op)
+	if err != nil {
+		return nil, err
+	}
 	ctx, cancel := opContext(ctx)
 	defer cancel()
-	token := uuid.NewString()
+	token := prefix + "." + uuid.NewString()
 	var gen int64
-	err := s.pool.QueryRow(ctx, sqlSessionClaim, id, token, s.leaseDur.Microseconds()).Scan(&gen)
+	err = s.pool.QueryRow(ctx, sqlSessionClaim, id, token, s.leaseDur.Microseconds(), int64(s.live.class)).Scan(&gen)
 	if isNoRows(err) {
 		var exists bool
 		if err := s.pool.QueryRow(ctx, sqlSessionExists, id).Scan(&exists); err != nil {
@@ -86,8 +95,10 @@ func (s *Store) SessionLock(ctx context.Context, id string) (rtstore.Lease, erro
 }
 
 // ExpiredRuns returns the runs in status running whose session lease
-// expired or was released, in Seq order: the reaper's work list. A run a
-// live process drives is never listed (its lease is renewed). Taking one
+// expired or was released, or whose owner process is gone (its liveness
+// lock is free: it died, or lost its lock connection), in Seq order: the
+// reaper's work list. A run a live process drives is never listed (its
+// lease is renewed and its lock held). Taking one
 // over is SessionLock (which fails with ErrSessionBusy if another reaper
 // was faster) followed by a resume.
 func (s *Store) ExpiredRuns(ctx context.Context) ([]*rtstore.RunRow, error) {
@@ -97,7 +108,7 @@ func (s *Store) ExpiredRuns(ctx context.Context) ([]*rtstore.RunRow, error) {
 	}
 	ctx, cancel := opContext(ctx)
 	defer cancel()
-	rows, err := s.pool.Query(ctx, sqlExpiredRuns)
+	rows, err := s.pool.Query(ctx, sqlExpiredRuns, int64(s.live.class))
 	return s.collectRuns(ctx, op, rows, err)
 }
 
@@ -115,7 +126,8 @@ type lease struct {
 // SessionID returns the claimed session.
 func (l *lease) SessionID() string { return l.sessionID }
 
-// Token returns the owner token (a uuid) stored in sessions.owner.
+// Token returns the owner token stored in sessions.owner:
+// "p<liveness key>.<uuid>".
 func (l *lease) Token() string { return l.token }
 
 // Generation returns the fencing number of this claim.

@@ -63,8 +63,9 @@ type Config struct {
 	AutoMigrate bool
 	// PoolSize is the maximum number of pooled connections for commits
 	// and reads; 0 means DefaultPoolSize (10). Besides them the Store
-	// keeps LeaseConns (2) reserved for lease renewals and releases, and
-	// ListenEvents uses one of its own: at most PoolSize+3 connections.
+	// keeps LeaseConns (2) reserved for lease renewals and releases, one
+	// that holds its liveness lock, and ListenEvents uses one of its own:
+	// at most PoolSize+4 connections.
 	PoolSize int
 	// LeaseDuration is how long a session lease lasts without renewal; the
 	// runtime renews every third of it. Default: 30s.
@@ -155,6 +156,7 @@ type Store struct {
 	channel      string        // NOTIFY channel of this schema's events
 	notify       *notifier     // sends the NOTIFYs of committed events
 	group        *committer    // groups concurrent commits
+	live         *liveness     // this process's liveness lock (live.go)
 	migrations   *migrationSet
 
 	seqs seqCache     // last journal/event seq per run under a lease
@@ -266,8 +268,8 @@ func newStore(cfg Config, ms *migrationSet) (*Store, error) {
 	}, nil
 }
 
-// openPool opens the connection pool and the reserved lease connections
-// and checks that they answer.
+// openPool opens the connection pool, the reserved lease connections and
+// the liveness lock's connection, and checks that they answer.
 func (s *Store) openPool(ctx context.Context) error {
 	ctx, cancel := opContext(ctx)
 	defer cancel()
@@ -282,7 +284,13 @@ func (s *Store) openPool(ctx context.Context) error {
 		pool.Close()
 		return err
 	}
-	s.pool, s.leasePool = pool, leasePool
+	live, err := s.startLiveness(ctx)
+	if err != nil {
+		pool.Close()
+		leasePool.Close()
+		return err
+	}
+	s.pool, s.leasePool, s.live = pool, leasePool, live
 	s.notify = newNotifier(s)
 	s.group = newCommitter(s, s.poolSize, s.commitGroups)
 	return nil
@@ -412,6 +420,10 @@ func (s *Store) Close() error {
 	}
 	if s.leasePool != nil {
 		s.leasePool.Close()
+	}
+	// Last: until the leases are released, they must not look orphaned.
+	if s.live != nil {
+		s.live.close()
 	}
 	return errors.Join(errs...)
 }
