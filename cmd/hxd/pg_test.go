@@ -28,6 +28,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"hxd/internal/journal"
+	hxruntime "hxd/internal/runtime"
 	"hxd/internal/store/postgres"
 	"hxd/internal/tool"
 )
@@ -464,7 +465,7 @@ func TestPostgresDemoResumeWhileLeased(t *testing.T) {
 	ds, err := readDemoSession(ws)
 	require.NoError(t, err)
 	live := openTestPG(t, dbURL, schema)
-	l, err := live.SessionLock(context.Background(), ds.SessionID)
+	l, err := live.SessionLock(context.Background(), hxruntime.SessionKey(hxruntime.LocalPrincipal, ds.SessionID))
 	require.NoError(t, err, "the crashed process's lease does not block a live one")
 	defer func() { require.NoError(t, l.Release(context.Background())) }()
 	e := env{getenv: func(k string) string {
