@@ -545,7 +545,8 @@ func slowHandler(started chan<- struct{}) http.HandlerFunc {
 func TestOpenAITimeout(t *testing.T) {
 	t.Parallel()
 
-	b := setupOpenAI(t, slowHandler(nil), func(c *Config) { c.TimeoutSeconds = 0.05 })
+	// Long enough for the request to reach the server on a loaded machine.
+	b := setupOpenAI(t, slowHandler(nil), func(c *Config) { c.TimeoutSeconds = 0.5 })
 
 	start := time.Now()
 	_, err := b.provider.Complete(t.Context(), &Request{Messages: []Message{TextMessage(RoleUser, "Hi")}})
@@ -554,7 +555,7 @@ func TestOpenAITimeout(t *testing.T) {
 	require.ErrorAs(t, err, &f)
 	require.Equal(t, "TimeoutError", f.Type)
 	require.True(t, f.Retryable)
-	require.Equal(t, "no model reply within the call timeout of 50ms", f.Message)
+	require.Equal(t, "no model reply within the call timeout of 500ms", f.Message)
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 	require.Equal(t, int32(1), b.hits.Load(), "the SDK must not retry")
 }
