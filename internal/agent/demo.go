@@ -6,12 +6,16 @@ import (
 	"path"
 )
 
-// Refs of the two demo agents (DESIGN §9, REFERENCE §10).
+// Refs of the demo agents (DESIGN §9, REFERENCE §10, and the README's
+// approvals walkthrough).
 var (
 	// DemoInvoiceAnalyst is the flight-recorder demo agent.
 	DemoInvoiceAnalyst = Ref{Name: "invoice-analyst", Version: "v1"}
 	// DemoCrashRecovery is the crash-recovery demo agent.
 	DemoCrashRecovery = Ref{Name: "crash-recovery", Version: "v1"}
+	// DemoInvoiceReminder is the approvals demo agent: its one tool,
+	// send_reminder (the echo builtin), has permission ask.
+	DemoInvoiceReminder = Ref{Name: "invoice-reminder", Version: "v1"}
 )
 
 // demoFiles holds the demo agent files.
@@ -19,9 +23,9 @@ var (
 //go:embed demo/*.yaml
 var demoFiles embed.FS
 
-// Demo returns fresh copies of the two demo agents, loaded from the
-// embedded demo/*.yaml files and sorted by name. They use the builtins
-// overdue_balance and write_report of package tool.
+// Demo returns fresh copies of the demo agents, loaded from the embedded
+// demo/*.yaml files and sorted by name. They use the builtins
+// overdue_balance, write_report and echo of package tool.
 func Demo() []*Definition {
 	names, err := fs.Glob(demoFiles, "demo/*.yaml")
 	if err != nil {

@@ -13,7 +13,7 @@ import (
 func TestDemo(t *testing.T) {
 	t.Parallel()
 	defs := Demo()
-	require.Len(t, defs, 2)
+	require.Len(t, defs, 3)
 	reg := NewRegistry()
 	for _, d := range defs {
 		require.NoError(t, d.Validate())
@@ -51,6 +51,19 @@ func TestDemo(t *testing.T) {
 	require.True(t, ok)
 	require.Equal(t, tool.PolicyManual, wr.ReplayPolicy)
 	require.Equal(t, tool.PermissionAllow, wr.Permission)
+
+	rem, err := reg.Get(DemoInvoiceReminder)
+	require.NoError(t, err)
+	require.Len(t, rem.Model.Script, 2)
+	require.Equal(t, []model.ToolCall{{ID: "remind", Name: "send_reminder", Input: json.RawMessage(
+		`{"account":"demo","text":"Reminder for account demo: invoices inv-1 and inv-2 ($1,500) are overdue."}`)}}, rem.Model.Script[0].ToolCalls)
+	require.Equal(t, "I asked to send the demo account a reminder of its $1,500 overdue balance.", rem.Model.Script[1].Text)
+	sr, ok := rem.Tool("send_reminder")
+	require.True(t, ok)
+	require.Equal(t, tool.KindBuiltin, sr.Kind)
+	require.Equal(t, tool.BuiltinEcho, sr.Builtin)
+	require.Equal(t, tool.PermissionAsk, sr.Permission, "the approvals demo needs an approval")
+	require.Equal(t, tool.PolicyIdempotent, sr.ReplayPolicy)
 
 	require.NotSame(t, Demo()[0], Demo()[0], "fresh copies")
 }
