@@ -59,10 +59,18 @@ run: ## start `hxd serve --demo` on 127.0.0.1:8080 with SQLite ./hxd.db (RUN_ADD
 build: ## build bin/hxd (-trimpath, main.version=VERSION)
 	$(GO) build -trimpath -ldflags '-X main.version=$(VERSION)' -o bin/hxd ./cmd/hxd
 
+# The pinned test peers (Ory Hydra, the Temporal CLI, versitygw) are built
+# once per machine into ~/.cache/hxd, one at a time with a line each, before
+# any test runs: a cold build takes minutes and must not eat a test
+# package's TEST_TIMEOUT. The tests call the same scripts (instant once built).
+.PHONY: peers
+peers: ## build the pinned test peers (Ory Hydra, Temporal CLI, versitygw) into ~/.cache/hxd, once per machine
+	@bash scripts/build-peers.sh
+
 # The race detector needs cgo (a C compiler): outside CI, a machine without
 # one still runs the suite and gets a warning instead of test/race; CI insists.
 .PHONY: test
-test: ## run the whole suite, then test/ts, test/postman and test/race
+test: peers ## build the test peers (peers), run the whole suite, then test/ts, test/postman and test/race
 	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
 	@$(MAKE) --no-print-directory test/ts
 	@$(MAKE) --no-print-directory test/postman
@@ -74,13 +82,10 @@ test: ## run the whole suite, then test/ts, test/postman and test/race
 
 # The Temporal engine's end-to-end tests run against a real Temporal dev
 # server, Redis (HXD_TEST_REDIS_ADDR, default 127.0.0.1:6379) and an
-# S3-compatible server (versitygw): the pinned Temporal CLI and versitygw are
-# built once per machine into ~/.cache/hxd (minutes cold), so `make test`
-# skips these tests and this target runs them (HXD_TEST_TEMPORAL=1).
+# S3-compatible server (versitygw), whose pinned builds `make peers` makes;
+# `make test` skips these tests and this target runs them (HXD_TEST_TEMPORAL=1).
 .PHONY: test-temporal
-test-temporal: ## Temporal engine end-to-end tests: real Temporal dev server, Redis and S3 (builds the pinned CLIs once)
-	@bash scripts/build-temporal.sh >/dev/null
-	@bash scripts/build-versitygw.sh >/dev/null
+test-temporal: peers ## Temporal engine end-to-end tests: real Temporal dev server, Redis and S3 (builds the peers once)
 	HXD_TEST_TEMPORAL=1 $(GO) test -count=1 -timeout $(TEST_TIMEOUT) -run 'Temporal' ./cmd/hxd/
 	HXD_TEST_TEMPORAL=1 $(GO) test -count=1 -timeout $(TEST_TIMEOUT) -run 'TestServer' ./internal/temporal/
 

@@ -2,12 +2,13 @@
 # Builds the pinned Ory Hydra (a real OpenID provider for the OIDC
 # end-to-end test) into the user's cache folder, once per machine:
 #   ${XDG_CACHE_HOME:-~/.cache}/hxd/hydra-v2.3.0/hydra
-# Prints the binary path. A cached build is reused.
+# Prints the binary path. A cached build is reused. With --path it only
+# prints where the binary is (or will be), building nothing.
 set -euo pipefail
 version=v2.3.0
 cache="${XDG_CACHE_HOME:-$HOME/.cache}/hxd/hydra-$version"
 bin="$cache/hydra"
-if [[ -x "$bin" ]]; then
+if [[ "${1:-}" == --path || -x "$bin" ]]; then
 	echo "$bin"
 	exit 0
 fi
