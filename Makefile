@@ -14,6 +14,9 @@ GO ?= go
 # VERSION is stamped into the binary (main.version) and the image tag.
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 
+# `make build` and `make run`: bin/hxd.
+GO_BUILD = $(GO) build -trimpath -ldflags '-X main.version=$(VERSION)' -o bin/hxd ./cmd/hxd
+
 # `make run`: listen address and SQLite database file.
 RUN_ADDR ?= 127.0.0.1:8080
 RUN_DB ?= ./hxd.db
@@ -51,13 +54,18 @@ GO_FILES = $(GO) list -e -f '{{$$d := .Dir}}{{range .GoFiles}}{{$$d}}/{{.}} {{en
 help: ## list targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_\/-]+:.*## / {printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
+# `make run` builds bin/hxd first, saying so (the first build on a machine
+# downloads modules and compiles for minutes, silently under `go run`), then
+# runs the binary the README's commands use.
 .PHONY: run
-run: ## start `hxd serve --demo` on 127.0.0.1:8080 with SQLite ./hxd.db (RUN_ADDR, RUN_DB)
-	$(GO) run ./cmd/hxd serve --demo --addr $(RUN_ADDR) --db $(RUN_DB)
+run: ## build bin/hxd, then start `bin/hxd serve --demo` on 127.0.0.1:8080 with SQLite ./hxd.db (RUN_ADDR, RUN_DB)
+	@echo "make run: building bin/hxd (the first build on a machine takes a few minutes)…" >&2
+	@start=$$SECONDS; $(GO_BUILD); echo "make run: bin/hxd built in $$((SECONDS - start))s" >&2
+	bin/hxd serve --demo --addr $(RUN_ADDR) --db $(RUN_DB)
 
 .PHONY: build
 build: ## build bin/hxd (-trimpath, main.version=VERSION)
-	$(GO) build -trimpath -ldflags '-X main.version=$(VERSION)' -o bin/hxd ./cmd/hxd
+	$(GO_BUILD)
 
 # The pinned test peers (Ory Hydra, the Temporal CLI, versitygw) are built
 # once per machine into ~/.cache/hxd, one at a time with a line each, before

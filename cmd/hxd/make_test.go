@@ -1,6 +1,7 @@
 package main
 
-// The developer entry points (issue 18, item 16): `make test` and `make
+// The developer entry points (issue 18, items 14 and 16): `make run` says
+// it builds bin/hxd, builds it, then runs it; `make test` and `make
 // test-temporal` build the pinned test peers (scripts/build-peers.sh) before
 // any `go test`, one line of progress per peer.
 
@@ -49,6 +50,11 @@ func TestMakeDryRun(t *testing.T) {
 		target string
 		want   []string // regexps, each matching a later line than the one before
 	}{
+		{"run", []string{
+			`^echo "make run: building bin/hxd .*" >&2$`,
+			`go build -trimpath .* -o bin/hxd \./cmd/hxd;`,
+			`^bin/hxd serve --demo --addr 127\.0\.0\.1:8080 --db \./hxd\.db$`,
+		}},
 		{"test", []string{`^bash scripts/build-peers\.sh$`, `^go test -count=1 -timeout 10m \./\.\.\.$`}},
 		{"test-temporal", []string{`^bash scripts/build-peers\.sh$`, `^HXD_TEST_TEMPORAL=1 go test .*-run 'Temporal' \./cmd/hxd/$`}},
 	}
