@@ -14,8 +14,9 @@ import (
 // Re-exec hook: the crash tests (crash_test.go) run hxd as a child process
 // by starting this test binary again with HXD_TEST_RUN_MAIN=1; the child
 // then runs main() with the arguments of HXD_TEST_ARGS (a JSON array of
-// strings, without the program name) instead of the tests. With
-// HXD_TEST_NOFILE=n the child first lowers its open-file limit to n.
+// strings, without the program name), or its command line when that is
+// unset, instead of the tests. With HXD_TEST_NOFILE=n the child first
+// lowers its open-file limit to n.
 const (
 	envRunMain = "HXD_TEST_RUN_MAIN"
 	envArgs    = "HXD_TEST_ARGS"
@@ -31,12 +32,17 @@ func TestMain(m *testing.M) {
 }
 
 // runMainForTest runs hxd's main() as the child of a crash test and exits.
+// Without HXD_TEST_ARGS in the environment the arguments are the process's
+// own: the README test's bin/hxd execs this binary with hxd's arguments.
 func runMainForTest() {
-	var args []string
-	if raw := os.Getenv(envArgs); raw != "" {
-		if err := json.Unmarshal([]byte(raw), &args); err != nil {
-			fmt.Fprintf(os.Stderr, "hxd test child: %s is not a JSON array of strings: %v\n", envArgs, err)
-			os.Exit(3)
+	args := os.Args[1:]
+	if raw, ok := os.LookupEnv(envArgs); ok {
+		args = nil
+		if raw != "" {
+			if err := json.Unmarshal([]byte(raw), &args); err != nil {
+				fmt.Fprintf(os.Stderr, "hxd test child: %s is not a JSON array of strings: %v\n", envArgs, err)
+				os.Exit(3)
+			}
 		}
 	}
 	if raw := os.Getenv(envNoFile); raw != "" {
