@@ -116,6 +116,7 @@ var problemTable = []problemRule{
 	{is(hxruntime.ErrInvalidMessage), http.StatusUnprocessableEntity, "invalid_message", "Invalid message"},
 	{is(hxruntime.ErrRecordingDisabled), http.StatusUnprocessableEntity, "recording_disabled", "Flight recording was not enabled"},
 	{is(hxruntime.ErrRecordingUnsupported), http.StatusUnprocessableEntity, "recording_unsupported", "Flight recording is not supported by this engine"},
+	{is(hxruntime.ErrNoWorker), http.StatusServiceUnavailable, "unavailable", "Service unavailable"},
 	{is(hxbundle.ErrInvalidPolicy), http.StatusUnprocessableEntity, "invalid_policy", "Invalid export policy"},
 	{is(hxbundle.ErrLimitExceeded), http.StatusUnprocessableEntity, "bundle_limit_exceeded", "Bundle limit exceeded"},
 	{is(hxbundle.ErrInvalidBundle), http.StatusUnprocessableEntity, "invalid_bundle", "Invalid bundle"},

@@ -45,6 +45,8 @@ func TestProblemTable(t *testing.T) {
 		{"resolution invalid", live, &hxruntime.PublicError{Err: hxruntime.ErrResolutionInvalid, Detail: "Tool has no uncertain outcome"},
 			422, "resolution_invalid", "Tool has no uncertain outcome"},
 		{"unknown agent", live, hxruntime.ErrUnknownAgent, 422, "unknown_agent", ""},
+		{"no worker", live, fmt.Errorf("query get_run: task queue q: %w", &hxruntime.PublicError{Err: hxruntime.ErrNoWorker, Detail: "No worker is polling"}),
+			503, "unavailable", "No worker is polling"},
 		{"invalid message", live, hxruntime.ErrInvalidMessage, 422, "invalid_message", ""},
 		{"recording disabled", live, hxruntime.ErrRecordingDisabled, 422, "recording_disabled", ""},
 		{"recording unsupported", live, &hxruntime.PublicError{Err: hxruntime.ErrRecordingUnsupported, Detail: "The Temporal engine does not support flight recording"},

@@ -39,6 +39,9 @@ var (
 	ErrRecordingUnsupported = errors.New("flight recording is not supported by this engine")
 	// ErrRecording: a required flight-recording commit failed.
 	ErrRecording = errors.New("required flight-recording commit failed")
+	// ErrNoWorker: no worker polls the engine's task queue (the Temporal
+	// engine), so a run can be neither read nor changed until one does.
+	ErrNoWorker = errors.New("no worker is polling the task queue")
 )
 
 // PublicError gives a sentinel a client-safe detail (e.g. the reference's

@@ -120,6 +120,7 @@ func NewEngine(cfg EngineConfig) (*Engine, error) {
 	if cfg.TaskQueue == "" {
 		cfg.TaskQueue = DefaultTaskQueue
 	}
+	cfg.Client = &workerClient{Client: cfg.Client, taskQueue: cfg.TaskQueue}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
