@@ -1,13 +1,11 @@
 package sqlite_test
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"strconv"
 	"testing"
 
@@ -97,23 +95,8 @@ func TestSessionLocksCostNoDescriptors(t *testing.T) {
 	spec, err := json.Marshal(manyLocks{Path: b.path, NoFile: 64, Sessions: sessions})
 	require.NoError(t, err)
 
-	cmd := exec.CommandContext(b.ctx, os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), manyLocksEnv+"="+string(spec))
-	stdin, err := cmd.StdinPipe()
-	require.NoError(t, err)
-	defer func() { _ = stdin.Close() }()
-	stdout, err := cmd.StdoutPipe()
-	require.NoError(t, err)
-	require.NoError(t, cmd.Start())
-	killed := false
-	defer func() {
-		if !killed {
-			_ = cmd.Process.Kill()
-			_ = cmd.Wait()
-		}
-	}()
-	line, err := bufio.NewReader(stdout).ReadBytes('\n')
-	require.NoError(t, err)
+	child := startChild(t, b.ctx, manyLocksEnv+"="+string(spec), "-test.run=^$")
+	line := child.firstLine(t)
 	var got manyLocksReport
 	require.NoError(t, json.Unmarshal(line, &got), "%s", line)
 	require.Empty(t, got.Error)
@@ -125,9 +108,7 @@ func TestSessionLocksCostNoDescriptors(t *testing.T) {
 		require.ErrorIs(t, err, rtstore.ErrSessionBusy, "s%d", i)
 	}
 
-	require.NoError(t, cmd.Process.Kill())
-	_ = cmd.Wait()
-	killed = true
+	child.kill(t)
 	// The OS dropped the dead process's locks: taking them (without
 	// waiting) succeeds at once.
 	for i := range sessions {

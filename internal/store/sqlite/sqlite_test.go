@@ -433,32 +433,14 @@ func TestCrossProcessLock(t *testing.T) {
 	b := setup(t)
 	s, _ := b.seed(t)
 
-	cmd := exec.CommandContext(b.ctx, os.Args[0], "-test.run=^TestLockHelperProcess$", "-test.count=1")
-	cmd.Env = append(os.Environ(), lockHelperEnv+"="+b.path+"|"+s.ID)
-	stdin, err := cmd.StdinPipe()
-	require.NoError(t, err)
-	defer func() { _ = stdin.Close() }()
-	stdout, err := cmd.StdoutPipe()
-	require.NoError(t, err)
-	require.NoError(t, cmd.Start())
-	killed := false
-	defer func() {
-		if !killed {
-			_ = cmd.Process.Kill()
-			_ = cmd.Wait()
-		}
-	}()
-	line, err := bufio.NewReader(stdout).ReadString('\n')
-	require.NoError(t, err)
-	require.Equal(t, "locked\n", line)
+	child := startChild(t, b.ctx, lockHelperEnv+"="+b.path+"|"+s.ID, "-test.run=^TestLockHelperProcess$", "-test.count=1")
+	require.Equal(t, "locked\n", string(child.firstLine(t)))
 
-	_, err = b.store.SessionLock(b.ctx, s.ID)
+	_, err := b.store.SessionLock(b.ctx, s.ID)
 	require.ErrorIs(t, err, rtstore.ErrSessionBusy)
 	require.Contains(t, err.Error(), "another process")
 
-	require.NoError(t, cmd.Process.Kill())
-	_ = cmd.Wait()
-	killed = true
+	child.kill(t)
 
 	// The OS dropped the dead process's lock: taking it succeeds at once.
 	start := time.Now()
@@ -466,6 +448,53 @@ func TestCrossProcessLock(t *testing.T) {
 	require.NoError(t, err)
 	require.Less(t, time.Since(start), time.Second)
 	require.NoError(t, l.Release(b.ctx))
+}
+
+// child is the test binary started again in a role of its own (TestMain's
+// childMains or a helper test), holding locks until it is killed; its
+// stdin stays open while it runs.
+type child struct {
+	cmd    *exec.Cmd
+	stdout *bufio.Reader
+	done   bool
+}
+
+// startChild starts the test binary with env added and args; the child
+// is killed when the test ends unless child.kill ran first.
+func startChild(t *testing.T, ctx context.Context, env string, args ...string) *child {
+	t.Helper()
+	cmd := exec.CommandContext(ctx, os.Args[0], args...)
+	cmd.Env = append(os.Environ(), env)
+	stdin, err := cmd.StdinPipe()
+	require.NoError(t, err)
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	c := &child{cmd: cmd, stdout: bufio.NewReader(stdout)}
+	t.Cleanup(func() {
+		_ = stdin.Close()
+		if !c.done {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+		}
+	})
+	return c
+}
+
+// firstLine is the child's next line of output, newline included.
+func (c *child) firstLine(t *testing.T) []byte {
+	t.Helper()
+	line, err := c.stdout.ReadBytes('\n')
+	require.NoError(t, err)
+	return line
+}
+
+// kill ends the child with SIGKILL and waits for it.
+func (c *child) kill(t *testing.T) {
+	t.Helper()
+	require.NoError(t, c.cmd.Process.Kill())
+	_ = c.cmd.Wait()
+	c.done = true
 }
 
 // digest is the artifact id of s.
