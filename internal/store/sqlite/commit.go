@@ -52,7 +52,7 @@ func (s *Store) Commit(ctx context.Context, c *rtstore.Commit) error {
 	defer release()
 	var cursors []string
 	known := s.seqs.get(c)
-	err = s.inCommitTx(ctx, op, s.inDriverTx, func(ctx context.Context, t *txn) error {
+	err = s.inCommitTx(ctx, op, func(ctx context.Context, t *txn) error {
 		var err error
 		t.seq = known
 		cursors, err = t.applyCommit(ctx, c, now())
@@ -75,15 +75,12 @@ func (s *Store) Commit(ctx context.Context, c *rtstore.Commit) error {
 // skips re-sent rows and detects conflicting ones.
 var errKnownID = errors.New("known id in a batch")
 
-// txRunner runs fn in one writer transaction: Store.inTx or inDriverTx.
-type txRunner func(ctx context.Context, op string, fn func(ctx context.Context, t *txn) error) error
-
 // inCommitTx runs fn (a commit) in one transaction by inTx; when fn's
 // batched inserts meet a known id it runs fn again in a new transaction
 // in row-by-row mode.
-func (s *Store) inCommitTx(ctx context.Context, op string, inTx txRunner, fn func(ctx context.Context, t *txn) error) error {
+func (s *Store) inCommitTx(ctx context.Context, op string, fn func(ctx context.Context, t *txn) error) error {
 	var known bool
-	err := inTx(ctx, op, func(ctx context.Context, t *txn) error {
+	err := s.inTx(ctx, op, func(ctx context.Context, t *txn) error {
 		err := fn(ctx, t)
 		known = errors.Is(err, errKnownID)
 		return err
@@ -91,7 +88,7 @@ func (s *Store) inCommitTx(ctx context.Context, op string, inTx txRunner, fn fun
 	if !known {
 		return err
 	}
-	return inTx(ctx, op, func(ctx context.Context, t *txn) error {
+	return s.inTx(ctx, op, func(ctx context.Context, t *txn) error {
 		t.rowByRow = true
 		return fn(ctx, t)
 	})

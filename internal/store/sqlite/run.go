@@ -103,7 +103,7 @@ func (s *Store) RunInsert(ctx context.Context, p *rtstore.RunInsertParams) (*rts
 		cursors []string
 		known   runSeqs // the new run's seqs after p.Commit
 	)
-	err = s.inCommitTx(ctx, op, s.inTx, func(ctx context.Context, t *txn) error {
+	err = s.inCommitTx(ctx, op, func(ctx context.Context, t *txn) error {
 		if err := t.sessionMustExist(ctx, r.SessionID); err != nil {
 			return err
 		}

@@ -61,8 +61,7 @@ type Store struct {
 	sums map[uint]string // embedded up-migration checksums by version
 	head uint            // highest embedded version
 
-	seqs seqCache    // last journal/event seq per run under a lease
-	drv  driverStmts // Commit's statements on the writer's driver connection
+	seqs seqCache // last journal/event seq per run under a lease
 
 	ckptCfg checkpointConfig
 	ckpt    *checkpointer // nil until Open succeeds
@@ -436,7 +435,6 @@ func (s *Store) Close() error {
 // closePools closes the statements and both pools.
 func (s *Store) closePools() error {
 	var errs []error
-	errs = append(errs, s.closeDriverStmts()...)
 	errs = append(errs, s.ws.close()...)
 	errs = append(errs, s.rs.close()...)
 	for _, db := range []*sql.DB{s.r, s.w} {

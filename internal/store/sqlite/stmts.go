@@ -42,8 +42,6 @@ type writeStmts struct {
 	journalInsertN [batchRows]*sql.Stmt
 	eventInsertN   [batchRows]*sql.Stmt
 	idsInsertN     [batchRows]*sql.Stmt
-	// queries maps each statement to its SQL (for inDriverTx).
-	queries map[*sql.Stmt]string
 }
 
 // stmtDef pairs a statement field with its SQL.
@@ -99,15 +97,7 @@ func multiInsert(head string, cols, n int) string {
 }
 
 func (w *writeStmts) prepare(ctx context.Context, db *sql.DB) error {
-	defs := w.defs()
-	if err := prepareAll(ctx, db, defs); err != nil {
-		return err
-	}
-	w.queries = make(map[*sql.Stmt]string, len(defs))
-	for _, d := range defs {
-		w.queries[*d.dst] = d.query
-	}
-	return nil
+	return prepareAll(ctx, db, w.defs())
 }
 
 func (w *writeStmts) close() []error { return closeAll(w.defs()) }
@@ -174,8 +164,7 @@ func closeAll(defs []stmtDef) []error {
 
 // txn is one writer transaction with its statements bound lazily.
 type txn struct {
-	tx    *sql.Tx   // nil on the driver connection (inDriverTx)
-	d     *driverTx // set by inDriverTx
+	tx    *sql.Tx
 	s     *Store
 	bound map[*sql.Stmt]*sql.Stmt
 	// seq carries a run's known last seqs into and out of applyCommit.
@@ -198,18 +187,12 @@ func (t *txn) stmt(ctx context.Context, st *sql.Stmt) *sql.Stmt {
 // queryRow runs a write statement in the transaction and returns its
 // first row (sql.ErrNoRows from Scan when none).
 func (t *txn) queryRow(ctx context.Context, st *sql.Stmt, args ...any) scanner {
-	if t.d != nil {
-		return t.d.queryRow(ctx, st, args)
-	}
 	return t.stmt(ctx, st).QueryRowContext(ctx, args...)
 }
 
 // execRaw runs a write statement in the transaction and returns the rows
 // it changed, with the driver's error.
 func (t *txn) execRaw(ctx context.Context, st *sql.Stmt, args ...any) (int64, error) {
-	if t.d != nil {
-		return t.d.exec(ctx, st, args)
-	}
 	res, err := t.stmt(ctx, st).ExecContext(ctx, args...)
 	if err != nil {
 		return 0, err
