@@ -9,9 +9,24 @@ import (
 	"syscall"
 
 	"modernc.org/sqlite"
-	sqlite3 "modernc.org/sqlite/lib"
 
 	"hxd/internal/runtime/rtstore"
+)
+
+// SQLite result codes (https://www.sqlite.org/rescode.html), as
+// (*sqlite.Error).Code returns them: the low byte is the primary code, the
+// bits above it name an extended code. They are part of SQLite's stable
+// C API.
+const (
+	codeBusy                 = 5
+	codeLocked               = 6
+	codeInterrupt            = 9
+	codeIOErr                = 10
+	codeFull                 = 13
+	codeCantOpen             = 14
+	codeConstraint           = 19
+	codeConstraintPrimaryKey = codeConstraint | 6<<8
+	codeConstraintUnique     = codeConstraint | 8<<8
 )
 
 // mapErr translates a driver or database/sql error into the rtstore
@@ -40,7 +55,7 @@ func (s *Store) mapErr(ctx context.Context, op string, err error) error {
 			}
 			return fmt.Errorf("%s: %w: %w", op, rtstore.ErrUnavailable, plain(se))
 		}
-		if se.Code()&0xff == sqlite3.SQLITE_INTERRUPT && ctx != nil && ctx.Err() != nil {
+		if se.Code()&0xff == codeInterrupt && ctx != nil && ctx.Err() != nil {
 			return fmt.Errorf("%s: %w", op, ctx.Err())
 		}
 		return fmt.Errorf("%s: %w", op, plain(se))
@@ -71,9 +86,9 @@ func (s *Store) mapErr(ctx context.Context, op string, err error) error {
 // probe.
 func transientCode(code int, shortage func() error) (bool, error) {
 	switch code & 0xff {
-	case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED, sqlite3.SQLITE_FULL:
+	case codeBusy, codeLocked, codeFull:
 		return true, nil
-	case sqlite3.SQLITE_IOERR, sqlite3.SQLITE_CANTOPEN:
+	case codeIOErr, codeCantOpen:
 		if cause := shortage(); cause != nil {
 			return true, cause
 		}
@@ -156,7 +171,7 @@ func isUniqueViolation(err error) bool {
 	if !errors.As(err, &se) {
 		return false
 	}
-	return se.Code() == sqlite3.SQLITE_CONSTRAINT_UNIQUE || se.Code() == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY
+	return se.Code() == codeConstraintUnique || se.Code() == codeConstraintPrimaryKey
 }
 
 // isKnownID reports whether err is a PRIMARY KEY failure of a batched
@@ -164,7 +179,7 @@ func isUniqueViolation(err error) bool {
 // events), which the row-by-row retry reports as such.
 func isKnownID(err error) bool {
 	var se *sqlite.Error
-	return errors.As(err, &se) && se.Code() == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY
+	return errors.As(err, &se) && se.Code() == codeConstraintPrimaryKey
 }
 
 // plainError carries a foreign error's message without its type.

@@ -15,7 +15,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"modernc.org/sqlite"
-	sqlite3 "modernc.org/sqlite/lib"
 
 	"hxd/internal/hxtest"
 	"hxd/internal/runtime/rtstore"
@@ -27,7 +26,7 @@ import (
 func fullWAL(t *testing.T, s *Store) (spaceBack func()) {
 	t.Helper()
 	path := s.path + "-wal"
-	walFaults.Store(path, int32(sqlite3.SQLITE_FULL))
+	walFaults.Store(path, int32(codeFull))
 	walFaultsSet.Add(1)
 	done := false
 	spaceBack = func() {
@@ -60,9 +59,12 @@ func sha(data []byte) string {
 func TestTransientCode(t *testing.T) {
 	t.Parallel()
 	const (
-		ioerrWrite   = sqlite3.SQLITE_IOERR | 3<<8
-		ioerrFsync   = sqlite3.SQLITE_IOERR | 4<<8
-		ioerrShmSize = sqlite3.SQLITE_IOERR | 19<<8
+		codeError    = 1
+		codeReadOnly = 8
+		codeCorrupt  = 11
+		ioerrWrite   = codeIOErr | 3<<8
+		ioerrFsync   = codeIOErr | 4<<8
+		ioerrShmSize = codeIOErr | 19<<8
 	)
 	none := func() error { return nil }
 	short := func(errno syscall.Errno) func() error { return func() error { return errno } }
@@ -73,21 +75,21 @@ func TestTransientCode(t *testing.T) {
 		want     bool
 		cause    error
 	}{
-		{"busy", sqlite3.SQLITE_BUSY, none, true, nil},
-		{"busy snapshot", sqlite3.SQLITE_BUSY | 2<<8, none, true, nil},
-		{"locked", sqlite3.SQLITE_LOCKED, none, true, nil},
-		{"full", sqlite3.SQLITE_FULL, none, true, nil},
+		{"busy", codeBusy, none, true, nil},
+		{"busy snapshot", codeBusy | 2<<8, none, true, nil},
+		{"locked", codeLocked, none, true, nil},
+		{"full", codeFull, none, true, nil},
 		{"write error, disk full", ioerrWrite, short(syscall.ENOSPC), true, syscall.ENOSPC},
 		{"fsync error, disk full", ioerrFsync, short(syscall.ENOSPC), true, syscall.ENOSPC},
 		{"shm growth, disk full", ioerrShmSize, short(syscall.ENOSPC), true, syscall.ENOSPC},
 		{"write error, space left", ioerrWrite, none, false, nil},
-		{"cannot open, no descriptors", sqlite3.SQLITE_CANTOPEN, short(syscall.EMFILE), true, syscall.EMFILE},
-		{"cannot open, system table full", sqlite3.SQLITE_CANTOPEN, short(syscall.ENFILE), true, syscall.ENFILE},
-		{"cannot open, descriptors left", sqlite3.SQLITE_CANTOPEN, none, false, nil},
-		{"constraint", sqlite3.SQLITE_CONSTRAINT_UNIQUE, short(syscall.ENOSPC), false, nil},
-		{"corrupt", sqlite3.SQLITE_CORRUPT, short(syscall.ENOSPC), false, nil},
-		{"read only", sqlite3.SQLITE_READONLY, none, false, nil},
-		{"generic error", sqlite3.SQLITE_ERROR, none, false, nil},
+		{"cannot open, no descriptors", codeCantOpen, short(syscall.EMFILE), true, syscall.EMFILE},
+		{"cannot open, system table full", codeCantOpen, short(syscall.ENFILE), true, syscall.ENFILE},
+		{"cannot open, descriptors left", codeCantOpen, none, false, nil},
+		{"constraint", codeConstraintUnique, short(syscall.ENOSPC), false, nil},
+		{"corrupt", codeCorrupt, short(syscall.ENOSPC), false, nil},
+		{"read only", codeReadOnly, none, false, nil},
+		{"generic error", codeError, none, false, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
