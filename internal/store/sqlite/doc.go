@@ -5,8 +5,6 @@
 // synchronous=FULL, foreign keys, busy timeout), one writer connection whose
 // transactions start with BEGIN IMMEDIATE plus a separate read pool, WAL
 // checkpoints in the background instead of inside commits (checkpoint.go),
-// a VFS shim that hands each commit's WAL frames to the OS in one write
-// (walvfs.go),
 // golang-migrate migrations from hxd/migrations with their SHA-256 checks,
 // the OS lock per session (REFERENCE §4.6) and the translation of driver
 // errors into the rtstore sentinels. No driver error type leaves the package.

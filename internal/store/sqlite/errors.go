@@ -97,8 +97,8 @@ func transientCode(code int, shortage func() error) (bool, error) {
 }
 
 // lowSpace is the free space below which the database's file system
-// counts as full for an I/O error (shortage): a commit writes at most a
-// few MiB to the WAL at once (walMaxBuffer).
+// counts as full for an I/O error (shortage): a boundary commit appends
+// well under a MiB to the WAL.
 const lowSpace = 8 << 20
 
 // shortage probes the OS for what a failed SQLite write or open may have

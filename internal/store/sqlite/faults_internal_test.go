@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -20,25 +21,47 @@ import (
 	"hxd/internal/runtime/rtstore"
 )
 
-// fullWAL makes every write to s's WAL fail with SQLITE_FULL, as the unix
-// VFS fails it when the file system is full (ENOSPC), until the returned
-// func runs (also at cleanup).
-func fullWAL(t *testing.T, s *Store) (spaceBack func()) {
+// fullDatabase makes s's database full: its writer connection (every
+// write of the Store goes through it) may not grow the file past the pages
+// it has (PRAGMA max_page_count), and filler rows take up the free pages,
+// so that a write needing a new page fails with SQLITE_FULL, as a write
+// the file system has no room for does (the unix VFS reports ENOSPC as
+// SQLITE_FULL). Until spaceBack (also at cleanup) lifts the limit. A write
+// that fits in the free space of a page it changes still goes through:
+// tests write payloads larger than a page to meet the limit.
+func fullDatabase(t *testing.T, s *Store) (spaceBack func()) {
 	t.Helper()
-	path := s.path + "-wal"
-	walFaults.Store(path, int32(codeFull))
-	walFaultsSet.Add(1)
+	ctx := context.Background()
+	var limit, pages int64
+	require.NoError(t, s.w.QueryRowContext(ctx, "PRAGMA max_page_count").Scan(&limit))
+	_, err := s.w.ExecContext(ctx, "CREATE TABLE IF NOT EXISTS test_filler (b BLOB)")
+	require.NoError(t, err)
+	require.NoError(t, s.w.QueryRowContext(ctx, "PRAGMA page_count").Scan(&pages))
+	require.NoError(t, s.w.QueryRowContext(ctx, fmt.Sprintf("PRAGMA max_page_count = %d", pages)).Scan(&pages))
+	for {
+		_, err := s.w.ExecContext(ctx, "INSERT INTO test_filler (b) VALUES (zeroblob(3000))")
+		if err == nil {
+			continue
+		}
+		var se *sqlite.Error
+		require.ErrorAs(t, err, &se)
+		require.Equal(t, codeFull, se.Code()&0xff, "filling the free pages: %v", err)
+		break
+	}
 	done := false
 	spaceBack = func() {
 		if !done {
 			done = true
-			walFaults.Delete(path)
-			walFaultsSet.Add(-1)
+			require.NoError(t, s.w.QueryRowContext(ctx, fmt.Sprintf("PRAGMA max_page_count = %d", limit)).Scan(&pages))
 		}
 	}
 	t.Cleanup(spaceBack)
 	return spaceBack
 }
+
+// pageFiller is a payload larger than a page: a write carrying it needs
+// new pages (fullDatabase).
+var pageFiller = strings.Repeat("z", 16<<10)
 
 func openFaultStore(t *testing.T) *Store {
 	t.Helper()
@@ -173,35 +196,31 @@ func TestDatabaseFullIsUnavailable(t *testing.T) {
 	require.NoError(t, s.ArtifactPut(ctx, "ses-1", sha(data), data))
 }
 
-// TestFullDiskFailsWritesAndPing: while the WAL cannot grow (a full disk:
-// every append fails with SQLITE_FULL), every write and Ping report
-// ErrUnavailable and reads go on; when space returns, Ping recovers by
-// itself (no write needed) and writes go through.
-func TestFullDiskFailsWritesAndPing(t *testing.T) {
+// TestFullDatabaseFailsWrites: while the database cannot grow (a full
+// disk, fullDatabase), every write that needs room reports ErrUnavailable
+// and leaves nothing behind, and reads go on; when space returns, writes
+// go through again without a restart.
+func TestFullDatabaseFailsWrites(t *testing.T) {
 	t.Parallel()
 	s := openFaultStore(t)
 	ctx := context.Background()
 	require.NoError(t, s.SessionInsert(ctx, &rtstore.SessionRow{ID: "ses-1", Principal: "alice"}))
-	require.NoError(t, s.Ping(ctx))
 
-	spaceBack := fullWAL(t, s)
-	// Past the grace of the last commit (probeFresh), readiness must see it.
-	require.Eventually(t, func() bool { return errors.Is(s.Ping(ctx), rtstore.ErrUnavailable) }, 10*time.Second, 50*time.Millisecond)
-	require.ErrorIs(t, s.SessionInsert(ctx, &rtstore.SessionRow{ID: "ses-2", Principal: "alice"}), rtstore.ErrUnavailable)
-	require.ErrorIs(t, s.SessionControlSet(ctx, "ses-1", rtstore.ControlPaused), rtstore.ErrUnavailable)
-	data := []byte("report")
-	require.ErrorIs(t, s.ArtifactPut(ctx, "ses-1", sha(data), data), rtstore.ErrUnavailable)
+	spaceBack := fullDatabase(t, s)
+	big := []byte(pageFiller)
+	require.ErrorIs(t, s.SessionInsert(ctx, &rtstore.SessionRow{ID: "ses-2", Principal: pageFiller}), rtstore.ErrUnavailable)
+	require.ErrorIs(t, s.ArtifactPut(ctx, "ses-1", sha(big), big), rtstore.ErrUnavailable)
 	_, err := s.SessionGet(ctx, "ses-1")
 	require.NoError(t, err, "reads go on")
 	_, err = s.SessionGet(ctx, "ses-2")
 	require.ErrorIs(t, err, rtstore.ErrNotFound, "nothing of a failed write is left")
+	_, err = s.ArtifactGet(ctx, sha(big))
+	require.ErrorIs(t, err, rtstore.ErrNotFound, "nothing of a failed write is left")
 
 	spaceBack()
-	require.Eventually(t, func() bool { return s.Ping(ctx) == nil }, 10*time.Second, 50*time.Millisecond)
-	require.NoError(t, s.SessionInsert(ctx, &rtstore.SessionRow{ID: "ses-2", Principal: "alice"}))
-	ctl, err := s.SessionControlGet(ctx, "ses-1")
-	require.NoError(t, err)
-	require.Equal(t, rtstore.ControlNone, ctl)
+	require.NoError(t, s.SessionInsert(ctx, &rtstore.SessionRow{ID: "ses-2", Principal: pageFiller}))
+	require.NoError(t, s.ArtifactPut(ctx, "ses-1", sha(big), big))
+	require.NoError(t, s.Ping(ctx))
 }
 
 // TestPingCommitsOnlyWhenIdle: Ping proves a commit with one of its own

@@ -108,9 +108,6 @@ func writerDSN(path string) string {
 	q.Add("_pragma", pragmaAutocheckpointOff)
 	q.Add("_pragma", pragmaJournalSizeLimit)
 	q.Set("_txlock", txLockImmediate)
-	if walVFSName != "" {
-		q.Set("vfs", walVFSName) // one write per commit (walvfs.go)
-	}
 	return path + "?" + q.Encode()
 }
 
@@ -174,9 +171,6 @@ func open(ctx context.Context, cfg Config, ckpt checkpointConfig) (*Store, error
 		logger:  logger.With("component", "store/sqlite"),
 		locks:   make(map[string]*lease),
 		ckptCfg: ckpt,
-	}
-	if walVFSErr != nil {
-		s.logger.WarnContext(ctx, "WAL writes are not coalesced: each page of a commit is its own write", "error", walVFSErr)
 	}
 	if err := s.createFile(ctx, cfg.AutoMigrate); err != nil {
 		return nil, err
