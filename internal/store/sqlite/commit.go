@@ -5,11 +5,11 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"strconv"
 	"time"
 
 	"hxd/internal/journal"
 	"hxd/internal/runtime/rtstore"
+	"hxd/internal/store/storekit"
 )
 
 // Boundary SQL besides runs, sessions, journal and events. An upsert of
@@ -108,15 +108,13 @@ type runSeqs struct {
 // of one lease, sparing two last-seq reads, a sessions lookup and a
 // runs_status index write per commit (rtstore.LeaseCache says why that is
 // safe).
-type seqCache struct{ rtstore.LeaseCache[runSeqs] }
+type seqCache struct{ storekit.SeqCache[runSeqs] }
 
-// get returns cm's run's cached seqs, or unknown ones.
-func (c *seqCache) get(cm *rtstore.Commit) runSeqs {
-	if v, ok := c.Get(cm); ok {
-		return v
-	}
-	return runSeqs{journal: -1, event: -1}
-}
+// unknownSeqs makes the next commit read what it needs.
+var unknownSeqs = runSeqs{journal: -1, event: -1}
+
+// get returns cm's run's cached seqs, or unknownSeqs.
+func (c *seqCache) get(cm *rtstore.Commit) runSeqs { return c.Known(cm, unknownSeqs) }
 
 func (c *seqCache) put(cm *rtstore.Commit, v runSeqs) { c.Put(cm, v) }
 
@@ -283,7 +281,7 @@ func (t *txn) appendBatch(ctx context.Context, c *rtstore.Commit, j *journalAppe
 			pe := &c.Events[i]
 			ev := pe.Event
 			seq := e.last + 1 + int64(i)
-			ev.Cursor = formatCursor(seq)
+			ev.Cursor = storekit.FormatCursor(seq)
 			data, err := enc.encode(&ev)
 			if err != nil {
 				return nil, fmt.Errorf("encode event %s: %w", ev.EventID, err)
@@ -378,6 +376,3 @@ func (t *txn) insertRows(ctx context.Context, op string, stmts *[batchRows]*sql.
 func foreignRecord(id, recordRun, commitRun string) error {
 	return fmt.Errorf("journal record %s of run %s in a commit of run %s: %w", id, recordRun, commitRun, rtstore.ErrForeignRecord)
 }
-
-// formatCursor renders an event seq as its public cursor.
-func formatCursor(seq int64) string { return strconv.FormatInt(seq, 10) }

@@ -39,7 +39,11 @@
 // changes no data) when the Store has not committed for a second, so
 // readiness fails while commits would.
 //
-// It may import rtstore, journal and migrations plus its driver and
-// golang-migrate. It must not import internal/http, another store or the
+// Every statement goes through database/sql with statements prepared once
+// (stmts.go); the package uses the driver only through database/sql and
+// its error type.
+//
+// It may import rtstore, journal, migrations and store/storekit plus its
+// driver and golang-migrate. It must not import internal/http, another store or the
 // runtime root package.
 package sqlite

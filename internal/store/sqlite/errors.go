@@ -11,6 +11,7 @@ import (
 	"modernc.org/sqlite"
 
 	"hxd/internal/runtime/rtstore"
+	"hxd/internal/store/storekit"
 )
 
 // SQLite result codes (https://www.sqlite.org/rescode.html), as
@@ -63,7 +64,7 @@ func (s *Store) mapErr(ctx context.Context, op string, err error) error {
 	if errno, ok := shortageErrno(err); ok {
 		return fmt.Errorf("%s: %w: %w (%w)", op, rtstore.ErrUnavailable, plain(err), errno)
 	}
-	if isOurs(err) {
+	if storekit.IsOurs(err) {
 		return fmt.Errorf("%s: %w", op, err)
 	}
 	if ctx != nil && ctx.Err() != nil {
@@ -146,22 +147,6 @@ func shortageErrno(err error) (syscall.Errno, bool) {
 		return errno, true
 	}
 	return 0, false
-}
-
-// isOurs reports whether err is safe to pass through with its chain: one of
-// the rtstore sentinels or a context error.
-func isOurs(err error) bool {
-	for _, target := range []error{
-		rtstore.ErrNotFound, rtstore.ErrAlreadyExists, rtstore.ErrSessionBusy,
-		rtstore.ErrRequestConflict, rtstore.ErrRecordConflict, rtstore.ErrForeignRecord,
-		rtstore.ErrLeaseLost, rtstore.ErrUnavailable, rtstore.ErrSchema,
-		context.Canceled, context.DeadlineExceeded,
-	} {
-		if errors.Is(err, target) {
-			return true
-		}
-	}
-	return false
 }
 
 // isUniqueViolation reports whether err is a UNIQUE or PRIMARY KEY

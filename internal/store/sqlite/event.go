@@ -8,6 +8,7 @@ import (
 	"fmt"
 
 	"hxd/internal/runtime/rtstore"
+	"hxd/internal/store/storekit"
 )
 
 // Event SQL. payload holds the RunEvent JSON with its cursor. k is
@@ -83,7 +84,7 @@ func (e *eventAppender) append(ctx context.Context, ev rtstore.RunEvent) (payloa
 	}
 	seq := e.last + 1
 	original := ev.Cursor
-	ev.Cursor = formatCursor(seq)
+	ev.Cursor = storekit.FormatCursor(seq)
 	data, err := marshalJSON(&ev)
 	if err != nil {
 		return nil, "", false, fmt.Errorf("encode event %s: %w", ev.EventID, err)
@@ -109,7 +110,7 @@ func (e *eventAppender) append(ctx context.Context, ev rtstore.RunEvent) (payloa
 	}
 	// Known: a re-send of this run's event keeps its cursor.
 	if runID == e.runID {
-		return nil, formatCursor(storedSeq), false, nil
+		return nil, storekit.FormatCursor(storedSeq), false, nil
 	}
 	return nil, original, false, nil
 }

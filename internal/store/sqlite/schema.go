@@ -5,9 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"maps"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/golang-migrate/migrate/v4"
@@ -15,6 +12,7 @@ import (
 	"github.com/golang-migrate/migrate/v4/source/iofs"
 
 	"hxd/internal/runtime/rtstore"
+	"hxd/internal/store/storekit"
 	"hxd/migrations"
 )
 
@@ -36,14 +34,6 @@ WHERE type = 'table' AND name IN ('schema_migrations', 'schema_checksums')`
 ON CONFLICT (version) DO NOTHING`
 )
 
-// schemaState is what a database says about its schema.
-type schemaState struct {
-	versioned bool            // golang-migrate recorded a version
-	version   uint            // the applied version when versioned
-	dirty     bool            // a migration failed part-way
-	sums      map[uint]string // schema_checksums rows
-}
-
 // querier is what reading the schema state needs of *sql.DB.
 type querier interface {
 	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
@@ -51,8 +41,8 @@ type querier interface {
 }
 
 // readSchemaState reads golang-migrate's version and hxd's checksums.
-func readSchemaState(ctx context.Context, q querier) (schemaState, error) {
-	st := schemaState{sums: make(map[uint]string)}
+func readSchemaState(ctx context.Context, q querier) (storekit.SchemaState, error) {
+	st := storekit.SchemaState{Sums: make(map[uint]string)}
 	rows, err := q.QueryContext(ctx, sqlSchemaTables)
 	if err != nil {
 		return st, err
@@ -75,13 +65,13 @@ func readSchemaState(ctx context.Context, q querier) (schemaState, error) {
 	}
 	if hasVersions {
 		var v int64
-		err := q.QueryRowContext(ctx, sqlSchemaVersion).Scan(&v, &st.dirty)
+		err := q.QueryRowContext(ctx, sqlSchemaVersion).Scan(&v, &st.Dirty)
 		switch {
 		case errors.Is(err, sql.ErrNoRows):
 		case err != nil:
 			return st, err
 		case v >= 0:
-			st.versioned, st.version = true, uint(v)
+			st.Versioned, st.Version = true, uint(v)
 		}
 	}
 	if hasSums {
@@ -96,7 +86,7 @@ func readSchemaState(ctx context.Context, q querier) (schemaState, error) {
 			if err := rows.Scan(&v, &sum); err != nil {
 				return st, err
 			}
-			st.sums[uint(v)] = sum
+			st.Sums[uint(v)] = sum
 		}
 		if err := rows.Err(); err != nil {
 			return st, err
@@ -105,60 +95,20 @@ func readSchemaState(ctx context.Context, q querier) (schemaState, error) {
 	return st, nil
 }
 
-// schemaErr wraps rtstore.ErrSchema with what is wrong and what to do.
-func schemaErr(format string, args ...any) error {
-	return fmt.Errorf("%w: %s", rtstore.ErrSchema, fmt.Sprintf(format, args...))
-}
-
-// checkSchema compares st with the embedded migrations. With allowPending,
-// a missing or old schema and missing checksums of applied versions are
-// acceptable (the caller migrates and records them); everything else is an
-// error wrapping rtstore.ErrSchema.
-func (s *Store) checkSchema(st schemaState, allowPending bool) error {
-	if st.dirty {
-		return schemaErr("database %s is dirty at schema version %d: a migration failed part-way; "+
-			"restore the file from a backup, or repair the schema by hand and then set "+
-			"schema_migrations to the last fully applied version with dirty = 0", s.path, st.version)
-	}
-	if st.versioned && st.version > s.head {
-		return schemaErr("database %s has schema version %d but this hxd knows versions up to %d: "+
-			"run the hxd release that migrated it (or a newer one)", s.path, st.version, s.head)
-	}
-	if st.versioned {
-		if _, ok := s.sums[st.version]; !ok {
-			return schemaErr("database %s has schema version %d, which is not a migration of this hxd: "+
-				"run the hxd release that migrated it", s.path, st.version)
-		}
-	}
-	for _, v := range slices.Sorted(maps.Keys(st.sums)) {
-		want, ok := s.sums[v]
-		if !ok {
-			return schemaErr("database %s records a checksum for migration %d, which this hxd does not have: "+
-				"run the hxd release that migrated it", s.path, v)
-		}
-		if st.sums[v] != want {
-			return schemaErr("migration %d changed after it was applied to %s (recorded sha256 %s, this binary has %s): "+
-				"run the hxd release that applied it or restore the original migrations/sqlite file; "+
-				"never edit an applied migration, add a new one", v, s.path, st.sums[v], want)
-		}
-	}
-	if allowPending {
-		return nil
-	}
-	if !st.versioned {
-		return schemaErr("database %s has no schema: run `hxd migrate` or start with --auto-migrate", s.path)
-	}
-	if st.version < s.head {
-		return schemaErr("database %s has schema version %d, this hxd needs %d: run `hxd migrate` or start with --auto-migrate",
-			s.path, st.version, s.head)
-	}
-	for v := range s.sums {
-		if _, ok := st.sums[v]; !ok && v <= st.version {
-			return schemaErr("no checksum recorded for applied migration %d in %s: run `hxd migrate` to record it",
-				v, s.path)
-		}
-	}
-	return nil
+// checkSchema compares st with the embedded migrations
+// (storekit.CheckSchema).
+func (s *Store) checkSchema(st storekit.SchemaState, allowPending bool) error {
+	return storekit.CheckSchema(st, s.migs, allowPending, storekit.SchemaTarget{
+		Name:        "database " + s.path,
+		VersionNoun: "schema version",
+		Files:       "migrations/" + migrationsDir,
+		Missing:     "no schema",
+		Dirty: func(version uint) error {
+			return storekit.SchemaErr("database %s is dirty at schema version %d: a migration failed part-way; "+
+				"restore the file from a backup, or repair the schema by hand and then set "+
+				"schema_migrations to the last fully applied version with dirty = 0", s.path, version)
+		},
+	})
 }
 
 // prepareSchema validates the schema and, with autoMigrate, applies pending
@@ -169,10 +119,7 @@ func (s *Store) prepareSchema(ctx context.Context, autoMigrate bool) error {
 	if err != nil {
 		return fmt.Errorf("load migrations: %w", err)
 	}
-	s.sums = sums
-	for v := range sums {
-		s.head = max(s.head, v)
-	}
+	s.migs = storekit.NewMigrations(sums)
 
 	unlock, err := s.lockMigrations(ctx)
 	if err != nil {
@@ -203,7 +150,7 @@ func (s *Store) prepareSchema(ctx context.Context, autoMigrate bool) error {
 	if !autoMigrate {
 		return nil
 	}
-	if !st.versioned || st.version < s.head {
+	if !st.Versioned || st.Version < s.migs.Head {
 		if err := s.migrateUp(ctx); err != nil {
 			return err
 		}
@@ -214,8 +161,8 @@ func (s *Store) prepareSchema(ctx context.Context, autoMigrate bool) error {
 	if _, err := db.ExecContext(ctx, sqlChecksumsCreate); err != nil {
 		return s.mapErr(ctx, "create schema_checksums", err)
 	}
-	for v, sum := range s.sums {
-		if v > st.version {
+	for v, sum := range s.migs.Sums {
+		if v > st.Version {
 			continue
 		}
 		if _, err := db.ExecContext(ctx, sqlChecksumInsert, int64(v), sum); err != nil {
@@ -252,7 +199,7 @@ func (s *Store) migrateUp(ctx context.Context) error {
 		_ = drv.Close()
 		return fmt.Errorf("apply migrations: %w", plain(err))
 	}
-	m.Log = migrateLogger{s}
+	m.Log = storekit.MigrateLogger{Logger: s.logger.With("path", s.path)}
 	defer func() { _, _ = m.Close() }()
 
 	start := time.Now()
@@ -268,14 +215,3 @@ func (s *Store) migrateUp(ctx context.Context) error {
 	s.logger.InfoContext(ctx, "applied migrations", "path", s.path, "version", v, "duration", time.Since(start))
 	return nil
 }
-
-// migrateLogger routes golang-migrate's logs to slog.
-type migrateLogger struct{ s *Store }
-
-// Printf implements migrate.Logger.
-func (l migrateLogger) Printf(format string, v ...any) {
-	l.s.logger.Debug(strings.TrimSpace(fmt.Sprintf(format, v...)), "path", l.s.path)
-}
-
-// Verbose implements migrate.Logger.
-func (l migrateLogger) Verbose() bool { return false }

@@ -18,6 +18,7 @@ import (
 	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
 
 	"hxd/internal/runtime/rtstore"
+	"hxd/internal/store/storekit"
 )
 
 // Compile-time check that *Store is a complete storage backend.
@@ -58,8 +59,7 @@ type Store struct {
 	ws writeStmts
 	rs readStmts
 
-	sums map[uint]string // embedded up-migration checksums by version
-	head uint            // highest embedded version
+	migs storekit.Migrations // the embedded migrations' checksums
 
 	seqs seqCache // last journal/event seq per run under a lease
 

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"hxd/internal/runtime/rtstore"
+	"hxd/internal/store/storekit"
 )
 
 // writeStmts are prepared once on the writer connection. Inside a
@@ -225,7 +226,7 @@ func (s *Store) inTx(ctx context.Context, op string, fn func(ctx context.Context
 	t := &txn{tx: tx, s: s, bound: make(map[*sql.Stmt]*sql.Stmt, 16)}
 	if err := fn(context.WithoutCancel(ctx), t); err != nil {
 		_ = tx.Rollback()
-		if ctxErr := ctx.Err(); ctxErr != nil && (errors.Is(err, rtstore.ErrUnavailable) || !isOurs(err)) {
+		if ctxErr := ctx.Err(); ctxErr != nil && (errors.Is(err, rtstore.ErrUnavailable) || !storekit.IsOurs(err)) {
 			// database/sql rolled back under us: say why.
 			return fmt.Errorf("%s: %w: %w", op, ctxErr, plain(err))
 		}
