@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -13,6 +12,7 @@ import (
 
 	"hxd/internal/journal"
 	"hxd/internal/runtime/rtstore"
+	"hxd/internal/store/storekit"
 )
 
 // Boundary SQL. Every statement takes parallel arrays and unnests them, so
@@ -528,7 +528,7 @@ func setCursors(c *rtstore.Commit, cursors []string) {
 }
 
 // formatCursor renders an event seq as its public cursor.
-func formatCursor(seq int64) string { return strconv.FormatInt(seq, 10) }
+func formatCursor(seq int64) string { return storekit.FormatCursor(seq) }
 
 // runSeqs are a run's last journal and event seq (-1 when unknown) and
 // whether the session's latest run is known to be this run.
@@ -545,15 +545,10 @@ var unknownSeqs = runSeqs{journal: -1, event: -1}
 // MAX(seq) reads and an update per commit (rtstore.LeaseCache says why
 // that is safe). A stale value (a writer bypassing the lease) makes the
 // appends collide, which the commit detects and retries from the database.
-type seqCache struct{ rtstore.LeaseCache[runSeqs] }
+type seqCache struct{ storekit.SeqCache[runSeqs] }
 
 // get returns cm's run's cached seqs, or unknownSeqs.
-func (c *seqCache) get(cm *rtstore.Commit) runSeqs {
-	if v, ok := c.Get(cm); ok {
-		return v
-	}
-	return unknownSeqs
-}
+func (c *seqCache) get(cm *rtstore.Commit) runSeqs { return c.Known(cm, unknownSeqs) }
 
 // put records the seqs of a run after a commit under cm's lease; the
 // session now points at the run.
@@ -565,13 +560,6 @@ func (c *seqCache) put(cm *rtstore.Commit, v runSeqs) {
 // runStarted records that the session of cm's lease now points at cm's run
 // (a run insert): the lease's other runs no longer know the latest run.
 func (c *seqCache) runStarted(cm *rtstore.Commit, v runSeqs) {
-	if cm.Lease == nil {
-		return
-	}
-	c.Update(cm.Lease.Token(), func(runID string, e *runSeqs) {
-		if runID != cm.RunID {
-			e.lastRun = false
-		}
-	})
-	c.put(cm, v)
+	v.lastRun = true
+	c.RunStarted(cm, v, func(e *runSeqs) { e.lastRun = false })
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/puddle/v2"
 
 	"hxd/internal/runtime/rtstore"
+	"hxd/internal/store/storekit"
 )
 
 // SQLSTATE codes the store reacts to.
@@ -43,7 +44,7 @@ func (s *Store) mapErr(ctx context.Context, op string, err error) error {
 	if err == nil {
 		return nil
 	}
-	if isOurs(err) && !isDriverErr(err) {
+	if storekit.IsOurs(err) && !isDriverErr(err) {
 		return fmt.Errorf("%s: %w", op, err)
 	}
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -108,22 +109,6 @@ func isDriverErr(err error) bool {
 	var pe *pgconn.PgError
 	var ce *pgconn.ConnectError
 	return errors.As(err, &pe) || errors.As(err, &ce) || pgconn.Timeout(err)
-}
-
-// isOurs reports whether err is safe to pass through with its chain: one of
-// the rtstore sentinels or a context error.
-func isOurs(err error) bool {
-	for _, target := range []error{
-		rtstore.ErrNotFound, rtstore.ErrAlreadyExists, rtstore.ErrSessionBusy,
-		rtstore.ErrRequestConflict, rtstore.ErrRecordConflict, rtstore.ErrForeignRecord,
-		rtstore.ErrLeaseLost, rtstore.ErrUnavailable, rtstore.ErrSchema,
-		context.Canceled, context.DeadlineExceeded,
-	} {
-		if errors.Is(err, target) {
-			return true
-		}
-	}
-	return false
 }
 
 // sqlState returns err's SQLSTATE, "" when it is not a server error.

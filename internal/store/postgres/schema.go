@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -21,6 +20,7 @@ import (
 	"github.com/jackc/pgx/v5/stdlib"
 
 	"hxd/internal/runtime/rtstore"
+	"hxd/internal/store/storekit"
 	"hxd/migrations"
 )
 
@@ -71,9 +71,8 @@ func migrationLockKey(schema string) int64 {
 
 // migrationSet is a set of migration files: the embedded ones, or a test's.
 type migrationSet struct {
-	fsys fs.FS           // holds the files under migrationsDir
-	sums map[uint]string // checksums of the up files by version
-	head uint            // highest version
+	storekit.Migrations       // checksums of the up files by version, highest version
+	fsys                fs.FS // holds the files under migrationsDir
 }
 
 // embedded is the set compiled into the binary.
@@ -87,22 +86,15 @@ func loadMigrations(fsys fs.FS) (*migrationSet, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load migrations: %w", err)
 	}
-	m := &migrationSet{fsys: fsys, sums: sums}
-	for v := range sums {
-		m.head = max(m.head, v)
-	}
-	return m, nil
+	return &migrationSet{Migrations: storekit.NewMigrations(sums), fsys: fsys}, nil
 }
 
 // schemaState is what a database says about the schema.
 type schemaState struct {
-	exists    bool            // the schema exists
-	tables    []string        // its tables (and views), sorted
-	versioned bool            // golang-migrate recorded a version
-	version   uint            // the applied version when versioned
-	dirty     bool            // a migration failed part-way
-	hasSums   bool            // schema_checksums exists
-	sums      map[uint]string // schema_checksums rows
+	storekit.SchemaState
+	exists  bool     // the schema exists
+	tables  []string // its tables (and views), sorted
+	hasSums bool     // schema_checksums exists
 }
 
 // has reports whether the schema holds a table of that name.
@@ -115,7 +107,7 @@ func (st *schemaState) has(table string) bool {
 // hxd's checksums. conn's search_path must be the schema. It changes
 // nothing.
 func readSchemaState(ctx context.Context, conn *pgx.Conn, schema string) (schemaState, error) {
-	st := schemaState{sums: make(map[uint]string)}
+	st := schemaState{SchemaState: storekit.SchemaState{Sums: make(map[uint]string)}}
 	if err := conn.QueryRow(ctx, sqlSchemaExists, schema).Scan(&st.exists); err != nil {
 		return st, err
 	}
@@ -133,13 +125,13 @@ func readSchemaState(ctx context.Context, conn *pgx.Conn, schema string) (schema
 	slices.Sort(st.tables)
 	if st.has(versionTable) {
 		var v int64
-		err := conn.QueryRow(ctx, sqlSchemaVersion).Scan(&v, &st.dirty)
+		err := conn.QueryRow(ctx, sqlSchemaVersion).Scan(&v, &st.Dirty)
 		switch {
 		case errors.Is(err, pgx.ErrNoRows):
 		case err != nil:
 			return st, err
 		case v >= 0:
-			st.versioned, st.version = true, uint(v)
+			st.Versioned, st.Version = true, uint(v)
 		}
 	}
 	if st.has("schema_checksums") {
@@ -151,7 +143,7 @@ func readSchemaState(ctx context.Context, conn *pgx.Conn, schema string) (schema
 		var v int64
 		var sum string
 		_, err = pgx.ForEachRow(rows, []any{&v, &sum}, func() error {
-			st.sums[uint(v)] = sum
+			st.Sums[uint(v)] = sum
 			return nil
 		})
 		if err != nil {
@@ -162,77 +154,41 @@ func readSchemaState(ctx context.Context, conn *pgx.Conn, schema string) (schema
 }
 
 // schemaErr wraps rtstore.ErrSchema with what is wrong and what to do.
-func schemaErr(format string, args ...any) error {
-	return fmt.Errorf("%w: %s", rtstore.ErrSchema, fmt.Sprintf(format, args...))
-}
+func schemaErr(format string, args ...any) error { return storekit.SchemaErr(format, args...) }
 
-// checkSchema compares st with the Store's migrations. With
-// allowPending, a missing or old schema and missing checksums of applied
-// versions are acceptable (the caller migrates and records them);
-// everything else is an error wrapping rtstore.ErrSchema.
+// checkSchema compares st with the Store's migrations
+// (storekit.CheckSchema); a schema holding tables of hxd's without
+// golang-migrate's version table was not provisioned by hxd and is refused.
 func (s *Store) checkSchema(st schemaState, allowPending bool) error {
 	name := quoteIdent(s.schema)
-	sums, head := s.migrations.sums, s.migrations.head
-	if st.dirty {
-		prev := "DELETE FROM " + name + ".schema_migrations"
-		if st.version > 1 {
-			prev = fmt.Sprintf("UPDATE %s.schema_migrations SET version = %d, dirty = false", name, st.version-1)
-		}
-		return schemaErr("schema %s is dirty at version %d: migration %d failed; PostgreSQL rolled the file back, "+
-			"so the schema is still at the version before it. Fix the cause reported when it failed, run `%s`, "+
-			"then run `hxd migrate` again", name, st.version, st.version, prev)
-	}
-	if st.versioned && st.version > head {
-		return schemaErr("schema %s has version %d but this hxd knows versions up to %d: "+
-			"run the hxd release that migrated it (or a newer one)", name, st.version, head)
-	}
-	if st.versioned {
-		if _, ok := sums[st.version]; !ok {
-			return schemaErr("schema %s has version %d, which is not a migration of this hxd: "+
-				"run the hxd release that migrated it", name, st.version)
-		}
-	}
-	for _, v := range slices.Sorted(maps.Keys(st.sums)) {
-		want, ok := sums[v]
-		if !ok {
-			return schemaErr("schema %s records a checksum for migration %d, which this hxd does not have: "+
-				"run the hxd release that migrated it", name, v)
-		}
-		if st.sums[v] != want {
-			return schemaErr("migration %d changed after it was applied to schema %s (recorded sha256 %s, this binary has %s): "+
-				"run the hxd release that applied it or restore the original migrations/postgres file; "+
-				"never edit an applied migration, add a new one", v, name, st.sums[v], want)
-		}
-	}
-	if !st.versioned {
-		var foreign []string
-		for _, t := range ownTables {
-			if st.has(t) {
-				foreign = append(foreign, t)
+	return storekit.CheckSchema(st.SchemaState, s.migrations.Migrations, allowPending, storekit.SchemaTarget{
+		Name:        "schema " + name,
+		VersionNoun: "version",
+		Files:       "migrations/" + migrationsDir,
+		Missing:     "no hxd tables",
+		Dirty: func(version uint) error {
+			prev := "DELETE FROM " + name + ".schema_migrations"
+			if version > 1 {
+				prev = fmt.Sprintf("UPDATE %s.schema_migrations SET version = %d, dirty = false", name, version-1)
 			}
-		}
-		if len(foreign) > 0 {
-			return schemaErr("schema %s holds tables hxd did not provision (%s) and no %s: "+
-				"point --schema at a new or empty schema", name, strings.Join(foreign, ", "), versionTable)
-		}
-	}
-	if allowPending {
-		return nil
-	}
-	if !st.versioned {
-		return schemaErr("schema %s has no hxd tables: run `hxd migrate` or start with --auto-migrate", name)
-	}
-	if st.version < head {
-		return schemaErr("schema %s has version %d, this hxd needs %d: run `hxd migrate` or start with --auto-migrate",
-			name, st.version, head)
-	}
-	for v := range sums {
-		if _, ok := st.sums[v]; !ok && v <= st.version {
-			return schemaErr("no checksum recorded for applied migration %d in schema %s: run `hxd migrate` to record it",
-				v, name)
-		}
-	}
-	return nil
+			return schemaErr("schema %s is dirty at version %d: migration %d failed; PostgreSQL rolled the file back, "+
+				"so the schema is still at the version before it. Fix the cause reported when it failed, run `%s`, "+
+				"then run `hxd migrate` again", name, version, version, prev)
+		},
+		Unversioned: func() error {
+			var foreign []string
+			for _, t := range ownTables {
+				if st.has(t) {
+					foreign = append(foreign, t)
+				}
+			}
+			if len(foreign) > 0 {
+				return schemaErr("schema %s holds tables hxd did not provision (%s) and no %s: "+
+					"point --schema at a new or empty schema", name, strings.Join(foreign, ", "), versionTable)
+			}
+			return nil
+		},
+	})
 }
 
 // prepareSchema validates the schema and, with autoMigrate, creates it when
@@ -287,7 +243,7 @@ func (s *Store) prepareSchema(ctx context.Context, autoMigrate bool) error {
 		}
 		s.logger.InfoContext(ctx, "created schema")
 	}
-	if !st.versioned || st.version < s.migrations.head {
+	if !st.Versioned || st.Version < s.migrations.Head {
 		if err := s.migrateUp(ctx); err != nil {
 			return err
 		}
@@ -300,8 +256,8 @@ func (s *Store) prepareSchema(ctx context.Context, autoMigrate bool) error {
 			return s.provisionErr(ctx, "create schema_checksums", err)
 		}
 	}
-	for v, sum := range s.migrations.sums {
-		if _, ok := st.sums[v]; ok || v > st.version {
+	for v, sum := range s.migrations.Sums {
+		if _, ok := st.Sums[v]; ok || v > st.Version {
 			continue
 		}
 		if _, err := conn.Exec(ctx, sqlChecksumInsert, int64(v), sum); err != nil {
@@ -352,7 +308,7 @@ func (s *Store) migrateUp(ctx context.Context) error {
 		_ = drv.Close()
 		return fmt.Errorf("apply migrations: %w", s.plain(err))
 	}
-	m.Log = migrateLogger{s}
+	m.Log = storekit.MigrateLogger{Logger: s.logger}
 	defer func() { _, _ = m.Close() }()
 
 	// golang-migrate takes no context: stop it between files when ctx ends.
@@ -418,14 +374,3 @@ func migrateErrText(err error) string {
 	}
 	return msg
 }
-
-// migrateLogger routes golang-migrate's logs to slog.
-type migrateLogger struct{ s *Store }
-
-// Printf implements migrate.Logger.
-func (l migrateLogger) Printf(format string, v ...any) {
-	l.s.logger.Debug(strings.TrimSpace(fmt.Sprintf(format, v...)))
-}
-
-// Verbose implements migrate.Logger.
-func (l migrateLogger) Verbose() bool { return false }
