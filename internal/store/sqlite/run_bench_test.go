@@ -219,8 +219,10 @@ func pagesWritten(b *testing.B, db *sql.DB) int64 {
 // its last, against one raw commit fewer), which leaves out what a run
 // costs once: taking the session's lock, starting the driver, releasing
 // the lease and waking the waiter; and store-x-raw, the time spent inside
-// boundary commits. The baseline runs interleaved with the runs, so
-// machine noise hits both alike.
+// boundary commits. The same three against the same number of minimal
+// boundaries (BenchmarkMinimalBoundary), on a database of their own:
+// x-minimal, step-x-minimal and store-x-minimal. The baselines run
+// interleaved with the runs, so machine noise hits all alike.
 func BenchmarkTenStepRun(b *testing.B) {
 	for _, recorded := range []bool{false, true} {
 		name := "unrecorded"
@@ -230,10 +232,12 @@ func BenchmarkTenStepRun(b *testing.B) {
 		b.Run(name, func(b *testing.B) {
 			rb := newRunBench(b)
 			raw := newRawDB(b)
+			minimal := newMinimalDB(b)
 			rb.warm(b, recorded)
 			raw.warm(b)
+			minimal.warm(b)
 			rb.store.Reset()
-			var runTime, storeTime, stepTime, rawTime, rawStepTime, runCPU, rawCPU time.Duration
+			var runTime, storeTime, stepTime, rawTime, rawStepTime, minTime, minStepTime, runCPU, rawCPU time.Duration
 			var commits, runPages, rawPages int64
 			for b.Loop() {
 				// The session is made outside the measured time: a step
@@ -260,6 +264,9 @@ func BenchmarkTenStepRun(b *testing.B) {
 				rawStepTime += r * time.Duration(n-1) / time.Duration(n)
 				rawCPU += cpuTime() - c0
 				rawPages += pagesWritten(b, raw.db) - p0
+				m := minimal.boundaries(b, n)
+				minTime += m
+				minStepTime += m * time.Duration(n-1) / time.Duration(n)
 				b.StartTimer()
 			}
 			perRun := float64(commits) / float64(b.N)
@@ -269,6 +276,9 @@ func BenchmarkTenStepRun(b *testing.B) {
 			b.ReportMetric(float64(runTime)/float64(rawTime), "x-raw")
 			b.ReportMetric(float64(stepTime)/float64(rawStepTime), "step-x-raw")
 			b.ReportMetric(float64(storeTime)/float64(rawTime), "store-x-raw")
+			b.ReportMetric(float64(runTime)/float64(minTime), "x-minimal")
+			b.ReportMetric(float64(stepTime)/float64(minStepTime), "step-x-minimal")
+			b.ReportMetric(float64(storeTime)/float64(minTime), "store-x-minimal")
 			b.ReportMetric(float64(runCPU.Microseconds())/float64(commits), "cpu-µs/commit")
 			b.ReportMetric(float64(rawCPU.Microseconds())/float64(commits), "raw-cpu-µs/commit")
 			b.ReportMetric(float64(runPages)/float64(commits), "pages/commit")
@@ -337,6 +347,81 @@ func BenchmarkPageFloor(b *testing.B) {
 	}
 }
 
+// minimalDB commits minimal boundaries (BenchmarkMinimalBoundary) on a
+// database of its own with the store's pragmas, checkpointed like the
+// store's, and single-row commits on the same database (raw).
+type minimalDB struct {
+	*rawDB
+	seq                     int64
+	state, record, checkpnt string
+}
+
+func newMinimalDB(b *testing.B) *minimalDB {
+	b.Helper()
+	ctx := context.Background()
+	m := &minimalDB{
+		rawDB:    newRawDB(b),
+		state:    `{"messages":[{"role":"user","content":"` + strings.Repeat("lorem ipsum ", 160) + `"}],"iterations":`,
+		record:   `{"version":1,"kind":"tool.returned","payload":{"tool_call_id":"c1","content":"` + strings.Repeat("x", 300) + `","is_error":false}}`,
+		checkpnt: `{"version":1,"kind":"checkpoint","payload":{"phase":"tools","status":"running","error":null,"extensions":{},"tools":[]}}`,
+	}
+	for _, q := range []string{
+		`CREATE TABLE m_runs (id INTEGER PRIMARY KEY, state TEXT NOT NULL)`,
+		`CREATE TABLE m_journal (k INTEGER PRIMARY KEY, id TEXT NOT NULL, payload TEXT NOT NULL)`,
+		`CREATE TABLE m_ids (id TEXT PRIMARY KEY, k INTEGER NOT NULL) WITHOUT ROWID`,
+		`INSERT INTO m_runs (id, state) VALUES (1, '')`,
+	} {
+		if _, err := m.db.ExecContext(ctx, q); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return m
+}
+
+// boundary commits one minimal boundary and returns the time it took.
+func (m *minimalDB) boundary(b *testing.B) time.Duration {
+	ctx := context.Background()
+	id1, id2 := uuid.Must(uuid.NewV7()).String(), uuid.Must(uuid.NewV7()).String()
+	start := time.Now()
+	tx, err := m.db.BeginTx(ctx, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	m.seq += 2
+	seq := m.seq
+	for _, st := range []struct {
+		q    string
+		args []any
+	}{
+		{`UPDATE m_runs SET state = ? WHERE id = 1`, []any{m.state + strconv.FormatInt(seq, 10) + "}"}},
+		{`INSERT INTO m_journal (k, id, payload) VALUES (?, ?, ?), (?, ?, ?)`, []any{seq - 1, id1, m.record, seq, id2, m.checkpnt}},
+		{`INSERT INTO m_ids (id, k) VALUES (?, ?), (?, ?)`, []any{id1, seq - 1, id2, seq}},
+	} {
+		if _, err := tx.ExecContext(ctx, st.q, st.args...); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		b.Fatal(err)
+	}
+	m.ckpt.committed()
+	return time.Since(start)
+}
+
+// boundaries commits n minimal boundaries and returns the time they took.
+func (m *minimalDB) boundaries(b *testing.B, n int64) time.Duration {
+	var d time.Duration
+	for range n {
+		d += m.boundary(b)
+	}
+	return d
+}
+
+// warm commits minimal boundaries until the WAL is in its steady state.
+func (m *minimalDB) warm(b *testing.B) {
+	warmUntil(b, m.ckpt, func() { m.boundary(b) })
+}
+
 // BenchmarkMinimalBoundary is the floor of any recorded boundary, whatever
 // the layout: the fewest writes REFERENCE §2.2 and §3.3 allow for one, in
 // one transaction: the run's ~2 KB state updated in place, two journal
@@ -346,58 +431,17 @@ func BenchmarkPageFloor(b *testing.B) {
 // It runs interleaved with single-row commits on the same database in the
 // WAL's steady state; x-raw is its time over theirs.
 func BenchmarkMinimalBoundary(b *testing.B) {
-	ctx := context.Background()
-	raw := newRawDB(b)
-	for _, q := range []string{
-		`CREATE TABLE m_runs (id INTEGER PRIMARY KEY, state TEXT NOT NULL)`,
-		`CREATE TABLE m_journal (k INTEGER PRIMARY KEY, id TEXT NOT NULL, payload TEXT NOT NULL)`,
-		`CREATE TABLE m_ids (id TEXT PRIMARY KEY, k INTEGER NOT NULL) WITHOUT ROWID`,
-		`INSERT INTO m_runs (id, state) VALUES (1, '')`,
-	} {
-		if _, err := raw.db.ExecContext(ctx, q); err != nil {
-			b.Fatal(err)
-		}
-	}
-	state := `{"messages":[{"role":"user","content":"` + strings.Repeat("lorem ipsum ", 160) + `"}],"iterations":`
-	record := `{"version":1,"kind":"tool.returned","payload":{"tool_call_id":"c1","content":"` + strings.Repeat("x", 300) + `","is_error":false}}`
-	checkpoint := `{"version":1,"kind":"checkpoint","payload":{"phase":"tools","status":"running","error":null,"extensions":{},"tools":[]}}`
-	seq := int64(0)
-	boundary := func() time.Duration {
-		id1, id2 := uuid.Must(uuid.NewV7()).String(), uuid.Must(uuid.NewV7()).String()
-		start := time.Now()
-		tx, err := raw.db.BeginTx(ctx, nil)
-		if err != nil {
-			b.Fatal(err)
-		}
-		seq += 2
-		for _, st := range []struct {
-			q    string
-			args []any
-		}{
-			{`UPDATE m_runs SET state = ? WHERE id = 1`, []any{state + strconv.FormatInt(seq, 10) + "}"}},
-			{`INSERT INTO m_journal (k, id, payload) VALUES (?, ?, ?), (?, ?, ?)`, []any{seq - 1, id1, record, seq, id2, checkpoint}},
-			{`INSERT INTO m_ids (id, k) VALUES (?, ?), (?, ?)`, []any{id1, seq - 1, id2, seq}},
-		} {
-			if _, err := tx.ExecContext(ctx, st.q, st.args...); err != nil {
-				b.Fatal(err)
-			}
-		}
-		if err := tx.Commit(); err != nil {
-			b.Fatal(err)
-		}
-		raw.ckpt.committed()
-		return time.Since(start)
-	}
-	warmUntil(b, raw.ckpt, func() { boundary() })
+	m := newMinimalDB(b)
+	m.warm(b)
 	var one, many time.Duration
 	var onePages, manyPages int64
 	for b.Loop() {
-		p0 := pagesWritten(b, raw.db)
-		one += raw.commits(b, 1)
-		p1 := pagesWritten(b, raw.db)
-		many += boundary()
+		p0 := pagesWritten(b, m.db)
+		one += m.commits(b, 1)
+		p1 := pagesWritten(b, m.db)
+		many += m.boundary(b)
 		onePages += p1 - p0
-		manyPages += pagesWritten(b, raw.db) - p1
+		manyPages += pagesWritten(b, m.db) - p1
 	}
 	b.ReportMetric(float64(many)/float64(one), "x-raw")
 	b.ReportMetric(float64(manyPages)/float64(b.N), "pages/commit")
