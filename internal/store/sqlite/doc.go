@@ -44,6 +44,6 @@
 // its error type.
 //
 // It may import rtstore, journal, migrations and store/storekit plus its
-// driver and golang-migrate. It must not import internal/http, another store or the
-// runtime root package.
+// driver and golang-migrate. It must not import internal/http, another
+// store or the runtime root package.
 package sqlite
