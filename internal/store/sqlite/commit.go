@@ -75,12 +75,12 @@ func (s *Store) Commit(ctx context.Context, c *rtstore.Commit) error {
 // skips re-sent rows and detects conflicting ones.
 var errKnownID = errors.New("known id in a batch")
 
-// inCommitTx runs fn (a commit) in one transaction by inTx; when fn's
+// inCommitTx runs fn (a commit) in one transaction by inBoundaryTx; when fn's
 // batched inserts meet a known id it runs fn again in a new transaction
 // in row-by-row mode.
 func (s *Store) inCommitTx(ctx context.Context, op string, fn func(ctx context.Context, t *txn) error) error {
 	var known bool
-	err := s.inTx(ctx, op, func(ctx context.Context, t *txn) error {
+	err := s.inBoundaryTx(ctx, op, func(ctx context.Context, t *txn) error {
 		err := fn(ctx, t)
 		known = errors.Is(err, errKnownID)
 		return err
@@ -88,7 +88,7 @@ func (s *Store) inCommitTx(ctx context.Context, op string, fn func(ctx context.C
 	if !known {
 		return err
 	}
-	return s.inTx(ctx, op, func(ctx context.Context, t *txn) error {
+	return s.inBoundaryTx(ctx, op, func(ctx context.Context, t *txn) error {
 		t.rowByRow = true
 		return fn(ctx, t)
 	})

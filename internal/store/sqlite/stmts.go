@@ -219,10 +219,46 @@ func (t *txn) exec(ctx context.Context, op string, st *sql.Stmt, args ...any) (i
 // they are short, and a cancellable one makes the driver start a
 // watcher goroutine per statement, a measurable cost on the hot path.
 func (s *Store) inTx(ctx context.Context, op string, fn func(ctx context.Context, t *txn) error) error {
-	tx, err := s.w.BeginTx(ctx, nil)
+	return s.runTx(ctx, op, func() (*sql.Tx, func(), error) {
+		tx, err := s.w.BeginTx(ctx, nil)
+		return tx, func() {}, err
+	}, fn)
+}
+
+// inBoundaryTx is inTx for the transactions of boundaries (Commit,
+// RunInsert), which nothing watches: ctx bounds the wait for the writer
+// connection; the wait for the write lock is bounded by the busy timeout,
+// and a ctx that ended by then fails the transaction before fn runs; a
+// ctx that ends while fn runs rolls it back instead of committing. A
+// transaction begun with a cancellable ctx would cost every boundary two
+// goroutines, database/sql's and the driver's, each watching ctx.
+func (s *Store) inBoundaryTx(ctx context.Context, op string, fn func(ctx context.Context, t *txn) error) error {
+	return s.runTx(ctx, op, func() (*sql.Tx, func(), error) {
+		conn, err := s.w.Conn(ctx)
+		if err != nil {
+			return nil, nil, err
+		}
+		tx, err := conn.BeginTx(context.WithoutCancel(ctx), nil)
+		if err == nil && ctx.Err() != nil {
+			_ = tx.Rollback()
+			err = ctx.Err()
+		}
+		if err != nil {
+			_ = conn.Close()
+			return nil, nil, err
+		}
+		return tx, func() { _ = conn.Close() }, nil
+	}, fn)
+}
+
+// runTx is inTx with the transaction begun by begin, which also returns
+// what to do once it has ended.
+func (s *Store) runTx(ctx context.Context, op string, begin func() (*sql.Tx, func(), error), fn func(ctx context.Context, t *txn) error) error {
+	tx, done, err := begin()
 	if err != nil {
 		return s.mapErr(ctx, op+": begin", err)
 	}
+	defer done()
 	t := &txn{tx: tx, s: s, bound: make(map[*sql.Stmt]*sql.Stmt, 16)}
 	if err := fn(context.WithoutCancel(ctx), t); err != nil {
 		_ = tx.Rollback()
