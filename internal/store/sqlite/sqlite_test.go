@@ -627,3 +627,41 @@ func TestSymlinkSharesSessionLocks(t *testing.T) {
 	}
 	require.NoError(t, lease.Release(ctx))
 }
+
+// TestCommitContextEndsWhileLocked: a boundary whose ctx ends while it
+// waits for the write lock (another connection holds it) fails with the
+// ctx's error once the lock comes, writes nothing, and leaves the writer
+// usable for the next commit.
+func TestCommitContextEndsWhileLocked(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	s, run := b.seed(t)
+	other, err := sql.Open("sqlite", b.path)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = other.Close() })
+	holder, err := other.Conn(b.ctx)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = holder.Close() })
+	_, err = holder.ExecContext(b.ctx, "BEGIN IMMEDIATE")
+	require.NoError(t, err)
+
+	ctx, cancel := context.WithTimeout(b.ctx, 200*time.Millisecond)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		done <- b.store.Commit(ctx, &rtstore.Commit{SessionID: s.ID, RunID: run.ID, Status: rtstore.StatusFailed, Phase: "x"})
+	}()
+	<-ctx.Done()
+	time.Sleep(300 * time.Millisecond)
+	_, err = holder.ExecContext(b.ctx, "ROLLBACK")
+	require.NoError(t, err)
+	require.ErrorIs(t, <-done, context.DeadlineExceeded)
+
+	got, err := b.store.RunGet(b.ctx, run.ID)
+	require.NoError(t, err)
+	require.Equal(t, rtstore.StatusRunning, got.Status, "nothing written")
+	require.NoError(t, b.store.Commit(b.ctx, &rtstore.Commit{SessionID: s.ID, RunID: run.ID, Status: rtstore.StatusFailed, Phase: "x"}))
+	got, err = b.store.RunGet(b.ctx, run.ID)
+	require.NoError(t, err)
+	require.Equal(t, rtstore.StatusFailed, got.Status)
+}
