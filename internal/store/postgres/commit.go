@@ -367,32 +367,31 @@ func (ws *writeSet) queueUpserts(b *pgx.Batch) {
 		for i, a := range u.args {
 			args[i] = a
 		}
-		b.Queue(u.st.sql, args...)
+		b.Queue(u.sql, args...)
 	}
 }
 
 // upsert is a write that cannot collide: its statement and its text[]
 // arguments.
 type upsert struct {
-	st   wireStatement
+	sql  string
 	args [][]string
 }
 
-// upserts lists the writes of queueUpserts (and of the fast path's
-// queueWire): the session's latest run, snapshot, step and tool rows, each
+// upserts lists the writes of queueUpserts: the session's latest run, snapshot, step and tool rows, each
 // when it has rows.
 func (ws *writeSet) upserts() []upsert {
 	var out []upsert
-	add := func(st wireStatement, args ...[]string) {
+	add := func(sql string, args ...[]string) {
 		if len(args[0]) > 0 {
-			out = append(out, upsert{st, args})
+			out = append(out, upsert{sql, args})
 		}
 	}
-	add(wireLastRun, ws.lastSession, ws.lastRun)
-	add(wireSnapshots, ws.snapSession, ws.snapPayload)
-	add(wireSteps, ws.stepRun, ws.stepID, ws.stepPayload)
-	add(wireApprovals, ws.appRun, ws.appKey, ws.appPayload)
-	add(wireToolOutcomes, ws.outRun, ws.outKey, ws.outPayload)
+	add(sqlGroupLastRun, ws.lastSession, ws.lastRun)
+	add(sqlGroupSnapshots, ws.snapSession, ws.snapPayload)
+	add(sqlGroupSteps, ws.stepRun, ws.stepID, ws.stepPayload)
+	add(sqlGroupApprovals, ws.appRun, ws.appKey, ws.appPayload)
+	add(sqlGroupToolOutcomes, ws.outRun, ws.outKey, ws.outPayload)
 	return out
 }
 

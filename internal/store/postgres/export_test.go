@@ -2,9 +2,7 @@ package postgres
 
 import (
 	"context"
-	"encoding/json"
 	"io/fs"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -90,29 +88,6 @@ func (s *Store) FastMisses() int64 { return s.group.fastMisses.Load() }
 // ForgetSeqs drops the cached seqs of a run: its next commit goes the
 // careful way.
 func (s *Store) ForgetSeqs(runID string) { s.seqs.Forget(runID) }
-
-// WireEcho sends one statement through the fast path's encoder and
-// exchange: $1 text[], $2 text[] with NULLs (nil elements), $3 bigint[],
-// $4 timestamptz[] and $5 bigint, each cast to text by the server, and
-// returns that row.
-func WireEcho(ctx context.Context, conn *pgx.Conn, texts []string, nullable []json.RawMessage, ints []int64, times []time.Time, n int64) ([]string, error) {
-	b := getWireBatch()
-	defer b.release()
-	b.statement(wireStatement{"hxd_test_echo",
-		`SELECT $1::text[]::text, $2::text[]::text, $3::bigint[]::text, $4::timestamptz[]::text, $5::bigint::text`})
-	b.texts(texts)
-	b.nullableTexts(nullable)
-	b.int8s(ints)
-	b.timestamps(times)
-	b.int8(n)
-	var row []string
-	err := b.exec(ctx, conn, func(stmt int, values [][]byte) {
-		for _, v := range values {
-			row = append(row, string(v))
-		}
-	})
-	return row, err
-}
 
 // Setting reads a run-time parameter on a pooled and on a lease
 // connection.
