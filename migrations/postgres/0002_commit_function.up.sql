@@ -3,8 +3,10 @@
 -- call, sent on its own (an implicit transaction, no BEGIN or COMMIT of
 -- its own), does what took about ten statements: the lease fence, the run
 -- update, the session's latest run, snapshot, step and tool rows, the
--- journal and event appends, the control flags read and the NOTIFY of the
--- runs whose events it appended.
+-- journal and event appends and the read of the control flags. It sends no
+-- NOTIFY: inside a commit, a NOTIFY holds a database-wide lock until the
+-- commit is flushed, which serialises every notifying commit (hxd sends
+-- them after the commit, in batches).
 --
 -- Every argument is an array, one element per boundary (or per row), so
 -- one call carries one boundary or several of different sessions; empty
@@ -28,8 +30,7 @@ CREATE FUNCTION hxd_commit(
     ap_run text[], ap_id text[], ap_payload text[],
     to_run text[], to_id text[], to_payload text[],
     j_run text[], j_seq bigint[], j_id text[], j_payload text[],
-    e_run text[], e_seq bigint[], e_id text[], e_payload text[],
-    notify_channel text, notify_runs text[]
+    e_run text[], e_seq bigint[], e_id text[], e_payload text[]
 ) RETURNS TABLE (o_session text, o_control text)
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -100,10 +101,6 @@ BEGIN
     IF cardinality(e_run) > 0 THEN
         INSERT INTO events (run_id, seq, event_id, payload)
         SELECT u.run_id, u.seq, u.id, u.payload::json FROM unnest(e_run, e_seq, e_id, e_payload) AS u (run_id, seq, id, payload);
-    END IF;
-
-    IF cardinality(notify_runs) > 0 THEN
-        PERFORM pg_notify(notify_channel, u.run_id) FROM unnest(notify_runs) AS u (run_id);
     END IF;
 
     RETURN QUERY SELECT u.id, u.control FROM unnest(c_ids, c_vals) AS u (id, control);

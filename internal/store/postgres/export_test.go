@@ -117,3 +117,70 @@ func (s *Store) LivenessPID() uint32 {
 	}
 	return s.live.conn.PgConn().PID()
 }
+
+// Ungrouped returns cfg with the group committer off: every Commit is its
+// own transaction on the caller's goroutine.
+func Ungrouped(cfg Config) Config {
+	cfg.ungrouped = true
+	return cfg
+}
+
+// SetUngrouped turns the group committer off (on): every Commit is then
+// its own transaction on the caller's goroutine.
+func (s *Store) SetUngrouped(off bool) { s.group.ungrouped.Store(off) }
+
+// ExecOnEveryConn runs sql on every connection of the pool (opening them
+// as needed), e.g. a SET.
+func (s *Store) ExecOnEveryConn(ctx context.Context, sql string) error {
+	var held []*pgxpool.Conn
+	defer func() {
+		for _, c := range held {
+			c.Release()
+		}
+	}()
+	for range s.poolSize {
+		c, err := s.pool.Acquire(ctx)
+		if err != nil {
+			return err
+		}
+		held = append(held, c)
+		if _, err := c.Exec(ctx, sql); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// SetMinExtraGroup sets how many boundaries must wait before a further
+// group starts while one is in flight.
+func (s *Store) SetMinExtraGroup(n int) {
+	s.group.mu.Lock()
+	s.group.minExtra = n
+	s.group.mu.Unlock()
+}
+
+// OpenTraced is Open with tr tracing every connection of the Store.
+func OpenTraced(ctx context.Context, cfg Config, tr pgx.QueryTracer) (*Store, error) {
+	ms, err := embedded()
+	if err != nil {
+		return nil, err
+	}
+	s, err := newStore(cfg, ms)
+	if err != nil {
+		return nil, err
+	}
+	s.connCfg.Tracer = tr
+	if err := s.prepareSchema(ctx, cfg.AutoMigrate); err != nil {
+		return nil, err
+	}
+	if err := s.openPool(ctx); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// SQLFastCommit exposes the fast path's statement.
+const SQLFastCommit = sqlFastCommit
+
+// SQLNotifyRuns exposes the notifier's statement.
+const SQLNotifyRuns = sqlNotifyRuns

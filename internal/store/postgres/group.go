@@ -31,8 +31,6 @@ type commitReq struct {
 	err  error
 	plan *commitPlan
 	done chan struct{}
-	// notified: the transaction NOTIFYed the run's events itself.
-	notified bool
 	// control is the session's control flag as the transaction read it,
 	// when it started at ctlAt (zero: not read).
 	control string
@@ -57,6 +55,8 @@ type committer struct {
 	s         *Store
 	maxGroups int
 	maxSize   int
+	ungrouped atomic.Bool // every boundary commits alone, on its caller's goroutine
+	minExtra  int         // boundaries waiting before a further group starts (minExtraGroup)
 
 	groupCount, boundaryCount atomic.Int64 // transactions and boundaries committed (stats)
 	fastMisses                atomic.Int64 // one-round-trip attempts that fell back (stats)
@@ -70,8 +70,8 @@ type committer struct {
 }
 
 // minExtraGroup is how many boundaries must be waiting before a group
-// starts while another is in flight.
-var minExtraGroup = 8
+// starts while another is in flight (the default of committer.minExtra).
+const minExtraGroup = 8
 
 // maxGroupSize bounds a group transaction's size.
 const maxGroupSize = 64
@@ -84,6 +84,7 @@ func newCommitter(s *Store, poolSize, groups int) *committer {
 		s:         s,
 		maxGroups: max(1, min(groups, poolSize/2)),
 		maxSize:   maxGroupSize,
+		minExtra:  minExtraGroup,
 		busy:      make(map[string]bool),
 	}
 }
@@ -91,6 +92,14 @@ func newCommitter(s *Store, poolSize, groups int) *committer {
 // submit queues r and starts a group when one may start.
 func (g *committer) submit(r *commitReq) {
 	g.mu.Lock()
+	if g.ungrouped.Load() && !g.closed {
+		g.wg.Add(1)
+		g.mu.Unlock()
+		defer g.wg.Done()
+		defer close(r.done)
+		g.s.commitGroup([]*commitReq{r})
+		return
+	}
 	if g.closed {
 		g.mu.Unlock()
 		r.err = fmt.Errorf("%s: %w: store closed", r.op, rtstore.ErrUnavailable)
@@ -99,7 +108,7 @@ func (g *committer) submit(r *commitReq) {
 	}
 	g.queue = append(g.queue, r)
 	var batch []*commitReq
-	if g.groups == 0 || (g.groups < g.maxGroups && len(g.queue) >= minExtraGroup) {
+	if g.groups == 0 || (g.groups < g.maxGroups && len(g.queue) >= g.minExtra) {
 		if batch = g.takeLocked(); len(batch) > 0 {
 			g.groups++
 			g.wg.Add(1)
@@ -265,7 +274,7 @@ func (s *Store) commitGroup(batch []*commitReq) {
 				s.ctl.put(r.c.SessionID, r.control, r.ctlAt)
 			}
 			setCursors(r.c, r.plan.cursors)
-			if len(r.plan.events.seq) > 0 && !r.notified {
+			if len(r.plan.events.seq) > 0 {
 				s.notify.add(r.c.RunID)
 			}
 		}
@@ -299,7 +308,7 @@ func (s *Store) applyGroup(ctx context.Context, t *tx, batch []*commitReq) error
 	)
 	byRun := make(map[string]*commitWork, len(batch))
 	for i, r := range batch {
-		r.err, r.plan, r.notified = nil, nil, false
+		r.err, r.plan = nil, nil
 		w := newCommitWork(r.c, ts, r.cached)
 		works[i] = w
 		byRun[r.c.RunID] = w
@@ -421,8 +430,9 @@ func (s *Store) applyGroup(ctx context.Context, t *tx, batch []*commitReq) error
 // last journal and event seqs (the seq cache, warm from the lease's
 // previous commit) commits in ONE statement sent on its own, a call of the
 // schema's hxd_commit function (migration 0002): an implicit transaction
-// that fences the sessions, writes every row, reads the control flags and
-// NOTIFYs the runs whose events it appended. Every check runs on the
+// that fences the sessions, writes every row and reads the control flags
+// (the notifier NOTIFYs the runs whose events it appended, after the
+// commit: see notifier). Every check runs on the
 // server and fails the call there: a session not held by its lease or a
 // run missing from its session raises SQLSTATE HX001
 // (codeFastMiss), and the appends are plain INSERTs, which a re-sent
@@ -439,8 +449,7 @@ $14::text[], $15::text[], $16::text[],
 $17::text[], $18::text[], $19::text[],
 $20::text[], $21::text[], $22::text[],
 $23::text[], $24::bigint[], $25::text[], $26::text[],
-$27::text[], $28::bigint[], $29::text[], $30::text[],
-$31::text, $32::text[])`
+$27::text[], $28::bigint[], $29::text[], $30::text[])`
 
 // fastPath reports whether batch may try the one-statement commit: every
 // boundary leased, with both seqs of its run cached.
@@ -477,7 +486,6 @@ func (s *Store) applyFast(ctx context.Context, t *tx, batch []*commitReq) error 
 		ws                 writeSet
 		sessionIDs, owners []string
 		gens               []int64
-		notify             []string
 	)
 	for _, r := range batch {
 		r.err, r.plan = nil, nil
@@ -495,9 +503,6 @@ func (s *Store) applyFast(ctx context.Context, t *tx, batch []*commitReq) error 
 		r.plan = plan
 		sessionIDs, owners, gens = append(sessionIDs, r.c.SessionID), append(owners, r.l.token), append(gens, r.l.gen)
 		ws.addBoundary(w, plan, true, !w.seq.lastRun)
-		if len(plan.events.seq) > 0 {
-			notify = append(notify, r.c.RunID)
-		}
 	}
 	controls := make(map[string]string)
 	readAt := time.Now()
@@ -510,8 +515,7 @@ func (s *Store) applyFast(ctx context.Context, t *tx, batch []*commitReq) error 
 		ws.appRun, ws.appKey, ws.appPayload,
 		ws.outRun, ws.outKey, ws.outPayload,
 		ws.journal.run, ws.journal.seq, ws.journal.id, ws.journal.payload,
-		ws.events.run, ws.events.seq, ws.events.id, ws.events.payload,
-		s.channel, notify)
+		ws.events.run, ws.events.seq, ws.events.id, ws.events.payload)
 	if err != nil {
 		return err
 	}
@@ -523,7 +527,7 @@ func (s *Store) applyFast(ctx context.Context, t *tx, batch []*commitReq) error 
 		return err
 	}
 	for _, r := range batch {
-		r.control, r.ctlAt, r.notified = controls[r.c.SessionID], readAt, true
+		r.control, r.ctlAt = controls[r.c.SessionID], readAt
 	}
 	return nil
 }
