@@ -85,10 +85,12 @@ ON CONFLICT DO NOTHING`
 // c.Events[i].Event.Cursor (a skipped event gets its stored cursor).
 //
 // Concurrent Commits of different sessions share transactions (group
-// commit, see committer): one WAL flush for the whole group, and one round
-// trip when every boundary's run seqs are cached under its lease (the
-// common case: see fastPath), else two. Whether alone or grouped, a boundary commits all or nothing and
-// the outcome of one never depends on another's.
+// commit, see committer): one WAL flush for the whole group, and one
+// statement, a call of the schema's hxd_commit function, when every
+// boundary's run seqs are cached under its lease (the common case: see
+// fastPath), else a transaction of two round trips (reads, then writes).
+// Whether alone or grouped, a boundary commits all or nothing and the
+// outcome of one never depends on another's.
 //
 // Returns ErrLeaseLost if c.Lease is not a live lease of this Store for
 // c.SessionID (released, expired, superseded: checked inside the

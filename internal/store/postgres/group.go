@@ -225,7 +225,7 @@ func (s *Store) commitGroup(batch []*commitReq) {
 	var err error
 	fast := fastPath(batch)
 	if fast {
-		// One round trip; when the optimism fails (the lease is gone, a
+		// One statement; when the optimism fails (the lease is gone, a
 		// re-sent id, a stale cached seq) nothing was written and the
 		// boundaries go the careful way, which gives each its outcome.
 		missed := false

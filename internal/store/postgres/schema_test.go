@@ -88,7 +88,7 @@ func TestFreshProvision(t *testing.T) {
 	for _, want := range []string{
 		"r:sessions", "r:runs", "r:steps", "r:approvals", "r:tool_outcomes", "r:events", "r:snapshots",
 		"r:artifacts", "r:artifact_refs", "r:journal", "r:schema_migrations", "r:schema_checksums",
-		"f:hxd_append_only",
+		"f:hxd_append_only", "f:hxd_commit",
 	} {
 		require.Contains(t, objs, want)
 	}
