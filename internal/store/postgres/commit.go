@@ -85,10 +85,12 @@ ON CONFLICT DO NOTHING`
 // c.Events[i].Event.Cursor (a skipped event gets its stored cursor).
 //
 // Concurrent Commits of different sessions share transactions (group
-// commit, see committer): one WAL flush for the whole group, and one round
-// trip when every boundary's run seqs are cached under its lease (the
-// common case: see fastPath), else two. Whether alone or grouped, a boundary commits all or nothing and
-// the outcome of one never depends on another's.
+// commit, see committer): one WAL flush for the whole group, and one
+// statement, a call of the schema's hxd_commit function, when every
+// boundary's run seqs are cached under its lease (the common case: see
+// fastPath), else a transaction of two round trips (reads, then writes).
+// Whether alone or grouped, a boundary commits all or nothing and the
+// outcome of one never depends on another's.
 //
 // Returns ErrLeaseLost if c.Lease is not a live lease of this Store for
 // c.SessionID (released, expired, superseded: checked inside the
@@ -367,32 +369,31 @@ func (ws *writeSet) queueUpserts(b *pgx.Batch) {
 		for i, a := range u.args {
 			args[i] = a
 		}
-		b.Queue(u.st.sql, args...)
+		b.Queue(u.sql, args...)
 	}
 }
 
 // upsert is a write that cannot collide: its statement and its text[]
 // arguments.
 type upsert struct {
-	st   wireStatement
+	sql  string
 	args [][]string
 }
 
-// upserts lists the writes of queueUpserts (and of the fast path's
-// queueWire): the session's latest run, snapshot, step and tool rows, each
+// upserts lists the writes of queueUpserts: the session's latest run, snapshot, step and tool rows, each
 // when it has rows.
 func (ws *writeSet) upserts() []upsert {
 	var out []upsert
-	add := func(st wireStatement, args ...[]string) {
+	add := func(sql string, args ...[]string) {
 		if len(args[0]) > 0 {
-			out = append(out, upsert{st, args})
+			out = append(out, upsert{sql, args})
 		}
 	}
-	add(wireLastRun, ws.lastSession, ws.lastRun)
-	add(wireSnapshots, ws.snapSession, ws.snapPayload)
-	add(wireSteps, ws.stepRun, ws.stepID, ws.stepPayload)
-	add(wireApprovals, ws.appRun, ws.appKey, ws.appPayload)
-	add(wireToolOutcomes, ws.outRun, ws.outKey, ws.outPayload)
+	add(sqlGroupLastRun, ws.lastSession, ws.lastRun)
+	add(sqlGroupSnapshots, ws.snapSession, ws.snapPayload)
+	add(sqlGroupSteps, ws.stepRun, ws.stepID, ws.stepPayload)
+	add(sqlGroupApprovals, ws.appRun, ws.appKey, ws.appPayload)
+	add(sqlGroupToolOutcomes, ws.outRun, ws.outKey, ws.outPayload)
 	return out
 }
 

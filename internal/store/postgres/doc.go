@@ -22,13 +22,17 @@
 //     of a process that died (PostgreSQL released its lock) are claimable
 //     at once, the lease remaining the fallback for partitions; the lock
 //     is checked every 250ms and re-taken when its connection breaks;
-//   - boundary commits in one round trip when the lease's cached seqs
-//     allow (BEGIN, fence, writes and COMMIT in one pipelined batch, every
-//     check failing the transaction on the server; its protocol messages
-//     are encoded once, binary, into a pooled buffer and written straight
-//     to the socket), else in two (reads first), with group commit:
-//     concurrent Commits of different sessions share one transaction and
-//     one WAL flush, each keeping its own outcome;
+//   - boundary commits in one statement when the lease's cached seqs
+//     allow: a call of hxd_commit (migration 0002), a PL/pgSQL function
+//     sent on its own (an implicit transaction) that fences the sessions,
+//     writes every row and reads the control flags, every check failing
+//     it on the server (SQLSTATE HX001, or a unique violation of an
+//     append); else, and after such a miss, in a transaction of two round
+//     trips (reads first, pgx batches); with group commit: concurrent
+//     Commits of different sessions share one call (or transaction) and
+//     one WAL flush, each keeping its own outcome (BenchmarkGroupCommit
+//     measures it against plain per-boundary transactions and
+//     commit_delay);
 //   - the session's control flag read by each leased commit and reused by
 //     SessionControlGet for 250ms, sparing the runtime's per-step query;
 //   - event wake-ups: after a commit that appended events, the run id is

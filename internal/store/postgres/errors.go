@@ -21,14 +21,17 @@ import (
 
 // SQLSTATE codes the store reacts to.
 const (
-	codeUniqueViolation           = "23505"
-	codeInvalidTextRepresentation = "22P02"
-	codeForeignKeyViolation       = "23503"
-	codeSerializationFailure      = "40001"
-	codeDeadlockDetected          = "40P01"
-	codeUndefinedTable            = "42P01"
-	codeInvalidSchemaName         = "3F000"
-	codeInsufficientPriv          = "42501"
+	codeUniqueViolation = "23505"
+	// codeFastMiss is raised by hxd_commit (migration 0002) when a
+	// boundary's session is not held by its lease or its run is missing:
+	// the one-statement commit missed, and nothing was written.
+	codeFastMiss             = "HX001"
+	codeForeignKeyViolation  = "23503"
+	codeSerializationFailure = "40001"
+	codeDeadlockDetected     = "40P01"
+	codeUndefinedTable       = "42P01"
+	codeInvalidSchemaName    = "3F000"
+	codeInsufficientPriv     = "42501"
 )
 
 // mapErr translates a driver error into the rtstore vocabulary, prefixed

@@ -2,9 +2,7 @@ package postgres
 
 import (
 	"context"
-	"encoding/json"
 	"io/fs"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -91,29 +89,6 @@ func (s *Store) FastMisses() int64 { return s.group.fastMisses.Load() }
 // careful way.
 func (s *Store) ForgetSeqs(runID string) { s.seqs.Forget(runID) }
 
-// WireEcho sends one statement through the fast path's encoder and
-// exchange: $1 text[], $2 text[] with NULLs (nil elements), $3 bigint[],
-// $4 timestamptz[] and $5 bigint, each cast to text by the server, and
-// returns that row.
-func WireEcho(ctx context.Context, conn *pgx.Conn, texts []string, nullable []json.RawMessage, ints []int64, times []time.Time, n int64) ([]string, error) {
-	b := getWireBatch()
-	defer b.release()
-	b.statement(wireStatement{"hxd_test_echo",
-		`SELECT $1::text[]::text, $2::text[]::text, $3::bigint[]::text, $4::timestamptz[]::text, $5::bigint::text`})
-	b.texts(texts)
-	b.nullableTexts(nullable)
-	b.int8s(ints)
-	b.timestamps(times)
-	b.int8(n)
-	var row []string
-	err := b.exec(ctx, conn, func(stmt int, values [][]byte) {
-		for _, v := range values {
-			row = append(row, string(v))
-		}
-	})
-	return row, err
-}
-
 // Setting reads a run-time parameter on a pooled and on a lease
 // connection.
 func (s *Store) Setting(ctx context.Context, name string) (pool, lease string, err error) {
@@ -142,3 +117,70 @@ func (s *Store) LivenessPID() uint32 {
 	}
 	return s.live.conn.PgConn().PID()
 }
+
+// Ungrouped returns cfg with the group committer off: every Commit is its
+// own transaction on the caller's goroutine.
+func Ungrouped(cfg Config) Config {
+	cfg.ungrouped = true
+	return cfg
+}
+
+// SetUngrouped turns the group committer off (on): every Commit is then
+// its own transaction on the caller's goroutine.
+func (s *Store) SetUngrouped(off bool) { s.group.ungrouped.Store(off) }
+
+// ExecOnEveryConn runs sql on every connection of the pool (opening them
+// as needed), e.g. a SET.
+func (s *Store) ExecOnEveryConn(ctx context.Context, sql string) error {
+	var held []*pgxpool.Conn
+	defer func() {
+		for _, c := range held {
+			c.Release()
+		}
+	}()
+	for range s.poolSize {
+		c, err := s.pool.Acquire(ctx)
+		if err != nil {
+			return err
+		}
+		held = append(held, c)
+		if _, err := c.Exec(ctx, sql); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// SetMinExtraGroup sets how many boundaries must wait before a further
+// group starts while one is in flight.
+func (s *Store) SetMinExtraGroup(n int) {
+	s.group.mu.Lock()
+	s.group.minExtra = n
+	s.group.mu.Unlock()
+}
+
+// OpenTraced is Open with tr tracing every connection of the Store.
+func OpenTraced(ctx context.Context, cfg Config, tr pgx.QueryTracer) (*Store, error) {
+	ms, err := embedded()
+	if err != nil {
+		return nil, err
+	}
+	s, err := newStore(cfg, ms)
+	if err != nil {
+		return nil, err
+	}
+	s.connCfg.Tracer = tr
+	if err := s.prepareSchema(ctx, cfg.AutoMigrate); err != nil {
+		return nil, err
+	}
+	if err := s.openPool(ctx); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// SQLFastCommit exposes the fast path's statement.
+const SQLFastCommit = sqlFastCommit
+
+// SQLNotifyRuns exposes the notifier's statement.
+const SQLNotifyRuns = sqlNotifyRuns

@@ -4,13 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"hxd/internal/runtime/rtstore"
 )
@@ -57,6 +55,8 @@ type committer struct {
 	s         *Store
 	maxGroups int
 	maxSize   int
+	ungrouped atomic.Bool // every boundary commits alone, on its caller's goroutine
+	minExtra  int         // boundaries waiting before a further group starts (minExtraGroup)
 
 	groupCount, boundaryCount atomic.Int64 // transactions and boundaries committed (stats)
 	fastMisses                atomic.Int64 // one-round-trip attempts that fell back (stats)
@@ -70,8 +70,8 @@ type committer struct {
 }
 
 // minExtraGroup is how many boundaries must be waiting before a group
-// starts while another is in flight.
-var minExtraGroup = 8
+// starts while another is in flight (the default of committer.minExtra).
+const minExtraGroup = 8
 
 // maxGroupSize bounds a group transaction's size.
 const maxGroupSize = 64
@@ -84,6 +84,7 @@ func newCommitter(s *Store, poolSize, groups int) *committer {
 		s:         s,
 		maxGroups: max(1, min(groups, poolSize/2)),
 		maxSize:   maxGroupSize,
+		minExtra:  minExtraGroup,
 		busy:      make(map[string]bool),
 	}
 }
@@ -91,6 +92,14 @@ func newCommitter(s *Store, poolSize, groups int) *committer {
 // submit queues r and starts a group when one may start.
 func (g *committer) submit(r *commitReq) {
 	g.mu.Lock()
+	if g.ungrouped.Load() && !g.closed {
+		g.wg.Add(1)
+		g.mu.Unlock()
+		defer g.wg.Done()
+		defer close(r.done)
+		g.s.commitGroup([]*commitReq{r})
+		return
+	}
 	if g.closed {
 		g.mu.Unlock()
 		r.err = fmt.Errorf("%s: %w: store closed", r.op, rtstore.ErrUnavailable)
@@ -99,7 +108,7 @@ func (g *committer) submit(r *commitReq) {
 	}
 	g.queue = append(g.queue, r)
 	var batch []*commitReq
-	if g.groups == 0 || (g.groups < g.maxGroups && len(g.queue) >= minExtraGroup) {
+	if g.groups == 0 || (g.groups < g.maxGroups && len(g.queue) >= g.minExtra) {
 		if batch = g.takeLocked(); len(batch) > 0 {
 			g.groups++
 			g.wg.Add(1)
@@ -216,7 +225,7 @@ func (s *Store) commitGroup(batch []*commitReq) {
 	var err error
 	fast := fastPath(batch)
 	if fast {
-		// One round trip; when the optimism fails (the lease is gone, a
+		// One statement; when the optimism fails (the lease is gone, a
 		// re-sent id, a stale cached seq) nothing was written and the
 		// boundaries go the careful way, which gives each its outcome.
 		missed := false
@@ -419,45 +428,30 @@ func (s *Store) applyGroup(ctx context.Context, t *tx, batch []*commitReq) error
 
 // Fast path: a group whose every boundary is leased and knows its run's
 // last journal and event seqs (the seq cache, warm from the lease's
-// previous commit) commits in ONE round trip: BEGIN, the fence, the writes
-// and COMMIT in one pipelined batch. Every check runs on the server and
-// fails the transaction there, before its COMMIT: the fence and the run
-// update count their rows and raise an error (a failed cast of a marker
-// text) when one is missing, and the appends are plain INSERTs, which a
-// re-sent record or event id, or a seq taken by a writer bypassing the
-// lease, fails with a unique violation. Any of these is a "fast miss": the
-// transaction rolled back, and the group is committed again the careful
-// way (applyGroup: reads first, each boundary its own outcome).
-const (
-	// sqlFastFence is sqlGroupFence (leased boundaries only) failing the
-	// transaction unless all $4 sessions are still held.
-	sqlFastFence = `SELECT (CASE WHEN count(*) = $4 THEN '1' ELSE '` + fastMissMarker + `fence' END)::int FROM (
-SELECT s.id FROM sessions AS s
-JOIN unnest($1::text[], $2::text[], $3::bigint[]) AS f (id, owner, generation) ON s.id = f.id
-WHERE s.owner = f.owner AND s.generation = f.generation AND s.lease_until > clock_timestamp()
-ORDER BY s.id
-FOR NO KEY UPDATE OF s) AS fenced`
-	// sqlFastRunUpdate is sqlGroupRunUpdate failing the transaction
-	// unless all $7 runs (of their sessions) were updated.
-	sqlFastRunUpdate = `WITH u AS (` + sqlGroupRunUpdate + `
-RETURNING 1)
-SELECT (CASE WHEN count(*) = $7 THEN '1' ELSE '` + fastMissMarker + `run' END)::int FROM u`
-	// sqlFastControls reads the control flags set on the fenced sessions
-	// (locked by the fence): the commit's read of them (see controlCache).
-	sqlFastControls = `SELECT id, control FROM sessions WHERE id = ANY($1::text[]) AND control <> ''`
-	sqlFastJournal  = `INSERT INTO journal (run_id, seq, id, payload)
-SELECT u.run_id, u.seq, u.id, u.payload::json
-FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[]) AS u (run_id, seq, id, payload)`
-	sqlFastEvents = `INSERT INTO events (run_id, seq, event_id, payload)
-SELECT u.run_id, u.seq, u.id, u.payload::json
-FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[]) AS u (run_id, seq, id, payload)`
-)
+// previous commit) commits in ONE statement sent on its own, a call of the
+// schema's hxd_commit function (migration 0002): an implicit transaction
+// that fences the sessions, writes every row and reads the control flags
+// (the notifier NOTIFYs the runs whose events it appended, after the
+// commit: see notifier). Every check runs on the
+// server and fails the call there: a session not held by its lease or a
+// run missing from its session raises SQLSTATE HX001
+// (codeFastMiss), and the appends are plain INSERTs, which a re-sent
+// record or event id, or a seq taken by a writer bypassing the lease,
+// fails with a unique violation. Either is a "fast miss": nothing was
+// written, and the group is committed again the careful way (applyGroup:
+// reads first, each boundary its own outcome).
+const sqlFastCommit = `SELECT o_session, o_control FROM hxd_commit(
+$1::text[], $2::text[], $3::bigint[],
+$4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::timestamptz[],
+$10::text[], $11::text[],
+$12::text[], $13::text[],
+$14::text[], $15::text[], $16::text[],
+$17::text[], $18::text[], $19::text[],
+$20::text[], $21::text[], $22::text[],
+$23::text[], $24::bigint[], $25::text[], $26::text[],
+$27::text[], $28::bigint[], $29::text[], $30::text[])`
 
-// fastMissMarker starts the text whose failed integer cast signals a fast
-// miss.
-const fastMissMarker = "hxd fast miss: "
-
-// fastPath reports whether batch may try the one-round-trip commit: every
+// fastPath reports whether batch may try the one-statement commit: every
 // boundary leased, with both seqs of its run cached.
 func fastPath(batch []*commitReq) bool {
 	for _, r := range batch {
@@ -472,24 +466,20 @@ func fastPath(batch []*commitReq) bool {
 var errFastMiss = errors.New("fast commit missed")
 
 // isFastMiss reports the failures of a fast attempt that the careful path
-// sorts out: a check of sqlFastFence or sqlFastRunUpdate, or a unique
+// sorts out: hxd_commit's HX001 (a fence or run check), or a unique
 // violation of an append.
 func isFastMiss(err error) bool {
 	if errors.Is(err, errFastMiss) {
 		return true
 	}
-	var pe *pgconn.PgError
-	if !errors.As(err, &pe) {
-		return false
-	}
-	return pe.Code == codeUniqueViolation ||
-		(pe.Code == codeInvalidTextRepresentation && strings.Contains(pe.Message, fastMissMarker))
+	code := sqlState(err)
+	return code == codeFastMiss || code == codeUniqueViolation
 }
 
-// applyFast writes batch in t in one round trip (see fastPath). A boundary
-// that fails before any database work (validation, a record conflict
-// inside the commit) makes it a miss at once: applyGroup gives every
-// boundary its outcome in the usual order.
+// applyFast writes batch on t's connection with one hxd_commit call (see
+// fastPath). A boundary that fails before any database work (validation,
+// a record conflict inside the commit) makes it a miss at once: applyGroup
+// gives every boundary its outcome in the usual order.
 func (s *Store) applyFast(ctx context.Context, t *tx, batch []*commitReq) error {
 	ts := now()
 	var (
@@ -514,77 +504,30 @@ func (s *Store) applyFast(ctx context.Context, t *tx, batch []*commitReq) error 
 		sessionIDs, owners, gens = append(sessionIDs, r.c.SessionID), append(owners, r.l.token), append(gens, r.l.gen)
 		ws.addBoundary(w, plan, true, !w.seq.lastRun)
 	}
-	b := getWireBatch()
-	defer b.release()
-	b.statement(wireFence)
-	b.texts(sessionIDs)
-	b.texts(owners)
-	b.int8s(gens)
-	b.int8(int64(len(sessionIDs)))
-	b.statement(wireControls) // statement 1: its rows are set flags
-	b.texts(sessionIDs)
-	ws.queueWire(b)
-	t.begun = true
 	controls := make(map[string]string)
 	readAt := time.Now()
-	err := b.exec(ctx, t.conn, func(stmt int, values [][]byte) {
-		if stmt == 1 && len(values) == 2 {
-			controls[string(values[0])] = string(values[1])
-		}
-	})
+	rows, err := t.conn.Query(ctx, sqlFastCommit,
+		sessionIDs, owners, gens,
+		ws.runID, ws.runSession, ws.runStatus, ws.runPhase, nullableStrings(ws.runPayload), ws.runUpdated,
+		ws.lastSession, ws.lastRun,
+		ws.snapSession, ws.snapPayload,
+		ws.stepRun, ws.stepID, ws.stepPayload,
+		ws.appRun, ws.appKey, ws.appPayload,
+		ws.outRun, ws.outKey, ws.outPayload,
+		ws.journal.run, ws.journal.seq, ws.journal.id, ws.journal.payload,
+		ws.events.run, ws.events.seq, ws.events.id, ws.events.payload)
 	if err != nil {
+		return err
+	}
+	var id, control string
+	if _, err := pgx.ForEachRow(rows, []any{&id, &control}, func() error {
+		controls[id] = control
+		return nil
+	}); err != nil {
 		return err
 	}
 	for _, r := range batch {
 		r.control, r.ctlAt = controls[r.c.SessionID], readAt
 	}
 	return nil
-}
-
-// The statements of the fast path, by their prepared names.
-var (
-	wireFence        = wireStatement{"hxd_fast_fence", sqlFastFence}
-	wireControls     = wireStatement{"hxd_fast_controls", sqlFastControls}
-	wireRunUpdate    = wireStatement{"hxd_fast_run_update", sqlFastRunUpdate}
-	wireLastRun      = wireStatement{"hxd_fast_last_run", sqlGroupLastRun}
-	wireSnapshots    = wireStatement{"hxd_fast_snapshots", sqlGroupSnapshots}
-	wireSteps        = wireStatement{"hxd_fast_steps", sqlGroupSteps}
-	wireApprovals    = wireStatement{"hxd_fast_approvals", sqlGroupApprovals}
-	wireToolOutcomes = wireStatement{"hxd_fast_tool_outcomes", sqlGroupToolOutcomes}
-	wireJournal      = wireStatement{"hxd_fast_journal", sqlFastJournal}
-	wireEvents       = wireStatement{"hxd_fast_events", sqlFastEvents}
-)
-
-// queueWire adds the writes of the fast path to b: the run update and the
-// appends check themselves on the server (see sqlFastRunUpdate); between
-// them go the upserts.
-func (ws *writeSet) queueWire(b *wireBatch) {
-	if n := len(ws.runID); n > 0 {
-		b.statement(wireRunUpdate)
-		b.texts(ws.runID)
-		b.texts(ws.runSession)
-		b.texts(ws.runStatus)
-		b.texts(ws.runPhase)
-		b.nullableTexts(ws.runPayload)
-		b.timestamps(ws.runUpdated)
-		b.int8(int64(n))
-	}
-	for _, u := range ws.upserts() {
-		b.statement(u.st)
-		for _, a := range u.args {
-			b.texts(a)
-		}
-	}
-	for _, rows := range []struct {
-		st wireStatement
-		a  *appendSet
-	}{{wireJournal, &ws.journal}, {wireEvents, &ws.events}} {
-		if len(rows.a.seq) > 0 {
-			b.statement(rows.st)
-			b.texts(rows.a.run)
-			b.int8s(rows.a.seq)
-			b.texts(rows.a.id)
-			b.texts(rows.a.payload)
-		}
-	}
 }

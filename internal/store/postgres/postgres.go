@@ -80,6 +80,10 @@ type Config struct {
 	// Logger receives the store's logs (component=store/postgres).
 	// Default: logs are discarded.
 	Logger *slog.Logger
+
+	// ungrouped makes every Commit its own transaction on the caller's
+	// goroutine, without the group committer (the benchmark's baseline).
+	ungrouped bool
 }
 
 // withDefaults returns cfg with every zero field set to its default, or an
@@ -147,6 +151,7 @@ type Store struct {
 	schema       string
 	poolSize     int
 	commitGroups int
+	ungrouped    bool
 	leaseDur     time.Duration
 	logger       *slog.Logger
 	secret       string // the URL's password, scrubbed from every error
@@ -257,6 +262,7 @@ func newStore(cfg Config, ms *migrationSet) (*Store, error) {
 		schema:       cfg.Schema,
 		poolSize:     cfg.PoolSize,
 		commitGroups: cfg.CommitGroups,
+		ungrouped:    cfg.ungrouped,
 		leaseDur:     cfg.LeaseDuration,
 		logger:       cfg.Logger.With("component", "store/postgres", "schema", cfg.Schema),
 		secret:       secret,
@@ -293,6 +299,7 @@ func (s *Store) openPool(ctx context.Context) error {
 	s.pool, s.leasePool, s.live = pool, leasePool, live
 	s.notify = newNotifier(s)
 	s.group = newCommitter(s, s.poolSize, s.commitGroups)
+	s.group.ungrouped.Store(s.ungrouped)
 	return nil
 }
 

@@ -369,7 +369,7 @@ func migrateErrText(err error) string {
 	if de.Line > 0 {
 		msg = fmt.Sprintf("%s (line %d)", msg, de.Line)
 	}
-	if de.OrigErr != nil && !strings.Contains(msg, de.OrigErr.Error()) {
+	if de.OrigErr != nil {
 		msg += ": " + de.OrigErr.Error()
 	}
 	return msg

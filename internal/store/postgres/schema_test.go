@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"context"
+	"fmt"
 	"io/fs"
 	"maps"
 	"slices"
@@ -87,7 +88,7 @@ func TestFreshProvision(t *testing.T) {
 	for _, want := range []string{
 		"r:sessions", "r:runs", "r:steps", "r:approvals", "r:tool_outcomes", "r:events", "r:snapshots",
 		"r:artifacts", "r:artifact_refs", "r:journal", "r:schema_migrations", "r:schema_checksums",
-		"f:hxd_append_only",
+		"f:hxd_append_only", "f:hxd_commit",
 	} {
 		require.Contains(t, objs, want)
 	}
@@ -99,7 +100,7 @@ func TestFreshProvision(t *testing.T) {
 		sum     string
 	)
 	adminQueryRow(t, ctx, cfg.Schema, `SELECT version, dirty FROM schema_migrations`, &version, &dirty)
-	require.Equal(t, int64(1), version)
+	require.Equal(t, int64(headVersion(t)), version)
 	require.False(t, dirty)
 	adminQueryRow(t, ctx, cfg.Schema, `SELECT sha256 FROM schema_checksums WHERE version = 1`, &sum)
 	require.Equal(t, sums[1], sum)
@@ -193,11 +194,18 @@ func TestSchemaRefused(t *testing.T) {
 func TestDirtyMessageSaysWhatToDo(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
+	schema := pgx.Identifier{b.cfg.Schema}.Sanitize()
 	require.NoError(t, b.exec(t, `UPDATE schema_migrations SET dirty = true`))
 	err := b.store.Ping(b.ctx)
 	require.ErrorIs(t, err, rtstore.ErrSchema)
-	require.Contains(t, err.Error(), "DELETE FROM "+pgx.Identifier{b.cfg.Schema}.Sanitize()+".schema_migrations")
+	require.Contains(t, err.Error(), fmt.Sprintf("UPDATE %s.schema_migrations SET version = %d, dirty = false", schema, headVersion(t)-1))
 	require.Contains(t, err.Error(), "hxd migrate")
+
+	// Dirty at the first version: nothing was applied before it.
+	require.NoError(t, b.exec(t, `UPDATE schema_migrations SET version = 1`))
+	err = b.store.Ping(b.ctx)
+	require.ErrorIs(t, err, rtstore.ErrSchema)
+	require.Contains(t, err.Error(), "DELETE FROM "+schema+".schema_migrations")
 }
 
 func TestValidateOnlyLeavesEmptySchemaAlone(t *testing.T) {
@@ -225,7 +233,15 @@ func TestValidateOnlyLeavesEmptySchemaAlone(t *testing.T) {
 	openStore(t, cfg)
 }
 
-// upgradeFS is the embedded migrations plus a version 2.
+// headVersion is the newest embedded migration's version.
+func headVersion(t *testing.T) int {
+	t.Helper()
+	sums, err := migrations.Checksums(migrations.Postgres, "postgres")
+	require.NoError(t, err)
+	return int(slices.Max(slices.Collect(maps.Keys(sums))))
+}
+
+// upgradeFS is the embedded migrations plus the next version.
 func upgradeFS(t *testing.T) fstest.MapFS {
 	t.Helper()
 	fsys := fstest.MapFS{}
@@ -236,27 +252,29 @@ func upgradeFS(t *testing.T) fstest.MapFS {
 		require.NoError(t, err)
 		fsys["postgres/"+e.Name()] = &fstest.MapFile{Data: data}
 	}
-	fsys["postgres/0002_test_upgrade.up.sql"] = &fstest.MapFile{Data: []byte(
+	next := fmt.Sprintf("postgres/%04d_test_upgrade", headVersion(t)+1)
+	fsys[next+".up.sql"] = &fstest.MapFile{Data: []byte(
 		"CREATE TABLE upgrade_marker (id int PRIMARY KEY);\nALTER TABLE sessions ADD COLUMN upgrade_note text;\n")}
-	fsys["postgres/0002_test_upgrade.down.sql"] = &fstest.MapFile{Data: []byte(
+	fsys[next+".down.sql"] = &fstest.MapFile{Data: []byte(
 		"ALTER TABLE sessions DROP COLUMN upgrade_note;\nDROP TABLE upgrade_marker;\n")}
 	return fsys
 }
 
 func TestValidateOnlyRefusesOldSchema(t *testing.T) {
 	t.Parallel()
-	b := setup(t) // version 1
+	b := setup(t) // the embedded head
+	head := headVersion(t)
 	s := b.newSession(t)
 	require.NoError(t, b.store.Close())
 
-	// A binary that knows version 2 refuses to start validate-only and
+	// A binary that knows the next version refuses to start validate-only and
 	// changes nothing.
 	cfg := b.cfg
 	cfg.AutoMigrate = false
 	before := schemaObjects(t, b.ctx, cfg.Schema)
 	_, err := postgres.OpenWithMigrations(b.ctx, cfg, upgradeFS(t))
 	require.ErrorIs(t, err, rtstore.ErrSchema)
-	require.Contains(t, err.Error(), "has version 1, this hxd needs 2")
+	require.Contains(t, err.Error(), fmt.Sprintf("has version %d, this hxd needs %d", head, head+1))
 	require.Contains(t, err.Error(), "hxd migrate")
 	require.Equal(t, before, schemaObjects(t, b.ctx, cfg.Schema))
 
@@ -270,12 +288,13 @@ func TestValidateOnlyRefusesOldSchema(t *testing.T) {
 	require.Equal(t, s.ID, got.ID)
 	var n int
 	b.queryRow(t, `SELECT count(*) FROM schema_checksums`, &n)
-	require.Equal(t, 2, n)
+	require.Equal(t, head+1, n)
 
-	// The binary that only knows version 1 now refuses: the schema is newer.
+	// The binary that only knows the embedded versions now refuses: the
+	// schema is newer.
 	_, err = postgres.Open(b.ctx, cfg)
 	require.ErrorIs(t, err, rtstore.ErrSchema)
-	require.Contains(t, err.Error(), "knows versions up to 1")
+	require.Contains(t, err.Error(), fmt.Sprintf("knows versions up to %d", head))
 }
 
 func TestConcurrentProvisioning(t *testing.T) {
@@ -312,7 +331,7 @@ func TestConcurrentProvisioning(t *testing.T) {
 	}
 	var version int64
 	adminQueryRow(t, ctx, cfg.Schema, `SELECT version FROM schema_migrations`, &version)
-	require.Equal(t, int64(1), version)
+	require.Equal(t, int64(headVersion(t)), version)
 }
 
 func TestForeignTablesRefused(t *testing.T) {

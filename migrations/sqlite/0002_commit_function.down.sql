@@ -1,0 +1,1 @@
+-- Nothing to drop: 0002_commit_function.up.sql changes nothing on SQLite.

@@ -1,0 +1,5 @@
+-- hxd schema v2 (SQLite): nothing. Version 2 adds PostgreSQL's hxd_commit
+-- function; SQLite keeps the same version numbers as PostgreSQL, so this
+-- file is the version's no-op counterpart.
+--
+-- Never edit this file once released: hxd checks its SHA-256 at start-up.
