@@ -42,7 +42,7 @@ type driver struct {
 	b      *binding
 	cancel context.CancelCauseFunc
 	done   chan struct{}
-	soft atomic.Bool // shutdown: stop at the next boundary
+	soft   atomic.Bool // shutdown: stop at the next boundary
 	// batch is the turn the goroutines of a concurrent tool batch take on
 	// the run state (runConcurrent); nil outside one.
 	batch *sync.Mutex
