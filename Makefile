@@ -127,7 +127,7 @@ generate: $(TS_DEPS) $(POSTMAN_DEPS) ## regenerate internal/http/api, the TypeSc
 	cd $(POSTMAN) && npm run --silent generate
 
 .PHONY: verify
-verify: generate lint lint/contract ## regenerate and fail on stale generated code; vet; gofmt check; contract lint
+verify: generate lint lint/contract ## regenerate and fail on stale generated code; vet; gofmt check; golangci-lint; contract lint
 	@git diff --exit-code --stat -- internal/http/api $(TS_CLIENT)/src/schema.ts $(POSTMAN_COLLECTION) || { \
 		echo 'generated code is stale: run `make generate` and commit the result' >&2; exit 1; }
 	@untracked="$$(git ls-files --others --exclude-standard -- internal/http/api $(TS_CLIENT)/src/schema.ts $(POSTMAN_COLLECTION))"; \
@@ -135,7 +135,17 @@ verify: generate lint lint/contract ## regenerate and fail on stale generated co
 		echo "generated files not committed (git add them):" >&2; echo "$$untracked" >&2; exit 1; fi
 
 .PHONY: lint
-lint: vet fmt/check ## go vet + gofmt check
+lint: vet fmt/check lint/golangci ## go vet + gofmt check + golangci-lint (.golangci.yml)
+
+# golangci-lint is pinned by the `tool` line of tools/golangci-lint/go.mod,
+# a module of its own so that its dependencies stay out of go.mod; the
+# script builds it with progress lines the first time (minutes), then runs
+# it. LINT_FLAGS adds flags, e.g. LINT_FLAGS='--concurrency 1'.
+LINT_FLAGS ?=
+
+.PHONY: lint/golangci
+lint/golangci: ## golangci-lint run ./... (pinned in tools/golangci-lint/go.mod; LINT_FLAGS)
+	@GO=$(GO) bash scripts/golangci-lint.sh run $(LINT_FLAGS) ./...
 
 .PHONY: lint/contract
 lint/contract: $(TS_DEPS) ## lint api/openapi.yaml with Redocly CLI (rules: api/redocly.yaml)

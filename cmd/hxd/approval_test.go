@@ -15,6 +15,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"hxd/internal/hxtest"
 	"hxd/internal/journal"
 	"hxd/internal/store/sqlite"
 )
@@ -204,7 +205,7 @@ func apJournal(t *testing.T, d *daemon, rid string) []journal.Record {
 	d.stop()
 	st, err := sqlite.Open(context.Background(), sqlite.Config{Path: d.db})
 	require.NoError(t, err)
-	defer st.Close()
+	defer hxtest.Close(t, st)
 	recs, err := st.JournalList(context.Background(), rid, 0, 0)
 	require.NoError(t, err)
 	return recs
@@ -642,7 +643,7 @@ func TestApprovalConcurrentDecisions(t *testing.T) {
 				answers <- id + ": " + err.Error()
 				return
 			}
-			defer resp.Body.Close()
+			defer hxtest.Close(t, resp.Body)
 			b, _ := io.ReadAll(resp.Body)
 			answers <- id + ": " + strconv.Itoa(resp.StatusCode) + " " + string(b)
 		}()

@@ -129,7 +129,7 @@ func parseExportFlags(args []string, e env) (*exportConfig, error) {
 }
 
 // exportCmd is `hxd export`.
-func exportCmd(ctx context.Context, args []string, e env) error {
+func exportCmd(ctx context.Context, args []string, e env) (err error) {
 	cfg, err := parseExportFlags(args, e)
 	if err != nil {
 		return err
@@ -152,7 +152,7 @@ func exportCmd(ctx context.Context, args []string, e env) error {
 	if err != nil {
 		return &exitError{code: 1, err: err}
 	}
-	defer store.Close()
+	defer func() { err = errors.Join(err, store.Close()) }()
 
 	fmt.Fprintf(e.stderr, "exporting run %s of session %s…\n", cfg.Run, cfg.Session)
 	archive, rep, err := hxhttp.ExportBundle(ctx, func(fn func(*hxruntime.Incident) error) error {
@@ -165,7 +165,7 @@ func exportCmd(ctx context.Context, args []string, e env) error {
 	if err != nil {
 		return &exitError{code: 1, err: exportFailure(cfg, err)}
 	}
-	defer archive.Close()
+	defer func() { err = errors.Join(err, archive.Close()) }() // the spool file
 	if err := archive.Publish(cfg.Output); err != nil {
 		if errors.Is(err, fs.ErrExist) {
 			return &exitError{code: 1, err: existsError(cfg.Output)}
@@ -287,7 +287,7 @@ func describeRulesError(err error) string {
 }
 
 // verifyCmd is `hxd verify [--json] FILE`.
-func verifyCmd(_ context.Context, args []string, e env) error {
+func verifyCmd(_ context.Context, args []string, e env) (err error) {
 	flags := flag.NewFlagSet("verify", flag.ContinueOnError)
 	flags.SetOutput(e.stderr)
 	flags.Usage = func() { fmt.Fprint(e.stderr, verifyUsage); flags.PrintDefaults() }
@@ -300,7 +300,7 @@ func verifyCmd(_ context.Context, args []string, e env) error {
 	if err != nil {
 		return &exitError{code: exitInvalid, err: err}
 	}
-	defer f.Close()
+	defer func() { err = errors.Join(err, f.Close()) }()
 	rep := hxbundle.Verify(f, size, hxbundle.DefaultLimits)
 	if rep.Issues == nil {
 		rep.Issues = []string{}
@@ -361,7 +361,7 @@ func detailText(d hxbundle.Detail) string {
 }
 
 // playbackCmd is `hxd playback FILE`.
-func playbackCmd(_ context.Context, args []string, e env) error {
+func playbackCmd(_ context.Context, args []string, e env) (err error) {
 	flags := flag.NewFlagSet("playback", flag.ContinueOnError)
 	flags.SetOutput(e.stderr)
 	flags.Usage = func() { fmt.Fprint(e.stderr, playbackUsage) }
@@ -373,7 +373,7 @@ func playbackCmd(_ context.Context, args []string, e env) error {
 	if err != nil {
 		return &exitError{code: exitInvalid, err: err}
 	}
-	defer f.Close()
+	defer func() { err = errors.Join(err, f.Close()) }()
 	played, err := hxbundle.Playback(f, size, hxbundle.DefaultLimits)
 	var ie *hxbundle.InvalidError
 	if errors.As(err, &ie) {

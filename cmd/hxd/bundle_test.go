@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"hxd/internal/hxbundle"
+	"hxd/internal/hxtest"
 )
 
 // cliResult is what one in-process hxd command printed and returned.
@@ -87,7 +88,7 @@ func upload(t *testing.T, d *daemon, path string, data []byte) (*http.Response, 
 	req.Header.Set("Content-Type", "application/vnd.harnessx.incident+zip")
 	resp, err := http.DefaultClient.Do(req)
 	require.NoError(t, err)
-	defer resp.Body.Close()
+	defer hxtest.Close(t, resp.Body)
 	out, err := io.ReadAll(resp.Body)
 	require.NoError(t, err)
 	return resp, out

@@ -12,6 +12,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand"
@@ -35,6 +36,7 @@ import (
 
 	hxhttp "hxd/internal/http"
 	"hxd/internal/hxbundle"
+	"hxd/internal/hxtest"
 	"hxd/internal/journal"
 	hxruntime "hxd/internal/runtime"
 	"hxd/internal/store/sqlite"
@@ -210,9 +212,8 @@ func (c *hxdChild) try(method, path string, body any) (int, []byte, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	defer resp.Body.Close()
 	out, err := io.ReadAll(resp.Body)
-	return resp.StatusCode, out, err
+	return resp.StatusCode, out, errors.Join(err, resp.Body.Close())
 }
 
 // call sends one request that must reach the child.
@@ -401,7 +402,7 @@ func requireBundleValid(t *testing.T, st *sqlite.Store, sessionID, runID string)
 		return hxruntime.ExportOffline(ctx, st, sessionID, runID, fn)
 	}, hxhttp.BundleOptions{Policy: hxbundle.Policy{IncludePayloads: true}, Version: "test", Dir: t.TempDir()})
 	require.NoError(t, err)
-	defer archive.Close()
+	defer hxtest.Close(t, archive)
 	require.True(t, report.Valid, "bundle of run %s: %v", runID, report.Issues)
 }
 
@@ -412,7 +413,7 @@ func readJournal(t *testing.T, db, rid string) []journal.Record {
 	ctx := context.Background()
 	st, err := sqlite.Open(ctx, sqlite.Config{Path: db})
 	require.NoError(t, err)
-	defer st.Close()
+	defer hxtest.Close(t, st)
 	recs, err := st.JournalList(ctx, rid, 0, 0)
 	require.NoError(t, err)
 	require.NotEmpty(t, recs)

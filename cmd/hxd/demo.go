@@ -88,6 +88,13 @@ const (
 	demoDefaultFolder  = ".agent_sessions/sqlite-demo"
 )
 
+// sentence is an error whose text is a whole sentence for the user,
+// worded as REFERENCE §10 gives it (capitalised, with its full stop), not
+// an error string meant to be wrapped into another.
+type sentence string
+
+func (s sentence) Error() string { return string(s) }
+
 // demoConfig is what `hxd demo crash-recovery` reads from its flags.
 type demoConfig struct {
 	// Workspace holds the demo files. Default: .agent_sessions/sqlite-demo.
@@ -193,7 +200,7 @@ func parseDemoFlags(args []string, e env) (string, demoConfig, error) {
 
 // demoCrash starts the demo run in a fresh workspace; the process exits
 // with code 42 inside the run, right after the commit holding tool.returned.
-func demoCrash(ctx context.Context, cfg demoConfig, e env, log *slog.Logger) error {
+func demoCrash(ctx context.Context, cfg demoConfig, e env, log *slog.Logger) (err error) {
 	ws := cfg.Workspace
 	var existing []string
 	for _, name := range []string{demoSessionFile, tool.ReportFile, tool.InvocationLogFile} {
@@ -234,7 +241,7 @@ func demoCrash(ctx context.Context, cfg demoConfig, e env, log *slog.Logger) err
 	if err != nil {
 		return err
 	}
-	defer store.Close()
+	defer func() { err = errors.Join(err, store.Close()) }()
 
 	crashed := make(chan struct{})
 	afterCommit := func(kinds []journal.Kind) {
@@ -284,7 +291,7 @@ func demoCrash(ctx context.Context, cfg demoConfig, e env, log *slog.Logger) err
 
 // demoStatus prints the saved state; it changes nothing (the store is
 // opened without migrating and no run is resumed).
-func demoStatus(ctx context.Context, cfg demoConfig, e env, log *slog.Logger) error {
+func demoStatus(ctx context.Context, cfg demoConfig, e env, log *slog.Logger) (err error) {
 	ds, err := readDemoSession(cfg.Workspace)
 	if err != nil {
 		return err
@@ -293,13 +300,13 @@ func demoStatus(ctx context.Context, cfg demoConfig, e env, log *slog.Logger) er
 	if err != nil {
 		return err
 	}
-	defer store.Close()
+	defer func() { err = errors.Join(err, store.Close()) }()
 	return printDemoStatus(ctx, e.stdout, store, ds.SessionID, cfg.Workspace)
 }
 
 // demoResume finishes the crashed run in this process and checks that the
 // report tool ran exactly once.
-func demoResume(ctx context.Context, cfg demoConfig, e env, log *slog.Logger) error {
+func demoResume(ctx context.Context, cfg demoConfig, e env, log *slog.Logger) (err error) {
 	ds, err := readDemoSession(cfg.Workspace)
 	if err != nil {
 		return err
@@ -308,7 +315,7 @@ func demoResume(ctx context.Context, cfg demoConfig, e env, log *slog.Logger) er
 	if err != nil {
 		return err
 	}
-	defer store.Close()
+	defer func() { err = errors.Join(err, store.Close()) }()
 	rt, lost, err := newDemoRuntime(store, cfg.Workspace, log, nil)
 	if err != nil {
 		return err
@@ -322,9 +329,9 @@ func demoResume(ctx context.Context, cfg demoConfig, e env, log *slog.Logger) er
 			if secs <= 0 {
 				secs = store.pg.LeaseDuration().Seconds()
 			}
-			return &exitError{code: 1, err: fmt.Errorf(demoLeaseBusy, int(math.Ceil(secs)))}
+			return &exitError{code: 1, err: sentence(fmt.Sprintf(demoLeaseBusy, int(math.Ceil(secs))))}
 		}
-		return &exitError{code: 1, err: errors.New(demoSessionBusy)}
+		return &exitError{code: 1, err: sentence(demoSessionBusy)}
 	}
 	if err != nil {
 		return fmt.Errorf("resume: %w", err)
@@ -663,7 +670,7 @@ func readDemoSession(ws string) (demoSession, error) {
 	var ds demoSession
 	raw, err := os.ReadFile(filepath.Join(ws, demoSessionFile))
 	if errors.Is(err, os.ErrNotExist) {
-		return ds, &exitError{code: 1, err: errors.New(demoNoSession)}
+		return ds, &exitError{code: 1, err: sentence(demoNoSession)}
 	}
 	if err != nil {
 		return ds, fmt.Errorf("read %s: %w", demoSessionFile, err)
@@ -721,7 +728,7 @@ const (
 )
 
 // flightRecorderDemo is `hxd demo flight-recorder [--output F]`.
-func flightRecorderDemo(ctx context.Context, args []string, e env) error {
+func flightRecorderDemo(ctx context.Context, args []string, e env) (err error) {
 	flags := flag.NewFlagSet("demo flight-recorder", flag.ContinueOnError)
 	flags.SetOutput(e.stderr)
 	flags.Usage = func() { fmt.Fprint(e.stderr, demoUsage) }
@@ -760,7 +767,7 @@ func flightRecorderDemo(ctx context.Context, args []string, e env) error {
 	if err != nil {
 		return &exitError{code: 1, err: err}
 	}
-	defer f.Close()
+	defer func() { err = errors.Join(err, f.Close()) }()
 	played, err := hxbundle.Playback(f, size, hxbundle.DefaultLimits)
 	if err != nil {
 		return &exitError{code: 1, err: fmt.Errorf("the exported bundle does not verify: %w", err)}
@@ -799,13 +806,15 @@ func recordDemoIncident(ctx context.Context, path string, e env) (string, error)
 	if err != nil {
 		return "", fmt.Errorf("create temporary folder: %w", err)
 	}
-	defer os.RemoveAll(tmp)
+	// The deferred cleanups cover an early return; the end of this function
+	// closes and removes everything itself and checks the errors.
+	defer func() { _ = os.RemoveAll(tmp) }()
 	log := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	store, err := sqlite.Open(ctx, sqlite.Config{Path: filepath.Join(tmp, "runtime.db"), Logger: log, AutoMigrate: true})
 	if err != nil {
 		return "", fmt.Errorf("open store: %w", err)
 	}
-	defer store.Close()
+	defer func() { _ = store.Close() }()
 	rt, lost, err := newDemoRuntime(&openedStore{Store: store}, tmp, log, nil)
 	if err != nil {
 		return "", err
@@ -841,7 +850,7 @@ func recordDemoIncident(ctx context.Context, path string, e env) (string, error)
 	if err != nil {
 		return "", fmt.Errorf("export run %s: %w", run.RunID, err)
 	}
-	defer archive.Close()
+	defer func() { _ = archive.Close() }()
 	if err := archive.Publish(path); err != nil {
 		if errors.Is(err, os.ErrExist) {
 			return "", &exitError{code: 1, err: existsError(path)}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"hxd/internal/hxtest"
 	hxruntime "hxd/internal/runtime"
 	"hxd/internal/store/sqlite"
 	"hxd/internal/tool"
@@ -66,7 +67,7 @@ func demoSnapshot(t *testing.T, db, ws string) string {
 	require.NoError(t, err)
 	st, err := sqlite.Open(context.Background(), sqlite.Config{Path: db})
 	require.NoError(t, err)
-	defer st.Close()
+	defer hxtest.Close(t, st)
 	key := hxruntime.SessionKey(hxruntime.LocalPrincipal, ds.SessionID)
 	sess, err := st.SessionGet(context.Background(), key)
 	require.NoError(t, err)

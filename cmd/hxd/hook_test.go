@@ -191,7 +191,7 @@ func TestCheckpointHookNeverBlocks(t *testing.T) {
 	t.Cleanup(func() { close(release) })
 	h := newCheckpointHook(hookConfig{URL: rc.srv.URL, Logger: hxtest.Logger(t), RequestTimeout: time.Minute})
 	require.NoError(t, h.Start(context.Background()))
-	var notify func(string, string, hxruntime.RunStatus, hxruntime.Phase) = h.Notify // a runtime CheckpointFunc
+	notify := hxruntime.Config{CheckpointFunc: h.Notify}.CheckpointFunc // h.Notify is a runtime CheckpointFunc
 
 	done := make(chan struct{})
 	go func() {

@@ -15,6 +15,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
+
+	"hxd/internal/hxtest"
 )
 
 // do sends one request to the child and returns the response (body read)
@@ -34,7 +36,7 @@ func (c *hxdChild) do(method, path string, body any) (*http.Response, map[string
 	}
 	resp, err := c.client.Do(req)
 	require.NoError(c.t, err, "%s %s", method, path)
-	defer resp.Body.Close()
+	defer hxtest.Close(c.t, resp.Body)
 	raw, err := io.ReadAll(resp.Body)
 	require.NoError(c.t, err)
 	var m map[string]any

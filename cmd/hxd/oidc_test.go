@@ -179,9 +179,6 @@ type opCase struct {
 	hdr              []string
 }
 
-// resourceParams are the path parameters naming a principal's resource.
-var resourceParams = []string{"session_id", "run_id", "execution_key", "sha256"}
-
 // contractOperations lists every operation of the embedded contract with
 // its path filled from o and a valid body (so the request reaches the
 // ownership check). It fails on an operation it has no body for.
@@ -553,8 +550,9 @@ func freePort(t *testing.T) int {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
+	port := ln.Addr().(*net.TCPAddr).Port
+	require.NoError(t, ln.Close())
+	return port
 }
 
 // startHydra starts `hydra serve all --dev` with an in-memory store on
@@ -590,9 +588,9 @@ func startHydra(t *testing.T, bin string) *hydra {
 	go func() { exited <- cmd.Wait() }()
 	t.Cleanup(func() {
 		_ = cmd.Process.Kill()
-		<-exited
+		err := <-exited // killed, as asked
 		if t.Failed() {
-			t.Logf("hydra output:\n%s", out.String())
+			t.Logf("hydra (%v) output:\n%s", err, out.String())
 		}
 	})
 
@@ -600,7 +598,7 @@ func startHydra(t *testing.T, bin string) *hydra {
 	for {
 		resp, err := http.Get(h.public + "/.well-known/openid-configuration")
 		if err == nil {
-			resp.Body.Close()
+			require.NoError(t, resp.Body.Close())
 			if resp.StatusCode == http.StatusOK {
 				return h
 			}
@@ -658,7 +656,7 @@ func (h *hydra) token(t *testing.T, c hydraClient, scope string) string {
 	req.SetBasicAuth(url.QueryEscape(c.ID), url.QueryEscape(c.Secret))
 	resp, err := http.DefaultClient.Do(req)
 	require.NoError(t, err)
-	defer resp.Body.Close()
+	defer hxtest.Close(t, resp.Body)
 	body, err := io.ReadAll(resp.Body)
 	require.NoError(t, err)
 	require.Equal(t, http.StatusOK, resp.StatusCode, string(body))

@@ -34,7 +34,11 @@ func stealDemoLease(t *testing.T, dbURL, schema string) {
 		t.Error(err)
 		return
 	}
-	defer conn.Close(ctx)
+	defer func() {
+		if err := conn.Close(ctx); err != nil {
+			t.Error(err)
+		}
+	}()
 	ct, err := conn.Exec(ctx, `UPDATE sessions SET owner = 'thief', generation = generation + 1,
 lease_until = clock_timestamp() + interval '1 hour'`)
 	if err == nil && ct.RowsAffected() != 1 {

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -15,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
+	"hxd/internal/hxtest"
 	"hxd/internal/store/postgres"
 	"hxd/migrations"
 )
@@ -66,7 +68,7 @@ func TestPostgresConcurrentStartups(t *testing.T) {
 	cfg.RuntimeParams["search_path"] = pgx.Identifier{schema}.Sanitize()
 	conn, err := pgx.ConnectConfig(ctx, cfg)
 	require.NoError(t, err)
-	defer conn.Close(ctx)
+	defer func() { require.NoError(t, conn.Close(ctx)) }()
 	var (
 		version int64
 		dirty   bool
@@ -140,7 +142,7 @@ func TestPostgresCrossProcessSSE(t *testing.T) {
 	opened := time.Now()
 	resp, err := (&http.Client{}).Do(req.WithContext(ctx))
 	require.NoError(t, err)
-	defer resp.Body.Close()
+	defer hxtest.Close(t, resp.Body)
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 	require.True(t, strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream"))
 
@@ -169,7 +171,7 @@ func TestPostgresCrossProcessSSE(t *testing.T) {
 			}
 		}
 		err := sc.Err()
-		if err == nil || err == io.EOF {
+		if err == nil || errors.Is(err, io.EOF) {
 			err = nil
 		}
 		done <- err
@@ -220,6 +222,6 @@ func TestPostgresPoolSizeDefault(t *testing.T) {
 	require.Zero(t, cfg.PG.config(nil).PoolSize, "no default applied outside the store")
 	st, err := openStore(context.Background(), cfg.PG, "", nil)
 	require.NoError(t, err)
-	defer st.Close()
+	defer hxtest.Close(t, st)
 	require.Equal(t, postgres.DefaultPoolSize, st.pg.PoolSize())
 }

@@ -27,6 +27,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
+	"hxd/internal/hxtest"
 	"hxd/internal/journal"
 	hxruntime "hxd/internal/runtime"
 	"hxd/internal/store/postgres"
@@ -81,7 +82,11 @@ func testDatabaseTB(t testing.TB) (dbURL, schema string) {
 			t.Logf("drop schema %s: %v", schema, err)
 			return
 		}
-		defer conn.Close(ctx)
+		defer func() {
+			if err := conn.Close(ctx); err != nil {
+				t.Logf("drop schema %s: close: %v", schema, err)
+			}
+		}()
 		if _, err := conn.Exec(ctx, "DROP SCHEMA IF EXISTS "+pgx.Identifier{schema}.Sanitize()+" CASCADE"); err != nil {
 			t.Logf("drop schema %s: %v", schema, err)
 		}
@@ -108,7 +113,7 @@ func exportAndVerify(t *testing.T, base, rid string) verifyReport {
 		req.Header.Set("Content-Type", ctype)
 		resp, err := http.DefaultClient.Do(req)
 		require.NoError(t, err)
-		defer resp.Body.Close()
+		defer hxtest.Close(t, resp.Body)
 		out, err := io.ReadAll(resp.Body)
 		require.NoError(t, err)
 		return resp.StatusCode, out
@@ -183,7 +188,7 @@ func TestPostgresExportCLI(t *testing.T) {
 	var exists bool
 	conn, err := pgx.Connect(t.Context(), dbURL)
 	require.NoError(t, err)
-	defer conn.Close(context.Background())
+	defer func() { require.NoError(t, conn.Close(context.Background())) }()
 	require.NoError(t, conn.QueryRow(t.Context(), `SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = $1)`, other).Scan(&exists))
 	require.False(t, exists, "export creates no schema")
 

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"hxd/internal/agent"
 	hxhttp "hxd/internal/http"
@@ -183,7 +184,7 @@ func newLogger(format string, e env) *slog.Logger {
 	return slog.New(slog.NewTextHandler(e.stderr, nil))
 }
 
-func serve(ctx context.Context, args []string, e env) error {
+func serve(ctx context.Context, args []string, e env) (err error) {
 	cfg, err := parseServeFlags(args, e)
 	if err != nil {
 		return err
@@ -214,7 +215,7 @@ func serve(ctx context.Context, args []string, e env) error {
 	if err != nil {
 		return err
 	}
-	defer store.Close()
+	defer func() { err = errors.Join(err, store.Close()) }()
 
 	rtCfg := hxruntime.Config{
 		Store: store, Agents: registry, Logger: log,
@@ -330,7 +331,7 @@ type apiServer struct {
 // a request.
 func newAPIServer(cfg *serveConfig, ln net.Listener, svc hxhttp.Service, log *slog.Logger, auth hxhttp.Authenticator) *apiServer {
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	handler := hxhttp.New(hxhttp.Config{Service: svc, Logger: log, Version: version, Registry: reg, Authenticator: auth})
 	srv := &http.Server{
 		Handler:           handler,

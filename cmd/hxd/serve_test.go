@@ -20,6 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"hxd/internal/http/api"
+	"hxd/internal/hxtest"
 	"hxd/internal/journal"
 	"hxd/internal/store/sqlite"
 )
@@ -114,7 +115,7 @@ func (d *daemon) do(t *testing.T, method, path string, body any, hdr ...string) 
 	}
 	resp, err := http.DefaultClient.Do(req)
 	require.NoError(t, err)
-	defer resp.Body.Close()
+	defer hxtest.Close(t, resp.Body)
 	out, err := io.ReadAll(resp.Body)
 	require.NoError(t, err)
 	return resp, out
@@ -152,7 +153,7 @@ func readSSE(t *testing.T, d *daemon, path string, hdr ...string) []sseFrame {
 	client := &http.Client{Timeout: 20 * time.Second}
 	resp, err := client.Do(req)
 	require.NoError(t, err)
-	defer resp.Body.Close()
+	defer hxtest.Close(t, resp.Body)
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 	require.True(t, strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream"))
 	var frames []sseFrame
@@ -266,7 +267,7 @@ func TestServeInvoiceDemoEndToEnd(t *testing.T) {
 	// The journal, read from the database file: boundaries in the derived order.
 	st, err := sqlite.Open(context.Background(), sqlite.Config{Path: d.db})
 	require.NoError(t, err)
-	defer st.Close()
+	defer hxtest.Close(t, st)
 	recs, err := st.JournalList(context.Background(), rid, 0, 0)
 	require.NoError(t, err)
 	var got []string
@@ -355,7 +356,7 @@ func TestServeShutdownLeavesRunsResumable(t *testing.T) {
 	d2.stop()
 	st, err := sqlite.Open(context.Background(), sqlite.Config{Path: db})
 	require.NoError(t, err)
-	defer st.Close()
+	defer hxtest.Close(t, st)
 	recs, err := st.JournalList(context.Background(), rid, 0, 0)
 	require.NoError(t, err)
 	var starts []string
@@ -379,7 +380,7 @@ func TestServeIdleTimeout(t *testing.T) {
 	d := startDaemon(t, filepath.Join(t.TempDir(), "hxd.db"), "--idle-timeout", "300ms")
 	conn, err := net.Dial("tcp", strings.TrimPrefix(d.base, "http://"))
 	require.NoError(t, err)
-	defer conn.Close()
+	defer hxtest.Close(t, conn)
 	r := bufio.NewReader(conn)
 	get := func() {
 		t.Helper()

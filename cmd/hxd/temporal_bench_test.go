@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"hxd/internal/hxtest"
 	hxruntime "hxd/internal/runtime"
 	"hxd/internal/temporal"
 )
@@ -51,7 +52,7 @@ func benchRun(b *testing.B, client *http.Client, base string) string {
 		if err != nil {
 			b.Fatal(err)
 		}
-		defer resp.Body.Close()
+		defer hxtest.Close(b, resp.Body)
 		out, _ := io.ReadAll(resp.Body)
 		if resp.StatusCode >= 300 {
 			b.Fatalf("POST %s: %d %s", path, resp.StatusCode, out)

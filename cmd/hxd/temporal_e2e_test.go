@@ -437,7 +437,7 @@ func TestTemporalEngineEndToEnd(t *testing.T) {
 
 	t.Run("lost event history is a gap", func(t *testing.T) {
 		rdb := redis.NewClient(&redis.Options{Addr: te.redisAddr})
-		defer rdb.Close()
+		defer hxtest.Close(t, rdb)
 		run := subs[2].run
 		resp, body := d.do(t, http.MethodGet, "/runs/"+run+"/events", nil, "Accept", "application/json")
 		require.Equal(t, http.StatusOK, resp.StatusCode, string(body))
@@ -517,7 +517,7 @@ func readSSELong(t *testing.T, d *daemon, path string, timeout time.Duration) []
 		t.Logf("SSE: %v", err)
 		return nil
 	}
-	defer resp.Body.Close()
+	defer hxtest.Close(t, resp.Body)
 	raw, _ := io.ReadAll(resp.Body)
 	var frames []sseFrame
 	for _, block := range strings.Split(string(raw), "\n\n") {

@@ -126,7 +126,7 @@ func (d *Definition) WithDefaults() *Definition {
 	if d.Tools != nil {
 		c.Tools = make([]ToolDef, len(d.Tools))
 		for i, t := range d.Tools {
-			c.Tools[i] = ToolDef{Config: t.Config.WithDefaults(), ResultMiddleware: slices.Clone(t.ResultMiddleware)}
+			c.Tools[i] = ToolDef{Config: t.WithDefaults(), ResultMiddleware: slices.Clone(t.ResultMiddleware)}
 		}
 	}
 	return &c

@@ -101,12 +101,12 @@ func isAgentFile(name string) bool {
 }
 
 // loadFile loads the agent file at path.
-func loadFile(path string) (*Definition, error) {
+func loadFile(path string) (_ *Definition, err error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err // *PathError names the file
 	}
-	defer f.Close()
+	defer func() { err = errors.Join(err, f.Close()) }()
 	return Load(f, path)
 }
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"hxd/internal/hxtest"
 	"hxd/internal/model"
 	"hxd/internal/tool"
 )
@@ -31,7 +32,7 @@ func TestLoadDesignExample(t *testing.T) {
 	t.Parallel()
 	f, err := os.Open("testdata/design-example.yaml")
 	require.NoError(t, err)
-	defer f.Close()
+	defer hxtest.Close(t, f)
 	d, err := Load(f, "testdata/design-example.yaml")
 	require.NoError(t, err)
 

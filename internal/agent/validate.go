@@ -186,7 +186,9 @@ func splitJoined(err error) []error {
 	if err == nil {
 		return nil
 	}
-	if _, ok := err.(*FieldError); ok {
+	// err itself, not its chain: a *FieldError has Unwrap() []error too,
+	// but is one problem, not a join.
+	if _, ok := err.(*FieldError); ok { //nolint:errorlint // err itself, not its chain (above)
 		return []error{err}
 	}
 	if j, ok := err.(interface{ Unwrap() []error }); ok {

@@ -177,7 +177,7 @@ func TestOIDCTokens(t *testing.T) {
 	req.Header.Add("Authorization", "Bearer "+valid)
 	resp2, err := ob.srv.Client().Do(req)
 	require.NoError(t, err)
-	resp2.Body.Close()
+	require.NoError(t, resp2.Body.Close())
 	require.Equal(t, http.StatusUnauthorized, resp2.StatusCode)
 
 	// The valid token passes; the scheme is case-insensitive.
@@ -310,7 +310,7 @@ func TestOIDCJWKSRefetchThrottle(t *testing.T) {
 		if !assert.NoError(t, err) {
 			return 0
 		}
-		resp.Body.Close()
+		assert.NoError(t, resp.Body.Close())
 		return resp.StatusCode
 	}
 

@@ -17,6 +17,7 @@ import (
 	hxhttp "hxd/internal/http"
 	"hxd/internal/http/api"
 	"hxd/internal/hxbundle"
+	"hxd/internal/hxtest"
 	"hxd/internal/journal"
 )
 
@@ -50,7 +51,7 @@ func metadataBundle(t *testing.T) []byte {
 		RunID: "r1", SessionID: "s1", Status: "completed", Phase: "result", SDKVersion: "test",
 	}, recordSource{rec(1, journal.KindRunStarted), rec(2, journal.KindCheckpoint)}, hxbundle.Policy{}, t.TempDir())
 	require.NoError(t, err)
-	defer a.Close()
+	defer hxtest.Close(t, a)
 	var b strings.Builder
 	_, err = a.WriteTo(&b)
 	require.NoError(t, err)
@@ -82,7 +83,7 @@ func (tb *testBundle) upload(t *testing.T, u upload) (*http.Response, []byte) {
 	}
 	resp, err := tb.srv.Client().Do(req)
 	require.NoError(t, err)
-	defer resp.Body.Close()
+	defer hxtest.Close(t, resp.Body)
 	data, err := io.ReadAll(resp.Body)
 	require.NoError(t, err)
 	tb.checkContract(t, req, resp, data)
@@ -215,13 +216,13 @@ func TestBundleUploadTooLargeAnsweredAtOnce(t *testing.T) {
 				t.Parallel()
 				conn, err := net.Dial("tcp", tb.srv.Listener.Addr().String())
 				require.NoError(t, err)
-				defer conn.Close()
+				defer hxtest.Close(t, conn)
 				require.NoError(t, conn.SetDeadline(time.Now().Add(5*time.Second)))
 				_, err = fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: x\r\nContent-Type: application/zip\r\n%s", path, head)
 				require.NoError(t, err)
 				resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
 				require.NoError(t, err, "no answer while the client holds the rest of the body back")
-				defer resp.Body.Close()
+				defer hxtest.Close(t, resp.Body)
 				body, err := io.ReadAll(resp.Body)
 				require.NoError(t, err)
 				if path == "/bundles/verify" {

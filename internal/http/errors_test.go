@@ -20,6 +20,7 @@ import (
 
 	"hxd/internal/agent"
 	hxhttp "hxd/internal/http"
+	"hxd/internal/hxtest"
 	"hxd/internal/journal"
 	hxruntime "hxd/internal/runtime"
 )
@@ -337,7 +338,7 @@ func TestBodyLimit(t *testing.T) {
 	req.Header.Set("Content-Type", "application/json")
 	resp2, err := tb.srv.Client().Do(req)
 	require.NoError(t, err)
-	defer resp2.Body.Close()
+	defer hxtest.Close(t, resp2.Body)
 	body2, err := io.ReadAll(resp2.Body)
 	require.NoError(t, err)
 	requireProblem(t, resp2, body2, http.StatusRequestEntityTooLarge, "payload_too_large")
@@ -356,7 +357,7 @@ func TestBodyTimeout(t *testing.T) {
 			t.Parallel()
 			conn, err := net.Dial("tcp", tb.srv.Listener.Addr().String())
 			require.NoError(t, err)
-			defer conn.Close()
+			defer hxtest.Close(t, conn)
 			_, err = fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: x\r\nContent-Type: %s\r\nContent-Length: 100\r\n\r\n{\"agent\"", path, ct)
 			require.NoError(t, err)
 			require.NoError(t, conn.SetDeadline(time.Now().Add(10*time.Second)))

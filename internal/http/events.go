@@ -33,7 +33,8 @@ func (s *Server) ListRunEvents(ctx context.Context, req api.ListRunEventsRequest
 	if !prefersJSON(acceptFrom(ctx)) {
 		r, _ := httpRequestFrom(ctx)
 		head := r != nil && r.Method == http.MethodHead
-		return &eventStream{ctx: ctx, s: s, runID: req.RunId, after: after, head: head}, nil
+		st := &eventStream{s: s, runID: req.RunId, after: after, head: head}
+		return eventStreamResponse(func(w http.ResponseWriter) error { return st.visit(ctx, w) }), nil
 	}
 	page, err := s.eventPage(ctx, req.RunId, after, deref(req.Params.Limit))
 	if err != nil {
@@ -197,13 +198,20 @@ func prefersJSON(accept string) bool {
 	return qJSON > 0 && qJSON > qSSE
 }
 
+// eventStreamResponse is the text/event-stream answer of listRunEvents.
+// The strict server's Visit methods receive no context, so the handler
+// returns a closure over its ctx, which the generated code calls before
+// the request ends.
+type eventStreamResponse func(w http.ResponseWriter) error
+
+// VisitListRunEventsResponse implements api.ListRunEventsResponseObject.
+func (f eventStreamResponse) VisitListRunEventsResponse(w http.ResponseWriter) error { return f(w) }
+
 // eventStream is the text/event-stream form of listRunEvents. It writes
 // one frame per event and flushes after each (the generated stream
-// response copies without flushing). It holds the request's context
-// because the strict Visit method receives none; it lives only as long as
-// the request.
+// response copies without flushing); it lives only as long as the
+// request, whose ctx its methods take.
 type eventStream struct {
-	ctx   context.Context
 	s     *Server
 	runID string
 	after int64
@@ -223,10 +231,10 @@ type eventLagger interface {
 	EventLag() time.Duration
 }
 
-// VisitListRunEventsResponse implements api.ListRunEventsResponseObject.
-// Once the headers are out, failures end the stream (logged once); the
-// client reconnects with Last-Event-ID.
-func (e *eventStream) VisitListRunEventsResponse(w http.ResponseWriter) error {
+// visit writes the stream, until the run settles or ctx (the request's)
+// ends. Once the headers are out, failures end the stream (logged once);
+// the client reconnects with Last-Event-ID.
+func (e *eventStream) visit(ctx context.Context, w http.ResponseWriter) error {
 	rc := http.NewResponseController(w)
 	_ = rc.SetWriteDeadline(time.Time{}) // a stream outlives the server's WriteTimeout
 	h := w.Header()
@@ -239,11 +247,11 @@ func (e *eventStream) VisitListRunEventsResponse(w http.ResponseWriter) error {
 	}
 	err := rc.Flush()
 	if err == nil {
-		err = e.stream(w, rc)
+		err = e.stream(ctx, w, rc)
 	}
-	if err != nil && e.ctx.Err() == nil {
-		e.s.log.WarnContext(e.ctx, "event stream ended early",
-			"request_id", requestIDFrom(e.ctx), "run_id", e.runID, "error", err.Error())
+	if err != nil && ctx.Err() == nil {
+		e.s.log.WarnContext(ctx, "event stream ended early",
+			"request_id", requestIDFrom(ctx), "run_id", e.runID, "error", err.Error())
 	}
 	return nil
 }
@@ -257,7 +265,7 @@ func (e *eventStream) VisitListRunEventsResponse(w http.ResponseWriter) error {
 // With a Service whose events lag the run's status (eventLagger), a
 // stopped run's stream waits up to that lag for the run_result event
 // before it ends.
-func (e *eventStream) stream(w http.ResponseWriter, rc *http.ResponseController) error {
+func (e *eventStream) stream(ctx context.Context, w http.ResponseWriter, rc *http.ResponseController) error {
 	keepAlive := time.NewTicker(e.s.keepAlive)
 	defer keepAlive.Stop()
 	var lag time.Duration
@@ -268,9 +276,9 @@ func (e *eventStream) stream(w http.ResponseWriter, rc *http.ResponseController)
 	after := e.after
 	for {
 		changed, release := e.s.svc.WatchRun(e.runID) // before reading: no commit is missed
-		run, err := e.s.svc.GetRun(e.ctx, e.runID)
+		run, err := e.s.svc.GetRun(ctx, e.runID)
 		if err == nil {
-			after, err = e.drain(w, rc, after)
+			after, err = e.drain(ctx, w, rc, after)
 		}
 		if err != nil {
 			release()
@@ -295,7 +303,7 @@ func (e *eventStream) stream(w http.ResponseWriter, rc *http.ResponseController)
 		} else {
 			stoppedAt = time.Time{}
 		}
-		err = e.wait(w, rc, changed, keepAlive.C)
+		err = e.wait(ctx, w, rc, changed, keepAlive.C)
 		release()
 		if err != nil {
 			return err
@@ -305,9 +313,9 @@ func (e *eventStream) stream(w http.ResponseWriter, rc *http.ResponseController)
 
 // drain writes the events after cursor, batch by batch, and returns the
 // last cursor written.
-func (e *eventStream) drain(w http.ResponseWriter, rc *http.ResponseController, after int64) (int64, error) {
+func (e *eventStream) drain(ctx context.Context, w http.ResponseWriter, rc *http.ResponseController, after int64) (int64, error) {
 	for {
-		evs, err := e.s.svc.ListEvents(e.ctx, e.runID, after, eventBatch)
+		evs, err := e.s.svc.ListEvents(ctx, e.runID, after, eventBatch)
 		if err != nil {
 			return after, err
 		}
@@ -339,13 +347,13 @@ func (e *eventStream) drain(w http.ResponseWriter, rc *http.ResponseController, 
 
 // wait returns when the run changes, sending keep-alive comments
 // meanwhile; ctx's error when the client goes away.
-func (e *eventStream) wait(w http.ResponseWriter, rc *http.ResponseController, changed <-chan struct{}, tick <-chan time.Time) error {
+func (e *eventStream) wait(ctx context.Context, w http.ResponseWriter, rc *http.ResponseController, changed <-chan struct{}, tick <-chan time.Time) error {
 	for {
 		select {
 		case <-changed:
 			return nil
-		case <-e.ctx.Done():
-			return e.ctx.Err()
+		case <-ctx.Done():
+			return ctx.Err()
 		case <-tick:
 			if _, err := w.Write([]byte(": keep-alive\n\n")); err != nil {
 				return err

@@ -151,7 +151,8 @@ func (s *Server) ExportRun(ctx context.Context, req api.ExportRunRequestObject) 
 	context.AfterFunc(ctx, func() { _ = archive.Close() })
 	s.log.InfoContext(ctx, "run exported", append(audit,
 		"outcome", "exported", "size", archive.Size(), "records", rep.RecordCount, "complete", rep.Complete)...)
-	return &exportStream{ctx: ctx, s: s, runID: req.RunId, archive: archive}, nil
+	st := &exportStream{s: s, runID: req.RunId, archive: archive}
+	return exportStreamResponse(func(w http.ResponseWriter) error { return st.visit(ctx, w) }), nil
 }
 
 // exportPolicy turns the request body into a policy. Limits default to the
@@ -188,7 +189,7 @@ func (s *Server) exportPolicy(body *api.ExportPolicy) (hxbundle.Policy, error) {
 				*dst = *v
 			}
 		}
-		var maxRecords, maxMembers int64 = int64(p.Limits.MaxRecords), int64(p.Limits.MaxMembers)
+		maxRecords, maxMembers := int64(p.Limits.MaxRecords), int64(p.Limits.MaxMembers)
 		tighten("max_bytes", l.MaxBytes, s.limits.MaxBytes, &p.Limits.MaxBytes)
 		tighten("max_member_bytes", l.MaxMemberBytes, s.limits.MaxMemberBytes, &p.Limits.MaxMemberBytes)
 		tighten("max_records", intPtr64(l.MaxRecords), int64(s.limits.MaxRecords), &maxRecords)
@@ -244,23 +245,33 @@ func intPtr64(p *int) *int64 {
 	return &v
 }
 
-// exportStream is the 200 answer of exportRun: the archive, streamed from
-// its spool file with its exact Content-Length and flushed as it goes
-// (the generated stream response copies without flushing). It holds the
-// request's context because the strict Visit method receives none.
+// exportStreamResponse is the 200 answer of exportRun. The strict
+// server's Visit methods receive no context, so the handler returns a
+// closure over its ctx, which the generated code calls before the request
+// ends.
+type exportStreamResponse func(w http.ResponseWriter) error
+
+// VisitExportRunResponse implements api.ExportRunResponseObject.
+func (f exportStreamResponse) VisitExportRunResponse(w http.ResponseWriter) error { return f(w) }
+
+// exportStream is the archive of an exportRun answer, streamed from its
+// spool file with its exact Content-Length and flushed as it goes (the
+// generated stream response copies without flushing).
 type exportStream struct {
-	ctx     context.Context
 	s       *Server
 	runID   string
 	archive *hxbundle.Archive
 }
 
-// VisitExportRunResponse implements api.ExportRunResponseObject. Once the
-// headers are out a failure (usually the client going away) can only end
-// the response early; it is logged, and the spool file is removed either
-// way.
-func (e *exportStream) VisitExportRunResponse(w http.ResponseWriter) error {
-	defer e.archive.Close()
+// visit writes the archive for the request of ctx. Once the headers are
+// out a failure (usually the client going away) can only end the response
+// early; it is logged, and the spool file is removed either way.
+func (e *exportStream) visit(ctx context.Context, w http.ResponseWriter) error {
+	defer func() {
+		if err := e.archive.Close(); err != nil {
+			e.s.log.WarnContext(ctx, "remove export spool", "request_id", requestIDFrom(ctx), "run_id", e.runID, "error", err.Error())
+		}
+	}()
 	h := w.Header()
 	h.Set("Content-Type", "application/vnd.harnessx.incident+zip")
 	h.Set("Content-Disposition", attachment(e.runID+".hx"))
@@ -273,9 +284,9 @@ func (e *exportStream) VisitExportRunResponse(w http.ResponseWriter) error {
 	if err == nil {
 		err = fw.rc.Flush()
 	}
-	if err != nil && e.ctx.Err() == nil {
-		e.s.log.WarnContext(e.ctx, "export stream ended early",
-			"request_id", requestIDFrom(e.ctx), "run_id", e.runID, "error", err.Error())
+	if err != nil && ctx.Err() == nil {
+		e.s.log.WarnContext(ctx, "export stream ended early",
+			"request_id", requestIDFrom(ctx), "run_id", e.runID, "error", err.Error())
 	}
 	return nil
 }

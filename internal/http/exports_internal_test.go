@@ -57,7 +57,7 @@ func TestExportStream(t *testing.T) {
 
 	a, dir := spooledArchive(t)
 	rec := httptest.NewRecorder()
-	require.NoError(t, (&exportStream{ctx: context.Background(), s: s, runID: "r1", archive: a}).VisitExportRunResponse(rec))
+	require.NoError(t, (&exportStream{s: s, runID: "r1", archive: a}).visit(context.Background(), rec))
 	require.Equal(t, http.StatusOK, rec.Code)
 	require.Equal(t, `attachment; filename="r1.hx"`, rec.Header().Get("Content-Disposition"))
 	require.Equal(t, "application/vnd.harnessx.incident+zip", rec.Header().Get("Content-Type"))
@@ -68,8 +68,8 @@ func TestExportStream(t *testing.T) {
 	requireEmptyDir(t, dir)
 
 	a, dir = spooledArchive(t)
-	require.NoError(t, (&exportStream{ctx: context.Background(), s: s, runID: "r1", archive: a}).
-		VisitExportRunResponse(failingWriter{httptest.NewRecorder()}))
+	require.NoError(t, (&exportStream{s: s, runID: "r1", archive: a}).
+		visit(context.Background(), failingWriter{httptest.NewRecorder()}))
 	requireEmptyDir(t, dir)
 }
 

@@ -100,7 +100,7 @@ func (tb *testBundle) do(t *testing.T, rq request) (*http.Response, []byte) {
 	}
 	resp, err := tb.srv.Client().Do(req)
 	require.NoError(t, err)
-	defer resp.Body.Close()
+	defer hxtest.Close(t, resp.Body)
 	data, err := io.ReadAll(resp.Body)
 	require.NoError(t, err)
 	tb.checkContract(t, req, resp, data)

@@ -2,6 +2,7 @@ package hxtest
 
 import (
 	"bytes"
+	"io"
 	"log/slog"
 	"os"
 	"sync"
@@ -43,4 +44,13 @@ func (w *tWriter) Write(p []byte) (int, error) {
 		w.t.Log(string(bytes.TrimRight(p, "\n")))
 	}
 	return len(p), nil
+}
+
+// Close closes c, typically deferred (`defer hxtest.Close(t, resp.Body)`),
+// and marks t failed, without stopping it, if that fails.
+func Close(t testing.TB, c io.Closer) {
+	t.Helper()
+	if err := c.Close(); err != nil {
+		t.Errorf("close %T: %v", c, err)
+	}
 }

@@ -54,8 +54,8 @@ func FreePort() (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
+	port := ln.Addr().(*net.TCPAddr).Port
+	return port, ln.Close()
 }
 
 // RepoRoot is the folder of the module's go.mod, found upwards from the

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"net"
 	"net/url"
 	"os"
@@ -41,12 +42,12 @@ func RedisAddr(t testing.TB) string {
 
 // pingRedis sends an inline PING and accepts any RESP reply ("+PONG", or
 // "-NOAUTH…" from a Redis wanting a password: it is there).
-func pingRedis(hostport string) error {
+func pingRedis(hostport string) (err error) {
 	conn, err := net.DialTimeout("tcp", hostport, 2*time.Second)
 	if err != nil {
 		return err
 	}
-	defer conn.Close()
+	defer func() { err = errors.Join(err, conn.Close()) }()
 	if err := conn.SetDeadline(time.Now().Add(2 * time.Second)); err != nil {
 		return err
 	}

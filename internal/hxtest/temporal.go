@@ -92,7 +92,7 @@ func startTemporal(t testing.TB, cli string, opts TemporalOptions) (*TemporalSer
 	defer cancel()
 	if err := waitTemporal(ctx, cli, addr, peer.Exited); err != nil {
 		peer.Stop()
-		return nil, fmt.Errorf("temporal server on %s: %w (%v)\n%s", addr, err, peer.Err(), peer.LogTail())
+		return nil, fmt.Errorf("temporal server on %s: %w\n%s", addr, errors.Join(err, peer.Err()), peer.LogTail())
 	}
 	t.Cleanup(peer.Stop)
 	t.Logf("hxtest: Temporal dev server on %s", addr)

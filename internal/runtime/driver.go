@@ -33,17 +33,16 @@ var (
 
 // driver runs the loop of one run in one goroutine; it alone touches st
 // (a concurrent tool batch's goroutines take turns, see runConcurrent).
+// Its contexts are made by start and passed down: ctx, to every method
+// that calls out or waits, ends at a cancel, the run's deadline or a stop;
+// the storage waits (untilStored, through committer.wait) end only when
+// the drive stops for good.
 type driver struct {
 	committer
 	b      *binding
-	ctx    context.Context
 	cancel context.CancelCauseFunc
-	// hard ends when the drive stops for good (shutdown, lease lost, its
-	// end), not at a cancel or deadline of the run: what a wait for storage
-	// (untilStored) waits on.
-	hard context.Context
-	done chan struct{}
-	soft atomic.Bool // shutdown: stop at the next boundary
+	done   chan struct{}
+	soft   atomic.Bool // shutdown: stop at the next boundary
 	// batch is the turn the goroutines of a concurrent tool batch take on
 	// the run state (runConcurrent); nil outside one.
 	batch *sync.Mutex
@@ -65,25 +64,27 @@ func (d *driver) start() {
 	if limit > 0 {
 		ctx, stopDeadline = context.WithDeadlineCause(ctx, r.cfg.NowFunc().Add(limit), errDeadline)
 	}
+	// hard ends when the drive stops for good (shutdown, lease lost, its
+	// end), not at a cancel or deadline of the run: what a wait for
+	// storage waits on.
 	hard, stopHard := context.WithCancelCause(context.Background())
-	d.ctx, d.hard = ctx, hard
 	d.cancel = func(cause error) {
 		cancel(cause)
 		if errors.Is(cause, errShutdown) || errors.Is(cause, errLeaseLost) || errors.Is(cause, errStop) {
 			stopHard(cause)
 		}
 	}
-	d.wait = d.untilStored
+	d.wait = func(what string, op func() error) error { return d.untilStored(hard, what, op) }
 	r.wg.Add(2)
 	go func() {
 		defer r.wg.Done()
 		defer stopDeadline()
 		defer d.finish()
-		d.loop()
+		d.loop(ctx)
 	}()
 	go func() {
 		defer r.wg.Done()
-		d.heartbeat()
+		d.heartbeat(ctx)
 	}()
 }
 
@@ -108,7 +109,7 @@ func (d *driver) finish() {
 // session lease every LeaseRenewEvery. A renewal that reports the lease
 // lost, or a second failed renewal in a row (by then two thirds of the
 // lease have passed unrenewed), cancels the driver with errLeaseLost.
-func (d *driver) heartbeat() {
+func (d *driver) heartbeat(ctx context.Context) {
 	t := time.NewTicker(time.Second)
 	defer t.Stop()
 	renew := time.NewTicker(d.r.cfg.LeaseRenewEvery)
@@ -120,26 +121,26 @@ func (d *driver) heartbeat() {
 			return
 		case <-t.C:
 			// Bounded, so that a slow read never holds up a renewal.
-			cctx, cancel := context.WithTimeout(d.ctx, min(time.Second, d.r.cfg.LeaseRenewEvery))
+			cctx, cancel := context.WithTimeout(ctx, min(time.Second, d.r.cfg.LeaseRenewEvery))
 			ctl, err := d.r.store.SessionControlGet(cctx, d.st.SessionID)
 			cancel()
 			if err == nil && ctl == rtstore.ControlCancelled {
 				d.cancel(errCancelRequested)
 			}
 		case <-renew.C:
-			if d.ctx.Err() != nil {
+			if ctx.Err() != nil {
 				continue
 			}
 			// A renewal stuck behind the database counts as failed: by
 			// the next tick a third of the lease has passed anyway.
-			rctx, cancel := context.WithTimeout(d.ctx, d.r.cfg.LeaseRenewEvery)
+			rctx, cancel := context.WithTimeout(ctx, d.r.cfg.LeaseRenewEvery)
 			err := d.lease.Renew(rctx)
 			cancel()
 			if err == nil {
 				failures = 0
 				continue
 			}
-			if d.ctx.Err() != nil {
+			if ctx.Err() != nil {
 				continue
 			}
 			failures++
@@ -157,10 +158,10 @@ func (d *driver) heartbeat() {
 	}
 }
 
-func (d *driver) loop() {
+func (d *driver) loop(ctx context.Context) {
 	log := d.r.log.With("session_id", d.st.SessionID, "run_id", d.st.RunID)
 	for {
-		if errors.Is(context.Cause(d.ctx), errLeaseLost) {
+		if errors.Is(context.Cause(ctx), errLeaseLost) {
 			// Another process may own the session: nothing more is written.
 			return
 		}
@@ -168,36 +169,36 @@ func (d *driver) loop() {
 		if cmd == CommandResult || d.soft.Load() {
 			// Whatever happened since the last commit becomes durable now.
 			if d.hasPending() {
-				if err := d.commit(d.ctx); err != nil && !errors.Is(err, errStop) {
-					log.ErrorContext(d.ctx, "run stopped: boundary commit failed", "error", err)
+				if err := d.commit(ctx); err != nil && !errors.Is(err, errStop) {
+					log.ErrorContext(ctx, "run stopped: boundary commit failed", "error", err)
 				}
 			}
 			return
 		}
-		if d.ctx.Err() != nil {
+		if ctx.Err() != nil {
 			// Cancelled, past the deadline or shutting down while a step
 			// ended without noticing (a tool returned as the cancel came):
 			// the run stops here, as if interrupted mid-step.
-			if ierr := d.interrupted(); ierr != nil {
-				log.ErrorContext(d.ctx, "interrupt run", "error", ierr)
+			if ierr := d.interrupted(ctx); ierr != nil {
+				log.ErrorContext(ctx, "interrupt run", "error", ierr)
 			}
 			return
 		}
 		if cmd == Command(PhaseModel) || cmd == Command(PhaseTools) || cmd == Command(PhaseFinish) {
-			if stop, err := d.checkControl(); err != nil || stop {
+			if stop, err := d.checkControl(ctx); err != nil || stop {
 				if err != nil {
-					log.ErrorContext(d.ctx, "run stopped at a boundary", "error", err)
+					log.ErrorContext(ctx, "run stopped at a boundary", "error", err)
 				}
 				return
 			}
 		}
-		err := d.step(cmd)
+		err := d.step(ctx, cmd)
 		if err == nil {
 			continue
 		}
-		if d.ctx.Err() != nil {
-			if ierr := d.interrupted(); ierr != nil {
-				log.ErrorContext(d.ctx, "interrupt run", "error", ierr)
+		if ctx.Err() != nil {
+			if ierr := d.interrupted(ctx); ierr != nil {
+				log.ErrorContext(ctx, "interrupt run", "error", ierr)
 			}
 			return
 		}
@@ -206,15 +207,15 @@ func (d *driver) loop() {
 		}
 		var fatal *commandError
 		if errors.As(err, &fatal) {
-			if ferr := d.failRun(fatal.typ, fatal.msg); ferr != nil {
-				log.ErrorContext(d.ctx, "fail run", "error", ferr)
+			if ferr := d.failRun(ctx, fatal.typ, fatal.msg); ferr != nil {
+				log.ErrorContext(ctx, "fail run", "error", ferr)
 			}
 			return
 		}
 		// A commit failed for good (a transient failure waits in
 		// untilStored): nothing past the last commit happened durably.
-		log.ErrorContext(d.ctx, "run stopped: boundary commit failed", "error", err)
-		d.settleAfterCommitFailure(err)
+		log.ErrorContext(ctx, "run stopped: boundary commit failed", "error", err)
+		d.settleAfterCommitFailure(ctx, err)
 		return
 	}
 }
@@ -235,7 +236,7 @@ const (
 // events, so nothing is lost or written twice. Only the drive's stop
 // (shutdown, lease lost) ends the wait, with an error wrapping errStop:
 // storage then holds the run as of its last commit, to be resumed.
-func (d *driver) untilStored(what string, op func() error) error {
+func (d *driver) untilStored(hard context.Context, what string, op func() error) error {
 	err := op()
 	if err == nil || !errors.Is(err, rtstore.ErrUnavailable) {
 		return err
@@ -244,8 +245,8 @@ func (d *driver) untilStored(what string, op func() error) error {
 	log.Warn("storage unavailable: the run waits for it", "error", err)
 	wait := storageWaitMin
 	for tries := 1; ; tries++ {
-		if serr := d.r.cfg.SleepFunc(d.hard, wait); serr != nil {
-			log.Info("drive stopped while waiting for storage; the run stays as last committed", "cause", context.Cause(d.hard))
+		if serr := d.r.cfg.SleepFunc(hard, wait); serr != nil {
+			log.Info("drive stopped while waiting for storage; the run stays as last committed", "cause", context.Cause(hard))
 			return fmt.Errorf("%w: %s: %w", errStop, what, err)
 		}
 		if err = op(); err == nil || !errors.Is(err, rtstore.ErrUnavailable) {
@@ -266,15 +267,15 @@ func (d *driver) untilStored(what string, op func() error) error {
 // store refused as such (a conflicting record) is dropped instead, and the
 // failure written on top of the stored state. It retries with capped
 // backoff until it succeeds, the lease is lost or the drive is stopped.
-func (d *driver) settleAfterCommitFailure(cause error) {
+func (d *driver) settleAfterCommitFailure(ctx context.Context, cause error) {
 	typ, msg := "StorageError", "Run state could not be committed"
 	if d.st.Recording {
 		typ, msg = "RecordingError", "Required flight-recording commit failed"
 	}
-	write := func() error { return d.failStored(typ, msg) }
+	write := func() error { return d.failStored(ctx, typ, msg) }
 	if !errors.Is(cause, rtstore.ErrRecordConflict) && !errors.Is(cause, rtstore.ErrForeignRecord) {
 		d.settleInFlight(typ, msg)
-		write = func() error { return d.commit(d.ctx) }
+		write = func() error { return d.commit(ctx) }
 	}
 	wait := 100 * time.Millisecond
 	for {
@@ -282,7 +283,7 @@ func (d *driver) settleAfterCommitFailure(cause error) {
 		if err == nil || errors.Is(err, rtstore.ErrLeaseLost) || errors.Is(err, rtstore.ErrRecordConflict) || d.soft.Load() {
 			return
 		}
-		if d.r.cfg.SleepFunc(d.ctx, wait) != nil {
+		if d.r.cfg.SleepFunc(ctx, wait) != nil {
 			return
 		}
 		wait = min(2*wait, 30*time.Second)
@@ -335,8 +336,8 @@ func (d *driver) settleInFlight(typ, msg string) {
 }
 
 // failStored commits the stored run state as failed with {typ, msg}.
-func (d *driver) failStored(typ, msg string) error {
-	row, err := d.r.store.RunGet(d.ctx, d.st.RunID)
+func (d *driver) failStored(ctx context.Context, typ, msg string) error {
+	row, err := d.r.store.RunGet(ctx, d.st.RunID)
 	if err != nil {
 		return err
 	}
@@ -349,7 +350,7 @@ func (d *driver) failStored(typ, msg string) error {
 	c.event(EventError, msg, nil)
 	c.record(journal.KindCommandFailed, map[string]any{"phase": st.Phase, "type": typ, "message": msg}, nil)
 	c.event(EventRunResult, st.resultData(), nil)
-	return c.commit(d.ctx)
+	return c.commit(ctx)
 }
 
 // commandError fails the run with {type, message}.
@@ -357,31 +358,31 @@ type commandError struct{ typ, msg string }
 
 func (e *commandError) Error() string { return e.typ + ": " + e.msg }
 
-func (d *driver) step(cmd Command) error {
+func (d *driver) step(ctx context.Context, cmd Command) error {
 	switch Phase(cmd) {
 	case PhaseStart:
 		return d.cmdStart()
 	case PhasePrepareModel:
 		return d.cmdPrepareModel()
 	case PhaseModel:
-		return d.cmdModel()
+		return d.cmdModel(ctx)
 	case PhasePrepareTools:
 		return d.cmdPrepareTools()
 	case PhaseTools:
-		return d.cmdTools()
+		return d.cmdTools(ctx)
 	case PhaseFinish:
 		d.cmdFinish()
-		return d.commit(d.ctx)
+		return d.commit(ctx)
 	}
 	return &commandError{typ: "RuntimeError", msg: fmt.Sprintf("unknown phase %q", cmd)}
 }
 
 // checkControl applies a pause or cancel requested through storage.
-func (d *driver) checkControl() (stop bool, err error) {
+func (d *driver) checkControl(ctx context.Context) (stop bool, err error) {
 	var ctl string
-	err = d.untilStored("read control", func() error {
+	err = d.wait("read control", func() error {
 		var err error
-		ctl, err = d.r.store.SessionControlGet(d.ctx, d.st.SessionID)
+		ctl, err = d.r.store.SessionControlGet(ctx, d.st.SessionID)
 		return err
 	})
 	if err != nil {
@@ -393,10 +394,10 @@ func (d *driver) checkControl() (stop bool, err error) {
 			return true, err
 		}
 		d.event(EventRunResult, d.st.resultData(), nil)
-		return true, d.commit(d.ctx)
+		return true, d.commit(ctx)
 	case rtstore.ControlCancelled:
 		d.cancelState("cancelled", nil)
-		return true, d.commit(d.ctx)
+		return true, d.commit(ctx)
 	}
 	return false, nil
 }
@@ -424,7 +425,7 @@ func (d *driver) buildRequest() *model.Request { return BuildModelRequest(d.b.de
 
 // cmdModel makes one model attempt: commit model.started, call, commit the
 // outcome (two commits per call).
-func (d *driver) cmdModel() error {
+func (d *driver) cmdModel(ctx context.Context) error {
 	st := d.st
 	if st.Attempt != 0 {
 		st.UsageIncomplete = true
@@ -435,13 +436,13 @@ func (d *driver) cmdModel() error {
 	st.Request = req
 	st.ModelAttemptOpen = true
 	d.record(journal.KindModelStarted, req, nil)
-	if err := d.commit(d.ctx); err != nil {
+	if err := d.commit(ctx); err != nil {
 		return err
 	}
-	resp, err := d.b.provider.Complete(d.ctx, req)
+	resp, err := d.b.provider.Complete(ctx, req)
 	if err != nil {
-		if d.ctx.Err() != nil {
-			return d.ctx.Err()
+		if ctx.Err() != nil {
+			return ctx.Err()
 		}
 		f := model.AsFailure(err)
 		d.record(journal.KindModelFailed, map[string]any{"type": f.Type, "message": f.Message}, nil)
@@ -450,10 +451,10 @@ func (d *driver) cmdModel() error {
 		if f.Retryable && retry != nil && st.Attempt < retry.Attempts {
 			wait := model.Backoff(st.Attempt, retry.BackoffSeconds, retry.MaxBackoffSeconds, f.RetryAfterSeconds, d.r.cfg.RandFunc)
 			d.event(EventWaiting, map[string]any{"on": "model", "seconds": journal.Float(wait.Seconds())}, nil)
-			if err := d.commit(d.ctx); err != nil {
+			if err := d.commit(ctx); err != nil {
 				return err
 			}
-			return d.r.cfg.SleepFunc(d.ctx, wait)
+			return d.r.cfg.SleepFunc(ctx, wait)
 		}
 		return &commandError{typ: f.Type, msg: f.Message}
 	}
@@ -499,15 +500,15 @@ func (d *driver) cmdPrepareTools() error {
 // or appends the results and moves to the next step. A batch whose tools
 // are all concurrent runs in parallel (REFERENCE §4.2); any other batch
 // runs one entry after the other.
-func (d *driver) cmdTools() error {
+func (d *driver) cmdTools(ctx context.Context) error {
 	st := d.st
 	if ConcurrentBatch(st.Tools) {
-		if err := d.runConcurrent(); err != nil {
+		if err := d.runConcurrent(ctx); err != nil {
 			return err
 		}
 	} else {
 		for i := range st.Tools {
-			if err := d.runEntry(&st.Tools[i]); err != nil {
+			if err := d.runEntry(ctx, &st.Tools[i]); err != nil {
 				return err
 			}
 		}
@@ -517,7 +518,7 @@ func (d *driver) cmdTools() error {
 			return err
 		}
 		d.event(EventRunResult, st.resultData(), nil)
-		return d.commit(d.ctx)
+		return d.commit(ctx)
 	}
 	return asCommandError(CollectResults(st))
 }
@@ -532,16 +533,16 @@ func runnable(e *ToolEntry) bool {
 // processing, until it is completed or waits for a decision. Once the
 // drive is cancelled no entry is called (again): only a raw result is
 // still processed.
-func (d *driver) runEntry(e *ToolEntry) error {
+func (d *driver) runEntry(ctx context.Context, e *ToolEntry) error {
 	for runnable(e) {
-		if e.Status != ToolRawCompleted && d.ctx.Err() != nil {
-			return d.ctx.Err()
+		if e.Status != ToolRawCompleted && ctx.Err() != nil {
+			return ctx.Err()
 		}
 		var err error
 		if e.Status == ToolRawCompleted {
-			err = d.processTool(e)
+			err = d.processTool(ctx, e)
 		} else {
-			err = d.runTool(e)
+			err = d.runTool(ctx, e)
 		}
 		if err != nil {
 			return err
@@ -559,7 +560,7 @@ func (d *driver) runEntry(e *ToolEntry) error {
 // (d.batch): one at a time records, commits or processes, and none holds
 // it during a handler call or a backoff. Every call finishes before the
 // first error, in entry order, is returned.
-func (d *driver) runConcurrent() error {
+func (d *driver) runConcurrent(ctx context.Context) error {
 	st := d.st
 	type call struct {
 		e *ToolEntry
@@ -569,7 +570,7 @@ func (d *driver) runConcurrent() error {
 	for i := range st.Tools {
 		e := &st.Tools[i]
 		if e.Status == ToolRawCompleted {
-			if err := d.processTool(e); err != nil {
+			if err := d.processTool(ctx, e); err != nil {
 				return err
 			}
 			continue
@@ -588,7 +589,7 @@ func (d *driver) runConcurrent() error {
 	if len(calls) == 0 {
 		return nil
 	}
-	if err := d.commit(d.ctx); err != nil {
+	if err := d.commit(ctx); err != nil {
 		// No handler ran: storage still holds the entries as they were.
 		return err
 	}
@@ -601,16 +602,16 @@ func (d *driver) runConcurrent() error {
 		wg.Go(func() {
 			mu.Lock()
 			defer mu.Unlock()
-			err := d.callTool(c.t, c.e)
+			err := d.callTool(ctx, c.t, c.e)
 			if err == nil && d.hasPending() {
 				// An outcome that is no result (uncertain, a failure
 				// before its retry); a result committed itself.
-				if cerr := d.commit(d.ctx); cerr != nil && d.ctx.Err() == nil {
+				if cerr := d.commit(ctx); cerr != nil && ctx.Err() == nil {
 					err = cerr
 				}
 			}
 			if err == nil {
-				err = d.runEntry(c.e) // a retry, or nothing left
+				err = d.runEntry(ctx, c.e) // a retry, or nothing left
 			}
 			errs[i] = err
 		})
@@ -652,16 +653,16 @@ func (d *driver) answer(e *ToolEntry, text string) error {
 
 // runTool runs one attempt of an entry: commit tool.started + tool.dispatched,
 // call the handler, commit the outcome (two commits per call).
-func (d *driver) runTool(e *ToolEntry) error {
+func (d *driver) runTool(ctx context.Context, e *ToolEntry) error {
 	t, err := d.dispatch(e)
 	if err != nil || t == nil {
 		return err
 	}
-	if err := d.commit(d.ctx); err != nil {
+	if err := d.commit(ctx); err != nil {
 		// The handler never ran: storage still holds the entry as it was.
 		return err
 	}
-	return d.callTool(t, e)
+	return d.callTool(ctx, t, e)
 }
 
 // dispatch gates and validates an entry and, when it may run, opens its
@@ -711,11 +712,11 @@ type (
 
 // callTool calls the handler of a dispatched entry (its dispatch is
 // committed) and takes in the outcome.
-func (d *driver) callTool(t tool.Tool, e *ToolEntry) error {
+func (d *driver) callTool(ctx context.Context, t tool.Tool, e *ToolEntry) error {
 	var out tool.Outcome
 	var err error
 	d.unlocked(func() {
-		callCtx, cancel := context.WithTimeout(d.ctx, time.Duration(float64(e.Timeout)*float64(time.Second)))
+		callCtx, cancel := context.WithTimeout(ctx, time.Duration(float64(e.Timeout)*float64(time.Second)))
 		out, err = t.Call(callCtx, tool.Invocation{
 			SessionID: SessionIDOf(d.st.SessionID), RunID: d.st.RunID, ExecutionKey: e.ExecutionKey, Attempt: e.Attempt, Call: e.Call,
 		})
@@ -728,10 +729,10 @@ func (d *driver) callTool(t tool.Tool, e *ToolEntry) error {
 		}
 		d.event(EventRecoveryRequired, map[string]any{"execution_key": e.ExecutionKey, "call": e.Call, "reason": "client_result"}, e)
 		return nil
-	case err != nil && d.ctx.Err() != nil:
-		return d.ctx.Err()
+	case err != nil && ctx.Err() != nil:
+		return ctx.Err()
 	case err != nil:
-		return d.toolFailed(e, tool.AsFailure(err))
+		return d.toolFailed(ctx, e, tool.AsFailure(err))
 	}
 	res := out.Result
 	res.ToolCallID = e.Call.ID
@@ -739,13 +740,13 @@ func (d *driver) callTool(t tool.Tool, e *ToolEntry) error {
 		res.Content = tool.TextContent("")
 	}
 	if len(out.Artifacts) > 0 {
-		content, err := d.storeArtifacts(e, res.Content, out.Artifacts)
+		content, err := d.storeArtifacts(ctx, e, res.Content, out.Artifacts)
 		if err != nil {
 			return err
 		}
 		res.Content = content
 	}
-	return d.returned(e, res)
+	return d.returned(ctx, e, res)
 }
 
 // returned captures a raw result and commits it (entry raw_completed,
@@ -754,16 +755,16 @@ func (d *driver) callTool(t tool.Tool, e *ToolEntry) error {
 // again. The caller's loop (runEntry) processes it next; tool.processed
 // commits with the next boundary. A drive cancelled meanwhile skips the
 // commit: interrupted() commits the raw result with the cancel.
-func (d *driver) returned(e *ToolEntry, raw model.ToolResult) error {
+func (d *driver) returned(ctx context.Context, e *ToolEntry, raw model.ToolResult) error {
 	if err := d.setToolStatus(e, TevReturn); err != nil {
 		return err
 	}
 	e.RawResult = &raw
 	d.record(journal.KindToolReturned, raw, e)
-	if d.ctx.Err() != nil {
+	if ctx.Err() != nil {
 		return nil
 	}
-	if err := d.commit(d.ctx); err != nil && d.ctx.Err() == nil {
+	if err := d.commit(ctx); err != nil && ctx.Err() == nil {
 		return err
 	}
 	return nil
@@ -773,10 +774,10 @@ func (d *driver) returned(e *ToolEntry, raw model.ToolResult) error {
 // long result into an artifact. The raw result is already committed
 // (returned), so should the spill fail, a resume processes it again
 // instead of calling the tool again.
-func (d *driver) processTool(e *ToolEntry) error {
+func (d *driver) processTool(ctx context.Context, e *ToolEntry) error {
 	res := *e.RawResult
 	res.Content = applyToContent(d.b.resultMW[e.Call.Name], res.Content)
-	content, err := d.spill(e, res.Content)
+	content, err := d.spill(ctx, e, res.Content)
 	if err != nil {
 		return err
 	}
@@ -792,7 +793,7 @@ func (d *driver) processTool(e *ToolEntry) error {
 }
 
 // toolFailed handles a failed attempt per replay policy (REFERENCE §4.2).
-func (d *driver) toolFailed(e *ToolEntry, f *tool.Failure) error {
+func (d *driver) toolFailed(ctx context.Context, e *ToolEntry, f *tool.Failure) error {
 	// "failed": a declared transient failure known not to have taken
 	// effect (REFERENCE §2.4); anything else may have.
 	outcome := "unknown"
@@ -806,7 +807,7 @@ func (d *driver) toolFailed(e *ToolEntry, f *tool.Failure) error {
 	}
 	switch ToolFailureAction(e, f) {
 	case FailErrorResult:
-		return d.returned(e, model.ToolResult{ToolCallID: e.Call.ID, Content: tool.TextContent(ToolErrorText(f.Message)), IsError: true})
+		return d.returned(ctx, e, model.ToolResult{ToolCallID: e.Call.ID, Content: tool.TextContent(ToolErrorText(f.Message)), IsError: true})
 	case FailUncertain:
 		if err := d.setToolStatus(e, TevUnknown); err != nil {
 			return err
@@ -819,11 +820,11 @@ func (d *driver) toolFailed(e *ToolEntry, f *tool.Failure) error {
 		}
 		wait := model.Backoff(e.Attempt, retry.BackoffSeconds, retry.MaxBackoffSeconds, 0, d.r.cfg.RandFunc)
 		d.event(EventWaiting, map[string]any{"on": "tool", "seconds": journal.Float(wait.Seconds())}, e)
-		if err := d.commit(d.ctx); err != nil {
+		if err := d.commit(ctx); err != nil {
 			return err
 		}
 		var err error
-		d.unlocked(func() { err = d.r.cfg.SleepFunc(d.ctx, wait) })
+		d.unlocked(func() { err = d.r.cfg.SleepFunc(ctx, wait) })
 		return err
 	default:
 		return &commandError{typ: f.Type, msg: f.Message}
@@ -835,10 +836,10 @@ func (d *driver) toolFailed(e *ToolEntry, f *tool.Failure) error {
 // keyed by execution key) and, for text content, appends one
 // `[artifact://<sha256> <media type>, <n> bytes]` line per file, so the
 // model and the journal carry references, never host paths.
-func (d *driver) storeArtifacts(e *ToolEntry, content json.RawMessage, arts []tool.Artifact) (json.RawMessage, error) {
+func (d *driver) storeArtifacts(ctx context.Context, e *ToolEntry, content json.RawMessage, arts []tool.Artifact) (json.RawMessage, error) {
 	refs := make([]ArtifactRef, 0, len(arts))
 	for _, a := range arts {
-		key, err := d.putArtifact(a.Data)
+		key, err := d.putArtifact(ctx, a.Data)
 		if err != nil {
 			return nil, err
 		}
@@ -857,7 +858,7 @@ func (d *driver) cmdFinish() {
 }
 
 // failRun ends the run as failed (resumable) and commits it.
-func (d *driver) failRun(typ, msg string) error {
+func (d *driver) failRun(ctx context.Context, typ, msg string) error {
 	st := d.st
 	if err := d.setStatus(EvFail); err != nil {
 		return err
@@ -866,13 +867,13 @@ func (d *driver) failRun(typ, msg string) error {
 	d.event(EventError, msg, nil)
 	d.record(journal.KindCommandFailed, map[string]any{"phase": st.Phase, "type": typ, "message": msg}, nil)
 	d.event(EventRunResult, st.resultData(), nil)
-	return d.commit(d.ctx)
+	return d.commit(ctx)
 }
 
 // interrupted handles a cancelled drive: a requested cancel or the session
 // deadline ends the run as cancelled; a shutdown leaves storage as it is.
-func (d *driver) interrupted() error {
-	cause := context.Cause(d.ctx)
+func (d *driver) interrupted(ctx context.Context) error {
+	cause := context.Cause(ctx)
 	if errors.Is(cause, errShutdown) || errors.Is(cause, errStop) || errors.Is(cause, errLeaseLost) {
 		return nil
 	}
@@ -894,7 +895,7 @@ func (d *driver) interrupted() error {
 	} else {
 		d.cancelState("cancelled", nil)
 	}
-	return d.commit(context.WithoutCancel(d.ctx))
+	return d.commit(context.WithoutCancel(ctx))
 }
 
 // cancelState ends the run as cancelled; open tool calls are answered so
@@ -990,13 +991,13 @@ func walkStrings(v any, f func(string) string) any {
 // content-addressed artifact and returns a preview that carries its
 // artifact:// URI; the mapping result id → URI is kept in the state's
 // extensions (result_spill), as the reference's result-spill extension does.
-func (d *driver) spill(e *ToolEntry, content json.RawMessage) (json.RawMessage, error) {
+func (d *driver) spill(ctx context.Context, e *ToolEntry, content json.RawMessage) (json.RawMessage, error) {
 	limit := d.b.def.MaxResultChars
 	text, format, ok := SpillText(content, limit)
 	if !ok {
 		return content, nil
 	}
-	key, err := d.putArtifact([]byte(text))
+	key, err := d.putArtifact(ctx, []byte(text))
 	if err != nil {
 		return nil, err
 	}
@@ -1005,11 +1006,11 @@ func (d *driver) spill(e *ToolEntry, content json.RawMessage) (json.RawMessage, 
 
 // putArtifact stores data as an artifact of the run's session, waiting
 // through a storage outage (untilStored), and returns its key.
-func (d *driver) putArtifact(data []byte) (string, error) {
+func (d *driver) putArtifact(ctx context.Context, data []byte) (string, error) {
 	var key string
-	err := d.untilStored("store artifact", func() error {
+	err := d.wait("store artifact", func() error {
 		var err error
-		key, err = d.r.putArtifact(d.ctx, d.st.SessionID, data)
+		key, err = d.r.putArtifact(ctx, d.st.SessionID, data)
 		return err
 	})
 	return key, err

@@ -110,7 +110,7 @@ func leaseSetup(t *testing.T) (*testBundle, *leaseFaultStore) {
 func driverGone(t *testing.T, tb *testBundle, sessionID string) {
 	t.Helper()
 	require.Eventually(t, func() bool {
-		l, err := tb.store.Store.SessionLock(context.Background(), hxruntime.SessionKey(hxruntime.LocalPrincipal, sessionID))
+		l, err := tb.store.SessionLock(context.Background(), hxruntime.SessionKey(hxruntime.LocalPrincipal, sessionID))
 		if err != nil {
 			return false
 		}

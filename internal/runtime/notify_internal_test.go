@@ -14,8 +14,8 @@ import (
 func TestNotifierForgetsUnwatchedRuns(t *testing.T) {
 	t.Parallel()
 	n := notifier{chans: map[string]*watchers{}}
-	a, doneA := n.watch("r1")
-	b, doneB := n.watch("r1")
+	_, doneA := n.watch("r1")
+	_, doneB := n.watch("r1")
 	_, doneC := n.watch("r2")
 	require.Equal(t, 2, n.watched())
 	doneA()
@@ -27,8 +27,8 @@ func TestNotifierForgetsUnwatchedRuns(t *testing.T) {
 
 	// A wake closes the channel every watcher holds and drops the entry;
 	// ending those watches afterwards touches nothing new.
-	a, doneA = n.watch("r1")
-	b, doneB = n.watch("r1")
+	a, doneA := n.watch("r1")
+	b, doneB := n.watch("r1")
 	n.wake("r1")
 	<-a
 	<-b

@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"hxd/internal/agent"
@@ -26,7 +27,7 @@ func (e *StepFailure) Error() string { return e.Type + ": " + e.Message }
 
 // asCommandError turns a *StepFailure into the driver's commandError.
 func asCommandError(err error) error {
-	if f, ok := err.(*StepFailure); ok {
+	if f, ok := errors.AsType[*StepFailure](err); ok {
 		return &commandError{typ: f.Type, msg: f.Message}
 	}
 	return err
@@ -103,7 +104,7 @@ func PrepareModel(st *RunState, maxIterations int) error {
 func ToolSpecs(def *agent.Definition) []model.ToolSpec {
 	specs := make([]model.ToolSpec, 0, len(def.Tools))
 	for _, t := range def.Tools {
-		cfg := t.Config.WithDefaults()
+		cfg := t.WithDefaults()
 		specs = append(specs, model.ToolSpec{Name: cfg.Name, Description: cfg.Description, InputSchema: cfg.InputSchema})
 	}
 	return specs

@@ -347,19 +347,24 @@ func newAppError(sentinel error, msg string) error {
 // ErrNotFound or ErrAgentMismatch. Other errors are returned unchanged
 // (nil stays nil).
 func MapError(err error) error {
-	if err == nil {
-		return nil
+	if mapped, ok := mapAppError(err); ok {
+		return mapped
 	}
+	return err
+}
+
+// mapAppError is MapError's mapping, with whether err was mapped.
+func mapAppError(err error) (error, bool) {
 	var app *temporal.ApplicationError
 	if !errors.As(err, &app) {
-		return err
+		return nil, false
 	}
 	for _, t := range errTypes {
 		if app.Type() == t.typ {
-			return &runtime.PublicError{Err: t.err, Detail: app.Message()}
+			return &runtime.PublicError{Err: t.err, Detail: app.Message()}, true
 		}
 	}
-	return err
+	return nil, false
 }
 
 // EventSink publishes provisional public events of a run (Redis Streams

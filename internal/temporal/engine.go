@@ -799,7 +799,7 @@ func (e *Engine) callErr(op string, err error) error {
 	if errors.As(err, &qf) && qf.Failure != nil {
 		err = temporal.GetDefaultFailureConverter().FailureToError(qf.Failure)
 	}
-	if mapped := MapError(err); mapped != err {
+	if mapped, ok := mapAppError(err); ok {
 		return mapped
 	}
 	var notFound *serviceerror.NotFound

@@ -70,7 +70,7 @@ func (x *S3RunIndex) Lookup(ctx context.Context, runID string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("run index: get %s: %w", key, err)
 	}
-	defer obj.Close()
+	defer func() { _ = obj.Close() }() // a read: its close has nothing to report
 	var buf bytes.Buffer
 	if _, err := io.Copy(&buf, io.LimitReader(obj, 1024)); err != nil {
 		if minio.ToErrorResponse(err).Code == "NoSuchKey" {

@@ -131,7 +131,7 @@ func (c *workerClient) stillNoWorker(ctx context.Context) error {
 // itself then says what is wrong); a poller that polled after t ends the
 // no-worker state.
 func (c *workerClient) silentSince(ctx context.Context, t time.Time) bool {
-	resp, err := c.Client.DescribeTaskQueue(ctx, c.taskQueue, enumspb.TASK_QUEUE_TYPE_WORKFLOW)
+	resp, err := c.DescribeTaskQueue(ctx, c.taskQueue, enumspb.TASK_QUEUE_TYPE_WORKFLOW)
 	if err != nil {
 		return false
 	}

@@ -187,7 +187,7 @@ func newSessionWorkflow(ctx workflow.Context, in *SessionInput) (*sessionWorkflo
 		wfRunID: workflow.GetInfo(ctx).WorkflowExecution.RunID,
 	}
 	for _, t := range def.Tools {
-		t.Config = t.Config.WithDefaults()
+		t.Config = t.WithDefaults()
 		w.tools[t.Name] = t
 	}
 	return w, nil
@@ -871,7 +871,7 @@ func lastToolAttempt(err error, base, attempts int) int {
 		err = errors.Unwrap(act)
 	}
 	var n int
-	switch err := err.(type) {
+	switch err := err.(type) { //nolint:errorlint // the activity error's own cause only: errors.As would reach, under a timeout, the attempt before
 	case *temporal.ApplicationError:
 		if err.HasDetails() && err.Details(&n) == nil {
 			return n

@@ -87,7 +87,9 @@ func (t *webhookTool) Call(ctx context.Context, inv Invocation) (Outcome, error)
 		// Only a failed dial is known to have sent nothing.
 		return Outcome{}, &Failure{Type: "ConnectionError", Message: "webhook connection failed", Transient: true, MayHaveRun: !isDialError(err), Cause: stripURL(err)}
 	}
-	defer resp.Body.Close()
+	// Closing the reply has nothing to report: the outcome is decided by
+	// what was read.
+	defer func() { _ = resp.Body.Close() }()
 	reply, err := io.ReadAll(io.LimitReader(resp.Body, MaxWebhookReplyBytes+1))
 	if err != nil {
 		if f := callFailure(ctx, timeout, err); f != nil {

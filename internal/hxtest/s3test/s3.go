@@ -108,7 +108,7 @@ func startS3(t testing.TB, bin string) (*S3Server, error) {
 	defer cancel()
 	if err := waitS3(ctx, client, srv.Endpoint, srv.Bucket, peer.Exited); err != nil {
 		peer.Stop()
-		return nil, fmt.Errorf("versitygw on %s: %w (%v)\n%s", srv.Endpoint, err, peer.Err(), peer.LogTail())
+		return nil, fmt.Errorf("versitygw on %s: %w\n%s", srv.Endpoint, errors.Join(err, peer.Err()), peer.LogTail())
 	}
 	t.Cleanup(peer.Stop)
 	t.Logf("hxtest: versitygw on %s, bucket %s, folder %s", srv.Endpoint, srv.Bucket, root)

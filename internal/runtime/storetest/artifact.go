@@ -15,21 +15,21 @@ var artifactCases = []testCase{
 		data := []byte("invoice #42\x00\xff binary")
 		id := digest(data)
 		sid := b.newSession(t, "alice").ID
-		require.NoError(t, b.store.ArtifactPut(b.ctx, sid, id, data))
-		got, err := b.store.ArtifactGet(b.ctx, id)
+		require.NoError(t, b.store.ArtifactPut(t.Context(), sid, id, data))
+		got, err := b.store.ArtifactGet(t.Context(), id)
 		require.NoError(t, err)
 		require.Equal(t, data, got)
 
 		// Idempotent.
-		require.NoError(t, b.store.ArtifactPut(b.ctx, sid, id, data))
-		got, err = b.store.ArtifactGet(b.ctx, id)
+		require.NoError(t, b.store.ArtifactPut(t.Context(), sid, id, data))
+		got, err = b.store.ArtifactGet(t.Context(), id)
 		require.NoError(t, err)
 		require.Equal(t, data, got)
 	}},
 	{"Empty", func(t *testing.T, b *bundle) {
 		id := digest(nil)
-		require.NoError(t, b.store.ArtifactPut(b.ctx, b.newSession(t, "alice").ID, id, []byte{}))
-		got, err := b.store.ArtifactGet(b.ctx, id)
+		require.NoError(t, b.store.ArtifactPut(t.Context(), b.newSession(t, "alice").ID, id, []byte{}))
+		got, err := b.store.ArtifactGet(t.Context(), id)
 		require.NoError(t, err)
 		require.Empty(t, got)
 	}},
@@ -37,21 +37,21 @@ var artifactCases = []testCase{
 		data := []byte("alice's report")
 		id := digest(data)
 		alice, bob := b.newSession(t, "alice"), b.newSession(t, "bob")
-		require.NoError(t, b.store.ArtifactPut(b.ctx, alice.ID, id, data))
-		ok, err := b.store.ArtifactOwned(b.ctx, id, "alice")
+		require.NoError(t, b.store.ArtifactPut(t.Context(), alice.ID, id, data))
+		ok, err := b.store.ArtifactOwned(t.Context(), id, "alice")
 		require.NoError(t, err)
 		require.True(t, ok)
-		ok, err = b.store.ArtifactOwned(b.ctx, id, "bob")
+		ok, err = b.store.ArtifactOwned(t.Context(), id, "bob")
 		require.NoError(t, err)
 		require.False(t, ok, "bob's sessions never referenced it")
 		// The same bytes produced in bob's session link it to bob too.
-		require.NoError(t, b.store.ArtifactPut(b.ctx, bob.ID, id, data))
-		ok, err = b.store.ArtifactOwned(b.ctx, id, "bob")
+		require.NoError(t, b.store.ArtifactPut(t.Context(), bob.ID, id, data))
+		ok, err = b.store.ArtifactOwned(t.Context(), id, "bob")
 		require.NoError(t, err)
 		require.True(t, ok)
 	}},
 	{"NotFound", func(t *testing.T, b *bundle) {
-		_, err := b.store.ArtifactGet(b.ctx, digest([]byte("never stored")))
+		_, err := b.store.ArtifactGet(t.Context(), digest([]byte("never stored")))
 		require.ErrorIs(t, err, rtstore.ErrNotFound)
 	}},
 }

@@ -19,21 +19,21 @@ var commitCases = []testCase{
 		// events and records follow the unfenced ones.
 		s := b.newSession(t, "alice")
 		run := b.newRun(t, s.ID)
-		lease, err := b.store.SessionLock(b.ctx, s.ID)
+		lease, err := b.store.SessionLock(t.Context(), s.ID)
 		require.NoError(t, err)
-		t.Cleanup(func() { _ = lease.Release(b.ctx) })
+		t.Cleanup(func() { _ = lease.Release(t.Context()) })
 		commit := func(l rtstore.Lease, status rtstore.RunStatus, phase string) {
 			t.Helper()
 			c := commitFor(run, status, phase)
 			c.Lease = l
 			c.Records = []journal.Record{newRecord(s.ID, run.ID, journal.KindCheckpoint, `{}`)}
 			c.Events = []rtstore.PendingEvent{newEvent(s.ID, run.ID, "waiting", true)}
-			require.NoError(t, b.store.Commit(b.ctx, c))
+			require.NoError(t, b.store.Commit(t.Context(), c))
 		}
 		commit(lease, rtstore.StatusRunning, "model")
 		commit(nil, rtstore.StatusPaused, "x")
 		commit(lease, rtstore.StatusRunning, "y")
-		got, err := b.store.RunGet(b.ctx, run.ID)
+		got, err := b.store.RunGet(t.Context(), run.ID)
 		require.NoError(t, err)
 		require.Equal(t, rtstore.StatusRunning, got.Status)
 		require.Equal(t, "y", got.Phase)
@@ -65,9 +65,9 @@ var commitCases = []testCase{
 			newEvent(s.ID, run.ID, "approval_required", true),
 			newEvent(s.ID, run.ID, "waiting", true),
 		}
-		require.NoError(t, b.store.Commit(b.ctx, c))
+		require.NoError(t, b.store.Commit(t.Context(), c))
 
-		got, err := b.store.RunGet(b.ctx, run.ID)
+		got, err := b.store.RunGet(t.Context(), run.ID)
 		require.NoError(t, err)
 		require.Equal(t, rtstore.StatusAwaitingInput, got.Status)
 		require.Equal(t, "tools", got.Phase)
@@ -92,8 +92,8 @@ var commitCases = []testCase{
 		run := b.newRun(t, s.ID)
 		c := commitFor(run, rtstore.StatusPaused, "model")
 		c.State = nil
-		require.NoError(t, b.store.Commit(b.ctx, c))
-		got, err := b.store.RunGet(b.ctx, run.ID)
+		require.NoError(t, b.store.Commit(t.Context(), c))
+		got, err := b.store.RunGet(t.Context(), run.ID)
 		require.NoError(t, err)
 		require.Equal(t, rtstore.StatusPaused, got.Status)
 		require.JSONEq(t, string(run.State), string(got.State))
@@ -105,7 +105,7 @@ var commitCases = []testCase{
 			for _, run := range []*rtstore.RunRow{r1, r2} {
 				c := commitFor(run, rtstore.StatusRunning, "model")
 				c.Records = []journal.Record{newRecord(run.SessionID, run.ID, journal.KindModelStarted, `{}`)}
-				require.NoError(t, b.store.Commit(b.ctx, c))
+				require.NoError(t, b.store.Commit(t.Context(), c))
 			}
 		}
 		for _, run := range []*rtstore.RunRow{r1, r2} {
@@ -121,7 +121,7 @@ var commitCases = []testCase{
 		r2 := newRecord(s.ID, run.ID, journal.KindModelProcessed, `{"text":"ok"}`)
 		c := commitFor(run, rtstore.StatusRunning, "model")
 		c.Records = []journal.Record{r1, r2}
-		require.NoError(t, b.store.Commit(b.ctx, c))
+		require.NoError(t, b.store.Commit(t.Context(), c))
 
 		// The same records re-sent with the next boundary: equal as decoded
 		// JSON (member order, spacing, 1 vs 1.0) is equal.
@@ -130,14 +130,14 @@ var commitCases = []testCase{
 		r3 := newRecord(s.ID, run.ID, journal.KindCheckpoint, `{}`)
 		c = commitFor(run, rtstore.StatusRunning, "prepare_tools")
 		c.Records = []journal.Record{r1again, r2, r3}
-		require.NoError(t, b.store.Commit(b.ctx, c))
+		require.NoError(t, b.store.Commit(t.Context(), c))
 
 		recs := b.journalOf(t, run.ID)
 		requireContiguous(t, recs)
 		require.Equal(t, []string{recs[0].ID, recs[1].ID, r1.ID, r2.ID, r3.ID}, recordIDs(recs))
 
 		// A full re-send of an applied commit changes nothing.
-		require.NoError(t, b.store.Commit(b.ctx, c))
+		require.NoError(t, b.store.Commit(t.Context(), c))
 		require.Len(t, b.journalOf(t, run.ID), 5)
 	}},
 	{"ConflictRollsBack", func(t *testing.T, b *bundle) {
@@ -146,8 +146,8 @@ var commitCases = []testCase{
 		r1 := newRecord(s.ID, run.ID, journal.KindModelResponse, `{"text":"first"}`)
 		c := commitFor(run, rtstore.StatusRunning, "model")
 		c.Records = []journal.Record{r1}
-		require.NoError(t, b.store.Commit(b.ctx, c))
-		before, err := b.store.RunGet(b.ctx, run.ID)
+		require.NoError(t, b.store.Commit(t.Context(), c))
+		before, err := b.store.RunGet(t.Context(), run.ID)
 		require.NoError(t, err)
 
 		changedPayload := r1
@@ -163,11 +163,11 @@ var commitCases = []testCase{
 			c.StepID, c.Step = "9", json.RawMessage(`{}`)
 			c.Records = []journal.Record{newRecord(s.ID, run.ID, journal.KindModelFailed, `{}`), bad}
 			c.Events = []rtstore.PendingEvent{newEvent(s.ID, run.ID, "error", true)}
-			err := b.store.Commit(b.ctx, c)
+			err := b.store.Commit(t.Context(), c)
 			require.ErrorIs(t, err, rtstore.ErrRecordConflict, name)
 			require.Empty(t, c.Events[0].Event.Cursor, name)
 
-			after, err := b.store.RunGet(b.ctx, run.ID)
+			after, err := b.store.RunGet(t.Context(), run.ID)
 			require.NoError(t, err)
 			require.Equal(t, before.Status, after.Status, name)
 			require.Equal(t, before.Phase, after.Phase, name)
@@ -188,15 +188,15 @@ var commitCases = []testCase{
 			newRecord(s.ID, run.ID, journal.KindCheckpoint, `{}`),
 			newRecord(s.ID, other.ID, journal.KindCheckpoint, `{}`),
 		}
-		require.ErrorIs(t, b.store.Commit(b.ctx, c), rtstore.ErrForeignRecord)
+		require.ErrorIs(t, b.store.Commit(t.Context(), c), rtstore.ErrForeignRecord)
 
 		c = commitFor(run, rtstore.StatusCompleted, "result")
 		pe := newEvent(s.ID, run.ID, "run_result", true)
 		pe.Record.RunID = other.ID
 		c.Events = []rtstore.PendingEvent{pe}
-		require.ErrorIs(t, b.store.Commit(b.ctx, c), rtstore.ErrForeignRecord)
+		require.ErrorIs(t, b.store.Commit(t.Context(), c), rtstore.ErrForeignRecord)
 
-		got, err := b.store.RunGet(b.ctx, run.ID)
+		got, err := b.store.RunGet(t.Context(), run.ID)
 		require.NoError(t, err)
 		require.Equal(t, rtstore.StatusRunning, got.Status)
 		require.Len(t, b.journalOf(t, run.ID), 2)
@@ -208,13 +208,13 @@ var commitCases = []testCase{
 		run := b.newRun(t, s.ID)
 
 		c := commitFor(&rtstore.RunRow{ID: "run-missing", SessionID: s.ID}, rtstore.StatusRunning, "model")
-		require.ErrorIs(t, b.store.Commit(b.ctx, c), rtstore.ErrNotFound)
+		require.ErrorIs(t, b.store.Commit(t.Context(), c), rtstore.ErrNotFound)
 
 		// A run of another session is not found either.
 		c = commitFor(run, rtstore.StatusCompleted, "result")
 		c.SessionID = b.newSession(t, "alice").ID
-		require.ErrorIs(t, b.store.Commit(b.ctx, c), rtstore.ErrNotFound)
-		got, err := b.store.RunGet(b.ctx, run.ID)
+		require.ErrorIs(t, b.store.Commit(t.Context(), c), rtstore.ErrNotFound)
+		got, err := b.store.RunGet(t.Context(), run.ID)
 		require.NoError(t, err)
 		require.Equal(t, rtstore.StatusRunning, got.Status)
 	}},
@@ -235,7 +235,7 @@ var commitCases = []testCase{
 						newRecord(run.SessionID, run.ID, journal.KindCheckpoint, `{}`),
 					}
 					c.Events = []rtstore.PendingEvent{newEvent(run.SessionID, run.ID, "text_complete", true)}
-					if err := b.store.Commit(b.ctx, c); err != nil {
+					if err := b.store.Commit(t.Context(), c); err != nil {
 						errs <- err
 					}
 				}

@@ -22,7 +22,7 @@ var eventCases = []testCase{
 			newEvent(s.ID, run.ID, "text_delta", false), // not recorded
 			newEvent(s.ID, run.ID, "text_complete", true),
 		}
-		require.NoError(t, b.store.Commit(b.ctx, c))
+		require.NoError(t, b.store.Commit(t.Context(), c))
 		for i, pe := range c.Events {
 			require.Equal(t, fmt.Sprint(i+1), pe.Event.Cursor)
 		}
@@ -57,13 +57,13 @@ var eventCases = []testCase{
 		// Cursors continue across commits and are per run.
 		c = commitFor(run, rtstore.StatusRunning, "model")
 		c.Events = []rtstore.PendingEvent{newEvent(s.ID, run.ID, "turn_complete", true)}
-		require.NoError(t, b.store.Commit(b.ctx, c))
+		require.NoError(t, b.store.Commit(t.Context(), c))
 		require.Equal(t, "4", c.Events[0].Event.Cursor)
 
 		other := b.newRun(t, b.newSession(t, "alice").ID)
 		c = commitFor(other, rtstore.StatusRunning, "model")
 		c.Events = []rtstore.PendingEvent{newEvent(other.SessionID, other.ID, "text_delta", false)}
-		require.NoError(t, b.store.Commit(b.ctx, c))
+		require.NoError(t, b.store.Commit(t.Context(), c))
 		require.Equal(t, "1", c.Events[0].Event.Cursor)
 	}},
 	{"DuplicateSkipped", func(t *testing.T, b *bundle) {
@@ -72,7 +72,7 @@ var eventCases = []testCase{
 		e1, e2 := newEvent(s.ID, run.ID, "text_delta", true), newEvent(s.ID, run.ID, "text_delta", true)
 		c := commitFor(run, rtstore.StatusRunning, "model")
 		c.Events = []rtstore.PendingEvent{e1, e2}
-		require.NoError(t, b.store.Commit(b.ctx, c))
+		require.NoError(t, b.store.Commit(t.Context(), c))
 
 		// e2 again, with a new record id: skipped together with its record.
 		dup := newEvent(s.ID, run.ID, "text_delta", true)
@@ -80,7 +80,7 @@ var eventCases = []testCase{
 		e3 := newEvent(s.ID, run.ID, "text_complete", true)
 		c = commitFor(run, rtstore.StatusRunning, "model")
 		c.Events = []rtstore.PendingEvent{dup, e3}
-		require.NoError(t, b.store.Commit(b.ctx, c))
+		require.NoError(t, b.store.Commit(t.Context(), c))
 		require.Equal(t, "3", c.Events[1].Event.Cursor)
 
 		evs := b.eventsOf(t, run.ID)
@@ -101,21 +101,21 @@ var eventCases = []testCase{
 		for range 5 {
 			c.Events = append(c.Events, newEvent(s.ID, run.ID, "text_delta", true))
 		}
-		require.NoError(t, b.store.Commit(b.ctx, c))
+		require.NoError(t, b.store.Commit(t.Context(), c))
 
-		page, err := b.store.EventListAfter(b.ctx, run.ID, 2, 2)
+		page, err := b.store.EventListAfter(t.Context(), run.ID, 2, 2)
 		require.NoError(t, err)
 		require.Len(t, page, 2)
 		require.Equal(t, "3", page[0].Cursor)
 		require.Equal(t, "4", page[1].Cursor)
-		page, err = b.store.EventListAfter(b.ctx, run.ID, 4, 10)
+		page, err = b.store.EventListAfter(t.Context(), run.ID, 4, 10)
 		require.NoError(t, err)
 		require.Len(t, page, 1)
 		require.Equal(t, c.Events[4].Event.EventID, page[0].EventID)
-		page, err = b.store.EventListAfter(b.ctx, run.ID, 5, 10)
+		page, err = b.store.EventListAfter(t.Context(), run.ID, 5, 10)
 		require.NoError(t, err)
 		require.Empty(t, page)
-		page, err = b.store.EventListAfter(b.ctx, "run-missing", 0, 10)
+		page, err = b.store.EventListAfter(t.Context(), "run-missing", 0, 10)
 		require.NoError(t, err)
 		require.Empty(t, page)
 	}},
@@ -126,9 +126,9 @@ var eventCases = []testCase{
 		for range 4 {
 			c.Records = append(c.Records, newRecord(s.ID, run.ID, journal.KindModelStarted, `{"n":1}`))
 		}
-		require.NoError(t, b.store.Commit(b.ctx, c)) // seq 3..6
+		require.NoError(t, b.store.Commit(t.Context(), c)) // seq 3..6
 
-		page, err := b.store.JournalList(b.ctx, run.ID, 2, 3)
+		page, err := b.store.JournalList(t.Context(), run.ID, 2, 3)
 		require.NoError(t, err)
 		require.Len(t, page, 3)
 		for i, r := range page {
@@ -136,14 +136,14 @@ var eventCases = []testCase{
 			want.Seq = int64(3 + i)
 			requireRecord(t, want, r)
 		}
-		page, err = b.store.JournalList(b.ctx, run.ID, 5, 10)
+		page, err = b.store.JournalList(t.Context(), run.ID, 5, 10)
 		require.NoError(t, err)
 		require.Len(t, page, 1)
 		require.Equal(t, int64(6), page[0].Seq)
-		page, err = b.store.JournalList(b.ctx, run.ID, 6, 10)
+		page, err = b.store.JournalList(t.Context(), run.ID, 6, 10)
 		require.NoError(t, err)
 		require.Empty(t, page)
-		page, err = b.store.JournalList(b.ctx, "run-missing", 0, 10)
+		page, err = b.store.JournalList(t.Context(), "run-missing", 0, 10)
 		require.NoError(t, err)
 		require.Empty(t, page)
 	}},

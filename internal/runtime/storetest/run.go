@@ -16,7 +16,7 @@ var runCases = []testCase{
 		p := runParams(s.ID, "req-1", "digest-1")
 		p.Commit.Events = []rtstore.PendingEvent{newEvent(s.ID, p.Run.ID, "waiting", true)}
 
-		run, created, err := b.store.RunInsert(b.ctx, p)
+		run, created, err := b.store.RunInsert(t.Context(), p)
 		require.NoError(t, err)
 		require.True(t, created)
 		require.Positive(t, run.Seq)
@@ -30,7 +30,7 @@ var runCases = []testCase{
 		require.False(t, run.CreatedAt.IsZero())
 		require.Equal(t, "1", p.Commit.Events[0].Event.Cursor)
 
-		got, err := b.store.RunGet(b.ctx, run.ID)
+		got, err := b.store.RunGet(t.Context(), run.ID)
 		require.NoError(t, err)
 		require.Equal(t, run, got)
 
@@ -40,12 +40,12 @@ var runCases = []testCase{
 	}},
 	{"InsertIdempotent", func(t *testing.T, b *bundle) {
 		s := b.newSession(t, "alice")
-		first, created, err := b.store.RunInsert(b.ctx, runParams(s.ID, "req-1", "digest-1"))
+		first, created, err := b.store.RunInsert(t.Context(), runParams(s.ID, "req-1", "digest-1"))
 		require.NoError(t, err)
 		require.True(t, created)
 
 		// Same request, same message: the stored run, nothing applied again.
-		again, created, err := b.store.RunInsert(b.ctx, runParams(s.ID, "req-1", "digest-1"))
+		again, created, err := b.store.RunInsert(t.Context(), runParams(s.ID, "req-1", "digest-1"))
 		require.NoError(t, err)
 		require.False(t, created)
 		require.Equal(t, first.ID, again.ID)
@@ -53,15 +53,15 @@ var runCases = []testCase{
 		require.Len(t, b.journalOf(t, first.ID), 2)
 
 		// Same request, different message.
-		_, _, err = b.store.RunInsert(b.ctx, runParams(s.ID, "req-1", "digest-2"))
+		_, _, err = b.store.RunInsert(t.Context(), runParams(s.ID, "req-1", "digest-2"))
 		require.ErrorIs(t, err, rtstore.ErrRequestConflict)
 
-		runs, err := b.store.RunList(b.ctx, s.ID, rtstore.ListParams{Limit: all})
+		runs, err := b.store.RunList(t.Context(), s.ID, rtstore.ListParams{Limit: all})
 		require.NoError(t, err)
 		require.Len(t, runs, 1)
 	}},
 	{"InsertUnknownSession", func(t *testing.T, b *bundle) {
-		_, _, err := b.store.RunInsert(b.ctx, runParams("ses-missing", "req-1", "d"))
+		_, _, err := b.store.RunInsert(t.Context(), runParams("ses-missing", "req-1", "d"))
 		require.ErrorIs(t, err, rtstore.ErrNotFound)
 	}},
 	{"InsertBusy", func(t *testing.T, b *bundle) {
@@ -70,20 +70,20 @@ var runCases = []testCase{
 		for _, st := range []rtstore.RunStatus{
 			rtstore.StatusRunning, rtstore.StatusPaused, rtstore.StatusAwaitingInput, rtstore.StatusFailed,
 		} {
-			require.NoError(t, b.store.Commit(b.ctx, commitFor(run, st, "x")))
-			_, _, err := b.store.RunInsert(b.ctx, runParams(s.ID, "req-"+uuid.NewString(), "d"))
+			require.NoError(t, b.store.Commit(t.Context(), commitFor(run, st, "x")))
+			_, _, err := b.store.RunInsert(t.Context(), runParams(s.ID, "req-"+uuid.NewString(), "d"))
 			require.ErrorIs(t, err, rtstore.ErrSessionBusy, "status %s", st)
 		}
 		for _, st := range []rtstore.RunStatus{rtstore.StatusCompleted, rtstore.StatusCancelled} {
-			require.NoError(t, b.store.Commit(b.ctx, commitFor(run, st, "result")))
-			require.NoError(t, b.store.SessionControlSet(b.ctx, s.ID, rtstore.ControlCancelled))
+			require.NoError(t, b.store.Commit(t.Context(), commitFor(run, st, "result")))
+			require.NoError(t, b.store.SessionControlSet(t.Context(), s.ID, rtstore.ControlCancelled))
 
 			run = b.newRun(t, s.ID)
-			control, err := b.store.SessionControlGet(b.ctx, s.ID)
+			control, err := b.store.SessionControlGet(t.Context(), s.ID)
 			require.NoError(t, err)
 			require.Equal(t, rtstore.ControlNone, control, "a new run resets control")
 		}
-		runs, err := b.store.RunList(b.ctx, s.ID, rtstore.ListParams{Limit: all})
+		runs, err := b.store.RunList(t.Context(), s.ID, rtstore.ListParams{Limit: all})
 		require.NoError(t, err)
 		require.Len(t, runs, 3)
 	}},
@@ -91,18 +91,18 @@ var runCases = []testCase{
 		s := b.newSession(t, "alice")
 		p := runParams(s.ID, "req-1", "d")
 		p.Commit.Records[1].RunID = "run-other"
-		_, _, err := b.store.RunInsert(b.ctx, p)
+		_, _, err := b.store.RunInsert(t.Context(), p)
 		require.ErrorIs(t, err, rtstore.ErrForeignRecord)
 
-		_, err = b.store.RunGet(b.ctx, p.Run.ID)
+		_, err = b.store.RunGet(t.Context(), p.Run.ID)
 		require.ErrorIs(t, err, rtstore.ErrNotFound)
-		got, err := b.store.SessionGet(b.ctx, s.ID)
+		got, err := b.store.SessionGet(t.Context(), s.ID)
 		require.NoError(t, err)
 		require.Empty(t, got.LastRunID)
 		b.newRun(t, s.ID) // the session is not busy
 	}},
 	{"GetNotFound", func(t *testing.T, b *bundle) {
-		_, err := b.store.RunGet(b.ctx, "run-missing")
+		_, err := b.store.RunGet(t.Context(), "run-missing")
 		require.ErrorIs(t, err, rtstore.ErrNotFound)
 	}},
 	{"ListPaging", func(t *testing.T, b *bundle) {
@@ -112,14 +112,14 @@ var runCases = []testCase{
 		for range 5 {
 			run := b.newRun(t, s.ID)
 			want = append(want, run.ID)
-			require.NoError(t, b.store.Commit(b.ctx, commitFor(run, rtstore.StatusCompleted, "result")))
+			require.NoError(t, b.store.Commit(t.Context(), commitFor(run, rtstore.StatusCompleted, "result")))
 			interleaved := b.newRun(t, other.ID)
-			require.NoError(t, b.store.Commit(b.ctx, commitFor(interleaved, rtstore.StatusCompleted, "result")))
+			require.NoError(t, b.store.Commit(t.Context(), commitFor(interleaved, rtstore.StatusCompleted, "result")))
 		}
 		var got []string
 		after := int64(0)
 		for {
-			page, err := b.store.RunList(b.ctx, s.ID, rtstore.ListParams{After: after, Limit: 2})
+			page, err := b.store.RunList(t.Context(), s.ID, rtstore.ListParams{After: after, Limit: 2})
 			require.NoError(t, err)
 			if len(page) == 0 {
 				break
@@ -134,7 +134,7 @@ var runCases = []testCase{
 		}
 		require.Equal(t, want, got)
 
-		none, err := b.store.RunList(b.ctx, "ses-missing", rtstore.ListParams{Limit: all})
+		none, err := b.store.RunList(t.Context(), "ses-missing", rtstore.ListParams{Limit: all})
 		require.NoError(t, err)
 		require.Empty(t, none)
 	}},
@@ -145,9 +145,9 @@ var runCases = []testCase{
 			run := b.newRun(t, s.ID)
 			running = append(running, run.ID)
 			done := b.newSession(t, "bob")
-			require.NoError(t, b.store.Commit(b.ctx, commitFor(b.newRun(t, done.ID), rtstore.StatusFailed, "result")))
+			require.NoError(t, b.store.Commit(t.Context(), commitFor(b.newRun(t, done.ID), rtstore.StatusFailed, "result")))
 		}
-		got, err := b.store.RunListByStatus(b.ctx, rtstore.StatusRunning)
+		got, err := b.store.RunListByStatus(t.Context(), rtstore.StatusRunning)
 		require.NoError(t, err)
 		var ids []string
 		for i, r := range got {
@@ -159,10 +159,10 @@ var runCases = []testCase{
 		}
 		require.Equal(t, running, ids)
 
-		failed, err := b.store.RunListByStatus(b.ctx, rtstore.StatusFailed)
+		failed, err := b.store.RunListByStatus(t.Context(), rtstore.StatusFailed)
 		require.NoError(t, err)
 		require.Len(t, failed, 3)
-		none, err := b.store.RunListByStatus(b.ctx, rtstore.StatusPaused)
+		none, err := b.store.RunListByStatus(t.Context(), rtstore.StatusPaused)
 		require.NoError(t, err)
 		require.Empty(t, none)
 	}},

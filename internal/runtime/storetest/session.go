@@ -27,61 +27,61 @@ var sessionCases = []testCase{
 				AgentConfig: json.RawMessage(`{}`), Metadata: json.RawMessage(`{"who":"` + p + `"}`),
 				CreatedAt: time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC),
 			}
-			require.NoError(t, b.store.SessionInsert(b.ctx, s))
+			require.NoError(t, b.store.SessionInsert(t.Context(), s))
 		}
 		require.NotEqual(t, keys["alice"], keys["bob"])
 		again := &rtstore.SessionRow{ID: keys["alice"], Principal: "alice", AgentConfig: json.RawMessage(`{}`),
 			Metadata: json.RawMessage(`{}`), CreatedAt: time.Now()}
-		require.ErrorIs(t, b.store.SessionInsert(b.ctx, again), rtstore.ErrAlreadyExists)
+		require.ErrorIs(t, b.store.SessionInsert(t.Context(), again), rtstore.ErrAlreadyExists)
 
 		runs := map[string]string{}
 		for p, key := range keys {
-			got, err := b.store.SessionGet(b.ctx, key)
+			got, err := b.store.SessionGet(t.Context(), key)
 			require.NoError(t, err)
 			require.Equal(t, p, got.Principal)
 			require.Equal(t, "foo", runtime.SessionIDOf(got.ID))
 			require.JSONEq(t, `{"who":"`+p+`"}`, string(got.Metadata))
-			list, err := b.store.SessionList(b.ctx, &rtstore.SessionListParams{Principal: p, ListParams: rtstore.ListParams{Limit: all}})
+			list, err := b.store.SessionList(t.Context(), &rtstore.SessionListParams{Principal: p, ListParams: rtstore.ListParams{Limit: all}})
 			require.NoError(t, err)
 			require.Len(t, list, 1)
 			require.Equal(t, key, list[0].ID)
 			// The same request id in each session starts a run in each.
-			run, created, err := b.store.RunInsert(b.ctx, runParams(key, "same", "digest-"+p))
+			run, created, err := b.store.RunInsert(t.Context(), runParams(key, "same", "digest-"+p))
 			require.NoError(t, err)
 			require.True(t, created)
 			runs[p] = run.ID
 		}
 		for p, key := range keys {
-			list, err := b.store.RunList(b.ctx, key, rtstore.ListParams{Limit: all})
+			list, err := b.store.RunList(t.Context(), key, rtstore.ListParams{Limit: all})
 			require.NoError(t, err)
 			require.Len(t, list, 1)
 			require.Equal(t, runs[p], list[0].ID)
-			got, err := b.store.SessionGet(b.ctx, key)
+			got, err := b.store.SessionGet(t.Context(), key)
 			require.NoError(t, err)
 			require.Equal(t, runs[p], got.LastRunID)
 		}
 
-		require.NoError(t, b.store.SessionControlSet(b.ctx, keys["alice"], rtstore.ControlPaused))
-		ctl, err := b.store.SessionControlGet(b.ctx, keys["bob"])
+		require.NoError(t, b.store.SessionControlSet(t.Context(), keys["alice"], rtstore.ControlPaused))
+		ctl, err := b.store.SessionControlGet(t.Context(), keys["bob"])
 		require.NoError(t, err)
 		require.Empty(t, ctl)
 
 		var leases []rtstore.Lease
 		for _, key := range keys {
-			l, err := b.store.SessionLock(b.ctx, key)
+			l, err := b.store.SessionLock(t.Context(), key)
 			require.NoError(t, err, "each principal's session is locked on its own")
 			leases = append(leases, l)
 		}
 		for _, l := range leases {
-			require.NoError(t, l.Release(b.ctx))
+			require.NoError(t, l.Release(t.Context()))
 		}
 
 		data := []byte("shared bytes")
 		sum := sha256.Sum256(data)
 		sha := hex.EncodeToString(sum[:])
-		require.NoError(t, b.store.ArtifactPut(b.ctx, keys["alice"], sha, data))
+		require.NoError(t, b.store.ArtifactPut(t.Context(), keys["alice"], sha, data))
 		for _, p := range []string{"alice", "bob"} {
-			owned, err := b.store.ArtifactOwned(b.ctx, sha, p)
+			owned, err := b.store.ArtifactOwned(t.Context(), sha, p)
 			require.NoError(t, err)
 			require.Equal(t, p == "alice", owned, p)
 		}
@@ -90,7 +90,7 @@ var sessionCases = []testCase{
 		s := b.newSession(t, "alice")
 		require.Positive(t, s.Seq)
 
-		got, err := b.store.SessionGet(b.ctx, s.ID)
+		got, err := b.store.SessionGet(t.Context(), s.ID)
 		require.NoError(t, err)
 		require.Equal(t, s.Seq, got.Seq)
 		require.Equal(t, s.ID, got.ID)
@@ -107,14 +107,14 @@ var sessionCases = []testCase{
 	{"InsertDuplicateID", func(t *testing.T, b *bundle) {
 		s := b.newSession(t, "alice")
 		dup := &rtstore.SessionRow{ID: s.ID, Principal: "bob"}
-		require.ErrorIs(t, b.store.SessionInsert(b.ctx, dup), rtstore.ErrAlreadyExists)
+		require.ErrorIs(t, b.store.SessionInsert(t.Context(), dup), rtstore.ErrAlreadyExists)
 
-		got, err := b.store.SessionGet(b.ctx, s.ID)
+		got, err := b.store.SessionGet(t.Context(), s.ID)
 		require.NoError(t, err)
 		require.Equal(t, "alice", got.Principal)
 	}},
 	{"GetNotFound", func(t *testing.T, b *bundle) {
-		_, err := b.store.SessionGet(b.ctx, "ses-missing")
+		_, err := b.store.SessionGet(t.Context(), "ses-missing")
 		require.ErrorIs(t, err, rtstore.ErrNotFound)
 	}},
 	{"ListPaging", func(t *testing.T, b *bundle) {
@@ -132,7 +132,7 @@ var sessionCases = []testCase{
 		var got []string
 		after := int64(0)
 		for range 3 {
-			page, err := b.store.SessionList(b.ctx, &rtstore.SessionListParams{
+			page, err := b.store.SessionList(t.Context(), &rtstore.SessionListParams{
 				Principal: "alice", ListParams: rtstore.ListParams{After: after, Limit: 2},
 			})
 			require.NoError(t, err)
@@ -150,19 +150,19 @@ var sessionCases = []testCase{
 		}
 		require.Equal(t, want, got)
 
-		rest, err := b.store.SessionList(b.ctx, &rtstore.SessionListParams{
+		rest, err := b.store.SessionList(t.Context(), &rtstore.SessionListParams{
 			Principal: "alice", ListParams: rtstore.ListParams{After: after, Limit: 2},
 		})
 		require.NoError(t, err)
 		require.Empty(t, rest)
 
-		bob, err := b.store.SessionList(b.ctx, &rtstore.SessionListParams{
+		bob, err := b.store.SessionList(t.Context(), &rtstore.SessionListParams{
 			Principal: "bob", ListParams: rtstore.ListParams{Limit: all},
 		})
 		require.NoError(t, err)
 		require.Len(t, bob, 3)
 
-		none, err := b.store.SessionList(b.ctx, &rtstore.SessionListParams{
+		none, err := b.store.SessionList(t.Context(), &rtstore.SessionListParams{
 			Principal: "carol", ListParams: rtstore.ListParams{Limit: all},
 		})
 		require.NoError(t, err)
@@ -170,32 +170,32 @@ var sessionCases = []testCase{
 	}},
 	{"Control", func(t *testing.T, b *bundle) {
 		s := b.newSession(t, "alice")
-		control, err := b.store.SessionControlGet(b.ctx, s.ID)
+		control, err := b.store.SessionControlGet(t.Context(), s.ID)
 		require.NoError(t, err)
 		require.Equal(t, rtstore.ControlNone, control)
 
 		for _, want := range []string{rtstore.ControlPaused, rtstore.ControlCancelled, rtstore.ControlNone} {
-			require.NoError(t, b.store.SessionControlSet(b.ctx, s.ID, want))
-			control, err = b.store.SessionControlGet(b.ctx, s.ID)
+			require.NoError(t, b.store.SessionControlSet(t.Context(), s.ID, want))
+			control, err = b.store.SessionControlGet(t.Context(), s.ID)
 			require.NoError(t, err)
 			require.Equal(t, want, control)
 		}
 
-		_, err = b.store.SessionControlGet(b.ctx, "ses-missing")
+		_, err = b.store.SessionControlGet(t.Context(), "ses-missing")
 		require.ErrorIs(t, err, rtstore.ErrNotFound)
-		require.ErrorIs(t, b.store.SessionControlSet(b.ctx, "ses-missing", rtstore.ControlPaused), rtstore.ErrNotFound)
+		require.ErrorIs(t, b.store.SessionControlSet(t.Context(), "ses-missing", rtstore.ControlPaused), rtstore.ErrNotFound)
 	}},
 	{"LatestRun", func(t *testing.T, b *bundle) {
 		s := b.newSession(t, "alice")
 		run := b.newRun(t, s.ID)
 
-		got, err := b.store.SessionGet(b.ctx, s.ID)
+		got, err := b.store.SessionGet(t.Context(), s.ID)
 		require.NoError(t, err)
 		require.Equal(t, run.ID, got.LastRunID)
 		require.Equal(t, rtstore.StatusRunning, got.LastRunStatus)
 
-		require.NoError(t, b.store.Commit(b.ctx, commitFor(run, rtstore.StatusCompleted, "result")))
-		list, err := b.store.SessionList(b.ctx, &rtstore.SessionListParams{
+		require.NoError(t, b.store.Commit(t.Context(), commitFor(run, rtstore.StatusCompleted, "result")))
+		list, err := b.store.SessionList(t.Context(), &rtstore.SessionListParams{
 			Principal: "alice", ListParams: rtstore.ListParams{Limit: all},
 		})
 		require.NoError(t, err)
@@ -204,18 +204,18 @@ var sessionCases = []testCase{
 		require.Equal(t, rtstore.StatusCompleted, list[0].LastRunStatus)
 
 		next := b.newRun(t, s.ID)
-		got, err = b.store.SessionGet(b.ctx, s.ID)
+		got, err = b.store.SessionGet(t.Context(), s.ID)
 		require.NoError(t, err)
 		require.Equal(t, next.ID, got.LastRunID)
 		require.Equal(t, rtstore.StatusRunning, got.LastRunStatus)
 	}},
 	{"Ping", func(t *testing.T, b *bundle) {
-		require.NoError(t, b.store.Ping(b.ctx))
+		require.NoError(t, b.store.Ping(t.Context()))
 	}},
 	{"UniqueIDs", func(t *testing.T, b *bundle) {
 		// Sessions of different principals share one id space.
 		id := "ses-" + uuid.NewString()
-		require.NoError(t, b.store.SessionInsert(b.ctx, &rtstore.SessionRow{ID: id, Principal: "alice"}))
-		require.ErrorIs(t, b.store.SessionInsert(b.ctx, &rtstore.SessionRow{ID: id, Principal: "bob"}), rtstore.ErrAlreadyExists)
+		require.NoError(t, b.store.SessionInsert(t.Context(), &rtstore.SessionRow{ID: id, Principal: "alice"}))
+		require.ErrorIs(t, b.store.SessionInsert(t.Context(), &rtstore.SessionRow{ID: id, Principal: "bob"}), rtstore.ErrAlreadyExists)
 	}},
 }

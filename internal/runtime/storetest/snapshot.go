@@ -19,10 +19,10 @@ var snapshotCases = []testCase{
 			newRecord(s.ID, run.ID, journal.KindModelCompleted, `{"text":"done"}`),
 			newRecord(s.ID, run.ID, journal.KindCheckpoint, `{"phase":"result","status":"completed"}`),
 		}
-		require.NoError(t, b.store.Commit(b.ctx, c))
+		require.NoError(t, b.store.Commit(t.Context(), c))
 		var got []journal.Record
 		var row *rtstore.RunRow
-		err := b.store.RunSnapshot(b.ctx, run.ID, func(r *rtstore.RunRow, records func(func(journal.Record) error) error) error {
+		err := b.store.RunSnapshot(t.Context(), run.ID, func(r *rtstore.RunRow, records func(func(journal.Record) error) error) error {
 			row = r
 			return records(func(rec journal.Record) error {
 				got = append(got, rec)
@@ -39,7 +39,7 @@ var snapshotCases = []testCase{
 		run := b.newRun(t, b.newSession(t, "alice").ID)
 		stop := errors.New("enough")
 		n := 0
-		err := b.store.RunSnapshot(b.ctx, run.ID, func(_ *rtstore.RunRow, records func(func(journal.Record) error) error) error {
+		err := b.store.RunSnapshot(t.Context(), run.ID, func(_ *rtstore.RunRow, records func(func(journal.Record) error) error) error {
 			return records(func(journal.Record) error {
 				n++
 				return stop
@@ -49,7 +49,7 @@ var snapshotCases = []testCase{
 		require.Equal(t, 1, n)
 	}},
 	{"UnknownRun", func(t *testing.T, b *bundle) {
-		err := b.store.RunSnapshot(b.ctx, "no-such-run", func(*rtstore.RunRow, func(func(journal.Record) error) error) error { return nil })
+		err := b.store.RunSnapshot(t.Context(), "no-such-run", func(*rtstore.RunRow, func(func(journal.Record) error) error) error { return nil })
 		require.ErrorIs(t, err, rtstore.ErrNotFound)
 	}},
 }

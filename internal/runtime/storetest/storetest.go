@@ -1,7 +1,6 @@
 package storetest
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"testing"
@@ -53,17 +52,15 @@ type testCase struct {
 	fn   func(t *testing.T, b *bundle)
 }
 
-// bundle is what every case gets: a fresh store and a context.
+// bundle is what every case gets: a fresh store. Cases call the store
+// with t.Context(), which ends with the case.
 type bundle struct {
 	store rtstore.Store
-	ctx   context.Context
 }
 
 func setup(t *testing.T, newStore func(t *testing.T) rtstore.Store) *bundle {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	t.Cleanup(cancel)
-	return &bundle{store: newStore(t), ctx: ctx}
+	return &bundle{store: newStore(t)}
 }
 
 // newSession inserts a session of principal and returns it.
@@ -79,7 +76,7 @@ func (b *bundle) newSession(t *testing.T, principal string) *rtstore.SessionRow 
 		Metadata:     json.RawMessage(`{"team":"qa"}`),
 		CreatedAt:    time.Date(2025, 1, 2, 3, 4, 5, 123456000, time.UTC),
 	}
-	require.NoError(t, b.store.SessionInsert(b.ctx, s))
+	require.NoError(t, b.store.SessionInsert(t.Context(), s))
 	return s
 }
 
@@ -87,7 +84,7 @@ func (b *bundle) newSession(t *testing.T, principal string) *rtstore.SessionRow 
 // checkpoint, and returns it.
 func (b *bundle) newRun(t *testing.T, sessionID string) *rtstore.RunRow {
 	t.Helper()
-	run, created, err := b.store.RunInsert(b.ctx, runParams(sessionID, "req-"+uuid.NewString(), "digest"))
+	run, created, err := b.store.RunInsert(t.Context(), runParams(sessionID, "req-"+uuid.NewString(), "digest"))
 	require.NoError(t, err)
 	require.True(t, created)
 	return run
@@ -164,7 +161,7 @@ func commitFor(run *rtstore.RunRow, status rtstore.RunStatus, phase string) *rts
 // journalOf returns every record of a run.
 func (b *bundle) journalOf(t *testing.T, runID string) []journal.Record {
 	t.Helper()
-	recs, err := b.store.JournalList(b.ctx, runID, 0, all)
+	recs, err := b.store.JournalList(t.Context(), runID, 0, all)
 	require.NoError(t, err)
 	return recs
 }
@@ -172,7 +169,7 @@ func (b *bundle) journalOf(t *testing.T, runID string) []journal.Record {
 // eventsOf returns every event of a run.
 func (b *bundle) eventsOf(t *testing.T, runID string) []rtstore.RunEvent {
 	t.Helper()
-	evs, err := b.store.EventListAfter(b.ctx, runID, 0, all)
+	evs, err := b.store.EventListAfter(t.Context(), runID, 0, all)
 	require.NoError(t, err)
 	return evs
 }

@@ -20,13 +20,14 @@ func ValidDigest(s string) bool {
 		return false
 	}
 	for i := range len(s) {
-		c := s[i]
-		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+		if !isLowerHex(s[i]) {
 			return false
 		}
 	}
 	return true
 }
+
+func isLowerHex(c byte) bool { return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' }
 
 // OwnerKey returns the key of the owner index object saying that owner may
 // read the artifact of digest: prefix + "owners/" + digest + "/" + the hex

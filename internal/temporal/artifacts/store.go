@@ -71,13 +71,16 @@ func (c Config) withDefaults() (Config, error) {
 	return c, errors.Join(errs...)
 }
 
+func isAlnum(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9'
+}
+
 func validatePrefix(p string) error {
 	if len(p) > MaxPrefixLen || p[0] == '/' {
 		return fmt.Errorf("artifacts: invalid prefix %q", p)
 	}
 	for i := range len(p) {
-		c := p[i]
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_' || c == '.' || c == '/') {
+		if c := p[i]; !isAlnum(c) && c != '-' && c != '_' && c != '.' && c != '/' {
 			return fmt.Errorf("artifacts: invalid prefix %q", p)
 		}
 	}
@@ -204,14 +207,8 @@ func (s *Store) ValidateKey(key string) error {
 // digest returns the hex digest key names.
 func (s *Store) digest(key string) (string, error) {
 	hexPart, ok := strings.CutPrefix(key, s.prefix)
-	if !ok || len(hexPart) != 2*sha256.Size {
+	if !ok || !ValidDigest(hexPart) {
 		return "", fmt.Errorf("%w: %q", ErrInvalidKey, truncate(key))
-	}
-	for i := range len(hexPart) {
-		c := hexPart[i]
-		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
-			return "", fmt.Errorf("%w: %q", ErrInvalidKey, truncate(key))
-		}
 	}
 	return hexPart, nil
 }
@@ -255,7 +252,7 @@ func (s *Store) Get(ctx context.Context, key string) ([]byte, error) {
 	if err != nil {
 		return nil, s.getError(key, err)
 	}
-	defer obj.Close()
+	defer func() { _ = obj.Close() }() // a read: its close has nothing to report
 	data, err := io.ReadAll(io.LimitReader(obj, s.maxSize+1))
 	if err != nil {
 		return nil, s.getError(key, err)

@@ -197,12 +197,15 @@ func ValidateRunID(runID string) error {
 		return fmt.Errorf("%w: length %d", ErrInvalidRunID, len(runID))
 	}
 	for i := range len(runID) {
-		c := runID[i]
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_' || c == '.') {
+		if c := runID[i]; !isAlnum(c) && c != '-' && c != '_' && c != '.' {
 			return fmt.Errorf("%w: %q", ErrInvalidRunID, runID)
 		}
 	}
 	return nil
+}
+
+func isAlnum(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9'
 }
 
 // publishScript appends the events whose IDs are not in the dedupe set,

@@ -395,7 +395,7 @@ func TestValidation(t *testing.T) {
 	// Nothing below reaches Redis: an unreachable address is fine.
 	r, err := Open("127.0.0.1:1", Config{})
 	require.NoError(t, err)
-	defer r.Close()
+	defer hxtest.Close(t, r)
 	ctx := context.Background()
 	require.ErrorIs(t, r.Publish(ctx, "a:b", deltas("e1")), ErrInvalidRunID)
 	_, _, _, err = r.Read(ctx, "", Start, 0)
@@ -431,7 +431,7 @@ func TestOutage(t *testing.T) {
 
 	r, err := Open(addr, Config{})
 	require.NoError(t, err)
-	defer r.Close()
+	defer hxtest.Close(t, r)
 	ctx := context.Background()
 
 	start := time.Now()
@@ -447,7 +447,7 @@ func TestOutage(t *testing.T) {
 	// A server that accepts but never answers: bounded by the timeouts.
 	ln, err = net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
-	defer ln.Close()
+	defer func() { _ = ln.Close() }() // on a failure; closed below otherwise, when a second Close fails
 	var conns sync.WaitGroup
 	conns.Add(1)
 	go func() {
