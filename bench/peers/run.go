@@ -234,7 +234,7 @@ func Run(ctx context.Context, cfg *config, log *slog.Logger, out io.Writer) (*Re
 		}
 		if note != "" {
 			res.Notes = append(res.Notes, note)
-			log.Warn(note)
+			log.Info(note)
 		}
 		res.Temporal = tcells
 		if len(tcells) > 0 {
