@@ -79,7 +79,7 @@ func (e *env) close() {
 
 // createDB creates a database of this run and returns its name and URL.
 func (e *env) createDB(ctx context.Context, name string) (string, string, error) {
-	db := "hxd_peers_" + strings.ReplaceAll(name, "-", "_") + "_" + e.run
+	db := "hxd_peers_" + strings.NewReplacer("-", "_", "@", "_").Replace(name) + "_" + e.run
 	if _, err := e.admin.Exec(ctx, `CREATE DATABASE `+pgx.Identifier{db}.Sanitize()); err != nil {
 		return "", "", fmt.Errorf("create database %s: %w", db, err)
 	}

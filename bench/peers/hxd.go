@@ -63,6 +63,11 @@ func newHTTPClient(conns int) *http.Client {
 // startHxd starts `bin/hxd serve` on a free loopback port with the agents
 // folder and extra flags (the store), and waits for /readyz.
 func (e *env) startHxd(ctx context.Context, name string, args []string, extraEnv ...string) (*hxdClient, error) {
+	return e.startHxdBin(ctx, e.hxdBin, name, args, extraEnv...)
+}
+
+// startHxdBin is startHxd with another binary.
+func (e *env) startHxdBin(ctx context.Context, bin, name string, args []string, extraEnv ...string) (*hxdClient, error) {
 	addr, err := freeAddr()
 	if err != nil {
 		return nil, err
@@ -71,7 +76,10 @@ func (e *env) startHxd(ctx context.Context, name string, args []string, extraEnv
 	if err != nil {
 		return nil, err
 	}
-	argv := append([]string{e.hxdBin, "serve", "--addr", addr, "--debug-addr", debug}, args...)
+	argv := append([]string{bin, "serve", "--addr", addr}, args...)
+	if bin == e.hxdBin { // a base binary may predate --debug-addr
+		argv = append(argv, "--debug-addr", debug)
+	}
 	p, err := e.start(name, argv, extraEnv...)
 	if err != nil {
 		return nil, err
@@ -98,6 +106,11 @@ func (e *env) startHxd(ctx context.Context, name string, args []string, extraEnv
 // hxdSystem is hxd serve on PostgreSQL (a database of its own) or SQLite
 // (a file), driving sessions recorded or not.
 func (e *env) hxdSystem(ctx context.Context, name string, pg, recording bool, maxC int) (*system, error) {
+	return e.hxdSystemBin(ctx, e.hxdBin, name, pg, recording, maxC)
+}
+
+// hxdSystemBin is hxdSystem with another binary.
+func (e *env) hxdSystemBin(ctx context.Context, bin, name string, pg, recording bool, maxC int) (*system, error) {
 	agents, err := e.writeAgents()
 	if err != nil {
 		return nil, err
@@ -118,14 +131,16 @@ func (e *env) hxdSystem(ctx context.Context, name string, pg, recording bool, ma
 	} else {
 		args = append(args, "--db", filepath.Join(work, "hxd.db"))
 	}
-	c, err := e.startHxd(ctx, name, args)
+	c, err := e.startHxdBin(ctx, bin, name, args)
 	if err != nil {
 		return nil, err
 	}
 	c.recording = recording
 	c.http = newHTTPClient(maxC)
 	s.op = func(ctx context.Context, _ int) error { return c.run(ctx) }
-	s.profile = c.cpuProfile
+	if bin == e.hxdBin {
+		s.profile = c.cpuProfile
+	}
 	return s, nil
 }
 

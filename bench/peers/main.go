@@ -52,6 +52,9 @@ type config struct {
 	Profile string
 	// Command is the command line, quoted in peers.md.
 	Command string
+	// BaseHxd, when set, is another hxd binary (say, of a base commit)
+	// measured as one more system, hxd-pg-recorded@base, beside bin/hxd.
+	BaseHxd string
 	// runID ends the names of the run's databases and task queues.
 	runID string
 }
@@ -76,6 +79,7 @@ func parseFlags(args []string) (*config, error) {
 	systems := fs.String("systems", "", "only these systems (comma list of "+strings.Join(allSystems, ",")+"); default all")
 	fs.StringVar(&c.Out, "out", "", "write peers.md and peers.png into this folder (make bench-peers: docs/bench)")
 	fs.StringVar(&c.Profile, "profile", "", "write a CPU profile of hxd for each hxd cell at c=1 into this folder")
+	fs.StringVar(&c.BaseHxd, "base-hxd", "", "also measure this hxd binary, PostgreSQL, recorded, as "+sysHxdPGRec+"@base (before/after in one run)")
 	quick := fs.Bool("quick", false, "smoke run: 1s cells at c=1,8, Temporal off")
 	if err := fs.Parse(args); err != nil {
 		return nil, err

@@ -207,6 +207,13 @@ func Run(ctx context.Context, cfg *config, log *slog.Logger, out io.Writer) (*Re
 	); err != nil {
 		return nil, err
 	}
+	if cfg.BaseHxd != "" {
+		s, err := env.hxdSystemBin(ctx, cfg.BaseHxd, sysHxdPGRec+"@base", true, true, maxC)
+		if err != nil {
+			return nil, fmt.Errorf("-base-hxd: %w", err)
+		}
+		systems = append(systems, s)
+	}
 	// Warm up every system once (connections, prepared statements, caches).
 	for _, s := range systems {
 		if s.prepare != nil {
