@@ -52,6 +52,9 @@ type config struct {
 	Profile string
 	// Command is the command line, quoted in peers.md.
 	Command string
+	// RawConns caps the connections of the raw committers (they share
+	// them beyond it). Default: 32.
+	RawConns int
 	// BaseHxd, when set, is another hxd binary (say, of a base commit)
 	// measured as one more system, hxd-pg-recorded@base, beside bin/hxd.
 	BaseHxd string
@@ -80,6 +83,7 @@ func parseFlags(args []string) (*config, error) {
 	fs.StringVar(&c.Out, "out", "", "write peers.md and peers.png into this folder (make bench-peers: docs/bench)")
 	fs.StringVar(&c.Profile, "profile", "", "write a CPU profile of hxd for each hxd cell at c=1 into this folder")
 	fs.StringVar(&c.BaseHxd, "base-hxd", "", "also measure this hxd binary, PostgreSQL, recorded, as "+sysHxdPGRec+"@base (before/after in one run)")
+	fs.IntVar(&c.RawConns, "raw-conns", 32, "at most this many connections for the raw commits (PostgreSQL's max_connections is shared with hxd's and DBOS's pools)")
 	quick := fs.Bool("quick", false, "smoke run: 1s cells at c=1,8, Temporal off")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -100,8 +104,8 @@ func parseFlags(args []string) (*config, error) {
 			c.Systems[strings.TrimSpace(s)] = true
 		}
 	}
-	if c.Rounds < 1 || c.Duration <= 0 {
-		return nil, errors.New("-rounds and -duration must be positive")
+	if c.Rounds < 1 || c.Duration <= 0 || c.RawConns < 1 {
+		return nil, errors.New("-rounds, -duration and -raw-conns must be positive")
 	}
 	repo, err := filepath.Abs(c.Repo)
 	if err != nil {
