@@ -239,6 +239,8 @@ func (p *proc) waitReady(ctx context.Context, ready func(context.Context) error)
 type machine struct {
 	OS, Arch, CPU, Go, Hxd, PostgreSQL string
 	CPUs                               int
+	// Load is /proc/loadavg's 1, 5 and 15 minute averages at the start.
+	Load string
 }
 
 func describeMachine(ctx context.Context, cfg *config) machine {
@@ -252,6 +254,11 @@ func describeMachine(ctx context.Context, cfg *config) machine {
 			}
 		}
 		_ = f.Close()
+	}
+	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
+		if f := strings.Fields(string(b)); len(f) >= 3 {
+			m.Load = strings.Join(f[:3], " ")
+		}
 	}
 	if out, err := exec.CommandContext(ctx, "git", "-C", cfg.Repo, "describe", "--tags", "--always", "--dirty").Output(); err == nil {
 		m.Hxd = strings.TrimSpace(string(out))

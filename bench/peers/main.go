@@ -43,6 +43,9 @@ type config struct {
 	// Temporal runs the Temporal comparison (at TemporalConcurrency).
 	Temporal            bool
 	TemporalConcurrency int
+	// TemporalDuration is the cell of the Temporal comparison (its runs
+	// take seconds on the dev server). Default: 15s.
+	TemporalDuration time.Duration
 	// Systems, when set, keeps only the named systems (comma list).
 	Systems map[string]bool
 	// Out is the folder of peers.md and peers.png; empty writes nothing.
@@ -79,6 +82,7 @@ func parseFlags(args []string) (*config, error) {
 	conc := fs.String("c", "1,8,64", "concurrency levels (comma list)")
 	fs.BoolVar(&c.Temporal, "temporal", true, "also compare the Temporal engine with a bare Temporal workflow (needs the Temporal CLI and versitygw of scripts/build-*.sh)")
 	fs.IntVar(&c.TemporalConcurrency, "temporal-c", 8, "concurrency of the Temporal comparison")
+	fs.DurationVar(&c.TemporalDuration, "temporal-duration", 15*time.Second, "measured time per cell of the Temporal comparison")
 	systems := fs.String("systems", "", "only these systems (comma list of "+strings.Join(allSystems, ",")+"); default all")
 	fs.StringVar(&c.Out, "out", "", "write peers.md and peers.png into this folder (make bench-peers: docs/bench)")
 	fs.StringVar(&c.Profile, "profile", "", "write a CPU profile of hxd for each hxd cell at c=1 into this folder")

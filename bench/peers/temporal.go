@@ -156,7 +156,9 @@ func (e *env) runTemporal(ctx context.Context, cfg *config, log *slog.Logger, wa
 			return nil, "", fmt.Errorf("warm-up: %w", err)
 		}
 	}
-	cells, err := runInterleaved(ctx, cfg, e, log, systems, []int{cfg.TemporalConcurrency})
+	tcfg := *cfg
+	tcfg.Duration = cfg.TemporalDuration
+	cells, err := runInterleaved(ctx, &tcfg, e, log, systems, []int{cfg.TemporalConcurrency})
 	if err != nil {
 		return nil, "", err
 	}
