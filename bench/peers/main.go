@@ -36,7 +36,7 @@ type config struct {
 	// Duration of one measured cell (one system at one concurrency).
 	Duration time.Duration
 	// Rounds splits each cell into that many slices, interleaved with the
-	// other systems' slices. Default: 1.
+	// other systems' slices. Default: 2.
 	Rounds int
 	// Concurrency levels of the PostgreSQL/SQLite comparison.
 	Concurrency []int
@@ -78,7 +78,7 @@ func parseFlags(args []string) (*config, error) {
 	fs.StringVar(&c.Repo, "repo", "../..", "hxd repository root (bin/hxd is built there)")
 	fs.StringVar(&c.DatabaseURL, "database-url", defaultDatabaseURL(), "PostgreSQL server (HXD_TEST_DATABASE_URL); databases hxd_peers_* are created and dropped on it")
 	fs.DurationVar(&c.Duration, "duration", 5*time.Second, "measured time per cell (one system at one concurrency)")
-	fs.IntVar(&c.Rounds, "rounds", 1, "interleave the systems in this many slices of each cell")
+	fs.IntVar(&c.Rounds, "rounds", 2, "interleave the systems in this many slices of each cell (a system's slices must be 11 s apart for its commits to be counted: shorter gaps wait)")
 	conc := fs.String("c", "1,8,64", "concurrency levels (comma list)")
 	fs.BoolVar(&c.Temporal, "temporal", true, "also compare the Temporal engine with a bare Temporal workflow (needs the Temporal CLI and versitygw of scripts/build-*.sh)")
 	fs.IntVar(&c.TemporalConcurrency, "temporal-c", 8, "concurrency of the Temporal comparison")
