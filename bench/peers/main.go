@@ -51,7 +51,7 @@ type config struct {
 	// Out is the folder of peers.md and peers.png; empty writes nothing.
 	Out string
 	// Profile, when set, is a folder where a CPU profile of hxd (through
-	// --debug-addr) is written for every hxd cell at concurrency 1.
+	// --debug-addr) is written for every hxd cell at the first concurrency.
 	Profile string
 	// Command is the command line, quoted in peers.md.
 	Command string
@@ -85,7 +85,7 @@ func parseFlags(args []string) (*config, error) {
 	fs.DurationVar(&c.TemporalDuration, "temporal-duration", 15*time.Second, "measured time per cell of the Temporal comparison")
 	systems := fs.String("systems", "", "only these systems (comma list of "+strings.Join(allSystems, ",")+"); default all")
 	fs.StringVar(&c.Out, "out", "", "write peers.md and peers.png into this folder (make bench-peers: docs/bench)")
-	fs.StringVar(&c.Profile, "profile", "", "write a CPU profile of hxd for each hxd cell at c=1 into this folder")
+	fs.StringVar(&c.Profile, "profile", "", "write a CPU profile of hxd (via --debug-addr) for each hxd cell at the first concurrency of -c into this folder")
 	fs.StringVar(&c.BaseHxd, "base-hxd", "", "also measure this hxd binary, PostgreSQL, recorded, as "+sysHxdPGRec+"@base (before/after in one run)")
 	fs.IntVar(&c.RawConns, "raw-conns", 32, "at most this many connections for the raw commits (PostgreSQL's max_connections is shared with hxd's and DBOS's pools)")
 	quick := fs.Bool("quick", false, "smoke run: 1s cells at c=1,8, Temporal off")

@@ -330,9 +330,9 @@ func runInterleaved(ctx context.Context, cfg *config, env *env, log *slog.Logger
 					return nil, err
 				}
 				var prof chan error
-				if cfg.Profile != "" && c == 1 && round == 0 && s.profile != nil {
+				if cfg.Profile != "" && c == levels[0] && round == 0 && s.profile != nil {
 					prof = make(chan error, 1)
-					file := filepath.Join(cfg.Profile, s.name+".c1.pprof")
+					file := filepath.Join(cfg.Profile, fmt.Sprintf("%s.c%d.pprof", s.name, c))
 					go func() { prof <- s.profile(ctx, slice, file) }()
 				}
 				got, err := measure(ctx, s, c, slice)
