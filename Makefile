@@ -170,6 +170,16 @@ fmt/check: ## fail if a Go file is not gofmt-formatted
 bench: ## run every benchmark (-benchtime BENCHTIME, default 1s), results to stdout; includes the Temporal engine's (see test-temporal)
 	HXD_TEST_TEMPORAL=1 $(GO) test -p 1 -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) -count=1 ./...
 
+# `make bench-peers`: hxd over HTTP against DBOS Transact Go and raw commits
+# on the test PostgreSQL (HXD_TEST_DATABASE_URL), and the Temporal engine
+# against a bare Temporal workflow; a Go module of its own (bench/peers), so
+# that DBOS never enters hxd's go.mod. About 5 minutes; it rewrites
+# docs/bench/peers.md and peers.png. PEERS_FLAGS adds flags (-quick, -duration 10s, -profile DIR …).
+PEERS_FLAGS ?=
+.PHONY: bench-peers
+bench-peers: ## hxd vs DBOS vs raw commits on PostgreSQL at c=1,8,64, and the Temporal engine vs bare Temporal; writes docs/bench/peers.{md,png} (PEERS_FLAGS)
+	cd bench/peers && $(GO) run . -repo ../.. -out ../../docs/bench $(PEERS_FLAGS)
+
 .PHONY: fuzz
 fuzz: ## run every Fuzz target for FUZZTIME (default 10s) each
 	@n=0; \

@@ -40,6 +40,8 @@ type env struct {
 	stderr io.Writer
 	// onListen, when set, receives the bound address of `serve`.
 	onListen func(addr string)
+	// onDebugListen, when set, receives the bound address of --debug-addr.
+	onDebugListen func(addr string)
 	// exit terminates the process (HXD_CRASH_AFTER); default os.Exit.
 	exit func(code int)
 }

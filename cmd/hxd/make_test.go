@@ -57,6 +57,8 @@ func TestMakeDryRun(t *testing.T) {
 		}},
 		{"test", []string{`^bash scripts/build-peers\.sh$`, `^go test -count=1 -timeout 10m \./\.\.\.$`}},
 		{"test-temporal", []string{`^bash scripts/build-peers\.sh$`, `^HXD_TEST_TEMPORAL=1 go test .*-run 'Temporal' \./cmd/hxd/$`}},
+		// A module of its own, run from its folder: DBOS stays out of hxd's go.mod.
+		{"bench-peers", []string{`^cd bench/peers && go run \. -repo \.\./\.\. -out \.\./\.\./docs/bench *$`}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.target, func(t *testing.T) {

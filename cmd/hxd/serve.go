@@ -62,6 +62,8 @@ type serveConfig struct {
 	Engine string
 	// Temporal configures --engine temporal (temporal_flags.go).
 	Temporal temporalConfig
+	// Debug is --debug-addr (debug.go).
+	Debug debugConfig
 }
 
 // validate checks the configuration; c.PG is resolved (and validated)
@@ -106,6 +108,9 @@ func (c *serveConfig) validate() error {
 		if err := validateHookURL(c.CheckpointHook); err != nil {
 			errs = append(errs, err)
 		}
+	}
+	if err := c.Debug.validate(); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }
@@ -156,6 +161,7 @@ func parseServeFlags(args []string, e env) (*serveConfig, error) {
 	fs.StringVar(&c.Engine, "engine", engineLocal, "engine: local (SQLite --db or PostgreSQL --database-url) or temporal (HXD_ENGINE)")
 	ef.bind("engine", "HXD_ENGINE")
 	c.Temporal.register(fs, ef)
+	c.Debug.register(fs, ef)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil, &exitError{code: 0}
@@ -207,6 +213,11 @@ func serve(ctx context.Context, args []string, e env) (err error) {
 		return fmt.Errorf("listen: %w", err)
 	}
 	defer func() { _ = ln.Close() }() // after a shutdown, a no-op
+	dbg, err := startDebug(ctx, cfg.Debug, log, e.onDebugListen)
+	if err != nil {
+		return err
+	}
+	defer dbg.close()
 
 	if cfg.Engine == engineTemporal {
 		return serveTemporal(ctx, cfg, ln, e, log, auth, registry, nAgents)

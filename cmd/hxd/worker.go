@@ -23,6 +23,8 @@ type workerConfig struct {
 	LogFormat string
 	// WorkDir is where demo tools write files. Default: the current folder.
 	WorkDir string
+	// Debug is --debug-addr (debug.go).
+	Debug debugConfig
 }
 
 func parseWorkerFlags(args []string, e env) (*workerConfig, error) {
@@ -39,6 +41,7 @@ func parseWorkerFlags(args []string, e env) (*workerConfig, error) {
 	ef.bind("log-format", "HXD_LOG_FORMAT")
 	fs.StringVar(&c.WorkDir, "workdir", ".", "folder where demo tools write files (HXD_WORKDIR)")
 	ef.bind("workdir", "HXD_WORKDIR")
+	c.Debug.register(fs, ef)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil, &exitError{code: 0}
@@ -54,6 +57,9 @@ func parseWorkerFlags(args []string, e env) (*workerConfig, error) {
 	errs := c.Temporal.validate()
 	if c.LogFormat != "text" && c.LogFormat != "json" {
 		errs = append(errs, fmt.Errorf("--log-format must be text or json, not %q", c.LogFormat))
+	}
+	if err := c.Debug.validate(); err != nil {
+		errs = append(errs, err)
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, &exitError{code: 2, err: err}
@@ -75,6 +81,11 @@ func worker(ctx context.Context, args []string, e env) error {
 	if err != nil {
 		return err
 	}
+	dbg, err := startDebug(ctx, cfg.Debug, log, e.onDebugListen)
+	if err != nil {
+		return err
+	}
+	defer dbg.close()
 	deps, err := dialTemporal(ctx, &cfg.Temporal, log)
 	if err != nil {
 		return err

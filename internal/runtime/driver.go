@@ -93,6 +93,7 @@ func (d *driver) finish() {
 	r.mu.Lock()
 	if r.active[d.st.SessionID] == d {
 		delete(r.active, d.st.SessionID)
+		delete(r.driving, d.st.RunID)
 	}
 	r.mu.Unlock()
 	if err := d.lease.Release(context.Background()); err != nil {

@@ -93,3 +93,51 @@ func TestSubmitTurn(t *testing.T) {
 	next()
 	require.Empty(t, r.submits)
 }
+
+// TestNotifyRunSkipsRunsDrivenHere: another process's notification wakes
+// the watchers of a run (waits and streams), except of a run this process
+// drives, whose own commits wake them; "" wakes everyone.
+func TestNotifyRunSkipsRunsDrivenHere(t *testing.T) {
+	t.Parallel()
+	r := &Runtime{
+		notify:  notifier{chans: map[string]*watchers{}},
+		settled: notifier{chans: map[string]*watchers{}},
+		driving: map[string]struct{}{"here": {}},
+	}
+	woken := func(ch <-chan struct{}) bool {
+		select {
+		case <-ch:
+			return true
+		default:
+			return false
+		}
+	}
+	tests := []struct {
+		name   string
+		notify string
+		watch  string
+		want   bool
+	}{
+		{"run of another process", "there", "there", true},
+		{"run driven here", "here", "here", false},
+		{"another run", "there", "here", false},
+		{"everything", "", "here", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ev, doneEv := r.notify.watch(tt.watch)
+			st, doneSt := r.settled.watch(tt.watch)
+			defer doneEv()
+			defer doneSt()
+			r.NotifyRun(tt.notify)
+			require.Equal(t, tt.want, woken(ev), "event watcher")
+			require.Equal(t, tt.want, woken(st), "WaitRun watcher")
+		})
+	}
+	// Once its driver ends (finish), the run is another process's to write.
+	delete(r.driving, "here")
+	st, doneSt := r.settled.watch("here")
+	defer doneSt()
+	r.NotifyRun("here")
+	require.True(t, woken(st))
+}

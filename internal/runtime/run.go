@@ -108,6 +108,7 @@ func (r *Runtime) SubmitRun(ctx context.Context, p SubmitParams) (*RunResult, bo
 func (r *Runtime) launch(d *driver) {
 	r.mu.Lock()
 	r.active[d.st.SessionID] = d
+	r.driving[d.st.RunID] = struct{}{}
 	r.mu.Unlock()
 	d.start()
 }

@@ -96,6 +96,9 @@ type Runtime struct {
 	mu       sync.Mutex
 	bindings map[agent.Ref]*binding
 	active   map[string]*driver // by session id
+	// driving holds the run ids of active's drivers: NotifyRun leaves
+	// their watchers alone (driving[id] is set and cleared with active).
+	driving map[string]struct{}
 	// submits are the sessions with a submission holding or awaiting its
 	// turn (submitTurn), by session id.
 	submits  map[string]*submitTurn
@@ -146,6 +149,7 @@ func New(cfg Config) (*Runtime, error) {
 		log:      cfg.Logger.With("component", "runtime"),
 		bindings: map[agent.Ref]*binding{},
 		active:   map[string]*driver{},
+		driving:  map[string]struct{}{},
 		submits:  map[string]*submitTurn{},
 		notify:   notifier{chans: map[string]*watchers{}},
 		settled:  notifier{chans: map[string]*watchers{}},
@@ -296,10 +300,24 @@ func (n *notifier) watched() int {
 // cmd/hxd feeds it the commit notifications of other processes (PostgreSQL
 // LISTEN/NOTIFY). "" wakes every watcher ("anything may have changed").
 // Watchers keep polling every WatchPoll in any case.
+//
+// A run driven by this process is left alone: only its driver commits
+// it (the lease fences every other process), and each of its commits
+// woke the watchers already, before its notification came back through
+// the database; waking them again would only cost each one a read (a
+// ?wait= request two per boundary). A driver whose lease another process
+// took stops on its next renewal and wakes them as it ends; WatchPoll
+// bounds the wait until then.
 func (r *Runtime) NotifyRun(runID string) {
 	if runID == "" {
 		r.notify.wakeAll()
 		r.settled.wakeAll()
+		return
+	}
+	r.mu.Lock()
+	_, here := r.driving[runID]
+	r.mu.Unlock()
+	if here {
 		return
 	}
 	r.notify.wake(runID)

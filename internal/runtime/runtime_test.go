@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"hxd/internal/agent"
@@ -40,6 +41,13 @@ type countingStore struct {
 	failPuts atomic.Int32
 	// insertDelay holds every RunInsert back that long.
 	insertDelay time.Duration
+	// runGets counts RunGet calls.
+	runGets atomic.Int64
+}
+
+func (c *countingStore) RunGet(ctx context.Context, runID string) (*rtstore.RunRow, error) {
+	c.runGets.Add(1)
+	return c.Store.RunGet(ctx, runID)
 }
 
 func (c *countingStore) RunInsert(ctx context.Context, p *rtstore.RunInsertParams) (*rtstore.RunRow, bool, error) {
@@ -1109,4 +1117,52 @@ func TestCancelWhileAnApprovalHoldsTheLock(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, hxruntime.StatusCancelled, final.Status)
 	require.Zero(t, tb.toolCalls("count"))
+}
+
+// TestNotifyRunLeavesOwnDriveAlone: the database's notifications of a run
+// this process drives (its own commits, coming back through LISTEN) do not
+// make a waiting ?wait= request read the run again, and the run's own
+// settling commit ends the wait (TestNotifyRunSkipsRunsDrivenHere: other
+// runs' notifications still wake their waiters).
+func TestNotifyRunLeavesOwnDriveAlone(t *testing.T) {
+	t.Parallel()
+	tb := setupCfg(t, func(c *hxruntime.Config) { c.WatchPoll = time.Hour }, blockerAgent())
+	ctx := context.Background()
+	sess, err := tb.rt.CreateSession(ctx, hxruntime.CreateSessionParams{Agent: agent.Ref{Name: "blocker", Version: "v1"}})
+	require.NoError(t, err)
+	run, created, err := tb.rt.SubmitRun(ctx, hxruntime.SubmitParams{SessionID: sess.ID, Message: jsonString("go")})
+	require.NoError(t, err)
+	require.True(t, created)
+	require.Eventually(t, func() bool { return tb.toolCalls("block") == 1 }, 10*time.Second, time.Millisecond)
+
+	done := make(chan *hxruntime.RunResult, 1)
+	go func() {
+		res, err := tb.rt.WaitRun(ctx, run.RunID, time.Minute)
+		assert.NoError(t, err)
+		done <- res
+	}()
+	// The wait has read the run once and waits.
+	require.Eventually(t, func() bool { return tb.store.runGets.Load() >= 1 }, 10*time.Second, time.Millisecond)
+	time.Sleep(20 * time.Millisecond)
+	before := tb.store.runGets.Load()
+	for range 20 {
+		tb.rt.NotifyRun(run.RunID)
+	}
+	time.Sleep(50 * time.Millisecond)
+	require.Equal(t, before, tb.store.runGets.Load(), "notifications of a run driven here made the wait read it")
+	select {
+	case res := <-done:
+		t.Fatalf("the wait returned while the run runs: %+v", res)
+	default:
+	}
+
+	_, err = tb.rt.Cancel(ctx, sess.ID)
+	require.NoError(t, err)
+	select {
+	case res := <-done:
+		require.Equal(t, hxruntime.StatusCancelled, res.Status)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the run's settling commit did not end the wait")
+	}
+
 }
