@@ -62,3 +62,13 @@ func TestExportGoldenBytes(t *testing.T) {
 		})
 	}
 }
+
+// TestExportZip64FreeLimits: limits that would let archive/zip write a
+// ZIP64 end record (65,535 entries or more) or overflow 32-bit sizes are
+// refused.
+func TestExportZip64FreeLimits(t *testing.T) {
+	t.Parallel()
+	require.NoError(t, Policy{Limits: Limits{MaxMembers: 65534, MaxBytes: 1<<32 - 1}}.Validate())
+	require.ErrorIs(t, Policy{Limits: Limits{MaxMembers: 65535}}.Validate(), ErrInvalidPolicy)
+	require.ErrorIs(t, Policy{Limits: Limits{MaxBytes: 1 << 32}}.Validate(), ErrInvalidPolicy)
+}
