@@ -3,6 +3,7 @@ package journal
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"math"
 	"math/bits"
 	"slices"
@@ -232,7 +233,7 @@ func (p *parser) parse(input []byte, mode parseMode, maxDepth int) error {
 		if k := invalidWTF8At(text); k < len(text) {
 			return &SyntaxError{Err: ErrInvalidText, Offset: p.base + k, Why: "invalid UTF-8"}
 		}
-		if se, ok := err.(*SyntaxError); ok {
+		if se := (*SyntaxError)(nil); errors.As(err, &se) {
 			se.Offset += p.base
 			if p.encoding != "" && p.encoding != "utf-8-sig" {
 				se.Why += " (in the text decoded from " + p.encoding + ")"
