@@ -378,13 +378,29 @@ func AppendCanonicalString(dst []byte, s string) ([]byte, error) {
 }
 
 // skipPlain returns the offset of the first byte at or after i that is
-// not plainASCII (or len(src)), eight bytes at a time.
+// not plainASCII (or len(src)), sixteen bytes at a time: the parser's
+// (and AppendCanonicalString's) way over long plain runs.
 func skipPlain[T string | []byte](src T, i int) int {
+	for i+16 <= len(src) {
+		b := src[i : i+16]
+		x := uint64(b[0]) | uint64(b[1])<<8 | uint64(b[2])<<16 | uint64(b[3])<<24 |
+			uint64(b[4])<<32 | uint64(b[5])<<40 | uint64(b[6])<<48 | uint64(b[7])<<56
+		y := uint64(b[8]) | uint64(b[9])<<8 | uint64(b[10])<<16 | uint64(b[11])<<24 |
+			uint64(b[12])<<32 | uint64(b[13])<<40 | uint64(b[14])<<48 | uint64(b[15])<<56
+		mx, my := specialBytes(x), specialBytes(y)
+		if mx|my != 0 {
+			if mx != 0 {
+				return i + bits.TrailingZeros64(mx)>>3
+			}
+			return i + 8 + bits.TrailingZeros64(my)>>3
+		}
+		i += 16
+	}
 	for i+8 <= len(src) {
 		b := src[i : i+8]
 		x := uint64(b[0]) | uint64(b[1])<<8 | uint64(b[2])<<16 | uint64(b[3])<<24 |
 			uint64(b[4])<<32 | uint64(b[5])<<40 | uint64(b[6])<<48 | uint64(b[7])<<56
-		if m := stopMask(x); m != 0 {
+		if m := specialBytes(x); m != 0 {
 			return i + bits.TrailingZeros64(m)>>3
 		}
 		i += 8
@@ -395,9 +411,26 @@ func skipPlain[T string | []byte](src T, i int) int {
 	return i
 }
 
+// specialBytes marks, in the high bit of each byte, the bytes of x (eight
+// bytes, the first in the low byte) that are not plainASCII: below 0x20,
+// '"', '\\', or 0x80 and above. Marks above the lowest may be spurious;
+// the lowest is always exact.
+func specialBytes(x uint64) uint64 {
+	const (
+		lo = 0x0101010101010101
+		hi = 0x8080808080808080
+	)
+	q := x ^ ('"' * lo)
+	e := x ^ ('\\' * lo)
+	// The usual "has a byte below n" test, (v - n*lo) &^ v & hi, for v = x,
+	// q and e, which share their high bits; or'ed with x itself, the
+	// &^ v drops out.
+	return ((x - 0x20*lo) | (q - lo) | (e - lo) | x) & hi
+}
+
 // plainASCII marks bytes that stand for themselves inside a JSON string
-// and need no escaping on output: printable ASCII and DEL, except '"' and
-// '\\' (the bytes stopMask does not flag).
+// and need no escaping on output (nor a look from the parser): printable
+// ASCII and DEL, except '"' and '\\'.
 var plainASCII = func() (t [256]bool) {
 	for c := 0x20; c < 0x80; c++ {
 		t[c] = c != '"' && c != '\\'

@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"math"
-	"math/bits"
 	"slices"
 	"strconv"
 	"strings"
@@ -584,26 +583,18 @@ func parseFloat(lit []byte) float64 {
 
 // str scans a string starting at the quote at i and appends its node.
 // It stops at every byte that needs a look: a quote, a backslash, a
-// control character (< 0x20) or a byte above 0x7f, found eight bytes at a
-// time with an exact mask (stopMask), so that the stops within one word
-// are visited without reloading it. UTF-8 is validated where it occurs,
-// one sequence at a time, so that a string is read once.
+// control character (< 0x20) or a byte above 0x7f, found sixteen bytes at
+// a time (skipPlain). UTF-8 is validated where it occurs, one sequence at
+// a time, so that a string is read once.
 func (p *parser) str(i int) (int, error) {
 	src := p.src
 	start := i + 1
-	j := start // the next byte to look at
-	w := j     // m holds the stops of the eight bytes from w at or after j
-	m := stopMask(load8(src, w))
+	j := start
 	var flags uint8
 	for {
-		for m == 0 {
-			w += 8
-			if w >= len(src) {
-				return i, p.syntaxErr("unterminated string", i)
-			}
-			m = stopMask(load8(src, w))
+		if j = skipPlain(src, j); j >= len(src) {
+			return i, p.syntaxErr("unterminated string", i)
 		}
-		j = w + bits.TrailingZeros64(m)>>3
 		c := src[j]
 		if c == '"' {
 			p.push(jnode{start: int32(start), end: int32(j), next: int32(len(p.nodes) + 1), kind: jString, flags: flags})
@@ -659,12 +650,6 @@ func (p *parser) str(i int) (int, error) {
 			default:
 				return i, p.syntaxErr("invalid escape "+describe(src, j+1), j)
 			}
-		}
-		if j < w+8 {
-			m &= ^uint64(0) << (uint(j-w) * 8)
-		} else {
-			w = j
-			m = stopMask(load8(src, w))
 		}
 	}
 }
@@ -755,39 +740,6 @@ func invalidWTF8At(b []byte) int {
 	}
 	return len(b)
 }
-
-// load8 reads the eight bytes of b from i, little-endian; past the end of
-// b it reads spaces (never a stop).
-func load8(b []byte, i int) uint64 {
-	if i+8 <= len(b) {
-		return binary.LittleEndian.Uint64(b[i:])
-	}
-	var w [8]byte
-	copy(w[:], b[i:])
-	for k := max(len(b)-i, 0); k < 8; k++ {
-		w[k] = ' '
-	}
-	return binary.LittleEndian.Uint64(w[:])
-}
-
-// stopMask flags the bytes of x (little-endian) where a string scan must
-// stop: a quote, a backslash, a control character or a byte above 0x7f.
-// The mask is exact: the additions on the low seven bits of each byte
-// never carry into the next byte.
-func stopMask(x uint64) uint64 {
-	lo := x &^ swarHighs
-	notCtrl := lo + swarOnes*(0x80-0x20)       // high bit: lo >= 0x20
-	notQuote := (lo ^ swarOnes*'"') + swarLows // high bit: lo != '"'
-	notBack := (lo ^ swarOnes*'\\') + swarLows // high bit: lo != '\\'
-	return (x | ^(notCtrl & notQuote & notBack)) & swarHighs
-}
-
-// SWAR constants for stopMask.
-const (
-	swarOnes  = 0x0101010101010101
-	swarLows  = 0x7f7f7f7f7f7f7f7f
-	swarHighs = 0x8080808080808080
-)
 
 // The escapes after a backslash.
 const (

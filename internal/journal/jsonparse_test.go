@@ -1,47 +1,12 @@
 package journal
 
 import (
-	"bytes"
-	"encoding/binary"
 	"errors"
-	"math/rand/v2"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 )
-
-// TestStopMask checks that stopMask flags exactly the quotes,
-// backslashes, control characters and non-ASCII bytes of a word.
-func TestStopMask(t *testing.T) {
-	t.Parallel()
-	stop := func(c byte) bool { return c == '"' || c == '\\' || c < 0x20 || c >= 0x80 }
-	rng := rand.New(rand.NewPCG(3, 5))
-	var w [8]byte
-	for n := 0; n < 200000; n++ {
-		for k := range w {
-			switch rng.IntN(4) {
-			case 0:
-				w[k] = byte(rng.IntN(256))
-			case 1:
-				w[k] = []byte{'"', '\\', 0, 0x1f, 0x20, 0x7f, 0x80, 0xff, '!', '#', '[', ']'}[rng.IntN(12)]
-			default:
-				w[k] = byte(0x20 + rng.IntN(0x60))
-			}
-		}
-		var want uint64
-		for k, c := range w {
-			if stop(c) {
-				want |= 0x80 << (8 * k)
-			}
-		}
-		require.Equal(t, want, stopMask(binary.LittleEndian.Uint64(w[:])), "%q", w)
-	}
-	for c := 0; c < 256; c++ {
-		x := binary.LittleEndian.Uint64(bytes.Repeat([]byte{byte(c)}, 8))
-		require.Equal(t, stop(byte(c)), stopMask(x) != 0, "%#x", c)
-	}
-}
 
 // TestParsePythonErrors: ParsePython fails where json.loads fails, with
 // the error standing for the reference's exception, in CPython's order:
