@@ -91,10 +91,12 @@ func (p Policy) EffectiveLimits() Limits {
 }
 
 // ZIP without ZIP64 (the writer never emits extra fields) holds at most
-// 65,535 entries and 4 GiB - 1 bytes.
+// 4 GiB - 1 bytes and 65,535 entries, but archive/zip writes a ZIP64 end
+// record from 65,535 entries on (zipfile only beyond): one less keeps
+// every bundle ZIP64-free.
 const (
 	exportMaxZipBytes   = math.MaxUint32
-	exportMaxZipMembers = math.MaxUint16
+	exportMaxZipMembers = math.MaxUint16 - 1
 )
 
 // Validate reports every problem of p, each matching ErrInvalidPolicy:
@@ -103,7 +105,7 @@ const (
 // kind or action, malformed pointer or value, a pattern that does not
 // compile, a value or replacement where none is taken) and invalid limits
 // (negative, also matching ErrInvalidLimits, or beyond what a ZIP without
-// ZIP64 holds: 4 GiB - 1 bytes, 65,535 members).
+// ZIP64 holds: 4 GiB - 1 bytes, 65,534 members).
 func (p Policy) Validate() error {
 	_, err := p.compile()
 	return err
@@ -346,7 +348,7 @@ type exportBuilder struct {
 	rules  []compiledRule
 	out    *spoolWriter
 
-	entries   []zwEntry
+	entries   []exportEntry
 	refs      map[string]struct{}
 	artifacts map[string]exportArtifactDescriptor
 	records   int
@@ -367,7 +369,7 @@ func (b *exportBuilder) build() error {
 	if err := b.ctx.Err(); err != nil {
 		return fmt.Errorf("build bundle: %w", err)
 	}
-	mEntry := zwEntry{name: exportManifestMember, offset: b.out.off, size: int64(len(man)), crc: crc32.ChecksumIEEE(man)}
+	mEntry := exportEntry{name: exportManifestMember, offset: b.out.off, size: int64(len(man)), crc: crc32.ChecksumIEEE(man)}
 	entries := append(slices.Clip(b.entries), mEntry)
 	if len(entries) > b.limits.MaxMembers || mEntry.size > b.limits.MaxMemberBytes {
 		return newLimitError(MsgMemberLimit)
@@ -379,42 +381,26 @@ func (b *exportBuilder) build() error {
 	if total > b.limits.MaxBytes {
 		return newLimitError(MsgByteLimit)
 	}
-	if zwArchiveSize(entries) > b.limits.MaxBytes {
-		return newLimitError(MsgByteLimit)
-	}
-	if b.out.truncated {
-		// Unreachable: data only overflows the cap when the archive exceeds
-		// MaxBytes, which the checks above refuse.
-		return newLimitError(MsgByteLimit)
-	}
 	return b.finish(entries, man)
 }
 
 // finish writes the local headers in front of the spooled data, the
-// manifest, the central directory and the end record.
-func (b *exportBuilder) finish(entries []zwEntry, man []byte) error {
-	date, tm := zwDOSDateTime(b.info.ExportedAt)
-	f := b.out.f
-	if err := b.out.flush(); err != nil {
-		return fmt.Errorf("write bundle spool: %w", err)
+// manifest, the central directory and the end record, and refuses an
+// archive above MaxBytes (the spool has then dropped what lies beyond).
+func (b *exportBuilder) finish(entries []exportEntry, man []byte) error {
+	date, tm := dosDateTime(b.info.ExportedAt)
+	size, err := writeZip(b.out, entries, man, date, tm)
+	if err != nil {
+		return err
 	}
-	for _, e := range entries[:len(entries)-1] {
-		if _, err := f.WriteAt(zwAppendLocalHeader(nil, e, date, tm), e.offset); err != nil {
-			return fmt.Errorf("write bundle spool: %w", err)
-		}
-	}
-	m := entries[len(entries)-1]
-	tail := zwAppendLocalHeader(nil, m, date, tm)
-	tail = append(tail, man...)
-	tail = zwAppendCentralDirectory(tail, entries, m.offset+int64(len(tail)), date, tm)
-	if _, err := b.out.Write(tail); err != nil {
-		return fmt.Errorf("write bundle spool: %w", err)
+	if size > b.limits.MaxBytes || b.out.truncated {
+		return newLimitError(MsgByteLimit)
 	}
 	if err := b.out.flush(); err != nil {
 		return fmt.Errorf("write bundle spool: %w", err)
 	}
 	// Drop whatever a rolled-back artifact left beyond the end.
-	if err := f.Truncate(b.out.off); err != nil {
+	if err := b.out.f.Truncate(size); err != nil {
 		return fmt.Errorf("write bundle spool: %w", err)
 	}
 	return nil
@@ -505,7 +491,7 @@ func (w *spoolWriter) seek(off int64) {
 // spoolRecords encodes every record into records.jsonl, in parallel but
 // in seq order, and spools it behind a reserved local header.
 func (b *exportBuilder) spoolRecords() error {
-	e := zwEntry{name: exportRecordsMember, offset: b.out.off}
+	e := exportEntry{name: exportRecordsMember, offset: b.out.off}
 	b.out.seek(e.dataOffset())
 	pipe := newRecordPipeline(b.out, b.policy.IncludePayloads, b.rules, b.limits.MaxMemberBytes)
 	defer pipe.close()
@@ -847,9 +833,9 @@ func (b *exportBuilder) spoolArtifacts() error {
 // spoolArtifact copies one artifact behind a reserved local header and
 // returns its entry and status (included, missing or corrupt). Only a done
 // ctx or a failing spool is an error.
-func (b *exportBuilder) spoolArtifact(key string) (zwEntry, string, error) {
-	e := zwEntry{name: exportArtifactsDir + key, offset: b.out.off}
-	rollback := func(status string) (zwEntry, string, error) {
+func (b *exportBuilder) spoolArtifact(key string) (exportEntry, string, error) {
+	e := exportEntry{name: exportArtifactsDir + key, offset: b.out.off}
+	rollback := func(status string) (exportEntry, string, error) {
 		b.out.seek(e.offset)
 		if err := b.ctx.Err(); err != nil {
 			return e, "", fmt.Errorf("read artifact %s: %w", key, err)
@@ -861,7 +847,7 @@ func (b *exportBuilder) spoolArtifact(key string) (zwEntry, string, error) {
 		return rollback(exportArtifactMissing)
 	}
 	defer rc.Close()
-	b.out.seek(e.offset + zwLocalHeaderLen + int64(len(e.name)))
+	b.out.seek(e.dataOffset())
 	crc, sha := crc32.NewIEEE(), sha256.New()
 	w := &exportHashWriter{w: b.out, crc: crc, sha: sha}
 	n, err := io.Copy(w, rc)

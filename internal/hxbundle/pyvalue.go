@@ -1,13 +1,14 @@
 package hxbundle
 
 import (
-	"bytes"
 	"math"
 	"math/big"
 	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"hxd/internal/journal"
 )
 
 // Python semantics over parsed JSON values, for the few places where the
@@ -21,77 +22,12 @@ func isNumeric(k jsonKind) bool {
 
 // pyEqual is Python's == between two decoded JSON values (an absent
 // value is None): 1 == 1.0 == True, dicts compare as key sets with equal
-// values, lists element by element.
+// values, lists element by element (journal.EqualValues).
 func pyEqual(a, b jv) bool {
-	ka, kb := a.kind(), b.kind()
-	if isNumeric(ka) && isNumeric(kb) {
-		return numEqual(a, b)
+	if !a.exists() || !b.exists() {
+		return a.isNone() && b.isNone()
 	}
-	if ka != kb {
-		return false
-	}
-	switch ka {
-	case jsonNull:
-		return true
-	case jsonString:
-		na, nb := a.node(), b.node()
-		if (na.flags|nb.flags)&flagEscaped == 0 {
-			return bytes.Equal(a.raw(), b.raw())
-		}
-		return bytes.Equal(a.d.appendString(nil, a.i), b.d.appendString(nil, b.i))
-	case jsonArray:
-		if a.length() != b.length() {
-			return false
-		}
-		var xs []jv
-		a.elems(func(x jv) bool { xs = append(xs, x); return true })
-		k, equal := 0, true
-		b.elems(func(y jv) bool {
-			equal = pyEqual(xs[k], y)
-			k++
-			return equal
-		})
-		return equal
-	default: // objects
-		return objectsEqual(a, b)
-	}
-}
-
-// smallObject is the most keys an object comparison looks up by scanning
-// the other object; larger ones are indexed first, so that comparing two
-// objects costs time in proportion to their size, not its square.
-const smallObject = 16
-
-// objectsEqual is pyEqual of two objects (keys are unique: the parser
-// refuses repeated ones).
-func objectsEqual(a, b jv) bool {
-	n := a.length()
-	if n != b.length() {
-		return false
-	}
-	lookup := func(key string) jv { return b.get(key) }
-	if n > smallObject {
-		index := make(map[string]jv, n)
-		b.members(func(key, y jv) bool {
-			s, _ := key.str()
-			index[s] = y
-			return true
-		})
-		lookup = func(key string) jv {
-			if y, ok := index[key]; ok {
-				return y
-			}
-			return absent
-		}
-	}
-	equal := true
-	a.members(func(key, x jv) bool {
-		s, _ := key.str()
-		y := lookup(s)
-		equal = y.exists() && pyEqual(x, y)
-		return equal
-	})
-	return equal
+	return journal.EqualValues(a.v, b.v)
 }
 
 // pyNumber is a numeric JSON value: an exact integer or a float.
@@ -114,23 +50,6 @@ func toNumber(v jv) pyNumber {
 	}
 	f, _ := strconv.ParseFloat(string(v.raw()), 64)
 	return pyNumber{isFloat: true, f: f}
-}
-
-func numEqual(a, b jv) bool {
-	x, y := toNumber(a), toNumber(b)
-	switch {
-	case x.isFloat && y.isFloat:
-		return x.f == y.f
-	case !x.isFloat && !y.isFloat:
-		return x.i.Cmp(y.i) == 0
-	case x.isFloat:
-		x, y = y, x
-	}
-	// x is an integer, y a float (finite): exact comparison.
-	if y.f != math.Trunc(y.f) {
-		return false
-	}
-	return new(big.Float).SetInt(x.i).Cmp(new(big.Float).SetFloat64(y.f)) == 0
 }
 
 // pyTruthy is Python's bool() of a value (absent counts as None).
@@ -375,4 +294,17 @@ func dictElement(e jv) string {
 		return ""
 	}
 	return pyTypeError // not iterable
+}
+
+func isDigit(c byte) bool { return '0' <= c && c <= '9' }
+
+// pyLen is Python's len() of a decoded (WTF-8) string: its code points.
+func pyLen(s []byte) int {
+	n := 0
+	for _, c := range s {
+		if c&0xc0 != 0x80 {
+			n++
+		}
+	}
+	return n
 }

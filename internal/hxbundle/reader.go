@@ -15,6 +15,8 @@ import (
 	"slices"
 	"strings"
 	"unicode/utf8"
+
+	"golang.org/x/text/encoding/charmap"
 )
 
 // The archive reader. Opening follows CPython 3.11's zipfile (the
@@ -362,7 +364,8 @@ func decodeExtra(ent *zipEntry, offset *uint64, extra []byte) *failure {
 }
 
 // decodeName decodes an entry name like zipfile: UTF-8 when flag bit 11
-// is set (strict), CP437 otherwise.
+// is set (strict), CP437 otherwise (Python's cp437 codec, which maps
+// every byte, as golang.org/x/text's CodePage437 does).
 func decodeName(raw []byte, flags uint16) (string, bool) {
 	if flags&flagUTF8 != 0 {
 		return string(raw), utf8.Valid(raw)
@@ -379,20 +382,10 @@ func decodeName(raw []byte, flags uint16) (string, bool) {
 	}
 	var b strings.Builder
 	for _, c := range raw {
-		if c < utf8.RuneSelf {
-			b.WriteByte(c)
-		} else {
-			b.WriteRune(cp437[c-0x80])
-		}
+		b.WriteRune(charmap.CodePage437.DecodeByte(c))
 	}
 	return b.String(), true
 }
-
-// cp437 is the upper half of code page 437 as Python's cp437 codec maps it.
-var cp437 = [128]rune([]rune(
-	"ÇüéâäàåçêëèïîìÄÅÉæÆôöòûùÿÖÜ¢£¥₧ƒáíóúñÑªº¿⌐¬½¼¡«»" +
-		"░▒▓│┤╡╢╖╕╣║╗╝╜╛┐└┴┬├─┼╞╟╚╔╩╦╠═╬╧╨╤╥╙╘╒╓╫╪┘┌█▄▌▐▀" +
-		"αßΓπΣσµτΦΘΩδ∞φε∩≡±≥≤⌠⌡÷≈°∙·√ⁿ²■\u00a0"))
 
 // printableName is an entry name fit for a Detail: valid UTF-8, short.
 func printableName(name string) string {

@@ -394,13 +394,11 @@ type recordFields struct {
 
 func scanRecord(item jv) *recordFields {
 	f := &recordFields{absent, absent, absent, absent, absent, absent, absent, absent, absent, absent, absent, absent}
-	d := item.d
 	var buf []byte
 	item.members(func(key, val jv) bool {
-		n := key.node()
-		name := d.src[n.start:n.end]
-		if n.flags&flagEscaped != 0 {
-			buf = d.appendString(buf[:0], key.i)
+		name := key.raw()
+		if key.escaped() {
+			buf = key.appendText(buf[:0])
 			name = buf
 		}
 		var slot *jv
@@ -449,16 +447,15 @@ func appendRefs(dst []string, d *jsonDoc, line []byte, scratch *[]byte) []string
 	if !d.codeEscape {
 		return findRefs(dst, line)
 	}
-	for i := range d.nodes {
-		n := &d.nodes[i]
-		if n.kind != jsonString {
+	for v := range d.doc.Values() {
+		if v.Kind() != journal.JSONString {
 			continue
 		}
-		if n.flags&flagEscaped == 0 {
-			dst = findRefs(dst, d.src[n.start:n.end])
+		if !v.Escaped() {
+			dst = findRefs(dst, v.Raw())
 			continue
 		}
-		*scratch = d.appendString((*scratch)[:0], i)
+		*scratch = v.AppendText((*scratch)[:0])
 		dst = findRefs(dst, *scratch)
 	}
 	return dst

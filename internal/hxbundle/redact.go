@@ -2,14 +2,13 @@ package hxbundle
 
 import (
 	"bytes"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math/bits"
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 
@@ -17,18 +16,20 @@ import (
 )
 
 // Redaction works on an ordered representation of JSON (pvalue), never on
-// a Go map: member order is kept, number literals are kept verbatim (so
-// 300.0 stays a float and big integers stay exact), and untouched strings
-// keep their source escapes. Canonical output is produced by journal's
-// canonical encoder from the re-serialized tree.
+// a Go map, built from journal's parse of the payload: member order is
+// kept, number literals are kept verbatim (so 300.0 stays a float and big
+// integers stay exact), and untouched strings keep their source escapes.
+// Canonical output is produced by journal's canonical encoder from the
+// re-serialized tree.
 
 // redactMarker replaces the value of a credential-shaped key (REFERENCE §5.5).
 const redactMarker = "[REDACTED]"
 
-// payloadMaxDepth bounds nesting in payloads and in JSON held in strings. A
-// payload nested deeper cannot be exported; an embedded document nested
-// deeper is kept verbatim (the reference's RecursionError behaviour).
-const payloadMaxDepth = 10000
+// payloadMaxDepth bounds nesting in payloads and in JSON held in strings
+// (journal.MaxDepth, the parser's). A payload nested deeper cannot be
+// exported; an embedded document nested deeper is kept verbatim (the
+// reference's RecursionError behaviour).
+const payloadMaxDepth = journal.MaxDepth
 
 // isCredentialName reports whether a normalized key name is in the exact
 // set of credential key names (a switch: no hashing on this hot path).
@@ -93,8 +94,8 @@ const (
 // pvalue is one JSON value of the ordered representation.
 type pvalue struct {
 	kind pkind
-	// lit is the source literal of a bool or number, and the raw quoted
-	// literal of a string as it appeared in the source (nil once the string
+	// lit is the source literal of a bool or number, and the source text
+	// between a string's quotes, escapes not decoded (nil once the string
 	// was replaced: then str is authoritative).
 	lit []byte
 	// str is the decoded text of a string; valid when decoded is true.
@@ -104,20 +105,18 @@ type pvalue struct {
 	obj     []pmember
 }
 
-// pmember is one object member: its raw quoted key literal, the decoded
-// key and the value.
+// pmember is one object member: its key's source text between the quotes,
+// the decoded key and the value.
 type pmember struct {
 	rawKey []byte
 	key    string
 	val    pvalue
 }
 
-var errPayloadDuplicateKey = errors.New("duplicate JSON key")
-
 // text returns the decoded text of a string value.
 func (v *pvalue) text() string {
 	if !v.decoded {
-		s, _ := unquotePayloadString(v.lit)
+		s, _ := unescapePayloadString(v.lit)
 		v.str, v.decoded = s, true
 	}
 	return v.str
@@ -129,7 +128,7 @@ func (v *pvalue) mayEmbedJSON() bool {
 	if v.lit == nil {
 		return true
 	}
-	raw := v.lit[1 : len(v.lit)-1]
+	raw := v.lit
 	j := 0
 	for j < len(raw) && raw[j] == ' ' {
 		j++
@@ -174,7 +173,9 @@ func (v *pvalue) appendJSON(dst []byte) []byte {
 		return append(dst, v.lit...)
 	case pString:
 		if v.lit != nil {
-			return append(dst, v.lit...)
+			dst = append(dst, '"')
+			dst = append(dst, v.lit...)
+			return append(dst, '"')
 		}
 		return appendPayloadString(dst, v.str)
 	case pArray:
@@ -194,7 +195,9 @@ func (v *pvalue) appendJSON(dst []byte) []byte {
 			}
 			m := &v.obj[i]
 			if m.rawKey != nil {
+				dst = append(dst, '"')
 				dst = append(dst, m.rawKey...)
+				dst = append(dst, '"')
 			} else {
 				dst = appendPayloadString(dst, m.key)
 			}
@@ -235,301 +238,58 @@ func appendPayloadString(dst []byte, s string) []byte {
 	return append(dst, '"')
 }
 
-// parsePayload parses one JSON document strictly: RFC 8259 grammar only (no
-// NaN/Infinity), no duplicate keys at any depth, no raw control characters
-// in strings, only JSON whitespace around the value, nesting bounded by
-// payloadMaxDepth. The tree aliases src.
+// parsePayload parses one JSON document with journal's parser as Equal
+// reads texts: RFC 8259 grammar in UTF-8 (no NaN/Infinity), no duplicate
+// keys at any depth, no raw control characters in strings, only JSON
+// whitespace around the value, nesting bounded by payloadMaxDepth; lone
+// surrogate escapes and overflowing float literals are read (the
+// canonical encoder refuses them later). The tree aliases src.
 func parsePayload(src []byte) (pvalue, error) {
-	p := payloadParser{src: src}
-	p.ws()
-	v, err := p.value(0)
-	if err != nil {
+	d := payloadDocs.Get().(*journal.Doc)
+	defer payloadDocs.Put(d)
+	if err := d.ParseLenient(src); err != nil {
 		return pvalue{}, err
 	}
-	p.ws()
-	if p.i != len(p.src) {
-		return pvalue{}, p.errorf("trailing data")
-	}
-	return v, nil
+	return toPValue(d.Root()), nil
 }
 
-type payloadParser struct {
-	src []byte
-	i   int
-}
+// payloadDocs are parsers for parsePayload (the tree does not use them
+// once built).
+var payloadDocs = sync.Pool{New: func() any { return new(journal.Doc) }}
 
-func (p *payloadParser) errorf(format string, args ...any) error {
-	return fmt.Errorf("invalid JSON at offset %d: %s", p.i, fmt.Sprintf(format, args...))
-}
-
-func (p *payloadParser) ws() {
-	for p.i < len(p.src) {
-		switch p.src[p.i] {
-		case ' ', '\t', '\n', '\r':
-			p.i++
-		default:
-			return
+// toPValue builds the tree of a parsed value.
+func toPValue(v journal.Value) pvalue {
+	switch v.Kind() {
+	case journal.JSONNull:
+		return pvalue{kind: pNull}
+	case journal.JSONTrue, journal.JSONFalse:
+		return pvalue{kind: pBool, lit: v.Raw()}
+	case journal.JSONInt, journal.JSONFloat:
+		return pvalue{kind: pNumber, lit: v.Raw()}
+	case journal.JSONString:
+		return pvalue{kind: pString, lit: v.Raw()} // decoded on demand
+	case journal.JSONArray:
+		arr := make([]pvalue, 0, v.Len())
+		for e := range v.Elems() {
+			arr = append(arr, toPValue(e))
 		}
-	}
-}
-
-func (p *payloadParser) value(depth int) (pvalue, error) {
-	if p.i >= len(p.src) {
-		return pvalue{}, p.errorf("unexpected end")
-	}
-	switch c := p.src[p.i]; {
-	case c == '{':
-		return p.object(depth + 1)
-	case c == '[':
-		return p.array(depth + 1)
-	case c == '"':
-		lit, _, err := p.str()
-		if err != nil {
-			return pvalue{}, err
-		}
-		return pvalue{kind: pString, lit: lit}, nil // decoded on demand
-	case c == 't':
-		return p.word("true", pBool)
-	case c == 'f':
-		return p.word("false", pBool)
-	case c == 'n':
-		return p.word("null", pNull)
-	case c == '-' || ('0' <= c && c <= '9'):
-		return p.number()
-	default:
-		return pvalue{}, p.errorf("unexpected character %q", c)
-	}
-}
-
-func (p *payloadParser) word(w string, k pkind) (pvalue, error) {
-	if !bytes.HasPrefix(p.src[p.i:], []byte(w)) {
-		return pvalue{}, p.errorf("invalid literal")
-	}
-	v := pvalue{kind: k}
-	if k != pNull {
-		v.lit = p.src[p.i : p.i+len(w)]
-	}
-	p.i += len(w)
-	return v, nil
-}
-
-func (p *payloadParser) digits() int {
-	n := 0
-	for p.i < len(p.src) && '0' <= p.src[p.i] && p.src[p.i] <= '9' {
-		p.i++
-		n++
-	}
-	return n
-}
-
-func (p *payloadParser) number() (pvalue, error) {
-	start := p.i
-	if p.src[p.i] == '-' {
-		p.i++
-	}
-	if p.i < len(p.src) && p.src[p.i] == '0' {
-		p.i++
-	} else if p.digits() == 0 {
-		return pvalue{}, p.errorf("invalid number")
-	}
-	if p.i < len(p.src) && p.src[p.i] == '.' {
-		p.i++
-		if p.digits() == 0 {
-			return pvalue{}, p.errorf("invalid number")
-		}
-	}
-	if p.i < len(p.src) && (p.src[p.i] == 'e' || p.src[p.i] == 'E') {
-		p.i++
-		if p.i < len(p.src) && (p.src[p.i] == '+' || p.src[p.i] == '-') {
-			p.i++
-		}
-		if p.digits() == 0 {
-			return pvalue{}, p.errorf("invalid number")
-		}
-	}
-	return pvalue{kind: pNumber, lit: p.src[start:p.i]}, nil
-}
-
-// str scans a string literal at p.i and returns it with its quotes, and
-// whether it holds escapes.
-func (p *payloadParser) str() (lit []byte, esc bool, err error) {
-	start := p.i
-	p.i++
-	for p.i < len(p.src) {
-		p.i = skipStringBytes(p.src, p.i)
-		if p.i >= len(p.src) {
-			break
-		}
-		c := p.src[p.i]
-		switch {
-		case c == '"':
-			p.i++
-			return p.src[start:p.i], esc, nil
-		case c == '\\':
-			esc = true
-			if p.i+1 >= len(p.src) {
-				return nil, false, p.errorf("unterminated string")
+		return pvalue{kind: pArray, arr: arr}
+	default: // object
+		obj := make([]pmember, 0, v.Len())
+		for k, e := range v.Members() {
+			key := string(k.Raw())
+			if k.Escaped() {
+				key, _ = unescapePayloadString(k.Raw()) // validated by the parser
 			}
-			switch p.src[p.i+1] {
-			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-				p.i += 2
-			case 'u':
-				if p.i+6 > len(p.src) {
-					return nil, false, p.errorf("invalid escape")
-				}
-				for _, h := range p.src[p.i+2 : p.i+6] {
-					if !isPayloadHex(h) {
-						return nil, false, p.errorf("invalid escape")
-					}
-				}
-				p.i += 6
-			default:
-				return nil, false, p.errorf("invalid escape")
-			}
-		case c < 0x20:
-			return nil, false, p.errorf("control character in string")
-		default:
-			p.i++
+			obj = append(obj, pmember{rawKey: k.Raw(), key: key, val: toPValue(e)})
 		}
-	}
-	return nil, false, p.errorf("unterminated string")
-}
-
-// skipStringBytes returns the offset of the first '"', '\\' or control
-// character at or after i in b (or len(b)), eight bytes at a time.
-func skipStringBytes(b []byte, i int) int {
-	const (
-		lo = 0x0101010101010101
-		hi = 0x8080808080808080
-	)
-	for ; i+8 <= len(b); i += 8 {
-		x := binary.LittleEndian.Uint64(b[i:])
-		q := x ^ ('"' * lo)
-		e := x ^ ('\\' * lo)
-		// The high bit of a byte marks a match; the lowest mark is exact.
-		if m := ((x - 0x20*lo) | (q - lo) | (e - lo)) &^ x & hi; m != 0 {
-			return i + bits.TrailingZeros64(m)>>3
-		}
-	}
-	for i < len(b) && b[i] >= 0x20 && b[i] != '"' && b[i] != '\\' {
-		i++
-	}
-	return i
-}
-
-func isPayloadHex(c byte) bool {
-	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
-}
-
-func (p *payloadParser) array(depth int) (pvalue, error) {
-	if depth > payloadMaxDepth {
-		return pvalue{}, p.errorf("nesting too deep")
-	}
-	p.i++
-	v := pvalue{kind: pArray, arr: []pvalue{}}
-	p.ws()
-	if p.i < len(p.src) && p.src[p.i] == ']' {
-		p.i++
-		return v, nil
-	}
-	for {
-		p.ws()
-		e, err := p.value(depth)
-		if err != nil {
-			return pvalue{}, err
-		}
-		v.arr = append(v.arr, e)
-		p.ws()
-		if p.i >= len(p.src) {
-			return pvalue{}, p.errorf("unexpected end")
-		}
-		switch p.src[p.i] {
-		case ',':
-			p.i++
-		case ']':
-			p.i++
-			return v, nil
-		default:
-			return pvalue{}, p.errorf("expected , or ]")
-		}
+		return pvalue{kind: pObject, obj: obj}
 	}
 }
 
-func (p *payloadParser) object(depth int) (pvalue, error) {
-	if depth > payloadMaxDepth {
-		return pvalue{}, p.errorf("nesting too deep")
-	}
-	p.i++
-	v := pvalue{kind: pObject, obj: []pmember{}}
-	p.ws()
-	if p.i < len(p.src) && p.src[p.i] == '}' {
-		p.i++
-		return v, nil
-	}
-	var seen map[string]struct{}
-	for {
-		p.ws()
-		if p.i >= len(p.src) || p.src[p.i] != '"' {
-			return pvalue{}, p.errorf("expected object key")
-		}
-		lit, esc, err := p.str()
-		if err != nil {
-			return pvalue{}, err
-		}
-		key := string(lit[1 : len(lit)-1])
-		if esc {
-			if key, err = unquotePayloadString(lit); err != nil {
-				return pvalue{}, p.errorf("%v", err)
-			}
-		}
-		// Duplicate keys: linear scan for small objects, a set beyond.
-		if seen == nil && len(v.obj) >= 16 {
-			seen = make(map[string]struct{}, 2*len(v.obj))
-			for _, m := range v.obj {
-				seen[m.key] = struct{}{}
-			}
-		}
-		if seen != nil {
-			if _, dup := seen[key]; dup {
-				return pvalue{}, errPayloadDuplicateKey
-			}
-			seen[key] = struct{}{}
-		} else {
-			for _, m := range v.obj {
-				if m.key == key {
-					return pvalue{}, errPayloadDuplicateKey
-				}
-			}
-		}
-		p.ws()
-		if p.i >= len(p.src) || p.src[p.i] != ':' {
-			return pvalue{}, p.errorf("expected :")
-		}
-		p.i++
-		p.ws()
-		val, err := p.value(depth)
-		if err != nil {
-			return pvalue{}, err
-		}
-		v.obj = append(v.obj, pmember{rawKey: lit, key: key, val: val})
-		p.ws()
-		if p.i >= len(p.src) {
-			return pvalue{}, p.errorf("unexpected end")
-		}
-		switch p.src[p.i] {
-		case ',':
-			p.i++
-		case '}':
-			p.i++
-			return v, nil
-		default:
-			return pvalue{}, p.errorf("expected , or }")
-		}
-	}
-}
-
-// unquotePayloadString decodes a JSON string literal (with its quotes) that the parser
-// or the scanner has delimited. Invalid surrogates decode as U+FFFD.
+// unquotePayloadString decodes a JSON string literal (with its quotes)
+// that the parser or the scanner has delimited. Lone surrogate escapes
+// decode as U+FFFD.
 func unquotePayloadString(lit []byte) (string, error) {
 	if len(lit) < 2 {
 		return "", errors.New("invalid string literal")
@@ -543,75 +303,11 @@ func unescapePayloadString(s []byte) (string, error) {
 	if bytes.IndexByte(s, '\\') < 0 {
 		return string(s), nil
 	}
-	var out strings.Builder
-	out.Grow(len(s))
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c != '\\' {
-			j := bytes.IndexByte(s[i:], '\\')
-			if j < 0 {
-				j = len(s) - i
-			}
-			out.Write(s[i : i+j])
-			i += j
-			continue
-		}
-		if i+1 >= len(s) {
-			return "", errors.New("invalid escape")
-		}
-		switch s[i+1] {
-		case '"', '\\', '/':
-			out.WriteByte(s[i+1])
-		case 'b':
-			out.WriteByte('\b')
-		case 'f':
-			out.WriteByte('\f')
-		case 'n':
-			out.WriteByte('\n')
-		case 'r':
-			out.WriteByte('\r')
-		case 't':
-			out.WriteByte('\t')
-		case 'u':
-			r, ok := payloadHex4(s[i+2:])
-			if !ok {
-				return "", errors.New("invalid escape")
-			}
-			i += 6
-			if payloadHighSurrogate(r) {
-				if i+1 < len(s) && s[i] == '\\' && s[i+1] == 'u' {
-					if lo, ok := payloadHex4(s[i+2:]); ok && payloadLowSurrogate(lo) {
-						out.WriteRune((r-0xd800)<<10 + (lo - 0xdc00) + 0x10000)
-						i += 6
-						continue
-					}
-				}
-			}
-			if payloadHighSurrogate(r) || payloadLowSurrogate(r) {
-				r = utf8.RuneError
-			}
-			out.WriteRune(r)
-			continue
-		default:
-			return "", errors.New("invalid escape")
-		}
-		i += 2
-	}
-	return out.String(), nil
-}
-
-func payloadHighSurrogate(r rune) bool { return 0xd800 <= r && r < 0xdc00 }
-func payloadLowSurrogate(r rune) bool  { return 0xdc00 <= r && r < 0xe000 }
-
-func payloadHex4(b []byte) (rune, bool) {
-	if len(b) < 4 {
-		return 0, false
-	}
-	n, err := strconv.ParseUint(string(b[:4]), 16, 32)
+	out, err := journal.AppendUnescaped(make([]byte, 0, len(s)), s)
 	if err != nil {
-		return 0, false
+		return "", err
 	}
-	return rune(n), true
+	return string(out), nil
 }
 
 // embedsJSON reports whether a string's text, left-trimmed, starts with

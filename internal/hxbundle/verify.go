@@ -25,7 +25,7 @@ import (
 //	                    that is not valid UTF-8 (or UTF-16/32 that
 //	                    Python's codec would not decode)
 //	JSONDecodeError     JSON syntax error, empty record line; hxd also
-//	                    for a BOM and for UTF-16/32 text (strictjson.go)
+//	                    for a BOM and for UTF-16/32 text (jsonvalue.go)
 //	ValueError          integer literal over 4300 digits; RunEvent
 //	                    validation (runevent.go); a record holding a
 //	                    float literal that overflows, such as 1e999: the
@@ -45,7 +45,7 @@ import (
 //	                    header offset
 //
 // hxd is stricter than the reference only on input a conforming writer
-// never produces (DESIGN §8); see reader.go and strictjson.go. A JSON
+// never produces (DESIGN §8); see reader.go and jsonvalue.go. A JSON
 // text the reference reads but hxd refuses (a BOM, UTF-16/32, an
 // overflowing float literal or a UTF-8-encoded surrogate in the
 // manifest) is refused only once every check of the reference has

@@ -77,3 +77,37 @@ func TestZipVariants(t *testing.T) {
 		})
 	}
 }
+
+// cp437Python is the upper half of code page 437 as Python's cp437 codec
+// (what zipfile uses for names without the UTF-8 flag) maps it.
+var cp437Python = []rune("ÇüéâäàåçêëèïîìÄÅÉæÆôöòûùÿÖÜ¢£¥₧ƒáíóúñÑªº¿⌐¬½¼¡«»" +
+	"░▒▓│┤╡╢╖╕╣║╗╝╜╛┐└┴┬├─┼╞╟╚╔╩╦╠═╬╧╨╤╥╙╘╒╓╫╪┘┌█▄▌▐▀" +
+	"αßΓπΣσµτΦΘΩδ∞φε∩≡±≥≤⌠⌡÷≈°∙·√ⁿ²■\u00a0")
+
+// TestDecodeNameCP437: a name without the UTF-8 flag decodes every byte as
+// Python's cp437 codec does (ASCII below 0x80); with the flag it must be
+// valid UTF-8.
+func TestDecodeNameCP437(t *testing.T) {
+	t.Parallel()
+	require.Len(t, cp437Python, 128)
+	for c := range 256 {
+		want := rune(c)
+		if c >= 0x80 {
+			want = cp437Python[c-0x80]
+		}
+		got, ok := decodeName([]byte{'a', byte(c), 'z'}, 0)
+		require.True(t, ok)
+		require.Equal(t, "a"+string(want)+"z", got, "byte %#x", c)
+	}
+	got, ok := decodeName([]byte("artifacts/\x80\xff"), 0)
+	require.True(t, ok)
+	require.Equal(t, "artifacts/Ç\u00a0", got)
+	got, ok = decodeName([]byte("manifest.json"), 0)
+	require.True(t, ok)
+	require.Equal(t, "manifest.json", got)
+	got, ok = decodeName([]byte("é"), flagUTF8)
+	require.True(t, ok)
+	require.Equal(t, "é", got)
+	_, ok = decodeName([]byte("\x80"), flagUTF8)
+	require.False(t, ok)
+}

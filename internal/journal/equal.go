@@ -36,21 +36,32 @@ import (
 // overflowing float literals. It fails like AppendCanonical otherwise,
 // including ErrDuplicateKey where Python would keep the last value.
 func Equal(a, b []byte) (bool, error) {
-	pa := getParser(a, true)
+	pa := getParser()
 	defer putParser(pa)
-	if err := pa.parse(); err != nil {
+	if err := pa.parse(a, modeEqual, MaxDepth); err != nil {
 		return false, err
 	}
-	pb := getParser(b, true)
+	pb := getParser()
 	defer putParser(pb)
-	if err := pb.parse(); err != nil {
+	if err := pb.parse(b, modeEqual, MaxDepth); err != nil {
 		return false, err
 	}
 	return equalNodes(pa, 0, pb, 0), nil
 }
 
-// equalNodes compares node i of pa with node j of pb. Recursion depth is
-// bounded by MaxDepth.
+// EqualValues reports whether two parsed values are equal under Python's
+// == (see Equal), also when they come from different Docs or the same.
+// An absent Value equals only another absent one.
+func EqualValues(a, b Value) bool {
+	if a.p == nil || b.p == nil {
+		return a.p == nil && b.p == nil
+	}
+	return equalNodes(a.p, a.i, b.p, b.i)
+}
+
+// equalNodes compares node i of pa with node j of pb (pa may be pb).
+// Strings of pa decode into pa.scratchA, those of pb into pb.scratchB.
+// Recursion depth is bounded by the parsers' depth limit.
 func equalNodes(pa *parser, i int32, pb *parser, j int32) bool {
 	na, nb := &pa.nodes[i], &pb.nodes[j]
 	if isNumeric(na.kind) && isNumeric(nb.kind) {
@@ -63,12 +74,10 @@ func equalNodes(pa *parser, i int32, pb *parser, j int32) bool {
 	case jNull:
 		return true
 	case jString:
-		if !na.esc && !nb.esc {
+		if (na.flags|nb.flags)&fEsc == 0 {
 			return bytes.Equal(pa.src[na.start:na.end], pb.src[nb.start:nb.end])
 		}
-		pa.scratch = appendDecoded(pa.scratch[:0], pa.src[na.start:na.end])
-		pb.scratch = appendDecoded(pb.scratch[:0], pb.src[nb.start:nb.end])
-		return bytes.Equal(pa.scratch, pb.scratch)
+		return bytes.Equal(pa.keyBytes(i, &pa.scratchA), pb.keyBytes(j, &pb.scratchB))
 	case jArray:
 		x, y := i+1, j+1
 		for x < na.next && y < nb.next {
@@ -79,23 +88,23 @@ func equalNodes(pa *parser, i int32, pb *parser, j int32) bool {
 		}
 		return x == na.next && y == nb.next
 	default: // jObject
-		if na.aux2 != nb.aux2 {
-			return false
-		}
-		ka := pa.members[na.aux : na.aux+na.aux2]
-		kb := pb.members[nb.aux : nb.aux+nb.aux2]
-		// Both member lists are sorted by key and free of duplicates.
-		for k := range ka {
-			if !bytes.Equal(pa.keyBytes(ka[k]), pb.keyBytes(kb[k])) {
+		// Both member lists come in key order and free of duplicates:
+		// the objects are equal when the keys and the values under them
+		// are, position by position.
+		ia, ib := pa.memberIter(i), pb.memberIter(j)
+		for {
+			ka, okA := ia.next()
+			kb, okB := ib.next()
+			if okA != okB {
+				return false
+			}
+			if !okA {
+				return true
+			}
+			if !equalNodes(pa, ka, pb, kb) || !equalNodes(pa, ka+1, pb, kb+1) {
 				return false
 			}
 		}
-		for k := range ka {
-			if !equalNodes(pa, ka[k]+1, pb, kb[k]+1) {
-				return false
-			}
-		}
-		return true
 	}
 }
 
@@ -120,11 +129,11 @@ func intLiteral(p *parser, n *jnode) []byte {
 func equalNumbers(pa *parser, na *jnode, pb *parser, nb *jnode) bool {
 	switch {
 	case na.kind == jFloat && nb.kind == jFloat:
-		return pa.floats[na.aux] == pb.floats[nb.aux]
+		return parseFloat(pa.src[na.start:na.end]) == parseFloat(pb.src[nb.start:nb.end])
 	case na.kind == jFloat:
-		return intEqualsFloat(intLiteral(pb, nb), pa.floats[na.aux])
+		return intEqualsFloat(intLiteral(pb, nb), parseFloat(pa.src[na.start:na.end]))
 	case nb.kind == jFloat:
-		return intEqualsFloat(intLiteral(pa, na), pb.floats[nb.aux])
+		return intEqualsFloat(intLiteral(pa, na), parseFloat(pb.src[nb.start:nb.end]))
 	default:
 		// JSON integer literals have no leading zeros, so after removing
 		// "-0" equal values have equal literals.

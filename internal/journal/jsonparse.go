@@ -2,14 +2,42 @@ package journal
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
-	"fmt"
 	"math"
-	"math/bits"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"unicode/utf8"
+)
+
+// hxd's one JSON parser. It turns a text into a flat list of nodes and
+// serves canonical output (AppendCanonical, Doc), Python equality (Equal)
+// and the bundle verifier (Doc.ParsePython, which reproduces json.loads).
+// The three differ only in what they accept and how they report it:
+//
+//   - modeCanonical (AppendCanonical, CheckCanonical, Doc.Parse): JSON in
+//     UTF-8 that has a canonical form: no lone surrogate escape
+//     (ErrLoneSurrogate), no float literal that overflows float64
+//     (ErrNonFinite), nesting up to MaxDepth;
+//   - modeEqual (Equal): also what Python's json.loads reads and
+//     json.dumps cannot write: lone surrogate escapes and overflowing
+//     float literals (read as infinities);
+//   - modePython (Doc.ParsePython): exactly what CPython 3.11's json.loads
+//     reads from bytes, failing where it fails and with its error class,
+//     in the order its scanner meets them (see ParsePython).
+//
+// Every mode refuses duplicate object keys (ErrDuplicateKey): hxd never
+// writes them, and the reference's strict loader refuses them too.
+
+// parseMode selects what the parser accepts.
+type parseMode uint8
+
+const (
+	modeCanonical parseMode = iota
+	modeEqual
+	modePython
 )
 
 // jkind is the kind of a parsed JSON value.
@@ -26,220 +54,239 @@ const (
 	jObject
 )
 
-// jnode is one value of a parsed JSON text. Nodes are stored in pre-order;
-// a container's children follow it and end at next.
+// Node flags.
+const (
+	// fEsc: a string holds a backslash escape.
+	fEsc uint8 = 1 << iota
+	// fRecode: a string holds a \/ or \u escape, so that its canonical
+	// form differs from its source text (the other escapes are canonical
+	// as they stand).
+	fRecode
+	// fSurrogate: a string holds a lone surrogate (an escape, or in
+	// modePython a UTF-8-encoded one).
+	fSurrogate
+	// fKey: a string is an object key.
+	fKey
+	// fUnsorted: an object whose keys are not, without escapes, in
+	// strictly increasing byte order; its members in key order are in
+	// parser.members (see parser.sorted).
+	fUnsorted
+)
+
+// jnode is one value of a parsed text. Nodes are stored in document
+// order; a container's members follow it (objects alternate key and value
+// nodes) and its subtree ends at next.
+//
+// A node is 16 bytes, with 32-bit offsets and indexes (parse refuses a
+// text of maxSource bytes or more): a text of single-digit values (two
+// bytes each) holds 8 bytes of nodes per byte.
 type jnode struct {
-	// start and end delimit the literal in src: for strings the bytes
-	// between the quotes (still escaped), for numbers the literal, for
-	// containers the offsets of the opening and closing bracket.
+	// start and end delimit the value in the text: the bytes between the
+	// quotes of a string, the literal of a number, true, false or null,
+	// the brackets (end is the index of the closing one) of a container.
 	start, end int32
 	// next is the index of the first node after this value's subtree.
-	next int32
-	// aux and aux2 depend on kind. Object: offset and count of its members
-	// (key node indices, sorted by key) in parser.members. String with
-	// escapes used as a key: its decoded bytes are arena[aux:aux2]. Float:
-	// aux is the index of its value in parser.floats.
-	aux, aux2 int32
-	kind      jkind
-	// esc reports that a string contains at least one backslash escape.
-	esc bool
-	// key marks a string that is an object key.
-	key bool
-	// recode reports that a string with escapes holds one whose canonical
-	// form differs from its source text (\/ or \u); without it the
-	// source text between the quotes is already canonical.
-	recode bool
+	next  int32
+	kind  jkind
+	flags uint8
 }
 
-// frame is an open container during parsing.
+// frame is an open container.
 type frame struct {
-	node int32 // index of the container node
-	base int32 // objects: length of parser.pending when it was opened
+	node int32 // its node
+	base int32 // objects: len(parser.pending) when it opened
 }
 
-// parser turns one JSON text into a flat node list. Parsers are pooled;
-// every slice is reused across calls.
+// sortedObject locates the members, in key order, of an fUnsorted object.
+type sortedObject struct {
+	node, off, n int32
+}
+
+// parser turns one JSON text into a node list. Parsers are reused (Doc,
+// and a pool for the functions): every slice keeps its memory.
 type parser struct {
-	src []byte
-	// lenient accepts what Python's json.loads accepts but json.dumps (or
-	// UTF-8 encoding of its result) rejects: lone surrogate escapes and
-	// float literals that overflow to ±Inf. Equal parses leniently,
-	// AppendCanonical strictly.
-	lenient bool
-	// maxDepth bounds the nesting of containers (MaxDepth less the
-	// containers the text sits in).
+	// src is the text parsed: the input, or in modePython the input
+	// without its BOM, or UTF-16/32 input decoded into own.
+	src      []byte
+	mode     parseMode
 	maxDepth int
 
-	nodes   []jnode
-	members []int32
-	floats  []float64
-	arena   []byte
-	stack   []frame
+	nodes []jnode
+	stack []frame
+	// pending are the key nodes of the open objects, each object's from
+	// its frame's base.
 	pending []int32
-	scratch []byte
+	// sorted lists the fUnsorted objects by node; members holds their
+	// key nodes in key order.
+	sorted  []sortedObject
+	members []int32
+	escKeys []escKey
+	arena   []byte
+	// scratchA and scratchB hold decoded strings while they are compared
+	// or handed out.
+	scratchA, scratchB []byte
+
+	// In modePython: the input's decoding (see Doc.ParsePython).
+	own      []byte
+	base     int
+	encoding string
+	// overflow and rawSurrogate are 1 + the offset in src of the first
+	// float literal that overflows float64 and of the first
+	// UTF-8-encoded surrogate, or 0.
+	overflow, rawSurrogate int
+	// surrogate: a lone surrogate anywhere; codeEscape: a \u or \/ escape
+	// anywhere.
+	surrogate, codeEscape bool
 }
 
 var parserPool = sync.Pool{New: func() any { return new(parser) }}
 
-// maxPooledNodes keeps parsers that decoded a huge document out of the pool.
+// maxPooledNodes keeps parsers that parsed a huge text out of the pool.
 const maxPooledNodes = 1 << 20
 
-func getParser(src []byte, lenient bool) *parser {
-	p := parserPool.Get().(*parser)
-	p.src = src
-	p.lenient = lenient
-	p.reset(MaxDepth)
-	return p
-}
-
-// reset prepares p for parsing p.src with at most maxDepth nested
-// containers.
-func (p *parser) reset(maxDepth int) {
-	p.maxDepth = maxDepth
-	p.nodes = p.nodes[:0]
-	p.members = p.members[:0]
-	p.floats = p.floats[:0]
-	p.arena = p.arena[:0]
-	p.stack = p.stack[:0]
-	p.pending = p.pending[:0]
-	p.scratch = p.scratch[:0]
-}
+func getParser() *parser { return parserPool.Get().(*parser) }
 
 func putParser(p *parser) {
-	p.src = nil
-	if cap(p.nodes) > maxPooledNodes || cap(p.arena) > maxPooledNodes*8 || cap(p.scratch) > maxPooledNodes*8 {
+	p.src, p.own = nil, nil
+	if cap(p.nodes) > maxPooledNodes || cap(p.arena) > maxPooledNodes*8 ||
+		cap(p.scratchA) > maxPooledNodes*8 || cap(p.scratchB) > maxPooledNodes*8 {
 		return
 	}
 	parserPool.Put(p)
 }
 
+// maxSource bounds what parse reads: offsets and node indexes fit int32.
+const maxSource = math.MaxInt32
+
+// maxNodes is the most nodes a text of n bytes can hold: every node but
+// one takes at least two bytes (a value and its separator or bracket).
+func maxNodes(n int) int { return n/2 + 1 }
+
+// reserveNodes makes room for the nodes a text of n bytes is likely to
+// need (one per 16 bytes; records and payloads need far fewer).
+func (p *parser) reserveNodes(n int) {
+	if want := min(max(n/16, 64), maxNodes(n)); cap(p.nodes) < want {
+		p.nodes = make([]jnode, 0, want)
+	}
+}
+
+// push appends n to p.nodes, doubling the slice when it is full but never
+// beyond maxNodes of the text. (append grows a large slice by a quarter
+// at a time, allocating about five times the final size along the way.)
+// From reserveNodes' start, a text of single-digit values allocates at
+// most 16 bytes of nodes per byte in all, 8 of them kept.
+func (p *parser) push(n jnode) {
+	if len(p.nodes) == cap(p.nodes) {
+		p.grow()
+	}
+	p.nodes = append(p.nodes, n)
+}
+
+func (p *parser) grow() {
+	limit := maxNodes(len(p.src))
+	c := 2 * cap(p.nodes)
+	if 2*c > limit { // the next doubling would pass the limit: go there now
+		c = limit
+	}
+	grown := make([]jnode, len(p.nodes), max(c, len(p.nodes)+1))
+	copy(grown, p.nodes)
+	p.nodes = grown
+}
+
+// parse parses input in mode with at most maxDepth nested containers.
+// The nodes alias input (or p.own) until the next parse.
+func (p *parser) parse(input []byte, mode parseMode, maxDepth int) error {
+	p.mode, p.maxDepth = mode, maxDepth
+	p.nodes, p.stack, p.pending = p.nodes[:0], p.stack[:0], p.pending[:0]
+	p.sorted, p.members = p.sorted[:0], p.members[:0]
+	p.base, p.encoding = 0, ""
+	p.overflow, p.rawSurrogate = 0, 0
+	p.surrogate, p.codeEscape = false, false
+	p.src = nil
+	if len(input) >= maxSource {
+		return &SyntaxError{Err: ErrTooLarge, Why: "input of 2 GiB or more"}
+	}
+	text := input
+	if mode == modePython {
+		var err error
+		if text, err = p.decode(input); err != nil {
+			return err
+		}
+		if len(text) >= maxSource {
+			return &SyntaxError{Err: ErrTooLarge, Why: "decoded text of 2 GiB or more"}
+		}
+	}
+	p.src = text
+	p.reserveNodes(len(text))
+	err := p.values()
+	if err == nil {
+		if len(p.sorted) > 1 {
+			// Objects close inner first; lookups go by node.
+			slices.SortFunc(p.sorted, func(a, b sortedObject) int { return int(a.node - b.node) })
+		}
+		return nil
+	}
+	if mode == modePython {
+		// Python decodes the whole text before it parses: any error is
+		// first an undecodable byte anywhere.
+		if k := invalidWTF8At(text); k < len(text) {
+			return &SyntaxError{Err: ErrInvalidText, Offset: p.base + k, Why: "invalid UTF-8"}
+		}
+		if se := (*SyntaxError)(nil); errors.As(err, &se) {
+			se.Offset += p.base
+			if p.encoding != "" && p.encoding != "utf-8-sig" {
+				se.Why += " (in the text decoded from " + p.encoding + ")"
+			}
+		}
+	}
+	return err
+}
+
+// SyntaxError is a text the parser refuses: why (Err, one of the package's
+// errors: ErrInvalidJSON, ErrInvalidText, ErrTooLarge, ErrDuplicateKey,
+// ErrTooDeep, ErrNonFinite, ErrLoneSurrogate or ErrIntTooLong) and where
+// (Offset, in bytes of the input). Why describes the failure without
+// quoting the input; Error adds a duplicate key or an overflowing literal.
+type SyntaxError struct {
+	Err    error
+	Offset int
+	Why    string
+	// detail replaces Why in Error: it names the duplicate key or the
+	// overflowing literal (shortened).
+	detail string
+}
+
+// Error returns the failure with its offset, e.g. "invalid json:
+// unexpected ',' at offset 3".
+func (e *SyntaxError) Error() string {
+	what := e.Why
+	if e.detail != "" {
+		what = e.detail
+	}
+	return e.Err.Error() + ": " + what + " at offset " + strconv.Itoa(e.Offset)
+}
+
+// Unwrap returns Err.
+func (e *SyntaxError) Unwrap() error { return e.Err }
+
+func (p *parser) syntaxErr(why string, at int) *SyntaxError {
+	if at >= len(p.src) {
+		return &SyntaxError{Err: ErrInvalidJSON, Why: why + " at end of input", Offset: len(p.src)}
+	}
+	return &SyntaxError{Err: ErrInvalidJSON, Why: why, Offset: at}
+}
+
 // isWS reports JSON whitespace (the only whitespace Python's json accepts).
 func isWS(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
 
-func (p *parser) skipWS(i int) int {
-	for i < len(p.src) && isWS(p.src[i]) {
+func skipWS(b []byte, i int) int {
+	for i < len(b) && isWS(b[i]) {
 		i++
 	}
 	return i
 }
 
-func (p *parser) syntaxErr(what string, at int) error {
-	if at >= len(p.src) {
-		return fmt.Errorf("%w: %s at end of input (offset %d)", ErrInvalidJSON, what, len(p.src))
-	}
-	return fmt.Errorf("%w: %s at offset %d", ErrInvalidJSON, what, at)
-}
-
-func (p *parser) push(n jnode) int32 {
-	p.nodes = append(p.nodes, n)
-	return int32(len(p.nodes) - 1)
-}
-
-// parse parses p.src as exactly one JSON value surrounded by optional
-// whitespace. It is iterative; nesting is bounded by MaxDepth.
-func (p *parser) parse() error {
-	if len(p.src) > math.MaxInt32-8 {
-		return fmt.Errorf("%w: input of %d bytes is too large", ErrInvalidJSON, len(p.src))
-	}
-	src := p.src
-	i := p.skipWS(0)
-	for {
-		// A value starts at i.
-		if i >= len(src) {
-			return p.syntaxErr("expected a value", i)
-		}
-		var err error
-		switch c := src[i]; {
-		case c == '{' || c == '[':
-			if len(p.stack) >= p.maxDepth {
-				return fmt.Errorf("%w: more than %d nested containers at offset %d", ErrTooDeep, MaxDepth, i)
-			}
-			k := jArray
-			if c == '{' {
-				k = jObject
-			}
-			idx := p.push(jnode{kind: k, start: int32(i)})
-			p.stack = append(p.stack, frame{node: idx, base: int32(len(p.pending))})
-			i = p.skipWS(i + 1)
-			if i < len(src) && (src[i] == '}' && k == jObject || src[i] == ']' && k == jArray) {
-				// Empty container: closed below as a completed value.
-				break
-			}
-			if k == jObject {
-				if i, err = p.key(i); err != nil {
-					return err
-				}
-			}
-			continue // parse the first element or member value
-		case c == '"':
-			if i, err = p.str(i); err != nil {
-				return err
-			}
-		case c == '-' || c >= '0' && c <= '9':
-			if i, err = p.number(i); err != nil {
-				return err
-			}
-		case c == 't':
-			if i, err = p.literal(i, "true", jTrue); err != nil {
-				return err
-			}
-		case c == 'f':
-			if i, err = p.literal(i, "false", jFalse); err != nil {
-				return err
-			}
-		case c == 'n':
-			if i, err = p.literal(i, "null", jNull); err != nil {
-				return err
-			}
-		default:
-			return p.syntaxErr(fmt.Sprintf("unexpected %s, expected a value", describe(src, i)), i)
-		}
-
-		// A value just ended (or an empty container is about to close):
-		// close containers until one wants another element.
-		for {
-			i = p.skipWS(i)
-			if len(p.stack) == 0 {
-				if i != len(src) {
-					return p.syntaxErr(fmt.Sprintf("unexpected %s after the top-level value", describe(src, i)), i)
-				}
-				return nil
-			}
-			top := p.stack[len(p.stack)-1]
-			n := &p.nodes[top.node]
-			if i >= len(src) {
-				return p.syntaxErr("unterminated container", i)
-			}
-			c := src[i]
-			if c == ',' {
-				i = p.skipWS(i + 1)
-				if n.kind == jObject {
-					if i, err = p.key(i); err != nil {
-						return err
-					}
-				}
-				break // parse the next value
-			}
-			if n.kind == jArray && c == ']' || n.kind == jObject && c == '}' {
-				n.end = int32(i)
-				n.next = int32(len(p.nodes))
-				if n.kind == jObject {
-					if err := p.closeObject(top); err != nil {
-						return err
-					}
-				}
-				p.stack = p.stack[:len(p.stack)-1]
-				i++
-				continue
-			}
-			want := "',' or ']'"
-			if n.kind == jObject {
-				want = "',' or '}'"
-			}
-			return p.syntaxErr(fmt.Sprintf("unexpected %s, expected %s", describe(src, i), want), i)
-		}
-	}
-}
+func isDigit(c byte) bool { return '0' <= c && c <= '9' }
 
 // describe names the byte at i for an error message.
 func describe(src []byte, i int) string {
@@ -250,70 +297,561 @@ func describe(src []byte, i int) string {
 	if c >= 0x20 && c < 0x7f {
 		return strconv.QuoteRune(rune(c))
 	}
-	return fmt.Sprintf("byte 0x%02x", c)
+	const hex = "0123456789abcdef"
+	return "byte 0x" + string([]byte{hex[c>>4], hex[c&0xf]})
 }
 
-// key parses an object key at i followed by ':' and returns the offset
-// of the member's value.
-func (p *parser) key(i int) (int, error) {
-	if i >= len(p.src) || p.src[i] != '"' {
-		return i, p.syntaxErr(fmt.Sprintf("unexpected %s, expected a string key", describe(p.src, i)), i)
-	}
-	j, err := p.str(i)
-	if err != nil {
-		return j, err
-	}
-	k := int32(len(p.nodes) - 1)
-	n := &p.nodes[k]
-	n.key = true
-	if n.esc {
-		start := len(p.arena)
-		p.arena = appendDecoded(p.arena, p.src[n.start:n.end])
-		n.aux, n.aux2 = int32(start), int32(len(p.arena))
-	}
-	p.pending = append(p.pending, k)
-	j = p.skipWS(j)
-	if j >= len(p.src) || p.src[j] != ':' {
-		return j, p.syntaxErr(fmt.Sprintf("unexpected %s, expected ':'", describe(p.src, j)), j)
-	}
-	return p.skipWS(j + 1), nil
-}
-
-// keyBytes returns the decoded bytes of key node k.
-func (p *parser) keyBytes(k int32) []byte {
-	n := &p.nodes[k]
-	if n.esc {
-		return p.arena[n.aux:n.aux2]
-	}
-	return p.src[n.start:n.end]
-}
-
-// closeObject sorts the members of the object in frame f by key and
-// rejects duplicates.
-func (p *parser) closeObject(f frame) error {
-	ms := p.pending[f.base:]
-	sorted := true
-	for j := 1; j < len(ms); j++ {
-		if bytes.Compare(p.keyBytes(ms[j-1]), p.keyBytes(ms[j])) >= 0 {
-			sorted = false
+// values is the scanner: it reads one value at a time and keeps the open
+// containers on a stack. It is iterative; nesting is bounded by maxDepth.
+func (p *parser) values() error {
+	src := p.src
+	i := skipWS(src, 0)
+	var err error
+	for {
+		// A value starts at i.
+		if i >= len(src) {
+			return p.syntaxErr("expected a value", i)
+		}
+		closed := true
+		switch c := src[i]; c {
+		case '{', '[':
+			if len(p.stack) >= p.maxDepth {
+				return &SyntaxError{Err: ErrTooDeep, Offset: i,
+					Why: "more than " + strconv.Itoa(p.maxDepth) + " nested containers"}
+			}
+			kind := jArray
+			if c == '{' {
+				kind = jObject
+			}
+			p.stack = append(p.stack, frame{node: int32(len(p.nodes)), base: int32(len(p.pending))})
+			p.push(jnode{start: int32(i), kind: kind})
+			i = skipWS(src, i+1)
+			if kind == jObject {
+				if i < len(src) && src[i] == '}' {
+					if err = p.closeContainer(i); err != nil {
+						return err
+					}
+					i++
+					break
+				}
+				if i, err = p.key(i); err != nil {
+					return err
+				}
+				closed = false
+				break
+			}
+			if i < len(src) && src[i] == ']' {
+				if err = p.closeContainer(i); err != nil {
+					return err
+				}
+				i++
+				break
+			}
+			closed = false
+		case '"':
+			if i, err = p.str(i); err != nil {
+				return err
+			}
+		case 'n':
+			if i, err = p.literal(i, "null", jNull); err != nil {
+				return err
+			}
+		case 't':
+			if i, err = p.literal(i, "true", jTrue); err != nil {
+				return err
+			}
+		case 'f':
+			if i, err = p.literal(i, "false", jFalse); err != nil {
+				return err
+			}
+		default:
+			if p.mode == modePython && (c == 'N' || c == 'I' || c == '-' && i+1 < len(src) && src[i+1] == 'I') {
+				for _, lit := range []string{"NaN", "Infinity", "-Infinity"} {
+					if bytes.HasPrefix(src[i:], []byte(lit)) {
+						return &SyntaxError{Err: ErrNonFinite, Offset: i, Why: lit + " literal"}
+					}
+				}
+			}
+			if c != '-' && !isDigit(c) {
+				return p.syntaxErr("unexpected "+describe(src, i)+", expected a value", i)
+			}
+			if i, err = p.number(i); err != nil {
+				return err
+			}
+		}
+		if !closed {
+			continue // a container was opened: its first value is next
+		}
+		// A value ended at i: continue the enclosing container.
+		for {
+			i = skipWS(src, i)
+			if len(p.stack) == 0 {
+				if i != len(src) {
+					return p.syntaxErr("unexpected "+describe(src, i)+" after the top-level value", i)
+				}
+				return nil
+			}
+			if i >= len(src) {
+				return p.syntaxErr("unterminated container", i)
+			}
+			c := src[i]
+			if p.nodes[p.stack[len(p.stack)-1].node].kind == jObject {
+				if c == '}' {
+					if err = p.closeContainer(i); err != nil {
+						return err
+					}
+					i++
+					continue
+				}
+				if c != ',' {
+					return p.syntaxErr("unexpected "+describe(src, i)+", expected ',' or '}'", i)
+				}
+				if i, err = p.key(skipWS(src, i+1)); err != nil {
+					return err
+				}
+				break
+			}
+			if c == ']' {
+				if err = p.closeContainer(i); err != nil {
+					return err
+				}
+				i++
+				continue
+			}
+			if c != ',' {
+				return p.syntaxErr("unexpected "+describe(src, i)+", expected ',' or ']'", i)
+			}
+			i = skipWS(src, i+1)
 			break
 		}
 	}
-	if !sorted {
-		slices.SortStableFunc(ms, func(a, b int32) int { return bytes.Compare(p.keyBytes(a), p.keyBytes(b)) })
-		for j := 1; j < len(ms); j++ {
-			if bytes.Equal(p.keyBytes(ms[j-1]), p.keyBytes(ms[j])) {
-				// ms[j] is the later occurrence (stable sort).
-				return fmt.Errorf("%w: %s at offset %d", ErrDuplicateKey, quoteKey(p.keyBytes(ms[j])), p.nodes[ms[j]].start-1)
+}
+
+// key parses an object key and the colon after it, returning the offset
+// of the member's value.
+func (p *parser) key(i int) (int, error) {
+	src := p.src
+	if i >= len(src) || src[i] != '"' {
+		return i, p.syntaxErr("unexpected "+describe(src, i)+", expected a string key", i)
+	}
+	i, err := p.str(i)
+	if err != nil {
+		return i, err
+	}
+	k := len(p.nodes) - 1
+	p.nodes[k].flags |= fKey
+	p.pending = append(p.pending, int32(k))
+	i = skipWS(src, i)
+	if i >= len(src) || src[i] != ':' {
+		return i, p.syntaxErr("unexpected "+describe(src, i)+", expected ':'", i)
+	}
+	return skipWS(src, i+1), nil
+}
+
+func (p *parser) literal(i int, lit string, kind jkind) (int, error) {
+	if !bytes.HasPrefix(p.src[i:], []byte(lit)) {
+		return i, p.syntaxErr("invalid literal", i)
+	}
+	p.push(jnode{start: int32(i), end: int32(i + len(lit)), next: int32(len(p.nodes) + 1), kind: kind})
+	return i + len(lit), nil
+}
+
+// maxIntDigits is CPython's default int_max_str_digits: json.loads raises
+// ValueError on an integer literal with more digits (modePython only).
+const maxIntDigits = 4300
+
+// number scans a number literal like CPython's _match_number_unicode:
+// -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?, where an incomplete
+// fraction or exponent is not part of it (and is then refused as what
+// follows the number). A literal with a fraction or exponent is a float.
+func (p *parser) number(i int) (int, error) {
+	src := p.src
+	start := i
+	if src[i] == '-' {
+		i++
+	}
+	if i >= len(src) || !isDigit(src[i]) {
+		return start, p.syntaxErr("unexpected "+describe(src, i)+" in number", i)
+	}
+	if src[i] == '0' {
+		i++
+	} else {
+		for i < len(src) && isDigit(src[i]) {
+			i++
+		}
+	}
+	intEnd := i
+	isInt := true
+	if i+1 < len(src) && src[i] == '.' && isDigit(src[i+1]) {
+		isInt = false
+		i += 2
+		for i < len(src) && isDigit(src[i]) {
+			i++
+		}
+	}
+	expStart := -1 // the exponent's digits, with their sign
+	if i+1 < len(src) && (src[i] == 'e' || src[i] == 'E') {
+		j := i + 1
+		if src[j] == '+' || src[j] == '-' {
+			j++
+		}
+		if j < len(src) && isDigit(src[j]) {
+			for j < len(src) && isDigit(src[j]) {
+				j++
+			}
+			isInt = false
+			expStart = i + 1
+			i = j
+		}
+	}
+	kind := jInt
+	if isInt {
+		if p.mode == modePython {
+			digits := intEnd - start
+			if src[start] == '-' {
+				digits--
+			}
+			if digits > maxIntDigits {
+				return start, &SyntaxError{Err: ErrIntTooLong, Offset: start, Why: "integer literal longer than 4300 digits"}
+			}
+		}
+	} else {
+		kind = jFloat
+		if p.mode != modeEqual && floatOverflows(src[start:i], intEnd-start, expStart-start) {
+			if p.mode == modeCanonical {
+				return start, &SyntaxError{Err: ErrNonFinite, Offset: start, Why: "float literal overflows float64", detail: shorten(src[start:i]) + " overflows float64"}
+			}
+			if p.overflow == 0 {
+				p.overflow = start + 1 // Python reads an infinity
 			}
 		}
 	}
-	n := &p.nodes[f.node]
-	n.aux = int32(len(p.members))
-	n.aux2 = int32(len(ms))
-	p.members = append(p.members, ms...)
-	p.pending = p.pending[:f.base]
+	p.push(jnode{start: int32(start), end: int32(i), next: int32(len(p.nodes) + 1), kind: kind})
+	return i, nil
+}
+
+func shorten(b []byte) string {
+	if len(b) > 32 {
+		return string(b[:32]) + "..."
+	}
+	return string(b)
+}
+
+// floatOverflows reports whether the float literal lit rounds to an
+// infinity; its integer part ends at intEnd and its exponent (sign
+// included) starts at expStart (-1 without one). Literals whose decimal
+// exponent is clearly in range skip the parse.
+func floatOverflows(lit []byte, intEnd, expStart int) bool {
+	// Digits of the integer part: JSON allows no leading zeros, and "0"
+	// counts as none.
+	digits := intEnd
+	if lit[0] == '-' {
+		digits--
+	}
+	if lit[intEnd-1] == '0' && digits == 1 {
+		digits = 0
+	}
+	exp := 0
+	if expStart >= 0 {
+		e := lit[expStart:]
+		neg := e[0] == '-'
+		if e[0] == '+' || e[0] == '-' {
+			e = e[1:]
+		}
+		if len(e) > 6 {
+			return math.IsInf(parseFloat(lit), 0)
+		}
+		for _, c := range e {
+			exp = exp*10 + int(c-'0')
+		}
+		if neg {
+			exp = -exp
+		}
+	}
+	if digits+exp < 300 {
+		return false
+	}
+	return math.IsInf(parseFloat(lit), 0)
+}
+
+// parseFloat is the float64 value of a float literal the parser accepted:
+// rounded to nearest, ±Inf when it overflows (as Python reads it).
+func parseFloat(lit []byte) float64 {
+	f, _ := strconv.ParseFloat(string(lit), 64) // the syntax is valid: the only error is ErrRange
+	return f
+}
+
+// str scans a string starting at the quote at i and appends its node.
+// It stops at every byte that needs a look: a quote, a backslash, a
+// control character (< 0x20) or a byte above 0x7f, found sixteen bytes at
+// a time (skipPlain). UTF-8 is validated where it occurs, one sequence at
+// a time, so that a string is read once.
+func (p *parser) str(i int) (int, error) {
+	src := p.src
+	start := i + 1
+	j := start
+	var flags uint8
+	for {
+		if j = skipPlain(src, j); j >= len(src) {
+			return i, p.syntaxErr("unterminated string", i)
+		}
+		c := src[j]
+		if c == '"' {
+			p.push(jnode{start: int32(start), end: int32(j), next: int32(len(p.nodes) + 1), kind: jString, flags: flags})
+			return j + 1, nil
+		}
+		var c1 byte
+		if j+1 < len(src) {
+			c1 = src[j+1]
+		}
+		switch {
+		case c == '\\' && escapeKind[c1] == escapeByte: // the common escapes first
+			flags |= fEsc
+			j += 2
+		case c >= 0xc2 && c < 0xe0 && c1&0xc0 == 0x80: // a two-byte sequence
+			j += 2
+		case c < 0x20:
+			return i, p.syntaxErr("invalid control character 0x"+string([]byte{"0123456789abcdef"[c>>4], "0123456789abcdef"[c&0xf]})+" in string", j)
+		case c >= 0x80:
+			// A multi-byte sequence: its continuation bytes are never a
+			// quote, so it lies inside the string.
+			n := validUTF8At(src, j)
+			if n == 0 || c == 0xed && src[j+1] >= 0xa0 && p.mode != modePython {
+				return i, &SyntaxError{Err: ErrInvalidText, Offset: j, Why: "invalid UTF-8"}
+			}
+			if c == 0xed && src[j+1] >= 0xa0 { // a surrogate, which Python decodes
+				flags |= fSurrogate
+				p.surrogate = true
+				if p.rawSurrogate == 0 {
+					p.rawSurrogate = j + 1
+				}
+			}
+			j += n
+		default: // another backslash escape
+			flags |= fEsc
+			if j+1 >= len(src) {
+				return i, p.syntaxErr("unterminated string", i)
+			}
+			switch escapeKind[c1] {
+			case escapeSlash:
+				p.codeEscape = true
+				flags |= fRecode
+				j += 2
+			case escapeCode:
+				k, lone, err := p.codeEscapeAt(j)
+				if err != nil {
+					return i, err
+				}
+				flags |= fRecode
+				if lone {
+					flags |= fSurrogate
+				}
+				j = k
+			default:
+				return i, p.syntaxErr("invalid escape "+describe(src, j+1), j)
+			}
+		}
+	}
+}
+
+// codeEscapeAt checks the \uXXXX escape (and the low surrogate escape
+// that may follow it) at k and returns the index after it, and whether it
+// is a lone surrogate (an error in modeCanonical).
+func (p *parser) codeEscapeAt(k int) (int, bool, error) {
+	src := p.src
+	p.codeEscape = true
+	// CPython requires one more character after the four digits.
+	if k+6 >= len(src) {
+		return 0, false, p.syntaxErr(`invalid \u escape`, k)
+	}
+	r, ok := hex4(src[k+2 : k+6])
+	if !ok {
+		return 0, false, p.syntaxErr(`invalid \u escape`, k)
+	}
+	j := k + 6
+	if 0xd800 <= r && r < 0xdc00 && j+6 < len(src) && src[j] == '\\' && src[j+1] == 'u' {
+		r2, ok := hex4(src[j+2 : j+6])
+		if !ok {
+			return 0, false, p.syntaxErr(`invalid \u escape`, j)
+		}
+		if 0xdc00 <= r2 && r2 < 0xe000 {
+			return j + 6, false, nil
+		}
+	}
+	if 0xd800 <= r && r < 0xe000 {
+		if p.mode == modeCanonical {
+			const hex = "0123456789abcdef"
+			return 0, false, &SyntaxError{Err: ErrLoneSurrogate, Offset: k,
+				Why: `\u` + string([]byte{hex[r>>12], hex[r>>8&0xf], hex[r>>4&0xf], hex[r&0xf]})}
+		}
+		p.surrogate = true
+		return j, true, nil
+	}
+	return j, false, nil
+}
+
+// validUTF8At returns the length of the valid UTF-8 sequence starting
+// with the non-ASCII byte at b[j], or 0 if there is none (what
+// utf8.DecodeRune reports as an error of size 1), except that a surrogate
+// (ED A0..BF xx) counts as valid, as Python's "surrogatepass" decodes it.
+func validUTF8At(b []byte, j int) int {
+	c := b[j]
+	switch {
+	case c < 0xc2:
+		return 0
+	case c < 0xe0:
+		if j+1 < len(b) && b[j+1]&0xc0 == 0x80 {
+			return 2
+		}
+		return 0
+	case c < 0xf0:
+		if j+2 >= len(b) {
+			return 0
+		}
+		lo := byte(0x80)
+		if c == 0xe0 {
+			lo = 0xa0
+		}
+		if c1 := b[j+1]; lo <= c1 && c1 <= 0xbf && b[j+2]&0xc0 == 0x80 {
+			return 3
+		}
+		return 0
+	}
+	if r, size := utf8.DecodeRune(b[j:]); r != utf8.RuneError || size > 1 {
+		return size
+	}
+	return 0
+}
+
+// invalidWTF8At is the offset of the first byte of b that Python's UTF-8
+// decoder with "surrogatepass" refuses (UTF-8, surrogates allowed), or
+// len(b).
+func invalidWTF8At(b []byte) int {
+	for i := 0; i < len(b); {
+		if b[i] < utf8.RuneSelf {
+			i++
+			continue
+		}
+		n := validUTF8At(b, i)
+		if n == 0 {
+			return i
+		}
+		i += n
+	}
+	return len(b)
+}
+
+// The escapes after a backslash.
+const (
+	escapeInvalid = iota
+	escapeByte    // \" \\ \b \f \n \r \t: canonical as they stand
+	escapeSlash   // \/
+	escapeCode    // \uXXXX
+)
+
+var escapeKind = func() (t [256]uint8) {
+	for _, c := range []byte(`"\bfnrt`) {
+		t[c] = escapeByte
+	}
+	t['/'] = escapeSlash
+	t['u'] = escapeCode
+	return t
+}()
+
+// hex4 decodes four hex digits (either case) at the start of b.
+func hex4(b []byte) (rune, bool) {
+	if len(b) < 4 {
+		return 0, false
+	}
+	var r rune
+	for _, c := range b[:4] {
+		switch {
+		case '0' <= c && c <= '9':
+			r = r<<4 | rune(c-'0')
+		case 'a' <= c && c <= 'f':
+			r = r<<4 | rune(c-'a'+10)
+		case 'A' <= c && c <= 'F':
+			r = r<<4 | rune(c-'A'+10)
+		default:
+			return 0, false
+		}
+	}
+	return r, true
+}
+
+// closeContainer closes the innermost container at the bracket at end.
+// Closing an object runs the duplicate-key check, as Python's
+// object_pairs_hook does.
+func (p *parser) closeContainer(end int) error {
+	top := p.stack[len(p.stack)-1]
+	p.stack = p.stack[:len(p.stack)-1]
+	n := &p.nodes[top.node]
+	n.end = int32(end)
+	n.next = int32(len(p.nodes))
+	if n.kind == jObject {
+		err := p.closeObject(top.node, p.pending[top.base:])
+		p.pending = p.pending[:top.base]
+		return err
+	}
 	return nil
+}
+
+// closeObject rejects a repeated key in object obj, whose key nodes are
+// keys (reordered). Keys without escapes
+// in strictly increasing byte order (canonical JSON sorts them) are
+// distinct; other objects are sorted by decoded key, which finds
+// duplicates and keeps the key order for canonical output and Equal.
+func (p *parser) closeObject(obj int32, keys []int32) error {
+	if len(keys) < 2 {
+		return nil
+	}
+	sorted := true
+	for a := 1; a < len(keys) && sorted; a++ {
+		na, nb := &p.nodes[keys[a-1]], &p.nodes[keys[a]]
+		sorted = (na.flags|nb.flags)&fEsc == 0 &&
+			bytes.Compare(p.src[na.start:na.end], p.src[nb.start:nb.end]) < 0
+	}
+	if sorted {
+		return nil
+	}
+	// Escaped keys (rare) are compared decoded, from the arena.
+	p.arena, p.escKeys = p.arena[:0], p.escKeys[:0]
+	for _, k := range keys {
+		if n := &p.nodes[k]; n.flags&fEsc != 0 {
+			start := len(p.arena)
+			p.arena = appendDecoded(p.arena, p.src[n.start:n.end])
+			p.escKeys = append(p.escKeys, escKey{node: k, start: int32(start), end: int32(len(p.arena))})
+		}
+	}
+	slices.SortStableFunc(keys, func(a, b int32) int { return bytes.Compare(p.sortKey(a), p.sortKey(b)) })
+	for a := 1; a < len(keys); a++ {
+		if kb := p.sortKey(keys[a]); bytes.Equal(p.sortKey(keys[a-1]), kb) {
+			// keys[a] is the later occurrence (stable sort).
+			return &SyntaxError{Err: ErrDuplicateKey, Offset: int(p.nodes[keys[a]].start) - 1,
+				Why: "object has a repeated key", detail: quoteKey(kb)}
+		}
+	}
+	p.nodes[obj].flags |= fUnsorted
+	p.sorted = append(p.sorted, sortedObject{node: obj, off: int32(len(p.members)), n: int32(len(keys))})
+	p.members = append(p.members, keys...)
+	return nil
+}
+
+// escKey is where closeObject decoded an escaped key into the arena.
+type escKey struct{ node, start, end int32 }
+
+// sortKey is key node k's decoded bytes while closeObject sorts.
+func (p *parser) sortKey(k int32) []byte {
+	n := &p.nodes[k]
+	if n.flags&fEsc == 0 {
+		return p.src[n.start:n.end]
+	}
+	for _, e := range p.escKeys {
+		if e.node == k {
+			return p.arena[e.start:e.end]
+		}
+	}
+	panic("journal: escaped key not decoded") // unreachable
 }
 
 // quoteKey renders a key for an error message, shortened.
@@ -325,244 +863,49 @@ func quoteKey(k []byte) string {
 	return strconv.Quote(string(k))
 }
 
-func (p *parser) literal(i int, lit string, k jkind) (int, error) {
-	if !bytes.HasPrefix(p.src[i:], []byte(lit)) {
-		return i, p.syntaxErr("invalid literal", i)
-	}
-	p.push(jnode{kind: k, start: int32(i), end: int32(i + len(lit)), next: int32(len(p.nodes) + 1)})
-	return i + len(lit), nil
+// memberIter walks an object's members in key order.
+type memberIter struct {
+	p      *parser
+	sorted []int32 // fUnsorted objects: their key nodes in key order
+	j, end int32   // other objects: the next key node and the object's end
 }
 
-// number parses a JSON number at i: -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?.
-// A literal with a fraction or exponent is a float (as in Python's json).
-func (p *parser) number(i int) (int, error) {
-	src := p.src
-	start := i
-	if src[i] == '-' {
-		i++
+func (p *parser) memberIter(obj int32) memberIter {
+	n := &p.nodes[obj]
+	if n.flags&fUnsorted == 0 {
+		return memberIter{p: p, j: obj + 1, end: n.next}
 	}
-	switch {
-	case i < len(src) && src[i] == '0':
-		i++
-	case i < len(src) && src[i] >= '1' && src[i] <= '9':
-		i++
-		for i < len(src) && src[i] >= '0' && src[i] <= '9' {
-			i++
-		}
-	default:
-		return i, p.syntaxErr(fmt.Sprintf("unexpected %s in number", describe(src, i)), i)
-	}
-	isFloat := false
-	if i < len(src) && src[i] == '.' {
-		i++
-		d := i
-		for i < len(src) && src[i] >= '0' && src[i] <= '9' {
-			i++
-		}
-		if i == d {
-			return i, p.syntaxErr("expected a digit after the decimal point", i)
-		}
-		isFloat = true
-	}
-	if i < len(src) && (src[i] == 'e' || src[i] == 'E') {
-		i++
-		if i < len(src) && (src[i] == '+' || src[i] == '-') {
-			i++
-		}
-		d := i
-		for i < len(src) && src[i] >= '0' && src[i] <= '9' {
-			i++
-		}
-		if i == d {
-			return i, p.syntaxErr("expected a digit in the exponent", i)
-		}
-		isFloat = true
-	}
-	n := jnode{kind: jInt, start: int32(start), end: int32(i), next: int32(len(p.nodes) + 1)}
-	if isFloat {
-		f, err := strconv.ParseFloat(string(src[start:i]), 64)
-		if err != nil && !errors.Is(err, strconv.ErrRange) {
-			return i, p.syntaxErr("invalid number", start) // unreachable: the grammar was checked
-		}
-		if math.IsInf(f, 0) && !p.lenient {
-			return i, fmt.Errorf("%w: %s overflows float64 at offset %d", ErrNonFinite, shorten(src[start:i]), start)
-		}
-		n.kind = jFloat
-		n.aux = int32(len(p.floats))
-		p.floats = append(p.floats, f)
-	}
-	p.nodes = append(p.nodes, n)
-	return i, nil
+	k, _ := slices.BinarySearchFunc(p.sorted, obj, func(s sortedObject, node int32) int { return int(s.node - node) })
+	s := p.sorted[k]
+	return memberIter{p: p, sorted: p.members[s.off : s.off+s.n]}
 }
 
-func shorten(b []byte) string {
-	if len(b) > 32 {
-		return string(b[:32]) + "..."
-	}
-	return string(b)
-}
-
-// str validates the string starting with the quote at i, appends its
-// node and returns the offset after the closing quote. It checks UTF-8,
-// rejects raw control characters and bad escapes, and (unless lenient)
-// lone surrogate escapes.
-func (p *parser) str(i int) (int, error) {
-	src := p.src
-	start := i + 1
-	i = start
-	esc, recode := false, false
-	for {
-		// Fast path over plain ASCII, eight bytes at a time.
-		i = skipPlain(src, i)
-		if i >= len(src) {
-			return i, p.syntaxErr("unterminated string", start-1)
-		}
-		c := src[i]
-		switch {
-		case c == '"':
-			p.nodes = append(p.nodes, jnode{kind: jString, start: int32(start), end: int32(i), next: int32(len(p.nodes) + 1), esc: esc, recode: recode})
-			return i + 1, nil
-		case c == '\\':
-			esc = true
-			if i+1 < len(src) && shortEscape[src[i+1]] {
-				i += 2 // \" \\ \b \f \n \r \t: canonical as they stand
-				continue
-			}
-			n, err := p.escape(i)
-			if err != nil {
-				return i, err
-			}
-			recode = true // \/ or \u
-			i += n
-		case c < 0x20:
-			return i, p.syntaxErr(fmt.Sprintf("invalid control character 0x%02x in string", c), i)
-		default: // c >= 0x80
-			r, size := utf8.DecodeRune(src[i:])
-			if r == utf8.RuneError && size <= 1 {
-				return i, fmt.Errorf("%w: invalid UTF-8 at offset %d", ErrInvalidJSON, i)
-			}
-			i += size
-		}
-	}
-}
-
-// escape validates the escape sequence at i (src[i] == '\\') and returns
-// its length, including a following low-surrogate escape it pairs with.
-func (p *parser) escape(i int) (int, error) {
-	src := p.src
-	if i+1 >= len(src) {
-		return 0, p.syntaxErr("unterminated string", i)
-	}
-	switch src[i+1] {
-	case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-		return 2, nil
-	case 'u':
-	default:
-		return 0, p.syntaxErr(fmt.Sprintf("invalid escape %s", describe(src, i+1)), i)
-	}
-	r, ok := hex4(src[i+2:])
-	if !ok {
-		return 0, p.syntaxErr(`invalid \u escape`, i)
-	}
-	if r < 0xd800 || r > 0xdfff {
-		return 6, nil
-	}
-	if r <= 0xdbff && i+12 <= len(src) && src[i+6] == '\\' && src[i+7] == 'u' {
-		if r2, ok := hex4(src[i+8:]); ok && r2 >= 0xdc00 && r2 <= 0xdfff {
-			return 12, nil
-		}
-	}
-	if !p.lenient {
-		return 0, fmt.Errorf("%w: \\u%04x at offset %d", ErrLoneSurrogate, r, i)
-	}
-	return 6, nil
-}
-
-// hex4 decodes four hex digits (either case) at the start of b.
-func hex4(b []byte) (rune, bool) {
-	if len(b) < 4 {
-		return 0, false
-	}
-	var r rune
-	for _, c := range b[:4] {
-		var d byte
-		switch {
-		case c >= '0' && c <= '9':
-			d = c - '0'
-		case c >= 'a' && c <= 'f':
-			d = c - 'a' + 10
-		case c >= 'A' && c <= 'F':
-			d = c - 'A' + 10
-		default:
+// next returns the next key node, or false at the end.
+func (it *memberIter) next() (int32, bool) {
+	if it.sorted != nil {
+		if len(it.sorted) == 0 {
 			return 0, false
 		}
-		r = r<<4 | rune(d)
+		k := it.sorted[0]
+		it.sorted = it.sorted[1:]
+		return k, true
 	}
-	return r, true
+	if it.j >= it.end {
+		return 0, false
+	}
+	k := it.j
+	it.j = it.p.nodes[k+1].next
+	return k, true
 }
 
-// skipPlain returns the offset of the first byte at or after i that is
-// not plainASCII (or len(src)).
-func skipPlain[T string | []byte](src T, i int) int {
-	for i+16 <= len(src) {
-		b := src[i : i+16]
-		x := uint64(b[0]) | uint64(b[1])<<8 | uint64(b[2])<<16 | uint64(b[3])<<24 |
-			uint64(b[4])<<32 | uint64(b[5])<<40 | uint64(b[6])<<48 | uint64(b[7])<<56
-		y := uint64(b[8]) | uint64(b[9])<<8 | uint64(b[10])<<16 | uint64(b[11])<<24 |
-			uint64(b[12])<<32 | uint64(b[13])<<40 | uint64(b[14])<<48 | uint64(b[15])<<56
-		mx, my := specialBytes(x), specialBytes(y)
-		if mx|my != 0 {
-			if mx != 0 {
-				return i + bits.TrailingZeros64(mx)>>3
-			}
-			return i + 8 + bits.TrailingZeros64(my)>>3
-		}
-		i += 16
+// count is the number of members of object obj.
+func (p *parser) count(obj int32) int {
+	n := 0
+	for j := obj + 1; j < p.nodes[obj].next; j = p.nodes[j+1].next {
+		n++
 	}
-	for i+8 <= len(src) {
-		b := src[i : i+8]
-		x := uint64(b[0]) | uint64(b[1])<<8 | uint64(b[2])<<16 | uint64(b[3])<<24 |
-			uint64(b[4])<<32 | uint64(b[5])<<40 | uint64(b[6])<<48 | uint64(b[7])<<56
-		if m := specialBytes(x); m != 0 {
-			return i + bits.TrailingZeros64(m)>>3
-		}
-		i += 8
-	}
-	for i < len(src) && plainASCII[src[i]] {
-		i++
-	}
-	return i
+	return n
 }
-
-// specialBytes marks, in the high bit of each byte, the bytes of x (eight
-// bytes, the first in the low byte) that are not plainASCII: below 0x20,
-// '"', '\\', or 0x80 and above. Marks above the lowest may be spurious;
-// the lowest is always exact.
-func specialBytes(x uint64) uint64 {
-	const (
-		lo = 0x0101010101010101
-		hi = 0x8080808080808080
-	)
-	q := x ^ ('"' * lo)
-	e := x ^ ('\\' * lo)
-	// The usual "has a byte below n" test, (v - n*lo) &^ v & hi, for v = x,
-	// q and e, which share their high bits; or'ed with x itself, the
-	// &^ v drops out.
-	return ((x - 0x20*lo) | (q - lo) | (e - lo) | x) & hi
-}
-
-// shortEscape marks the characters that follow a backslash in the escapes
-// that canonical JSON writes unchanged.
-var shortEscape = [256]bool{'"': true, '\\': true, 'b': true, 'f': true, 'n': true, 'r': true, 't': true}
-
-// plainASCII marks bytes that stand for themselves inside a JSON string
-// and need no escaping on output: printable ASCII and DEL, except '"' and '\\'.
-var plainASCII = func() (t [256]bool) {
-	for c := 0x20; c < 0x80; c++ {
-		t[c] = c != '"' && c != '\\'
-	}
-	return t
-}()
 
 // decodeEscape decodes the (already validated) escape at raw[0] == '\\'
 // and returns the code point and the escape's length. Surrogate pairs are
@@ -593,10 +936,10 @@ func decodeEscape(raw []byte) (rune, int) {
 }
 
 // appendDecoded appends the content of the validated string body raw with
-// its escapes decoded. Lone surrogates (possible only when parsed
-// leniently) are written in generalized UTF-8 (WTF-8), so decoded strings
-// compare equal exactly when their code point sequences do, and byte order
-// is code point order.
+// its escapes decoded. Lone surrogates are written in generalized UTF-8
+// (WTF-8), so decoded strings compare equal exactly when their code point
+// sequences do (as Python's str values), and byte order is code point
+// order.
 func appendDecoded(dst, raw []byte) []byte {
 	for len(raw) > 0 {
 		j := bytes.IndexByte(raw, '\\')
@@ -606,11 +949,130 @@ func appendDecoded(dst, raw []byte) []byte {
 		dst = append(dst, raw[:j]...)
 		r, n := decodeEscape(raw[j:])
 		raw = raw[j+n:]
-		if r >= 0xd800 && r <= 0xdfff {
-			dst = append(dst, 0xe0|byte(r>>12), 0x80|byte(r>>6)&0x3f, 0x80|byte(r)&0x3f)
-			continue
-		}
-		dst = utf8.AppendRune(dst, r)
+		dst = appendWTF8(dst, r)
 	}
 	return dst
+}
+
+// appendWTF8 appends r as UTF-8, surrogates included.
+func appendWTF8(dst []byte, r rune) []byte {
+	if 0xd800 <= r && r < 0xe000 {
+		return append(dst, byte(0xe0|r>>12), byte(0x80|(r>>6)&0x3f), byte(0x80|r&0x3f))
+	}
+	return utf8.AppendRune(dst, r)
+}
+
+// keyBytes returns the decoded bytes of string node k: its source text,
+// or, with escapes, the text decoded into *buf.
+func (p *parser) keyBytes(k int32, buf *[]byte) []byte {
+	n := &p.nodes[k]
+	if n.flags&fEsc == 0 {
+		return p.src[n.start:n.end]
+	}
+	*buf = appendDecoded((*buf)[:0], p.src[n.start:n.end])
+	return *buf
+}
+
+// decode applies json.loads' decoding of bytes (modePython):
+// detect_encoding, then decode with "surrogatepass". Plain UTF-8 is
+// returned as is (validated while parsing), UTF-8 with a BOM without it,
+// UTF-16 and UTF-32 decoded into p.own (as WTF-8: lone surrogates kept).
+func (p *parser) decode(b []byte) ([]byte, error) {
+	enc := detectEncoding(b)
+	switch enc {
+	case "utf-8":
+		return b, nil
+	case "utf-8-sig":
+		p.base, p.encoding = 3, enc
+		return b[3:], nil
+	}
+	p.encoding = enc
+	out, ok := decodeWide(p.own[:0], enc, b)
+	if !ok {
+		return nil, &SyntaxError{Err: ErrInvalidText, Why: "invalid " + enc + " text"}
+	}
+	p.own = out
+	return out, nil
+}
+
+// detectEncoding is json.detect_encoding.
+func detectEncoding(b []byte) string {
+	switch {
+	case bytes.HasPrefix(b, []byte{0, 0, 0xfe, 0xff}), bytes.HasPrefix(b, []byte{0xff, 0xfe, 0, 0}):
+		return "utf-32"
+	case bytes.HasPrefix(b, []byte{0xfe, 0xff}), bytes.HasPrefix(b, []byte{0xff, 0xfe}):
+		return "utf-16"
+	case bytes.HasPrefix(b, []byte{0xef, 0xbb, 0xbf}):
+		return "utf-8-sig"
+	}
+	if len(b) >= 4 {
+		if b[0] == 0 {
+			if b[1] != 0 {
+				return "utf-16-be"
+			}
+			return "utf-32-be"
+		}
+		if b[1] == 0 {
+			if b[2] != 0 || b[3] != 0 {
+				return "utf-16-le"
+			}
+			return "utf-32-le"
+		}
+	} else if len(b) == 2 {
+		if b[0] == 0 {
+			return "utf-16-be"
+		}
+		if b[1] == 0 {
+			return "utf-16-le"
+		}
+	}
+	return "utf-8"
+}
+
+// decodeWide decodes UTF-16 or UTF-32 text as Python's codec with the
+// "surrogatepass" error handler does, appending it to dst as WTF-8. The
+// "utf-16" and "utf-32" codecs take the byte order from the BOM and drop
+// it. A truncated code unit or a UTF-32 value above U+10FFFF does not
+// decode; lone surrogates do (a UTF-16 pair is one character, UTF-32
+// surrogates stay lone).
+func decodeWide(dst []byte, enc string, b []byte) ([]byte, bool) {
+	unit := 2
+	if strings.HasPrefix(enc, "utf-32") {
+		unit = 4
+	}
+	if len(b)%unit != 0 {
+		return dst, false
+	}
+	var order binary.ByteOrder = binary.LittleEndian
+	switch enc {
+	case "utf-16-be", "utf-32-be":
+		order = binary.BigEndian
+	case "utf-16", "utf-32":
+		if b[0] == 0 || b[0] == 0xfe {
+			order = binary.BigEndian
+		}
+		b = b[unit:]
+	}
+	dst = slices.Grow(dst, len(b)/unit*3)
+	if unit == 4 {
+		for i := 0; i < len(b); i += 4 {
+			r := order.Uint32(b[i:])
+			if r > utf8.MaxRune {
+				return dst, false
+			}
+			dst = appendWTF8(dst, rune(r))
+		}
+		return dst, true
+	}
+	for i := 0; i < len(b); i += 2 {
+		r := rune(order.Uint16(b[i:]))
+		if 0xd800 <= r && r < 0xdc00 && i+4 <= len(b) {
+			if r2 := rune(order.Uint16(b[i+2:])); 0xdc00 <= r2 && r2 < 0xe000 {
+				r = 0x10000 + (r-0xd800)<<10 + (r2 - 0xdc00)
+				i += 2
+			}
+		}
+		dst = appendWTF8(dst, r)
+	}
+	return dst, true
 }
