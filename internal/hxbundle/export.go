@@ -321,7 +321,6 @@ func Build(ctx context.Context, info RunInfo, src Source, p Policy, dir string) 
 	}
 	a := &Archive{f: f}
 	b := &exportBuilder{
-		ctx:    ctx,
 		info:   info,
 		src:    src,
 		policy: p,
@@ -330,7 +329,7 @@ func Build(ctx context.Context, info RunInfo, src Source, p Policy, dir string) 
 		out:    &spoolWriter{f: f},
 	}
 	b.out.limit = b.limits.MaxBytes
-	if err := b.build(); err != nil {
+	if err := b.build(ctx); err != nil {
 		_ = a.Close()
 		return nil, err
 	}
@@ -338,9 +337,9 @@ func Build(ctx context.Context, info RunInfo, src Source, p Policy, dir string) 
 	return a, nil
 }
 
-// exportBuilder holds the state of one Build.
+// exportBuilder holds the state of one Build; the Build's ctx is passed
+// to each step.
 type exportBuilder struct {
-	ctx    context.Context
 	info   RunInfo
 	src    Source
 	policy Policy
@@ -355,18 +354,18 @@ type exportBuilder struct {
 	lastSeq   int64
 }
 
-func (b *exportBuilder) build() error {
-	if err := b.spoolRecords(); err != nil {
+func (b *exportBuilder) build(ctx context.Context) error {
+	if err := b.spoolRecords(ctx); err != nil {
 		return err
 	}
-	if err := b.spoolArtifacts(); err != nil {
+	if err := b.spoolArtifacts(ctx); err != nil {
 		return err
 	}
 	man, err := b.manifest()
 	if err != nil {
 		return err
 	}
-	if err := b.ctx.Err(); err != nil {
+	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("build bundle: %w", err)
 	}
 	mEntry := exportEntry{name: exportManifestMember, offset: b.out.off, size: int64(len(man)), crc: crc32.ChecksumIEEE(man)}
@@ -490,7 +489,7 @@ func (w *spoolWriter) seek(off int64) {
 
 // spoolRecords encodes every record into records.jsonl, in parallel but
 // in seq order, and spools it behind a reserved local header.
-func (b *exportBuilder) spoolRecords() error {
+func (b *exportBuilder) spoolRecords(ctx context.Context) error {
 	e := exportEntry{name: exportRecordsMember, offset: b.out.off}
 	b.out.seek(e.dataOffset())
 	pipe := newRecordPipeline(b.out, b.policy.IncludePayloads, b.rules, b.limits.MaxMemberBytes)
@@ -503,7 +502,7 @@ func (b *exportBuilder) spoolRecords() error {
 		fnErr     error // the first error fn returned
 	)
 	fn := func(rec journal.Record) error {
-		if err := b.ctx.Err(); err != nil {
+		if err := ctx.Err(); err != nil {
 			return err
 		}
 		b.records++
@@ -531,7 +530,7 @@ func (b *exportBuilder) spoolRecords() error {
 		}
 		return nil
 	}
-	err := b.src.Records(b.ctx, func(rec journal.Record) error {
+	err := b.src.Records(ctx, func(rec journal.Record) error {
 		if fnErr == nil {
 			fnErr = fn(rec)
 		}
@@ -798,7 +797,7 @@ const (
 
 // spoolArtifacts resolves every referenced artifact, in ascending key
 // order, and spools the included ones as members.
-func (b *exportBuilder) spoolArtifacts() error {
+func (b *exportBuilder) spoolArtifacts(ctx context.Context) error {
 	keys := make([]string, 0, len(b.refs))
 	for k := range b.refs {
 		keys = append(keys, k)
@@ -810,7 +809,7 @@ func (b *exportBuilder) spoolArtifacts() error {
 			b.artifacts[key] = exportArtifactDescriptor{Status: exportArtifactOmitted, Reason: "export_policy"}
 			continue
 		}
-		e, status, err := b.spoolArtifact(key)
+		e, status, err := b.spoolArtifact(ctx, key)
 		if err != nil {
 			return err
 		}
@@ -833,16 +832,16 @@ func (b *exportBuilder) spoolArtifacts() error {
 // spoolArtifact copies one artifact behind a reserved local header and
 // returns its entry and status (included, missing or corrupt). Only a done
 // ctx or a failing spool is an error.
-func (b *exportBuilder) spoolArtifact(key string) (exportEntry, string, error) {
+func (b *exportBuilder) spoolArtifact(ctx context.Context, key string) (exportEntry, string, error) {
 	e := exportEntry{name: exportArtifactsDir + key, offset: b.out.off}
 	rollback := func(status string) (exportEntry, string, error) {
 		b.out.seek(e.offset)
-		if err := b.ctx.Err(); err != nil {
+		if err := ctx.Err(); err != nil {
 			return e, "", fmt.Errorf("read artifact %s: %w", key, err)
 		}
 		return e, status, nil
 	}
-	rc, err := b.src.OpenArtifact(b.ctx, key)
+	rc, err := b.src.OpenArtifact(ctx, key)
 	if err != nil {
 		return rollback(exportArtifactMissing)
 	}
