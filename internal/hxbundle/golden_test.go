@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"hxd/internal/hxtest"
 )
 
 // update regenerates testdata/*.hx and the fuzz seed corpora:
@@ -122,7 +124,7 @@ func TestGolden(t *testing.T) {
 			}
 			f, err := os.Open(path)
 			require.NoError(t, err, "run go test ./internal/hxbundle -update")
-			defer f.Close()
+			defer hxtest.Close(t, f)
 			st, err := f.Stat()
 			require.NoError(t, err)
 
