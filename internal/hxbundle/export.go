@@ -224,7 +224,9 @@ func (a *Archive) WriteTo(w io.Writer) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	defer r.Close()
+	// A read-only descriptor: closing it cannot lose bytes, and the copy's
+	// own result says whether w got them all.
+	defer func() { _ = r.Close() }()
 	// The buffer serves writers without ReadFrom (fewer, larger reads).
 	n, err := io.CopyBuffer(w, io.LimitReader(r, a.size), make([]byte, 256<<10))
 	if err == nil && n != a.size {
@@ -262,7 +264,7 @@ func (a *Archive) Close() error {
 		if err := os.Remove(a.f.Name()); err == nil || errors.Is(err, os.ErrNotExist) {
 			// Only the spool's own descriptor is left; an error closing a
 			// file whose name is gone could not matter to anyone.
-			go a.f.Close()
+			go func() { _ = a.f.Close() }()
 			return
 		}
 		// Some systems (Windows) refuse to remove an open file: close it
@@ -493,7 +495,9 @@ func (b *exportBuilder) spoolRecords(ctx context.Context) error {
 	e := exportEntry{name: exportRecordsMember, offset: b.out.off}
 	b.out.seek(e.dataOffset())
 	pipe := newRecordPipeline(b.out, b.policy.IncludePayloads, b.rules, b.limits.MaxMemberBytes)
-	defer pipe.close()
+	// Stops the workers on an early return, which already carries its own
+	// error; the path that finishes checks close's error below.
+	defer func() { _ = pipe.close() }()
 
 	job := pipe.newJob()
 	var (
@@ -845,7 +849,10 @@ func (b *exportBuilder) spoolArtifact(ctx context.Context, key string) (exportEn
 	if err != nil {
 		return rollback(exportArtifactMissing)
 	}
-	defer rc.Close()
+	// The verdict rests on the bytes read and their digest; closing the
+	// reader afterwards cannot change them (Source: only errors opening or
+	// reading make an artifact missing).
+	defer func() { _ = rc.Close() }()
 	b.out.seek(e.dataOffset())
 	crc, sha := crc32.NewIEEE(), sha256.New()
 	w := &exportHashWriter{w: b.out, crc: crc, sha: sha}
