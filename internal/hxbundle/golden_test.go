@@ -66,7 +66,7 @@ func goldens() []golden {
 			build: func(t testing.TB) []byte {
 				b := baseBundle()
 				b.editFiles = func(fs []file) []file {
-					return replaceFile(fs, memberRecords, bytes.Replace(fs[0].data, []byte("owes 1630.50"), []byte("owes 9630.50"), -1))
+					return replaceFile(fs, memberRecords, bytes.ReplaceAll(fs[0].data, []byte("owes 1630.50"), []byte("owes 9630.50")))
 				}
 				return b.build(t)
 			}},

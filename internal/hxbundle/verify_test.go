@@ -202,7 +202,7 @@ func invalidCases() []invalidCase {
 		}, want: "Member size mismatch"},
 		{name: "edited payload without rehash (item 52)", edit: func(b *bundle) {
 			b.editFiles = func(fs []file) []file {
-				return replaceFile(fs, memberRecords, bytes.Replace(fs[0].data, []byte("owes 1630.50"), []byte("owes 9630.50"), -1))
+				return replaceFile(fs, memberRecords, bytes.ReplaceAll(fs[0].data, []byte("owes 1630.50"), []byte("owes 9630.50")))
 			}
 		}, want: "Member checksum mismatch", member: memberRecords},
 		{name: "artifact checksum in members", edit: func(b *bundle) {
