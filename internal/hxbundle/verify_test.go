@@ -49,9 +49,8 @@ func (c invalidCase) archive(t testing.TB) []byte {
 	return data
 }
 
-func u16(v uint16) *uint16  { return &v }
-func u32(v uint32) *uint32  { return &v }
-func strp(s string) *string { return &s }
+func u16(v uint16) *uint16 { return &v }
+func u32(v uint32) *uint32 { return &v }
 
 // setPayload replaces the payload of the n-th record (1-based).
 func setField(n int, key string, value any) func(b *bundle) {
