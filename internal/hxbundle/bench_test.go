@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"hxd/internal/hxtest"
 )
 
 // The benchmark bundles: ~59 MiB, a complete run of ~10,000 records with
@@ -135,7 +137,7 @@ func openBench(b *testing.B, kind string) (*os.File, int64) {
 	require.NoError(b, err)
 	f, err := os.Open(path)
 	require.NoError(b, err)
-	b.Cleanup(func() { f.Close() })
+	b.Cleanup(func() { hxtest.Close(b, f) })
 	st, err := f.Stat()
 	require.NoError(b, err)
 	return f, st.Size()

@@ -74,6 +74,8 @@ func TestConformance47NothingWritten(t *testing.T) {
 func TestConformance57Limits(t *testing.T) {
 	t.Parallel()
 	require.NoError(t, DefaultLimits.Validate())
+	// The reference's ValueError text, word for word.
+	require.Equal(t, "Bundle limits must be positive integers", ErrInvalidLimits.Error())
 	for _, l := range []Limits{
 		{MaxBytes: -1, MaxMemberBytes: 1, MaxRecords: 1, MaxMembers: 1},
 		{MaxBytes: 1, MaxMemberBytes: 0, MaxRecords: 1, MaxMembers: 1},

@@ -56,7 +56,12 @@ func Example_build() {
 	if err != nil {
 		log.Fatal(err) // errors.Is(err, hxbundle.ErrLimitExceeded) → 422 before any byte is sent
 	}
-	defer a.Close()
+	defer func() {
+		// Close removes the spool file; a failure leaves it behind.
+		if err := a.Close(); err != nil {
+			log.Print(err)
+		}
+	}()
 
 	var out bytes.Buffer
 	n, err := a.WriteTo(&out)
@@ -72,9 +77,14 @@ func Example_build() {
 	for _, f := range zr.File {
 		fmt.Println(f.Name)
 		if f.Name == "records.jsonl" {
-			rc, _ := f.Open()
-			line, _ := io.ReadAll(rc)
-			rc.Close()
+			rc, err := f.Open()
+			if err != nil {
+				log.Fatal(err)
+			}
+			line, err := io.ReadAll(rc)
+			if err := errors.Join(err, rc.Close()); err != nil {
+				log.Fatal(err)
+			}
 			fmt.Print(string(line))
 		}
 	}

@@ -13,9 +13,14 @@ func ExampleVerify() {
 	if err != nil {
 		panic(err)
 	}
-	defer f.Close()
-	st, _ := f.Stat()
+	st, err := f.Stat()
+	if err != nil {
+		panic(err)
+	}
 	r := hxbundle.Verify(f, st.Size(), hxbundle.DefaultLimits)
+	if err := f.Close(); err != nil {
+		panic(err)
+	}
 	fmt.Println(r.Valid, r.Complete, r.RecordCount, r.Issues)
 	// Output: true false 21 [payloads_omitted_or_redacted]
 }
@@ -25,10 +30,13 @@ func ExamplePlayback() {
 	if err != nil {
 		panic(err)
 	}
-	defer f.Close()
-	st, _ := f.Stat()
-	p, err := hxbundle.Playback(f, st.Size(), hxbundle.DefaultLimits)
+	st, err := f.Stat()
 	if err != nil {
+		panic(err)
+	}
+	// Playback keeps the records and artifacts it returns: f may be closed.
+	p, err := hxbundle.Playback(f, st.Size(), hxbundle.DefaultLimits)
+	if err := errors.Join(err, f.Close()); err != nil {
 		panic(err)
 	}
 	fmt.Println(len(p.Records), p.Report.Complete)
@@ -46,9 +54,14 @@ func ExamplePlayback_invalid() {
 	if err != nil {
 		panic(err)
 	}
-	defer f.Close()
-	st, _ := f.Stat()
+	st, err := f.Stat()
+	if err != nil {
+		panic(err)
+	}
 	_, err = hxbundle.Playback(f, st.Size(), hxbundle.DefaultLimits)
+	if err := f.Close(); err != nil {
+		panic(err)
+	}
 	var invalid *hxbundle.InvalidError
 	fmt.Println(errors.Is(err, hxbundle.ErrInvalidBundle), errors.As(err, &invalid))
 	fmt.Println(invalid.Message, invalid.Detail.Member)

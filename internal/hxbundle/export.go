@@ -224,7 +224,9 @@ func (a *Archive) WriteTo(w io.Writer) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	defer r.Close()
+	// A read-only descriptor: closing it cannot lose bytes, and the copy's
+	// own result says whether w got them all.
+	defer func() { _ = r.Close() }()
 	// The buffer serves writers without ReadFrom (fewer, larger reads).
 	n, err := io.CopyBuffer(w, io.LimitReader(r, a.size), make([]byte, 256<<10))
 	if err == nil && n != a.size {
@@ -262,7 +264,7 @@ func (a *Archive) Close() error {
 		if err := os.Remove(a.f.Name()); err == nil || errors.Is(err, os.ErrNotExist) {
 			// Only the spool's own descriptor is left; an error closing a
 			// file whose name is gone could not matter to anyone.
-			go a.f.Close()
+			go func() { _ = a.f.Close() }()
 			return
 		}
 		// Some systems (Windows) refuse to remove an open file: close it
@@ -321,7 +323,6 @@ func Build(ctx context.Context, info RunInfo, src Source, p Policy, dir string) 
 	}
 	a := &Archive{f: f}
 	b := &exportBuilder{
-		ctx:    ctx,
 		info:   info,
 		src:    src,
 		policy: p,
@@ -330,7 +331,7 @@ func Build(ctx context.Context, info RunInfo, src Source, p Policy, dir string) 
 		out:    &spoolWriter{f: f},
 	}
 	b.out.limit = b.limits.MaxBytes
-	if err := b.build(); err != nil {
+	if err := b.build(ctx); err != nil {
 		_ = a.Close()
 		return nil, err
 	}
@@ -338,9 +339,9 @@ func Build(ctx context.Context, info RunInfo, src Source, p Policy, dir string) 
 	return a, nil
 }
 
-// exportBuilder holds the state of one Build.
+// exportBuilder holds the state of one Build; the Build's ctx is passed
+// to each step.
 type exportBuilder struct {
-	ctx    context.Context
 	info   RunInfo
 	src    Source
 	policy Policy
@@ -355,18 +356,18 @@ type exportBuilder struct {
 	lastSeq   int64
 }
 
-func (b *exportBuilder) build() error {
-	if err := b.spoolRecords(); err != nil {
+func (b *exportBuilder) build(ctx context.Context) error {
+	if err := b.spoolRecords(ctx); err != nil {
 		return err
 	}
-	if err := b.spoolArtifacts(); err != nil {
+	if err := b.spoolArtifacts(ctx); err != nil {
 		return err
 	}
 	man, err := b.manifest()
 	if err != nil {
 		return err
 	}
-	if err := b.ctx.Err(); err != nil {
+	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("build bundle: %w", err)
 	}
 	mEntry := exportEntry{name: exportManifestMember, offset: b.out.off, size: int64(len(man)), crc: crc32.ChecksumIEEE(man)}
@@ -490,11 +491,13 @@ func (w *spoolWriter) seek(off int64) {
 
 // spoolRecords encodes every record into records.jsonl, in parallel but
 // in seq order, and spools it behind a reserved local header.
-func (b *exportBuilder) spoolRecords() error {
+func (b *exportBuilder) spoolRecords(ctx context.Context) error {
 	e := exportEntry{name: exportRecordsMember, offset: b.out.off}
 	b.out.seek(e.dataOffset())
 	pipe := newRecordPipeline(b.out, b.policy.IncludePayloads, b.rules, b.limits.MaxMemberBytes)
-	defer pipe.close()
+	// Stops the workers on an early return, which already carries its own
+	// error; the path that finishes checks close's error below.
+	defer func() { _ = pipe.close() }()
 
 	job := pipe.newJob()
 	var (
@@ -503,7 +506,7 @@ func (b *exportBuilder) spoolRecords() error {
 		fnErr     error // the first error fn returned
 	)
 	fn := func(rec journal.Record) error {
-		if err := b.ctx.Err(); err != nil {
+		if err := ctx.Err(); err != nil {
 			return err
 		}
 		b.records++
@@ -531,7 +534,7 @@ func (b *exportBuilder) spoolRecords() error {
 		}
 		return nil
 	}
-	err := b.src.Records(b.ctx, func(rec journal.Record) error {
+	err := b.src.Records(ctx, func(rec journal.Record) error {
 		if fnErr == nil {
 			fnErr = fn(rec)
 		}
@@ -798,7 +801,7 @@ const (
 
 // spoolArtifacts resolves every referenced artifact, in ascending key
 // order, and spools the included ones as members.
-func (b *exportBuilder) spoolArtifacts() error {
+func (b *exportBuilder) spoolArtifacts(ctx context.Context) error {
 	keys := make([]string, 0, len(b.refs))
 	for k := range b.refs {
 		keys = append(keys, k)
@@ -810,7 +813,7 @@ func (b *exportBuilder) spoolArtifacts() error {
 			b.artifacts[key] = exportArtifactDescriptor{Status: exportArtifactOmitted, Reason: "export_policy"}
 			continue
 		}
-		e, status, err := b.spoolArtifact(key)
+		e, status, err := b.spoolArtifact(ctx, key)
 		if err != nil {
 			return err
 		}
@@ -833,20 +836,23 @@ func (b *exportBuilder) spoolArtifacts() error {
 // spoolArtifact copies one artifact behind a reserved local header and
 // returns its entry and status (included, missing or corrupt). Only a done
 // ctx or a failing spool is an error.
-func (b *exportBuilder) spoolArtifact(key string) (exportEntry, string, error) {
+func (b *exportBuilder) spoolArtifact(ctx context.Context, key string) (exportEntry, string, error) {
 	e := exportEntry{name: exportArtifactsDir + key, offset: b.out.off}
 	rollback := func(status string) (exportEntry, string, error) {
 		b.out.seek(e.offset)
-		if err := b.ctx.Err(); err != nil {
+		if err := ctx.Err(); err != nil {
 			return e, "", fmt.Errorf("read artifact %s: %w", key, err)
 		}
 		return e, status, nil
 	}
-	rc, err := b.src.OpenArtifact(b.ctx, key)
+	rc, err := b.src.OpenArtifact(ctx, key)
 	if err != nil {
 		return rollback(exportArtifactMissing)
 	}
-	defer rc.Close()
+	// The verdict rests on the bytes read and their digest; closing the
+	// reader afterwards cannot change them (Source: only errors opening or
+	// reading make an artifact missing).
+	defer func() { _ = rc.Close() }()
 	b.out.seek(e.dataOffset())
 	crc, sha := crc32.NewIEEE(), sha256.New()
 	w := &exportHashWriter{w: b.out, crc: crc, sha: sha}

@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"hxd/internal/hxtest"
 )
 
 // update regenerates testdata/*.hx and the fuzz seed corpora:
@@ -64,7 +66,7 @@ func goldens() []golden {
 			build: func(t testing.TB) []byte {
 				b := baseBundle()
 				b.editFiles = func(fs []file) []file {
-					return replaceFile(fs, memberRecords, bytes.Replace(fs[0].data, []byte("owes 1630.50"), []byte("owes 9630.50"), -1))
+					return replaceFile(fs, memberRecords, bytes.ReplaceAll(fs[0].data, []byte("owes 1630.50"), []byte("owes 9630.50")))
 				}
 				return b.build(t)
 			}},
@@ -122,7 +124,7 @@ func TestGolden(t *testing.T) {
 			}
 			f, err := os.Open(path)
 			require.NoError(t, err, "run go test ./internal/hxbundle -update")
-			defer f.Close()
+			defer hxtest.Close(t, f)
 			st, err := f.Stat()
 			require.NoError(t, err)
 

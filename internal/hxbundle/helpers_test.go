@@ -11,7 +11,6 @@ import (
 	"hash/crc32"
 	"maps"
 	"slices"
-	"sort"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -199,16 +198,6 @@ func (b *bundle) renumber() *bundle {
 	b.manifest["record_count"] = len(b.records)
 	b.manifest["last_sequence"] = len(b.records)
 	return b
-}
-
-// find returns the first record of the kind.
-func (b *bundle) find(kind string) map[string]any {
-	for _, r := range b.records {
-		if r["kind"] == kind {
-			return r
-		}
-	}
-	panic("no record of kind " + kind)
 }
 
 // last returns the last record of the kind.
@@ -439,11 +428,4 @@ func deepCopy(v any) any {
 		return s
 	}
 	return v
-}
-
-// sortedKeys is for stable test output.
-func sortedKeys(m map[string]any) []string {
-	keys := slices.Collect(maps.Keys(m))
-	sort.Strings(keys)
-	return keys
 }

@@ -1,9 +1,6 @@
 package hxbundle
 
-import (
-	"errors"
-	"fmt"
-)
+import "fmt"
 
 // Limits bound a bundle at export and import (REFERENCE §7.2).
 type Limits struct {
@@ -20,8 +17,18 @@ type Limits struct {
 // DefaultLimits are the reference's defaults.
 var DefaultLimits = Limits{MaxBytes: 64 << 20, MaxMemberBytes: 32 << 20, MaxRecords: 100000, MaxMembers: 10000}
 
-// ErrInvalidLimits: a limit that is not a positive integer.
-var ErrInvalidLimits = errors.New("Bundle limits must be positive integers")
+// ErrInvalidLimits: a limit that is not a positive integer. Its text is
+// the reference's ValueError message (REFERENCE §7.2), which internal/http
+// returns as a problem's detail.
+var ErrInvalidLimits error = referenceMessage("Bundle limits must be positive integers")
+
+// referenceMessage is an error whose text is a message worded as
+// REFERENCE gives it (a capitalised sentence shown to users as is), not
+// an error string meant to be wrapped into another. Errors of this type
+// compare by their text, so errors.Is matches a wrapped sentinel.
+type referenceMessage string
+
+func (m referenceMessage) Error() string { return string(m) }
 
 // Validate reports a limit that is not positive.
 func (l Limits) Validate() error {

@@ -1,6 +1,7 @@
 package hxbundle
 
 import (
+	"fmt"
 	"os"
 	"testing"
 
@@ -12,7 +13,9 @@ func TestMain(m *testing.M) {
 	// per process; remove it when the tests end.
 	hxtest.WrapTestMain(m, func() {
 		if dir, err := benchDir(); err == nil {
-			os.RemoveAll(dir)
+			if err := os.RemoveAll(dir); err != nil {
+				fmt.Fprintln(os.Stderr, "remove the benchmark bundles:", err)
+			}
 		}
 	})
 }

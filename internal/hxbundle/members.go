@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"runtime"
@@ -175,11 +176,17 @@ func (z *zipArchive) readMember(e *zipEntry, sink func([]byte)) (string, int64, 
 			}
 			n += int64(k)
 		}
-		if err == io.EOF {
+		if errors.Is(err, io.EOF) {
 			break
 		}
 		if err != nil {
-			return "", 0, err.(*memberError).f
+			// memberReader reports each failure as a *memberError; anything
+			// else would be a read error of the member's data.
+			var me *memberError
+			if errors.As(err, &me) {
+				return "", 0, me.f
+			}
+			return "", 0, ioFailure(err, "member data")
 		}
 	}
 	return hex.EncodeToString(h.Sum(nil)), n, nil

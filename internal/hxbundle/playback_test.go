@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"hxd/internal/hxtest"
 )
 
 func TestPlayback(t *testing.T) {
@@ -92,7 +94,7 @@ func TestPlaybackFromFile(t *testing.T) {
 	t.Parallel()
 	f, err := os.Open(filepath.Join("testdata", "valid-complete.hx"))
 	require.NoError(t, err)
-	defer f.Close()
+	defer hxtest.Close(t, f)
 	st, err := f.Stat()
 	require.NoError(t, err)
 	p, err := Playback(f, st.Size(), Limits{})

@@ -565,20 +565,6 @@ func isCredentialKeyBytes(b []byte) bool {
 	return isCredentialName(buf[:n])
 }
 
-func embedsJSONBytes(b []byte) bool {
-	for _, c := range b {
-		switch c {
-		case ' ', '\t', '\n', '\r':
-			continue
-		case '{', '[':
-			return true
-		default:
-			return false
-		}
-	}
-	return false
-}
-
 // Rule actions.
 const (
 	// ActionOmit drops the whole payload (no pointer) or the member or

@@ -49,9 +49,8 @@ func (c invalidCase) archive(t testing.TB) []byte {
 	return data
 }
 
-func u16(v uint16) *uint16  { return &v }
-func u32(v uint32) *uint32  { return &v }
-func strp(s string) *string { return &s }
+func u16(v uint16) *uint16 { return &v }
+func u32(v uint32) *uint32 { return &v }
 
 // setPayload replaces the payload of the n-th record (1-based).
 func setField(n int, key string, value any) func(b *bundle) {
@@ -202,7 +201,7 @@ func invalidCases() []invalidCase {
 		}, want: "Member size mismatch"},
 		{name: "edited payload without rehash (item 52)", edit: func(b *bundle) {
 			b.editFiles = func(fs []file) []file {
-				return replaceFile(fs, memberRecords, bytes.Replace(fs[0].data, []byte("owes 1630.50"), []byte("owes 9630.50"), -1))
+				return replaceFile(fs, memberRecords, bytes.ReplaceAll(fs[0].data, []byte("owes 1630.50"), []byte("owes 9630.50")))
 			}
 		}, want: "Member checksum mismatch", member: memberRecords},
 		{name: "artifact checksum in members", edit: func(b *bundle) {

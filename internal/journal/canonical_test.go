@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"hxd/internal/hxtest"
 )
 
 func TestAppendCanonical(t *testing.T) {
@@ -245,7 +247,7 @@ func TestFormatFloatPythonGolden(t *testing.T) {
 
 	f, err := os.Open("testdata/float_repr.golden")
 	require.NoError(t, err)
-	defer f.Close()
+	defer hxtest.Close(t, f)
 	sc := bufio.NewScanner(f)
 	n := 0
 	for sc.Scan() {
@@ -264,7 +266,7 @@ func readJSONLines(t *testing.T, path string, fn func(line []byte)) {
 	t.Helper()
 	f, err := os.Open(path)
 	require.NoError(t, err)
-	defer f.Close()
+	defer hxtest.Close(t, f)
 	sc := bufio.NewScanner(f)
 	sc.Buffer(nil, 16<<20)
 	for sc.Scan() {
