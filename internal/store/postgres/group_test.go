@@ -31,12 +31,12 @@ func TestGroupCommitIsolation(t *testing.T) {
 		runs[i] = runOf{s: s, l: l, run: run}
 	}
 	stale := runs[3].l
-	require.NoError(t, stale.Release(b.ctx)) // released: ErrLeaseLost without a database trip
-	l3, err := b.store.SessionLock(b.ctx, runs[3].s.ID)
+	require.NoError(t, stale.Release(b.ctx())) // released: ErrLeaseLost without a database trip
+	l3, err := b.store.SessionLock(b.ctx(), runs[3].s.ID)
 	require.NoError(t, err)
 	runs[3].l = l3
 	known := record(runs[5].s.ID, runs[5].run.ID, journal.KindModelResponse, `{"v":1}`)
-	require.NoError(t, b.store.Commit(b.ctx, &rtstore.Commit{SessionID: runs[5].s.ID, RunID: runs[5].run.ID, Lease: runs[5].l,
+	require.NoError(t, b.store.Commit(b.ctx(), &rtstore.Commit{SessionID: runs[5].s.ID, RunID: runs[5].run.ID, Lease: runs[5].l,
 		Status: rtstore.StatusRunning, Phase: "model", Records: []journal.Record{known}}))
 
 	want := make([]error, n)
@@ -67,7 +67,7 @@ func TestGroupCommitIsolation(t *testing.T) {
 	}
 	before := make([]*rtstore.RunRow, n)
 	for i, r := range runs {
-		before[i], err = b.store.RunGet(b.ctx, r.run.ID)
+		before[i], err = b.store.RunGet(b.ctx(), r.run.ID)
 		require.NoError(t, err)
 	}
 	groups0, boundaries0 := b.store.GroupCommitStats()
@@ -77,7 +77,7 @@ func TestGroupCommitIsolation(t *testing.T) {
 	for i := range n {
 		wg.Go(func() {
 			<-start
-			errs[i] = b.store.Commit(b.ctx, commits[i])
+			errs[i] = b.store.Commit(b.ctx(), commits[i])
 		})
 	}
 	close(start)
@@ -88,9 +88,9 @@ func TestGroupCommitIsolation(t *testing.T) {
 	require.Less(t, groups, boundaries, "some boundaries shared a transaction")
 
 	for i, r := range runs {
-		got, err := b.store.RunGet(b.ctx, r.run.ID)
+		got, err := b.store.RunGet(b.ctx(), r.run.ID)
 		require.NoError(t, err)
-		recs, err := b.store.JournalList(b.ctx, r.run.ID, 0, 0)
+		recs, err := b.store.JournalList(b.ctx(), r.run.ID, 0, 0)
 		require.NoError(t, err)
 		if want[i] != nil {
 			require.ErrorIs(t, errs[i], want[i], "boundary %d", i)
@@ -108,7 +108,7 @@ func TestGroupCommitIsolation(t *testing.T) {
 		require.Len(t, recs, 3, "run.started, checkpoint, event record")
 	}
 	for _, r := range runs {
-		require.NoError(t, r.l.Release(b.ctx))
+		require.NoError(t, r.l.Release(b.ctx()))
 	}
 }
 
@@ -124,7 +124,7 @@ func TestGroupCommitOneSessionInOrder(t *testing.T) {
 	var wg sync.WaitGroup
 	for range n {
 		wg.Go(func() {
-			errs <- b.store.Commit(b.ctx, &rtstore.Commit{SessionID: s.ID, RunID: run.ID, Lease: l, Status: rtstore.StatusRunning,
+			errs <- b.store.Commit(b.ctx(), &rtstore.Commit{SessionID: s.ID, RunID: run.ID, Lease: l, Status: rtstore.StatusRunning,
 				Phase: "model", Records: []journal.Record{record(s.ID, run.ID, journal.KindCheckpoint, `{}`)},
 				Events: []rtstore.PendingEvent{event(s.ID, run.ID, "text_delta")}})
 		})
@@ -134,18 +134,18 @@ func TestGroupCommitOneSessionInOrder(t *testing.T) {
 	for err := range errs {
 		require.NoError(t, err)
 	}
-	recs, err := b.store.JournalList(b.ctx, run.ID, 0, 0)
+	recs, err := b.store.JournalList(b.ctx(), run.ID, 0, 0)
 	require.NoError(t, err)
 	require.Len(t, recs, 1+2*n)
 	for i, r := range recs {
 		require.Equal(t, int64(i+1), r.Seq)
 	}
-	evs, err := b.store.EventListAfter(b.ctx, run.ID, 0, 0)
+	evs, err := b.store.EventListAfter(b.ctx(), run.ID, 0, 0)
 	require.NoError(t, err)
 	for i, ev := range evs {
 		require.Equal(t, fmt.Sprint(i+1), ev.Cursor)
 	}
-	require.NoError(t, l.Release(b.ctx))
+	require.NoError(t, l.Release(b.ctx()))
 }
 
 // TestGroupCommitCollision has two sessions append the same new record id
@@ -169,7 +169,7 @@ func TestGroupCommitCollision(t *testing.T) {
 		} {
 			wg.Go(func() {
 				<-start
-				errs[i] = b.store.Commit(b.ctx, c)
+				errs[i] = b.store.Commit(b.ctx(), c)
 			})
 		}
 		close(start)
@@ -198,11 +198,11 @@ func TestFastPathMisses(t *testing.T) {
 	commit := func(phase string, recs []journal.Record, evs ...rtstore.PendingEvent) (*rtstore.Commit, error) {
 		c := &rtstore.Commit{SessionID: s.ID, RunID: run.ID, Lease: l, Status: rtstore.StatusRunning, Phase: phase,
 			Records: recs, Events: evs}
-		return c, b.store.Commit(b.ctx, c)
+		return c, b.store.Commit(b.ctx(), c)
 	}
 	journalOK := func(n int) []*journal.Record {
 		t.Helper()
-		recs, err := b.store.JournalList(b.ctx, run.ID, 0, 0)
+		recs, err := b.store.JournalList(b.ctx(), run.ID, 0, 0)
 		require.NoError(t, err)
 		require.Len(t, recs, n)
 		for i, r := range recs {
@@ -245,7 +245,7 @@ func TestFastPathMisses(t *testing.T) {
 	require.NoError(t, err)
 	misses := b.store.FastMisses()
 	other := openStore(t, b.cfg)
-	require.NoError(t, other.Commit(b.ctx, &rtstore.Commit{SessionID: s.ID, RunID: run.ID, Status: rtstore.StatusRunning, Phase: "bypass",
+	require.NoError(t, other.Commit(b.ctx(), &rtstore.Commit{SessionID: s.ID, RunID: run.ID, Status: rtstore.StatusRunning, Phase: "bypass",
 		Records: []journal.Record{record(s.ID, run.ID, journal.KindCheckpoint, `{"n":"bypass"}`)}}))
 	_, err = commit("p4", []journal.Record{record(s.ID, run.ID, journal.KindCheckpoint, `{"n":4}`)})
 	require.NoError(t, err)
