@@ -1,11 +1,13 @@
 package postgres_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -266,4 +268,74 @@ func TestFastPathMisses(t *testing.T) {
 	require.Equal(t, misses+1, b.store.FastMisses())
 	require.Equal(t, "p5", phase())
 	journalOK(1 + 2 + 1 + 1 + 1 + 1)
+}
+
+// TestCommitContextEndsInQueueOrInFlight: a boundary whose ctx ends while
+// it waits in the queue (its session has a boundary in flight) is
+// withdrawn, fails with the ctx's error and is never written; one whose
+// ctx ends while its group is being written waits for the outcome and is
+// written. The group in flight is held on the session row by another
+// connection.
+func TestCommitContextEndsInQueueOrInFlight(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	s, l, run := b.leasedRun(t)
+	admin := adminConn(t, b.ctx(), b.cfg.Schema)
+	defer func() { _ = admin.Close(b.ctx()) }()
+	hold, err := admin.Begin(b.ctx())
+	require.NoError(t, err)
+	defer func() { _ = hold.Rollback(b.ctx()) }()
+	_, err = hold.Exec(b.ctx(), `SELECT 1 FROM sessions WHERE id = $1 FOR UPDATE`, s.ID)
+	require.NoError(t, err)
+
+	boundary := func() *rtstore.Commit {
+		return &rtstore.Commit{SessionID: s.ID, RunID: run.ID, Lease: l, Status: rtstore.StatusRunning, Phase: "model",
+			Records: []journal.Record{record(s.ID, run.ID, journal.KindCheckpoint, `{}`)}}
+	}
+	first, second := boundary(), boundary()
+	ctx1, cancel1 := context.WithCancel(b.ctx())
+	defer cancel1()
+	done1 := make(chan error, 1)
+	go func() { done1 <- b.store.Commit(ctx1, first) }()
+	// The first boundary's transaction waits for the held row.
+	watch := adminConn(t, b.ctx(), "")
+	defer func() { _ = watch.Close(b.ctx()) }()
+	require.Eventually(t, func() bool {
+		var n int
+		err := watch.QueryRow(b.ctx(), `SELECT count(*) FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))`,
+			admin.PgConn().PID()).Scan(&n)
+		return err == nil && n > 0
+	}, 10*time.Second, 10*time.Millisecond, "the first boundary is being written")
+
+	ctx2, cancel2 := context.WithCancel(b.ctx())
+	done2 := make(chan error, 1)
+	go func() { done2 <- b.store.Commit(ctx2, second) }()
+	require.Eventually(t, func() bool { return b.store.QueuedBoundaries() == 1 }, 10*time.Second, 5*time.Millisecond,
+		"the second boundary queues behind the first (same session)")
+	cancel2()
+	select {
+	case err := <-done2:
+		require.ErrorIs(t, err, context.Canceled, "withdrawn from the queue")
+	case <-time.After(5 * time.Second):
+		t.Fatal("a queued boundary whose ctx ended is still waiting")
+	}
+
+	cancel1()
+	select {
+	case err := <-done1:
+		t.Fatalf("a boundary being written returned before its outcome: %v", err)
+	case <-time.After(300 * time.Millisecond):
+	}
+	require.NoError(t, hold.Rollback(b.ctx()))
+	require.NoError(t, <-done1, "the boundary in flight is written and its caller told so")
+
+	recs, err := b.store.JournalList(b.ctx(), run.ID, 0, 0)
+	require.NoError(t, err)
+	ids := make(map[string]bool, len(recs))
+	for _, r := range recs {
+		ids[r.ID] = true
+	}
+	require.True(t, ids[first.Records[0].ID], "the boundary in flight is written")
+	require.False(t, ids[second.Records[0].ID], "the withdrawn boundary is not")
+	require.NoError(t, l.Release(b.ctx()))
 }
