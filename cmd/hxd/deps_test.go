@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"os/exec"
 	"slices"
@@ -47,6 +48,9 @@ type depsRule struct {
 	// onlyOurs, when non-nil, lists the only packages of this module the
 	// packages may depend on (their own subpackages aside, add them here).
 	onlyOurs []string
+	// stdOnly forbids every dependency outside this module and the
+	// standard library.
+	stdOnly bool
 }
 
 var depsRules = []depsRule{
@@ -114,6 +118,23 @@ var depsRules = []depsRule{
 		}, depsDBDrivers),
 	},
 	{
+		// The store-neutral logic both stores share (schema check, seq
+		// cache, cursors): no store, runtime root, driver or HTTP.
+		name: "store/storekit imports only rtstore, journal, migrations and the standard library",
+		pkgs: []string{"hxd/internal/store/storekit/..."},
+		forbid: slices.Concat([]string{
+			"database/sql/driver",
+			"net/http/...",
+		}, depsDBDrivers),
+		onlyOurs: []string{
+			"hxd/internal/runtime/rtstore/...",
+			"hxd/internal/journal/...",
+			"hxd/migrations/...",
+			"hxd/internal/store/storekit/...",
+		},
+		stdOnly: true,
+	},
+	{
 		name:   "store/sqlite is independent of store/postgres and http",
 		pkgs:   []string{"hxd/internal/store/sqlite/..."},
 		forbid: []string{"hxd/internal/store/postgres/...", "hxd/internal/http/..."},
@@ -166,26 +187,101 @@ func TestDeps(t *testing.T) {
 					continue
 				}
 				checked++
-				deps := pkg.Deps
-				if rule.direct {
-					deps = pkg.Imports
-				}
-				// One error per forbidden pattern, shown with the shortest chain.
-				for _, pattern := range rule.forbid {
-					if chain, n := graph.shortest(pkg.ImportPath, deps, []string{pattern}, nil); n > 0 {
-						t.Errorf("%s depends on %s (forbidden: %s; %d such package(s))\n\tvia %s",
-							pkg.ImportPath, chain[len(chain)-1], pattern, n, strings.Join(chain, " -> "))
-					}
-				}
-				if rule.onlyOurs != nil {
-					if chain, n := graph.shortest(pkg.ImportPath, deps, []string{depsModule + "/..."}, rule.onlyOurs); n > 0 {
-						t.Errorf("%s depends on %s; of this module it may use only %s (%d offending package(s))\n\tvia %s",
-							pkg.ImportPath, chain[len(chain)-1], strings.Join(rule.onlyOurs, ", "), n, strings.Join(chain, " -> "))
-					}
+				for _, v := range graph.violations(rule, pkg) {
+					t.Error(v)
 				}
 			}
 			if checked == 0 {
 				t.Skipf("no package matches %v yet", rule.pkgs)
+			}
+		})
+	}
+}
+
+// TestDepsViolations: the checks behind TestDeps report what each kind of
+// rule forbids, here the storekit rule on made-up import graphs, so that a
+// rule that cannot fail is caught.
+func TestDepsViolations(t *testing.T) {
+	t.Parallel()
+	const storekit = "hxd/internal/store/storekit"
+	var rule depsRule
+	for _, r := range depsRules {
+		if depsMatchAny(storekit, r.pkgs) && r.stdOnly {
+			rule = r
+		}
+	}
+	if rule.name == "" {
+		t.Fatal("no stdOnly rule covers " + storekit)
+	}
+	std := []string{"context", "errors", "fmt", "log/slog", "strings", "database/sql", "database/sql/driver", "net/http"}
+	tests := []struct {
+		name    string
+		imports map[string][]string // storekit's and every other package's direct imports
+		want    []string            // substrings of the violations, one each
+	}{
+		{"allowed", map[string][]string{
+			storekit:                       {"context", "hxd/internal/runtime/rtstore", "hxd/migrations"},
+			"hxd/internal/runtime/rtstore": {"hxd/internal/journal", "errors"},
+			"hxd/internal/journal":         {"fmt"},
+		}, nil},
+		{"the runtime", map[string][]string{
+			storekit:               {"hxd/internal/runtime"},
+			"hxd/internal/runtime": {"hxd/internal/runtime/rtstore"},
+		}, []string{"depends on hxd/internal/runtime; of this module it may use only"}},
+		{"a driver through rtstore", map[string][]string{
+			storekit:                       {"hxd/internal/runtime/rtstore"},
+			"hxd/internal/runtime/rtstore": {"github.com/jackc/pgx/v5"},
+			"github.com/jackc/pgx/v5":      {"database/sql/driver"},
+		}, []string{
+			"depends on github.com/jackc/pgx/v5 (forbidden: github.com/jackc/pgx/...",
+			"depends on database/sql/driver (forbidden: database/sql/driver",
+			"depends on github.com/jackc/pgx/v5 outside the standard library",
+		}},
+		{"another store", map[string][]string{
+			storekit:                    {"hxd/internal/store/sqlite"},
+			"hxd/internal/store/sqlite": {"modernc.org/sqlite"},
+		}, []string{
+			"depends on hxd/internal/store/sqlite; of this module it may use only",
+			"depends on modernc.org/sqlite (forbidden",
+			"depends on modernc.org/sqlite outside the standard library",
+		}},
+		{"a third-party library", map[string][]string{
+			storekit: {"github.com/google/uuid"},
+		}, []string{"depends on github.com/google/uuid outside the standard library"}},
+		{"database/sql is not a driver", map[string][]string{
+			storekit: {"database/sql"},
+		}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			g := &depsGraph{imports: tt.imports, std: make(map[string]bool)}
+			for _, p := range std {
+				g.std[p] = true
+			}
+			// Deps: everything reachable from storekit.
+			var deps []string
+			seen := map[string]bool{storekit: true}
+			queue := []string{storekit}
+			for len(queue) > 0 {
+				cur := queue[0]
+				queue = queue[1:]
+				for _, next := range tt.imports[cur] {
+					if !seen[next] {
+						seen[next] = true
+						deps = append(deps, next)
+						queue = append(queue, next)
+					}
+				}
+			}
+			got := g.violations(rule, &depsPackage{ImportPath: storekit, Imports: tt.imports[storekit], Deps: deps})
+			if len(got) != len(tt.want) {
+				t.Fatalf("got %d violation(s), want %d:\n%s", len(got), len(tt.want), strings.Join(got, "\n"))
+			}
+			for _, w := range tt.want {
+				if !slices.ContainsFunc(got, func(v string) bool { return strings.Contains(v, w) }) {
+					t.Errorf("no violation says %q:\n%s", w, strings.Join(got, "\n"))
+				}
 			}
 		})
 	}
@@ -222,6 +318,7 @@ func TestDepsMatch(t *testing.T) {
 // depsPackage is the part of `go list -json` output the rules use.
 type depsPackage struct {
 	ImportPath string
+	Standard   bool
 	Imports    []string
 	Deps       []string
 	Error      *struct{ Err string }
@@ -233,6 +330,39 @@ type depsGraph struct {
 	ours []*depsPackage
 	// imports maps every package in the graph to its direct imports.
 	imports map[string][]string
+	// std holds the graph's standard library packages.
+	std map[string]bool
+}
+
+// violations lists how pkg breaks rule, one line per forbidden pattern
+// (and per kind of onlyOurs and stdOnly breach), each with the shortest
+// import chain to an offending package.
+func (g *depsGraph) violations(rule depsRule, pkg *depsPackage) []string {
+	deps := pkg.Deps
+	if rule.direct {
+		deps = pkg.Imports
+	}
+	var out []string
+	for _, pattern := range rule.forbid {
+		if chain, n := g.shortest(pkg.ImportPath, deps, []string{pattern}, nil); n > 0 {
+			out = append(out, fmt.Sprintf("%s depends on %s (forbidden: %s; %d such package(s))\n\tvia %s",
+				pkg.ImportPath, chain[len(chain)-1], pattern, n, strings.Join(chain, " -> ")))
+		}
+	}
+	if rule.onlyOurs != nil {
+		if chain, n := g.shortest(pkg.ImportPath, deps, []string{depsModule + "/..."}, rule.onlyOurs); n > 0 {
+			out = append(out, fmt.Sprintf("%s depends on %s; of this module it may use only %s (%d offending package(s))\n\tvia %s",
+				pkg.ImportPath, chain[len(chain)-1], strings.Join(rule.onlyOurs, ", "), n, strings.Join(chain, " -> ")))
+		}
+	}
+	if rule.stdOnly {
+		outside := func(dep string) bool { return !g.std[dep] && !depsOurs(dep) }
+		if chain, n := g.shortestFunc(pkg.ImportPath, deps, outside); n > 0 {
+			out = append(out, fmt.Sprintf("%s depends on %s outside the standard library (%d such package(s))\n\tvia %s",
+				pkg.ImportPath, chain[len(chain)-1], n, strings.Join(chain, " -> ")))
+		}
+	}
+	return out
 }
 
 // depsLoad lists every package of the module with its dependencies. A
@@ -244,14 +374,14 @@ func depsLoad(t *testing.T) *depsGraph {
 	if err != nil {
 		t.Fatalf("go command not found: %v", err)
 	}
-	cmd := exec.Command(goTool, "list", "-e", "-deps", "-json=ImportPath,Imports,Deps,Error", depsModule+"/...")
+	cmd := exec.Command(goTool, "list", "-e", "-deps", "-json=ImportPath,Standard,Imports,Deps,Error", depsModule+"/...")
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
 		t.Fatalf("go list: %v\n%s", err, stderr.String())
 	}
-	g := &depsGraph{imports: make(map[string][]string)}
+	g := &depsGraph{imports: make(map[string][]string), std: make(map[string]bool)}
 	dec := json.NewDecoder(bytes.NewReader(out))
 	for {
 		var p depsPackage
@@ -261,6 +391,9 @@ func depsLoad(t *testing.T) *depsGraph {
 			t.Fatalf("decode go list output: %v", err)
 		}
 		g.imports[p.ImportPath] = p.Imports
+		if p.Standard {
+			g.std[p.ImportPath] = true
+		}
 		if !depsOurs(p.ImportPath) {
 			continue
 		}
@@ -279,9 +412,16 @@ func depsLoad(t *testing.T) *depsGraph {
 // that matches a pattern of match and none of skip, with the number of such
 // deps; n is 0 when there is none.
 func (g *depsGraph) shortest(from string, deps, match, skip []string) (chain []string, n int) {
+	return g.shortestFunc(from, deps, func(dep string) bool {
+		return depsMatchAny(dep, match) && !depsMatchAny(dep, skip)
+	})
+}
+
+// shortestFunc is shortest to the deps for which target is true.
+func (g *depsGraph) shortestFunc(from string, deps []string, target func(string) bool) (chain []string, n int) {
 	targets := make(map[string]bool)
 	for _, dep := range deps {
-		if depsMatchAny(dep, match) && !depsMatchAny(dep, skip) {
+		if target(dep) {
 			targets[dep] = true
 		}
 	}

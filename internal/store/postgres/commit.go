@@ -114,7 +114,8 @@ func (s *Store) Commit(ctx context.Context, c *rtstore.Commit) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("%s: %w", op, err)
 	}
-	r := &commitReq{ctx: ctx, c: c, l: l, op: op, cached: s.seqs.get(c), done: make(chan struct{})}
+	deadline, _ := ctx.Deadline()
+	r := &commitReq{deadline: deadline, c: c, l: l, op: op, cached: s.seqs.get(c), done: make(chan struct{})}
 	if l != nil && r.cached.journal >= 0 && r.cached.event >= 0 && validateCommit(c) == nil {
 		w := newCommitWork(c, now(), r.cached)
 		if plan, err := w.plan(); err == nil {

@@ -23,11 +23,11 @@ func TestControlReadByCommit(t *testing.T) {
 		t.Helper()
 		c := &rtstore.Commit{SessionID: s.ID, RunID: run.ID, Lease: l, Status: rtstore.StatusRunning, Phase: "model",
 			Records: []journal.Record{record(s.ID, run.ID, journal.KindCheckpoint, `{}`)}}
-		require.NoError(t, b.store.Commit(b.ctx, c))
+		require.NoError(t, b.store.Commit(b.ctx(), c))
 	}
 	get := func() string {
 		t.Helper()
-		v, err := b.store.SessionControlGet(b.ctx, s.ID)
+		v, err := b.store.SessionControlGet(b.ctx(), s.ID)
 		require.NoError(t, err)
 		return v
 	}
@@ -55,8 +55,8 @@ func TestControlReadByCommit(t *testing.T) {
 
 	// A write through the Store is seen at once, even right after a commit.
 	commit()
-	require.NoError(t, b.store.SessionControlSet(b.ctx, s.ID, rtstore.ControlCancelled))
+	require.NoError(t, b.store.SessionControlSet(b.ctx(), s.ID, rtstore.ControlCancelled))
 	require.Equal(t, rtstore.ControlCancelled, get())
-	require.NoError(t, b.store.SessionControlSet(b.ctx, s.ID, rtstore.ControlNone))
+	require.NoError(t, b.store.SessionControlSet(b.ctx(), s.ID, rtstore.ControlNone))
 	require.Equal(t, rtstore.ControlNone, get())
 }

@@ -68,7 +68,7 @@ func TestMapErrClassifies(t *testing.T) {
 			got := s.mapErr(context.Background(), "op", tt.err)
 			require.Error(t, got)
 			for _, sentinel := range sentinels {
-				require.Equal(t, sentinel == tt.want, errors.Is(got, sentinel), "%v: %v", sentinel, got)
+				require.Equal(t, tt.want != nil && errors.Is(tt.want, sentinel), errors.Is(got, sentinel), "%v: %v", sentinel, got)
 			}
 			var pe *pgconn.PgError
 			require.False(t, errors.As(got, &pe), "no pgx type escapes")

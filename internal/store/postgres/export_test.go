@@ -184,3 +184,11 @@ const SQLFastCommit = sqlFastCommit
 
 // SQLNotifyRuns exposes the notifier's statement.
 const SQLNotifyRuns = sqlNotifyRuns
+
+// QueuedBoundaries is how many boundaries wait in the group committer's
+// queue.
+func (s *Store) QueuedBoundaries() int {
+	s.group.mu.Lock()
+	defer s.group.mu.Unlock()
+	return len(s.group.queue)
+}

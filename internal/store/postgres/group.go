@@ -14,12 +14,18 @@ import (
 )
 
 // commitReq is one Commit waiting for, or taking part in, a group.
+//
+// It keeps no context: its caller's ctx bounds only the caller's wait.
+// Commit withdraws a boundary whose ctx ends while it is still queued (it
+// is never written) and waits for the outcome of one a group already
+// took; the group bounds its transaction by deadline alone.
 type commitReq struct {
-	ctx    context.Context
-	c      *rtstore.Commit
-	l      *lease // nil for an unleased commit
-	op     string
-	cached runSeqs // the run's seqs from the cache (-1 when unknown)
+	// deadline is the caller's ctx's deadline (zero: none).
+	deadline time.Time
+	c        *rtstore.Commit
+	l        *lease // nil for an unleased commit
+	op       string
+	cached   runSeqs // the run's seqs from the cache (-1 when unknown)
 	// pre and prePlan are the fast path's work and plan, made by Commit
 	// from cached before the boundary queues (nil when the seqs are
 	// unknown or the commit is invalid): encoding the records and events
@@ -196,13 +202,12 @@ func groupContext(batch []*commitReq) (context.Context, context.CancelFunc) {
 	deadline := time.Now().Add(opTimeout)
 	latest := time.Time{}
 	for _, r := range batch {
-		d, ok := r.ctx.Deadline()
-		if !ok {
+		if r.deadline.IsZero() {
 			latest = deadline
 			break
 		}
-		if d.After(latest) {
-			latest = d
+		if r.deadline.After(latest) {
+			latest = r.deadline
 		}
 	}
 	if latest.After(deadline) {

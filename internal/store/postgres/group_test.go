@@ -1,11 +1,13 @@
 package postgres_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -31,12 +33,12 @@ func TestGroupCommitIsolation(t *testing.T) {
 		runs[i] = runOf{s: s, l: l, run: run}
 	}
 	stale := runs[3].l
-	require.NoError(t, stale.Release(b.ctx)) // released: ErrLeaseLost without a database trip
-	l3, err := b.store.SessionLock(b.ctx, runs[3].s.ID)
+	require.NoError(t, stale.Release(b.ctx())) // released: ErrLeaseLost without a database trip
+	l3, err := b.store.SessionLock(b.ctx(), runs[3].s.ID)
 	require.NoError(t, err)
 	runs[3].l = l3
 	known := record(runs[5].s.ID, runs[5].run.ID, journal.KindModelResponse, `{"v":1}`)
-	require.NoError(t, b.store.Commit(b.ctx, &rtstore.Commit{SessionID: runs[5].s.ID, RunID: runs[5].run.ID, Lease: runs[5].l,
+	require.NoError(t, b.store.Commit(b.ctx(), &rtstore.Commit{SessionID: runs[5].s.ID, RunID: runs[5].run.ID, Lease: runs[5].l,
 		Status: rtstore.StatusRunning, Phase: "model", Records: []journal.Record{known}}))
 
 	want := make([]error, n)
@@ -67,7 +69,7 @@ func TestGroupCommitIsolation(t *testing.T) {
 	}
 	before := make([]*rtstore.RunRow, n)
 	for i, r := range runs {
-		before[i], err = b.store.RunGet(b.ctx, r.run.ID)
+		before[i], err = b.store.RunGet(b.ctx(), r.run.ID)
 		require.NoError(t, err)
 	}
 	groups0, boundaries0 := b.store.GroupCommitStats()
@@ -77,7 +79,7 @@ func TestGroupCommitIsolation(t *testing.T) {
 	for i := range n {
 		wg.Go(func() {
 			<-start
-			errs[i] = b.store.Commit(b.ctx, commits[i])
+			errs[i] = b.store.Commit(b.ctx(), commits[i])
 		})
 	}
 	close(start)
@@ -88,9 +90,9 @@ func TestGroupCommitIsolation(t *testing.T) {
 	require.Less(t, groups, boundaries, "some boundaries shared a transaction")
 
 	for i, r := range runs {
-		got, err := b.store.RunGet(b.ctx, r.run.ID)
+		got, err := b.store.RunGet(b.ctx(), r.run.ID)
 		require.NoError(t, err)
-		recs, err := b.store.JournalList(b.ctx, r.run.ID, 0, 0)
+		recs, err := b.store.JournalList(b.ctx(), r.run.ID, 0, 0)
 		require.NoError(t, err)
 		if want[i] != nil {
 			require.ErrorIs(t, errs[i], want[i], "boundary %d", i)
@@ -108,7 +110,7 @@ func TestGroupCommitIsolation(t *testing.T) {
 		require.Len(t, recs, 3, "run.started, checkpoint, event record")
 	}
 	for _, r := range runs {
-		require.NoError(t, r.l.Release(b.ctx))
+		require.NoError(t, r.l.Release(b.ctx()))
 	}
 }
 
@@ -124,7 +126,7 @@ func TestGroupCommitOneSessionInOrder(t *testing.T) {
 	var wg sync.WaitGroup
 	for range n {
 		wg.Go(func() {
-			errs <- b.store.Commit(b.ctx, &rtstore.Commit{SessionID: s.ID, RunID: run.ID, Lease: l, Status: rtstore.StatusRunning,
+			errs <- b.store.Commit(b.ctx(), &rtstore.Commit{SessionID: s.ID, RunID: run.ID, Lease: l, Status: rtstore.StatusRunning,
 				Phase: "model", Records: []journal.Record{record(s.ID, run.ID, journal.KindCheckpoint, `{}`)},
 				Events: []rtstore.PendingEvent{event(s.ID, run.ID, "text_delta")}})
 		})
@@ -134,18 +136,18 @@ func TestGroupCommitOneSessionInOrder(t *testing.T) {
 	for err := range errs {
 		require.NoError(t, err)
 	}
-	recs, err := b.store.JournalList(b.ctx, run.ID, 0, 0)
+	recs, err := b.store.JournalList(b.ctx(), run.ID, 0, 0)
 	require.NoError(t, err)
 	require.Len(t, recs, 1+2*n)
 	for i, r := range recs {
 		require.Equal(t, int64(i+1), r.Seq)
 	}
-	evs, err := b.store.EventListAfter(b.ctx, run.ID, 0, 0)
+	evs, err := b.store.EventListAfter(b.ctx(), run.ID, 0, 0)
 	require.NoError(t, err)
 	for i, ev := range evs {
 		require.Equal(t, fmt.Sprint(i+1), ev.Cursor)
 	}
-	require.NoError(t, l.Release(b.ctx))
+	require.NoError(t, l.Release(b.ctx()))
 }
 
 // TestGroupCommitCollision has two sessions append the same new record id
@@ -169,7 +171,7 @@ func TestGroupCommitCollision(t *testing.T) {
 		} {
 			wg.Go(func() {
 				<-start
-				errs[i] = b.store.Commit(b.ctx, c)
+				errs[i] = b.store.Commit(b.ctx(), c)
 			})
 		}
 		close(start)
@@ -198,11 +200,11 @@ func TestFastPathMisses(t *testing.T) {
 	commit := func(phase string, recs []journal.Record, evs ...rtstore.PendingEvent) (*rtstore.Commit, error) {
 		c := &rtstore.Commit{SessionID: s.ID, RunID: run.ID, Lease: l, Status: rtstore.StatusRunning, Phase: phase,
 			Records: recs, Events: evs}
-		return c, b.store.Commit(b.ctx, c)
+		return c, b.store.Commit(b.ctx(), c)
 	}
 	journalOK := func(n int) []*journal.Record {
 		t.Helper()
-		recs, err := b.store.JournalList(b.ctx, run.ID, 0, 0)
+		recs, err := b.store.JournalList(b.ctx(), run.ID, 0, 0)
 		require.NoError(t, err)
 		require.Len(t, recs, n)
 		for i, r := range recs {
@@ -245,7 +247,7 @@ func TestFastPathMisses(t *testing.T) {
 	require.NoError(t, err)
 	misses := b.store.FastMisses()
 	other := openStore(t, b.cfg)
-	require.NoError(t, other.Commit(b.ctx, &rtstore.Commit{SessionID: s.ID, RunID: run.ID, Status: rtstore.StatusRunning, Phase: "bypass",
+	require.NoError(t, other.Commit(b.ctx(), &rtstore.Commit{SessionID: s.ID, RunID: run.ID, Status: rtstore.StatusRunning, Phase: "bypass",
 		Records: []journal.Record{record(s.ID, run.ID, journal.KindCheckpoint, `{"n":"bypass"}`)}}))
 	_, err = commit("p4", []journal.Record{record(s.ID, run.ID, journal.KindCheckpoint, `{"n":4}`)})
 	require.NoError(t, err)
@@ -266,4 +268,74 @@ func TestFastPathMisses(t *testing.T) {
 	require.Equal(t, misses+1, b.store.FastMisses())
 	require.Equal(t, "p5", phase())
 	journalOK(1 + 2 + 1 + 1 + 1 + 1)
+}
+
+// TestCommitContextEndsInQueueOrInFlight: a boundary whose ctx ends while
+// it waits in the queue (its session has a boundary in flight) is
+// withdrawn, fails with the ctx's error and is never written; one whose
+// ctx ends while its group is being written waits for the outcome and is
+// written. The group in flight is held on the session row by another
+// connection.
+func TestCommitContextEndsInQueueOrInFlight(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	s, l, run := b.leasedRun(t)
+	admin := adminConn(t, b.ctx(), b.cfg.Schema)
+	defer func() { _ = admin.Close(b.ctx()) }()
+	hold, err := admin.Begin(b.ctx())
+	require.NoError(t, err)
+	defer func() { _ = hold.Rollback(b.ctx()) }()
+	_, err = hold.Exec(b.ctx(), `SELECT 1 FROM sessions WHERE id = $1 FOR UPDATE`, s.ID)
+	require.NoError(t, err)
+
+	boundary := func() *rtstore.Commit {
+		return &rtstore.Commit{SessionID: s.ID, RunID: run.ID, Lease: l, Status: rtstore.StatusRunning, Phase: "model",
+			Records: []journal.Record{record(s.ID, run.ID, journal.KindCheckpoint, `{}`)}}
+	}
+	first, second := boundary(), boundary()
+	ctx1, cancel1 := context.WithCancel(b.ctx())
+	defer cancel1()
+	done1 := make(chan error, 1)
+	go func() { done1 <- b.store.Commit(ctx1, first) }()
+	// The first boundary's transaction waits for the held row.
+	watch := adminConn(t, b.ctx(), "")
+	defer func() { _ = watch.Close(b.ctx()) }()
+	require.Eventually(t, func() bool {
+		var n int
+		err := watch.QueryRow(b.ctx(), `SELECT count(*) FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))`,
+			admin.PgConn().PID()).Scan(&n)
+		return err == nil && n > 0
+	}, 10*time.Second, 10*time.Millisecond, "the first boundary is being written")
+
+	ctx2, cancel2 := context.WithCancel(b.ctx())
+	done2 := make(chan error, 1)
+	go func() { done2 <- b.store.Commit(ctx2, second) }()
+	require.Eventually(t, func() bool { return b.store.QueuedBoundaries() == 1 }, 10*time.Second, 5*time.Millisecond,
+		"the second boundary queues behind the first (same session)")
+	cancel2()
+	select {
+	case err := <-done2:
+		require.ErrorIs(t, err, context.Canceled, "withdrawn from the queue")
+	case <-time.After(5 * time.Second):
+		t.Fatal("a queued boundary whose ctx ended is still waiting")
+	}
+
+	cancel1()
+	select {
+	case err := <-done1:
+		t.Fatalf("a boundary being written returned before its outcome: %v", err)
+	case <-time.After(300 * time.Millisecond):
+	}
+	require.NoError(t, hold.Rollback(b.ctx()))
+	require.NoError(t, <-done1, "the boundary in flight is written and its caller told so")
+
+	recs, err := b.store.JournalList(b.ctx(), run.ID, 0, 0)
+	require.NoError(t, err)
+	ids := make(map[string]bool, len(recs))
+	for _, r := range recs {
+		ids[r.ID] = true
+	}
+	require.True(t, ids[first.Records[0].ID], "the boundary in flight is written")
+	require.False(t, ids[second.Records[0].ID], "the withdrawn boundary is not")
+	require.NoError(t, l.Release(b.ctx()))
 }

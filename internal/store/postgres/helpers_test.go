@@ -146,32 +146,35 @@ func openStore(tb testing.TB, cfg postgres.Config) *postgres.Store {
 type testBundle struct {
 	store *postgres.Store
 	cfg   postgres.Config
-	ctx   context.Context
+	tb    testing.TB // the test the bundle belongs to
 }
+
+// ctx is the context of the bundle's test, which ends with it.
+func (b *testBundle) ctx() context.Context { return b.tb.Context() }
 
 func setup(t *testing.T) *testBundle {
 	t.Helper()
 	cfg := testConfig(t)
-	return &testBundle{store: openStore(t, cfg), cfg: cfg, ctx: testCtx(t)}
+	return &testBundle{store: openStore(t, cfg), cfg: cfg, tb: t}
 }
 
 // exec runs SQL on the bundle's schema outside the store.
 func (b *testBundle) exec(t *testing.T, sql string, args ...any) error {
 	t.Helper()
-	return adminExec(t, b.ctx, b.cfg.Schema, sql, args...)
+	return adminExec(t, b.ctx(), b.cfg.Schema, sql, args...)
 }
 
 // queryRow scans one row of SQL run on the bundle's schema.
 func (b *testBundle) queryRow(t *testing.T, sql string, dest ...any) {
 	t.Helper()
-	adminQueryRow(t, b.ctx, b.cfg.Schema, sql, dest...)
+	adminQueryRow(t, b.ctx(), b.cfg.Schema, sql, dest...)
 }
 
 // newSession inserts a session.
 func (b *testBundle) newSession(t *testing.T) *rtstore.SessionRow {
 	t.Helper()
 	s := &rtstore.SessionRow{ID: "ses-" + uuid.NewString(), Principal: "alice"}
-	require.NoError(t, b.store.SessionInsert(b.ctx, s))
+	require.NoError(t, b.store.SessionInsert(b.ctx(), s))
 	return s
 }
 
@@ -179,7 +182,7 @@ func (b *testBundle) newSession(t *testing.T) *rtstore.SessionRow {
 func (b *testBundle) leasedRun(t *testing.T) (*rtstore.SessionRow, rtstore.Lease, *rtstore.RunRow) {
 	t.Helper()
 	s := b.newSession(t)
-	l, err := b.store.SessionLock(b.ctx, s.ID)
+	l, err := b.store.SessionLock(b.ctx(), s.ID)
 	require.NoError(t, err)
 	return s, l, b.newRun(t, s.ID, l)
 }
@@ -207,7 +210,7 @@ func event(sessionID, runID, typ string) rtstore.PendingEvent {
 func (b *testBundle) newRun(t *testing.T, sessionID string, l rtstore.Lease) *rtstore.RunRow {
 	t.Helper()
 	runID := "run-" + uuid.NewString()
-	run, created, err := b.store.RunInsert(b.ctx, &rtstore.RunInsertParams{
+	run, created, err := b.store.RunInsert(b.ctx(), &rtstore.RunInsertParams{
 		Run: rtstore.RunRow{ID: runID, SessionID: sessionID, RequestID: "req-" + uuid.NewString(), MessageDigest: "d",
 			Phase: "start", State: json.RawMessage(`{}`)},
 		Commit: &rtstore.Commit{SessionID: sessionID, RunID: runID, Lease: l, Status: rtstore.StatusRunning,

@@ -30,7 +30,7 @@ func twoProcesses(t *testing.T) (*testBundle, *postgres.Store) {
 	t.Helper()
 	cfg := testConfig(t)
 	cfg.LeaseDuration = shortLease
-	b := &testBundle{store: openStore(t, cfg), cfg: cfg, ctx: testCtx(t)}
+	b := &testBundle{store: openStore(t, cfg), cfg: cfg, tb: t}
 	cfg.AutoMigrate = false
 	return b, openStore(t, cfg)
 }
@@ -45,62 +45,62 @@ func TestLeaseTakeover(t *testing.T) {
 	s, l1, run := b.leasedRun(t)
 
 	// While the lease is valid nobody else gets the session.
-	_, err := other.SessionLock(b.ctx, s.ID)
+	_, err := other.SessionLock(b.ctx(), s.ID)
 	require.ErrorIs(t, err, rtstore.ErrSessionBusy)
-	_, err = b.store.SessionLock(b.ctx, s.ID)
+	_, err = b.store.SessionLock(b.ctx(), s.ID)
 	require.ErrorIs(t, err, rtstore.ErrSessionBusy)
 
 	// Renewals keep it past its first expiry.
 	for range 4 {
 		time.Sleep(shortLease / 3)
-		require.NoError(t, l1.Renew(b.ctx))
+		require.NoError(t, l1.Renew(b.ctx()))
 	}
-	_, err = other.SessionLock(b.ctx, s.ID)
+	_, err = other.SessionLock(b.ctx(), s.ID)
 	require.ErrorIs(t, err, rtstore.ErrSessionBusy)
 
 	// Expired: another process claims it with the next generation.
 	waitExpiry()
-	l2, err := other.SessionLock(b.ctx, s.ID)
+	l2, err := other.SessionLock(b.ctx(), s.ID)
 	require.NoError(t, err)
 	require.Equal(t, l1.Generation()+1, l2.Generation())
 	require.NotEqual(t, l1.Token(), l2.Token())
 
 	// The superseded lease can neither renew nor commit.
-	require.ErrorIs(t, l1.Renew(b.ctx), rtstore.ErrLeaseLost)
+	require.ErrorIs(t, l1.Renew(b.ctx()), rtstore.ErrLeaseLost)
 	c := &rtstore.Commit{SessionID: s.ID, RunID: run.ID, Lease: l1, Status: rtstore.StatusCompleted, Phase: "result",
 		Records: []journal.Record{record(s.ID, run.ID, journal.KindCheckpoint, `{}`)},
 		Events:  []rtstore.PendingEvent{event(s.ID, run.ID, "run_result")}}
-	require.ErrorIs(t, b.store.Commit(b.ctx, c), rtstore.ErrLeaseLost)
+	require.ErrorIs(t, b.store.Commit(b.ctx(), c), rtstore.ErrLeaseLost)
 	require.Empty(t, c.Events[0].Event.Cursor)
 	p := &rtstore.RunInsertParams{Run: rtstore.RunRow{ID: "run-" + uuid.NewString(), SessionID: s.ID, RequestID: "r2", MessageDigest: "d"},
 		Commit: &rtstore.Commit{Lease: l1, Status: rtstore.StatusRunning, Phase: "start"}}
 	p.Commit.SessionID, p.Commit.RunID = s.ID, p.Run.ID
-	_, _, err = b.store.RunInsert(b.ctx, p)
+	_, _, err = b.store.RunInsert(b.ctx(), p)
 	require.ErrorIs(t, err, rtstore.ErrLeaseLost)
 
 	// Its Release is a no-op: the new owner keeps the session.
-	require.NoError(t, l1.Release(b.ctx))
-	_, err = b.store.SessionLock(b.ctx, s.ID)
+	require.NoError(t, l1.Release(b.ctx()))
+	_, err = b.store.SessionLock(b.ctx(), s.ID)
 	require.ErrorIs(t, err, rtstore.ErrSessionBusy)
-	require.NoError(t, l2.Renew(b.ctx))
+	require.NoError(t, l2.Renew(b.ctx()))
 
 	// The new owner commits on from the stored journal.
 	c.Lease = l2
-	require.NoError(t, other.Commit(b.ctx, c))
+	require.NoError(t, other.Commit(b.ctx(), c))
 	require.Equal(t, "1", c.Events[0].Event.Cursor)
-	recs, err := other.JournalList(b.ctx, run.ID, 0, 0)
+	recs, err := other.JournalList(b.ctx(), run.ID, 0, 0)
 	require.NoError(t, err)
 	require.Len(t, recs, 3)
-	got, err := b.store.RunGet(b.ctx, run.ID)
+	got, err := b.store.RunGet(b.ctx(), run.ID)
 	require.NoError(t, err)
 	require.Equal(t, rtstore.StatusCompleted, got.Status)
-	require.NoError(t, l2.Release(b.ctx))
+	require.NoError(t, l2.Release(b.ctx()))
 
 	// Free again: the generation keeps counting.
-	l3, err := b.store.SessionLock(b.ctx, s.ID)
+	l3, err := b.store.SessionLock(b.ctx(), s.ID)
 	require.NoError(t, err)
 	require.Equal(t, l2.Generation()+1, l3.Generation())
-	require.NoError(t, l3.Release(b.ctx))
+	require.NoError(t, l3.Release(b.ctx()))
 }
 
 func TestExpiredLeaseIsNotRevived(t *testing.T) {
@@ -110,18 +110,18 @@ func TestExpiredLeaseIsNotRevived(t *testing.T) {
 	waitExpiry()
 	// Nobody claimed the session, yet the lease is over: no renewal, no
 	// commit.
-	require.ErrorIs(t, l.Renew(b.ctx), rtstore.ErrLeaseLost)
+	require.ErrorIs(t, l.Renew(b.ctx()), rtstore.ErrLeaseLost)
 	c := &rtstore.Commit{SessionID: s.ID, RunID: run.ID, Lease: l, Status: rtstore.StatusRunning, Phase: "model"}
-	require.ErrorIs(t, b.store.Commit(b.ctx, c), rtstore.ErrLeaseLost)
-	l2, err := b.store.SessionLock(b.ctx, s.ID)
+	require.ErrorIs(t, b.store.Commit(b.ctx(), c), rtstore.ErrLeaseLost)
+	l2, err := b.store.SessionLock(b.ctx(), s.ID)
 	require.NoError(t, err)
-	require.NoError(t, l2.Release(b.ctx))
+	require.NoError(t, l2.Release(b.ctx()))
 }
 
 func TestLockUnknownSession(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	_, err := b.store.SessionLock(b.ctx, "ses-missing")
+	_, err := b.store.SessionLock(b.ctx(), "ses-missing")
 	require.ErrorIs(t, err, rtstore.ErrNotFound)
 }
 
@@ -130,7 +130,7 @@ func TestExpiredRuns(t *testing.T) {
 	b, other := twoProcesses(t)
 	ids := func() []string {
 		t.Helper()
-		runs, err := other.ExpiredRuns(b.ctx)
+		runs, err := other.ExpiredRuns(b.ctx())
 		require.NoError(t, err)
 		var out []string
 		for _, r := range runs {
@@ -142,7 +142,7 @@ func TestExpiredRuns(t *testing.T) {
 	// A run driven under a live lease is not listed; once the lease
 	// expires it is.
 	s1 := b.newSession(t)
-	l1, err := b.store.SessionLock(b.ctx, s1.ID)
+	l1, err := b.store.SessionLock(b.ctx(), s1.ID)
 	require.NoError(t, err)
 	r1 := b.newRun(t, s1.ID, l1)
 	require.Empty(t, ids())
@@ -150,26 +150,26 @@ func TestExpiredRuns(t *testing.T) {
 	// A running run whose lease was released (a process that stopped
 	// cleanly mid-run) is listed at once.
 	s2 := b.newSession(t)
-	l2, err := b.store.SessionLock(b.ctx, s2.ID)
+	l2, err := b.store.SessionLock(b.ctx(), s2.ID)
 	require.NoError(t, err)
 	r2 := b.newRun(t, s2.ID, l2)
-	require.NoError(t, l2.Release(b.ctx))
+	require.NoError(t, l2.Release(b.ctx()))
 	require.Equal(t, []string{r2.ID}, ids())
 
 	// Runs that are not running are never listed.
 	s3 := b.newSession(t)
 	r3 := b.newRun(t, s3.ID, nil)
-	require.NoError(t, b.store.Commit(b.ctx, &rtstore.Commit{SessionID: s3.ID, RunID: r3.ID,
+	require.NoError(t, b.store.Commit(b.ctx(), &rtstore.Commit{SessionID: s3.ID, RunID: r3.ID,
 		Status: rtstore.StatusAwaitingInput, Phase: "tools"}))
 
 	waitExpiry()
 	require.Equal(t, []string{r1.ID, r2.ID}, ids())
 
 	// Taking one over removes it from the list.
-	l, err := other.SessionLock(b.ctx, s1.ID)
+	l, err := other.SessionLock(b.ctx(), s1.ID)
 	require.NoError(t, err)
 	require.Equal(t, []string{r2.ID}, ids())
-	require.NoError(t, l.Release(b.ctx))
+	require.NoError(t, l.Release(b.ctx()))
 }
 
 func TestCloseReleasesLeases(t *testing.T) {
@@ -178,7 +178,7 @@ func TestCloseReleasesLeases(t *testing.T) {
 	ctx := testCtx(t)
 	st, err := postgres.Open(ctx, cfg)
 	require.NoError(t, err)
-	b := &testBundle{store: st, cfg: cfg, ctx: ctx}
+	b := &testBundle{store: st, cfg: cfg, tb: t}
 	s := b.newSession(t)
 	l, err := st.SessionLock(ctx, s.ID)
 	require.NoError(t, err)
@@ -213,29 +213,29 @@ func TestLeaseRenewWithBusyPool(t *testing.T) {
 	cfg := testConfig(t)
 	cfg.PoolSize = 2
 	cfg.LeaseDuration = 3 * time.Second
-	b := &testBundle{store: openStore(t, cfg), cfg: cfg, ctx: testCtx(t)}
+	b := &testBundle{store: openStore(t, cfg), cfg: cfg, tb: t}
 	s := b.newSession(t)
-	l, err := b.store.SessionLock(b.ctx, s.ID)
+	l, err := b.store.SessionLock(b.ctx(), s.ID)
 	require.NoError(t, err)
 
-	release, err := b.store.HoldPool(b.ctx)
+	release, err := b.store.HoldPool(b.ctx())
 	require.NoError(t, err)
 	defer release()
 	for range 3 {
 		// Well inside the lease: a renewal queued behind the pool would
 		// time out here.
-		ctx, cancel := context.WithTimeout(b.ctx, cfg.LeaseDuration/3)
+		ctx, cancel := context.WithTimeout(b.ctx(), cfg.LeaseDuration/3)
 		err := l.Renew(ctx)
 		cancel()
 		require.NoError(t, err, "renewal while the pool is busy")
 	}
-	ctx, cancel := context.WithTimeout(b.ctx, cfg.LeaseDuration/3)
+	ctx, cancel := context.WithTimeout(b.ctx(), cfg.LeaseDuration/3)
 	defer cancel()
 	require.NoError(t, l.Release(ctx), "release while the pool is busy")
 	release()
-	l2, err := b.store.SessionLock(b.ctx, s.ID)
+	l2, err := b.store.SessionLock(b.ctx(), s.ID)
 	require.NoError(t, err, "released: free at once")
-	require.NoError(t, l2.Release(b.ctx))
+	require.NoError(t, l2.Release(b.ctx()))
 }
 
 // TestFencingUnderContention has two processes fight over one session with
@@ -255,7 +255,7 @@ func TestFencingUnderContention(t *testing.T) {
 	for w, st := range []*postgres.Store{b.store, other} {
 		wg.Go(func() {
 			for time.Now().Before(deadline) {
-				l, err := st.SessionLock(b.ctx, s.ID)
+				l, err := st.SessionLock(b.ctx(), s.ID)
 				if err != nil {
 					if !errors.Is(err, rtstore.ErrSessionBusy) {
 						errs <- err
@@ -269,7 +269,7 @@ func TestFencingUnderContention(t *testing.T) {
 					payload := fmt.Sprintf(`{"worker":%d,"gen":%d,"i":%d}`, w, l.Generation(), i)
 					c := &rtstore.Commit{SessionID: s.ID, RunID: run.ID, Lease: l, Status: rtstore.StatusRunning, Phase: "model",
 						Records: []journal.Record{record(s.ID, run.ID, journal.KindCheckpoint, payload)}}
-					if err := st.Commit(b.ctx, c); err != nil {
+					if err := st.Commit(b.ctx(), c); err != nil {
 						if !errors.Is(err, rtstore.ErrLeaseLost) {
 							errs <- err
 							return
@@ -277,7 +277,7 @@ func TestFencingUnderContention(t *testing.T) {
 						break
 					}
 				}
-				if err := l.Release(b.ctx); err != nil {
+				if err := l.Release(b.ctx()); err != nil {
 					errs <- err
 					return
 				}
@@ -290,7 +290,7 @@ func TestFencingUnderContention(t *testing.T) {
 		require.NoError(t, err)
 	}
 
-	recs, err := b.store.JournalList(b.ctx, run.ID, 0, 0)
+	recs, err := b.store.JournalList(b.ctx(), run.ID, 0, 0)
 	require.NoError(t, err)
 	require.Greater(t, len(recs), 2)
 	var lastGen int64
@@ -344,11 +344,11 @@ func TestLeaseOfDeadProcessIsFreeAtOnce(t *testing.T) {
 	t.Parallel()
 	cfg := testConfig(t)
 	require.Zero(t, cfg.LeaseDuration, "the default lease")
-	dead := &testBundle{store: openStore(t, cfg), cfg: cfg, ctx: testCtx(t)}
+	dead := &testBundle{store: openStore(t, cfg), cfg: cfg, tb: t}
 	cfg.AutoMigrate = false
-	alive := &testBundle{store: openStore(t, cfg), cfg: cfg, ctx: dead.ctx}
+	alive := &testBundle{store: openStore(t, cfg), cfg: cfg, tb: t}
 	reaper := openStore(t, cfg)
-	ctx := dead.ctx
+	ctx := dead.ctx()
 	require.Equal(t, postgres.DefaultLeaseDuration, dead.store.LeaseDuration())
 
 	s1, l1, r1 := dead.leasedRun(t)
@@ -389,10 +389,10 @@ func TestLeaseOfDeadProcessIsFreeAtOnce(t *testing.T) {
 func TestLivenessLockLostWhileAlive(t *testing.T) {
 	t.Parallel()
 	cfg := testConfig(t)
-	a := &testBundle{store: openStore(t, cfg), cfg: cfg, ctx: testCtx(t)}
+	a := &testBundle{store: openStore(t, cfg), cfg: cfg, tb: t}
 	cfg.AutoMigrate = false
 	other := openStore(t, cfg)
-	ctx := a.ctx
+	ctx := a.ctx()
 	s1, l1, r1 := a.leasedRun(t)
 	s2 := a.newSession(t)
 

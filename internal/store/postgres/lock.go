@@ -6,7 +6,6 @@ import (
 	"sync"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 
 	"hxd/internal/runtime/rtstore"
 )
@@ -32,15 +31,6 @@ WHERE id = $1 AND owner = $2 AND generation = $3 AND lease_until > clock_timesta
 	// sqlLeaseRelease frees the session only for the lease that holds it.
 	sqlLeaseRelease = `UPDATE sessions SET owner = NULL, lease_until = NULL
 WHERE id = $1 AND owner = $2 AND generation = $3`
-	// sqlSessionFence is the fence inside every leased write transaction:
-	// the lease still owns the session, and the row stays locked until the
-	// transaction ends, so no claim can slip in before it commits.
-	sqlSessionFence = `SELECT 1 FROM sessions
-WHERE id = $1 AND owner = $2 AND generation = $3 AND lease_until > clock_timestamp()
-FOR NO KEY UPDATE`
-	// sqlSessionLockRow serialises an unleased write with every other write
-	// of the session.
-	sqlSessionLockRow = `SELECT 1 FROM sessions WHERE id = $1 FOR NO KEY UPDATE`
 	// sqlExpiredRuns lists running runs nobody owns: the lease expired or
 	// was released, or its owner died (liveness lock of class $1 free).
 	sqlExpiredRuns = `SELECT ` + sqlRunColumnsR + `
@@ -212,24 +202,4 @@ func (s *Store) leaseOf(le rtstore.Lease, sessionID string) (*lease, error) {
 		return nil, fmt.Errorf("session %s: %w: released", sessionID, rtstore.ErrLeaseLost)
 	}
 	return l, nil
-}
-
-// queueFence queues the fence (with a lease) or the plain session row lock
-// (without one) as b's next query; *ok reports whether it matched a row.
-func queueFence(b *pgx.Batch, l *lease, sessionID string, ok *bool) {
-	var q *pgx.QueuedQuery
-	if l != nil {
-		q = b.Queue(sqlSessionFence, sessionID, l.token, l.gen)
-	} else {
-		q = b.Queue(sqlSessionLockRow, sessionID)
-	}
-	q.QueryRow(func(row pgx.Row) error {
-		var one int
-		err := row.Scan(&one)
-		*ok = err == nil
-		if isNoRows(err) {
-			return nil
-		}
-		return err
-	})
 }

@@ -16,7 +16,7 @@ import (
 func TestPingNeedsWrites(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	require.NoError(t, b.store.Ping(b.ctx))
+	require.NoError(t, b.store.Ping(b.ctx()))
 
 	cfg := b.cfg
 	cfg.AutoMigrate = false
@@ -28,11 +28,11 @@ func TestPingNeedsWrites(t *testing.T) {
 	cfg.URL = u.String()
 	ro := openStore(t, cfg)
 
-	err = ro.Ping(b.ctx)
+	err = ro.Ping(b.ctx())
 	require.ErrorIs(t, err, rtstore.ErrUnavailable)
 	require.NotErrorIs(t, err, rtstore.ErrSchema)
-	require.ErrorIs(t, ro.SessionInsert(b.ctx, &rtstore.SessionRow{ID: "ses-ro", Principal: "alice"}), rtstore.ErrUnavailable)
-	_, err = ro.SessionGet(b.ctx, "ses-ro")
+	require.ErrorIs(t, ro.SessionInsert(b.ctx(), &rtstore.SessionRow{ID: "ses-ro", Principal: "alice"}), rtstore.ErrUnavailable)
+	_, err = ro.SessionGet(b.ctx(), "ses-ro")
 	require.ErrorIs(t, err, rtstore.ErrNotFound, "reads go on")
-	require.NoError(t, b.store.Ping(b.ctx), "the writable store is ready")
+	require.NoError(t, b.store.Ping(b.ctx()), "the writable store is ready")
 }

@@ -116,7 +116,7 @@ func TestRestartIsNoop(t *testing.T) {
 	t.Parallel()
 	ctx := testCtx(t)
 	cfg := testConfig(t)
-	b := &testBundle{store: openStore(t, cfg), cfg: cfg, ctx: ctx}
+	b := &testBundle{store: openStore(t, cfg), cfg: cfg, tb: t}
 	s := b.newSession(t)
 	run := b.newRun(t, s.ID, nil)
 
@@ -165,26 +165,26 @@ func TestSchemaRefused(t *testing.T) {
 			require.NoError(t, b.exec(t, tt.tamper))
 
 			// A running store notices at Ping.
-			err := b.store.Ping(b.ctx)
+			err := b.store.Ping(b.ctx())
 			require.ErrorIs(t, err, rtstore.ErrSchema)
 			require.Contains(t, err.Error(), tt.message)
 
 			cfg := b.cfg
 			cfg.AutoMigrate = false
-			_, err = postgres.Open(b.ctx, cfg)
+			_, err = postgres.Open(b.ctx(), cfg)
 			require.ErrorIs(t, err, rtstore.ErrSchema)
 			require.Contains(t, err.Error(), tt.message)
 			if tt.name == "ChecksumMissing" {
 				// Auto-migrate (and hxd migrate) record missing checksums.
-				require.NoError(t, postgres.Migrate(b.ctx, cfg))
-				require.NoError(t, b.store.Ping(b.ctx))
+				require.NoError(t, postgres.Migrate(b.ctx(), cfg))
+				require.NoError(t, b.store.Ping(b.ctx()))
 				return
 			}
 			cfg.AutoMigrate = true
-			_, err = postgres.Open(b.ctx, cfg)
+			_, err = postgres.Open(b.ctx(), cfg)
 			require.ErrorIs(t, err, rtstore.ErrSchema)
 			require.Contains(t, err.Error(), tt.message)
-			err = postgres.Migrate(b.ctx, cfg)
+			err = postgres.Migrate(b.ctx(), cfg)
 			require.ErrorIs(t, err, rtstore.ErrSchema)
 			require.Contains(t, err.Error(), tt.message)
 		})
@@ -196,14 +196,14 @@ func TestDirtyMessageSaysWhatToDo(t *testing.T) {
 	b := setup(t)
 	schema := pgx.Identifier{b.cfg.Schema}.Sanitize()
 	require.NoError(t, b.exec(t, `UPDATE schema_migrations SET dirty = true`))
-	err := b.store.Ping(b.ctx)
+	err := b.store.Ping(b.ctx())
 	require.ErrorIs(t, err, rtstore.ErrSchema)
 	require.Contains(t, err.Error(), fmt.Sprintf("UPDATE %s.schema_migrations SET version = %d, dirty = false", schema, headVersion(t)-1))
 	require.Contains(t, err.Error(), "hxd migrate")
 
 	// Dirty at the first version: nothing was applied before it.
 	require.NoError(t, b.exec(t, `UPDATE schema_migrations SET version = 1`))
-	err = b.store.Ping(b.ctx)
+	err = b.store.Ping(b.ctx())
 	require.ErrorIs(t, err, rtstore.ErrSchema)
 	require.Contains(t, err.Error(), "DELETE FROM "+schema+".schema_migrations")
 }
@@ -271,19 +271,19 @@ func TestValidateOnlyRefusesOldSchema(t *testing.T) {
 	// changes nothing.
 	cfg := b.cfg
 	cfg.AutoMigrate = false
-	before := schemaObjects(t, b.ctx, cfg.Schema)
-	_, err := postgres.OpenWithMigrations(b.ctx, cfg, upgradeFS(t))
+	before := schemaObjects(t, b.ctx(), cfg.Schema)
+	_, err := postgres.OpenWithMigrations(b.ctx(), cfg, upgradeFS(t))
 	require.ErrorIs(t, err, rtstore.ErrSchema)
 	require.Contains(t, err.Error(), fmt.Sprintf("has version %d, this hxd needs %d", head, head+1))
 	require.Contains(t, err.Error(), "hxd migrate")
-	require.Equal(t, before, schemaObjects(t, b.ctx, cfg.Schema))
+	require.Equal(t, before, schemaObjects(t, b.ctx(), cfg.Schema))
 
 	// hxd migrate upgrades it; existing sessions survive.
-	require.NoError(t, postgres.MigrateWithMigrations(b.ctx, cfg, upgradeFS(t)))
-	st, err := postgres.OpenWithMigrations(b.ctx, cfg, upgradeFS(t))
+	require.NoError(t, postgres.MigrateWithMigrations(b.ctx(), cfg, upgradeFS(t)))
+	st, err := postgres.OpenWithMigrations(b.ctx(), cfg, upgradeFS(t))
 	require.NoError(t, err)
 	defer func() { require.NoError(t, st.Close()) }()
-	got, err := st.SessionGet(b.ctx, s.ID)
+	got, err := st.SessionGet(b.ctx(), s.ID)
 	require.NoError(t, err)
 	require.Equal(t, s.ID, got.ID)
 	var n int
@@ -292,7 +292,7 @@ func TestValidateOnlyRefusesOldSchema(t *testing.T) {
 
 	// The binary that only knows the embedded versions now refuses: the
 	// schema is newer.
-	_, err = postgres.Open(b.ctx, cfg)
+	_, err = postgres.Open(b.ctx(), cfg)
 	require.ErrorIs(t, err, rtstore.ErrSchema)
 	require.Contains(t, err.Error(), fmt.Sprintf("knows versions up to %d", head))
 }
@@ -319,7 +319,7 @@ func TestConcurrentProvisioning(t *testing.T) {
 		require.NoError(t, stores[i].Ping(ctx))
 	}
 	// They share one database: a lease of one excludes the others.
-	b := &testBundle{store: stores[0], cfg: cfg, ctx: ctx}
+	b := &testBundle{store: stores[0], cfg: cfg, tb: t}
 	s := b.newSession(t)
 	l, err := stores[0].SessionLock(ctx, s.ID)
 	require.NoError(t, err)
@@ -388,7 +388,7 @@ func TestQuotedSchema(t *testing.T) {
 	ctx := testCtx(t)
 	cfg := testConfig(t)
 	cfg.Schema = newSchemaName(t, `harness "x"?% `)
-	b := &testBundle{store: openStore(t, cfg), cfg: cfg, ctx: ctx}
+	b := &testBundle{store: openStore(t, cfg), cfg: cfg, tb: t}
 	require.True(t, schemaExists(t, ctx, cfg.Schema), "schema named exactly %q", cfg.Schema)
 
 	s := b.newSession(t)
@@ -463,8 +463,8 @@ func TestAppendOnly(t *testing.T) {
 	run := b.newRun(t, s.ID, nil)
 	c := &rtstore.Commit{SessionID: s.ID, RunID: run.ID, Status: rtstore.StatusRunning, Phase: "model",
 		Events: []rtstore.PendingEvent{event(s.ID, run.ID, "text_delta")}}
-	require.NoError(t, b.store.Commit(b.ctx, c))
-	require.NoError(t, b.store.ArtifactPut(b.ctx, s.ID, digest("blob"), []byte("blob")))
+	require.NoError(t, b.store.Commit(b.ctx(), c))
+	require.NoError(t, b.store.ArtifactPut(b.ctx(), s.ID, digest("blob"), []byte("blob")))
 	for _, q := range []string{
 		`UPDATE journal SET seq = seq + 100`,
 		`DELETE FROM journal`,

@@ -92,7 +92,7 @@ func TestBoundaryIsOneStatement(t *testing.T) {
 	st, err := postgres.OpenTraced(ctx, cfg, log)
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, st.Close()) })
-	b := &testBundle{store: st, cfg: cfg, ctx: ctx}
+	b := &testBundle{store: st, cfg: cfg, tb: t}
 	s, l, run := b.leasedRun(t)
 	live := st.LivenessPID()
 
@@ -145,7 +145,7 @@ func TestCommitFunctionRaisesFastMiss(t *testing.T) {
 	recID := "rec-" + uuid.NewString()
 
 	call := func(owner string, gen int64, runID string) error {
-		conn := adminConn(t, b.ctx, b.cfg.Schema)
+		conn := adminConn(t, b.ctx(), b.cfg.Schema)
 		defer func() { _ = conn.Close(context.Background()) }()
 		none := []string{}
 		args := []any{
@@ -159,7 +159,7 @@ func TestCommitFunctionRaisesFastMiss(t *testing.T) {
 			[]string{run.ID}, []int64{99}, []string{recID}, []string{`{}`}, // one journal row
 			none, []int64{}, none, none, // no events
 		}
-		_, err := conn.Exec(b.ctx, postgres.SQLFastCommit, args...)
+		_, err := conn.Exec(b.ctx(), postgres.SQLFastCommit, args...)
 		return err
 	}
 	code := func(err error) string {

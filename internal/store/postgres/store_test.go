@@ -22,11 +22,11 @@ func TestListenEvents(t *testing.T) {
 	b := setup(t)
 	// Another deployment on the same database must not wake this one.
 	otherCfg := testConfig(t)
-	other := &testBundle{store: openStore(t, otherCfg), cfg: otherCfg, ctx: b.ctx}
+	other := &testBundle{store: openStore(t, otherCfg), cfg: otherCfg, tb: t}
 	require.NotEqual(t, postgres.EventChannel(b.cfg.Schema), postgres.EventChannel(otherCfg.Schema))
 
 	got := make(chan string, 100)
-	ctx, cancel := context.WithCancel(b.ctx)
+	ctx, cancel := context.WithCancel(b.ctx())
 	done := make(chan error, 1)
 	go func() { done <- b.store.ListenEvents(ctx, func(runID string) { got <- runID }) }()
 	next := func() string {
@@ -47,10 +47,10 @@ func TestListenEvents(t *testing.T) {
 	run := b.newRun(t, s.ID, nil) // no events: no notification
 
 	// A commit without events notifies nobody; one with events names its run.
-	require.NoError(t, other.store.Commit(b.ctx, &rtstore.Commit{SessionID: os.ID, RunID: orun.ID, Status: rtstore.StatusRunning,
+	require.NoError(t, other.store.Commit(b.ctx(), &rtstore.Commit{SessionID: os.ID, RunID: orun.ID, Status: rtstore.StatusRunning,
 		Phase: "model", Events: []rtstore.PendingEvent{event(os.ID, orun.ID, "text_delta")}}))
-	require.NoError(t, b.store.Commit(b.ctx, &rtstore.Commit{SessionID: s.ID, RunID: run.ID, Status: rtstore.StatusRunning, Phase: "model"}))
-	require.NoError(t, b.store.Commit(b.ctx, &rtstore.Commit{SessionID: s.ID, RunID: run.ID, Status: rtstore.StatusRunning,
+	require.NoError(t, b.store.Commit(b.ctx(), &rtstore.Commit{SessionID: s.ID, RunID: run.ID, Status: rtstore.StatusRunning, Phase: "model"}))
+	require.NoError(t, b.store.Commit(b.ctx(), &rtstore.Commit{SessionID: s.ID, RunID: run.ID, Status: rtstore.StatusRunning,
 		Phase: "model", Events: []rtstore.PendingEvent{event(s.ID, run.ID, "text_delta"), event(s.ID, run.ID, "text_delta")}}))
 	require.Equal(t, run.ID, next())
 
@@ -58,12 +58,12 @@ func TestListenEvents(t *testing.T) {
 	bad := &rtstore.Commit{SessionID: s.ID, RunID: run.ID, Status: rtstore.StatusRunning, Phase: "model",
 		Events: []rtstore.PendingEvent{event(s.ID, run.ID, "text_delta")}}
 	bad.Events[0].Record.RunID = orun.ID
-	require.ErrorIs(t, b.store.Commit(b.ctx, bad), rtstore.ErrForeignRecord)
+	require.ErrorIs(t, b.store.Commit(b.ctx(), bad), rtstore.ErrForeignRecord)
 
 	// RunInsert with events notifies too.
 	s2 := b.newSession(t)
 	runID := "run-" + uuid.NewString()
-	_, _, err := b.store.RunInsert(b.ctx, &rtstore.RunInsertParams{
+	_, _, err := b.store.RunInsert(b.ctx(), &rtstore.RunInsertParams{
 		Run: rtstore.RunRow{ID: runID, SessionID: s2.ID, RequestID: "r", MessageDigest: "d"},
 		Commit: &rtstore.Commit{SessionID: s2.ID, RunID: runID, Status: rtstore.StatusRunning, Phase: "start",
 			Events: []rtstore.PendingEvent{event(s2.ID, runID, "waiting")}},
@@ -123,19 +123,19 @@ func TestPayloadBytesKept(t *testing.T) {
 	c := &rtstore.Commit{SessionID: s.ID, RunID: run.ID, Status: rtstore.StatusRunning, Phase: "tools",
 		State: json.RawMessage(payload), Step: json.RawMessage(payload), StepID: "1", Snapshot: true,
 		Records: []journal.Record{rec}, Events: []rtstore.PendingEvent{pe}}
-	require.NoError(t, b.store.Commit(b.ctx, c))
+	require.NoError(t, b.store.Commit(b.ctx(), c))
 
-	recs, err := b.store.JournalList(b.ctx, run.ID, 0, 0)
+	recs, err := b.store.JournalList(b.ctx(), run.ID, 0, 0)
 	require.NoError(t, err)
 	require.Len(t, recs, 3)
 	require.Equal(t, compact.String(), string(recs[1].Payload))
 	var ev rtstore.RunEvent
 	require.NoError(t, json.Unmarshal(recs[2].Payload, &ev))
 	require.Equal(t, compact.String(), string(ev.Data))
-	evs, err := b.store.EventListAfter(b.ctx, run.ID, 0, 0)
+	evs, err := b.store.EventListAfter(b.ctx(), run.ID, 0, 0)
 	require.NoError(t, err)
 	require.Equal(t, compact.String(), string(evs[0].Data))
-	got, err := b.store.RunGet(b.ctx, run.ID)
+	got, err := b.store.RunGet(b.ctx(), run.ID)
 	require.NoError(t, err)
 	require.Equal(t, payload, string(got.State), "run state is kept verbatim")
 
@@ -144,14 +144,14 @@ func TestPayloadBytesKept(t *testing.T) {
 	again.Payload = json.RawMessage(`{"n":[1.5,null],"s":"\u0000 <&> é é","big":12345678901234567890.50,"m":0,"a":100,"z":300}`)
 	c2 := &rtstore.Commit{SessionID: s.ID, RunID: run.ID, Status: rtstore.StatusRunning, Phase: "tools",
 		Records: []journal.Record{again}}
-	require.NoError(t, b.store.Commit(b.ctx, c2))
-	recs, err = b.store.JournalList(b.ctx, run.ID, 0, 0)
+	require.NoError(t, b.store.Commit(b.ctx(), c2))
+	recs, err = b.store.JournalList(b.ctx(), run.ID, 0, 0)
 	require.NoError(t, err)
 	require.Len(t, recs, 3)
 	// A different number is a conflict.
 	again.Payload = json.RawMessage(`{"z":300.1}`)
 	c2.Records = []journal.Record{again}
-	require.ErrorIs(t, b.store.Commit(b.ctx, c2), rtstore.ErrRecordConflict)
+	require.ErrorIs(t, b.store.Commit(b.ctx(), c2), rtstore.ErrRecordConflict)
 }
 
 func TestDuplicatesWithinOneCommit(t *testing.T) {
@@ -165,10 +165,10 @@ func TestDuplicatesWithinOneCommit(t *testing.T) {
 	dupEvent.Event.EventID = e.Event.EventID
 	c := &rtstore.Commit{SessionID: s.ID, RunID: run.ID, Status: rtstore.StatusRunning, Phase: "model",
 		Records: []journal.Record{r, r}, Events: []rtstore.PendingEvent{e, dupEvent}}
-	require.NoError(t, b.store.Commit(b.ctx, c))
+	require.NoError(t, b.store.Commit(b.ctx(), c))
 	require.Equal(t, "1", c.Events[0].Event.Cursor)
 	require.Equal(t, "1", c.Events[1].Event.Cursor)
-	recs, err := b.store.JournalList(b.ctx, run.ID, 0, 0)
+	recs, err := b.store.JournalList(b.ctx(), run.ID, 0, 0)
 	require.NoError(t, err)
 	require.Len(t, recs, 3) // run.started, r, e's record
 
@@ -177,7 +177,7 @@ func TestDuplicatesWithinOneCommit(t *testing.T) {
 		Records: []journal.Record{record(s.ID, run.ID, journal.KindCheckpoint, `{}`)}}
 	c.Records = append(c.Records, c.Records[0])
 	c.Records[1].Payload = json.RawMessage(`{"x":1}`)
-	require.ErrorIs(t, b.store.Commit(b.ctx, c), rtstore.ErrRecordConflict)
+	require.ErrorIs(t, b.store.Commit(b.ctx(), c), rtstore.ErrRecordConflict)
 }
 
 func TestEventOfAnotherRunKeepsItsCursor(t *testing.T) {
@@ -186,7 +186,7 @@ func TestEventOfAnotherRunKeepsItsCursor(t *testing.T) {
 	s1, s2 := b.newSession(t), b.newSession(t)
 	r1, r2 := b.newRun(t, s1.ID, nil), b.newRun(t, s2.ID, nil)
 	e := event(s1.ID, r1.ID, "text_delta")
-	require.NoError(t, b.store.Commit(b.ctx, &rtstore.Commit{SessionID: s1.ID, RunID: r1.ID, Status: rtstore.StatusRunning,
+	require.NoError(t, b.store.Commit(b.ctx(), &rtstore.Commit{SessionID: s1.ID, RunID: r1.ID, Status: rtstore.StatusRunning,
 		Phase: "model", Events: []rtstore.PendingEvent{e}}))
 
 	// The same event id in another run is skipped with its record.
@@ -195,7 +195,7 @@ func TestEventOfAnotherRunKeepsItsCursor(t *testing.T) {
 	dup.Event.Cursor = "7"
 	c := &rtstore.Commit{SessionID: s2.ID, RunID: r2.ID, Status: rtstore.StatusRunning, Phase: "model",
 		Events: []rtstore.PendingEvent{dup, event(s2.ID, r2.ID, "text_delta")}}
-	require.NoError(t, b.store.Commit(b.ctx, c))
+	require.NoError(t, b.store.Commit(b.ctx(), c))
 	require.Equal(t, "7", c.Events[0].Event.Cursor)
 	require.Equal(t, "1", c.Events[1].Event.Cursor)
 }
@@ -216,7 +216,7 @@ func TestConcurrentRunInsert(t *testing.T) {
 		for i := range n {
 			wg.Go(func() {
 				runID := "run-" + uuid.NewString()
-				run, created, err := b.store.RunInsert(b.ctx, &rtstore.RunInsertParams{
+				run, created, err := b.store.RunInsert(b.ctx(), &rtstore.RunInsertParams{
 					Run: rtstore.RunRow{ID: runID, SessionID: s.ID, RequestID: requestID(i), MessageDigest: "d"},
 					Commit: &rtstore.Commit{SessionID: s.ID, RunID: runID, Status: rtstore.StatusRunning, Phase: "start",
 						Records: []journal.Record{record(s.ID, runID, journal.KindRunStarted, `{}`)}},
@@ -241,7 +241,7 @@ func TestConcurrentRunInsert(t *testing.T) {
 		require.ErrorIs(t, r.err, rtstore.ErrSessionBusy)
 	}
 	require.NotNil(t, winner)
-	require.NoError(t, b.store.Commit(b.ctx, &rtstore.Commit{SessionID: s.ID, RunID: winner.ID,
+	require.NoError(t, b.store.Commit(b.ctx(), &rtstore.Commit{SessionID: s.ID, RunID: winner.ID,
 		Status: rtstore.StatusCompleted, Phase: "result"}))
 
 	// The same request: one creates it, every other gets that run back.
@@ -259,7 +259,7 @@ func TestConcurrentRunInsert(t *testing.T) {
 		require.Equal(t, id, r.run.ID)
 	}
 	require.Equal(t, 1, created)
-	recs, err := b.store.JournalList(b.ctx, id, 0, 0)
+	recs, err := b.store.JournalList(b.ctx(), id, 0, 0)
 	require.NoError(t, err)
 	require.Len(t, recs, 1)
 }
@@ -269,13 +269,13 @@ func TestCancelledContext(t *testing.T) {
 	b := setup(t)
 	s := b.newSession(t)
 	run := b.newRun(t, s.ID, nil)
-	ctx, cancel := context.WithCancel(b.ctx)
+	ctx, cancel := context.WithCancel(b.ctx())
 	cancel()
 	err := b.store.Commit(ctx, &rtstore.Commit{SessionID: s.ID, RunID: run.ID, Status: rtstore.StatusFailed, Phase: "x"})
 	require.ErrorIs(t, err, context.Canceled)
 	_, err = b.store.RunGet(ctx, run.ID)
 	require.ErrorIs(t, err, context.Canceled)
-	got, err := b.store.RunGet(b.ctx, run.ID)
+	got, err := b.store.RunGet(b.ctx(), run.ID)
 	require.NoError(t, err)
 	require.Equal(t, rtstore.StatusRunning, got.Status)
 }
@@ -283,11 +283,11 @@ func TestCancelledContext(t *testing.T) {
 func TestArtifactUnknownSession(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	err := b.store.ArtifactPut(b.ctx, "ses-missing", digest("a"), []byte("a"))
+	err := b.store.ArtifactPut(b.ctx(), "ses-missing", digest("a"), []byte("a"))
 	require.ErrorIs(t, err, rtstore.ErrNotFound)
-	_, err = b.store.ArtifactGet(b.ctx, digest("a"))
+	_, err = b.store.ArtifactGet(b.ctx(), digest("a"))
 	require.ErrorIs(t, err, rtstore.ErrNotFound, "nothing stored")
-	require.Error(t, b.store.ArtifactPut(b.ctx, b.newSession(t).ID, digest("a"), []byte("b")), "digest checked")
+	require.Error(t, b.store.ArtifactPut(b.ctx(), b.newSession(t).ID, digest("a"), []byte("b")), "digest checked")
 }
 
 // TestWriterBypassingLease commits records with no lease between two
@@ -301,7 +301,7 @@ func TestWriterBypassingLease(t *testing.T) {
 		c := &rtstore.Commit{SessionID: s.ID, RunID: run.ID, Lease: le, Status: rtstore.StatusRunning, Phase: "model",
 			Records: []journal.Record{record(s.ID, run.ID, journal.KindCheckpoint, `{}`)},
 			Events:  []rtstore.PendingEvent{event(s.ID, run.ID, "text_delta")}}
-		require.NoError(t, b.store.Commit(b.ctx, c))
+		require.NoError(t, b.store.Commit(b.ctx(), c))
 		return c
 	}
 	commit(l)
@@ -312,16 +312,16 @@ func TestWriterBypassingLease(t *testing.T) {
 	c := &rtstore.Commit{SessionID: s.ID, RunID: run.ID, Status: rtstore.StatusRunning, Phase: "model",
 		Records: []journal.Record{record(s.ID, run.ID, journal.KindCheckpoint, `{}`)},
 		Events:  []rtstore.PendingEvent{event(s.ID, run.ID, "text_delta")}}
-	require.NoError(t, other.Commit(b.ctx, c))
+	require.NoError(t, other.Commit(b.ctx(), c))
 	last := commit(l)
 	require.Equal(t, "3", last.Events[0].Event.Cursor)
-	recs, err := b.store.JournalList(b.ctx, run.ID, 0, 0)
+	recs, err := b.store.JournalList(b.ctx(), run.ID, 0, 0)
 	require.NoError(t, err)
 	require.Len(t, recs, 1+3*2)
 	for i, r := range recs {
 		require.Equal(t, int64(i+1), r.Seq)
 	}
-	require.NoError(t, l.Release(b.ctx))
+	require.NoError(t, l.Release(b.ctx()))
 }
 
 func TestListsWithoutLimit(t *testing.T) {
@@ -329,13 +329,13 @@ func TestListsWithoutLimit(t *testing.T) {
 	b := setup(t)
 	s := b.newSession(t)
 	run := b.newRun(t, s.ID, nil)
-	runs, err := b.store.RunList(b.ctx, s.ID, rtstore.ListParams{})
+	runs, err := b.store.RunList(b.ctx(), s.ID, rtstore.ListParams{})
 	require.NoError(t, err)
 	require.Len(t, runs, 1)
-	sessions, err := b.store.SessionList(b.ctx, &rtstore.SessionListParams{Principal: "alice"})
+	sessions, err := b.store.SessionList(b.ctx(), &rtstore.SessionListParams{Principal: "alice"})
 	require.NoError(t, err)
 	require.Len(t, sessions, 1)
-	recs, err := b.store.JournalList(b.ctx, run.ID, 0, -1)
+	recs, err := b.store.JournalList(b.ctx(), run.ID, 0, -1)
 	require.NoError(t, err)
 	require.Len(t, recs, 1)
 }
@@ -345,9 +345,9 @@ func TestSnapshotSeesOneInstant(t *testing.T) {
 	b := setup(t)
 	s := b.newSession(t)
 	run := b.newRun(t, s.ID, nil)
-	err := b.store.RunSnapshot(b.ctx, run.ID, func(r *rtstore.RunRow, records func(func(journal.Record) error) error) error {
+	err := b.store.RunSnapshot(b.ctx(), run.ID, func(r *rtstore.RunRow, records func(func(journal.Record) error) error) error {
 		// A commit lands while the export reads: the export does not see it.
-		require.NoError(t, b.store.Commit(b.ctx, &rtstore.Commit{SessionID: s.ID, RunID: run.ID,
+		require.NoError(t, b.store.Commit(b.ctx(), &rtstore.Commit{SessionID: s.ID, RunID: run.ID,
 			Status: rtstore.StatusCompleted, Phase: "result",
 			Records: []journal.Record{record(s.ID, run.ID, journal.KindCheckpoint, `{}`)}}))
 		var n int
@@ -359,7 +359,7 @@ func TestSnapshotSeesOneInstant(t *testing.T) {
 		return errors.New("done")
 	})
 	require.EqualError(t, err, "done")
-	recs, err := b.store.JournalList(b.ctx, run.ID, 0, 0)
+	recs, err := b.store.JournalList(b.ctx(), run.ID, 0, 0)
 	require.NoError(t, err)
 	require.Len(t, recs, 2)
 }
@@ -368,17 +368,17 @@ func TestRetriesSerializationFailures(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	for _, code := range []string{"40001", "40P01"} {
-		n, err := b.store.FailingTx(b.ctx, 2, code)
+		n, err := b.store.FailingTx(b.ctx(), 2, code)
 		require.NoError(t, err, code)
 		require.Equal(t, 3, n, code)
 
-		n, err = b.store.FailingTx(b.ctx, 3, code)
+		n, err = b.store.FailingTx(b.ctx(), 3, code)
 		require.ErrorIs(t, err, rtstore.ErrUnavailable, code)
 		require.Equal(t, 3, n, code)
 		require.Contains(t, err.Error(), "SQLSTATE "+code)
 	}
 	// Other failures are not retried.
-	n, err := b.store.FailingTx(b.ctx, 1, "23505")
+	n, err := b.store.FailingTx(b.ctx(), 1, "23505")
 	require.Error(t, err)
 	require.Equal(t, 1, n)
 }

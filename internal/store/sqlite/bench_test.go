@@ -35,17 +35,26 @@ func BenchmarkRawCommit(b *testing.B) {
 	defer func() { _ = ins.Close() }()
 	b.ReportAllocs()
 	for b.Loop() {
-		tx, err := db.BeginTx(ctx, nil)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if _, err := tx.StmtContext(ctx, ins).ExecContext(ctx, "x"); err != nil {
-			b.Fatal(err)
-		}
-		if err := tx.Commit(); err != nil {
+		if err := rawCommit(ctx, db, ins); err != nil {
 			b.Fatal(err)
 		}
 	}
+}
+
+// rawCommit commits one row through ins bound to a transaction, closing
+// the bound statement as hxd's transactions do.
+func rawCommit(ctx context.Context, db *sql.DB, ins *sql.Stmt) error {
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = tx.Rollback() }()
+	st := tx.StmtContext(ctx, ins)
+	defer func() { _ = st.Close() }()
+	if _, err := st.ExecContext(ctx, "x"); err != nil {
+		return err
+	}
+	return tx.Commit()
 }
 
 // BenchmarkCommit is a typical recorded boundary: ~2 KB state, a step, three

@@ -42,8 +42,8 @@ func TestNoDescriptorsIsUnavailable(t *testing.T) {
 }
 
 // descriptorsChild is TestNoDescriptorsIsUnavailable's child; it returns
-// the exit code.
-func descriptorsChild(dir string) int {
+// the exit code (1 also when closing the store fails).
+func descriptorsChild(dir string) (code int) {
 	fail := func(format string, args ...any) int {
 		fmt.Fprintf(os.Stderr, "descriptors child: "+format+"\n", args...)
 		return 1
@@ -61,7 +61,11 @@ func descriptorsChild(dir string) int {
 	if err != nil {
 		return fail("open: %v", err)
 	}
-	defer st.Close()
+	defer func() {
+		if err := st.Close(); err != nil && code == 0 {
+			code = fail("close: %v", err)
+		}
+	}()
 	sess := &rtstore.SessionRow{ID: "ses-1", Principal: "alice"}
 	if err := st.SessionInsert(ctx, sess); err != nil {
 		return fail("insert session: %v", err)

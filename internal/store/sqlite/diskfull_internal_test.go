@@ -74,7 +74,7 @@ func (c hxClient) do(method, path string, body any) (*http.Response, map[string]
 	}
 	resp, err := http.DefaultClient.Do(req)
 	require.NoError(c.t, err)
-	defer resp.Body.Close()
+	defer hxtest.Close(c.t, resp.Body)
 	raw, err := io.ReadAll(resp.Body)
 	require.NoError(c.t, err)
 	var out map[string]any
@@ -104,11 +104,13 @@ func (c hxClient) newSession() string {
 
 // TestDiskFullWhileRunsAreInFlight (issue 18 item 3): the disk fills
 // while runs are in flight (fullDatabase; each tool's result is larger
-// than a page, so its boundary needs room). Meanwhile a submit that needs
-// room answers 503 unavailable with Retry-After, and no run advances or
-// fails; when space returns every run completes by itself, each tool
-// called once, each boundary in the journal once. Without the runtime's
-// retry of commits failing with ErrUnavailable the runs would fail.
+// than a page, so its boundary needs room). Meanwhile a submit and a new
+// session that need room answer 503 unavailable with Retry-After, /readyz
+// answers 503 (the readiness probe needs a page too), and no run advances
+// or fails; when space returns, /readyz is ready again without a restart
+// and every run completes by itself, each tool called once, each boundary
+// in the journal once. Without the runtime's retry of commits failing
+// with ErrUnavailable the runs would fail.
 func TestDiskFullWhileRunsAreInFlight(t *testing.T) {
 	t.Parallel()
 	s := openFaultStore(t)
@@ -152,6 +154,15 @@ func TestDiskFullWhileRunsAreInFlight(t *testing.T) {
 	spaceBack := fullDatabase(t, s)
 	resp, body := c.do("POST", "/sessions/"+spare+"/runs", map[string]any{"message": "now " + pageFiller})
 	c.requireUnavailable(resp, body)
+	resp, body = c.do("POST", "/sessions", map[string]any{"agent": map[string]string{"name": "napper", "version": "v1"},
+		"metadata": map[string]string{"note": pageFiller}})
+	c.requireUnavailable(resp, body)
+	require.Eventually(t, func() bool {
+		resp, _ := c.do("GET", "/readyz", nil)
+		return resp.StatusCode == http.StatusServiceUnavailable
+	}, 10*time.Second, 50*time.Millisecond, "readiness sees the full disk")
+	resp, body = c.do("GET", "/readyz", nil)
+	c.requireUnavailable(resp, body)
 
 	// Every tool returns into the full disk; the runs wait.
 	require.Eventually(t, func() bool { return tools.returned.Load() == diskFullRuns }, 30*time.Second, 20*time.Millisecond)
@@ -166,6 +177,10 @@ func TestDiskFullWhileRunsAreInFlight(t *testing.T) {
 
 	// Space returns.
 	spaceBack()
+	require.Eventually(t, func() bool {
+		resp, _ := c.do("GET", "/readyz", nil)
+		return resp.StatusCode == http.StatusOK
+	}, 10*time.Second, 50*time.Millisecond, "readiness recovers by itself")
 	for _, id := range runs {
 		var body map[string]any
 		require.Eventually(t, func() bool {

@@ -36,8 +36,9 @@
 // wrapping rtstore.ErrUnavailable when the database stays locked longer than
 // the busy timeout (5 s), the disk is full, no file descriptor is left or
 // the Store is closed, and context errors. Ping commits (a write that
-// changes no data) when the Store has not committed for a second, so
-// readiness fails while commits would.
+// changes no data, after allocating a page in a savepoint it rolls back)
+// when the Store has not committed for a second, so readiness fails while
+// commits would, or while the database cannot grow by a page.
 //
 // Every statement goes through database/sql with statements prepared once
 // (stmts.go); the package uses the driver only through database/sql and

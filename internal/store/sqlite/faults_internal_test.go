@@ -197,16 +197,22 @@ func TestDatabaseFullIsUnavailable(t *testing.T) {
 }
 
 // TestFullDatabaseFailsWrites: while the database cannot grow (a full
-// disk, fullDatabase), every write that needs room reports ErrUnavailable
-// and leaves nothing behind, and reads go on; when space returns, writes
-// go through again without a restart.
+// disk, fullDatabase), every write that needs room and Ping report
+// ErrUnavailable, failed writes leave nothing behind, and reads go on;
+// when space returns, Ping recovers by itself (no write needed) and
+// writes go through again without a restart.
 func TestFullDatabaseFailsWrites(t *testing.T) {
 	t.Parallel()
 	s := openFaultStore(t)
 	ctx := context.Background()
 	require.NoError(t, s.SessionInsert(ctx, &rtstore.SessionRow{ID: "ses-1", Principal: "alice"}))
+	require.NoError(t, s.Ping(ctx))
 
 	spaceBack := fullDatabase(t, s)
+	// Past the grace of the last commit (probeFresh), readiness must see
+	// it: the probe's own rows fit in a page the table has, its page
+	// check does not.
+	require.Eventually(t, func() bool { return errors.Is(s.Ping(ctx), rtstore.ErrUnavailable) }, 10*time.Second, 50*time.Millisecond)
 	big := []byte(pageFiller)
 	require.ErrorIs(t, s.SessionInsert(ctx, &rtstore.SessionRow{ID: "ses-2", Principal: pageFiller}), rtstore.ErrUnavailable)
 	require.ErrorIs(t, s.ArtifactPut(ctx, "ses-1", sha(big), big), rtstore.ErrUnavailable)
@@ -218,9 +224,38 @@ func TestFullDatabaseFailsWrites(t *testing.T) {
 	require.ErrorIs(t, err, rtstore.ErrNotFound, "nothing of a failed write is left")
 
 	spaceBack()
+	require.Eventually(t, func() bool { return s.Ping(ctx) == nil }, 10*time.Second, 50*time.Millisecond, "readiness recovers by itself")
 	require.NoError(t, s.SessionInsert(ctx, &rtstore.SessionRow{ID: "ses-2", Principal: pageFiller}))
 	require.NoError(t, s.ArtifactPut(ctx, "ses-1", sha(big), big))
-	require.NoError(t, s.Ping(ctx))
+}
+
+// TestPingLeavesNothingBehind: the probe's page check allocates a page
+// and rolls it back, so probing neither grows the file nor leaves a free
+// page or a row behind.
+func TestPingLeavesNothingBehind(t *testing.T) {
+	t.Parallel()
+	s := openFaultStore(t)
+	ctx := context.Background()
+	pages := func() (count, free int64) {
+		t.Helper()
+		require.NoError(t, s.w.QueryRowContext(ctx, "PRAGMA page_count").Scan(&count))
+		require.NoError(t, s.w.QueryRowContext(ctx, "PRAGMA freelist_count").Scan(&free))
+		return count, free
+	}
+	count, free := pages()
+	for range 3 {
+		s.probe.mu.Lock()
+		s.probe.at = time.Time{} // the next Ping probes
+		s.probe.mu.Unlock()
+		s.lastCommit.Store(0)
+		require.NoError(t, s.Ping(ctx))
+		c, f := pages()
+		require.Equal(t, count, c, "page_count")
+		require.Equal(t, free, f, "freelist_count")
+	}
+	var rows int
+	require.NoError(t, s.w.QueryRowContext(ctx, "SELECT count(*) FROM schema_checksums WHERE version < 0").Scan(&rows))
+	require.Zero(t, rows)
 }
 
 // TestPingCommitsOnlyWhenIdle: Ping proves a commit with one of its own

@@ -201,7 +201,9 @@ func (s *Store) RunSnapshot(ctx context.Context, runID string, fn func(*rtstore.
 		return s.mapErr(ctx, op, err)
 	}
 	defer func() { _ = tx.Rollback() }()
-	run, err := scanRun(tx.StmtContext(ctx, s.rs.runGet).QueryRowContext(ctx, runID))
+	get := tx.StmtContext(ctx, s.rs.runGet)
+	defer func() { _ = get.Close() }()
+	run, err := scanRun(get.QueryRowContext(ctx, runID))
 	if err != nil {
 		return s.mapErr(ctx, op, err)
 	}
@@ -229,7 +231,9 @@ func (s *Store) RunSnapshot(ctx context.Context, runID string, fn func(*rtstore.
 
 // journalPage reads up to limit records with seq > after inside tx.
 func (s *Store) journalPage(ctx context.Context, tx *sql.Tx, runID string, after int64, limit int) ([]journal.Record, error) {
-	rows, err := tx.StmtContext(ctx, s.rs.journalList).QueryContext(ctx, runID, after, limit)
+	list := tx.StmtContext(ctx, s.rs.journalList)
+	defer func() { _ = list.Close() }()
+	rows, err := list.QueryContext(ctx, runID, after, limit)
 	if err != nil {
 		return nil, s.mapErr(ctx, "read journal", err)
 	}

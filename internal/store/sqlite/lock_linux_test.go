@@ -95,7 +95,7 @@ func TestSessionLocksCostNoDescriptors(t *testing.T) {
 	spec, err := json.Marshal(manyLocks{Path: b.path, NoFile: 64, Sessions: sessions})
 	require.NoError(t, err)
 
-	child := startChild(t, b.ctx, manyLocksEnv+"="+string(spec), "-test.run=^$")
+	child := startChild(t, b.ctx(), manyLocksEnv+"="+string(spec), "-test.run=^$")
 	line := child.firstLine(t)
 	var got manyLocksReport
 	require.NoError(t, json.Unmarshal(line, &got), "%s", line)
@@ -104,7 +104,7 @@ func TestSessionLocksCostNoDescriptors(t *testing.T) {
 	require.Equal(t, got.FDsBefore, got.FDsAfter, "open descriptors without locks and with %d", sessions)
 
 	for i := range sessions {
-		_, err := b.store.SessionLock(b.ctx, "s"+strconv.Itoa(i))
+		_, err := b.store.SessionLock(b.ctx(), "s"+strconv.Itoa(i))
 		require.ErrorIs(t, err, rtstore.ErrSessionBusy, "s%d", i)
 	}
 
@@ -112,8 +112,8 @@ func TestSessionLocksCostNoDescriptors(t *testing.T) {
 	// The OS dropped the dead process's locks: taking them (without
 	// waiting) succeeds at once.
 	for i := range sessions {
-		l, err := b.store.SessionLock(b.ctx, "s"+strconv.Itoa(i))
+		l, err := b.store.SessionLock(b.ctx(), "s"+strconv.Itoa(i))
 		require.NoError(t, err, "s%d", i)
-		require.NoError(t, l.Release(b.ctx))
+		require.NoError(t, l.Release(b.ctx()))
 	}
 }

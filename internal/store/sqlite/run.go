@@ -107,7 +107,7 @@ func (s *Store) RunInsert(ctx context.Context, p *rtstore.RunInsertParams) (*rts
 		if err := t.sessionMustExist(ctx, r.SessionID); err != nil {
 			return err
 		}
-		existing, err := scanRun(t.stmt(ctx, s.ws.runByRequest).QueryRowContext(ctx, r.SessionID, r.RequestID))
+		existing, err := scanRun(t.queryRow(ctx, s.ws.runByRequest, r.SessionID, r.RequestID))
 		switch {
 		case err == nil:
 			if existing.MessageDigest != r.MessageDigest {
@@ -119,7 +119,7 @@ func (s *Store) RunInsert(ctx context.Context, p *rtstore.RunInsertParams) (*rts
 			return s.mapErr(ctx, "find run by request", err)
 		}
 		var busyID, busyStatus string
-		err = t.stmt(ctx, s.ws.runUnfinished).QueryRowContext(ctx, r.SessionID).Scan(&busyID, &busyStatus)
+		err = t.queryRow(ctx, s.ws.runUnfinished, r.SessionID).Scan(&busyID, &busyStatus)
 		switch {
 		case err == nil:
 			return fmt.Errorf("session %s: %w: run %s is %s", r.SessionID, rtstore.ErrSessionBusy, busyID, busyStatus)
@@ -127,7 +127,7 @@ func (s *Store) RunInsert(ctx context.Context, p *rtstore.RunInsertParams) (*rts
 			return s.mapErr(ctx, "find unfinished run", err)
 		}
 		var seq int64
-		err = t.stmt(ctx, s.ws.runInsert).QueryRowContext(ctx, r.ID, r.SessionID, r.RequestID, r.MessageDigest,
+		err = t.queryRow(ctx, s.ws.runInsert, r.ID, r.SessionID, r.RequestID, r.MessageDigest,
 			string(r.Status), r.Phase, jsonOr(r.State, "null"), formatTime(r.CreatedAt), formatTime(r.UpdatedAt),
 		).Scan(&seq)
 		if isUniqueViolation(err) {
@@ -146,7 +146,7 @@ func (s *Store) RunInsert(ctx context.Context, p *rtstore.RunInsertParams) (*rts
 			}
 			known = t.seq
 		}
-		if out, err = scanRun(t.stmt(ctx, s.ws.runGet).QueryRowContext(ctx, r.ID)); err != nil {
+		if out, err = scanRun(t.queryRow(ctx, s.ws.runGet, r.ID)); err != nil {
 			return s.mapErr(ctx, "read back", err)
 		}
 		created = true

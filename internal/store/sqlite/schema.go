@@ -40,27 +40,31 @@ type querier interface {
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 }
 
-// readSchemaState reads golang-migrate's version and hxd's checksums.
-func readSchemaState(ctx context.Context, q querier) (storekit.SchemaState, error) {
-	st := storekit.SchemaState{Sums: make(map[uint]string)}
+// schemaTables reports which of the schema's bookkeeping tables exist. Its
+// rows are closed when it returns, before readSchemaState's next query (q
+// may have a single connection).
+func schemaTables(ctx context.Context, q querier) (hasVersions, hasSums bool, err error) {
 	rows, err := q.QueryContext(ctx, sqlSchemaTables)
 	if err != nil {
-		return st, err
+		return false, false, err
 	}
-	var hasVersions, hasSums bool
+	defer func() { _ = rows.Close() }()
 	for rows.Next() {
 		var name string
 		if err := rows.Scan(&name); err != nil {
-			_ = rows.Close()
-			return st, err
+			return false, false, err
 		}
 		hasVersions = hasVersions || name == "schema_migrations"
 		hasSums = hasSums || name == "schema_checksums"
 	}
-	if err := rows.Close(); err != nil {
-		return st, err
-	}
-	if err := rows.Err(); err != nil {
+	return hasVersions, hasSums, rows.Err()
+}
+
+// readSchemaState reads golang-migrate's version and hxd's checksums.
+func readSchemaState(ctx context.Context, q querier) (storekit.SchemaState, error) {
+	st := storekit.SchemaState{Sums: make(map[uint]string)}
+	hasVersions, hasSums, err := schemaTables(ctx, q)
+	if err != nil {
 		return st, err
 	}
 	if hasVersions {

@@ -204,7 +204,7 @@ func boolInt(b bool) int64 {
 // sessionMustExist returns ErrNotFound unless the session exists.
 func (t *txn) sessionMustExist(ctx context.Context, id string) error {
 	var one int64
-	err := t.stmt(ctx, t.s.ws.sessionExists).QueryRowContext(ctx, id).Scan(&one)
+	err := t.queryRow(ctx, t.s.ws.sessionExists, id).Scan(&one)
 	if errors.Is(err, sql.ErrNoRows) {
 		return fmt.Errorf("session %s: %w", id, rtstore.ErrNotFound)
 	}

@@ -315,7 +315,14 @@ func (s *Store) Ping(ctx context.Context) error {
 // and no data: a row of schema_checksums that no migration has, inserted
 // and deleted again (SQLite writes nothing for an UPDATE that leaves the
 // bytes as they were). It takes the write lock, appends to the WAL and
-// fsyncs as a boundary does. It is skipped while the Store's own commits
+// fsyncs as a boundary does. That row fits in a page the table already
+// has, so the probe also makes SQLite allocate a page, as any boundary
+// with a payload larger than the free space of its pages does: inside a
+// savepoint it inserts a row larger than a page (sqlProbePage), which
+// needs an overflow page from the free list or the file's growth and
+// fails with SQLITE_FULL when the database may not grow, then rolls the
+// savepoint back, so that the page is neither written nor kept (the file
+// does not grow a page per probe). It is skipped while the Store's own commits
 // prove the same (one succeeded within probeFresh), so a busy server pays
 // nothing; otherwise one probe runs at a time and its outcome stands for
 // probeFresh, so readiness polls cost at most one small commit per
@@ -323,8 +330,14 @@ func (s *Store) Ping(ctx context.Context) error {
 const (
 	sqlProbeInsert = `INSERT INTO schema_checksums (version, sha256) VALUES (-1, 'readiness probe')`
 	sqlProbeDelete = `DELETE FROM schema_checksums WHERE version = -1`
-	probeFresh     = time.Second
-	probeTimeout   = 2 * time.Second
+	// A text of twice the page size: larger than any page's payload.
+	sqlProbePage = `INSERT INTO schema_checksums (version, sha256)
+SELECT -2, hex(zeroblob(page_size)) FROM pragma_page_size()`
+	sqlProbeSavepoint = `SAVEPOINT readiness_probe`
+	sqlProbeRollback  = `ROLLBACK TO readiness_probe`
+	sqlProbeRelease   = `RELEASE readiness_probe`
+	probeFresh        = time.Second
+	probeTimeout      = 2 * time.Second
 )
 
 // commitProbe is the outcome of the last probe commit.
@@ -351,6 +364,9 @@ func (s *Store) probeCommit(ctx context.Context) error {
 	pctx, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()
 	err := s.inTx(pctx, "ping", func(ctx context.Context, t *txn) error {
+		if err := probePage(ctx, t.tx); err != nil {
+			return err
+		}
 		if _, err := t.tx.ExecContext(ctx, sqlProbeInsert); err != nil {
 			return err
 		}
@@ -360,6 +376,22 @@ func (s *Store) probeCommit(ctx context.Context) error {
 	if ctx.Err() == nil { // the caller's own end says nothing about storage
 		p.at, p.err = time.Now(), err
 	}
+	return err
+}
+
+// probePage reports whether tx can have a new page (see sqlProbePage),
+// leaving nothing of it in tx.
+func probePage(ctx context.Context, tx *sql.Tx) error {
+	if _, err := tx.ExecContext(ctx, sqlProbeSavepoint); err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, sqlProbePage); err != nil {
+		return err // the transaction is rolled back as a whole
+	}
+	if _, err := tx.ExecContext(ctx, sqlProbeRollback); err != nil {
+		return err
+	}
+	_, err := tx.ExecContext(ctx, sqlProbeRelease)
 	return err
 }
 

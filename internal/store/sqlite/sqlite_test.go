@@ -43,13 +43,16 @@ func TestConformance(t *testing.T) {
 type testBundle struct {
 	store *sqlite.Store
 	path  string
-	ctx   context.Context
+	tb    testing.TB // the test the bundle belongs to
 }
+
+// ctx is the context of the bundle's test, which ends with it.
+func (b *testBundle) ctx() context.Context { return b.tb.Context() }
 
 func setup(t *testing.T) *testBundle {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "hxd.db")
-	return &testBundle{store: openAt(t, path), path: path, ctx: testCtx(t)}
+	return &testBundle{store: openAt(t, path), path: path, tb: t}
 }
 
 func testCtx(t *testing.T) context.Context {
@@ -87,7 +90,7 @@ func rawDB(t *testing.T, path string) *sql.DB {
 func (b *testBundle) seed(t *testing.T) (*rtstore.SessionRow, *rtstore.RunRow) {
 	t.Helper()
 	s := &rtstore.SessionRow{ID: "ses-" + uuid.NewString(), Principal: "alice"}
-	require.NoError(t, b.store.SessionInsert(b.ctx, s))
+	require.NoError(t, b.store.SessionInsert(b.ctx(), s))
 	runID := "run-" + uuid.NewString()
 	rec := func(kind journal.Kind) journal.Record {
 		return journal.Record{
@@ -96,7 +99,7 @@ func (b *testBundle) seed(t *testing.T) (*rtstore.SessionRow, *rtstore.RunRow) {
 		}
 	}
 	evRec := rec(journal.KindEvent)
-	run, _, err := b.store.RunInsert(b.ctx, &rtstore.RunInsertParams{
+	run, _, err := b.store.RunInsert(b.ctx(), &rtstore.RunInsertParams{
 		Run: rtstore.RunRow{ID: runID, SessionID: s.ID, RequestID: "req-1", MessageDigest: "d", Phase: "start",
 			State: json.RawMessage(`{}`)},
 		Commit: &rtstore.Commit{
@@ -110,7 +113,7 @@ func (b *testBundle) seed(t *testing.T) (*rtstore.SessionRow, *rtstore.RunRow) {
 		},
 	})
 	require.NoError(t, err)
-	require.NoError(t, b.store.ArtifactPut(b.ctx, s.ID, digest("blob"), []byte("blob")))
+	require.NoError(t, b.store.ArtifactPut(b.ctx(), s.ID, digest("blob"), []byte("blob")))
 	return s, run
 }
 
@@ -129,9 +132,9 @@ func TestFileModes(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	s, _ := b.seed(t)
-	l, err := b.store.SessionLock(b.ctx, s.ID)
+	l, err := b.store.SessionLock(b.ctx(), s.ID)
 	require.NoError(t, err)
-	defer func() { require.NoError(t, l.Release(b.ctx)) }()
+	defer func() { require.NoError(t, l.Release(b.ctx())) }()
 
 	for _, name := range []string{b.path, b.path + "-wal", b.path + "-shm", filepath.Join(b.path+".hxd", "lock")} {
 		fi, err := os.Stat(name)
@@ -152,7 +155,7 @@ func TestLockPlaceIsOneFolder(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	other := openAt(t, b.path)
-	held, err := other.SessionLock(b.ctx, "held")
+	held, err := other.SessionLock(b.ctx(), "held")
 	require.NoError(t, err)
 	for i := range 500 {
 		st := b.store
@@ -160,13 +163,13 @@ func TestLockPlaceIsOneFolder(t *testing.T) {
 			st = other
 		}
 		id := "s" + strconv.Itoa(i)
-		require.NoError(t, st.SessionInsert(b.ctx, &rtstore.SessionRow{ID: id, Principal: "p"}))
-		l, err := st.SessionLock(b.ctx, id)
+		require.NoError(t, st.SessionInsert(b.ctx(), &rtstore.SessionRow{ID: id, Principal: "p"}))
+		l, err := st.SessionLock(b.ctx(), id)
 		require.NoError(t, err)
-		require.NoError(t, st.SessionControlSet(b.ctx, id, rtstore.ControlPaused))
-		require.NoError(t, l.Release(b.ctx))
+		require.NoError(t, st.SessionControlSet(b.ctx(), id, rtstore.ControlPaused))
+		require.NoError(t, l.Release(b.ctx()))
 	}
-	require.NoError(t, held.Release(b.ctx))
+	require.NoError(t, held.Release(b.ctx()))
 	names := func(dir string) []string {
 		ents, err := os.ReadDir(dir)
 		require.NoError(t, err)
@@ -186,7 +189,7 @@ func TestReopenKeepsData(t *testing.T) {
 	ctx := testCtx(t)
 	st, err := sqlite.Open(ctx, sqlite.Config{Path: path, AutoMigrate: true})
 	require.NoError(t, err)
-	b := &testBundle{store: st, path: path, ctx: ctx}
+	b := &testBundle{store: st, path: path, tb: t}
 	s, run := b.seed(t)
 	require.NoError(t, st.Close())
 	require.NoError(t, st.Close(), "Close is idempotent")
@@ -228,21 +231,21 @@ func TestSchemaRefused(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			b := setup(t)
-			_, err := rawDB(t, b.path).ExecContext(b.ctx, tt.tamper)
+			_, err := rawDB(t, b.path).ExecContext(b.ctx(), tt.tamper)
 			require.NoError(t, err)
 
 			// A running store notices at Ping.
-			err = b.store.Ping(b.ctx)
+			err = b.store.Ping(b.ctx())
 			require.ErrorIs(t, err, rtstore.ErrSchema)
 			require.Contains(t, err.Error(), tt.message)
 
-			_, err = sqlite.Open(b.ctx, sqlite.Config{Path: b.path})
+			_, err = sqlite.Open(b.ctx(), sqlite.Config{Path: b.path})
 			require.ErrorIs(t, err, rtstore.ErrSchema)
 			require.Contains(t, err.Error(), tt.message)
 			if tt.name == "ChecksumMissing" {
 				return // auto-migrate records missing checksums
 			}
-			_, err = sqlite.Open(b.ctx, sqlite.Config{Path: b.path, AutoMigrate: true})
+			_, err = sqlite.Open(b.ctx(), sqlite.Config{Path: b.path, AutoMigrate: true})
 			require.ErrorIs(t, err, rtstore.ErrSchema)
 			require.Contains(t, err.Error(), tt.message)
 		})
@@ -318,7 +321,7 @@ func TestAppendOnly(t *testing.T) {
 		`UPDATE artifacts SET content = x'00'`,
 		`DELETE FROM artifacts`,
 	} {
-		_, err := db.ExecContext(b.ctx, q)
+		_, err := db.ExecContext(b.ctx(), q)
 		require.Error(t, err, q)
 		require.Contains(t, err.Error(), "append-only", q)
 	}
@@ -352,7 +355,7 @@ func TestSkippedEventKeepsStoredCursor(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	s, run := b.seed(t)
-	evs, err := b.store.EventListAfter(b.ctx, run.ID, 0, 0)
+	evs, err := b.store.EventListAfter(b.ctx(), run.ID, 0, 0)
 	require.NoError(t, err)
 	require.Len(t, evs, 1)
 
@@ -360,7 +363,7 @@ func TestSkippedEventKeepsStoredCursor(t *testing.T) {
 	dup.Cursor = ""
 	c := &rtstore.Commit{SessionID: s.ID, RunID: run.ID, Status: rtstore.StatusRunning, Phase: "model",
 		Events: []rtstore.PendingEvent{{Event: dup}, {Event: rtstore.RunEvent{Type: "text_delta", EventID: uuid.NewString()}}}}
-	require.NoError(t, b.store.Commit(b.ctx, c))
+	require.NoError(t, b.store.Commit(b.ctx(), c))
 	require.Equal(t, "1", c.Events[0].Event.Cursor)
 	require.Equal(t, "2", c.Events[1].Event.Cursor)
 }
@@ -368,8 +371,8 @@ func TestSkippedEventKeepsStoredCursor(t *testing.T) {
 func TestArtifactDigestChecked(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	require.Error(t, b.store.ArtifactPut(b.ctx, "", digest("a"), []byte("b")))
-	_, err := b.store.ArtifactGet(b.ctx, digest("a"))
+	require.Error(t, b.store.ArtifactPut(b.ctx(), "", digest("a"), []byte("b")))
+	_, err := b.store.ArtifactGet(b.ctx(), digest("a"))
 	require.ErrorIs(t, err, rtstore.ErrNotFound)
 }
 
@@ -433,10 +436,10 @@ func TestCrossProcessLock(t *testing.T) {
 	b := setup(t)
 	s, _ := b.seed(t)
 
-	child := startChild(t, b.ctx, lockHelperEnv+"="+b.path+"|"+s.ID, "-test.run=^TestLockHelperProcess$", "-test.count=1")
+	child := startChild(t, b.ctx(), lockHelperEnv+"="+b.path+"|"+s.ID, "-test.run=^TestLockHelperProcess$", "-test.count=1")
 	require.Equal(t, "locked\n", string(child.firstLine(t)))
 
-	_, err := b.store.SessionLock(b.ctx, s.ID)
+	_, err := b.store.SessionLock(b.ctx(), s.ID)
 	require.ErrorIs(t, err, rtstore.ErrSessionBusy)
 	require.Contains(t, err.Error(), "another process")
 
@@ -444,10 +447,10 @@ func TestCrossProcessLock(t *testing.T) {
 
 	// The OS dropped the dead process's lock: taking it succeeds at once.
 	start := time.Now()
-	l, err := b.store.SessionLock(b.ctx, s.ID)
+	l, err := b.store.SessionLock(b.ctx(), s.ID)
 	require.NoError(t, err)
 	require.Less(t, time.Since(start), time.Second)
-	require.NoError(t, l.Release(b.ctx))
+	require.NoError(t, l.Release(b.ctx()))
 }
 
 // child is the test binary started again in a role of its own (TestMain's
@@ -507,11 +510,11 @@ func TestCancelledContext(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	s, run := b.seed(t)
-	ctx, cancel := context.WithCancel(b.ctx)
+	ctx, cancel := context.WithCancel(b.ctx())
 	cancel()
 	err := b.store.Commit(ctx, &rtstore.Commit{SessionID: s.ID, RunID: run.ID, Status: rtstore.StatusFailed, Phase: "x"})
 	require.ErrorIs(t, err, context.Canceled)
-	got, err := b.store.RunGet(b.ctx, run.ID)
+	got, err := b.store.RunGet(b.ctx(), run.ID)
 	require.NoError(t, err)
 	require.Equal(t, rtstore.StatusRunning, got.Status)
 }
@@ -545,19 +548,19 @@ func TestBatchedAppend(t *testing.T) {
 	}
 	c := &rtstore.Commit{SessionID: s1.ID, RunID: run1.ID, Status: rtstore.StatusRunning, Phase: "model",
 		Records: records[:30], Events: events[:10]}
-	require.NoError(t, b.store.Commit(b.ctx, c))
+	require.NoError(t, b.store.Commit(b.ctx(), c))
 	require.Equal(t, "2", c.Events[0].Event.Cursor)
 	require.Equal(t, "11", c.Events[9].Event.Cursor)
 
 	// Re-send the second half of the first commit with new rows.
 	c = &rtstore.Commit{SessionID: s1.ID, RunID: run1.ID, Status: rtstore.StatusRunning, Phase: "tools",
 		Records: records[20:], Events: events[5:]}
-	require.NoError(t, b.store.Commit(b.ctx, c))
+	require.NoError(t, b.store.Commit(b.ctx(), c))
 	require.Equal(t, "7", c.Events[0].Event.Cursor, "a known event keeps its cursor")
 	require.Equal(t, "12", c.Events[5].Event.Cursor, "the first new event follows")
 	require.Equal(t, "21", c.Events[14].Event.Cursor)
 
-	recs, err := b.store.JournalList(b.ctx, run1.ID, 0, 0)
+	recs, err := b.store.JournalList(b.ctx(), run1.ID, 0, 0)
 	require.NoError(t, err)
 	require.Len(t, recs, 3+40+20) // seed, records, one record per event
 	for i, r := range recs {
@@ -565,23 +568,23 @@ func TestBatchedAppend(t *testing.T) {
 		require.Equal(t, run1.ID, r.RunID)
 	}
 	require.Equal(t, records[39].ID, recs[3+30+10+9].ID, "new records come before the new events' records")
-	recs, err = b.store.JournalList(b.ctx, run1.ID, 60, 2)
+	recs, err = b.store.JournalList(b.ctx(), run1.ID, 60, 2)
 	require.NoError(t, err)
 	require.Len(t, recs, 2)
 	require.Equal(t, int64(61), recs[0].Seq)
-	evs, err := b.store.EventListAfter(b.ctx, run1.ID, 19, 0)
+	evs, err := b.store.EventListAfter(b.ctx(), run1.ID, 19, 0)
 	require.NoError(t, err)
 	require.Len(t, evs, 2)
 	require.Equal(t, "20", evs[0].Cursor)
 
 	// The other run's rows are untouched.
-	recs, err = b.store.JournalList(b.ctx, run2.ID, 0, 0)
+	recs, err = b.store.JournalList(b.ctx(), run2.ID, 0, 0)
 	require.NoError(t, err)
 	require.Len(t, recs, 3)
-	evs, err = b.store.EventListAfter(b.ctx, run2.ID, -5, 0)
+	evs, err = b.store.EventListAfter(b.ctx(), run2.ID, -5, 0)
 	require.NoError(t, err)
 	require.Len(t, evs, 1)
-	recs, err = b.store.JournalList(b.ctx, "run-unknown", 0, 0)
+	recs, err = b.store.JournalList(b.ctx(), "run-unknown", 0, 0)
 	require.NoError(t, err)
 	require.Empty(t, recs)
 
@@ -590,11 +593,11 @@ func TestBatchedAppend(t *testing.T) {
 	bad.Payload = json.RawMessage(`{"changed":true}`)
 	c = &rtstore.Commit{SessionID: s1.ID, RunID: run1.ID, Status: rtstore.StatusRunning, Phase: "model",
 		Records: []journal.Record{rec(100), bad}, Events: []rtstore.PendingEvent{ev()}}
-	require.ErrorIs(t, b.store.Commit(b.ctx, c), rtstore.ErrRecordConflict)
-	recs, err = b.store.JournalList(b.ctx, run1.ID, 0, 0)
+	require.ErrorIs(t, b.store.Commit(b.ctx(), c), rtstore.ErrRecordConflict)
+	recs, err = b.store.JournalList(b.ctx(), run1.ID, 0, 0)
 	require.NoError(t, err)
 	require.Len(t, recs, 63)
-	evs, err = b.store.EventListAfter(b.ctx, run1.ID, 0, 0)
+	evs, err = b.store.EventListAfter(b.ctx(), run1.ID, 0, 0)
 	require.NoError(t, err)
 	require.Len(t, evs, 21)
 }
@@ -639,13 +642,13 @@ func TestCommitContextEndsWhileLocked(t *testing.T) {
 	other, err := sql.Open("sqlite", b.path)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = other.Close() })
-	holder, err := other.Conn(b.ctx)
+	holder, err := other.Conn(b.ctx())
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = holder.Close() })
-	_, err = holder.ExecContext(b.ctx, "BEGIN IMMEDIATE")
+	_, err = holder.ExecContext(b.ctx(), "BEGIN IMMEDIATE")
 	require.NoError(t, err)
 
-	ctx, cancel := context.WithTimeout(b.ctx, 200*time.Millisecond)
+	ctx, cancel := context.WithTimeout(b.ctx(), 200*time.Millisecond)
 	defer cancel()
 	done := make(chan error, 1)
 	go func() {
@@ -653,15 +656,15 @@ func TestCommitContextEndsWhileLocked(t *testing.T) {
 	}()
 	<-ctx.Done()
 	time.Sleep(300 * time.Millisecond)
-	_, err = holder.ExecContext(b.ctx, "ROLLBACK")
+	_, err = holder.ExecContext(b.ctx(), "ROLLBACK")
 	require.NoError(t, err)
 	require.ErrorIs(t, <-done, context.DeadlineExceeded)
 
-	got, err := b.store.RunGet(b.ctx, run.ID)
+	got, err := b.store.RunGet(b.ctx(), run.ID)
 	require.NoError(t, err)
 	require.Equal(t, rtstore.StatusRunning, got.Status, "nothing written")
-	require.NoError(t, b.store.Commit(b.ctx, &rtstore.Commit{SessionID: s.ID, RunID: run.ID, Status: rtstore.StatusFailed, Phase: "x"}))
-	got, err = b.store.RunGet(b.ctx, run.ID)
+	require.NoError(t, b.store.Commit(b.ctx(), &rtstore.Commit{SessionID: s.ID, RunID: run.ID, Status: rtstore.StatusFailed, Phase: "x"}))
+	got, err = b.store.RunGet(b.ctx(), run.ID)
 	require.NoError(t, err)
 	require.Equal(t, rtstore.StatusFailed, got.Status)
 }

@@ -141,7 +141,9 @@ func (r *readStmts) close() []error { return closeAll(r.defs()) }
 
 func prepareAll(ctx context.Context, db *sql.DB, defs []stmtDef) error {
 	for _, d := range defs {
-		st, err := db.PrepareContext(ctx, d.query)
+		// The statements live as long as the Store: closeAll closes
+		// them when it closes (or when Open fails after preparing some).
+		st, err := db.PrepareContext(ctx, d.query) //nolint:sqlclosecheck // kept in *d.dst, closed by closeAll
 		if err != nil {
 			return fmt.Errorf("prepare %q: %w", d.query, err)
 		}
@@ -163,11 +165,12 @@ func closeAll(defs []stmtDef) []error {
 	return errs
 }
 
-// txn is one writer transaction with its statements bound lazily.
+// txn is one writer transaction with its statements bound lazily; runTx
+// closes them (closeStmts) once fn has run.
 type txn struct {
 	tx    *sql.Tx
 	s     *Store
-	bound map[*sql.Stmt]*sql.Stmt
+	bound map[*sql.Stmt]*sql.Stmt // the Store's statement → bound to tx
 	// seq carries a run's known last seqs into and out of applyCommit.
 	seq runSeqs
 	// rowByRow makes applyCommit insert records and events one at a time,
@@ -175,7 +178,9 @@ type txn struct {
 	rowByRow bool
 }
 
-// stmt returns st bound to the transaction (cached for the transaction).
+// stmt returns st bound to the transaction (cached for the transaction,
+// closed by closeStmts). Only queryRow and execRaw use it, so that no
+// bound statement outlives the transaction's fn.
 func (t *txn) stmt(ctx context.Context, st *sql.Stmt) *sql.Stmt {
 	if b, ok := t.bound[st]; ok {
 		return b
@@ -185,16 +190,30 @@ func (t *txn) stmt(ctx context.Context, st *sql.Stmt) *sql.Stmt {
 	return b
 }
 
+// closeStmts closes the statements bound to the transaction: a bound
+// statement only unregisters from the Store's (the connection's prepared
+// statement stays with it).
+func (t *txn) closeStmts() error {
+	var errs []error
+	for _, b := range t.bound {
+		if err := b.Close(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	clear(t.bound)
+	return errors.Join(errs...)
+}
+
 // queryRow runs a write statement in the transaction and returns its
 // first row (sql.ErrNoRows from Scan when none).
 func (t *txn) queryRow(ctx context.Context, st *sql.Stmt, args ...any) scanner {
-	return t.stmt(ctx, st).QueryRowContext(ctx, args...)
+	return t.stmt(ctx, st).QueryRowContext(ctx, args...) //nolint:sqlclosecheck // bound to t: runTx closes it (closeStmts)
 }
 
 // execRaw runs a write statement in the transaction and returns the rows
 // it changed, with the driver's error.
 func (t *txn) execRaw(ctx context.Context, st *sql.Stmt, args ...any) (int64, error) {
-	res, err := t.stmt(ctx, st).ExecContext(ctx, args...)
+	res, err := t.stmt(ctx, st).ExecContext(ctx, args...) //nolint:sqlclosecheck // bound to t: runTx closes it (closeStmts)
 	if err != nil {
 		return 0, err
 	}
@@ -260,7 +279,11 @@ func (s *Store) runTx(ctx context.Context, op string, begin func() (*sql.Tx, fun
 	}
 	defer done()
 	t := &txn{tx: tx, s: s, bound: make(map[*sql.Stmt]*sql.Stmt, 16)}
-	if err := fn(context.WithoutCancel(ctx), t); err != nil {
+	err = fn(context.WithoutCancel(ctx), t)
+	if cerr := t.closeStmts(); err == nil && cerr != nil {
+		err = fmt.Errorf("close statements: %w", cerr)
+	}
+	if err != nil {
 		_ = tx.Rollback()
 		if ctxErr := ctx.Err(); ctxErr != nil && (errors.Is(err, rtstore.ErrUnavailable) || !storekit.IsOurs(err)) {
 			// database/sql rolled back under us: say why.
