@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"hxd/internal/hxtest"
 )
 
 // TestServeDebugAddr: with --debug-addr, a listener of its own serves the
@@ -44,7 +46,7 @@ func TestServeDebugAddr(t *testing.T) {
 		t.Helper()
 		resp, err := http.Get(url)
 		require.NoError(t, err)
-		defer resp.Body.Close()
+		defer hxtest.Close(t, resp.Body)
 		body, err := io.ReadAll(resp.Body)
 		require.NoError(t, err)
 		return resp.StatusCode, string(body)
@@ -85,7 +87,7 @@ func TestServeNoDebugAddrByDefault(t *testing.T) {
 	d := startDaemon(t, filepath.Join(t.TempDir(), "hxd.db"))
 	resp, err := http.Get(d.base + "/debug/pprof/")
 	require.NoError(t, err)
-	resp.Body.Close()
+	hxtest.Close(t, resp.Body)
 	require.Equal(t, http.StatusNotFound, resp.StatusCode)
 }
 
