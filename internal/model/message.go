@@ -19,10 +19,20 @@ const (
 	BlockText       BlockType = "text"
 	BlockToolUse    BlockType = "tool_use"
 	BlockToolResult BlockType = "tool_result"
+	// BlockThinking is a signed extended-thinking block (Anthropic):
+	// {type, thinking, signature}.
+	BlockThinking BlockType = "thinking"
+	// BlockRedactedThinking is an encrypted thinking block (Anthropic):
+	// {type, data}.
+	BlockRedactedThinking BlockType = "redacted_thinking"
 )
 
 // ContentBlock is one block of a message: text, a tool_use (a call the model
-// made) or a tool_result (the answer to such a call).
+// made), a tool_result (the answer to such a call), or a native provider
+// block: a signed thinking block, a redacted_thinking block, or any other
+// block type a provider returned (an opaque block), which is kept as the
+// provider's JSON object in Raw and marshalled back verbatim. Blocks of the
+// types above have Raw nil and marshal as the plain struct.
 type ContentBlock struct {
 	Type BlockType `json:"type"`
 	// Text is set for text blocks.
@@ -35,6 +45,48 @@ type ContentBlock struct {
 	ToolUseID string          `json:"tool_use_id,omitempty"`
 	Content   json.RawMessage `json:"content,omitempty"`
 	IsError   bool            `json:"is_error,omitempty"`
+	// Thinking and Signature are set for thinking blocks.
+	Thinking  string `json:"thinking,omitempty"`
+	Signature string `json:"signature,omitempty"`
+	// Data is set for redacted_thinking blocks.
+	Data string `json:"data,omitempty"`
+	// Raw is the whole JSON object of an opaque block (a type not listed
+	// above); it is what the block marshals to.
+	Raw json.RawMessage `json:"-"`
+}
+
+// knownBlock reports whether t is a block type ContentBlock has fields for.
+func knownBlock(t BlockType) bool {
+	switch t {
+	case BlockText, BlockToolUse, BlockToolResult, BlockThinking, BlockRedactedThinking:
+		return true
+	}
+	return false
+}
+
+// MarshalJSON implements json.Marshaler: Raw verbatim for an opaque block,
+// else the fields.
+func (b ContentBlock) MarshalJSON() ([]byte, error) {
+	if len(b.Raw) > 0 {
+		return b.Raw, nil
+	}
+	type plain ContentBlock
+	return json.Marshal(plain(b))
+}
+
+// UnmarshalJSON implements json.Unmarshaler: a block of an unknown type
+// keeps its whole object in Raw (and its type in Type).
+func (b *ContentBlock) UnmarshalJSON(data []byte) error {
+	type plain ContentBlock
+	var p plain
+	if err := json.Unmarshal(data, &p); err != nil {
+		return err
+	}
+	*b = ContentBlock(p)
+	if !knownBlock(b.Type) {
+		b.Raw = append(json.RawMessage(nil), data...)
+	}
+	return nil
 }
 
 // Message is one turn of the canonical conversation.
@@ -106,11 +158,17 @@ type Request struct {
 }
 
 // Response is the provider-neutral model response:
-// {text, thinking, tool_calls, stop_reason, usage}.
+// {text, thinking, tool_calls, stop_reason, usage}, plus content (the
+// ordered native blocks, REFERENCE §2.4) when the provider returned native
+// blocks such as signed thinking.
 type Response struct {
 	Text       string     `json:"text"`
 	Thinking   string     `json:"thinking"`
 	ToolCalls  []ToolCall `json:"tool_calls"`
 	StopReason string     `json:"stop_reason"`
 	Usage      Usage      `json:"usage"`
+	// Content is the reply's blocks in order (text, thinking,
+	// redacted_thinking, tool_use, opaque) when it holds a native block
+	// that must be sent back verbatim on the next call; nil otherwise.
+	Content []ContentBlock `json:"content,omitempty"`
 }
