@@ -20,7 +20,8 @@ type Config struct {
 	Provider string `json:"provider"`
 	// Model is the provider's model name. Required except for scripted.
 	Model string `json:"model,omitempty"`
-	// BaseURL of an OpenAI-compatible server. Optional, default: https://api.openai.com/v1.
+	// BaseURL of the provider's server. Optional, default: https://api.openai.com/v1
+	// (openai), https://api.anthropic.com/ (anthropic).
 	BaseURL string `json:"base_url,omitempty"`
 	// APIKeyEnv names the environment variable holding the API key (never the key itself).
 	APIKeyEnv string `json:"api_key_env,omitempty"`
@@ -30,9 +31,21 @@ type Config struct {
 	Temperature *float64 `json:"temperature,omitempty"`
 	// TimeoutSeconds bounds one call. Optional, default: 120.
 	TimeoutSeconds float64 `json:"timeout_seconds,omitempty"`
+	// Thinking enables Anthropic extended thinking. Optional, anthropic only.
+	Thinking *Thinking `json:"thinking,omitempty"`
 	// Script drives the scripted provider: step k of a run uses entry k.
 	Script []ScriptStep `json:"script,omitempty"`
 }
+
+// Thinking is the `model.thinking` section: extended thinking with a token
+// budget (Anthropic: at least MinThinkingBudget and below max_tokens).
+type Thinking struct {
+	// BudgetTokens bounds the tokens spent thinking. Required.
+	BudgetTokens int `json:"budget_tokens"`
+}
+
+// MinThinkingBudget is the smallest budget_tokens Anthropic accepts.
+const MinThinkingBudget = 1024
 
 // ScriptStep is one scripted model response.
 type ScriptStep struct {
@@ -90,6 +103,20 @@ func (c Config) Validate() error {
 	}
 	if c.MaxTokens < 0 {
 		errs = append(errs, fmt.Errorf("%w: max_tokens must not be negative", ErrInvalidConfig))
+	}
+	if c.Thinking != nil {
+		maxTokens := c.MaxTokens
+		if maxTokens == 0 {
+			maxTokens = DefaultMaxTokens
+		}
+		switch {
+		case c.Provider != ProviderAnthropic:
+			errs = append(errs, fmt.Errorf("%w: thinking is only supported by provider %q", ErrInvalidConfig, ProviderAnthropic))
+		case c.Thinking.BudgetTokens < MinThinkingBudget:
+			errs = append(errs, fmt.Errorf("%w: thinking.budget_tokens must be at least %d", ErrInvalidConfig, MinThinkingBudget))
+		case c.Thinking.BudgetTokens >= maxTokens:
+			errs = append(errs, fmt.Errorf("%w: thinking.budget_tokens must be less than max_tokens (%d)", ErrInvalidConfig, maxTokens))
+		}
 	}
 	if c.TimeoutSeconds < 0 {
 		errs = append(errs, fmt.Errorf("%w: timeout_seconds must not be negative", ErrInvalidConfig))

@@ -46,6 +46,24 @@ func TestConfigValidate(t *testing.T) {
 			wantErrs: []string{"base_url must be an absolute http or https URL"},
 		},
 		{
+			name: "anthropic thinking ok", cfg: Config{Provider: ProviderAnthropic, Model: "c", MaxTokens: 2000, Thinking: &Thinking{BudgetTokens: 1999}},
+		},
+		{
+			name:     "thinking budget below 1024",
+			cfg:      Config{Provider: ProviderAnthropic, Model: "c", Thinking: &Thinking{BudgetTokens: 1023}},
+			wantErrs: []string{"thinking.budget_tokens must be at least 1024"},
+		},
+		{
+			name:     "thinking budget not below default max_tokens",
+			cfg:      Config{Provider: ProviderAnthropic, Model: "c", Thinking: &Thinking{BudgetTokens: DefaultMaxTokens}},
+			wantErrs: []string{"thinking.budget_tokens must be less than max_tokens (4096)"},
+		},
+		{
+			name:     "thinking on openai",
+			cfg:      Config{Provider: ProviderOpenAI, Model: "m", Thinking: &Thinking{BudgetTokens: 2048}},
+			wantErrs: []string{`thinking is only supported by provider "anthropic"`},
+		},
+		{
 			name:     "every problem reported",
 			cfg:      Config{Provider: ProviderOpenAI, MaxTokens: -1, TimeoutSeconds: -2},
 			wantErrs: []string{"model is required", "max_tokens must not be negative", "timeout_seconds must not be negative"},
