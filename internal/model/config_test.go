@@ -126,10 +126,19 @@ func TestNew(t *testing.T) {
 			cfg:     Config{Provider: ProviderOpenAI, Model: "m", APIKeyEnv: "K"},
 			wantErr: `environment variable "K"`,
 		},
+		{name: "anthropic", cfg: Config{Provider: ProviderAnthropic, Model: "claude"}, wantType: &Anthropic{}},
 		{
-			name:    "anthropic not available",
-			cfg:     Config{Provider: ProviderAnthropic, Model: "claude"},
-			wantErr: "anthropic provider is not available yet; use provider openai with an OpenAI-compatible base_url",
+			name:     "anthropic with key env and thinking",
+			cfg:      Config{Provider: ProviderAnthropic, Model: "claude", APIKeyEnv: "K", Thinking: &Thinking{BudgetTokens: 1024}},
+			opts:     Options{LookupEnvFunc: env(map[string]string{"K": "sk-ant-secret"})},
+			wantType: &Anthropic{},
+		},
+		{
+			name:      "anthropic key env unset",
+			cfg:       Config{Provider: ProviderAnthropic, Model: "claude", APIKeyEnv: "CLAUDE_KEY"},
+			opts:      Options{LookupEnvFunc: env(map[string]string{"K": "sk-ant-secret"})},
+			wantErr:   `environment variable "CLAUDE_KEY" named by api_key_env is not set`,
+			forbidden: "sk-ant",
 		},
 		{name: "invalid config", cfg: Config{Provider: ProviderOpenAI}, wantErr: "model is required"},
 	}

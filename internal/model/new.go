@@ -6,9 +6,8 @@ import "fmt"
 //
 //   - scripted → *Scripted over cfg.Script;
 //   - openai → *OpenAI (Chat Completions against cfg.BaseURL);
-//   - anthropic → an error wrapping ErrInvalidConfig: the native adapter is
-//     not available yet; use provider openai with an OpenAI-compatible
-//     base_url instead.
+//   - anthropic → *Anthropic (the Messages API, streamed, against
+//     cfg.BaseURL).
 //
 // Every error wraps ErrInvalidConfig.
 func New(cfg Config, opts Options) (Provider, error) {
@@ -21,7 +20,7 @@ func New(cfg Config, opts Options) (Provider, error) {
 	case ProviderOpenAI:
 		return NewOpenAI(cfg, opts)
 	case ProviderAnthropic:
-		return nil, fmt.Errorf("%w: the anthropic provider is not available yet; use provider openai with an OpenAI-compatible base_url", ErrInvalidConfig)
+		return NewAnthropic(cfg, opts)
 	default:
 		// Unreachable: Validate rejects unknown providers.
 		return nil, fmt.Errorf("%w: unknown provider %q", ErrInvalidConfig, cfg.Provider)
