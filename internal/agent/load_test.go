@@ -88,6 +88,15 @@ func TestLoadGood(t *testing.T) {
 			require.Equal(t, Ref{Name: "j", Version: "1.0"}, d.Ref())
 			require.Equal(t, tool.KindClient, d.Tools[0].Kind)
 		}},
+		{name: "anthropic with thinking", file: `
+name: claude
+version: v1
+model: {provider: anthropic, model: claude-sonnet-4-5, api_key_env: ANTHROPIC_KEY, max_tokens: 8192, thinking: {budget_tokens: 2048}}
+`, check: func(t *testing.T, d *Definition) {
+			require.Equal(t, model.ProviderAnthropic, d.Model.Provider)
+			require.Equal(t, "ANTHROPIC_KEY", d.Model.APIKeyEnv)
+			require.Equal(t, &model.Thinking{BudgetTokens: 2048}, d.Model.Thinking)
+		}},
 		{name: "script input defaults to object", file: `
 name: a
 version: v1
@@ -139,9 +148,14 @@ func TestLoadBad(t *testing.T) {
 			want: []string{"tools[1].timeout_seconds: got string, want number"}},
 		{name: "bad provider", file: strings.Replace(minimal, "provider: scripted", "provider: openia", 1),
 			want: []string{`model: unknown provider "openia" (want openai, anthropic or scripted)`, "model.script: only used by the scripted provider"}},
-		// README: anthropic is refused for now; refused at start-up, not at the first run.
-		{name: "anthropic provider", file: "name: a\nversion: v1\nmodel: {provider: anthropic, model: claude}\n",
-			want: []string{"model.provider: anthropic is not available yet; use provider openai with an OpenAI-compatible base_url"}},
+		{name: "anthropic without model", file: "name: a\nversion: v1\nmodel: {provider: anthropic}\n",
+			want: []string{`model: model is required for provider "anthropic"`}},
+		{name: "thinking budget too small", file: "name: a\nversion: v1\nmodel: {provider: anthropic, model: claude, thinking: {budget_tokens: 1000}}\n",
+			want: []string{"model: thinking.budget_tokens must be at least 1024"}},
+		{name: "thinking budget not below max_tokens", file: "name: a\nversion: v1\nmodel: {provider: anthropic, model: claude, max_tokens: 2048, thinking: {budget_tokens: 2048}}\n",
+			want: []string{"model: thinking.budget_tokens must be less than max_tokens (2048)"}},
+		{name: "thinking on openai", file: "name: a\nversion: v1\nmodel: {provider: openai, model: m, thinking: {budget_tokens: 2048}}\n",
+			want: []string{`model: thinking is only supported by provider "anthropic"`}},
 		// api_key_env names a variable; a value that cannot be one is likely the key itself, never echoed.
 		{name: "api key in api_key_env", file: "name: a\nversion: v1\nmodel: {provider: openai, model: m, api_key_env: sk-pr0j-S3cretKey}\n",
 			want: []string{"model.api_key_env: must name an environment variable (letters, digits and _, not starting with a digit), never hold the key itself"}},

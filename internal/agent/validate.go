@@ -99,10 +99,6 @@ func (d *Definition) Validate(extraBuiltins ...string) error {
 		// Never echoed: such a value is likely the key itself.
 		add("model.api_key_env", "must name an environment variable (letters, digits and _, not starting with a digit), never hold the key itself")
 	}
-	if v.Model.Provider == model.ProviderAnthropic {
-		// model.New refuses it: every run would fail, so the file does.
-		add("model.provider", "anthropic is not available yet; use provider openai with an OpenAI-compatible base_url")
-	}
 	errs = append(errs, validateMiddleware("response_middleware", v.ResponseMiddleware)...)
 
 	names := make(map[string]bool, len(v.Tools))
