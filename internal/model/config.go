@@ -31,7 +31,8 @@ type Config struct {
 	Temperature *float64 `json:"temperature,omitempty"`
 	// TimeoutSeconds bounds one call. Optional, default: 120.
 	TimeoutSeconds float64 `json:"timeout_seconds,omitempty"`
-	// Thinking enables Anthropic extended thinking. Optional, anthropic only.
+	// Thinking enables Anthropic extended thinking (anthropic only).
+	// Optional, default: none (no thinking).
 	Thinking *Thinking `json:"thinking,omitempty"`
 	// Script drives the scripted provider: step k of a run uses entry k.
 	Script []ScriptStep `json:"script,omitempty"`

@@ -5,8 +5,9 @@
 //     journal and replayed on resume;
 //   - the provider adapters behind the Provider interface, built by New from
 //     the `model:` section of an agent file: the deterministic scripted
-//     provider and the OpenAI Chat Completions provider (any compatible
-//     base_url);
+//     provider, the OpenAI Chat Completions provider (any compatible
+//     base_url) and the Anthropic Messages provider (streamed, with
+//     extended thinking kept as native content blocks);
 //   - failure classification: every provider error becomes a *Failure with a
 //     stable Type and a Retryable flag (STYLE G10), and Backoff computes the
 //     wait before the next attempt. The retry loop itself lives in the
