@@ -379,7 +379,7 @@ func (r *Runtime) decide(ctx context.Context, sessionID, key string, resume bool
 	if sess.LastRunID == "" {
 		return nil, publicErr(ErrUnknownExecutionKey, fmt.Sprintf("No pending tool has execution key '%s'", key))
 	}
-	lease, err := r.lockForDecision(ctx, sessionID)
+	lease, err := r.lockForDecision(ctx, sessionID, sess.LastRunID)
 	if err != nil {
 		return nil, err
 	}
@@ -393,9 +393,7 @@ func (r *Runtime) decide(ctx context.Context, sessionID, key string, resume bool
 	if err != nil {
 		return nil, err
 	}
-	switch st.Status {
-	case StatusAwaitingInput, StatusPaused, StatusFailed, StatusCancelled:
-	default:
+	if !decidable(st.Status) {
 		return nil, publicErr(ErrNotAwaitingResolution, "Run is not awaiting a resolution")
 	}
 	var e *ToolEntry
@@ -446,17 +444,32 @@ func (r *Runtime) decide(ctx context.Context, sessionID, key string, resume bool
 }
 
 // lockForDecision takes the session for a decision. A run driven here is
-// not awaiting a decision; other decisions of this process on the same
-// session are waited for (they hold the lock for one commit); a session
-// owned by another process is busy.
-func (r *Runtime) lockForDecision(ctx context.Context, sessionID string) (rtstore.Lease, error) {
+// not awaiting a decision, unless its drive has just stopped at a status
+// that takes one (its last commit is stored, so WaitRun has already
+// answered) and is still releasing the session: that release is waited
+// for. Other decisions of this process on the same session are waited for
+// (they hold the lock for one commit); a session owned by another process
+// is busy.
+func (r *Runtime) lockForDecision(ctx context.Context, sessionID, runID string) (rtstore.Lease, error) {
 	deadline := r.cfg.NowFunc().Add(5 * time.Second)
 	for {
 		r.mu.Lock()
-		_, driving := r.active[sessionID]
+		d := r.active[sessionID]
 		r.mu.Unlock()
-		if driving {
-			return nil, publicErr(ErrNotAwaitingResolution, "Run is not awaiting a resolution")
+		if d != nil {
+			row, err := r.store.RunGet(ctx, runID)
+			if err != nil {
+				return nil, fmt.Errorf("run %s: %w", runID, err)
+			}
+			if !decidable(row.Status) {
+				return nil, publicErr(ErrNotAwaitingResolution, "Run is not awaiting a resolution")
+			}
+			select {
+			case <-d.done:
+				continue
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
 		}
 		lease, err := r.lockSession(ctx, sessionID)
 		if err == nil || !errors.Is(err, ErrSessionBusy) || r.cfg.NowFunc().After(deadline) {
@@ -546,4 +559,14 @@ func (r *Runtime) Stop(ctx context.Context) error {
 	}
 	<-done
 	return nil
+}
+
+// decidable reports whether a run with this status can take a decision
+// (approve, resolve).
+func decidable(s RunStatus) bool {
+	switch s {
+	case StatusAwaitingInput, StatusPaused, StatusFailed, StatusCancelled:
+		return true
+	}
+	return false
 }

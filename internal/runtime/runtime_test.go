@@ -557,6 +557,34 @@ func TestDuplicateSubmissionFromAnotherProcess(t *testing.T) {
 	require.Equal(t, hxruntime.StatusCompleted, waitRun(t, a, first.RunID).Status)
 }
 
+// TestApproveRightAfterWait: WaitRun answers once the awaiting_input
+// commit is stored, while the drive may still be releasing the session; a
+// decision sent at once must wait for that release, not be refused as "not
+// awaiting a resolution" (it was, now and then, before lockForDecision
+// waited for a drive that had stopped at a decidable status).
+func TestApproveRightAfterWait(t *testing.T) {
+	t.Parallel()
+	def := &agent.Definition{
+		Name: "asker", Version: "v1",
+		Model: model.Config{Provider: "scripted", Script: []model.ScriptStep{
+			{ToolCalls: []model.ToolCall{{ID: "a", Name: "count", Input: json.RawMessage(`{"n":1}`)}}},
+			{Text: "done"},
+		}},
+		Tools: []agent.ToolDef{{Config: tool.Config{Name: "count", Kind: "builtin", Builtin: "count", Permission: "ask"}}},
+	}
+	tb := setup(t, def)
+	ctx := context.Background()
+	for i := range 40 {
+		sess, err := tb.rt.CreateSession(ctx, hxruntime.CreateSessionParams{Agent: def.Ref(), Recording: recording(true)})
+		require.NoError(t, err)
+		res := runToEnd(t, tb, sess.ID, "go")
+		require.Equal(t, hxruntime.StatusAwaitingInput, res.Status)
+		require.Len(t, res.Pending, 1)
+		_, err = tb.rt.Approve(ctx, hxruntime.ApproveParams{SessionID: sess.ID, ExecutionKey: res.Pending[0].ExecutionKey, Allow: true})
+		require.NoError(t, err, "approval %d right after the run stopped", i)
+	}
+}
+
 // TestApprovalFlow: an ask tool stops the run; approve + resume dispatches once.
 func TestApprovalFlow(t *testing.T) {
 	t.Parallel()
