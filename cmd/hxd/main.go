@@ -46,6 +46,14 @@ type env struct {
 	exit func(code int)
 }
 
+// lookupEnv reads an environment variable as os.LookupEnv does, an empty
+// value counting as unset: how API key variables (api_key_env) are read,
+// both when agents are loaded and when models are called.
+func (e env) lookupEnv(name string) (string, bool) {
+	v := e.getenv(name)
+	return v, v != ""
+}
+
 // envFlags binds flags to environment variables. Flag defaults stay the
 // built-in ones and the environment is read only after parsing, so usage
 // (which prints defaults) never shows an environment value, which may hold

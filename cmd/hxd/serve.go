@@ -201,7 +201,13 @@ func serve(ctx context.Context, args []string, e env) (err error) {
 		return &exitError{code: 2, err: err}
 	}
 
-	registry, nAgents, err := loadAgents(cfg.Demo, cfg.AgentsDir)
+	// Models are called where runs are driven: here with the local engine,
+	// by `hxd worker` with Temporal, so only there must their keys be set.
+	keys := e.lookupEnv
+	if cfg.Engine == engineTemporal {
+		keys = nil
+	}
+	registry, nAgents, err := loadAgents(cfg.Demo, cfg.AgentsDir, keys)
 	if err != nil {
 		return err
 	}
@@ -234,10 +240,7 @@ func serve(ctx context.Context, args []string, e env) (err error) {
 		MaxSessionDuration: cfg.MaxSessionDuration,
 	}
 	store.wire(&rtCfg)
-	rtCfg.ModelOptions.LookupEnvFunc = func(name string) (string, bool) {
-		v := e.getenv(name)
-		return v, v != ""
-	}
+	rtCfg.ModelOptions.LookupEnvFunc = e.lookupEnv
 	if cfg.CrashAfter != "" {
 		rtCfg.AfterCommitFunc = crashAfter(cfg.CrashAfter, log, e.exit)
 	}
@@ -302,8 +305,10 @@ func serve(ctx context.Context, args []string, e env) (err error) {
 }
 
 // loadAgents returns the registry of the agents of --demo and --agents
-// (demo agents first) and how many there are.
-func loadAgents(demo bool, dir string) (*agent.Registry, int, error) {
+// (demo agents first) and how many there are. With lookupEnv, a file whose
+// api_key_env names a variable lookupEnv reports unset is refused; nil
+// skips that check, for a process that never calls models.
+func loadAgents(demo bool, dir string, lookupEnv func(string) (string, bool)) (*agent.Registry, int, error) {
 	registry := agent.NewRegistry()
 	var defs []*agent.Definition
 	if demo {
@@ -314,7 +319,7 @@ func loadAgents(demo bool, dir string) (*agent.Registry, int, error) {
 		for _, d := range defs {
 			taken[d.Ref()] = "--demo"
 		}
-		loaded, err := agent.LoadDirBeside(dir, taken)
+		loaded, err := agent.LoadDirWith(dir, agent.LoadOptions{Taken: taken, LookupEnv: lookupEnv})
 		if err != nil {
 			return nil, 0, fmt.Errorf("load agents: %w", err)
 		}

@@ -77,7 +77,9 @@ func worker(ctx context.Context, args []string, e env) error {
 		return err
 	}
 	log := newLogger(cfg.LogFormat, e)
-	registry, nAgents, err := loadAgents(cfg.Demo, cfg.AgentsDir)
+	// Before connecting to anything: a worker calls the models, so an
+	// agent whose key variable is unset is refused here.
+	registry, nAgents, err := loadAgents(cfg.Demo, cfg.AgentsDir, e.lookupEnv)
 	if err != nil {
 		return err
 	}
@@ -97,10 +99,7 @@ func worker(ctx context.Context, args []string, e env) error {
 		Logger:      log,
 		Artifacts:   deps.store,
 	}
-	wd.ModelOptions.LookupEnvFunc = func(name string) (string, bool) {
-		v := e.getenv(name)
-		return v, v != ""
-	}
+	wd.ModelOptions.LookupEnvFunc = e.lookupEnv
 	if deps.events != nil {
 		wd.Events = deps.events
 	}

@@ -16,13 +16,37 @@ import (
 // MaxFileBytes bounds the size of one agent file.
 const MaxFileBytes = 1 << 20
 
+// LoadOptions are what loading checks beyond the files themselves. The
+// zero value checks nothing more.
+type LoadOptions struct {
+	// LookupEnv reports whether an environment variable is set, as
+	// os.LookupEnv does. When non-nil, a file whose model.api_key_env
+	// names a variable that is unset or empty is refused (CheckKeys); the
+	// value is never kept or shown. Nil skips the check, for a process that
+	// never calls models (`hxd serve --engine temporal`).
+	LookupEnv func(string) (string, bool)
+	// Taken maps the refs of agents defined elsewhere to where (such as
+	// "--demo"): LoadDirWith refuses a file defining one of them, naming
+	// both.
+	Taken map[Ref]string
+}
+
 // Load reads one agent file (YAML 1.2, so JSON works too, yaml.go),
 // refusing unknown and repeated keys, and returns the validated definition
 // with defaults applied. name (usually the file path) prefixes every
 // problem, e.g.
 // `agents/x.yaml: tools[0].kind: unknown kind "webhok"`; problems are
-// joined by errors.Join and wrap ErrInvalidDefinition.
+// joined by errors.Join and wrap ErrInvalidDefinition. Load does not check
+// API key variables: LoadWith with LoadOptions.LookupEnv does.
 func Load(r io.Reader, name string) (*Definition, error) {
+	return LoadWith(r, name, LoadOptions{})
+}
+
+// LoadWith is Load with the checks of opts: with opts.LookupEnv, an
+// api_key_env naming an unset variable is one more problem, e.g.
+// `agents/claude.yaml: model.api_key_env: environment variable
+// ANTHROPIC_API_KEY is not set or empty`.
+func LoadWith(r io.Reader, name string, opts LoadOptions) (*Definition, error) {
 	data, err := io.ReadAll(io.LimitReader(r, MaxFileBytes+1))
 	if err != nil {
 		return nil, fmt.Errorf("%s: read: %w", name, err)
@@ -34,7 +58,11 @@ func Load(r io.Reader, name string) (*Definition, error) {
 	if err != nil {
 		return nil, fileError(name, err)
 	}
-	if err := d.Validate(); err != nil {
+	problems := splitJoined(d.Validate())
+	if opts.LookupEnv != nil {
+		problems = append(problems, d.CheckKeys(opts.LookupEnv))
+	}
+	if err := errors.Join(problems...); err != nil {
 		return nil, fileError(name, err)
 	}
 	return d.WithDefaults(), nil
@@ -43,23 +71,24 @@ func Load(r io.Reader, name string) (*Definition, error) {
 // LoadDir loads every *.yaml, *.yml and *.json file of dir (not
 // recursing, skipping hidden files), one agent per file, in file name
 // order. Problems of all files are joined; each names its file. Two files
-// defining the same name@version are refused.
+// defining the same name@version are refused. API key variables are not
+// checked: LoadDirWith with LoadOptions.LookupEnv does.
 func LoadDir(dir string) ([]*Definition, error) {
-	return LoadDirBeside(dir, nil)
+	return LoadDirWith(dir, LoadOptions{})
 }
 
-// LoadDirBeside is LoadDir beside agents defined elsewhere: taken maps
-// each of their refs to where it is defined (such as "--demo"), and a file
-// defining one of them is refused naming both.
-func LoadDirBeside(dir string, taken map[Ref]string) ([]*Definition, error) {
+// LoadDirWith is LoadDir with the checks of opts (LoadWith), beside the
+// agents of opts.Taken.
+func LoadDirWith(dir string, opts LoadOptions) ([]*Definition, error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("agent directory: %w", err)
 	}
 	var (
-		defs []*Definition
-		errs []error
-		seen = maps.Clone(taken)
+		defs  []*Definition
+		errs  []error
+		taken = opts.Taken
+		seen  = maps.Clone(taken)
 	)
 	if seen == nil {
 		seen = map[Ref]string{}
@@ -69,7 +98,7 @@ func LoadDirBeside(dir string, taken map[Ref]string) ([]*Definition, error) {
 			continue
 		}
 		path := filepath.Join(dir, e.Name())
-		d, err := loadFile(path)
+		d, err := loadFile(path, opts)
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -101,13 +130,13 @@ func isAgentFile(name string) bool {
 }
 
 // loadFile loads the agent file at path.
-func loadFile(path string) (_ *Definition, err error) {
+func loadFile(path string, opts LoadOptions) (_ *Definition, err error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err // *PathError names the file
 	}
 	defer func() { err = errors.Join(err, f.Close()) }()
-	return Load(f, path)
+	return LoadWith(f, path, opts)
 }
 
 // decode converts the YAML 1.2 document to JSON (yamlToJSON: one

@@ -282,3 +282,131 @@ func TestWithDefaultsCopies(t *testing.T) {
 	require.Equal(t, c, c.WithDefaults(), "idempotent")
 	require.NoError(t, d.Validate())
 }
+
+// TestLoadRefusesAtLoadTime (issue 20, item 5): an unknown provider, a
+// missing model and an unset API key variable are refused when the file
+// is loaded, each naming the file and the problem; the unset variable is
+// named, and no environment value reaches a message.
+func TestLoadRefusesAtLoadTime(t *testing.T) {
+	t.Parallel()
+	// env holds values that must never be shown, including one for a
+	// variable an agent names but left empty.
+	env := map[string]string{"OPENAI_API_KEY": "sk-0penAI-S3cret", "OTHER_KEY": "sk-other-S3cret", "EMPTY_KEY": ""}
+	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
+	tests := []struct {
+		name string
+		file string
+		want []string // each a full problem line after "agents/bad.yaml: "
+		is   error    // wrapped besides ErrInvalidDefinition, if any
+	}{
+		{name: "unknown provider", file: "name: a\nversion: v1\nmodel: {provider: gemini, model: g}\n",
+			want: []string{`model: unknown provider "gemini" (want openai, anthropic or scripted)`}, is: model.ErrInvalidConfig},
+		{name: "no provider", file: "name: a\nversion: v1\nmodel: {model: g}\n",
+			want: []string{"model: provider is required"}, is: model.ErrInvalidConfig},
+		{name: "no model section", file: "name: a\nversion: v1\n",
+			want: []string{"model: provider is required"}, is: model.ErrInvalidConfig},
+		{name: "openai without model", file: "name: a\nversion: v1\nmodel: {provider: openai, api_key_env: OPENAI_API_KEY}\n",
+			want: []string{`model: model is required for provider "openai"`}, is: model.ErrInvalidConfig},
+		{name: "anthropic without model", file: "name: a\nversion: v1\nmodel: {provider: anthropic, api_key_env: OTHER_KEY}\n",
+			want: []string{`model: model is required for provider "anthropic"`}, is: model.ErrInvalidConfig},
+		{name: "anthropic key unset", file: "name: claude\nversion: v1\nmodel: {provider: anthropic, model: claude-sonnet-4-5, api_key_env: ANTHROPIC_API_KEY}\n",
+			want: []string{"model.api_key_env: environment variable ANTHROPIC_API_KEY is not set or empty"}, is: ErrKeyNotSet},
+		{name: "openai key unset", file: "name: gpt\nversion: v1\nmodel: {provider: openai, model: gpt-4o, api_key_env: MY_OPENAI_KEY, base_url: 'http://127.0.0.1:1/v1'}\n",
+			want: []string{"model.api_key_env: environment variable MY_OPENAI_KEY is not set or empty"}, is: ErrKeyNotSet},
+		{name: "key set but empty", file: "name: gpt\nversion: v1\nmodel: {provider: openai, model: gpt-4o, api_key_env: EMPTY_KEY}\n",
+			want: []string{"model.api_key_env: environment variable EMPTY_KEY is not set or empty"}, is: ErrKeyNotSet},
+		{name: "unset key beside other problems", file: "name: a\nmodel: {provider: anthropic, model: c, api_key_env: ANTHROPIC_API_KEY, max_tokens: -1}\n",
+			want: []string{"version: required", "model: max_tokens must not be negative",
+				"model.api_key_env: environment variable ANTHROPIC_API_KEY is not set or empty"}, is: ErrKeyNotSet},
+		// Not a variable name, so never looked up nor echoed: Validate's
+		// problem alone.
+		{name: "key in api_key_env", file: "name: a\nversion: v1\nmodel: {provider: openai, model: m, api_key_env: sk-0penAI-S3cret}\n",
+			want: []string{"model.api_key_env: must name an environment variable (letters, digits and _, not starting with a digit), never hold the key itself"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			_, err := LoadWith(strings.NewReader(tt.file), "agents/bad.yaml", LoadOptions{LookupEnv: lookup})
+			require.ErrorIs(t, err, ErrInvalidDefinition)
+			if tt.is != nil {
+				require.ErrorIs(t, err, tt.is)
+			}
+			lines := strings.Split(err.Error(), "\n")
+			for _, l := range lines {
+				require.True(t, strings.HasPrefix(l, "agents/bad.yaml: "), "every problem names the file: %q", l)
+			}
+			for _, w := range tt.want {
+				require.Contains(t, lines, "agents/bad.yaml: "+w)
+			}
+			require.Len(t, lines, len(tt.want), "no other problem: %v", err)
+			require.NotContains(t, err.Error(), "S3cret", "no environment value shown")
+		})
+	}
+}
+
+// TestLoadKeyCheck: the key check asks the injected lookup only for the
+// variable a non-scripted provider names, passes when it is set, and is
+// skipped without a lookup (Load, LoadDir: `hxd serve --engine
+// temporal`).
+func TestLoadKeyCheck(t *testing.T) {
+	t.Parallel()
+	const claude = "name: claude\nversion: v1\nmodel: {provider: anthropic, model: claude-sonnet-4-5, api_key_env: ANTHROPIC_API_KEY}\n"
+	var asked []string
+	set := func(k string) (string, bool) { asked = append(asked, k); return "sk-ant-S3cret", true }
+	d, err := LoadWith(strings.NewReader(claude), "claude.yaml", LoadOptions{LookupEnv: set})
+	require.NoError(t, err)
+	require.Equal(t, "ANTHROPIC_API_KEY", d.Model.APIKeyEnv)
+	require.Equal(t, []string{"ANTHROPIC_API_KEY"}, asked)
+
+	d, err = Load(strings.NewReader(claude), "claude.yaml")
+	require.NoError(t, err, "no lookup: not checked")
+	require.Equal(t, model.ProviderAnthropic, d.Model.Provider)
+
+	unset := func(k string) (string, bool) { asked = append(asked, k); return "", false }
+	asked = nil
+	_, err = LoadWith(strings.NewReader(minimal+"  # no key\n"), "s.yaml", LoadOptions{LookupEnv: unset})
+	require.NoError(t, err)
+	_, err = LoadWith(strings.NewReader(strings.Replace(minimal, "provider: scripted", "provider: scripted\n  api_key_env: UNUSED_KEY", 1)), "s.yaml", LoadOptions{LookupEnv: unset})
+	require.NoError(t, err, "the scripted provider uses no key")
+	_, err = LoadWith(strings.NewReader("name: a\nversion: v1\nmodel: {provider: openai, model: m, base_url: 'http://127.0.0.1:11434/v1'}\n"), "local.yaml", LoadOptions{LookupEnv: unset})
+	require.NoError(t, err, "no api_key_env: a server without keys")
+	require.Empty(t, asked)
+}
+
+// TestLoadDirWithKeys: LoadDirWith checks every file's key variable and
+// names each file whose variable is unset, beside the taken refs.
+func TestLoadDirWithKeys(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	files := map[string]string{
+		"claude.yaml": "name: claude\nversion: v1\nmodel: {provider: anthropic, model: claude-sonnet-4-5, api_key_env: ANTHROPIC_API_KEY}\n",
+		"gpt.yaml":    "name: gpt\nversion: v1\nmodel: {provider: openai, model: gpt-4o, api_key_env: OPENAI_API_KEY}\n",
+		"demo.yaml":   minimal,
+	}
+	for name, content := range files {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(content), 0o600))
+	}
+	env := map[string]string{"OPENAI_API_KEY": "sk-0penAI-S3cret"}
+	opts := LoadOptions{
+		LookupEnv: func(k string) (string, bool) { v, ok := env[k]; return v, ok },
+		Taken:     map[Ref]string{{Name: "a", Version: "v1"}: "--demo"},
+	}
+	_, err := LoadDirWith(dir, opts)
+	require.ErrorIs(t, err, ErrKeyNotSet)
+	lines := strings.Split(err.Error(), "\n")
+	require.ElementsMatch(t, []string{
+		filepath.Join(dir, "claude.yaml") + ": model.api_key_env: environment variable ANTHROPIC_API_KEY is not set or empty",
+		filepath.Join(dir, "demo.yaml") + ": agent a@v1 is already defined by --demo",
+	}, lines)
+	require.NotContains(t, err.Error(), "S3cret")
+
+	env["ANTHROPIC_API_KEY"] = "sk-ant-S3cret"
+	opts.Taken = nil
+	defs, err := LoadDirWith(dir, opts)
+	require.NoError(t, err)
+	require.Len(t, defs, 3)
+
+	defs, err = LoadDir(dir)
+	require.NoError(t, err, "LoadDir checks no keys")
+	require.Len(t, defs, 3)
+}

@@ -20,6 +20,10 @@ var refRE = regexp.MustCompile(`^[a-zA-Z0-9._-]{1,64}$`)
 // ErrInvalidDefinition is wrapped by every problem Validate and Load report.
 var ErrInvalidDefinition = errors.New("invalid agent definition")
 
+// ErrKeyNotSet is wrapped by the problem CheckKeys reports: the variable
+// api_key_env names is not set (or empty) in the environment.
+var ErrKeyNotSet = errors.New("API key variable not set")
+
 // FieldError is one problem with one field of an agent definition, e.g.
 // Field `tools[0].kind`, Problem `unknown kind "webhok"`. It wraps
 // ErrInvalidDefinition and, when set, Cause.
@@ -146,6 +150,24 @@ func (d *Definition) Validate(extraBuiltins ...string) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// CheckKeys reports the API key variable of d that lookup (os.LookupEnv's
+// signature) says is unset or empty, as a *FieldError on
+// model.api_key_env wrapping ErrInvalidDefinition and ErrKeyNotSet that
+// names the variable. The value is never kept or shown. Nothing is
+// checked for the scripted provider, which uses no key, nor for an
+// api_key_env that is not a variable name (Validate reports it without
+// echoing it: it may be the key itself).
+func (d *Definition) CheckKeys(lookup func(string) (string, bool)) error {
+	name := d.Model.APIKeyEnv
+	if name == "" || d.Model.Provider == model.ProviderScripted || !envNameRE.MatchString(name) {
+		return nil
+	}
+	if v, ok := lookup(name); ok && v != "" {
+		return nil
+	}
+	return &FieldError{Field: "model.api_key_env", Problem: fmt.Sprintf("environment variable %s is not set or empty", name), Cause: ErrKeyNotSet}
 }
 
 // validateMiddleware checks a middleware list and precompiles its regexes.
