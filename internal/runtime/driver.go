@@ -464,7 +464,7 @@ func (d *driver) cmdModel(ctx context.Context) error {
 	d.record(journal.KindModelProcessed, processed, nil)
 	st.Response = &processed
 	st.Usage = st.Usage.Add(resp.Usage)
-	d.record(journal.KindModelCompleted, processed, nil)
+	d.record(journal.KindModelCompleted, CompletedPayload(&processed), nil)
 	st.ModelAttemptOpen = false
 	if processed.Text != "" {
 		d.event(EventTextDelta, processed.Text, nil)
