@@ -131,6 +131,13 @@ func TestProcessResponseNativeBlocks(t *testing.T) {
 			def := &agent.Definition{ResponseMiddleware: tc.mw}
 			got := hxruntime.ProcessResponse(def, &raw)
 			require.Equal(t, mustJSON(t, blocks(t, tc.want)), mustJSON(t, got.Content))
+			text := ""
+			for _, b := range got.Content {
+				if b.Type == model.BlockText {
+					text += b.Text
+				}
+			}
+			require.Equal(t, got.Text, text, "the processed blocks' text is the processed text")
 			require.Equal(t, tc.in, mustJSON(t, raw.Content), "the raw response is not changed")
 		})
 	}
