@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"hxd/internal/agent"
+	"hxd/internal/hxbundle"
 	"hxd/internal/hxtest"
 	"hxd/internal/journal"
 	"hxd/internal/model"
@@ -171,6 +172,19 @@ func TestThinkingBlocksRoundTrip(t *testing.T) {
 	got, err := json.Marshal(last.Content)
 	require.NoError(t, err)
 	require.Equal(t, final, string(got))
+
+	// The run exports as a valid, complete bundle whose model.response
+	// records keep the blocks.
+	require.NoError(t, r.Export(ctx, run.RunID, func(inc *Incident) error {
+		a, err := hxbundle.Build(ctx, hxbundle.RunInfo{RunID: inc.RunID, SessionID: inc.SessionID, Status: string(inc.Status), Phase: string(inc.Phase)},
+			inc, hxbundle.Policy{IncludePayloads: true}, t.TempDir())
+		require.NoError(t, err)
+		defer func() { require.NoError(t, a.Close()) }()
+		rep := hxbundle.Verify(a.ReaderAt(), a.Size(), hxbundle.DefaultLimits)
+		require.True(t, rep.Valid, "%+v", rep)
+		require.True(t, rep.Complete, "%+v", rep)
+		return nil
+	}))
 
 	// Usage: both calls added up, every call reported.
 	require.Equal(t, model.Usage{InputTokens: 250, OutputTokens: 50, CacheReadInputTokens: 12, CacheCreationInputTokens: 3}, res.Usage)
