@@ -433,6 +433,7 @@ func (d *driver) cmdModel(ctx context.Context) error {
 		d.event(EventAttemptReset, map[string]any{"attempt": st.Attempt}, nil)
 	}
 	st.Attempt++
+	BeginAttemptUsage(st)
 	req := d.buildRequest()
 	st.Request = req
 	st.ModelAttemptOpen = true
@@ -463,8 +464,8 @@ func (d *driver) cmdModel(ctx context.Context) error {
 	d.record(journal.KindModelResponse, resp, nil)
 	d.record(journal.KindModelProcessed, processed, nil)
 	st.Response = &processed
-	st.Usage = st.Usage.Add(resp.Usage)
-	d.record(journal.KindModelCompleted, processed, nil)
+	AccountAttemptUsage(st, d.b.def.Model.Provider, resp.Usage)
+	d.record(journal.KindModelCompleted, CompletedPayload(&processed), nil)
 	st.ModelAttemptOpen = false
 	if processed.Text != "" {
 		d.event(EventTextDelta, processed.Text, nil)

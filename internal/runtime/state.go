@@ -50,10 +50,16 @@ type RunState struct {
 	Attempt int `json:"attempt"`
 	// ModelAttemptOpen is true between a committed model.started and the
 	// commit that closes that attempt (model.failed / model.completed).
-	ModelAttemptOpen bool        `json:"model_attempt_open"`
-	Usage            model.Usage `json:"usage"`
-	UsageIncomplete  bool        `json:"usage_incomplete"`
-	Tools            []ToolEntry `json:"tools"`
+	ModelAttemptOpen bool `json:"model_attempt_open"`
+	// Usage is what the run's model attempts reported, summed.
+	Usage model.Usage `json:"usage"`
+	// UsageBase is Usage before the current model attempt; that attempt's
+	// report is added to it (AccountAttemptUsage).
+	UsageBase model.Usage `json:"usage_base"`
+	// UsageIncomplete: a model attempt may have used tokens that Usage
+	// lacks (a retried or crashed attempt, an answer without usage).
+	UsageIncomplete bool        `json:"usage_incomplete"`
+	Tools           []ToolEntry `json:"tools"`
 	// Request is the last model request; it is journaled in model.started
 	// and rebuilt on every attempt, so the state does not carry it.
 	Request    *model.Request  `json:"-"`

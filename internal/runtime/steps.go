@@ -124,26 +124,85 @@ func BuildModelRequest(def *agent.Definition, specs []model.ToolSpec, st *RunSta
 }
 
 // ProcessResponse applies the agent's response middleware to a raw model
-// response (tool calls never nil).
+// response (tool calls never nil). Native content blocks (Content) are
+// kept in order; when the agent has response middleware, the processed
+// text replaces the reply's text blocks: it takes the first text block's
+// place and the other text blocks go (none when it is empty), so that the
+// processed Content's text is the processed Text. Thinking, redacted and
+// opaque blocks are never touched: they go back to the provider verbatim.
 func ProcessResponse(def *agent.Definition, resp *model.Response) model.Response {
 	processed := *resp
 	processed.Text = agent.ApplyAll(def.ResponseMiddleware, resp.Text)
 	if processed.ToolCalls == nil {
 		processed.ToolCalls = []model.ToolCall{}
 	}
+	if len(resp.Content) > 0 {
+		processed.Content = processedContent(resp.Content, processed.Text, len(def.ResponseMiddleware) > 0)
+	}
 	return processed
 }
 
-// PrepareTools is the prepare_tools command: turn the response's tool
-// calls into entries (configured by lookup; an unknown tool gets the
-// defaults) and append the assistant message.
-func PrepareTools(st *RunState, lookup func(name string) (tool.Config, bool)) error {
-	resp := st.Response
-	seen := map[string]bool{}
+// processedContent returns a copy of blocks; when rewrite is set, text is
+// put in the first text block's place and the other text blocks dropped.
+func processedContent(blocks []model.ContentBlock, text string, rewrite bool) []model.ContentBlock {
+	out := make([]model.ContentBlock, 0, len(blocks))
+	placed := false
+	for _, b := range blocks {
+		if rewrite && b.Type == model.BlockText && len(b.Raw) == 0 {
+			if placed || text == "" {
+				continue
+			}
+			b.Text, placed = text, true
+		}
+		out = append(out, b)
+	}
+	return out
+}
+
+// CompletedPayload is the model.completed payload of a processed response:
+// {text, thinking, tool_calls, stop_reason, usage}, without the native
+// blocks, which REFERENCE §2.4 puts in model.response and model.processed
+// only.
+func CompletedPayload(resp *model.Response) model.Response {
+	out := *resp
+	out.Content = nil
+	return out
+}
+
+// assistantMessage is the assistant turn of a response: its native blocks
+// verbatim and in order when it has them (a tool_use block without input
+// gets {}), else a text block (when there is text) and its tool calls.
+func assistantMessage(resp *model.Response) model.Message {
+	if len(resp.Content) > 0 {
+		blocks := make([]model.ContentBlock, len(resp.Content))
+		copy(blocks, resp.Content)
+		for i := range blocks {
+			if blocks[i].Type == model.BlockToolUse && len(blocks[i].Raw) == 0 && len(blocks[i].Input) == 0 {
+				blocks[i].Input = json.RawMessage(`{}`)
+			}
+		}
+		return model.Message{Role: model.RoleAssistant, Content: blocks}
+	}
 	blocks := []model.ContentBlock{}
 	if resp.Text != "" {
 		blocks = append(blocks, model.ContentBlock{Type: model.BlockText, Text: resp.Text})
 	}
+	for _, c := range resp.ToolCalls {
+		if len(c.Input) == 0 {
+			c.Input = json.RawMessage(`{}`)
+		}
+		blocks = append(blocks, model.ContentBlock{Type: model.BlockToolUse, ID: c.ID, Name: c.Name, Input: c.Input})
+	}
+	return model.Message{Role: model.RoleAssistant, Content: blocks}
+}
+
+// PrepareTools is the prepare_tools command: turn the response's tool
+// calls into entries (configured by lookup; an unknown tool gets the
+// defaults) and append the assistant message (the response's native
+// blocks verbatim when it has them, so the next call sends them back).
+func PrepareTools(st *RunState, lookup func(name string) (tool.Config, bool)) error {
+	resp := st.Response
+	seen := map[string]bool{}
 	st.Tools = st.Tools[:0]
 	for _, c := range resp.ToolCalls {
 		if seen[c.ID] {
@@ -153,7 +212,6 @@ func PrepareTools(st *RunState, lookup func(name string) (tool.Config, bool)) er
 		if len(c.Input) == 0 {
 			c.Input = json.RawMessage(`{}`)
 		}
-		blocks = append(blocks, model.ContentBlock{Type: model.BlockToolUse, ID: c.ID, Name: c.Name, Input: c.Input})
 		e := ToolEntry{
 			Call: c, Status: ToolPrepared, ExecutionKey: ExecutionKey(st.RunID, st.Iterations, c.ID),
 			Policy: tool.PolicyManual, Timeout: 300,
@@ -163,7 +221,7 @@ func PrepareTools(st *RunState, lookup func(name string) (tool.Config, bool)) er
 		}
 		st.Tools = append(st.Tools, e)
 	}
-	st.Messages = append(st.Messages, model.Message{Role: model.RoleAssistant, Content: blocks})
+	st.Messages = append(st.Messages, assistantMessage(resp))
 	return Advance(st, OutPrepared)
 }
 
@@ -259,8 +317,10 @@ func CollectResults(st *RunState) error {
 	return Advance(st, OutCollected)
 }
 
-// FinishRun is the finish command: set the output and complete the run.
-// It returns the output (the turn_complete payload).
+// FinishRun is the finish command: set the output and complete the run,
+// appending the final assistant message (the response's native blocks
+// verbatim when it has them). It returns the output (the turn_complete
+// payload).
 func FinishRun(st *RunState) string {
 	out := ""
 	if st.Response != nil {
@@ -269,7 +329,11 @@ func FinishRun(st *RunState) string {
 			st.StopReason = ptr(st.Response.StopReason)
 		}
 		if st.Phase == PhaseFinish && len(st.Response.ToolCalls) == 0 {
-			st.Messages = append(st.Messages, model.TextMessage(model.RoleAssistant, out))
+			if len(st.Response.Content) > 0 {
+				st.Messages = append(st.Messages, assistantMessage(st.Response))
+			} else {
+				st.Messages = append(st.Messages, model.TextMessage(model.RoleAssistant, out))
+			}
 		}
 	}
 	st.Output = &out
