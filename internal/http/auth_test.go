@@ -5,7 +5,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -568,10 +567,9 @@ func TestRequireRole(t *testing.T) {
 func TestNewOIDC(t *testing.T) {
 	t.Parallel()
 	iss := hxtest.NewIssuer(t)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	closed := "http://" + ln.Addr().String()
-	require.NoError(t, ln.Close())
+	// Port 1 on loopback: nothing listens there, and unlike a port taken
+	// and closed by the test, no parallel test's server can be handed it.
+	closed := "http://127.0.0.1:1"
 	// A provider whose keys are served over plain http from elsewhere.
 	var remoteKeys *httptest.Server
 	remoteKeys = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
