@@ -450,6 +450,7 @@ func (w *sessionWorkflow) modelStep(ctx workflow.Context, d *drive, st *runtime.
 	}
 	st.Attempt++
 	base := st.Attempt
+	runtime.BeginAttemptUsage(st)
 	timeout, ok := w.capTimeout(ctx, d, seconds(w.def.Model.TimeoutSeconds)+activityGrace)
 	if !ok {
 		d.cause = causeDeadline
@@ -489,7 +490,10 @@ func (w *sessionWorkflow) modelStep(ctx workflow.Context, d *drive, st *runtime.
 	}
 	processed := runtime.ProcessResponse(w.def, &out.Response)
 	st.Response = &processed
-	st.Usage = st.Usage.Add(out.Response.Usage)
+	// As the local driver: usage_base + this attempt's usage, and
+	// usage_incomplete when a real provider reported none. State only, no
+	// command, so histories replay unchanged without a patch.
+	runtime.AccountAttemptUsage(st, w.def.Model.Provider, out.Response.Usage)
 	if len(processed.ToolCalls) > 0 {
 		return runtime.Advance(st, runtime.OutToolCalls)
 	}
