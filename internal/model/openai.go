@@ -12,6 +12,7 @@ import (
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/packages/respjson"
 	"github.com/openai/openai-go/v3/shared"
 
 	"hxd/internal/journal"
@@ -143,7 +144,9 @@ func NewOpenAI(cfg Config, opts Options) (*OpenAI, error) {
 // request, `stream: true` with `stream_options: {include_usage: true}`, so
 // usage arrives in the last chunk) bounded by Config.TimeoutSeconds, and
 // assembles the chunks with the SDK's ChatCompletionAccumulator (tool calls
-// from their deltas). req.Model, req.MaxTokens and
+// from their deltas). A server that ignores `stream: true` and answers one
+// chat.completion JSON object (Content-Type application/json) is read whole
+// and converted the same way; no deltas are reported then. req.Model, req.MaxTokens and
 // req.Temperature override the Config values when set.
 //
 // Errors are *Failure values classified as follows (Failure* constants):
@@ -268,7 +271,10 @@ func (p *OpenAI) complete(ctx context.Context, req *Request, opts callOptions) (
 	if ctx.Err() != nil {
 		return nil, ctxError(ctx)
 	}
-	if chunks == 0 && !isEventStream(seen.header) {
+	if chunks == 0 && seen.isPlain {
+		return p.plainCompletion(ctx, callCtx, &seen)
+	}
+	if chunks == 0 && !isMediaType(seen.header, "text/event-stream") {
 		return nil, &Failure{Type: FailureResponseValidation, Message: fmt.Sprintf("model server reply (HTTP %d) is not a valid chat completion stream", seen.status)}
 	}
 	if len(acc.Choices) == 0 && chunks > 0 {
@@ -282,6 +288,24 @@ func (p *OpenAI) complete(ctx context.Context, req *Request, opts callOptions) (
 		return nil, err
 	}
 	resp.Thinking = thinking.String()
+	return resp, nil
+}
+
+// plainCompletion converts the whole chat.completion JSON object of a server
+// that ignored `stream: true` (see seenReply); it was read by the middleware.
+func (p *OpenAI) plainCompletion(ctx, callCtx context.Context, seen *seenReply) (*Response, error) {
+	if seen.plainErr != nil {
+		return nil, p.classify(ctx, callCtx, seen.plainErr, seen)
+	}
+	var c openai.ChatCompletion
+	if err := json.Unmarshal(seen.plain, &c); err != nil {
+		return nil, &Failure{Type: FailureResponseValidation, Message: fmt.Sprintf("model server reply (HTTP %d) is not a valid chat completion", seen.status), Cause: err}
+	}
+	resp, err := convertCompletion(&c)
+	if err != nil {
+		return nil, err
+	}
+	resp.Thinking = reasoningContent(c.Choices[0].Message)
 	return resp, nil
 }
 
@@ -468,13 +492,20 @@ func convertCompletion(c *openai.ChatCompletion) (*Response, error) {
 	return resp, nil
 }
 
+// reasoningContent returns the non-standard reasoning_content string some
+// compatible servers put next to content, or "".
+func reasoningContent(msg openai.ChatCompletionMessage) string {
+	return extraString(msg.JSON.ExtraFields["reasoning_content"])
+}
+
 // reasoningDelta returns the non-standard reasoning_content string some
 // compatible servers (DeepSeek, vLLM) put next to a delta's content, or "".
 func reasoningDelta(delta openai.ChatCompletionChunkChoiceDelta) string {
-	f, ok := delta.JSON.ExtraFields["reasoning_content"]
-	if !ok {
-		return ""
-	}
+	return extraString(delta.JSON.ExtraFields["reasoning_content"])
+}
+
+// extraString decodes an extra JSON field holding a string, or returns "".
+func extraString(f respjson.Field) string {
 	var s string
 	if err := json.Unmarshal([]byte(f.Raw()), &s); err != nil {
 		return ""

@@ -28,10 +28,18 @@ import (
 // reading the body failed, so that a connection dropped mid-body is told
 // apart from a complete but malformed body. The SDK reads the body on the
 // calling goroutine, before Complete classifies, so no locking is needed.
+//
+// A 2xx reply with Content-Type application/json comes from a server that
+// ignored `stream: true`: the middleware reads it whole (within
+// MaxReplyBytes) into plain, or records the read error in plainErr, and
+// hands the SDK's stream an empty body.
 type seenReply struct {
-	status  int
-	header  http.Header
-	bodyErr error
+	status   int
+	header   http.Header
+	bodyErr  error
+	plain    []byte
+	plainErr error
+	isPlain  bool
 }
 
 // middleware is an SDK middleware capturing the reply status, headers and
@@ -43,6 +51,12 @@ func (s *seenReply) middleware(req *http.Request, next option.MiddlewareNext) (*
 		s.header = res.Header.Clone()
 		if res.Body != nil {
 			res.Body = &watchedBody{ReadCloser: res.Body, seen: s}
+			if res.StatusCode >= 200 && res.StatusCode < 300 && isMediaType(res.Header, "application/json") {
+				s.isPlain = true
+				s.plain, s.plainErr = io.ReadAll(res.Body)
+				_ = res.Body.Close()
+				res.Body = io.NopCloser(bytes.NewReader(nil))
+			}
 		}
 	}
 	return res, err
@@ -146,13 +160,13 @@ func (p *OpenAI) classify(ctx, callCtx context.Context, err error, seen *seenRep
 	return &Failure{Type: FailureGeneric, Message: "model call failed", Cause: err}
 }
 
-// isEventStream reports whether a reply's Content-Type is text/event-stream.
-func isEventStream(h http.Header) bool {
+// isMediaType reports whether a reply's Content-Type has media type mt.
+func isMediaType(h http.Header, mt string) bool {
 	if h == nil {
 		return false
 	}
-	mt, _, err := mime.ParseMediaType(h.Get("Content-Type"))
-	return err == nil && mt == "text/event-stream"
+	got, _, err := mime.ParseMediaType(h.Get("Content-Type"))
+	return err == nil && got == mt
 }
 
 // streamErrorTypes maps the type or code of an in-stream error object to a

@@ -226,3 +226,47 @@ func TestOpenAIStreamStalls(t *testing.T) {
 	require.Equal(t, "TimeoutError", f.Type)
 	require.True(t, f.Retryable)
 }
+
+// TestOpenAIPlainReply: a server that ignores `stream: true` and answers one
+// chat.completion JSON object is understood all the same (no deltas reach
+// the hook); a plain reply over MaxReplyBytes still fails the call.
+func TestOpenAIPlainReply(t *testing.T) {
+	t.Parallel()
+
+	b := setupOpenAI(t, func(w http.ResponseWriter, _ *http.Request) {
+		reply(w, http.StatusOK, `{
+			"id": "chatcmpl-p", "object": "chat.completion", "created": 1, "model": "gpt-test",
+			"choices": [{"index": 0, "finish_reason": "tool_calls",
+				"message": {"role": "assistant", "content": "Checking.", "reasoning_content": "look it up",
+					"tool_calls": [{"id": "call_a", "type": "function", "function": {"name": "lookup", "arguments": "{\"k\": 1}"}}]}}],
+			"usage": {"prompt_tokens": 4, "completion_tokens": 2, "total_tokens": 6}
+		}`)
+	}, nil)
+	calls := 0
+	resp, err := b.provider.complete(t.Context(), &Request{Messages: []Message{TextMessage(RoleUser, "Hi")}},
+		callOptions{onDelta: func(string, string) { calls++ }})
+	require.NoError(t, err)
+	require.Equal(t, &Response{
+		Text: "Checking.", Thinking: "look it up", StopReason: "tool_use",
+		ToolCalls: []ToolCall{{ID: "call_a", Name: "lookup", Input: []byte(`{"k":1}`)}},
+		Usage:     Usage{InputTokens: 4, OutputTokens: 2},
+	}, resp)
+	require.Zero(t, calls)
+
+	big := setupOpenAI(t, func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"choices":[{"index":0,"finish_reason":"stop","message":{"role":"assistant","content":"`)
+		chunk := strings.Repeat("a", 64<<10)
+		for range 2 * MaxReplyBytes / len(chunk) {
+			if _, err := io.WriteString(w, chunk); err != nil {
+				return // the client stopped reading
+			}
+		}
+		_, _ = io.WriteString(w, `"}}]}`)
+	}, nil)
+	_, err = big.provider.Complete(t.Context(), &Request{Messages: []Message{TextMessage(RoleUser, "Hi")}})
+	var f *Failure
+	require.ErrorAs(t, err, &f)
+	require.Equal(t, "APIResponseValidationError", f.Type)
+	require.Equal(t, "model server reply exceeds 33554432 bytes", f.Message)
+}

@@ -423,8 +423,8 @@ func TestOpenAIInvalidReply(t *testing.T) {
 	}{
 		{name: "no choices", contentType: "text/event-stream", body: "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":1}}\n\ndata: [DONE]\n\n", wantMessage: "model reply has no choices"},
 		{name: "not json", contentType: "text/plain", body: `hello`, wantMessage: "model server reply (HTTP 200) is not a valid chat completion stream"},
-		{name: "json instead of a stream", contentType: "application/json", body: `{"choices":[{"index":0,"finish_reason":"stop","message":{"role":"assistant","content":"hi"}}]}`, wantMessage: "model server reply (HTTP 200) is not a valid chat completion stream"},
-		{name: "broken json", contentType: "application/json", body: `{"choices":[`, wantMessage: "model server reply (HTTP 200) is not a valid chat completion stream"},
+		{name: "no choices in a plain reply", contentType: "application/json", body: `{"choices":[]}`, wantMessage: "model reply has no choices"},
+		{name: "broken json", contentType: "application/json", body: `{"choices":[`, wantMessage: "model server reply (HTTP 200) is not a valid chat completion"},
 		{name: "malformed sse data", contentType: "text/event-stream", body: "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hel\"}}]}\n\ndata: {\"choices\":[\n\ndata: [DONE]\n\n", wantMessage: "model server reply (HTTP 200) is not a valid chat completion stream"},
 		{name: "chunk data not an object", contentType: "text/event-stream", body: "data: 42\n\ndata: [DONE]\n\n", wantMessage: "model server reply (HTTP 200) is not a valid chat completion stream"},
 	}
