@@ -426,6 +426,8 @@ func TestOpenAIInvalidReply(t *testing.T) {
 		{name: "no choices in a plain reply", contentType: "application/json", body: `{"choices":[]}`, wantMessage: "model reply has no choices"},
 		{name: "broken json", contentType: "application/json", body: `{"choices":[`, wantMessage: "model server reply (HTTP 200) is not a valid chat completion"},
 		{name: "malformed sse data", contentType: "text/event-stream", body: "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hel\"}}]}\n\ndata: {\"choices\":[\n\ndata: [DONE]\n\n", wantMessage: "model server reply (HTTP 200) is not a valid chat completion stream"},
+		{name: "choice index out of range", contentType: "text/event-stream", body: "data: {\"choices\":[{\"index\":500,\"delta\":{\"content\":\"x\"},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n", wantMessage: "model stream sent a chunk that does not continue the answer"},
+		{name: "tool call index out of range", contentType: "text/event-stream", body: "data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":100000,\"id\":\"c\",\"function\":{\"name\":\"f\",\"arguments\":\"{}\"}}]},\"finish_reason\":\"tool_calls\"}]}\n\ndata: [DONE]\n\n", wantMessage: "model stream sent a chunk that does not continue the answer"},
 		{name: "chunk data not an object", contentType: "text/event-stream", body: "data: 42\n\ndata: [DONE]\n\n", wantMessage: "model server reply (HTTP 200) is not a valid chat completion stream"},
 	}
 	for _, tt := range tests {
