@@ -12,6 +12,7 @@ import (
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/packages/respjson"
 	"github.com/openai/openai-go/v3/shared"
 
 	"hxd/internal/journal"
@@ -51,10 +52,11 @@ const (
 //     max_completion_tokens is OpenAI-only); temperature when set;
 //     Request.Cache is ignored (OpenAI caches prompts automatically).
 //
-// Reply conversion (first choice only):
+// Reply conversion (first choice only, from the accumulated stream):
 //
 //   - content → Text (the refusal text when content is empty);
-//   - a non-standard reasoning_content string (DeepSeek, vLLM) → Thinking;
+//   - non-standard reasoning_content strings of the deltas (DeepSeek, vLLM),
+//     concatenated → Thinking;
 //   - tool_calls → ToolCalls; arguments that are a JSON object are kept
 //     (compacted), empty or null arguments become {}, and anything else
 //     (invalid JSON, a non-object value) is wrapped as {"_raw": "<text>"} so
@@ -138,8 +140,13 @@ func NewOpenAI(cfg Config, opts Options) (*OpenAI, error) {
 	return p, nil
 }
 
-// Complete sends one Chat Completions request (exactly one HTTP request)
-// bounded by Config.TimeoutSeconds. req.Model, req.MaxTokens and
+// Complete sends one streamed Chat Completions request (exactly one HTTP
+// request, `stream: true` with `stream_options: {include_usage: true}`, so
+// usage arrives in the last chunk) bounded by Config.TimeoutSeconds, and
+// assembles the chunks with the SDK's ChatCompletionAccumulator (tool calls
+// from their deltas). A server that ignores `stream: true` and answers one
+// chat.completion JSON object (Content-Type application/json) is read whole
+// and converted the same way; no deltas are reported then. req.Model, req.MaxTokens and
 // req.Temperature override the Config values when set.
 //
 // Errors are *Failure values classified as follows (Failure* constants):
@@ -157,9 +164,19 @@ func NewOpenAI(cfg Config, opts Options) (*OpenAI, error) {
 //	transport timeout (net.Error.Timeout)          TimeoutError                yes
 //	refused / reset / DNS / EOF / other net error  ConnectionError             yes
 //	reply body cut off (read error)                ConnectionError             yes
+//	stream ending without a finish_reason          ConnectionError             yes
+//	in-stream error object, by code or type:
+//	  … a numeric code 400-599                     as that HTTP status, Status 0
+//	  … rate_limit_exceeded, rate_limit_error      RateLimitError              yes
+//	  … server_error, api_error, overloaded_error,
+//	    service_unavailable, internal_error        APIStatusError              yes
+//	  … timeout, timeout_error                     TimeoutError                yes
+//	  … anything else                              Error                       no
 //	2xx reply body over MaxReplyBytes (32 MiB)     APIResponseValidationError  no
-//	complete 2xx reply that is not a completion    APIResponseValidationError  no
-//	2xx reply without choices                      APIResponseValidationError  no
+//	2xx reply that is not an event stream, or
+//	  whose data is not a chunk (malformed SSE)    APIResponseValidationError  no
+//	chunk that does not continue the answer        APIResponseValidationError  no
+//	2xx stream without choices                     APIResponseValidationError  no
 //	request not convertible (role, block, schema)  InvalidRequestError         no
 //	anything else (the markers above apply)        Error                       no
 //
@@ -179,6 +196,29 @@ func NewOpenAI(cfg Config, opts Options) (*OpenAI, error) {
 // errors.Is(err, context.Canceled) holds and the caller does not retry a
 // cancellation.
 func (p *OpenAI) Complete(ctx context.Context, req *Request) (*Response, error) {
+	return p.complete(ctx, req, callOptions{})
+}
+
+// Kinds of the deltas passed to callOptions.onDelta.
+const (
+	deltaText     = "text"
+	deltaThinking = "thinking"
+)
+
+// callOptions are the per-call options of one streamed model call.
+type callOptions struct {
+	// onDelta, when set, receives the text (kind deltaText) and reasoning
+	// (kind deltaThinking) deltas of the first choice in the order they
+	// arrive, on the calling goroutine. The concatenation of the text deltas
+	// is the Response's Text unless the reply is a refusal; that of the
+	// thinking deltas is its Thinking. A failed call may have delivered
+	// some deltas before failing.
+	onDelta func(kind, text string)
+}
+
+// complete is Complete with per-call options: one streamed Chat Completions
+// request, assembled with the SDK's ChatCompletionAccumulator.
+func (p *OpenAI) complete(ctx context.Context, req *Request, opts callOptions) (*Response, error) {
 	if ctx.Err() != nil {
 		return nil, ctxError(ctx)
 	}
@@ -189,14 +229,84 @@ func (p *OpenAI) Complete(ctx context.Context, req *Request) (*Response, error) 
 	if err != nil {
 		return nil, &Failure{Type: FailureInvalidRequest, Message: err.Error()}
 	}
+	params.StreamOptions = openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)}
 	callCtx, cancel := context.WithTimeout(ctx, p.timeout)
 	defer cancel()
 	var seen seenReply
-	completion, err := p.svc.New(callCtx, params, option.WithMiddleware(seen.middleware))
-	if err != nil {
+	stream := p.svc.NewStreaming(callCtx, params, option.WithMiddleware(seen.middleware))
+	defer func() { _ = stream.Close() }()
+	var (
+		acc      openai.ChatCompletionAccumulator
+		thinking strings.Builder
+		chunks   int
+		finished bool
+	)
+	for stream.Next() {
+		chunk := stream.Current()
+		chunks++
+		if !acc.AddChunk(chunk) {
+			return nil, &Failure{Type: FailureResponseValidation, Message: "model stream sent a chunk that does not continue the answer"}
+		}
+		for _, choice := range chunk.Choices {
+			if choice.Index != 0 {
+				continue
+			}
+			if r := reasoningDelta(choice.Delta); r != "" {
+				thinking.WriteString(r)
+				if opts.onDelta != nil {
+					opts.onDelta(deltaThinking, r)
+				}
+			}
+			if choice.Delta.Content != "" && opts.onDelta != nil {
+				opts.onDelta(deltaText, choice.Delta.Content)
+			}
+			if choice.FinishReason != "" {
+				finished = true
+			}
+		}
+	}
+	if err := stream.Err(); err != nil {
 		return nil, p.classify(ctx, callCtx, err, &seen)
 	}
-	return convertCompletion(completion)
+	if ctx.Err() != nil {
+		return nil, ctxError(ctx)
+	}
+	if chunks == 0 && seen.isPlain {
+		return p.plainCompletion(ctx, callCtx, &seen)
+	}
+	if chunks == 0 && !isMediaType(seen.header, "text/event-stream") {
+		return nil, &Failure{Type: FailureResponseValidation, Message: fmt.Sprintf("model server reply (HTTP %d) is not a valid chat completion stream", seen.status)}
+	}
+	if len(acc.Choices) == 0 && chunks > 0 {
+		return nil, &Failure{Type: FailureResponseValidation, Message: "model reply has no choices"}
+	}
+	if !finished {
+		return nil, &Failure{Type: FailureConnection, Message: "model stream ended before the answer was complete", Retryable: true}
+	}
+	resp, err := convertCompletion(&acc.ChatCompletion)
+	if err != nil {
+		return nil, err
+	}
+	resp.Thinking = thinking.String()
+	return resp, nil
+}
+
+// plainCompletion converts the whole chat.completion JSON object of a server
+// that ignored `stream: true` (see seenReply); it was read by the middleware.
+func (p *OpenAI) plainCompletion(ctx, callCtx context.Context, seen *seenReply) (*Response, error) {
+	if seen.plainErr != nil {
+		return nil, p.classify(ctx, callCtx, seen.plainErr, seen)
+	}
+	var c openai.ChatCompletion
+	if err := json.Unmarshal(seen.plain, &c); err != nil {
+		return nil, &Failure{Type: FailureResponseValidation, Message: fmt.Sprintf("model server reply (HTTP %d) is not a valid chat completion", seen.status), Cause: err}
+	}
+	resp, err := convertCompletion(&c)
+	if err != nil {
+		return nil, err
+	}
+	resp.Thinking = reasoningContent(c.Choices[0].Message)
+	return resp, nil
 }
 
 // params converts the canonical request to Chat Completions parameters.
@@ -358,8 +468,7 @@ func convertCompletion(c *openai.ChatCompletion) (*Response, error) {
 	choice := c.Choices[0]
 	msg := choice.Message
 	resp := &Response{
-		Text:     msg.Content,
-		Thinking: reasoningContent(msg),
+		Text: msg.Content,
 		Usage: Usage{
 			InputTokens:  c.Usage.PromptTokens,
 			OutputTokens: c.Usage.CompletionTokens,
@@ -386,10 +495,17 @@ func convertCompletion(c *openai.ChatCompletion) (*Response, error) {
 // reasoningContent returns the non-standard reasoning_content string some
 // compatible servers put next to content, or "".
 func reasoningContent(msg openai.ChatCompletionMessage) string {
-	f, ok := msg.JSON.ExtraFields["reasoning_content"]
-	if !ok {
-		return ""
-	}
+	return extraString(msg.JSON.ExtraFields["reasoning_content"])
+}
+
+// reasoningDelta returns the non-standard reasoning_content string some
+// compatible servers (DeepSeek, vLLM) put next to a delta's content, or "".
+func reasoningDelta(delta openai.ChatCompletionChunkChoiceDelta) string {
+	return extraString(delta.JSON.ExtraFields["reasoning_content"])
+}
+
+// extraString decodes an extra JSON field holding a string, or returns "".
+func extraString(f respjson.Field) string {
 	var s string
 	if err := json.Unmarshal([]byte(f.Raw()), &s); err != nil {
 		return ""

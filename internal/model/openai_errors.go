@@ -1,11 +1,14 @@
 package model
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"math"
+	"mime"
 	"net"
 	"net/http"
 	"net/url"
@@ -16,6 +19,7 @@ import (
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/packages/ssestream"
 )
 
 // seenReply records what came back for the one HTTP request of a call: the
@@ -24,10 +28,18 @@ import (
 // reading the body failed, so that a connection dropped mid-body is told
 // apart from a complete but malformed body. The SDK reads the body on the
 // calling goroutine, before Complete classifies, so no locking is needed.
+//
+// A 2xx reply with Content-Type application/json comes from a server that
+// ignored `stream: true`: the middleware reads it whole (within
+// MaxReplyBytes) into plain, or records the read error in plainErr, and
+// hands the SDK's stream an empty body.
 type seenReply struct {
-	status  int
-	header  http.Header
-	bodyErr error
+	status   int
+	header   http.Header
+	bodyErr  error
+	plain    []byte
+	plainErr error
+	isPlain  bool
 }
 
 // middleware is an SDK middleware capturing the reply status, headers and
@@ -39,6 +51,12 @@ func (s *seenReply) middleware(req *http.Request, next option.MiddlewareNext) (*
 		s.header = res.Header.Clone()
 		if res.Body != nil {
 			res.Body = &watchedBody{ReadCloser: res.Body, seen: s}
+			if res.StatusCode >= 200 && res.StatusCode < 300 && isMediaType(res.Header, "application/json") {
+				s.isPlain = true
+				s.plain, s.plainErr = io.ReadAll(res.Body)
+				_ = res.Body.Close()
+				res.Body = io.NopCloser(bytes.NewReader(nil))
+			}
 		}
 	}
 	return res, err
@@ -100,6 +118,10 @@ func (p *OpenAI) classify(ctx, callCtx context.Context, err error, seen *seenRep
 			Cause:     context.DeadlineExceeded,
 		}
 	}
+	var streamErr *ssestream.StreamError
+	if errors.As(err, &streamErr) {
+		return p.streamErrorFailure(streamErr.Event.Data)
+	}
 	var apiErr *openai.Error
 	if errors.As(err, &apiErr) {
 		var header http.Header
@@ -122,7 +144,7 @@ func (p *OpenAI) classify(ctx, callCtx context.Context, err error, seen *seenRep
 	if seen.bodyErr != nil {
 		err = seen.bodyErr // the connection broke while the body was read
 	} else if seen.status >= 200 && seen.status < 300 {
-		return &Failure{Type: FailureResponseValidation, Message: fmt.Sprintf("model server reply (HTTP %d) is not a valid chat completion", seen.status), Cause: err}
+		return &Failure{Type: FailureResponseValidation, Message: fmt.Sprintf("model server reply (HTTP %d) is not a valid chat completion stream", seen.status), Cause: err}
 	}
 	var netErr net.Error
 	if errors.As(err, &netErr) && netErr.Timeout() {
@@ -136,6 +158,67 @@ func (p *OpenAI) classify(ctx, callCtx context.Context, err error, seen *seenRep
 		return f
 	}
 	return &Failure{Type: FailureGeneric, Message: "model call failed", Cause: err}
+}
+
+// isMediaType reports whether a reply's Content-Type has media type mt.
+func isMediaType(h http.Header, mt string) bool {
+	if h == nil {
+		return false
+	}
+	got, _, err := mime.ParseMediaType(h.Get("Content-Type"))
+	return err == nil && got == mt
+}
+
+// streamErrorTypes maps the type or code of an in-stream error object to a
+// retryable failure type; any other type or code is a permanent failure.
+var streamErrorTypes = map[string]string{
+	"rate_limit_exceeded": FailureRateLimit,
+	"rate_limit_error":    FailureRateLimit,
+	"server_error":        FailureAPIStatus,
+	"api_error":           FailureAPIStatus,
+	"overloaded_error":    FailureAPIStatus,
+	"service_unavailable": FailureAPIStatus,
+	"internal_error":      FailureAPIStatus,
+	"timeout":             FailureTimeout,
+	"timeout_error":       FailureTimeout,
+}
+
+// streamErrorFailure classifies an error object sent inside a stream
+// (`data: {"error": {...}}`, with HTTP status 200) by its code and type,
+// never by its message. A numeric code (some compatible servers send the
+// HTTP status they would have answered) is classified as that status.
+func (p *OpenAI) streamErrorFailure(data []byte) *Failure {
+	var payload struct {
+		Error struct {
+			Type string          `json:"type"`
+			Code json.RawMessage `json:"code"`
+		} `json:"error"`
+	}
+	_ = json.Unmarshal(data, &payload) // a malformed object is a permanent failure below
+	var code string
+	if err := json.Unmarshal(payload.Error.Code, &code); err != nil {
+		code = string(bytes.TrimSpace(payload.Error.Code))
+	}
+	typ := payload.Error.Type
+	label := safeCode(code)
+	if label == "" {
+		label = safeCode(typ)
+	}
+	msg := "model stream sent an error"
+	if label != "" {
+		msg += " (" + label + ")"
+	}
+	if status, err := strconv.Atoi(code); err == nil && status >= 400 && status <= 599 {
+		f := p.statusFailure(status, nil, label, "")
+		f.Message, f.Status = msg, 0
+		return f
+	}
+	for _, k := range []string{code, typ} {
+		if t, ok := streamErrorTypes[k]; ok {
+			return &Failure{Type: t, Message: msg, Retryable: true}
+		}
+	}
+	return &Failure{Type: FailureGeneric, Message: msg}
 }
 
 // statusFailure classifies an HTTP error reply. text is the provider's error

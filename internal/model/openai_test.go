@@ -96,6 +96,17 @@ func setupOpenAI(t *testing.T, handler http.HandlerFunc, mutate func(*Config)) *
 	return b
 }
 
+// sse writes a 200 chat-completions stream: each chunk as `data: chunk`,
+// then `data: [DONE]`.
+func sse(w http.ResponseWriter, chunks ...string) {
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.WriteHeader(http.StatusOK)
+	for _, c := range chunks {
+		_, _ = io.WriteString(w, "data: "+c+"\n\n")
+	}
+	_, _ = io.WriteString(w, "data: [DONE]\n\n")
+}
+
 // reply writes a JSON body with status.
 func reply(w http.ResponseWriter, status int, body string) {
 	w.Header().Set("Content-Type", "application/json")
@@ -107,12 +118,14 @@ func TestOpenAITextAnswer(t *testing.T) {
 	t.Parallel()
 
 	b := setupOpenAI(t, func(w http.ResponseWriter, _ *http.Request) {
-		reply(w, http.StatusOK, `{
-			"id": "chatcmpl-1", "object": "chat.completion", "created": 1, "model": "gpt-test",
-			"choices": [{"index": 0, "finish_reason": "stop",
-				"message": {"role": "assistant", "content": "Hello there.", "reasoning_content": "greet"}}],
-			"usage": {"prompt_tokens": 10, "completion_tokens": 3, "total_tokens": 13}
-		}`)
+		sse(w,
+			`{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"gpt-test","choices":[{"index":0,"delta":{"role":"assistant","content":"","reasoning_content":"gr"}}]}`,
+			`{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"gpt-test","choices":[{"index":0,"delta":{"reasoning_content":"eet"}}]}`,
+			`{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"gpt-test","choices":[{"index":0,"delta":{"content":"Hello"}}]}`,
+			`{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"gpt-test","choices":[{"index":0,"delta":{"content":" there."}}]}`,
+			`{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"gpt-test","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}`,
+			`{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"gpt-test","choices":[],"usage":{"prompt_tokens":10,"completion_tokens":3,"total_tokens":13}}`,
+		)
 	}, nil)
 
 	resp, err := b.provider.Complete(t.Context(), &Request{
@@ -134,6 +147,8 @@ func TestOpenAITextAnswer(t *testing.T) {
 	require.NotContains(t, body, "temperature")
 	require.NotContains(t, body, "tools")
 	require.Equal(t, []any{map[string]any{"role": "user", "content": "Hi"}}, body["messages"])
+	require.Equal(t, true, body["stream"])
+	require.Equal(t, map[string]any{"include_usage": true}, body["stream_options"])
 	require.Equal(t, int32(1), b.hits.Load())
 }
 
@@ -141,16 +156,17 @@ func TestOpenAIToolCallAnswer(t *testing.T) {
 	t.Parallel()
 
 	b := setupOpenAI(t, func(w http.ResponseWriter, _ *http.Request) {
-		reply(w, http.StatusOK, `{
-			"id": "chatcmpl-2", "object": "chat.completion", "created": 1, "model": "gpt-test",
-			"choices": [{"index": 0, "finish_reason": "tool_calls",
-				"message": {"role": "assistant", "content": null, "tool_calls": [
-					{"id": "call_a", "type": "function", "function": {"name": "overdue_balance", "arguments": "{\"account\": \"A-2\"}"}},
-					{"id": "call_b", "type": "function", "function": {"name": "echo", "arguments": "not json"}},
-					{"id": "call_c", "type": "function", "function": {"name": "noop", "arguments": ""}}
-				]}}],
-			"usage": {"prompt_tokens": 40, "completion_tokens": 12, "total_tokens": 52}
-		}`)
+		// Tool-call deltas split across chunks, as OpenAI streams them.
+		sse(w,
+			`{"id":"chatcmpl-2","object":"chat.completion.chunk","created":1,"model":"gpt-test","choices":[{"index":0,"delta":{"role":"assistant","content":null,"tool_calls":[{"index":0,"id":"call_a","type":"function","function":{"name":"overdue_balance","arguments":""}}]}}]}`,
+			`{"id":"chatcmpl-2","object":"chat.completion.chunk","created":1,"model":"gpt-test","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\"account\": "}}]}}]}`,
+			`{"id":"chatcmpl-2","object":"chat.completion.chunk","created":1,"model":"gpt-test","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"\"A-2\"}"}}]}}]}`,
+			`{"id":"chatcmpl-2","object":"chat.completion.chunk","created":1,"model":"gpt-test","choices":[{"index":0,"delta":{"tool_calls":[{"index":1,"id":"call_b","type":"function","function":{"name":"echo","arguments":"not "}}]}}]}`,
+			`{"id":"chatcmpl-2","object":"chat.completion.chunk","created":1,"model":"gpt-test","choices":[{"index":0,"delta":{"tool_calls":[{"index":1,"function":{"arguments":"json"}}]}}]}`,
+			`{"id":"chatcmpl-2","object":"chat.completion.chunk","created":1,"model":"gpt-test","choices":[{"index":0,"delta":{"tool_calls":[{"index":2,"id":"call_c","type":"function","function":{"name":"noop","arguments":""}}]}}]}`,
+			`{"id":"chatcmpl-2","object":"chat.completion.chunk","created":1,"model":"gpt-test","choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}`,
+			`{"id":"chatcmpl-2","object":"chat.completion.chunk","created":1,"model":"gpt-test","choices":[],"usage":{"prompt_tokens":40,"completion_tokens":12,"total_tokens":52}}`,
+		)
 	}, func(c *Config) {
 		zero := 0.0
 		c.Temperature = &zero
@@ -232,7 +248,7 @@ func TestOpenAIRequestOverrides(t *testing.T) {
 	t.Parallel()
 
 	b := setupOpenAI(t, func(w http.ResponseWriter, _ *http.Request) {
-		reply(w, http.StatusOK, `{"choices":[{"index":0,"finish_reason":"length","message":{"role":"assistant","content":"cut"}}]}`)
+		sse(w, `{"choices":[{"index":0,"delta":{"role":"assistant","content":"cut"},"finish_reason":"length"}]}`)
 	}, func(c *Config) { c.APIKeyEnv = "" })
 
 	temp := 0.7
@@ -259,7 +275,7 @@ func TestOpenAIIgnoresAmbientEnv(t *testing.T) {
 	t.Setenv("OPENAI_BASE_URL", "http://127.0.0.1:1/ambient")
 
 	b := setupOpenAI(t, func(w http.ResponseWriter, _ *http.Request) {
-		reply(w, http.StatusOK, `{"choices":[{"index":0,"finish_reason":"stop","message":{"role":"assistant","content":"ok"}}]}`)
+		sse(w, `{"choices":[{"index":0,"delta":{"role":"assistant","content":"ok"},"finish_reason":"stop"}]}`)
 	}, func(c *Config) { c.APIKeyEnv = "" })
 
 	_, err := b.provider.Complete(t.Context(), &Request{Messages: []Message{TextMessage(RoleUser, "Hi")}})
@@ -405,9 +421,14 @@ func TestOpenAIInvalidReply(t *testing.T) {
 		body        string
 		wantMessage string
 	}{
-		{name: "no choices", contentType: "application/json", body: `{"choices":[]}`, wantMessage: "model reply has no choices"},
-		{name: "not json", contentType: "text/plain", body: `hello`, wantMessage: "model server reply (HTTP 200) is not a valid chat completion"},
+		{name: "no choices", contentType: "text/event-stream", body: "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":1}}\n\ndata: [DONE]\n\n", wantMessage: "model reply has no choices"},
+		{name: "not json", contentType: "text/plain", body: `hello`, wantMessage: "model server reply (HTTP 200) is not a valid chat completion stream"},
+		{name: "no choices in a plain reply", contentType: "application/json", body: `{"choices":[]}`, wantMessage: "model reply has no choices"},
 		{name: "broken json", contentType: "application/json", body: `{"choices":[`, wantMessage: "model server reply (HTTP 200) is not a valid chat completion"},
+		{name: "malformed sse data", contentType: "text/event-stream", body: "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hel\"}}]}\n\ndata: {\"choices\":[\n\ndata: [DONE]\n\n", wantMessage: "model server reply (HTTP 200) is not a valid chat completion stream"},
+		{name: "choice index out of range", contentType: "text/event-stream", body: "data: {\"choices\":[{\"index\":500,\"delta\":{\"content\":\"x\"},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n", wantMessage: "model stream sent a chunk that does not continue the answer"},
+		{name: "tool call index out of range", contentType: "text/event-stream", body: "data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":100000,\"id\":\"c\",\"function\":{\"name\":\"f\",\"arguments\":\"{}\"}}]},\"finish_reason\":\"tool_calls\"}]}\n\ndata: [DONE]\n\n", wantMessage: "model stream sent a chunk that does not continue the answer"},
+		{name: "chunk data not an object", contentType: "text/event-stream", body: "data: 42\n\ndata: [DONE]\n\n", wantMessage: "model server reply (HTTP 200) is not a valid chat completion stream"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -500,11 +521,12 @@ func TestOpenAIReplyTooLarge(t *testing.T) {
 	} {
 		var sent atomic.Int64
 		b := setupOpenAI(t, func(w http.ResponseWriter, _ *http.Request) {
-			w.Header().Set("Content-Type", "application/json")
+			w.Header().Set("Content-Type", "text/event-stream")
+			if tc.status != http.StatusOK {
+				w.Header().Set("Content-Type", "application/json")
+			}
 			w.WriteHeader(tc.status)
-			chunk := strings.Repeat("a", 64<<10)
-			n, _ := io.WriteString(w, `{"choices":[{"index":0,"finish_reason":"stop","message":{"role":"assistant","content":"`)
-			sent.Add(int64(n))
+			chunk := `data: {"choices":[{"index":0,"delta":{"content":"` + strings.Repeat("a", 64<<10) + `"}}]}` + "\n\n"
 			for sent.Load() < 2*MaxReplyBytes {
 				n, err := io.WriteString(w, chunk)
 				sent.Add(int64(n))
@@ -512,7 +534,7 @@ func TestOpenAIReplyTooLarge(t *testing.T) {
 					return // the client stopped reading
 				}
 			}
-			_, _ = io.WriteString(w, `"}}]}`)
+			_, _ = io.WriteString(w, "data: [DONE]\n\n")
 		}, nil)
 
 		_, err := b.provider.Complete(t.Context(), &Request{Messages: []Message{TextMessage(RoleUser, "Hi")}})
