@@ -53,6 +53,7 @@ const DefaultAnthropicBaseURL = "https://api.anthropic.com/"
 //     JSON), to be sent back verbatim as the assistant message;
 //   - usage: input_tokens, output_tokens, cache_read_input_tokens and
 //     cache_creation_input_tokens from message_start and message_delta;
+//     UsageReported when either event carried a usage object;
 //   - stop_reason → StopReason. hxd's stop reasons are Anthropic's, so
 //     end_turn, tool_use, max_tokens, stop_sequence, pause_turn and refusal
 //     are kept as they are (the runtime decides on tool calls, not on the
@@ -195,7 +196,7 @@ func (p *Anthropic) Complete(ctx context.Context, req *Request) (*Response, erro
 	stream := p.svc.NewStreaming(callCtx, params, callOpts...)
 	defer func() { _ = stream.Close() }()
 	var msg anthropic.Message
-	stopped := false
+	stopped, usageSeen := false, false
 	for stream.Next() {
 		ev := stream.Current()
 		// Checked before Accumulate, which replaces an input that is not
@@ -206,7 +207,12 @@ func (p *Anthropic) Complete(ctx context.Context, req *Request) (*Response, erro
 		if err := msg.Accumulate(ev); err != nil {
 			return nil, &Failure{Type: FailureResponseValidation, Message: "model server sent an invalid event stream: events out of order", Cause: err}
 		}
-		if ev.Type == "message_stop" {
+		switch ev.Type {
+		case "message_start":
+			usageSeen = usageSeen || ev.Message.JSON.Usage.Valid()
+		case "message_delta":
+			usageSeen = usageSeen || ev.JSON.Usage.Valid()
+		case "message_stop":
 			stopped = true
 		}
 	}
@@ -222,7 +228,12 @@ func (p *Anthropic) Complete(ctx context.Context, req *Request) (*Response, erro
 		}
 		return nil, &Failure{Type: FailureConnection, Message: "model server stream ended before message_stop", Retryable: true}
 	}
-	return convertAnthropicMessage(&msg)
+	resp, err := convertAnthropicMessage(&msg)
+	if err != nil {
+		return nil, err
+	}
+	resp.UsageReported = usageSeen
+	return resp, nil
 }
 
 // temperatureOf returns the request's temperature, else Config's, else nil.

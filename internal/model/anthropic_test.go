@@ -161,9 +161,10 @@ func TestAnthropicTextAnswer(t *testing.T) {
 	resp, err := b.provider.Complete(t.Context(), req)
 	require.NoError(t, err)
 	require.Equal(t, &Response{
-		Text:       "Hello there.",
-		StopReason: "end_turn",
-		Usage:      Usage{InputTokens: 25, OutputTokens: 15, CacheReadInputTokens: 3, CacheCreationInputTokens: 2},
+		Text:          "Hello there.",
+		StopReason:    "end_turn",
+		Usage:         Usage{InputTokens: 25, OutputTokens: 15, CacheReadInputTokens: 3, CacheCreationInputTokens: 2},
+		UsageReported: true,
 	}, resp)
 
 	body, header := b.request(t, 0)

@@ -59,7 +59,8 @@ type ScriptStep struct {
 	// FailAttempts makes attempts 1..n of this step fail with a transient
 	// connection error.
 	FailAttempts int `json:"fail_attempts,omitempty"`
-	// Usage reported for the step. Optional.
+	// Usage reported for the step. Optional: without it the step reports
+	// no usage (Response.UsageReported false, so usage_incomplete).
 	Usage *Usage `json:"usage,omitempty"`
 }
 

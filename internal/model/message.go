@@ -167,6 +167,10 @@ type Response struct {
 	ToolCalls  []ToolCall `json:"tool_calls"`
 	StopReason string     `json:"stop_reason"`
 	Usage      Usage      `json:"usage"`
+	// UsageReported is true when the provider's answer carried usage
+	// (Usage then holds what it reported, zeros included); false when it
+	// sent none. Not serialized: records keep their shape.
+	UsageReported bool `json:"-"`
 	// Content is the reply's blocks in order (text, thinking,
 	// redacted_thinking, tool_use, opaque) when it holds a native block
 	// that must be sent back verbatim on the next call; nil otherwise.

@@ -67,7 +67,8 @@ const (
 //     empty reason, or "stop" with tool calls (some compatible servers), is
 //     end_turn / tool_use depending on whether there are tool calls;
 //   - usage: prompt_tokens → InputTokens, completion_tokens → OutputTokens
-//     (cached-token details are not mapped).
+//     (cached-token details are not mapped); UsageReported when a chunk
+//     (or the plain chat.completion) carried a non-null usage object.
 //
 // Errors are classified into *Failure as documented on Complete.
 type OpenAI struct {
@@ -236,14 +237,16 @@ func (p *OpenAI) complete(ctx context.Context, req *Request, opts callOptions) (
 	stream := p.svc.NewStreaming(callCtx, params, option.WithMiddleware(seen.middleware))
 	defer func() { _ = stream.Close() }()
 	var (
-		acc      openai.ChatCompletionAccumulator
-		thinking strings.Builder
-		chunks   int
-		finished bool
+		acc       openai.ChatCompletionAccumulator
+		thinking  strings.Builder
+		chunks    int
+		finished  bool
+		usageSeen bool
 	)
 	for stream.Next() {
 		chunk := stream.Current()
 		chunks++
+		usageSeen = usageSeen || chunk.JSON.Usage.Valid()
 		if !acc.AddChunk(chunk) {
 			return nil, &Failure{Type: FailureResponseValidation, Message: "model stream sent a chunk that does not continue the answer"}
 		}
@@ -288,6 +291,7 @@ func (p *OpenAI) complete(ctx context.Context, req *Request, opts callOptions) (
 		return nil, err
 	}
 	resp.Thinking = thinking.String()
+	resp.UsageReported = usageSeen
 	return resp, nil
 }
 
@@ -306,6 +310,7 @@ func (p *OpenAI) plainCompletion(ctx, callCtx context.Context, seen *seenReply) 
 		return nil, err
 	}
 	resp.Thinking = reasoningContent(c.Choices[0].Message)
+	resp.UsageReported = c.JSON.Usage.Valid()
 	return resp, nil
 }
 

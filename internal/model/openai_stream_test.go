@@ -56,7 +56,8 @@ func TestOpenAIStreamDeltaHook(t *testing.T) {
 	}
 	require.Equal(t, &Response{
 		Text: "The answer is 42.", Thinking: "Let me think.", StopReason: "end_turn",
-		Usage: Usage{InputTokens: 7, OutputTokens: 5},
+		Usage:         Usage{InputTokens: 7, OutputTokens: 5},
+		UsageReported: true,
 	}, resp)
 	require.Equal(t, resp.Text, text.String())
 	require.Equal(t, resp.Thinking, thinking.String())
@@ -248,8 +249,9 @@ func TestOpenAIPlainReply(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, &Response{
 		Text: "Checking.", Thinking: "look it up", StopReason: "tool_use",
-		ToolCalls: []ToolCall{{ID: "call_a", Name: "lookup", Input: []byte(`{"k":1}`)}},
-		Usage:     Usage{InputTokens: 4, OutputTokens: 2},
+		ToolCalls:     []ToolCall{{ID: "call_a", Name: "lookup", Input: []byte(`{"k":1}`)}},
+		Usage:         Usage{InputTokens: 4, OutputTokens: 2},
+		UsageReported: true,
 	}, resp)
 	require.Zero(t, calls)
 

@@ -134,10 +134,11 @@ func TestOpenAITextAnswer(t *testing.T) {
 	})
 	require.NoError(t, err)
 	require.Equal(t, &Response{
-		Text:       "Hello there.",
-		Thinking:   "greet",
-		StopReason: "end_turn",
-		Usage:      Usage{InputTokens: 10, OutputTokens: 3},
+		Text:          "Hello there.",
+		Thinking:      "greet",
+		StopReason:    "end_turn",
+		Usage:         Usage{InputTokens: 10, OutputTokens: 3},
+		UsageReported: true,
 	}, resp)
 
 	body, header := b.lastRequest(t)
@@ -204,8 +205,9 @@ func TestOpenAIToolCallAnswer(t *testing.T) {
 			{ID: "call_b", Name: "echo", Input: json.RawMessage(`{"_raw":"not json"}`)},
 			{ID: "call_c", Name: "noop", Input: json.RawMessage(`{}`)},
 		},
-		StopReason: "tool_use",
-		Usage:      Usage{InputTokens: 40, OutputTokens: 12},
+		StopReason:    "tool_use",
+		Usage:         Usage{InputTokens: 40, OutputTokens: 12},
+		UsageReported: true,
 	}, resp)
 
 	body, header := b.lastRequest(t)

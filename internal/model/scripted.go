@@ -39,7 +39,8 @@ func NewScripted(script []ScriptStep) *Scripted {
 //     as 1) → retryable ConnectionError "Injected model connection failure";
 //   - otherwise the step's text and tool calls (a copy; an empty tool input
 //     becomes {}), its stop reason (default "tool_use" with tool calls, else
-//     "end_turn") and its usage (default zero).
+//     "end_turn") and its usage (default zero, with UsageReported false:
+//     a step without `usage:` reports none).
 //
 // A cancelled ctx returns an error satisfying errors.Is(err, ctx.Err()).
 func (s *Scripted) Complete(ctx context.Context, req *Request) (*Response, error) {
@@ -73,6 +74,7 @@ func (s *Scripted) Complete(ctx context.Context, req *Request) (*Response, error
 	}
 	if step.Usage != nil {
 		resp.Usage = *step.Usage
+		resp.UsageReported = true
 	}
 	return resp, nil
 }

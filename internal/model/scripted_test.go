@@ -41,8 +41,9 @@ func TestScripted(t *testing.T) {
 					{ID: "call_1", Name: "overdue_balance", Input: json.RawMessage(`{"account":"A-1"}`)},
 					{ID: "call_2", Name: "echo", Input: json.RawMessage(`{}`)},
 				},
-				StopReason: "tool_use",
-				Usage:      Usage{InputTokens: 12, OutputTokens: 5},
+				StopReason:    "tool_use",
+				Usage:         Usage{InputTokens: 12, OutputTokens: 5},
+				UsageReported: true,
 			},
 		},
 		{
