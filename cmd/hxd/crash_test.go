@@ -375,15 +375,17 @@ func (h *hookServer) all() []hookCall {
 
 // writeHookAgent writes agent <name>@v1 to a new agents folder: a scripted
 // model whose first `steps` steps each call the webhook tool "hook" (call
-// ids w1, w2, …) and whose last step answers "done".
+// ids w1, w2, …) and whose last step answers "done". Every step reports
+// usage, so usage_incomplete is set only by a crash with a model attempt
+// open.
 func writeHookAgent(t *testing.T, name, hookURL, policy string, steps int) string {
 	t.Helper()
 	var b strings.Builder
 	fmt.Fprintf(&b, "name: %s\nversion: v1\nmodel:\n  provider: scripted\n  script:\n", name)
 	for i := 1; i <= steps; i++ {
-		fmt.Fprintf(&b, "    - tool_calls: [{id: w%d, name: hook, input: {n: %d}}]\n", i, i)
+		fmt.Fprintf(&b, "    - tool_calls: [{id: w%d, name: hook, input: {n: %d}}]\n      usage: {input_tokens: 10, output_tokens: 2}\n", i, i)
 	}
-	b.WriteString("    - text: done\n")
+	b.WriteString("    - text: done\n      usage: {input_tokens: 12, output_tokens: 1}\n")
 	fmt.Fprintf(&b, "tools:\n  - name: hook\n    kind: webhook\n    url: %s\n    replay_policy: %s\n    timeout_seconds: 30\n", hookURL, policy)
 	fmt.Fprintf(&b, "    input_schema: {type: object, properties: {n: {type: integer}}}\n")
 	dir := filepath.Join(t.TempDir(), "agents")

@@ -464,7 +464,7 @@ func (d *driver) cmdModel(ctx context.Context) error {
 	d.record(journal.KindModelResponse, resp, nil)
 	d.record(journal.KindModelProcessed, processed, nil)
 	st.Response = &processed
-	AccountAttemptUsage(st, d.b.def.Model.Provider, resp.Usage)
+	AccountAttemptUsage(st, resp.Usage, resp.UsageReported)
 	d.record(journal.KindModelCompleted, CompletedPayload(&processed), nil)
 	st.ModelAttemptOpen = false
 	if processed.Text != "" {

@@ -75,14 +75,16 @@ func TestThinkingBlocksRoundTrip(t *testing.T) {
 	fake := &replayProvider{replies: []model.Response{
 		{
 			Text: "Checking.", Thinking: "Look the invoice up.", StopReason: "tool_use",
-			ToolCalls: []model.ToolCall{{ID: "toolu_1", Name: "count", Input: json.RawMessage(`{"n":1}`)}},
-			Usage:     model.Usage{InputTokens: 100, OutputTokens: 40, CacheReadInputTokens: 7, CacheCreationInputTokens: 3},
-			Content:   contentBlocks(t, first),
+			ToolCalls:     []model.ToolCall{{ID: "toolu_1", Name: "count", Input: json.RawMessage(`{"n":1}`)}},
+			Usage:         model.Usage{InputTokens: 100, OutputTokens: 40, CacheReadInputTokens: 7, CacheCreationInputTokens: 3},
+			UsageReported: true,
+			Content:       contentBlocks(t, first),
 		},
 		{
 			Text: "done", Thinking: "It answered.", StopReason: "end_turn", ToolCalls: []model.ToolCall{},
-			Usage:   model.Usage{InputTokens: 150, OutputTokens: 10, CacheReadInputTokens: 5},
-			Content: contentBlocks(t, final),
+			Usage:         model.Usage{InputTokens: 150, OutputTokens: 10, CacheReadInputTokens: 5},
+			UsageReported: true,
+			Content:       contentBlocks(t, final),
 		},
 	}}
 

@@ -8,37 +8,17 @@ import (
 	"hxd/internal/model"
 )
 
-// TestUsageReported: an all-zero usage is "not reported", except from the
-// scripted provider, whose script sets usage (zero by default).
-func TestUsageReported(t *testing.T) {
-	t.Parallel()
-	for _, tc := range []struct {
-		provider string
-		u        model.Usage
-		want     bool
-	}{
-		{model.ProviderOpenAI, model.Usage{}, false},
-		{model.ProviderAnthropic, model.Usage{}, false},
-		{model.ProviderOpenAI, model.Usage{InputTokens: 1}, true},
-		{model.ProviderAnthropic, model.Usage{CacheReadInputTokens: 5}, true},
-		{model.ProviderOpenAI, model.Usage{OutputTokens: 2}, true},
-		{model.ProviderScripted, model.Usage{}, true},
-		{model.ProviderScripted, model.Usage{InputTokens: 3}, true},
-	} {
-		require.Equal(t, tc.want, UsageReported(tc.provider, tc.u), "%s %+v", tc.provider, tc.u)
-	}
-}
-
 // TestAttemptUsageAccounting: each attempt's report is added to the usage
 // the run had before that attempt (usage_base), accounting an attempt
-// again replaces its share, and an answer without usage marks the usage
-// incomplete without changing the sum.
+// again replaces its share, and an answer whose provider reported no usage
+// marks the usage incomplete without changing the sum, whatever the
+// provider reported as numbers (the flag decides, not a zero usage).
 func TestAttemptUsageAccounting(t *testing.T) {
 	t.Parallel()
 	type step struct {
 		begin    bool // a new attempt starts
-		provider string
 		u        model.Usage
+		reported bool // model.Response.UsageReported
 	}
 	for _, tc := range []struct {
 		name           string
@@ -49,8 +29,8 @@ func TestAttemptUsageAccounting(t *testing.T) {
 		{
 			name: "two attempts add up",
 			steps: []step{
-				{true, model.ProviderAnthropic, model.Usage{InputTokens: 10, OutputTokens: 2, CacheReadInputTokens: 1, CacheCreationInputTokens: 4}},
-				{true, model.ProviderAnthropic, model.Usage{InputTokens: 20, OutputTokens: 3, CacheReadInputTokens: 5}},
+				{true, model.Usage{InputTokens: 10, OutputTokens: 2, CacheReadInputTokens: 1, CacheCreationInputTokens: 4}, true},
+				{true, model.Usage{InputTokens: 20, OutputTokens: 3, CacheReadInputTokens: 5}, true},
 			},
 			want:     model.Usage{InputTokens: 30, OutputTokens: 5, CacheReadInputTokens: 6, CacheCreationInputTokens: 4},
 			wantBase: model.Usage{InputTokens: 10, OutputTokens: 2, CacheReadInputTokens: 1, CacheCreationInputTokens: 4},
@@ -58,9 +38,9 @@ func TestAttemptUsageAccounting(t *testing.T) {
 		{
 			name: "an attempt accounted twice counts once, with its last report",
 			steps: []step{
-				{true, model.ProviderOpenAI, model.Usage{InputTokens: 10, OutputTokens: 2}},
-				{true, model.ProviderOpenAI, model.Usage{InputTokens: 7}},
-				{false, model.ProviderOpenAI, model.Usage{InputTokens: 7, OutputTokens: 9}},
+				{true, model.Usage{InputTokens: 10, OutputTokens: 2}, true},
+				{true, model.Usage{InputTokens: 7}, true},
+				{false, model.Usage{InputTokens: 7, OutputTokens: 9}, true},
 			},
 			want:     model.Usage{InputTokens: 17, OutputTokens: 11},
 			wantBase: model.Usage{InputTokens: 10, OutputTokens: 2},
@@ -68,16 +48,22 @@ func TestAttemptUsageAccounting(t *testing.T) {
 		{
 			name: "an answer without usage",
 			steps: []step{
-				{true, model.ProviderOpenAI, model.Usage{InputTokens: 10, OutputTokens: 2}},
-				{true, model.ProviderOpenAI, model.Usage{}},
+				{true, model.Usage{InputTokens: 10, OutputTokens: 2}, true},
+				{true, model.Usage{}, false},
 			},
 			want:       model.Usage{InputTokens: 10, OutputTokens: 2},
 			wantBase:   model.Usage{InputTokens: 10, OutputTokens: 2},
 			incomplete: true,
 		},
 		{
-			name:  "a scripted step without usage",
-			steps: []step{{true, model.ProviderScripted, model.Usage{}}},
+			name:  "a reported all-zero usage is complete",
+			steps: []step{{true, model.Usage{}, true}},
+		},
+		{
+			name:       "an unreported nonzero usage is incomplete",
+			steps:      []step{{true, model.Usage{InputTokens: 3}, false}},
+			want:       model.Usage{InputTokens: 3},
+			incomplete: true,
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -87,7 +73,7 @@ func TestAttemptUsageAccounting(t *testing.T) {
 				if s.begin {
 					BeginAttemptUsage(st)
 				}
-				AccountAttemptUsage(st, s.provider, s.u)
+				AccountAttemptUsage(st, s.u, s.reported)
 			}
 			require.Equal(t, tc.want, st.Usage)
 			require.Equal(t, tc.wantBase, st.UsageBase)

@@ -60,7 +60,8 @@ func requireRunUsage(t *testing.T, tb *testBundle, runID string, want model.Usag
 
 // TestScriptedRunUsage: a run's usage is the sum of its model attempts'
 // usage; a retried attempt (fail_attempts) makes it incomplete and adds
-// nothing of its own.
+// nothing of its own, and so does a step without `usage:` (the scripted
+// provider reported none).
 func TestScriptedRunUsage(t *testing.T) {
 	t.Parallel()
 	u1 := &model.Usage{InputTokens: 120, OutputTokens: 30, CacheReadInputTokens: 100, CacheCreationInputTokens: 20}
@@ -75,7 +76,8 @@ func TestScriptedRunUsage(t *testing.T) {
 	}{
 		{"usage on every step", [2]*model.Usage{u1, u2}, [2]int{}, sum, false},
 		{"a retried step", [2]*model.Usage{u1, u2}, [2]int{0, 1}, sum, true},
-		{"a step without usage counts zero", [2]*model.Usage{u1, nil}, [2]int{}, *u1, false},
+		{"a step without usage is incomplete", [2]*model.Usage{u1, nil}, [2]int{}, *u1, true},
+		{"a step with zero usage is complete", [2]*model.Usage{u1, {}}, [2]int{}, *u1, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

@@ -35,9 +35,12 @@ type ModelInput struct {
 }
 
 // ModelOutput is the raw model response and the attempt that produced it.
+// UsageReported carries Response.UsageReported, which Response's own JSON
+// leaves out.
 type ModelOutput struct {
-	Response model.Response `json:"response"`
-	Attempt  int            `json:"attempt"`
+	Response      model.Response `json:"response"`
+	Attempt       int            `json:"attempt"`
+	UsageReported bool           `json:"usage_reported"`
 }
 
 // ToolInput is the tool activity's input: one tool entry (its Attempt
@@ -283,7 +286,7 @@ func (a *Activities) Model(ctx context.Context, in ModelInput) (*ModelOutput, er
 		own.add(runtime.EventTextDelta, processed.Text, attempt)
 		own.add(runtime.EventTextComplete, processed.Text, attempt)
 	}
-	return &ModelOutput{Response: *resp, Attempt: attempt}, nil
+	return &ModelOutput{Response: *resp, Attempt: attempt, UsageReported: resp.UsageReported}, nil
 }
 
 // Tool runs one attempt of a tool entry (activity ActivityTool) and

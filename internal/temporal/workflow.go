@@ -491,9 +491,9 @@ func (w *sessionWorkflow) modelStep(ctx workflow.Context, d *drive, st *runtime.
 	processed := runtime.ProcessResponse(w.def, &out.Response)
 	st.Response = &processed
 	// As the local driver: usage_base + this attempt's usage, and
-	// usage_incomplete when a real provider reported none. State only, no
+	// usage_incomplete when the provider reported none. State only, no
 	// command, so histories replay unchanged without a patch.
-	runtime.AccountAttemptUsage(st, w.def.Model.Provider, out.Response.Usage)
+	runtime.AccountAttemptUsage(st, out.Response.Usage, out.UsageReported)
 	if len(processed.ToolCalls) > 0 {
 		return runtime.Advance(st, runtime.OutToolCalls)
 	}

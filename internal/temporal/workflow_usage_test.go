@@ -30,7 +30,8 @@ func usageRun(t *testing.T, h *harness) *runtime.RunState {
 // as the local driver does (runtime.BeginAttemptUsage /
 // AccountAttemptUsage): usage is summed across attempts, usage_base is the
 // usage before the last attempt, and usage_incomplete is set after a retry
-// and, for a provider other than scripted, after an answer without usage.
+// and after an answer whose provider reported no usage (scripted included),
+// carried from the activity in ModelOutput.UsageReported.
 func TestModelUsageAccounting(t *testing.T) {
 	u1 := model.Usage{InputTokens: 10, OutputTokens: 4, CacheReadInputTokens: 2, CacheCreationInputTokens: 1}
 	u2 := model.Usage{InputTokens: 7, OutputTokens: 3}
@@ -60,11 +61,11 @@ func TestModelUsageAccounting(t *testing.T) {
 			wantUsage: u1.Add(u2), wantBase: u1,
 		},
 		{
-			name: "scripted without usage is complete",
+			name: "scripted without usage is incomplete",
 			def: scriptedAgent("none", tools,
 				model.ScriptStep{ToolCalls: []model.ToolCall{call}, Usage: &u1},
 				model.ScriptStep{Text: "done"}),
-			wantUsage: u1, wantBase: u1,
+			wantUsage: u1, wantBase: u1, wantIncomplete: true,
 		},
 		{
 			name: "scripted retry",
@@ -77,16 +78,25 @@ func TestModelUsageAccounting(t *testing.T) {
 			name: "openai with usage",
 			def:  openai("oa"),
 			answers: []model.Response{
-				{ToolCalls: []model.ToolCall{call}, StopReason: "tool_use", Usage: u1},
-				{Text: "done", StopReason: "end_turn", Usage: u2},
+				{ToolCalls: []model.ToolCall{call}, StopReason: "tool_use", Usage: u1, UsageReported: true},
+				{Text: "done", StopReason: "end_turn", Usage: u2, UsageReported: true},
 			},
 			wantUsage: u1.Add(u2), wantBase: u1,
+		},
+		{
+			name: "openai reporting zero usage is complete",
+			def:  openai("oa-zero"),
+			answers: []model.Response{
+				{ToolCalls: []model.ToolCall{call}, StopReason: "tool_use", Usage: u1, UsageReported: true},
+				{Text: "done", StopReason: "end_turn", UsageReported: true},
+			},
+			wantUsage: u1, wantBase: u1,
 		},
 		{
 			name: "openai answer without usage",
 			def:  openai("oa-none"),
 			answers: []model.Response{
-				{ToolCalls: []model.ToolCall{call}, StopReason: "tool_use", Usage: u1},
+				{ToolCalls: []model.ToolCall{call}, StopReason: "tool_use", Usage: u1, UsageReported: true},
 				{Text: "done", StopReason: "end_turn"},
 			},
 			wantUsage: u1, wantBase: u1, wantIncomplete: true,
@@ -99,7 +109,7 @@ func TestModelUsageAccounting(t *testing.T) {
 				h.env.OnActivity(ActivityModel, mock.Anything, mock.Anything).Return(func(_ context.Context, in ModelInput) (*ModelOutput, error) {
 					resp := tc.answers[calls]
 					calls++
-					return &ModelOutput{Response: resp, Attempt: in.Attempt}, nil
+					return &ModelOutput{Response: resp, Attempt: in.Attempt, UsageReported: resp.UsageReported}, nil
 				})
 			}
 			st := usageRun(t, h)
