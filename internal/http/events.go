@@ -251,7 +251,7 @@ func (e *eventStream) visit(ctx context.Context, w http.ResponseWriter) error {
 	}
 	if err != nil && ctx.Err() == nil {
 		e.s.log.WarnContext(ctx, "event stream ended early",
-			"request_id", requestIDFrom(ctx), "run_id", e.runID, "error", err.Error())
+			"request_id", requestIDFrom(ctx), "run_id", e.runID, "error", err)
 	}
 	return nil
 }

@@ -269,7 +269,7 @@ type exportStream struct {
 func (e *exportStream) visit(ctx context.Context, w http.ResponseWriter) error {
 	defer func() {
 		if err := e.archive.Close(); err != nil {
-			e.s.log.WarnContext(ctx, "remove export spool", "request_id", requestIDFrom(ctx), "run_id", e.runID, "error", err.Error())
+			e.s.log.WarnContext(ctx, "remove export spool", "request_id", requestIDFrom(ctx), "run_id", e.runID, "error", err)
 		}
 	}()
 	h := w.Header()
@@ -286,7 +286,7 @@ func (e *exportStream) visit(ctx context.Context, w http.ResponseWriter) error {
 	}
 	if err != nil && ctx.Err() == nil {
 		e.s.log.WarnContext(ctx, "export stream ended early",
-			"request_id", requestIDFrom(ctx), "run_id", e.runID, "error", err.Error())
+			"request_id", requestIDFrom(ctx), "run_id", e.runID, "error", err)
 	}
 	return nil
 }
