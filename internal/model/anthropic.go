@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"time"
 
 	"github.com/anthropics/anthropic-sdk-go/v2"
@@ -88,41 +87,26 @@ func NewAnthropic(cfg Config, opts Options) (*Anthropic, error) {
 	if baseURL == "" {
 		baseURL = DefaultAnthropicBaseURL
 	}
-	httpClient := opts.HTTPClient
-	if httpClient == nil {
-		httpClient = &http.Client{}
+	key, err := providerKey(cfg, opts)
+	if err != nil {
+		return nil, err
 	}
 	reqOpts := []aoption.RequestOption{
 		aoption.WithBaseURL(baseURL),
-		aoption.WithHTTPClient(httpClient),
+		aoption.WithHTTPClient(providerHTTPClient(opts)),
 		aoption.WithMaxRetries(0),
 	}
-	if cfg.APIKeyEnv != "" {
-		lookup := opts.LookupEnvFunc
-		if lookup == nil {
-			lookup = func(string) (string, bool) { return "", false }
-		}
-		key, ok := lookup(cfg.APIKeyEnv)
-		if !ok || key == "" {
-			return nil, fmt.Errorf("%w: environment variable %q named by api_key_env is not set", ErrInvalidConfig, cfg.APIKeyEnv)
-		}
+	if key != "" {
 		reqOpts = append(reqOpts, aoption.WithAPIKey(key))
 	}
-	maxTokens := cfg.MaxTokens
-	if maxTokens == 0 {
-		maxTokens = DefaultMaxTokens
-	}
-	timeoutSeconds := cfg.TimeoutSeconds
-	if timeoutSeconds == 0 {
-		timeoutSeconds = DefaultTimeoutSeconds
-	}
+	maxTokens, timeout := callLimits(cfg)
 	p := &Anthropic{
 		// NewMessageService, unlike anthropic.NewClient, applies no
 		// environment defaults and no credential chain (STYLE G18).
 		svc:       anthropic.NewMessageService(reqOpts...),
 		model:     cfg.Model,
 		maxTokens: maxTokens,
-		timeout:   secondsToDuration(timeoutSeconds),
+		timeout:   timeout,
 		now:       time.Now,
 	}
 	if cfg.Temperature != nil {

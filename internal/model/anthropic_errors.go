@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 
 	"github.com/anthropics/anthropic-sdk-go/v2"
@@ -83,20 +82,9 @@ func (p *Anthropic) classify(ctx, callCtx context.Context, err error, seen *seen
 	if seen.status >= http.StatusBadRequest {
 		return p.statusFailure(seen.status, seen.header, "")
 	}
-	if errors.Is(seen.bodyErr, errReplyTooLarge) {
-		return &Failure{Type: FailureResponseValidation, Message: errReplyTooLarge.Error()}
-	}
-	if seen.bodyErr != nil {
-		err = seen.bodyErr // the connection broke while the stream was read
-	} else if seen.status >= 200 && seen.status < 300 {
-		return &Failure{Type: FailureResponseValidation, Message: fmt.Sprintf("model server reply (HTTP %d) is not a valid message event stream", seen.status), Cause: err}
-	}
-	var netErr net.Error
-	if errors.As(err, &netErr) && netErr.Timeout() {
-		return &Failure{Type: FailureTimeout, Message: "model server connection timed out", Retryable: true, Cause: err}
-	}
-	if reason, ok := connectionReason(err); ok {
-		return &Failure{Type: FailureConnection, Message: "connection to the model server failed: " + reason, Retryable: true, Cause: err}
+	f, err := seen.transportFailure(err, "message event stream")
+	if f != nil {
+		return f
 	}
 	return &Failure{Type: FailureGeneric, Message: "model call failed", Cause: err}
 }

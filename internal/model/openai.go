@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -97,41 +96,26 @@ func NewOpenAI(cfg Config, opts Options) (*OpenAI, error) {
 	if baseURL == "" {
 		baseURL = DefaultOpenAIBaseURL
 	}
-	httpClient := opts.HTTPClient
-	if httpClient == nil {
-		httpClient = &http.Client{}
+	key, err := providerKey(cfg, opts)
+	if err != nil {
+		return nil, err
 	}
 	reqOpts := []option.RequestOption{
 		option.WithBaseURL(baseURL),
-		option.WithHTTPClient(httpClient),
+		option.WithHTTPClient(providerHTTPClient(opts)),
 		option.WithMaxRetries(0),
 	}
-	if cfg.APIKeyEnv != "" {
-		lookup := opts.LookupEnvFunc
-		if lookup == nil {
-			lookup = func(string) (string, bool) { return "", false }
-		}
-		key, ok := lookup(cfg.APIKeyEnv)
-		if !ok || key == "" {
-			return nil, fmt.Errorf("%w: environment variable %q named by api_key_env is not set", ErrInvalidConfig, cfg.APIKeyEnv)
-		}
+	if key != "" {
 		reqOpts = append(reqOpts, option.WithAPIKey(key))
 	}
-	maxTokens := cfg.MaxTokens
-	if maxTokens == 0 {
-		maxTokens = DefaultMaxTokens
-	}
-	timeoutSeconds := cfg.TimeoutSeconds
-	if timeoutSeconds == 0 {
-		timeoutSeconds = DefaultTimeoutSeconds
-	}
+	maxTokens, timeout := callLimits(cfg)
 	p := &OpenAI{
 		// NewChatCompletionService, unlike openai.NewClient, applies no
 		// environment defaults (STYLE G18).
 		svc:       openai.NewChatCompletionService(reqOpts...),
 		model:     cfg.Model,
 		maxTokens: maxTokens,
-		timeout:   secondsToDuration(timeoutSeconds),
+		timeout:   timeout,
 		now:       time.Now,
 	}
 	if cfg.Temperature != nil {

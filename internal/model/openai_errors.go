@@ -138,20 +138,9 @@ func (p *OpenAI) classify(ctx, callCtx context.Context, err error, seen *seenRep
 	if seen.status >= http.StatusBadRequest {
 		return p.statusFailure(seen.status, seen.header, "", "")
 	}
-	if errors.Is(seen.bodyErr, errReplyTooLarge) {
-		return &Failure{Type: FailureResponseValidation, Message: errReplyTooLarge.Error()}
-	}
-	if seen.bodyErr != nil {
-		err = seen.bodyErr // the connection broke while the body was read
-	} else if seen.status >= 200 && seen.status < 300 {
-		return &Failure{Type: FailureResponseValidation, Message: fmt.Sprintf("model server reply (HTTP %d) is not a valid chat completion stream", seen.status), Cause: err}
-	}
-	var netErr net.Error
-	if errors.As(err, &netErr) && netErr.Timeout() {
-		return &Failure{Type: FailureTimeout, Message: "model server connection timed out", Retryable: true, Cause: err}
-	}
-	if reason, ok := connectionReason(err); ok {
-		return &Failure{Type: FailureConnection, Message: "connection to the model server failed: " + reason, Retryable: true, Cause: err}
+	f, err := seen.transportFailure(err, "chat completion stream")
+	if f != nil {
+		return f
 	}
 	if f := markerFailure(err.Error(), 0, "model call"); f != nil {
 		f.Cause = err
@@ -346,4 +335,28 @@ func retryAfterSeconds(h http.Header, now time.Time) float64 {
 // validHint reports whether a numeric retry hint is finite and positive.
 func validHint(v float64) bool {
 	return !math.IsNaN(v) && !math.IsInf(v, 0) && v > 0
+}
+
+// transportFailure classifies what is left once the SDK's error is no API
+// error: a reply over MaxReplyBytes, a connection that broke while the body
+// was read (err becomes that read error), a complete 2xx body that is not a
+// valid <what>, a timeout and other connection failures. It returns nil and
+// the error to classify further otherwise.
+func (s *seenReply) transportFailure(err error, what string) (*Failure, error) {
+	if errors.Is(s.bodyErr, errReplyTooLarge) {
+		return &Failure{Type: FailureResponseValidation, Message: errReplyTooLarge.Error()}, err
+	}
+	if s.bodyErr != nil {
+		err = s.bodyErr // the connection broke while the body was read
+	} else if s.status >= 200 && s.status < 300 {
+		return &Failure{Type: FailureResponseValidation, Message: fmt.Sprintf("model server reply (HTTP %d) is not a valid %s", s.status, what), Cause: err}, err
+	}
+	var netErr net.Error
+	if errors.As(err, &netErr) && netErr.Timeout() {
+		return &Failure{Type: FailureTimeout, Message: "model server connection timed out", Retryable: true, Cause: err}, err
+	}
+	if reason, ok := connectionReason(err); ok {
+		return &Failure{Type: FailureConnection, Message: "connection to the model server failed: " + reason, Retryable: true, Cause: err}, err
+	}
+	return nil, err
 }
