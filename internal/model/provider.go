@@ -13,6 +13,35 @@ type Provider interface {
 	Complete(ctx context.Context, req *Request) (*Response, error)
 }
 
+// Delta kinds (Delta.Kind).
+const (
+	// DeltaText is a piece of the answer's text.
+	DeltaText = "text"
+	// DeltaThinking is a piece of the model's reasoning (Anthropic thinking,
+	// OpenAI-compatible reasoning_content).
+	DeltaThinking = "thinking"
+)
+
+// Delta is one piece of a streamed answer, as the provider sent it.
+type Delta struct {
+	// Kind is DeltaText or DeltaThinking.
+	Kind string
+	// Text is the piece (never empty).
+	Text string
+}
+
+// Streamer is a Provider that passes the answer's pieces on as they
+// arrive. CompleteStream behaves as Complete and also calls onDelta, on the
+// calling goroutine and in order, for each text and thinking piece of the
+// answer. The concatenation of the text deltas is the Response's Text unless
+// the provider replaced it (a refusal); a failed call may have delivered
+// some deltas before failing. onDelta must not block for long: the provider
+// reads the stream only after it returns.
+type Streamer interface {
+	Provider
+	CompleteStream(ctx context.Context, req *Request, onDelta func(Delta)) (*Response, error)
+}
+
 // Failure is a captured model failure: data with a stable kind and a
 // retryability flag, recorded in model.failed as {type, message}.
 type Failure struct {
@@ -27,6 +56,10 @@ type Failure struct {
 	Status int
 	// RetryAfterSeconds is the provider's Retry-After hint, 0 when none.
 	RetryAfterSeconds float64
+	// Usage is what the provider reported for the attempt before it
+	// failed (a stream's message_start, a usage chunk); nil when nothing
+	// was reported.
+	Usage *Usage
 	// Cause is the underlying error, if any.
 	Cause error
 }
