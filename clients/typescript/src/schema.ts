@@ -720,6 +720,17 @@ export interface components {
              */
             message: string | components["schemas"]["ContentBlock"][];
             request_id?: components["schemas"]["RequestID"];
+            /**
+             * @description Stream the model's answer: `text_delta` and `thinking_delta`
+             *     events are committed as the provider sends them (events and
+             *     their `event` records only, no checkpoint), then
+             *     `text_complete`. When the agent has response middleware the
+             *     text is buffered and emitted as one `text_delta` after the call,
+             *     so no pre-middleware text reaches the stream. Without `stream`,
+             *     the text is emitted as one `text_delta` after the call.
+             * @default false
+             */
+            stream?: boolean;
         };
         /** @description One message block (Anthropic-shaped): text, tool_use or tool_result. */
         ContentBlock: {
