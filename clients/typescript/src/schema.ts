@@ -750,6 +750,16 @@ export interface components {
             content?: unknown;
             is_error?: boolean;
         };
+        /**
+         * @description Tokens the provider reported, summed over the run's model
+         *     attempts, retries and fallbacks included: Anthropic's
+         *     `input_tokens`, `output_tokens`, `cache_read_input_tokens` and
+         *     `cache_creation_input_tokens`; OpenAI's `prompt_tokens` and
+         *     `completion_tokens` (`prompt_tokens_details.cached_tokens` as
+         *     cache reads, not counted again in `input_tokens`). An attempt that
+         *     failed adds what the provider reported before failing. A scripted
+         *     model reports its script's `usage`.
+         */
         Usage: {
             /** Format: int64 */
             input_tokens: number;
@@ -773,7 +783,19 @@ export interface components {
             /** @description The final answer (null until there is one; a cancelled run's is ""). */
             output: string | null;
             status: components["schemas"]["RunStatus"];
-            /** @example end_turn */
+            /**
+             * @description Why the last model answer stopped, or why the run did
+             *     (`cancelled`, `timeout`). Model stop reasons are Anthropic's
+             *     names: Anthropic's `end_turn`, `tool_use`, `max_tokens`,
+             *     `stop_sequence`, `pause_turn` and `refusal` are kept as they
+             *     are; OpenAI's `finish_reason` maps `stop` → `end_turn`,
+             *     `tool_calls`/`function_call` → `tool_use`, `length` →
+             *     `max_tokens`, `content_filter` → `refusal`, anything else
+             *     verbatim. A missing reason is `tool_use` when the answer has
+             *     tool calls, else `end_turn`. The run continues while an answer
+             *     has tool calls, whatever its stop reason.
+             * @example end_turn
+             */
             stop_reason: string | null;
             usage: components["schemas"]["Usage"];
             /**
@@ -785,7 +807,11 @@ export interface components {
             error: components["schemas"]["RunError"] | null;
             /** @description Tools awaiting a decision. */
             pending: components["schemas"]["PendingTool"][];
-            /** @description True when some usage could not be accounted for. */
+            /**
+             * @description True when some usage could not be accounted for: a model
+             *     attempt was retried or interrupted (the reference's rule), or
+             *     a provider answered without reporting usage.
+             */
             usage_incomplete: boolean;
         };
         /** @description A run's public result. */
@@ -860,7 +886,15 @@ export interface components {
             event_id: string;
             cursor: components["schemas"]["EventCursor"];
         };
-        /** @description Text the model produced (the whole text of the attempt; hxd does not split it). */
+        /**
+         * @description Text the model produced. A run submitted with `stream: true`
+         *     whose agent has no response middleware gets one event per piece
+         *     the provider streamed, committed as it arrives; otherwise one
+         *     event with the whole (post-middleware) text of the attempt, after
+         *     the call. The pieces of an attempt, concatenated, are its
+         *     `text_complete`. Pieces of an attempt that failed stay in the
+         *     stream; an `attempt_reset` follows before the retry's pieces.
+         */
         TextDeltaEvent: components["schemas"]["RunEventFields"] & {
             /** @enum {string} */
             type: "text_delta";
@@ -884,7 +918,13 @@ export interface components {
              */
             type: "text_complete";
         };
-        /** @description Reasoning text of the model (a reference type; hxd's models emit none). */
+        /**
+         * @description A piece of the model's reasoning (Anthropic extended thinking,
+         *     OpenAI-compatible `reasoning_content`), streamed like
+         *     `text_delta` when the run was submitted with `stream: true` and
+         *     the agent has no response middleware. Signatures and redacted
+         *     thinking never appear here; they stay in the journal.
+         */
         ThinkingDeltaEvent: components["schemas"]["RunEventFields"] & {
             /** @enum {string} */
             type: "thinking_delta";
