@@ -11,6 +11,12 @@ export type Session = Schemas["Session"];
 export type RunResult = Schemas["RunResult"];
 /** A run's event: a union discriminated by `type`, so narrowing on `type` types `data`. */
 export type RunEvent = Schemas["RunEvent"];
+/** A piece of the model's text: streamed as it arrives for a run submitted with `stream: true`. */
+export type TextDeltaEvent = Schemas["TextDeltaEvent"];
+/** A piece of the model's reasoning, streamed like {@link TextDeltaEvent}. */
+export type ThinkingDeltaEvent = Schemas["ThinkingDeltaEvent"];
+/** The run's token usage, summed over its model attempts. */
+export type Usage = Schemas["Usage"];
 export type EventPage = Schemas["EventPage"];
 export type Problem = Schemas["Problem"];
 export type ExportPolicy = Schemas["ExportPolicy"];
