@@ -77,7 +77,6 @@ func TestConfigValidateFallback(t *testing.T) {
 	}
 }
 
-
 // TestConfigChain: the chain is the section itself (its fallback list
 // left out), then each fallback entry in order; ChainAt refuses a
 // position outside it.
