@@ -85,7 +85,8 @@ type RegexReplace struct {
 // WithDefaults returns a copy of d with every optional field set to its
 // default: max_iterations 50, retry DefaultRetry, max_result_chars 12000,
 // model max_tokens 4096 and timeout_seconds 120, scripted tool call input
-// {} and each tool's tool.Config defaults. d is not modified.
+// {} (in the model section and in each fallback entry) and each tool's
+// tool.Config defaults. d is not modified.
 func (d *Definition) WithDefaults() *Definition {
 	c := *d
 	if c.MaxIterations == 0 {
@@ -101,25 +102,11 @@ func (d *Definition) WithDefaults() *Definition {
 	if c.MaxResultChars == 0 {
 		c.MaxResultChars = DefaultMaxResultChars
 	}
-	if c.Model.MaxTokens == 0 {
-		c.Model.MaxTokens = DefaultMaxTokens
-	}
-	if c.Model.TimeoutSeconds == 0 {
-		c.Model.TimeoutSeconds = DefaultModelTimeout
-	}
-	if c.Model.Script != nil {
-		c.Model.Script = slices.Clone(c.Model.Script)
-		for i, step := range c.Model.Script {
-			if step.ToolCalls == nil {
-				continue
-			}
-			calls := slices.Clone(step.ToolCalls)
-			for j := range calls {
-				if len(calls[j].Input) == 0 {
-					calls[j].Input = json.RawMessage(`{}`)
-				}
-			}
-			c.Model.Script[i].ToolCalls = calls
+	c.Model = modelDefaults(c.Model)
+	if d.Model.Fallback != nil {
+		c.Model.Fallback = make([]model.Config, len(d.Model.Fallback))
+		for i, f := range d.Model.Fallback {
+			c.Model.Fallback[i] = modelDefaults(f)
 		}
 	}
 	c.ResponseMiddleware = slices.Clone(d.ResponseMiddleware)
@@ -130,6 +117,34 @@ func (d *Definition) WithDefaults() *Definition {
 		}
 	}
 	return &c
+}
+
+// modelDefaults returns m with max_tokens 4096, timeout_seconds 120 and
+// scripted tool call input {} applied (its script copied, so that m's is
+// not modified).
+func modelDefaults(m model.Config) model.Config {
+	if m.MaxTokens == 0 {
+		m.MaxTokens = DefaultMaxTokens
+	}
+	if m.TimeoutSeconds == 0 {
+		m.TimeoutSeconds = DefaultModelTimeout
+	}
+	if m.Script != nil {
+		m.Script = slices.Clone(m.Script)
+		for i, step := range m.Script {
+			if step.ToolCalls == nil {
+				continue
+			}
+			calls := slices.Clone(step.ToolCalls)
+			for j := range calls {
+				if len(calls[j].Input) == 0 {
+					calls[j].Input = json.RawMessage(`{}`)
+				}
+			}
+			m.Script[i].ToolCalls = calls
+		}
+	}
+	return m
 }
 
 // Tool returns the tool named name, or false.

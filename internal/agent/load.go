@@ -60,7 +60,7 @@ func LoadWith(r io.Reader, name string, opts LoadOptions) (*Definition, error) {
 	}
 	problems := splitJoined(d.Validate())
 	if opts.LookupEnv != nil {
-		problems = append(problems, d.CheckKeys(opts.LookupEnv))
+		problems = append(problems, splitJoined(d.CheckKeys(opts.LookupEnv))...)
 	}
 	if err := errors.Join(problems...); err != nil {
 		return nil, fileError(name, err)

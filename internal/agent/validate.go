@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"regexp"
 	"regexp/syntax"
-	"strings"
 
 	"hxd/internal/model"
 	"hxd/internal/tool"
@@ -96,12 +95,13 @@ func (d *Definition) Validate(extraBuiltins ...string) error {
 	}
 
 	for _, e := range splitJoined(v.Model.Validate()) {
-		msg := strings.TrimPrefix(e.Error(), model.ErrInvalidConfig.Error()+": ")
-		errs = append(errs, &FieldError{Field: "model", Problem: msg, Cause: e})
+		errs = append(errs, modelProblem(e))
 	}
-	if k := v.Model.APIKeyEnv; k != "" && !envNameRE.MatchString(k) {
-		// Never echoed: such a value is likely the key itself.
-		add("model.api_key_env", "must name an environment variable (letters, digits and _, not starting with a digit), never hold the key itself")
+	for i, m := range v.Model.Chain() {
+		if k := m.APIKeyEnv; k != "" && !envNameRE.MatchString(k) {
+			// Never echoed: such a value is likely the key itself.
+			add(chainField(i, "api_key_env"), "must name an environment variable (letters, digits and _, not starting with a digit), never hold the key itself")
+		}
 	}
 	errs = append(errs, validateMiddleware("response_middleware", v.ResponseMiddleware)...)
 
@@ -123,51 +123,33 @@ func (d *Definition) Validate(extraBuiltins ...string) error {
 		errs = append(errs, validateMiddleware(prefix+".result_middleware", t.ResultMiddleware)...)
 	}
 
-	if len(v.Model.Script) > 0 && v.Model.Provider != model.ProviderScripted && v.Model.Provider != "" {
-		add("model.script", "only used by the scripted provider")
-	}
-	for i, step := range v.Model.Script {
-		prefix := fmt.Sprintf("model.script[%d]", i)
-		if step.FailAttempts < 0 {
-			add(prefix+".fail_attempts", "must not be negative")
-		}
-		ids := make(map[string]bool, len(step.ToolCalls))
-		for j, c := range step.ToolCalls {
-			cp := fmt.Sprintf("%s.tool_calls[%d]", prefix, j)
-			switch {
-			case c.ID == "":
-				add(cp+".id", "required")
-			case ids[c.ID]:
-				add(cp+".id", "duplicate tool call id %q", c.ID)
-			}
-			ids[c.ID] = true
-			switch {
-			case c.Name == "":
-				add(cp+".name", "required")
-			case !names[c.Name]:
-				add(cp+".name", "unknown tool %q", c.Name)
-			}
-		}
+	for i, m := range v.Model.Chain() {
+		errs = append(errs, validateScript(chainField(i, "script"), m, names)...)
 	}
 	return errors.Join(errs...)
 }
 
-// CheckKeys reports the API key variable of d that lookup (os.LookupEnv's
-// signature) says is unset or empty, as a *FieldError on
-// model.api_key_env wrapping ErrInvalidDefinition and ErrKeyNotSet that
-// names the variable. The value is never kept or shown. Nothing is
-// checked for the scripted provider, which uses no key, nor for an
-// api_key_env that is not a variable name (Validate reports it without
-// echoing it: it may be the key itself).
+// CheckKeys reports the API key variables of d that lookup (os.LookupEnv's
+// signature) says are unset or empty, the model section's and each
+// fallback entry's, as *FieldError values on model.api_key_env (or
+// model.fallback[i].api_key_env) wrapping ErrInvalidDefinition and
+// ErrKeyNotSet that name the variable, joined by errors.Join. The value
+// is never kept or shown. Nothing is checked for the scripted provider,
+// which uses no key, nor for an api_key_env that is not a variable name
+// (Validate reports it without echoing it: it may be the key itself).
 func (d *Definition) CheckKeys(lookup func(string) (string, bool)) error {
-	name := d.Model.APIKeyEnv
-	if name == "" || d.Model.Provider == model.ProviderScripted || !envNameRE.MatchString(name) {
-		return nil
+	var errs []error
+	for i, m := range d.Model.Chain() {
+		name := m.APIKeyEnv
+		if name == "" || m.Provider == model.ProviderScripted || !envNameRE.MatchString(name) {
+			continue
+		}
+		if v, ok := lookup(name); ok && v != "" {
+			continue
+		}
+		errs = append(errs, &FieldError{Field: chainField(i, "api_key_env"), Problem: fmt.Sprintf("environment variable %s is not set or empty", name), Cause: ErrKeyNotSet})
 	}
-	if v, ok := lookup(name); ok && v != "" {
-		return nil
-	}
-	return &FieldError{Field: "model.api_key_env", Problem: fmt.Sprintf("environment variable %s is not set or empty", name), Cause: ErrKeyNotSet}
+	return errors.Join(errs...)
 }
 
 // validateMiddleware checks a middleware list and precompiles its regexes.

@@ -36,6 +36,11 @@ type Config struct {
 	Thinking *Thinking `json:"thinking,omitempty"`
 	// Script drives the scripted provider: step k of a run uses entry k.
 	Script []ScriptStep `json:"script,omitempty"`
+	// Fallback lists the models tried, in order, when this one's transient
+	// failures have used up the agent's retry policy (see Chain). Each
+	// entry is a model section of its own, without a fallback list.
+	// Optional, default: none.
+	Fallback []Config `json:"fallback,omitempty"`
 }
 
 // Thinking is the `model.thinking` section: extended thinking with a token
@@ -123,5 +128,6 @@ func (c Config) Validate() error {
 	if c.TimeoutSeconds < 0 {
 		errs = append(errs, fmt.Errorf("%w: timeout_seconds must not be negative", ErrInvalidConfig))
 	}
+	errs = append(errs, c.fallbackErrors()...)
 	return errors.Join(errs...)
 }

@@ -339,7 +339,11 @@ func (p *OpenAI) params(req *Request) (openai.ChatCompletionNewParams, error) {
 }
 
 // convertMessages maps the system prompt and the canonical messages to Chat
-// Completions messages (see the OpenAI type comment).
+// Completions messages (see the OpenAI type comment). The native blocks
+// another provider put in an assistant turn (Anthropic's signed thinking,
+// redacted_thinking and opaque blocks: a fallback chain may switch
+// provider mid-conversation) have no Chat Completions form and are
+// dropped; the turn's text and tool_use blocks are sent.
 func convertMessages(system string, messages []Message) ([]openai.ChatCompletionMessageParamUnion, error) {
 	out := make([]openai.ChatCompletionMessageParamUnion, 0, len(messages)+1)
 	if system != "" {
@@ -378,7 +382,12 @@ func convertMessages(system string, messages []Message) ([]openai.ChatCompletion
 							},
 						},
 					})
+				case BlockThinking, BlockRedactedThinking:
+					// Another provider's reasoning: dropped (see above).
 				default:
+					if len(b.Raw) > 0 {
+						continue // another provider's opaque block: dropped
+					}
 					return nil, fmt.Errorf("message %d block %d: block type %q is not allowed in an assistant message", i, j, b.Type)
 				}
 			}

@@ -441,7 +441,7 @@ func (d *driver) cmdModel(ctx context.Context) error {
 	if err := d.commit(ctx); err != nil {
 		return err
 	}
-	resp, err := d.b.provider.Complete(ctx, req)
+	resp, err := d.modelProvider().Complete(ctx, req)
 	if err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
@@ -450,18 +450,21 @@ func (d *driver) cmdModel(ctx context.Context) error {
 		d.record(journal.KindModelFailed, map[string]any{"type": f.Type, "message": f.Message}, nil)
 		st.ModelAttemptOpen = false
 		retry := d.b.def.Retry
-		if f.Retryable && retry != nil && st.Attempt < retry.Attempts {
-			wait := model.Backoff(st.Attempt, retry.BackoffSeconds, retry.MaxBackoffSeconds, f.RetryAfterSeconds, d.r.cfg.RandFunc)
+		if RetrySameModel(d.b.def, st, f) {
+			wait := model.Backoff(ModelAttempt(st), retry.BackoffSeconds, retry.MaxBackoffSeconds, f.RetryAfterSeconds, d.r.cfg.RandFunc)
 			d.event(EventWaiting, map[string]any{"on": "model", "seconds": journal.Float(wait.Seconds())}, nil)
 			if err := d.commit(ctx); err != nil {
 				return err
 			}
 			return d.r.cfg.SleepFunc(ctx, wait)
 		}
+		if FallBack(d.b.def, st, f) {
+			return d.fallBack(ctx)
+		}
 		return &commandError{typ: f.Type, msg: f.Message}
 	}
 	processed := ProcessResponse(d.b.def, resp)
-	d.record(journal.KindModelResponse, resp, nil)
+	d.record(journal.KindModelResponse, ResponsePayload(d.b.def, st, resp), nil)
 	d.record(journal.KindModelProcessed, processed, nil)
 	st.Response = &processed
 	AccountAttemptUsage(st, resp.Usage, resp.UsageReported)

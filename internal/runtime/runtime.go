@@ -194,6 +194,10 @@ type binding struct {
 	tools    map[string]tool.Tool
 	specs    []model.ToolSpec
 	resultMW map[string][]agent.Middleware
+
+	// fallbacks are the providers of the agent's fallback entries, in
+	// chain order (fallback.go).
+	fallbacks []model.Provider
 }
 
 func (r *Runtime) bindRef(name, version string) (*binding, error) {
@@ -218,7 +222,11 @@ func (r *Runtime) bind(ref agent.Ref) (*binding, error) {
 	if err != nil {
 		return nil, fmt.Errorf("bind model of agent %s: %w", ref, err)
 	}
-	b := &binding{def: def, config: cfgJSON, provider: p, tools: map[string]tool.Tool{}, resultMW: map[string][]agent.Middleware{}}
+	fallbacks, err := bindChain(def, r.cfg.ModelOptions)
+	if err != nil {
+		return nil, fmt.Errorf("bind model of agent %s: %w", ref, err)
+	}
+	b := &binding{def: def, config: cfgJSON, provider: p, fallbacks: fallbacks, tools: map[string]tool.Tool{}, resultMW: map[string][]agent.Middleware{}}
 	for _, td := range def.Tools {
 		t, err := tool.New(td.Config, r.cfg.ToolOptions)
 		if err != nil {

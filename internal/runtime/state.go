@@ -51,6 +51,9 @@ type RunState struct {
 	// ModelAttemptOpen is true between a committed model.started and the
 	// commit that closes that attempt (model.failed / model.completed).
 	ModelAttemptOpen bool `json:"model_attempt_open"`
+	// ChainPosition is the step's model in the agent's fallback chain
+	// (fallback.go); empty on the primary model.
+	ChainPosition
 	// Usage is what the run's model attempts reported, summed.
 	Usage model.Usage `json:"usage"`
 	// UsageBase is Usage before the current model attempt; that attempt's

@@ -95,6 +95,7 @@ func PrepareModel(st *RunState, maxIterations int) error {
 	}
 	st.Iterations++
 	st.Attempt = 0
+	st.ChainPosition = ChainPosition{}
 	st.Tools = nil
 	st.Response = nil
 	return Advance(st, OutReady)
@@ -111,14 +112,15 @@ func ToolSpecs(def *agent.Definition) []model.ToolSpec {
 }
 
 // BuildModelRequest returns the model request of st's current step and
-// attempt.
+// attempt, for the step's current model of def's chain (ChainModel).
 func BuildModelRequest(def *agent.Definition, specs []model.ToolSpec, st *RunState) *model.Request {
 	if specs == nil {
 		specs = []model.ToolSpec{}
 	}
+	m := ChainModel(def, st.ModelIndex)
 	return &model.Request{
-		Model: def.Model.Model, Messages: st.Messages, System: def.SystemPrompt, Tools: specs,
-		MaxTokens: def.Model.MaxTokens, Temperature: def.Model.Temperature,
+		Model: m.Model, Messages: st.Messages, System: def.SystemPrompt, Tools: specs,
+		MaxTokens: m.MaxTokens, Temperature: m.Temperature,
 		Step: st.Iterations, Attempt: st.Attempt,
 	}
 }

@@ -32,6 +32,9 @@ type ModelInput struct {
 	Attempt int                `json:"attempt"`
 	Request model.Request      `json:"request"`
 	Events  []runtime.RunEvent `json:"events,omitempty"`
+	// ModelIndex is the position of the model to call in the agent's
+	// fallback chain (0: the agent's model; fallback.go).
+	ModelIndex int `json:"model_index,omitempty"`
 }
 
 // ModelOutput is the raw model response and the attempt that produced it.
@@ -129,6 +132,10 @@ type binding struct {
 	def      *agent.Definition
 	provider model.Provider
 	tools    map[string]tool.Tool
+
+	// fallbacks are the providers of the agent's fallback entries, in
+	// chain order (fallback.go).
+	fallbacks []model.Provider
 }
 
 // NewActivities returns the activities over deps (defaults applied).
@@ -165,7 +172,11 @@ func (a *Activities) bind(ref agent.Ref, hash string) (*binding, error) {
 	if err != nil {
 		return nil, temporal.NewNonRetryableApplicationError("bind model: "+err.Error(), "ConfigurationError", nil)
 	}
-	b := &binding{def: def, provider: p, tools: map[string]tool.Tool{}}
+	fallbacks, err := bindFallbacks(def, a.deps.ModelOptions)
+	if err != nil {
+		return nil, temporal.NewNonRetryableApplicationError("bind model: "+err.Error(), "ConfigurationError", nil)
+	}
+	b := &binding{def: def, provider: p, tools: map[string]tool.Tool{}, fallbacks: fallbacks}
 	for _, td := range def.Tools {
 		t, err := tool.New(td.Config, a.deps.ToolOptions)
 		if err != nil {
@@ -266,8 +277,9 @@ func (a *Activities) Model(ctx context.Context, in ModelInput) (*ModelOutput, er
 	req := in.Request
 	req.Step, req.Attempt = in.Step, attempt
 	stop := heartbeat(ctx, a.deps.HeartbeatEvery)
-	callCtx, cancel := context.WithTimeout(ctx, seconds(b.def.Model.TimeoutSeconds))
-	resp, err := b.provider.Complete(callCtx, &req)
+	provider, cfg := b.chainModel(in.ModelIndex)
+	callCtx, cancel := context.WithTimeout(ctx, seconds(cfg.TimeoutSeconds))
+	resp, err := provider.Complete(callCtx, &req)
 	cancel()
 	stop()
 	if err != nil {

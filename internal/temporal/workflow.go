@@ -58,6 +58,10 @@ const (
 	// the attempt numbers of an entry only grow. Before it, the entry kept
 	// the activity's first attempt and a resume repeated the later ones.
 	PatchToolAttempts = "hxd-tool-attempts-v1"
+	// PatchModelFallback: a model call whose transient failures used up the
+	// retry policy moves the step to the next model of the agent's
+	// fallback chain (fallback.go). Before it, the run failed.
+	PatchModelFallback = "hxd-model-fallback-v1"
 )
 
 // legacyWorkflow makes the workflow behave as it did before
@@ -451,7 +455,7 @@ func (w *sessionWorkflow) modelStep(ctx workflow.Context, d *drive, st *runtime.
 	st.Attempt++
 	base := st.Attempt
 	runtime.BeginAttemptUsage(st)
-	timeout, ok := w.capTimeout(ctx, d, seconds(w.def.Model.TimeoutSeconds)+activityGrace)
+	timeout, ok := w.capTimeout(ctx, d, seconds(runtime.ChainModel(w.def, st.ModelIndex).TimeoutSeconds)+activityGrace)
 	if !ok {
 		d.cause = causeDeadline
 		return errInterrupted
@@ -460,12 +464,13 @@ func (w *sessionWorkflow) modelStep(ctx workflow.Context, d *drive, st *runtime.
 	if w.def.Retry != nil {
 		retry = *w.def.Retry
 	}
-	attempts := max(1, retry.Attempts-(base-1))
+	attempts := max(1, retry.Attempts-(base-1-st.ModelBase))
 	opts := w.untilDeadline(ctx, d, callOptions(timeout, retry.BackoffSeconds, retry.MaxBackoffSeconds, attempts))
 	req := runtime.BuildModelRequest(w.def, w.specs, st)
 	in := ModelInput{
 		Agent: w.s.Agent, ConfigHash: w.hash, SessionID: st.SessionID, RunID: st.RunID,
 		Step: st.Iterations, Attempt: base, Request: *req, Events: w.takeEvents(),
+		ModelIndex: st.ModelIndex,
 	}
 	var out ModelOutput
 	err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, opts), ActivityModel, in).Get(ctx, &out)
@@ -481,6 +486,9 @@ func (w *sessionWorkflow) modelStep(ctx workflow.Context, d *drive, st *runtime.
 				st.Attempt = attempt
 				st.UsageIncomplete = true
 			}
+		}
+		if w.fallBack(ctx, err, st) {
+			return nil
 		}
 		return f
 	}
