@@ -35,6 +35,13 @@ func agentOut(d *agent.Definition) api.Agent {
 		Model:   api.AgentModel{Provider: d.Model.Provider, Model: optString(d.Model.Model)},
 		Tools:   make([]api.AgentTool, 0, len(d.Tools)),
 	}
+	if len(d.Model.Fallback) > 0 {
+		fb := make([]api.AgentFallbackModel, 0, len(d.Model.Fallback))
+		for _, m := range d.Model.Fallback {
+			fb = append(fb, api.AgentFallbackModel{Provider: m.Provider, Model: optString(m.Model)})
+		}
+		a.Model.Fallback = &fb
+	}
 	a.SystemPrompt = optString(d.SystemPrompt)
 	for _, t := range d.Tools {
 		c := t.WithDefaults()

@@ -11,6 +11,7 @@ import (
 
 	"hxd/internal/agent"
 	"hxd/internal/http/api"
+	"hxd/internal/model"
 	hxruntime "hxd/internal/runtime"
 )
 
@@ -74,6 +75,29 @@ func TestEndpointsHappyPath(t *testing.T) {
 				a := decode[api.Agent](t, body)
 				require.Equal(t, "demo", a.Name)
 				require.Len(t, a.Tools, 2)
+			},
+		},
+		{
+			name: "get agent with a fallback chain",
+			stub: func(t *testing.T, f *fakeService) {
+				f.AgentFunc = func(string, string) (*agent.Definition, error) {
+					d := agentFixture()
+					d.Model.Fallback = []model.Config{{
+						Provider: model.ProviderAnthropic, Model: "claude-sonnet-4-5",
+						BaseURL: "https://user:hunter2@gw.example/", APIKeyEnv: "ANTHROPIC_API_KEY",
+					}}
+					return d, nil
+				}
+			},
+			req:    request{method: "GET", path: "/agents/demo/v1"},
+			status: 200,
+			check: func(t *testing.T, body []byte) {
+				a := decode[api.Agent](t, body)
+				require.NotNil(t, a.Model.Fallback)
+				require.Equal(t, []api.AgentFallbackModel{{Provider: "anthropic", Model: ptr("claude-sonnet-4-5")}}, *a.Model.Fallback)
+				for _, secret := range []string{"ANTHROPIC_API_KEY", "OPENAI_API_KEY", "hunter2", "example"} {
+					require.NotContains(t, string(body), secret)
+				}
 			},
 		},
 		{

@@ -640,10 +640,38 @@ export interface components {
             model: components["schemas"]["AgentModel"];
             tools: components["schemas"]["AgentTool"][];
         };
+        /**
+         * @description The agent's model. With a `fallback` chain (`model.fallback` in the
+         *     agent file), each model of the chain `[model, fallback…]` gets the
+         *     agent's `retry` policy. When a transient failure (429, 529, 5xx, a
+         *     connection error, a timeout) has used up a model's attempts, the
+         *     step moves at once, without backoff, to the next model; a
+         *     permanent failure, or the last model's, fails the run as without a
+         *     chain. Every try is an attempt of its own, numbered on from the
+         *     step's previous one, whose `model.started` request names its model,
+         *     and `model.response` records the `provider` and `model` that
+         *     answered. Each new step starts again at the first model, and a
+         *     resumed run goes on with the model it was on. When the
+         *     conversation moves from Claude to an OpenAI-compatible model, the
+         *     thinking, redacted_thinking and other Claude-only blocks of earlier
+         *     assistant turns are left out of the OpenAI request (their text and
+         *     tool calls are sent).
+         */
         AgentModel: {
             /**
              * @description openai | anthropic | scripted
              * @example openai
+             */
+            provider: string;
+            /** @description The provider's model name (absent for scripted models). */
+            model?: string;
+            /** @description The models tried in order when this one's retries are used up (absent without a chain). */
+            fallback?: components["schemas"]["AgentFallbackModel"][];
+        };
+        AgentFallbackModel: {
+            /**
+             * @description openai | anthropic | scripted
+             * @example anthropic
              */
             provider: string;
             /** @description The provider's model name (absent for scripted models). */
