@@ -177,6 +177,9 @@ var streamErrorTypes = map[string]string{
 // never by its message. A numeric code (some compatible servers send the
 // HTTP status they would have answered) is classified as that status.
 func (p *OpenAI) streamErrorFailure(data []byte) *Failure {
+	if !json.Valid(data) {
+		return &Failure{Type: FailureResponseValidation, Message: "model stream sent an error whose data is not JSON"}
+	}
 	var payload struct {
 		Error struct {
 			Type string          `json:"type"`
