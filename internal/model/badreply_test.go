@@ -410,3 +410,152 @@ func (c countingWriter) Write(p []byte) (int, error) {
 
 // Unwrap lets http.ResponseController reach the connection.
 func (c countingWriter) Unwrap() http.ResponseWriter { return c.ResponseWriter }
+
+// TestFailuresNeverHoldTheKey: for every failure class the providers
+// produce, the API key read through api_key_env appears in no Failure
+// message nor error string, even when the server echoes it.
+func TestFailuresNeverHoldTheKey(t *testing.T) {
+	t.Parallel()
+	keys := map[string]string{"anthropic": testAnthropicKey, "openai": testKey}
+	for _, pc := range providerCases {
+		key := keys[pc.name]
+		echo := func(status int) http.HandlerFunc {
+			return func(w http.ResponseWriter, _ *http.Request) {
+				w.Header().Set("Retry-After", "1")
+				reply(w, status, `{"type":"error","error":{"type":"invalid_request_error","code":"invalid_api_key","message":"Incorrect API key provided: `+key+`"}}`)
+			}
+		}
+		tests := []struct {
+			name     string
+			handler  http.HandlerFunc
+			wantType string
+		}{
+			{name: "401 echoing the key", handler: echo(401), wantType: FailureAuthentication},
+			{name: "403 echoing the key", handler: echo(403), wantType: FailureAuthentication},
+			{name: "400 echoing the key", handler: echo(400), wantType: FailureBadRequest},
+			{name: "429 echoing the key", handler: echo(429), wantType: FailureRateLimit},
+			{name: "500 echoing the key", handler: echo(500), wantType: FailureAPIStatus},
+			{name: "529 echoing the key", handler: echo(529), wantType: FailureAPIStatus},
+			{name: "html 502 echoing the key", handler: func(w http.ResponseWriter, _ *http.Request) {
+				w.Header().Set("Content-Type", "text/html")
+				w.WriteHeader(502)
+				_, _ = io.WriteString(w, "<html>"+key+"</html>")
+			}, wantType: FailureAPIStatus},
+			{name: "in-stream error echoing the key", handler: wire{
+				anthropic: func(w http.ResponseWriter, _ *http.Request) {
+					stream(w, evMessageStart+sseEvent("error", `{"type":"error","error":{"type":"overloaded_error","message":"`+key+`"}}`))
+				},
+				openai: func(w http.ResponseWriter, _ *http.Request) {
+					sse(w, chunk(`{"role":"assistant","content":"x"}`, ""), `{"error":{"type":"server_error","message":"`+key+`"}}`)
+				},
+			}.of(pc.name), wantType: FailureAPIStatus},
+			{name: "error data not JSON echoing the key", handler: wire{
+				anthropic: func(w http.ResponseWriter, _ *http.Request) { stream(w, evMessageStart+sseEvent("error", key)) },
+				openai: func(w http.ResponseWriter, _ *http.Request) {
+					sse(w, chunk(`{"role":"assistant","content":"x"}`, ""), `{"error": `+key)
+				},
+			}.of(pc.name), wantType: FailureResponseValidation},
+			{name: "event data not JSON echoing the key", handler: wire{
+				anthropic: func(w http.ResponseWriter, _ *http.Request) {
+					stream(w, evMessageStart+sseEvent("content_block_start", key))
+				},
+				openai: func(w http.ResponseWriter, _ *http.Request) { sse(w, key) },
+			}.of(pc.name), wantType: FailureResponseValidation},
+			{name: "tool arguments holding the key", handler: wire{
+				anthropic: func(w http.ResponseWriter, _ *http.Request) {
+					stream(w, evMessageStart+evBlockStart(0, `{"type":"tool_use","id":"toolu_1","name":"f","input":{}}`)+
+						evDelta(0, `{"type":"input_json_delta","partial_json":"`+key+`"}`)+evBlockStop(0)+evMessageStop)
+				},
+				openai: func(w http.ResponseWriter, _ *http.Request) {
+					sse(w, chunk(`{"role":"assistant","tool_calls":[{"index":0,"id":"c","type":"function","function":{"name":"f","arguments":"`+key+`"}}]}`, "tool_calls"))
+				},
+			}.of(pc.name), wantType: FailureToolArguments},
+			{name: "connection cut", handler: wire{
+				anthropic: cutStream(evMessageStart),
+				openai:    cutAfter(chunk(`{"role":"assistant","content":"x"}`, "")),
+			}.of(pc.name), wantType: FailureConnection},
+			{name: "timeout", handler: func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "text/event-stream")
+				w.WriteHeader(http.StatusOK)
+				_ = http.NewResponseController(w).Flush()
+				<-r.Context().Done()
+			}, wantType: FailureTimeout},
+		}
+		for _, tt := range tests {
+			t.Run(pc.name+"/"+tt.name, func(t *testing.T) {
+				t.Parallel()
+				p := pc.setup(t, tt.handler, func(c *Config) { c.TimeoutSeconds = 0.2 })
+				_, err := p.Complete(t.Context(), hi())
+				var f *Failure
+				require.ErrorAs(t, err, &f)
+				require.Equal(t, tt.wantType, f.Type, "%v", err)
+				for _, s := range []string{f.Message, f.Error(), err.Error(), fmt.Sprintf("%+v", err), fmt.Sprintf("%#v", *f)} {
+					require.NotContains(t, s, key)
+				}
+			})
+		}
+	}
+}
+
+// TestStopReasonMapping: each provider's stop reasons, sent over its wire
+// format, map to hxd's stop_reason values as documented on the provider
+// types (the table in the contract).
+func TestStopReasonMapping(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		provider string
+		reason   string // as the provider sends it; "" for none
+		tools    bool
+		want     string
+	}{
+		{"anthropic", "end_turn", false, "end_turn"},
+		{"anthropic", "tool_use", true, "tool_use"},
+		{"anthropic", "max_tokens", false, "max_tokens"},
+		{"anthropic", "stop_sequence", false, "stop_sequence"},
+		{"anthropic", "pause_turn", false, "pause_turn"},
+		{"anthropic", "refusal", false, "refusal"},
+		{"anthropic", "", false, "end_turn"},
+		{"anthropic", "", true, "tool_use"},
+		{"openai", "stop", false, "end_turn"},
+		{"openai", "stop", true, "tool_use"},
+		{"openai", "tool_calls", true, "tool_use"},
+		{"openai", "function_call", true, "tool_use"},
+		{"openai", "length", false, "max_tokens"},
+		{"openai", "content_filter", false, "content_filter"},
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprintf("%s/%s/tools=%v", tt.provider, tt.reason, tt.tools), func(t *testing.T) {
+			t.Parallel()
+			h := func(w http.ResponseWriter, _ *http.Request) {
+				if tt.provider == "anthropic" {
+					body := evMessageStart + evBlockStart(0, `{"type":"text","text":""}`) +
+						evDelta(0, `{"type":"text_delta","text":"x"}`) + evBlockStop(0)
+					if tt.tools {
+						body += evBlockStart(1, `{"type":"tool_use","id":"toolu_1","name":"f","input":{}}`) + evBlockStop(1)
+					}
+					delta := `{"type":"message_delta","delta":{"stop_reason":null,"stop_sequence":null},"usage":{"output_tokens":1}}`
+					if tt.reason != "" {
+						delta = fmt.Sprintf(`{"type":"message_delta","delta":{"stop_reason":%q,"stop_sequence":null},"usage":{"output_tokens":1}}`, tt.reason)
+					}
+					stream(w, body+sseEvent("message_delta", delta)+evMessageStop)
+					return
+				}
+				first := chunk(`{"role":"assistant","content":"x"}`, "")
+				if tt.tools {
+					first = chunk(`{"role":"assistant","content":"x","tool_calls":[{"index":0,"id":"c","type":"function","function":{"name":"f","arguments":"{}"}}]}`, "")
+				}
+				sse(w, first, chunk(`{}`, tt.reason))
+			}
+			var p Streamer
+			for _, pc := range providerCases {
+				if pc.name == tt.provider {
+					p = pc.setup(t, h, nil)
+				}
+			}
+			resp, err := p.Complete(t.Context(), hi())
+			require.NoError(t, err)
+			require.Equal(t, tt.want, resp.StopReason)
+			require.Equal(t, tt.tools, len(resp.ToolCalls) > 0)
+		})
+	}
+}
