@@ -449,6 +449,9 @@ func (d *driver) cmdModel(ctx context.Context) error {
 		f := model.AsFailure(err)
 		d.record(journal.KindModelFailed, map[string]any{"type": f.Type, "message": f.Message}, nil)
 		st.ModelAttemptOpen = false
+		if f.Usage != nil { // what the provider reported before failing
+			AccountAttemptUsage(st, *f.Usage, true)
+		}
 		retry := d.b.def.Retry
 		if f.Retryable && retry != nil && st.Attempt < retry.Attempts {
 			wait := model.Backoff(st.Attempt, retry.BackoffSeconds, retry.MaxBackoffSeconds, f.RetryAfterSeconds, d.r.cfg.RandFunc)
