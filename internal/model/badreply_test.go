@@ -330,7 +330,7 @@ func TestMalformedStream(t *testing.T) {
 				p := pc.setup(t, tt.handler.of(pc.name), nil)
 				resp, err := p.Complete(t.Context(), hi())
 				require.Nil(t, resp)
-				requireFailure(t, err, FailureResponseValidation, false)
+				_ = requireFailure(t, err, FailureResponseValidation, false)
 				require.NotContains(t, err.Error(), testAnthropicKey)
 				require.NotContains(t, err.Error(), testKey)
 				require.NotContains(t, err.Error(), "garbage")
