@@ -138,6 +138,7 @@ func NewAnthropic(cfg Config, opts Options) (*Anthropic, error) {
 //	  any other type                                   APIStatusError              no
 //	  data not JSON                                    APIResponseValidationError  no
 //	stream ended without message_stop                  ConnectionError             yes
+//	  … holding a line that is no SSE field line       APIResponseValidationError  no
 //	per-call timeout (Config.TimeoutSeconds)           TimeoutError                yes
 //	transport timeout (net.Error.Timeout)              TimeoutError                yes
 //	refused / reset / DNS / EOF / other net error      ConnectionError             yes
@@ -236,6 +237,9 @@ func (p *Anthropic) CompleteStream(ctx context.Context, req *Request, onDelta fu
 	if !stopped {
 		if callCtx.Err() != nil {
 			return nil, withUsage(p.timeoutFailure(), partial())
+		}
+		if seen.notEventStream() {
+			return nil, withUsage(&Failure{Type: FailureResponseValidation, Message: fmt.Sprintf("model server reply (HTTP %d) is not a valid message event stream", seen.status)}, partial())
 		}
 		return nil, withUsage(&Failure{Type: FailureConnection, Message: "model server stream ended before message_stop", Retryable: true}, partial())
 	}

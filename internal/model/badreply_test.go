@@ -314,6 +314,23 @@ func TestMalformedStream(t *testing.T) {
 				sse(w, chunk(`{"role":"assistant","content":"Hel"}`, ""), `{"error": overloaded `+testKey)
 			},
 		}},
+		{name: "an HTML page sent as an event stream", handler: wire{
+			anthropic: func(w http.ResponseWriter, _ *http.Request) {
+				stream(w, "<html>\n<body>upstream garbage</body>\n</html>\n")
+			},
+			openai: func(w http.ResponseWriter, _ *http.Request) {
+				w.Header().Set("Content-Type", "text/event-stream")
+				_, _ = io.WriteString(w, "<html>\n<body>upstream garbage</body>\n</html>\n")
+			},
+		}},
+		{name: "garbage lines in a stream that never completes", handler: wire{
+			anthropic: func(w http.ResponseWriter, _ *http.Request) {
+				stream(w, evMessageStart+"}{ garbage\n\n"+evBlockStart(0, `{"type":"text","text":""}`))
+			},
+			openai: func(w http.ResponseWriter, _ *http.Request) {
+				sse(w, chunk(`{"role":"assistant","content":"Hel"}`, "")+"\n}{ garbage")
+			},
+		}},
 		{name: "truncated JSON event", handler: wire{
 			anthropic: func(w http.ResponseWriter, _ *http.Request) {
 				stream(w, evMessageStart+sseEvent("content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"x`)+evMessageStop)
@@ -556,6 +573,60 @@ func TestStopReasonMapping(t *testing.T) {
 			require.NoError(t, err)
 			require.Equal(t, tt.want, resp.StopReason)
 			require.Equal(t, tt.tools, len(resp.ToolCalls) > 0)
+		})
+	}
+}
+
+// TestStrayLinesInACompleteStream: lines that are no SSE field are skipped,
+// as the SSE rules say, when the answer completes.
+func TestStrayLinesInACompleteStream(t *testing.T) {
+	t.Parallel()
+	h := wire{
+		anthropic: func(w http.ResponseWriter, _ *http.Request) {
+			stream(w, "stray line\n\n"+textStream("Hello.", "end_turn"))
+		},
+		openai: func(w http.ResponseWriter, _ *http.Request) {
+			sse(w, chunk(`{"role":"assistant","content":"Hello."}`, "")+"\nstray line", chunk(`{}`, "stop"))
+		},
+	}
+	for _, pc := range providerCases {
+		t.Run(pc.name, func(t *testing.T) {
+			t.Parallel()
+			p := pc.setup(t, h.of(pc.name), nil)
+			resp, err := p.Complete(t.Context(), hi())
+			require.NoError(t, err)
+			require.Equal(t, "Hello.", resp.Text)
+		})
+	}
+}
+
+func TestSSELines(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		chunks  []string
+		foreign bool
+	}{
+		{name: "events", chunks: []string{"event: ping\ndata: {}\n\n", "id: 1\nretry: 5\n: comment\n\n"}},
+		{name: "crlf", chunks: []string{"data: {}\r\n\r\n"}},
+		{name: "field without colon", chunks: []string{"data\nevent\n\n"}},
+		{name: "split across reads", chunks: []string{"ev", "ent", ": x\nda", "ta:", " y\n\n"}},
+		{name: "long data line", chunks: []string{"data: " + strings.Repeat("x", 100) + "\n"}},
+		{name: "html", chunks: []string{"<html>\n"}, foreign: true},
+		{name: "unknown field", chunks: []string{"foo: bar\n"}, foreign: true},
+		{name: "long first word", chunks: []string{"dataxx: y\n"}, foreign: true},
+		{name: "word split across reads", chunks: []string{"da", "tum\n"}, foreign: true},
+		{name: "garbage after events", chunks: []string{"data: {}\n\n}{\n"}, foreign: true},
+		{name: "unfinished last line", chunks: []string{"data: {}\n\ngarb"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			var l sseLines
+			for _, c := range tt.chunks {
+				l.write([]byte(c))
+			}
+			require.Equal(t, tt.foreign, l.foreign)
 		})
 	}
 }

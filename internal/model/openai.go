@@ -151,6 +151,7 @@ func NewOpenAI(cfg Config, opts Options) (*OpenAI, error) {
 //	refused / reset / DNS / EOF / other net error  ConnectionError             yes
 //	reply body cut off (read error)                ConnectionError             yes
 //	stream ending without a finish_reason          ConnectionError             yes
+//	  … holding a line that is no SSE field line   APIResponseValidationError  no
 //	in-stream error object, by code or type:
 //	  … a numeric code 400-599                     as that HTTP status, Status 0
 //	  … rate_limit_exceeded, rate_limit_error      RateLimitError              yes
@@ -267,6 +268,9 @@ func (p *OpenAI) CompleteStream(ctx context.Context, req *Request, onDelta func(
 	}
 	if len(acc.Choices) == 0 && chunks > 0 {
 		return nil, withUsage(&Failure{Type: FailureResponseValidation, Message: "model reply has no choices"}, partial())
+	}
+	if !finished && seen.notEventStream() {
+		return nil, withUsage(&Failure{Type: FailureResponseValidation, Message: fmt.Sprintf("model server reply (HTTP %d) is not a valid chat completion stream", seen.status)}, partial())
 	}
 	if !finished {
 		return nil, withUsage(&Failure{Type: FailureConnection, Message: "model stream ended before the answer was complete", Retryable: true}, partial())
