@@ -538,7 +538,8 @@ func TestStopReasonMapping(t *testing.T) {
 		{"openai", "tool_calls", true, "tool_use"},
 		{"openai", "function_call", true, "tool_use"},
 		{"openai", "length", false, "max_tokens"},
-		{"openai", "content_filter", false, "content_filter"},
+		{"openai", "content_filter", false, "refusal"},
+		{"openai", "insufficient_system_resource", false, "insufficient_system_resource"},
 	}
 	for _, tt := range tests {
 		t.Run(fmt.Sprintf("%s/%s/tools=%v", tt.provider, tt.reason, tt.tools), func(t *testing.T) {

@@ -63,9 +63,10 @@ const (
 //     ToolArgumentsError (a new sample may be valid); a missing call id
 //     becomes "call_<index>";
 //   - finish_reason → StopReason: stop → end_turn, tool_calls and
-//     function_call → tool_use, length → max_tokens, others verbatim; an
-//     empty reason, or "stop" with tool calls (some compatible servers), is
-//     end_turn / tool_use depending on whether there are tool calls;
+//     function_call → tool_use, length → max_tokens, content_filter →
+//     refusal, others verbatim; an empty reason, or "stop" with tool calls
+//     (some compatible servers), is end_turn / tool_use depending on
+//     whether there are tool calls (the contract's stop_reason table);
 //   - usage: prompt_tokens → InputTokens, completion_tokens → OutputTokens
 //     (cached-token details are not mapped); UsageReported when a chunk
 //     (or the plain chat.completion) carried a non-null usage object.
@@ -545,6 +546,8 @@ func stopReason(finish string, hasToolCalls bool) string {
 		return "tool_use"
 	case "length":
 		return "max_tokens"
+	case "content_filter":
+		return "refusal"
 	default:
 		return finish
 	}

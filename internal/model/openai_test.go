@@ -737,7 +737,8 @@ func TestStopReason(t *testing.T) {
 		{name: "tool_calls", finish: "tool_calls", toolCalls: true, want: "tool_use"},
 		{name: "function_call", finish: "function_call", toolCalls: true, want: "tool_use"},
 		{name: "length", finish: "length", want: "max_tokens"},
-		{name: "content_filter verbatim", finish: "content_filter", want: "content_filter"},
+		{name: "content_filter", finish: "content_filter", want: "refusal"},
+		{name: "unknown verbatim", finish: "insufficient_system_resource", want: "insufficient_system_resource"},
 		{name: "empty", finish: "", want: "end_turn"},
 		{name: "empty with tool calls", finish: "", toolCalls: true, want: "tool_use"},
 	}
