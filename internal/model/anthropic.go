@@ -42,10 +42,10 @@ const DefaultAnthropicBaseURL = "https://api.anthropic.com/"
 //
 //   - text blocks → Text (joined in order), thinking blocks → Thinking;
 //   - tool_use blocks → ToolCalls, the input assembled from the
-//     input_json_delta events; input that is not a JSON object fails the
-//     call (APIResponseValidationError), and an object without a canonical
-//     form or nested too deep is wrapped as {"_raw": "<text>"} (as for
-//     openai);
+//     input_json_delta events; input that does not assemble to a usable
+//     JSON object (not JSON, not an object, no canonical form, nested too
+//     deep: see parseArguments) fails the call with a retryable
+//     ToolArgumentsError, as for openai;
 //   - when the reply holds a thinking, redacted_thinking or other native
 //     block, Content holds every block in order (thinking with its
 //     signature, redacted_thinking with its data, an opaque block as its
@@ -136,7 +136,9 @@ func NewAnthropic(cfg Config, opts Options) (*Anthropic, error) {
 //	  rate_limit_error                                 RateLimitError              yes
 //	  timeout_error                                    TimeoutError                yes
 //	  any other type                                   APIStatusError              no
+//	  data not JSON                                    APIResponseValidationError  no
 //	stream ended without message_stop                  ConnectionError             yes
+//	  … holding a line that is no SSE field line       APIResponseValidationError  no
 //	per-call timeout (Config.TimeoutSeconds)           TimeoutError                yes
 //	transport timeout (net.Error.Timeout)              TimeoutError                yes
 //	refused / reset / DNS / EOF / other net error      ConnectionError             yes
@@ -144,6 +146,7 @@ func NewAnthropic(cfg Config, opts Options) (*Anthropic, error) {
 //	reply body over MaxReplyBytes (32 MiB)             APIResponseValidationError  no
 //	malformed event stream (data not JSON, events
 //	out of order)                                      APIResponseValidationError  no
+//	tool_use input not a usable JSON object            ToolArgumentsError          yes
 //	request not convertible (role, block, schema)      InvalidRequestError         no
 //	anything else                                      Error                       no
 //
@@ -157,6 +160,19 @@ func NewAnthropic(cfg Config, opts Options) (*Anthropic, error) {
 // When ctx itself is done the error is not a Failure: it wraps ctx.Err(),
 // so the caller does not retry a cancellation.
 func (p *Anthropic) Complete(ctx context.Context, req *Request) (*Response, error) {
+	return p.CompleteStream(ctx, req, nil)
+}
+
+var _ Streamer = (*Anthropic)(nil)
+
+// CompleteStream is Complete that also passes the answer's pieces to
+// onDelta (when not nil) as they arrive, in order: the text of each
+// content_block_delta text_delta as a DeltaText, the reasoning of each
+// thinking_delta as a DeltaThinking (signature_delta, input_json_delta and
+// other deltas are not passed on). A failed call may have delivered some
+// deltas before failing. A failure after the provider reported usage
+// (message_start, message_delta) carries it in Failure.Usage.
+func (p *Anthropic) CompleteStream(ctx context.Context, req *Request, onDelta func(Delta)) (*Response, error) {
 	if ctx.Err() != nil {
 		return nil, ctxError(ctx)
 	}
@@ -181,15 +197,23 @@ func (p *Anthropic) Complete(ctx context.Context, req *Request) (*Response, erro
 	defer func() { _ = stream.Close() }()
 	var msg anthropic.Message
 	stopped, usageSeen := false, false
+	// partial is what the provider reported before a failure, nil when
+	// it reported nothing.
+	partial := func() *Usage {
+		if !usageSeen {
+			return nil
+		}
+		return anthropicUsage(&msg.Usage)
+	}
 	for stream.Next() {
 		ev := stream.Current()
 		// Checked before Accumulate, which replaces an input that is not
 		// JSON with {} when the block stops.
-		if i := badToolInput(&msg, ev); i >= 0 {
-			return nil, &Failure{Type: FailureResponseValidation, Message: fmt.Sprintf("model reply block %d: tool_use input is not a JSON object", i)}
+		if f := badToolInput(&msg, ev); f != nil {
+			return nil, withUsage(f, partial())
 		}
 		if err := msg.Accumulate(ev); err != nil {
-			return nil, &Failure{Type: FailureResponseValidation, Message: "model server sent an invalid event stream: events out of order", Cause: err}
+			return nil, withUsage(&Failure{Type: FailureResponseValidation, Message: "model server sent an invalid event stream: events out of order", Cause: err}, partial())
 		}
 		switch ev.Type {
 		case "message_start":
@@ -198,26 +222,59 @@ func (p *Anthropic) Complete(ctx context.Context, req *Request) (*Response, erro
 			usageSeen = usageSeen || ev.JSON.Usage.Valid()
 		case "message_stop":
 			stopped = true
+		case "content_block_delta":
+			if onDelta != nil {
+				anthropicDelta(ev.Delta, onDelta)
+			}
 		}
 	}
 	if err := stream.Err(); err != nil {
-		return nil, p.classify(ctx, callCtx, err, &seen)
+		return nil, withUsage(p.classify(ctx, callCtx, err, &seen), partial())
 	}
 	if ctx.Err() != nil {
 		return nil, ctxError(ctx)
 	}
 	if !stopped {
 		if callCtx.Err() != nil {
-			return nil, p.timeoutFailure()
+			return nil, withUsage(p.timeoutFailure(), partial())
 		}
-		return nil, &Failure{Type: FailureConnection, Message: "model server stream ended before message_stop", Retryable: true}
+		if seen.notEventStream() {
+			return nil, withUsage(&Failure{Type: FailureResponseValidation, Message: fmt.Sprintf("model server reply (HTTP %d) is not a valid message event stream", seen.status)}, partial())
+		}
+		return nil, withUsage(&Failure{Type: FailureConnection, Message: "model server stream ended before message_stop", Retryable: true}, partial())
 	}
 	resp, err := convertAnthropicMessage(&msg)
 	if err != nil {
-		return nil, err
+		return nil, withUsage(err, partial())
 	}
 	resp.UsageReported = usageSeen
 	return resp, nil
+}
+
+// anthropicDelta passes the text of a text_delta or the reasoning of a
+// thinking_delta on to onDelta; other deltas (signature_delta,
+// input_json_delta, citations_delta) and empty pieces are not passed on.
+func anthropicDelta(d anthropic.MessageStreamEventUnionDelta, onDelta func(Delta)) {
+	switch d.Type {
+	case "text_delta":
+		if d.Text != "" {
+			onDelta(Delta{Kind: DeltaText, Text: d.Text})
+		}
+	case "thinking_delta":
+		if d.Thinking != "" {
+			onDelta(Delta{Kind: DeltaThinking, Text: d.Thinking})
+		}
+	}
+}
+
+// anthropicUsage maps the Messages usage to hxd's.
+func anthropicUsage(u *anthropic.Usage) *Usage {
+	return &Usage{
+		InputTokens:              u.InputTokens,
+		OutputTokens:             u.OutputTokens,
+		CacheReadInputTokens:     u.CacheReadInputTokens,
+		CacheCreationInputTokens: u.CacheCreationInputTokens,
+	}
 }
 
 // temperatureOf returns the request's temperature, else Config's, else nil.
@@ -228,32 +285,31 @@ func (p *Anthropic) temperatureOf(req *Request) *float64 {
 	return p.temperature
 }
 
-// badToolInput returns the index of a tool_use block that ev closes
+// badToolInput returns the failure of a tool_use block that ev closes
 // (content_block_stop, or message_stop for every block) whose accumulated
-// input is not a JSON object, else -1.
-func badToolInput(msg *anthropic.Message, ev anthropic.MessageStreamEventUnion) int {
+// input is not a JSON object, else nil.
+func badToolInput(msg *anthropic.Message, ev anthropic.MessageStreamEventUnion) *Failure {
 	first, last := 0, len(msg.Content)-1
 	switch ev.Type {
 	case "content_block_stop":
 		if ev.Index < 0 || ev.Index > int64(last) {
-			return -1 // Accumulate reports the bad index
+			return nil // Accumulate reports the bad index
 		}
 		first, last = int(ev.Index), int(ev.Index)
 	case "message_stop":
 	default:
-		return -1
+		return nil
 	}
 	for i := first; i <= last; i++ {
 		b := &msg.Content[i]
 		if b.Type != string(BlockToolUse) {
 			continue
 		}
-		input := bytes.TrimSpace(b.Input)
-		if len(input) > 0 && (input[0] != '{' || !json.Valid(input)) {
-			return i
+		if _, ok := parseArguments(string(b.Input)); !ok {
+			return toolArgumentsFailure(b.Name, b.ID)
 		}
 	}
-	return -1
+	return nil
 }
 
 // params converts the canonical request to Messages parameters. Errors name
@@ -373,8 +429,8 @@ func anthropicSchema(schema json.RawMessage) (anthropic.ToolInputSchemaParam, er
 }
 
 // convertAnthropicMessage maps an accumulated message to a Response. A
-// tool_use input that is not a JSON object fails the call (a
-// non-retryable APIResponseValidationError naming the block, not its text).
+// tool_use input that is not a JSON object fails the call (a retryable
+// ToolArgumentsError naming the tool and call id, never the input).
 func convertAnthropicMessage(m *anthropic.Message) (*Response, error) {
 	resp := &Response{
 		Usage: Usage{
@@ -400,11 +456,11 @@ func convertAnthropicMessage(m *anthropic.Message) (*Response, error) {
 			native = true
 			blocks = append(blocks, ContentBlock{Type: BlockRedactedThinking, Data: b.Data})
 		case string(BlockToolUse):
-			input := bytes.TrimSpace(b.Input)
-			if len(input) > 0 && (input[0] != '{' || !json.Valid(input)) {
-				return nil, &Failure{Type: FailureResponseValidation, Message: fmt.Sprintf("model reply block %d: tool_use input is not a JSON object", i)}
+			input, ok := parseArguments(string(b.Input))
+			if !ok {
+				return nil, toolArgumentsFailure(b.Name, b.ID)
 			}
-			call := ToolCall{ID: b.ID, Name: b.Name, Input: parseArguments(string(input))}
+			call := ToolCall{ID: b.ID, Name: b.Name, Input: input}
 			if call.ID == "" {
 				call.ID = fmt.Sprintf("call_%d", len(resp.ToolCalls))
 			}

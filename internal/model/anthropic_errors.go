@@ -2,6 +2,7 @@ package model
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -63,6 +64,9 @@ func (p *Anthropic) classify(ctx, callCtx context.Context, err error, seen *seen
 	if errors.As(err, &apiErr) {
 		code := safeCode(string(apiErr.Type()))
 		if apiErr.StatusCode >= 200 && apiErr.StatusCode < 300 {
+			if !json.Valid([]byte(apiErr.RawJSON())) {
+				return &Failure{Type: FailureResponseValidation, Message: "model server sent an error event whose data is not JSON"}
+			}
 			msg := "model server sent an error event in the stream"
 			if code != "" {
 				msg += " (" + code + ")"

@@ -22,6 +22,11 @@ const (
 	// FailureResponseValidation: a 2xx reply that is not a usable chat
 	// completion (not JSON, no choices). Not retryable.
 	FailureResponseValidation = "APIResponseValidationError"
+	// FailureToolArguments: the reply holds a tool call whose arguments are
+	// not a usable JSON object (not JSON, not an object, no canonical form,
+	// nested too deep). Retryable: a new sample may be valid. The message
+	// names the tool and the call id, never the arguments.
+	FailureToolArguments = "ToolArgumentsError"
 	// FailureInvalidRequest: the canonical request cannot be converted for
 	// the provider (unknown role or block type, invalid tool schema). Not
 	// retryable.

@@ -58,13 +58,15 @@ const (
 //     concatenated → Thinking;
 //   - tool_calls → ToolCalls; arguments that are a JSON object are kept
 //     (compacted), empty or null arguments become {}, and anything else
-//     (invalid JSON, a non-object value) is wrapped as {"_raw": "<text>"} so
-//     the tool's input validation reports it to the model instead of the run
-//     failing; a missing call id becomes "call_<index>";
+//     (invalid JSON, a non-object value, no canonical form: see
+//     parseArguments) fails the attempt with a retryable
+//     ToolArgumentsError (a new sample may be valid); a missing call id
+//     becomes "call_<index>";
 //   - finish_reason → StopReason: stop → end_turn, tool_calls and
-//     function_call → tool_use, length → max_tokens, others verbatim; an
-//     empty reason, or "stop" with tool calls (some compatible servers), is
-//     end_turn / tool_use depending on whether there are tool calls;
+//     function_call → tool_use, length → max_tokens, content_filter →
+//     refusal, others verbatim; an empty reason, or "stop" with tool calls
+//     (some compatible servers), is end_turn / tool_use depending on
+//     whether there are tool calls (the contract's stop_reason table);
 //   - usage: prompt_tokens → InputTokens, completion_tokens → OutputTokens
 //     (cached-token details are not mapped); UsageReported when a chunk
 //     (or the plain chat.completion) carried a non-null usage object.
@@ -150,6 +152,7 @@ func NewOpenAI(cfg Config, opts Options) (*OpenAI, error) {
 //	refused / reset / DNS / EOF / other net error  ConnectionError             yes
 //	reply body cut off (read error)                ConnectionError             yes
 //	stream ending without a finish_reason          ConnectionError             yes
+//	  … holding a line that is no SSE field line   APIResponseValidationError  no
 //	in-stream error object, by code or type:
 //	  … a numeric code 400-599                     as that HTTP status, Status 0
 //	  … rate_limit_exceeded, rate_limit_error      RateLimitError              yes
@@ -157,11 +160,13 @@ func NewOpenAI(cfg Config, opts Options) (*OpenAI, error) {
 //	    service_unavailable, internal_error        APIStatusError              yes
 //	  … timeout, timeout_error                     TimeoutError                yes
 //	  … anything else                              Error                       no
+//	  … data not JSON                              APIResponseValidationError  no
 //	2xx reply body over MaxReplyBytes (32 MiB)     APIResponseValidationError  no
 //	2xx reply that is not an event stream, or
 //	  whose data is not a chunk (malformed SSE)    APIResponseValidationError  no
 //	chunk that does not continue the answer        APIResponseValidationError  no
 //	2xx stream without choices                     APIResponseValidationError  no
+//	tool call arguments not a usable JSON object   ToolArgumentsError          yes
 //	request not convertible (role, block, schema)  InvalidRequestError         no
 //	anything else (the markers above apply)        Error                       no
 //
@@ -181,29 +186,19 @@ func NewOpenAI(cfg Config, opts Options) (*OpenAI, error) {
 // errors.Is(err, context.Canceled) holds and the caller does not retry a
 // cancellation.
 func (p *OpenAI) Complete(ctx context.Context, req *Request) (*Response, error) {
-	return p.complete(ctx, req, callOptions{})
+	return p.CompleteStream(ctx, req, nil)
 }
 
-// Kinds of the deltas passed to callOptions.onDelta.
-const (
-	deltaText     = "text"
-	deltaThinking = "thinking"
-)
+var _ Streamer = (*OpenAI)(nil)
 
-// callOptions are the per-call options of one streamed model call.
-type callOptions struct {
-	// onDelta, when set, receives the text (kind deltaText) and reasoning
-	// (kind deltaThinking) deltas of the first choice in the order they
-	// arrive, on the calling goroutine. The concatenation of the text deltas
-	// is the Response's Text unless the reply is a refusal; that of the
-	// thinking deltas is its Thinking. A failed call may have delivered
-	// some deltas before failing.
-	onDelta func(kind, text string)
-}
-
-// complete is Complete with per-call options: one streamed Chat Completions
-// request, assembled with the SDK's ChatCompletionAccumulator.
-func (p *OpenAI) complete(ctx context.Context, req *Request, opts callOptions) (*Response, error) {
+// CompleteStream is Complete that also passes the first choice's pieces to
+// onDelta (when not nil) as they arrive, in order: content deltas as
+// DeltaText, non-standard reasoning_content deltas as DeltaThinking. The
+// concatenation of the text deltas is the Response's Text unless the reply
+// is a refusal; that of the thinking deltas is its Thinking. A failed call
+// may have delivered some deltas before failing; a failure after a chunk
+// carried usage has it in Failure.Usage.
+func (p *OpenAI) CompleteStream(ctx context.Context, req *Request, onDelta func(Delta)) (*Response, error) {
 	if ctx.Err() != nil {
 		return nil, ctxError(ctx)
 	}
@@ -227,25 +222,33 @@ func (p *OpenAI) complete(ctx context.Context, req *Request, opts callOptions) (
 		finished  bool
 		usageSeen bool
 	)
+	// partial is what the provider reported before a failure, nil when
+	// no chunk carried usage.
+	partial := func() *Usage {
+		if !usageSeen {
+			return nil
+		}
+		return &Usage{InputTokens: acc.Usage.PromptTokens, OutputTokens: acc.Usage.CompletionTokens}
+	}
 	for stream.Next() {
 		chunk := stream.Current()
 		chunks++
-		usageSeen = usageSeen || chunk.JSON.Usage.Valid()
 		if !acc.AddChunk(chunk) {
-			return nil, &Failure{Type: FailureResponseValidation, Message: "model stream sent a chunk that does not continue the answer"}
+			return nil, withUsage(&Failure{Type: FailureResponseValidation, Message: "model stream sent a chunk that does not continue the answer"}, partial())
 		}
+		usageSeen = usageSeen || chunk.JSON.Usage.Valid()
 		for _, choice := range chunk.Choices {
 			if choice.Index != 0 {
 				continue
 			}
 			if r := reasoningDelta(choice.Delta); r != "" {
 				thinking.WriteString(r)
-				if opts.onDelta != nil {
-					opts.onDelta(deltaThinking, r)
+				if onDelta != nil {
+					onDelta(Delta{Kind: DeltaThinking, Text: r})
 				}
 			}
-			if choice.Delta.Content != "" && opts.onDelta != nil {
-				opts.onDelta(deltaText, choice.Delta.Content)
+			if choice.Delta.Content != "" && onDelta != nil {
+				onDelta(Delta{Kind: DeltaText, Text: choice.Delta.Content})
 			}
 			if choice.FinishReason != "" {
 				finished = true
@@ -253,7 +256,7 @@ func (p *OpenAI) complete(ctx context.Context, req *Request, opts callOptions) (
 		}
 	}
 	if err := stream.Err(); err != nil {
-		return nil, p.classify(ctx, callCtx, err, &seen)
+		return nil, withUsage(p.classify(ctx, callCtx, err, &seen), partial())
 	}
 	if ctx.Err() != nil {
 		return nil, ctxError(ctx)
@@ -265,14 +268,17 @@ func (p *OpenAI) complete(ctx context.Context, req *Request, opts callOptions) (
 		return nil, &Failure{Type: FailureResponseValidation, Message: fmt.Sprintf("model server reply (HTTP %d) is not a valid chat completion stream", seen.status)}
 	}
 	if len(acc.Choices) == 0 && chunks > 0 {
-		return nil, &Failure{Type: FailureResponseValidation, Message: "model reply has no choices"}
+		return nil, withUsage(&Failure{Type: FailureResponseValidation, Message: "model reply has no choices"}, partial())
+	}
+	if !finished && seen.notEventStream() {
+		return nil, withUsage(&Failure{Type: FailureResponseValidation, Message: fmt.Sprintf("model server reply (HTTP %d) is not a valid chat completion stream", seen.status)}, partial())
 	}
 	if !finished {
-		return nil, &Failure{Type: FailureConnection, Message: "model stream ended before the answer was complete", Retryable: true}
+		return nil, withUsage(&Failure{Type: FailureConnection, Message: "model stream ended before the answer was complete", Retryable: true}, partial())
 	}
 	resp, err := convertCompletion(&acc.ChatCompletion)
 	if err != nil {
-		return nil, err
+		return nil, withUsage(err, partial())
 	}
 	resp.Thinking = thinking.String()
 	resp.UsageReported = usageSeen
@@ -291,6 +297,9 @@ func (p *OpenAI) plainCompletion(ctx, callCtx context.Context, seen *seenReply) 
 	}
 	resp, err := convertCompletion(&c)
 	if err != nil {
+		if c.JSON.Usage.Valid() {
+			return nil, withUsage(err, &Usage{InputTokens: c.Usage.PromptTokens, OutputTokens: c.Usage.CompletionTokens})
+		}
 		return nil, err
 	}
 	resp.Thinking = reasoningContent(c.Choices[0].Message)
@@ -484,7 +493,11 @@ func convertCompletion(c *openai.ChatCompletion) (*Response, error) {
 		if id == "" {
 			id = fmt.Sprintf("call_%d", i)
 		}
-		resp.ToolCalls = append(resp.ToolCalls, ToolCall{ID: id, Name: name, Input: parseArguments(args)})
+		input, ok := parseArguments(args)
+		if !ok {
+			return nil, toolArgumentsFailure(name, id)
+		}
+		resp.ToolCalls = append(resp.ToolCalls, ToolCall{ID: id, Name: name, Input: input})
 	}
 	resp.StopReason = stopReason(choice.FinishReason, len(resp.ToolCalls) > 0)
 	return resp, nil
@@ -512,25 +525,22 @@ func extraString(f respjson.Field) string {
 }
 
 // parseArguments turns a tool call's arguments string into a tool input: a
-// JSON object is kept (compacted), empty or null becomes {}, anything else
-// (an object nested deeper than journal.MaxInputDepth, holding bytes that
-// are not UTF-8, or without a canonical form: a repeated key, a number
-// beyond float range, a lone surrogate) is wrapped as {"_raw": "<text>"},
-// where invalid bytes become U+FFFD. The journal exports what it holds as
-// canonical JSON.
-func parseArguments(args string) json.RawMessage {
+// JSON object is kept (compacted), and empty or null becomes {}. Anything
+// else (invalid JSON, a value that is not an object, an object nested
+// deeper than journal.MaxInputDepth, holding bytes that are not UTF-8, or
+// without a canonical form: a repeated key, a number beyond float range, a
+// lone surrogate) is refused (ok false): the journal exports what it holds
+// as canonical JSON, and the caller fails the attempt with
+// toolArgumentsFailure.
+func parseArguments(args string) (input json.RawMessage, ok bool) {
 	trimmed := bytes.TrimSpace([]byte(args))
 	if len(trimmed) == 0 || string(trimmed) == "null" {
-		return json.RawMessage(`{}`)
+		return json.RawMessage(`{}`), true
 	}
 	if trimmed[0] == '{' && utf8.Valid(trimmed) && !journal.Deeper(trimmed, journal.MaxInputDepth) && json.Valid(trimmed) && journal.CheckCanonical(trimmed) == nil {
-		return json.RawMessage(compactJSON(trimmed))
+		return json.RawMessage(compactJSON(trimmed)), true
 	}
-	raw, err := json.Marshal(map[string]string{"_raw": args})
-	if err != nil { // unreachable: a map of strings always marshals
-		return json.RawMessage(`{}`)
-	}
-	return raw
+	return nil, false
 }
 
 // stopReason maps a Chat Completions finish_reason to a canonical stop reason.
@@ -545,6 +555,8 @@ func stopReason(finish string, hasToolCalls bool) string {
 		return "tool_use"
 	case "length":
 		return "max_tokens"
+	case "content_filter":
+		return "refusal"
 	default:
 		return finish
 	}

@@ -40,6 +40,15 @@ type seenReply struct {
 	plain    []byte
 	plainErr error
 	isPlain  bool
+	// lines watches the body's lines (sseLines).
+	lines sseLines
+}
+
+// notEventStream reports whether a 2xx reply that ended before its answer
+// was complete is no event stream at all: a line of it was not an SSE
+// field line (sseLines).
+func (s *seenReply) notEventStream() bool {
+	return s.status >= 200 && s.status < 300 && s.lines.foreign
 }
 
 // middleware is an SDK middleware capturing the reply status, headers and
@@ -84,6 +93,7 @@ func (b *watchedBody) Read(p []byte) (int, error) {
 	}
 	n, err := b.ReadCloser.Read(p)
 	b.read += int64(n)
+	b.seen.lines.write(p[:n])
 	if b.read > MaxReplyBytes {
 		err = errReplyTooLarge
 	}
@@ -177,6 +187,9 @@ var streamErrorTypes = map[string]string{
 // never by its message. A numeric code (some compatible servers send the
 // HTTP status they would have answered) is classified as that status.
 func (p *OpenAI) streamErrorFailure(data []byte) *Failure {
+	if !json.Valid(data) {
+		return &Failure{Type: FailureResponseValidation, Message: "model stream sent an error whose data is not JSON"}
+	}
 	var payload struct {
 		Error struct {
 			Type string          `json:"type"`

@@ -20,9 +20,7 @@ func chunk(delta, finish string) string {
 	return s + `}]}`
 }
 
-type delta struct{ kind, text string }
-
-func TestOpenAIStreamDeltaHook(t *testing.T) {
+func TestOpenAICompleteStreamDeltas(t *testing.T) {
 	t.Parallel()
 
 	b := setupOpenAI(t, func(w http.ResponseWriter, _ *http.Request) {
@@ -38,20 +36,20 @@ func TestOpenAIStreamDeltaHook(t *testing.T) {
 		)
 	}, nil)
 
-	var got []delta
-	resp, err := b.provider.complete(t.Context(), &Request{Messages: []Message{TextMessage(RoleUser, "Hi")}},
-		callOptions{onDelta: func(kind, text string) { got = append(got, delta{kind, text}) }})
+	var got []Delta
+	resp, err := b.provider.CompleteStream(t.Context(), &Request{Messages: []Message{TextMessage(RoleUser, "Hi")}},
+		func(d Delta) { got = append(got, d) })
 	require.NoError(t, err)
-	require.Equal(t, []delta{
-		{deltaThinking, "Let me "}, {deltaThinking, "think."},
-		{deltaText, "The "}, {deltaText, "answer "}, {deltaText, "is 42."},
+	require.Equal(t, []Delta{
+		{DeltaThinking, "Let me "}, {DeltaThinking, "think."},
+		{DeltaText, "The "}, {DeltaText, "answer "}, {DeltaText, "is 42."},
 	}, got)
 	var text, thinking strings.Builder
 	for _, d := range got {
-		if d.kind == deltaText {
-			text.WriteString(d.text)
+		if d.Kind == DeltaText {
+			text.WriteString(d.Text)
 		} else {
-			thinking.WriteString(d.text)
+			thinking.WriteString(d.Text)
 		}
 	}
 	require.Equal(t, &Response{
@@ -117,8 +115,8 @@ func TestOpenAIStreamBroken(t *testing.T) {
 			t.Parallel()
 			b := setupOpenAI(t, tt.handler, nil)
 			var text strings.Builder
-			resp, err := b.provider.complete(t.Context(), &Request{Messages: []Message{TextMessage(RoleUser, "Hi")}},
-				callOptions{onDelta: func(_, s string) { text.WriteString(s) }})
+			resp, err := b.provider.CompleteStream(t.Context(), &Request{Messages: []Message{TextMessage(RoleUser, "Hi")}},
+				func(d Delta) { text.WriteString(d.Text) })
 			require.Nil(t, resp)
 			var f *Failure
 			require.ErrorAs(t, err, &f)
@@ -244,8 +242,8 @@ func TestOpenAIPlainReply(t *testing.T) {
 		}`)
 	}, nil)
 	calls := 0
-	resp, err := b.provider.complete(t.Context(), &Request{Messages: []Message{TextMessage(RoleUser, "Hi")}},
-		callOptions{onDelta: func(string, string) { calls++ }})
+	resp, err := b.provider.CompleteStream(t.Context(), &Request{Messages: []Message{TextMessage(RoleUser, "Hi")}},
+		func(Delta) { calls++ })
 	require.NoError(t, err)
 	require.Equal(t, &Response{
 		Text: "Checking.", Thinking: "look it up", StopReason: "tool_use",

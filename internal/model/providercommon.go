@@ -1,9 +1,12 @@
 package model
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 	"time"
+	"unicode/utf8"
 )
 
 // providerKey returns the API key named by cfg.APIKeyEnv, read once through
@@ -46,4 +49,43 @@ func callLimits(cfg Config) (maxTokens int, timeout time.Duration) {
 		seconds = DefaultTimeoutSeconds
 	}
 	return maxTokens, secondsToDuration(seconds)
+}
+
+// withUsage attaches u, what the provider reported for the attempt before it
+// failed, to the *Failure in err (when err holds one without usage yet),
+// and returns err. A nil u or a ctx error leaves err as it is.
+func withUsage(err error, u *Usage) error {
+	var f *Failure
+	if u != nil && errors.As(err, &f) && f.Usage == nil {
+		f.Usage = u
+	}
+	return err
+}
+
+// maxNameInMessage bounds a model-chosen name quoted in a failure message.
+const maxNameInMessage = 64
+
+// toolArgumentsFailure is the failure of a reply whose tool call (name, id)
+// has arguments that are not a usable JSON object. The message names the
+// tool and the call id (quoted and cut to a bounded length: both come from
+// the model), never the arguments.
+func toolArgumentsFailure(name, id string) *Failure {
+	return &Failure{
+		Type:      FailureToolArguments,
+		Message:   fmt.Sprintf("model reply: tool call %s (id %s) has arguments that are not a JSON object", quoteBounded(name), quoteBounded(id)),
+		Retryable: true,
+	}
+}
+
+// quoteBounded quotes s, cut to maxNameInMessage bytes (on a rune
+// boundary, marked with "…").
+func quoteBounded(s string) string {
+	if len(s) <= maxNameInMessage {
+		return strconv.Quote(s)
+	}
+	cut := maxNameInMessage
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return strconv.Quote(s[:cut] + "…")
 }

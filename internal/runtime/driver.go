@@ -449,6 +449,9 @@ func (d *driver) cmdModel(ctx context.Context) error {
 		f := model.AsFailure(err)
 		d.record(journal.KindModelFailed, map[string]any{"type": f.Type, "message": f.Message}, nil)
 		st.ModelAttemptOpen = false
+		if f.Usage != nil { // what the provider reported before failing
+			AccountAttemptUsage(st, *f.Usage, true)
+		}
 		retry := d.b.def.Retry
 		if RetrySameModel(d.b.def, st, f) {
 			wait := model.Backoff(ModelAttempt(st), retry.BackoffSeconds, retry.MaxBackoffSeconds, f.RetryAfterSeconds, d.r.cfg.RandFunc)

@@ -133,3 +133,46 @@ func TestProviderWithoutUsage(t *testing.T) {
 		})
 	}
 }
+
+// TestFailedAttemptUsage: the usage an Anthropic server reported before an
+// attempt failed (message_start, then an overloaded_error event) is added
+// to the run's usage with that of the successful retry; the retry makes
+// the usage incomplete.
+func TestFailedAttemptUsage(t *testing.T) {
+	t.Parallel()
+	event := func(name, data string) string { return "event: " + name + "\ndata: " + data + "\n\n" }
+	start := func(in, cacheRead int) string {
+		return event("message_start", fmt.Sprintf(`{"type":"message_start","message":{"id":"msg","type":"message","role":"assistant","content":[],"model":"m","stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":%d,"output_tokens":1,"cache_read_input_tokens":%d,"cache_creation_input_tokens":0}}}`, in, cacheRead))
+	}
+	const text = `{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`
+	failed := start(50, 40) + event("content_block_start", text) +
+		event("content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Par"}}`) +
+		event("error", `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`)
+	answer := start(60, 40) + event("content_block_start", text) +
+		event("content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"all done"}}`) +
+		event("content_block_stop", `{"type":"content_block_stop","index":0}`) +
+		event("message_delta", `{"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},"usage":{"output_tokens":7}}`) +
+		event("message_stop", `{"type":"message_stop"}`)
+	var calls atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		if calls.Add(1) == 1 {
+			_, _ = w.Write([]byte(failed))
+			return
+		}
+		_, _ = w.Write([]byte(answer))
+	}))
+	t.Cleanup(srv.Close)
+	def := &agent.Definition{
+		Name: "claude", Version: "v1",
+		Model: model.Config{Provider: "anthropic", Model: "m", BaseURL: srv.URL},
+		Retry: &agent.RetryPolicy{Attempts: 2, BackoffSeconds: 0.01, MaxBackoffSeconds: 0.01},
+	}
+	tb := setup(t, def)
+	sess, err := tb.rt.CreateSession(context.Background(), hxruntime.CreateSessionParams{Agent: def.Ref(), Recording: recording(true)})
+	require.NoError(t, err)
+	res := runToEnd(t, tb, sess.ID, "go")
+	require.Equal(t, int32(2), calls.Load())
+	requireRunUsage(t, tb, res.RunID, model.Usage{InputTokens: 110, OutputTokens: 8, CacheReadInputTokens: 80}, true)
+	srv.CloseClientConnections()
+}

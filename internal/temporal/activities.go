@@ -40,10 +40,16 @@ type ModelInput struct {
 // ModelOutput is the raw model response and the attempt that produced it.
 // UsageReported carries Response.UsageReported, which Response's own JSON
 // leaves out.
+//
+// FailedUsage is the usage that earlier attempts of the same activity
+// execution (Temporal's retries) reported before they failed, summed; nil
+// when none reported any (and in histories recorded before it existed).
+// The workflow adds it to the run's usage with the answer's.
 type ModelOutput struct {
 	Response      model.Response `json:"response"`
 	Attempt       int            `json:"attempt"`
 	UsageReported bool           `json:"usage_reported"`
+	FailedUsage   *model.Usage   `json:"failed_usage,omitempty"`
 }
 
 // ToolInput is the tool activity's input: one tool entry (its Attempt
@@ -232,10 +238,11 @@ func (d *deltaEvents) add(typ string, data any, attempt int) {
 	})
 }
 
-// heartbeat records a heartbeat every interval until the returned stop is
-// called, so cancellation reaches the activity and a lost worker is
-// noticed within the heartbeat timeout.
-func heartbeat(ctx context.Context, every time.Duration) (stop func()) {
+// heartbeat records a heartbeat (with details, kept for the next attempt)
+// every interval until the returned stop is called, so cancellation
+// reaches the activity and a lost worker is noticed within the heartbeat
+// timeout.
+func heartbeat(ctx context.Context, every time.Duration, details ...any) (stop func()) {
 	done := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -250,7 +257,7 @@ func heartbeat(ctx context.Context, every time.Duration) (stop func()) {
 			case <-ctx.Done():
 				return
 			case <-t.C:
-				activity.RecordHeartbeat(ctx)
+				activity.RecordHeartbeat(ctx, details...)
 			}
 		}
 	}()
@@ -259,7 +266,11 @@ func heartbeat(ctx context.Context, every time.Duration) (stop func()) {
 
 // Model makes one model call (activity ActivityModel). A failure is an
 // ApplicationError of the failure's type, retryable as the provider
-// classified it, with the run's model attempt as details.
+// classified it, with the run's model attempt as details, followed by the
+// usage the failed attempts of this execution reported (this one's
+// included) when any did (failedUsageOf). That usage is also the heartbeat
+// details, so that the next attempt (a Temporal retry) carries it on and
+// returns it as ModelOutput.FailedUsage.
 func (a *Activities) Model(ctx context.Context, in ModelInput) (*ModelOutput, error) {
 	a.publish(ctx, in.Events)
 	info := activity.GetInfo(ctx)
@@ -276,7 +287,12 @@ func (a *Activities) Model(ctx context.Context, in ModelInput) (*ModelOutput, er
 	}
 	req := in.Request
 	req.Step, req.Attempt = in.Step, attempt
-	stop := heartbeat(ctx, a.deps.HeartbeatEvery)
+	failed := priorFailedUsage(ctx)
+	var beat []any
+	if failed != nil {
+		beat = []any{*failed}
+	}
+	stop := heartbeat(ctx, a.deps.HeartbeatEvery, beat...)
 	provider, cfg := b.chainModel(in.ModelIndex)
 	callCtx, cancel := context.WithTimeout(ctx, seconds(cfg.TimeoutSeconds))
 	resp, err := provider.Complete(callCtx, &req)
@@ -287,7 +303,16 @@ func (a *Activities) Model(ctx context.Context, in ModelInput) (*ModelOutput, er
 			return nil, ctx.Err()
 		}
 		f := model.AsFailure(err)
-		opts := temporal.ApplicationErrorOptions{NonRetryable: !f.Retryable, Details: []any{attempt}}
+		details := []any{attempt}
+		if f.Usage != nil {
+			failed = addUsage(failed, *f.Usage)
+		}
+		if failed != nil {
+			details = append(details, *failed)
+			// Flushed with the failure: the next attempt reads it.
+			activity.RecordHeartbeat(ctx, *failed)
+		}
+		opts := temporal.ApplicationErrorOptions{NonRetryable: !f.Retryable, Details: details}
 		if f.RetryAfterSeconds > 0 {
 			opts.NextRetryDelay = seconds(f.RetryAfterSeconds)
 		}
@@ -298,7 +323,31 @@ func (a *Activities) Model(ctx context.Context, in ModelInput) (*ModelOutput, er
 		own.add(runtime.EventTextDelta, processed.Text, attempt)
 		own.add(runtime.EventTextComplete, processed.Text, attempt)
 	}
-	return &ModelOutput{Response: *resp, Attempt: attempt, UsageReported: resp.UsageReported}, nil
+	return &ModelOutput{Response: *resp, Attempt: attempt, UsageReported: resp.UsageReported, FailedUsage: failed}, nil
+}
+
+// priorFailedUsage is the usage the earlier attempts of this activity
+// execution reported before failing (the heartbeat details they left), nil
+// when none did.
+func priorFailedUsage(ctx context.Context) *model.Usage {
+	if !activity.HasHeartbeatDetails(ctx) {
+		return nil
+	}
+	var u model.Usage
+	if err := activity.GetHeartbeatDetails(ctx, &u); err != nil {
+		return nil
+	}
+	return &u
+}
+
+// addUsage returns sum + u, sum nil counting as zero.
+func addUsage(sum *model.Usage, u model.Usage) *model.Usage {
+	var total model.Usage
+	if sum != nil {
+		total = *sum
+	}
+	total = total.Add(u)
+	return &total
 }
 
 // Tool runs one attempt of a tool entry (activity ActivityTool) and

@@ -486,6 +486,9 @@ func (w *sessionWorkflow) modelStep(ctx workflow.Context, d *drive, st *runtime.
 				st.Attempt = attempt
 				st.UsageIncomplete = true
 			}
+			if u := failedUsageOf(app); u != nil {
+				runtime.AccountAttemptUsage(st, *u, true)
+			}
 		}
 		if w.fallBack(ctx, err, st) {
 			return nil
@@ -498,14 +501,33 @@ func (w *sessionWorkflow) modelStep(ctx workflow.Context, d *drive, st *runtime.
 	}
 	processed := runtime.ProcessResponse(w.def, &out.Response)
 	st.Response = &processed
-	// As the local driver: usage_base + this attempt's usage, and
-	// usage_incomplete when the provider reported none. State only, no
-	// command, so histories replay unchanged without a patch.
-	runtime.AccountAttemptUsage(st, out.Response.Usage, out.UsageReported)
+	// As the local driver: usage_base + this attempt's usage (plus what
+	// the failed attempts before it reported), and usage_incomplete when
+	// the provider reported none. State only, no command, so histories
+	// replay unchanged without a patch.
+	usage := out.Response.Usage
+	if out.FailedUsage != nil {
+		usage = usage.Add(*out.FailedUsage)
+	}
+	runtime.AccountAttemptUsage(st, usage, out.UsageReported)
 	if len(processed.ToolCalls) > 0 {
 		return runtime.Advance(st, runtime.OutToolCalls)
 	}
 	return runtime.Advance(st, runtime.OutFinal)
+}
+
+// failedUsageOf is the usage the failed attempts of a model activity
+// reported (its error's second detail, after the attempt), nil when none
+// did or the error predates it.
+func failedUsageOf(app *temporal.ApplicationError) *model.Usage {
+	var (
+		attempt int
+		u       *model.Usage
+	)
+	if app.Details(&attempt, &u) != nil {
+		return nil
+	}
+	return u
 }
 
 // interruption returns errInterrupted when err is the drive's

@@ -2,6 +2,10 @@ package temporal
 
 import (
 	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -117,6 +121,77 @@ func TestModelUsageAccounting(t *testing.T) {
 			require.Equal(t, tc.wantUsage, st.Usage, "usage")
 			require.Equal(t, tc.wantBase, st.UsageBase, "usage_base")
 			require.Equal(t, tc.wantIncomplete, st.UsageIncomplete, "usage_incomplete")
+		})
+	}
+}
+
+// anthropicEvent renders one Messages stream event.
+func anthropicEvent(name, data string) string { return "event: " + name + "\ndata: " + data + "\n\n" }
+
+// anthropicStart is a message_start reporting in input and cacheRead
+// cache-read tokens (and one output token).
+func anthropicStart(in, cacheRead int) string {
+	return anthropicEvent("message_start", fmt.Sprintf(`{"type":"message_start","message":{"id":"msg","type":"message","role":"assistant","content":[],"model":"m","stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":%d,"output_tokens":1,"cache_read_input_tokens":%d,"cache_creation_input_tokens":0}}}`, in, cacheRead))
+}
+
+// TestFailedModelAttemptUsage: what a provider reported before an attempt
+// failed is added to the run's usage on the Temporal engine too, whether
+// Temporal retried the activity (the usage travels in the heartbeat
+// details to the next attempt and comes back in ModelOutput.FailedUsage)
+// or the run failed (the usage is the failure's detail).
+func TestFailedModelAttemptUsage(t *testing.T) {
+	failed := func(in int) string {
+		return anthropicStart(in, 40) +
+			anthropicEvent("error", `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`)
+	}
+	answer := anthropicStart(60, 40) +
+		anthropicEvent("content_block_start", `{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`) +
+		anthropicEvent("content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"all done"}}`) +
+		anthropicEvent("content_block_stop", `{"type":"content_block_stop","index":0}`) +
+		anthropicEvent("message_delta", `{"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},"usage":{"output_tokens":7}}`) +
+		anthropicEvent("message_stop", `{"type":"message_stop"}`)
+	for _, tc := range []struct {
+		name           string
+		replies        []string
+		wantStatus     runtime.RunStatus
+		wantUsage      model.Usage
+		wantIncomplete bool
+	}{
+		{
+			name: "retried then answered", replies: []string{failed(50), failed(30), answer},
+			wantStatus: runtime.StatusCompleted,
+			wantUsage:  model.Usage{InputTokens: 140, OutputTokens: 9, CacheReadInputTokens: 120}, wantIncomplete: true,
+		},
+		{
+			name: "every attempt failed", replies: []string{failed(50), failed(30), failed(20)},
+			wantStatus: runtime.StatusFailed,
+			wantUsage:  model.Usage{InputTokens: 100, OutputTokens: 3, CacheReadInputTokens: 120}, wantIncomplete: true,
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var calls atomic.Int32
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+				i := int(calls.Add(1)) - 1
+				w.Header().Set("Content-Type", "text/event-stream")
+				if i < len(tc.replies) {
+					_, _ = w.Write([]byte(tc.replies[i]))
+				}
+			}))
+			t.Cleanup(srv.Close)
+			def := &agent.Definition{
+				Name: "claude", Version: "v1", SystemPrompt: "test",
+				Model: model.Config{Provider: model.ProviderAnthropic, Model: "m", BaseURL: srv.URL},
+				Retry: &agent.RetryPolicy{Attempts: 3, BackoffSeconds: 0.1, MaxBackoffSeconds: 1},
+			}
+			h := newHarness(t, def, harnessOpts{})
+			h.submit(time.Second, "req-1", "run-1", "go")
+			var got runtime.RunResult
+			h.at(time.Minute, func() { got = h.getRun("run-1") })
+			h.run(time.Hour)
+			assertStatus(t, got, tc.wantStatus)
+			require.Equal(t, int32(3), calls.Load())
+			require.Equal(t, tc.wantUsage, got.Usage)
+			require.Equal(t, tc.wantIncomplete, got.UsageIncomplete)
 		})
 	}
 }
