@@ -147,11 +147,15 @@ var deltaCases = []testCase{
 		require.ErrorIs(t, b.store.Commit(t.Context(), foreign), rtstore.ErrNotFound)
 		// A delta-only commit that names more than events.
 		for name, edit := range map[string]func(c *rtstore.Commit){
-			"status":     func(c *rtstore.Commit) { c.Status = rtstore.StatusCompleted },
-			"state":      func(c *rtstore.Commit) { c.State = json.RawMessage(`{}`) },
-			"step":       func(c *rtstore.Commit) { c.StepID, c.Step = "1", json.RawMessage(`{}`) },
-			"tools":      func(c *rtstore.Commit) { c.Tools = []rtstore.ToolRow{{ExecutionKey: "k", Payload: json.RawMessage(`{}`)}} },
-			"checkpoint": func(c *rtstore.Commit) { c.Records = []journal.Record{newRecord(s.ID, run.ID, journal.KindCheckpoint, `{}`)} },
+			"status": func(c *rtstore.Commit) { c.Status = rtstore.StatusCompleted },
+			"state":  func(c *rtstore.Commit) { c.State = json.RawMessage(`{}`) },
+			"step":   func(c *rtstore.Commit) { c.StepID, c.Step = "1", json.RawMessage(`{}`) },
+			"tools": func(c *rtstore.Commit) {
+				c.Tools = []rtstore.ToolRow{{ExecutionKey: "k", Payload: json.RawMessage(`{}`)}}
+			},
+			"checkpoint": func(c *rtstore.Commit) {
+				c.Records = []journal.Record{newRecord(s.ID, run.ID, journal.KindCheckpoint, `{}`)}
+			},
 		} {
 			c := deltaCommit(run, lease, 1)
 			edit(c)
