@@ -131,6 +131,14 @@ func (d *Definition) Validate(extraBuiltins ...string) error {
 		if step.FailAttempts < 0 {
 			add(prefix+".fail_attempts", "must not be negative")
 		}
+		switch {
+		case step.FailAfterDeltas < 0:
+			add(prefix+".fail_after_deltas", "must not be negative")
+		case step.FailAfterDeltas > 0 && step.FailAttempts == 0:
+			add(prefix+".fail_after_deltas", "needs fail_attempts")
+		case step.FailAfterDeltas > len(model.SplitPieces(step.Text)):
+			add(prefix+".fail_after_deltas", "exceeds the pieces of the step's text")
+		}
 		ids := make(map[string]bool, len(step.ToolCalls))
 		for j, c := range step.ToolCalls {
 			cp := fmt.Sprintf("%s.tool_calls[%d]", prefix, j)
