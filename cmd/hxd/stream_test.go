@@ -40,13 +40,22 @@ response_middleware:
 )
 
 // startStreamDaemon runs `hxd serve` in-process on 127.0.0.1:0 on the
-// SQLite file db with the streaming agents.
+// SQLite file db with the streaming agents (startAgentsDaemon).
 func startStreamDaemon(t *testing.T, db string) *daemon {
+	t.Helper()
+	return startAgentsDaemon(t, db, map[string]string{"streamer": streamAgents, "streamer-mw": streamMWAgent}, nil)
+}
+
+// startAgentsDaemon runs `hxd serve` in-process on 127.0.0.1:0 on the
+// SQLite file db with the agent files given (name → YAML) and the
+// environment vars.
+func startAgentsDaemon(t *testing.T, db string, files, vars map[string]string) *daemon {
 	t.Helper()
 	agents := filepath.Join(t.TempDir(), "agents")
 	require.NoError(t, os.MkdirAll(agents, 0o700))
-	require.NoError(t, os.WriteFile(filepath.Join(agents, "streamer.yaml"), []byte(streamAgents), 0o600))
-	require.NoError(t, os.WriteFile(filepath.Join(agents, "streamer-mw.yaml"), []byte(streamMWAgent), 0o600))
+	for name, yaml := range files {
+		require.NoError(t, os.WriteFile(filepath.Join(agents, name+".yaml"), []byte(yaml), 0o600))
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	addrCh := make(chan string, 1)
 	errCh := make(chan error, 1)
@@ -54,7 +63,7 @@ func startStreamDaemon(t *testing.T, db string) *daemon {
 		"--workdir", t.TempDir(), "--shutdown-timeout", "200ms"}
 	go func() {
 		errCh <- run(ctx, args, env{
-			getenv: func(string) string { return "" }, stdout: io.Discard, stderr: io.Discard,
+			getenv: func(k string) string { return vars[k] }, stdout: io.Discard, stderr: io.Discard,
 			onListen: func(addr string) { addrCh <- addr },
 		})
 	}()
