@@ -32,6 +32,9 @@ type ModelInput struct {
 	Attempt int                `json:"attempt"`
 	Request model.Request      `json:"request"`
 	Events  []runtime.RunEvent `json:"events,omitempty"`
+	// Stream: the run streams (runtime.RunState.Stream); the activity
+	// publishes the answer's deltas as they arrive (streamModel).
+	Stream bool `json:"stream,omitempty"`
 }
 
 // ModelOutput is the raw model response and the attempt that produced it.
@@ -200,6 +203,14 @@ func (a *Activities) publish(ctx context.Context, events []runtime.RunEvent) {
 type deltaEvents struct {
 	sessionID, runID, stepID, prefix string
 	events                           []runtime.RunEvent
+	sent                             int // events[:sent] are published (streamed)
+}
+
+// unsent returns the events not published yet and counts them as sent.
+func (d *deltaEvents) unsent() []runtime.RunEvent {
+	out := d.events[d.sent:]
+	d.sent = len(d.events)
+	return out
 }
 
 func newDeltaEvents(ctx context.Context, sessionID, runID string, step int) *deltaEvents {
@@ -258,7 +269,7 @@ func (a *Activities) Model(ctx context.Context, in ModelInput) (*ModelOutput, er
 		return nil, err
 	}
 	own := newDeltaEvents(ctx, in.SessionID, in.RunID, in.Step)
-	defer func() { a.publish(ctx, own.events) }()
+	defer func() { a.publish(ctx, own.unsent()) }()
 	if info.Attempt > 1 {
 		// A retried model call: the previous attempt's deltas are void.
 		own.add(runtime.EventAttemptReset, map[string]any{"attempt": attempt - 1}, attempt)
@@ -267,7 +278,7 @@ func (a *Activities) Model(ctx context.Context, in ModelInput) (*ModelOutput, er
 	req.Step, req.Attempt = in.Step, attempt
 	stop := heartbeat(ctx, a.deps.HeartbeatEvery)
 	callCtx, cancel := context.WithTimeout(ctx, seconds(b.def.Model.TimeoutSeconds))
-	resp, err := b.provider.Complete(callCtx, &req)
+	resp, streamed, err := a.callModel(callCtx, in, b, &req, own, attempt)
 	cancel()
 	stop()
 	if err != nil {
@@ -283,7 +294,9 @@ func (a *Activities) Model(ctx context.Context, in ModelInput) (*ModelOutput, er
 	}
 	processed := runtime.ProcessResponse(b.def, resp)
 	if processed.Text != "" {
-		own.add(runtime.EventTextDelta, processed.Text, attempt)
+		if !streamed { // streamed: its deltas are published
+			own.add(runtime.EventTextDelta, processed.Text, attempt)
+		}
 		own.add(runtime.EventTextComplete, processed.Text, attempt)
 	}
 	return &ModelOutput{Response: *resp, Attempt: attempt, UsageReported: resp.UsageReported}, nil
