@@ -287,3 +287,27 @@ func TestStreamDeltaCommitFailure(t *testing.T) {
 	require.Len(t, ofKind(recs, journal.KindModelFailed), 1)
 	require.Empty(t, ofKind(recs, journal.KindModelResponse))
 }
+
+// TestStreamUnrecorded: a session that does not record streams too: its
+// delta-only commits carry the events alone, and no journal is written.
+func TestStreamUnrecorded(t *testing.T) {
+	t.Parallel()
+	def := streamAgent("streamer-unrecorded", []model.ScriptStep{{Text: "quiet but streamed"}})
+	tb := setup(t, def)
+	var log commitLog
+	tb.store.commitHook = log.hook
+	ctx := context.Background()
+	sess, err := tb.rt.CreateSession(ctx, hxruntime.CreateSessionParams{Agent: def.Ref(), Recording: recording(false)})
+	require.NoError(t, err)
+	run, _, err := tb.rt.SubmitRun(ctx, hxruntime.SubmitParams{SessionID: sess.ID, Message: jsonString("go"), Stream: true})
+	require.NoError(t, err)
+	res := waitRun(t, tb, run.RunID)
+	require.Equal(t, hxruntime.StatusCompleted, res.Status)
+	text, _ := deltaText(t, eventsOf(t, tb, res.RunID), hxruntime.EventTextDelta, "1")
+	require.Equal(t, "quiet but streamed", text)
+	delta, _ := log.split()
+	require.NotEmpty(t, delta)
+	recs, err := tb.store.JournalList(ctx, res.RunID, 0, 1000)
+	require.NoError(t, err)
+	require.Empty(t, recs)
+}
