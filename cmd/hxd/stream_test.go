@@ -41,15 +41,16 @@ response_middleware:
 
 // startStreamDaemon runs `hxd serve` in-process on 127.0.0.1:0 on the
 // SQLite file db with the streaming agents (startAgentsDaemon).
-func startStreamDaemon(t *testing.T, db string) *daemon {
+func startStreamDaemon(t *testing.T, db string, extra ...string) *daemon {
 	t.Helper()
-	return startAgentsDaemon(t, db, map[string]string{"streamer": streamAgents, "streamer-mw": streamMWAgent}, nil)
+	return startAgentsDaemon(t, db, map[string]string{"streamer": streamAgents, "streamer-mw": streamMWAgent}, nil, extra...)
 }
 
 // startAgentsDaemon runs `hxd serve` in-process on 127.0.0.1:0 on the
-// SQLite file db with the agent files given (name → YAML) and the
-// environment vars.
-func startAgentsDaemon(t *testing.T, db string, files, vars map[string]string) *daemon {
+// SQLite file db (none: "", for --database-url in extra) with the agent
+// files given (name → YAML) and the environment vars; extra args are
+// appended.
+func startAgentsDaemon(t *testing.T, db string, files, vars map[string]string, extra ...string) *daemon {
 	t.Helper()
 	agents := filepath.Join(t.TempDir(), "agents")
 	require.NoError(t, os.MkdirAll(agents, 0o700))
@@ -59,8 +60,11 @@ func startAgentsDaemon(t *testing.T, db string, files, vars map[string]string) *
 	ctx, cancel := context.WithCancel(context.Background())
 	addrCh := make(chan string, 1)
 	errCh := make(chan error, 1)
-	args := []string{"serve", "--addr", "127.0.0.1:0", "--db", db, "--agents", agents,
-		"--workdir", t.TempDir(), "--shutdown-timeout", "200ms"}
+	args := []string{"serve", "--addr", "127.0.0.1:0"}
+	if db != "" {
+		args = append(args, "--db", db)
+	}
+	args = append(append(args, "--agents", agents, "--workdir", t.TempDir(), "--shutdown-timeout", "200ms"), extra...)
 	go func() {
 		errCh <- run(ctx, args, env{
 			getenv: func(k string) string { return vars[k] }, stdout: io.Discard, stderr: io.Discard,
@@ -113,11 +117,31 @@ func streamedRun(t *testing.T, d *daemon, agentName string) map[string]any {
 // text_delta after the call holds the post-middleware text.
 func TestServeStreamSSE(t *testing.T) {
 	t.Parallel()
-	d := startStreamDaemon(t, filepath.Join(t.TempDir(), "hxd.db"))
+	requireStreamSSE(t, startStreamDaemon(t, filepath.Join(t.TempDir(), "hxd.db")))
+}
+
+// TestPostgresServeStream: the same on PostgreSQL, whose delta-only
+// commits go through the group committer; the streamed run's bundle
+// verifies.
+func TestPostgresServeStream(t *testing.T) {
+	t.Parallel()
+	dbURL, schema := testDatabase(t)
+	d := startStreamDaemon(t, "", "--database-url", dbURL, "--schema", schema, "--auto-migrate")
+	rid := requireStreamSSE(t, d)
+	rep := exportAndVerify(t, d.base, rid)
+	require.True(t, rep.Valid, "%+v", rep)
+	require.True(t, rep.Complete, "%+v", rep)
+}
+
+// requireStreamSSE runs the streamer agents on d and checks what SSE
+// shows; it returns the streamer's run id.
+func requireStreamSSE(t *testing.T, d *daemon) string {
+	t.Helper()
 
 	run := streamedRun(t, d, "streamer")
 	require.Equal(t, streamAnswer, run["output"])
-	frames := readSSE(t, d, "/runs/"+run["run_id"].(string)+"/events", "Accept", "text/event-stream")
+	rid := run["run_id"].(string)
+	frames := readSSE(t, d, "/runs/"+rid+"/events", "Accept", "text/event-stream")
 	var text, thinking strings.Builder
 	result := -1
 	for i, f := range frames {
@@ -144,6 +168,7 @@ func TestServeStreamSSE(t *testing.T) {
 		}
 	}
 	require.Equal(t, []string{streamAnswer + " (checked)"}, deltas)
+	return rid
 }
 
 // TestServeStreamBundle: the export of a streamed recording run verifies
