@@ -19,8 +19,9 @@ import (
 // (HXD_CRASH_AFTER=event: no other commit reports that kind); a fresh
 // process recovers the call as one that started and never returned: the
 // lost attempt gets model.failed (ProcessLost), its partial deltas stay in
-// the event stream, attempt_reset follows and attempt 2 streams the whole
-// answer. The journal is gap-free and the bundle verifies.
+// the event stream, attempt_reset follows and attempt 2, run by the new
+// process, streams the whole answer (the run state keeps stream). The
+// journal is gap-free and the bundle verifies.
 func TestCrashMidStream(t *testing.T) {
 	t.Parallel()
 	const answer = "The overdue balance is 1500 dollars and it is due today."
@@ -102,4 +103,10 @@ model:
 	started := indexOfKind(seen, "model.started")
 	require.Equal(t, "checkpoint", seen[started+1], seen)
 	require.Equal(t, "event:text_delta@1", seen[started+2], seen)
+	// The resumed run streams too: attempt 2's deltas are committed
+	// between its model.started and its model.response.
+	retried := started + 1 + indexOfKind(seen[started+1:], "model.started")
+	response := indexOfKind(seen, "model.response")
+	require.Greater(t, response, retried, seen)
+	require.Contains(t, seen[retried:response], "event:text_delta@2", seen)
 }
