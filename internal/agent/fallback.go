@@ -48,6 +48,14 @@ func validateScript(field string, m model.Config, names map[string]bool) []error
 		if step.FailAttempts < 0 {
 			add(prefix+".fail_attempts", "must not be negative")
 		}
+		switch {
+		case step.FailAfterDeltas < 0:
+			add(prefix+".fail_after_deltas", "must not be negative")
+		case step.FailAfterDeltas > 0 && step.FailAttempts == 0:
+			add(prefix+".fail_after_deltas", "needs fail_attempts")
+		case step.FailAfterDeltas > len(model.SplitPieces(step.Text)):
+			add(prefix+".fail_after_deltas", "exceeds the pieces of the step's text")
+		}
 		ids := make(map[string]bool, len(step.ToolCalls))
 		for j, c := range step.ToolCalls {
 			cp := fmt.Sprintf("%s.tool_calls[%d]", prefix, j)

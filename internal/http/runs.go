@@ -18,6 +18,7 @@ func (s *Server) SubmitRun(ctx context.Context, req api.SubmitRunRequestObject) 
 	}
 	run, created, err := s.svc.SubmitRun(ctx, hxruntime.SubmitParams{
 		SessionID: req.SessionId, Message: req.Body.Message, RequestID: requestID,
+		Stream: deref(req.Body.Stream),
 	})
 	err = ensureRun(run, err)
 	if wait := deref(req.Params.Wait); err == nil && wait > 0 && run.Status == hxruntime.StatusRunning {

@@ -67,6 +67,13 @@ type ScriptStep struct {
 	// Usage reported for the step. Optional: without it the step reports
 	// no usage (Response.UsageReported false, so usage_incomplete).
 	Usage *Usage `json:"usage,omitempty"`
+	// Thinking is the response's reasoning text; streamed as thinking
+	// deltas before the text.
+	Thinking string `json:"thinking,omitempty"`
+	// FailAfterDeltas makes each failing attempt (1..FailAttempts), when
+	// streamed, deliver its first n text pieces before it fails: a stream
+	// that breaks mid-answer. Needs fail_attempts; 0: fail before any.
+	FailAfterDeltas int `json:"fail_after_deltas,omitempty"`
 }
 
 // Options are the process-level dependencies of providers.
@@ -92,6 +99,15 @@ func (c Config) Validate() error {
 		for i, s := range c.Script {
 			if s.FailAttempts < 0 {
 				errs = append(errs, fmt.Errorf("%w: script step %d: fail_attempts must not be negative", ErrInvalidConfig, i+1))
+			}
+			if s.FailAfterDeltas < 0 {
+				errs = append(errs, fmt.Errorf("%w: script step %d: fail_after_deltas must not be negative", ErrInvalidConfig, i+1))
+			}
+			if s.FailAfterDeltas > 0 && s.FailAttempts == 0 {
+				errs = append(errs, fmt.Errorf("%w: script step %d: fail_after_deltas needs fail_attempts", ErrInvalidConfig, i+1))
+			}
+			if n := len(SplitPieces(s.Text)); s.FailAfterDeltas > n {
+				errs = append(errs, fmt.Errorf("%w: script step %d: fail_after_deltas %d exceeds the %d pieces of its text", ErrInvalidConfig, i+1, s.FailAfterDeltas, n))
 			}
 		}
 	case ProviderOpenAI, ProviderAnthropic:

@@ -37,7 +37,7 @@ func NewScripted(script []ScriptStep) *Scripted {
 //     ScriptExhausted;
 //   - attempts 1..FailAttempts of the step (req.Attempt; values below 1 count
 //     as 1) → retryable ConnectionError "Injected model connection failure";
-//   - otherwise the step's text and tool calls (a copy; an empty tool input
+//   - otherwise the step's text, thinking and tool calls (a copy; an empty tool input
 //     becomes {}), its stop reason (default "tool_use" with tool calls, else
 //     "end_turn") and its usage (default zero, with UsageReported false:
 //     a step without `usage:` reports none).
@@ -63,6 +63,7 @@ func (s *Scripted) Complete(ctx context.Context, req *Request) (*Response, error
 	}
 	resp := &Response{
 		Text:       step.Text,
+		Thinking:   step.Thinking,
 		ToolCalls:  copyToolCalls(step.ToolCalls),
 		StopReason: step.StopReason,
 	}

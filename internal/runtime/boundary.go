@@ -71,6 +71,12 @@ func (c *committer) newRecord(kind journal.Kind, payload json.RawMessage, e *Too
 // event adds a public event; e ties it to a tool entry's attempt. Event
 // data is always post-middleware.
 func (c *committer) event(typ string, data any, e *ToolEntry) {
+	c.events = append(c.events, c.newEvent(typ, data, e))
+}
+
+// newEvent builds the pending event of event (with its mirror record for
+// a recording run) without adding it to the boundary.
+func (c *committer) newEvent(typ string, data any, e *ToolEntry) rtstore.PendingEvent {
 	ev := rtstore.RunEvent{
 		Type:      typ,
 		Data:      mustJSON(data),
@@ -89,7 +95,7 @@ func (c *committer) event(typ string, data any, e *ToolEntry) {
 		rec := c.newRecord(journal.KindEvent, nil, nil)
 		pe.Record = &rec
 	}
-	c.events = append(c.events, pe)
+	return pe
 }
 
 // changedTools returns the tool rows of entries whose status changed
@@ -164,6 +170,33 @@ func (c *committer) commit(ctx context.Context) error {
 // apply runs write (a commit of c's boundary) with retries and, on
 // success, clears the pending boundary and runs the after-commit hooks.
 func (c *committer) apply(ctx context.Context, write func(context.Context) error) error {
+	if err := c.write(ctx, write); err != nil {
+		return err
+	}
+	kinds := c.kinds
+	c.records, c.events, c.kinds, c.stashed = nil, nil, nil, nil
+	for i := range c.st.Tools {
+		c.toolStatus[c.st.Tools[i].ExecutionKey] = c.st.Tools[i].Status
+	}
+	c.r.notify.wake(c.st.RunID)
+	if c.st.Status != StatusRunning {
+		c.r.settled.wake(c.st.RunID)
+	}
+	if c.r.cfg.CheckpointFunc != nil {
+		c.r.cfg.CheckpointFunc(SessionIDOf(c.st.SessionID), c.st.RunID, c.st.Status, c.st.Phase)
+	}
+	if c.r.cfg.AfterCommitFunc != nil && len(kinds) > 0 {
+		c.r.cfg.AfterCommitFunc(kinds)
+	}
+	return nil
+}
+
+// write runs write, a commit, with the commit's tries: a transient
+// failure is tried again a few times and, with c.wait, for as long as
+// storage is unavailable. Each try is bounded by the commit timeout and
+// ignores cancellation of ctx. The error wraps ErrRecording for a
+// recording run.
+func (c *committer) write(ctx context.Context, write func(context.Context) error) error {
 	base := context.WithoutCancel(ctx)
 	tries := func() error {
 		var err error
@@ -196,21 +229,6 @@ func (c *committer) apply(ctx context.Context, write func(context.Context) error
 			return fmt.Errorf("%w: commit run %s: %w", ErrRecording, c.st.RunID, err)
 		}
 		return fmt.Errorf("commit run %s: %w", c.st.RunID, err)
-	}
-	kinds := c.kinds
-	c.records, c.events, c.kinds, c.stashed = nil, nil, nil, nil
-	for i := range c.st.Tools {
-		c.toolStatus[c.st.Tools[i].ExecutionKey] = c.st.Tools[i].Status
-	}
-	c.r.notify.wake(c.st.RunID)
-	if c.st.Status != StatusRunning {
-		c.r.settled.wake(c.st.RunID)
-	}
-	if c.r.cfg.CheckpointFunc != nil {
-		c.r.cfg.CheckpointFunc(SessionIDOf(c.st.SessionID), c.st.RunID, c.st.Status, c.st.Phase)
-	}
-	if c.r.cfg.AfterCommitFunc != nil && len(kinds) > 0 {
-		c.r.cfg.AfterCommitFunc(kinds)
 	}
 	return nil
 }

@@ -425,7 +425,8 @@ func (d *driver) cmdPrepareModel() error {
 func (d *driver) buildRequest() *model.Request { return BuildModelRequest(d.b.def, d.b.specs, d.st) }
 
 // cmdModel makes one model attempt: commit model.started, call, commit the
-// outcome (two commits per call).
+// outcome (two commits per call; a streamed call commits its deltas in
+// between, callModel).
 func (d *driver) cmdModel(ctx context.Context) error {
 	st := d.st
 	if st.Attempt != 0 {
@@ -441,10 +442,13 @@ func (d *driver) cmdModel(ctx context.Context) error {
 	if err := d.commit(ctx); err != nil {
 		return err
 	}
-	resp, err := d.modelProvider().Complete(ctx, req)
+	resp, streamed, err := d.callModel(ctx, req)
 	if err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
+		}
+		if dce := (*deltaCommitError)(nil); errors.As(err, &dce) {
+			return dce.err
 		}
 		f := model.AsFailure(err)
 		d.record(journal.KindModelFailed, map[string]any{"type": f.Type, "message": f.Message}, nil)
@@ -474,7 +478,9 @@ func (d *driver) cmdModel(ctx context.Context) error {
 	d.record(journal.KindModelCompleted, CompletedPayload(&processed), nil)
 	st.ModelAttemptOpen = false
 	if processed.Text != "" {
-		d.event(EventTextDelta, processed.Text, nil)
+		if !streamed { // streamed: its deltas are committed
+			d.event(EventTextDelta, processed.Text, nil)
+		}
 		d.event(EventTextComplete, processed.Text, nil)
 	}
 	if len(processed.ToolCalls) > 0 {

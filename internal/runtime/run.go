@@ -66,7 +66,7 @@ func (r *Runtime) SubmitRun(ctx context.Context, p SubmitParams) (*RunResult, bo
 		Version: 1, SessionID: sess.ID, RunID: r.cfg.NewIDFunc(), RequestID: requestID,
 		Message: p.Message, Messages: append([]model.Message{}, history...), Metadata: json.RawMessage(`{}`),
 		Phase: PhaseStart, Status: StatusRunning, Durable: true, Recording: sess.Recording,
-		Tools: []ToolEntry{}, Extensions: map[string]any{},
+		Stream: p.Stream, Tools: []ToolEntry{}, Extensions: map[string]any{},
 	}
 	st.Agent.Name, st.Agent.Version = sess.AgentName, sess.AgentVersion
 	d := r.newDriver(b, st, lease)

@@ -53,7 +53,9 @@ type Config struct {
 	// (agents may set their own), default: none.
 	MaxSessionDuration time.Duration
 	// AfterCommitFunc, when set, is called after every successful boundary
-	// commit with the boundary kinds it held (testing hook HXD_CRASH_AFTER).
+	// commit with the boundary kinds it held (testing hook HXD_CRASH_AFTER),
+	// and after every delta-only commit of a streamed model call with
+	// [event] (no other commit reports that kind).
 	AfterCommitFunc func(kinds []journal.Kind)
 	// CheckpointFunc, when set, is called after every successful commit
 	// with {session_id, run_id, status, phase} (the id the caller knows);

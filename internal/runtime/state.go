@@ -44,6 +44,10 @@ type RunState struct {
 	Status    RunStatus       `json:"status"`
 	Durable   bool            `json:"durable"`
 	Recording bool            `json:"recording"`
+	// Stream: the run streams its model answers (SubmitParams.Stream).
+	// Omitted when false, so a run that does not stream stores the state
+	// it always did.
+	Stream bool `json:"stream,omitempty"`
 	// Iterations counts model steps; step_id is its decimal string.
 	Iterations int `json:"iterations"`
 	// Attempt is the current model attempt (0 before the first call of a step).

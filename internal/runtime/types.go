@@ -142,6 +142,10 @@ type SubmitParams struct {
 	Message json.RawMessage
 	// RequestID makes the submission idempotent; "" → a new id.
 	RequestID string
+	// Stream streams the model's answers: text and thinking deltas are
+	// committed as the provider sends them (delta-only commits). Kept in
+	// the run state, so a resumed run streams too.
+	Stream bool
 }
 
 // ResumeParams resumes a session's latest unfinished run.

@@ -35,6 +35,9 @@ type ModelInput struct {
 	// ModelIndex is the position of the model to call in the agent's
 	// fallback chain (0: the agent's model; fallback.go).
 	ModelIndex int `json:"model_index,omitempty"`
+	// Stream: the run streams (runtime.RunState.Stream); the activity
+	// publishes the answer's deltas as they arrive (callModel).
+	Stream bool `json:"stream,omitempty"`
 }
 
 // ModelOutput is the raw model response and the attempt that produced it.
@@ -217,6 +220,14 @@ func (a *Activities) publish(ctx context.Context, events []runtime.RunEvent) {
 type deltaEvents struct {
 	sessionID, runID, stepID, prefix string
 	events                           []runtime.RunEvent
+	sent                             int // events[:sent] are published (streamed)
+}
+
+// unsent returns the events not published yet and counts them as sent.
+func (d *deltaEvents) unsent() []runtime.RunEvent {
+	out := d.events[d.sent:]
+	d.sent = len(d.events)
+	return out
 }
 
 func newDeltaEvents(ctx context.Context, sessionID, runID string, step int) *deltaEvents {
@@ -280,7 +291,7 @@ func (a *Activities) Model(ctx context.Context, in ModelInput) (*ModelOutput, er
 		return nil, err
 	}
 	own := newDeltaEvents(ctx, in.SessionID, in.RunID, in.Step)
-	defer func() { a.publish(ctx, own.events) }()
+	defer func() { a.publish(ctx, own.unsent()) }()
 	if info.Attempt > 1 {
 		// A retried model call: the previous attempt's deltas are void.
 		own.add(runtime.EventAttemptReset, map[string]any{"attempt": attempt - 1}, attempt)
@@ -295,7 +306,7 @@ func (a *Activities) Model(ctx context.Context, in ModelInput) (*ModelOutput, er
 	stop := heartbeat(ctx, a.deps.HeartbeatEvery, beat...)
 	provider, cfg := b.chainModel(in.ModelIndex)
 	callCtx, cancel := context.WithTimeout(ctx, seconds(cfg.TimeoutSeconds))
-	resp, err := provider.Complete(callCtx, &req)
+	resp, streamed, err := a.callModel(callCtx, in, b, provider, &req, own, attempt)
 	cancel()
 	stop()
 	if err != nil {
@@ -320,7 +331,9 @@ func (a *Activities) Model(ctx context.Context, in ModelInput) (*ModelOutput, er
 	}
 	processed := runtime.ProcessResponse(b.def, resp)
 	if processed.Text != "" {
-		own.add(runtime.EventTextDelta, processed.Text, attempt)
+		if !streamed { // streamed: its deltas are published
+			own.add(runtime.EventTextDelta, processed.Text, attempt)
+		}
 		own.add(runtime.EventTextComplete, processed.Text, attempt)
 	}
 	return &ModelOutput{Response: *resp, Attempt: attempt, UsageReported: resp.UsageReported, FailedUsage: failed}, nil

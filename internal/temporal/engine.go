@@ -428,7 +428,7 @@ func (e *Engine) SubmitRun(ctx context.Context, p runtime.SubmitParams) (*runtim
 	e.remember(e.runs, runID, key)
 	var res SubmitResult
 	err := e.update(ctx, key, UpdateSubmit, UpdateID(requestID),
-		SubmitRequest{Message: p.Message, RequestID: requestID, RunID: runID}, &res)
+		SubmitRequest{Message: p.Message, RequestID: requestID, RunID: runID, Stream: p.Stream}, &res)
 	if err != nil {
 		return nil, false, err
 	}
@@ -444,7 +444,7 @@ func (e *Engine) SubmitRun(ctx context.Context, p runtime.SubmitParams) (*runtim
 	// before it reaches the history.
 	res = SubmitResult{}
 	err = e.update(ctx, key, UpdateSubmit, "check:"+e.cfg.NewID(),
-		SubmitRequest{Message: p.Message, RequestID: requestID, RunID: runID}, &res)
+		SubmitRequest{Message: p.Message, RequestID: requestID, RunID: runID, Stream: p.Stream}, &res)
 	if err != nil {
 		return nil, false, err
 	}

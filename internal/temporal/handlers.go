@@ -117,7 +117,7 @@ func (w *sessionWorkflow) submit(ctx workflow.Context, req SubmitRequest) (Submi
 	st := &runtime.RunState{
 		Version: 1, SessionID: w.s.SessionID, RunID: req.RunID, RequestID: req.RequestID, Agent: w.s.Agent,
 		Message: req.Message, Messages: history, Metadata: []byte(`{}`),
-		Phase: runtime.PhaseStart, Status: runtime.StatusRunning, Durable: true,
+		Phase: runtime.PhaseStart, Status: runtime.StatusRunning, Durable: true, Stream: req.Stream,
 		Tools: []runtime.ToolEntry{}, Extensions: map[string]any{},
 	}
 	if st.Messages == nil {

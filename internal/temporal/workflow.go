@@ -469,7 +469,7 @@ func (w *sessionWorkflow) modelStep(ctx workflow.Context, d *drive, st *runtime.
 	req := runtime.BuildModelRequest(w.def, w.specs, st)
 	in := ModelInput{
 		Agent: w.s.Agent, ConfigHash: w.hash, SessionID: st.SessionID, RunID: st.RunID,
-		Step: st.Iterations, Attempt: base, Request: *req, Events: w.takeEvents(),
+		Step: st.Iterations, Attempt: base, Request: *req, Events: w.takeEvents(), Stream: st.Stream,
 		ModelIndex: st.ModelIndex,
 	}
 	var out ModelOutput

@@ -25,4 +25,7 @@ var (
 	ErrUnavailable = errors.New("storage unavailable")
 	// ErrSchema: the schema is missing, old, dirty or was changed.
 	ErrSchema = errors.New("schema not usable")
+	// ErrInvalidCommit: a DeltaOnly commit names more than events (a
+	// caller's bug); nothing is written.
+	ErrInvalidCommit = errors.New("invalid delta-only commit")
 )

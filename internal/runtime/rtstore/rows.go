@@ -126,6 +126,14 @@ type Commit struct {
 	// Events are appended after the records; the store sets each Cursor.
 	// An event whose EventID exists is skipped together with its record.
 	Events []PendingEvent
+	// DeltaOnly makes the commit a delta-only commit (REFERENCE §2.2,
+	// §3.4): it appends Events and their records, fenced by Lease like
+	// every commit, and writes nothing else: no run status, phase, state
+	// or update time, no session latest run, snapshot, step or tool row.
+	// Status, Phase, State, Step, Tools, Records and Snapshot must be
+	// empty (a commit naming them is refused, nothing written); the run's
+	// last checkpoint stays its last checkpoint.
+	DeltaOnly bool
 }
 
 // ListParams pages a list: rows with Seq > After, at most Limit.

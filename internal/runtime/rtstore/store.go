@@ -57,6 +57,11 @@ type RunStore interface {
 	// Returns ErrLeaseLost if c.Lease no longer owns the session,
 	// ErrRecordConflict / ErrForeignRecord for a bad record (nothing is
 	// written), ErrNotFound for an unknown run. Sets c.Events[i].Event.Cursor.
+	//
+	// A DeltaOnly commit (streamed text and thinking deltas) appends only
+	// its events and their records, fenced and numbered the same way, and
+	// leaves the run row, its state and every other table as they are; it
+	// returns ErrInvalidCommit when it names anything else.
 	Commit(ctx context.Context, c *Commit) error
 }
 

@@ -25,6 +25,7 @@ func Exercise(t *testing.T, newStore func(t *testing.T) rtstore.Store) {
 		{"Session", sessionCases},
 		{"Run", runCases},
 		{"Commit", commitCases},
+		{"DeltaCommit", deltaCases},
 		{"Event", eventCases},
 		{"Artifact", artifactCases},
 		{"Lock", lockCases},

@@ -82,7 +82,9 @@ ON CONFLICT DO NOTHING`
 // content is skipped) and events (cursor MAX+1 per run; a known event id is
 // skipped with its record) with their records; once committed, appended
 // events wake ListenEvents with the run id. On success it sets every
-// c.Events[i].Event.Cursor (a skipped event gets its stored cursor).
+// c.Events[i].Event.Cursor (a skipped event gets its stored cursor). A
+// DeltaOnly commit writes only its events and their records, with the
+// same fence and run check (addBoundary).
 //
 // Concurrent Commits of different sessions share transactions (group
 // commit, see committer): one WAL flush for the whole group, and one
@@ -141,7 +143,11 @@ func (s *Store) Commit(ctx context.Context, c *rtstore.Commit) error {
 // validateCommit checks what needs no database, in the order SQLite
 // reports it.
 func validateCommit(c *rtstore.Commit) error {
-	if c.Status == "" {
+	if c.DeltaOnly {
+		if err := rtstore.CheckDeltaOnly(c); err != nil {
+			return err
+		}
+	} else if c.Status == "" {
 		return errors.New("empty run status")
 	}
 	for i := range c.Records {
@@ -280,6 +286,13 @@ func (a *appendSet) add(runID string, rows *rowSet) {
 // and events.
 func (ws *writeSet) addBoundary(w *commitWork, p *commitPlan, updateRun, setLastRun bool) {
 	c := w.c
+	if c.DeltaOnly {
+		// Events and their records only (validateCommit checked that
+		// the commit names nothing else).
+		ws.journal.add(c.RunID, &p.journal)
+		ws.events.add(c.RunID, &p.events)
+		return
+	}
 	if updateRun {
 		ws.runID = append(ws.runID, c.RunID)
 		ws.runSession = append(ws.runSession, c.SessionID)

@@ -273,6 +273,14 @@ func (s *Store) commitGroup(batch []*commitReq) {
 		switch {
 		case err != nil:
 			r.err = err
+		case r.err == nil && r.c.DeltaOnly && !r.plan.last.lastRun:
+			// A delta-only commit does not point the session at the run:
+			// what the cache knew stays unknown.
+			s.seqs.Forget(r.c.RunID)
+			setCursors(r.c, r.plan.cursors)
+			if len(r.plan.events.seq) > 0 {
+				s.notify.add(r.c.RunID)
+			}
 		case r.err == nil:
 			s.seqs.put(r.c, r.plan.last)
 			if r.l != nil && !r.ctlAt.IsZero() {

@@ -33,7 +33,8 @@ ON CONFLICT (run_id, id) DO UPDATE SET payload = excluded.payload WHERE payload 
 // MAX+1 per run in list order; a known id with identical content is
 // skipped) and events (cursor MAX+1 per run; a known event id is skipped
 // with its record) with their records. On success it sets every
-// c.Events[i].Event.Cursor (a skipped event gets its stored cursor).
+// c.Events[i].Event.Cursor (a skipped event gets its stored cursor). A
+// DeltaOnly commit writes only its events and their records (applyDeltas).
 //
 // Returns ErrLeaseLost if c.Lease is not a live lease of this Store for
 // c.SessionID; ErrNotFound for an unknown run or a run of another session;
@@ -129,6 +130,9 @@ func setCursors(c *rtstore.Commit, cursors []string) {
 // applyCommit writes c inside t and returns the cursor of each event.
 func (t *txn) applyCommit(ctx context.Context, c *rtstore.Commit, ts time.Time) ([]string, error) {
 	s := t.s
+	if c.DeltaOnly {
+		return t.applyDeltas(ctx, c)
+	}
 	if c.Status == "" {
 		return nil, errors.New("empty run status")
 	}
@@ -206,6 +210,50 @@ func (t *txn) applyCommit(ctx context.Context, c *rtstore.Commit, ts time.Time) 
 		}
 	}
 
+	j := journalAppender{t: t, runID: c.RunID, runSeq: runSeq, last: t.seq.journal}
+	e := eventAppender{t: t, runID: c.RunID, runSeq: runSeq, last: t.seq.event}
+	var (
+		cursors []string
+		err     error
+	)
+	if t.rowByRow {
+		cursors, err = t.appendRows(ctx, c, &j, &e)
+	} else {
+		cursors, err = t.appendBatch(ctx, c, &j, &e)
+	}
+	if err != nil {
+		return nil, err
+	}
+	t.seq.journal, t.seq.event = j.last, e.last
+	return cursors, nil
+}
+
+// sqlRunSeqOf returns the seq of a run of the session named; no row for
+// an unknown run or a run of another session.
+const sqlRunSeqOf = `SELECT seq FROM runs WHERE id = ? AND session_id = ?`
+
+// applyDeltas writes a DeltaOnly commit inside t: its events and their
+// records, appended as applyCommit appends them, and nothing else (the
+// run row, its state and the other tables stay as they are).
+func (t *txn) applyDeltas(ctx context.Context, c *rtstore.Commit) ([]string, error) {
+	if err := rtstore.CheckDeltaOnly(c); err != nil {
+		return nil, err
+	}
+	for i := range c.Events {
+		if r := c.Events[i].Record; r != nil && r.RunID != c.RunID {
+			return nil, foreignRecord(r.ID, r.RunID, c.RunID)
+		}
+	}
+	runSeq := t.seq.runSeq
+	if runSeq <= 0 {
+		err := t.queryRow(ctx, t.s.ws.runSeqOf, c.RunID, c.SessionID).Scan(&runSeq)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil, fmt.Errorf("run %s of session %s: %w", c.RunID, c.SessionID, rtstore.ErrNotFound)
+		} else if err != nil {
+			return nil, t.s.mapErr(ctx, "read run seq", err)
+		}
+		t.seq.runSeq = runSeq
+	}
 	j := journalAppender{t: t, runID: c.RunID, runSeq: runSeq, last: t.seq.journal}
 	e := eventAppender{t: t, runID: c.RunID, runSeq: runSeq, last: t.seq.event}
 	var (

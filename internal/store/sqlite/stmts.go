@@ -23,6 +23,7 @@ type writeStmts struct {
 	runGet             *sql.Stmt
 	runByRequest       *sql.Stmt
 	runUnfinished      *sql.Stmt
+	runSeqOf           *sql.Stmt
 	runUpdate          *sql.Stmt
 	runUpdateSame      *sql.Stmt
 	runUpdateKnown     *sql.Stmt
@@ -62,6 +63,7 @@ func (w *writeStmts) defs() []stmtDef {
 		{&w.runGet, sqlRunGet},
 		{&w.runByRequest, sqlRunByRequest},
 		{&w.runUnfinished, sqlRunUnfinished},
+		{&w.runSeqOf, sqlRunSeqOf},
 		{&w.runUpdate, sqlRunUpdate},
 		{&w.runUpdateSame, sqlRunUpdateSameStatus},
 		{&w.runUpdateKnown, sqlRunUpdateKnown},

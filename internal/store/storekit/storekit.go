@@ -18,7 +18,7 @@ func FormatCursor(seq int64) string { return strconv.FormatInt(seq, 10) }
 var ours = []error{
 	rtstore.ErrNotFound, rtstore.ErrAlreadyExists, rtstore.ErrSessionBusy,
 	rtstore.ErrRequestConflict, rtstore.ErrRecordConflict, rtstore.ErrForeignRecord,
-	rtstore.ErrLeaseLost, rtstore.ErrUnavailable, rtstore.ErrSchema,
+	rtstore.ErrLeaseLost, rtstore.ErrUnavailable, rtstore.ErrSchema, rtstore.ErrInvalidCommit,
 	context.Canceled, context.DeadlineExceeded,
 }
 
