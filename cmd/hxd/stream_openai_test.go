@@ -35,21 +35,12 @@ func openAIChunk(delta, finish string) string {
 // SSE: were deltas only written after the call, the test would wait
 // forever and fail at its context deadline. The frames' concatenation is
 // the output, and run_result comes last.
-//
-// The runtime streams through model.Streamer only: with an OpenAI provider
-// that does not implement it, the server holds nothing back and the test
-// asserts what such a run shows instead, one text_delta after the call.
 func TestServeStreamLiveOpenAI(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	pieces := []string{"Overdue ", "balance: ", "1500 ", "dollars."}
 	answer := strings.Join(pieces, "")
-
-	cfg := model.Config{Provider: model.ProviderOpenAI, Model: "gpt-test", BaseURL: "http://127.0.0.1:1/v1", APIKeyEnv: "HXD_TEST_OPENAI_KEY"}
-	p, err := model.New(cfg, model.Options{LookupEnvFunc: func(string) (string, bool) { return "k", true }})
-	require.NoError(t, err)
-	_, streams := p.(model.Streamer)
 
 	release := make(chan struct{})
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -66,12 +57,10 @@ func TestServeStreamLiveOpenAI(t *testing.T) {
 		}
 		send(openAIChunk(`{"role":"assistant","content":""}`, ""))
 		send(openAIChunk(`{"content":`+jsonText(pieces[0])+`}`, ""))
-		if streams {
-			select {
-			case <-release:
-			case <-r.Context().Done():
-				return
-			}
+		select {
+		case <-release:
+		case <-r.Context().Done():
+			return
 		}
 		for _, piece := range pieces[1:] {
 			send(openAIChunk(`{"content":`+jsonText(piece)+`}`, ""))
@@ -123,7 +112,7 @@ func TestServeStreamLiveOpenAI(t *testing.T) {
 			switch event {
 			case "text_delta":
 				deltas = append(deltas, ev["data"].(string))
-				if streams && len(deltas) == 1 {
+				if len(deltas) == 1 {
 					require.Equal(t, pieces[0], deltas[0], "the first piece arrives on its own, before the provider sends the rest")
 					close(release)
 				}
@@ -135,10 +124,10 @@ func TestServeStreamLiveOpenAI(t *testing.T) {
 	}
 	require.Equal(t, answer, strings.Join(deltas, ""))
 	require.Equal(t, answer, last["data"].(map[string]any)["output"])
-	if !streams {
-		require.Len(t, deltas, 1, "without model.Streamer the answer is one text_delta after the call")
-	}
 }
+
+// The OpenAI provider streams (the runtime streams through model.Streamer only).
+var _ model.Streamer = (*model.OpenAI)(nil)
 
 func jsonText(s string) string {
 	b, _ := json.Marshal(s)

@@ -12,6 +12,7 @@ import {
   type HxdClient,
   type RunEvent,
   type RunResult,
+  type TextDeltaEvent,
 } from "../src/index.js";
 import { startHxd, type Hxd } from "./server.js";
 
@@ -86,6 +87,27 @@ describe("hxd TypeScript client against a real hxd", () => {
       events.filter((e) => BigInt(e.cursor) > BigInt(mid.cursor)).map((e) => e.cursor),
     );
     assert.equal(later.at(-1)?.type, "run_result");
+  });
+
+  test("a run submitted with stream: true yields its text as typed text_delta pieces", async () => {
+    const s = await client.POST("/sessions", { body: { agent: { name: "stream-demo", version: "v1" } } });
+    assert.ok(s.data, JSON.stringify(s.error));
+    const r = await client.POST("/sessions/{session_id}/runs", {
+      params: { path: { session_id: s.data.session_id }, query: { wait: 20 } },
+      body: { message: "Say something", stream: true },
+    });
+    assert.ok(r.data, JSON.stringify(r.error));
+    assert.equal(r.data.status, "completed");
+    const events = await collect(streamRunEvents(client, r.data.run_id));
+    const deltas: TextDeltaEvent[] = [];
+    for (const ev of events) {
+      if (ev.type === "text_delta") deltas.push(ev); // narrowed by type: data is a string
+    }
+    assert.ok(deltas.length > 1, `the answer came in ${deltas.length} piece(s)`);
+    assert.equal(deltas.map((d) => d.data).join(""), r.data.output);
+    const result = events.findIndex((e) => e.type === "run_result");
+    const lastDelta = events.map((e) => e.type).lastIndexOf("text_delta");
+    assert.ok(lastDelta < result, "pieces come before run_result");
   });
 
   test("a typed call reads the events as a JSON page, typed per event", async () => {

@@ -42,6 +42,17 @@ tools:
     permission: ask
 `;
 
+// An agent without response middleware, so a run submitted with
+// `stream: true` streams its answer piece by piece.
+const streamAgent = `name: stream-demo
+version: v1
+system_prompt: You answer in a few words.
+model:
+  provider: scripted
+  script:
+    - text: "Streamed answers arrive piece by piece."
+`;
+
 export async function startHxd(): Promise<Hxd> {
   const dir = await mkdtemp(path.join(tmpdir(), "hxd-ts-"));
   let bin = process.env["HXD_BIN"];
@@ -52,6 +63,7 @@ export async function startHxd(): Promise<Hxd> {
   const agents = path.join(dir, "agents");
   await mkdir(agents);
   await writeFile(path.join(agents, "approval-demo.yaml"), approvalAgent);
+  await writeFile(path.join(agents, "stream-demo.yaml"), streamAgent);
   const child = spawn(
     bin,
     ["serve", "--addr", "127.0.0.1:0", "--db", path.join(dir, "hxd.db"), "--demo", "--agents", agents, "--workdir", dir],
