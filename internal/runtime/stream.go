@@ -2,7 +2,6 @@ package runtime
 
 import (
 	"context"
-	"strings"
 	"sync"
 
 	"hxd/internal/journal"
@@ -65,9 +64,9 @@ func (d *driver) callModel(ctx context.Context, req *model.Request) (resp *model
 // deltaStream commits the deltas of one streamed call. The provider's
 // goroutine (the driver's) adds them; a flusher goroutine commits what has
 // accumulated, one delta-only commit at a time, so a burst of tokens
-// arriving during a commit goes out in the next one, adjacent pieces of
-// one kind merged into one event. Events are built (ids, timestamps) on
-// the driver's goroutine; the flusher only encodes and commits them.
+// arriving during a commit goes out in the next one. Each piece is an
+// event of its own, as the provider sent it. Events are built (ids, data)
+// on the driver's goroutine; the flusher only commits them.
 type deltaStream struct {
 	d    *driver
 	c    committer // the flusher's: same run, lease and storage waits
@@ -75,8 +74,6 @@ type deltaStream struct {
 
 	mu     sync.Mutex
 	queue  []rtstore.PendingEvent // not yet taken by the flusher
-	texts  []strings.Builder      // queue[i]'s text so far
-	kinds  []string               // queue[i]'s delta kind
 	closed bool
 	failed error                  // a delta commit failed for good
 	unsent []rtstore.PendingEvent // of the failed commit and after it
@@ -107,16 +104,9 @@ func (ds *deltaStream) add(delta model.Delta) {
 	if delta.Text == "" {
 		return
 	}
+	ev := ds.d.newEvent(typ, delta.Text, nil)
 	ds.mu.Lock()
-	if n := len(ds.queue); n > 0 && ds.kinds[n-1] == delta.Kind {
-		ds.texts[n-1].WriteString(delta.Text)
-	} else {
-		// Data is set when the flusher takes it.
-		ds.queue = append(ds.queue, ds.d.newEvent(typ, nil, nil))
-		ds.kinds = append(ds.kinds, delta.Kind)
-		ds.texts = append(ds.texts, strings.Builder{})
-		ds.texts[n].WriteString(delta.Text)
-	}
+	ds.queue = append(ds.queue, ev)
 	ds.mu.Unlock()
 	select {
 	case ds.wake <- struct{}{}:
@@ -124,14 +114,11 @@ func (ds *deltaStream) add(delta model.Delta) {
 	}
 }
 
-// takeLocked returns the queued events with their data and empties the
-// queue. ds.mu is held.
+// takeLocked returns the queued events and empties the queue. ds.mu is
+// held.
 func (ds *deltaStream) takeLocked() []rtstore.PendingEvent {
 	batch := ds.queue
-	for i := range batch {
-		batch[i].Event.Data = mustJSON(ds.texts[i].String())
-	}
-	ds.queue, ds.texts, ds.kinds = nil, nil, nil
+	ds.queue = nil
 	return batch
 }
 

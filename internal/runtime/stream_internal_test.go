@@ -81,7 +81,7 @@ func (g *gatedStore) Commit(ctx context.Context, cm *rtstore.Commit) error {
 // TestStreamBatchesWhileCommitting: the first piece is committed while the
 // provider is still answering (the provider waits for that commit), and
 // the pieces that arrive while it is in flight go out together in the
-// next delta-only commit, adjacent pieces of one kind merged, in order.
+// next delta-only commit, each piece an event of its own, in order.
 func TestStreamBatchesWhileCommitting(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -123,6 +123,6 @@ func TestStreamBatchesWhileCommitting(t *testing.T) {
 	defer gs.mu.Unlock()
 	require.Equal(t, [][][2]string{
 		{{EventTextDelta, "one "}},
-		{{EventThinkingDelta, "hmm "}, {EventTextDelta, "two three four"}},
+		{{EventThinkingDelta, "hmm "}, {EventTextDelta, "two "}, {EventTextDelta, "three "}, {EventTextDelta, "four"}},
 	}, gs.deltas)
 }
