@@ -67,8 +67,10 @@ const (
 //     refusal, others verbatim; an empty reason, or "stop" with tool calls
 //     (some compatible servers), is end_turn / tool_use depending on
 //     whether there are tool calls (the contract's stop_reason table);
-//   - usage: prompt_tokens → InputTokens, completion_tokens → OutputTokens
-//     (cached-token details are not mapped); UsageReported when a chunk
+//   - usage: completion_tokens → OutputTokens,
+//     prompt_tokens_details.cached_tokens → CacheReadInputTokens, and the
+//     rest of prompt_tokens → InputTokens (Anthropic's split, so the run's
+//     usage means the same for both providers); UsageReported when a chunk
 //     (or the plain chat.completion) carried a non-null usage object.
 //
 // Errors are classified into *Failure as documented on Complete.
@@ -228,7 +230,8 @@ func (p *OpenAI) CompleteStream(ctx context.Context, req *Request, onDelta func(
 		if !usageSeen {
 			return nil
 		}
-		return &Usage{InputTokens: acc.Usage.PromptTokens, OutputTokens: acc.Usage.CompletionTokens}
+		u := openAIUsage(acc.Usage)
+		return &u
 	}
 	for stream.Next() {
 		chunk := stream.Current()
@@ -298,7 +301,8 @@ func (p *OpenAI) plainCompletion(ctx, callCtx context.Context, seen *seenReply) 
 	resp, err := convertCompletion(&c)
 	if err != nil {
 		if c.JSON.Usage.Valid() {
-			return nil, withUsage(err, &Usage{InputTokens: c.Usage.PromptTokens, OutputTokens: c.Usage.CompletionTokens})
+			u := openAIUsage(c.Usage)
+			return nil, withUsage(err, &u)
 		}
 		return nil, err
 	}
@@ -475,11 +479,8 @@ func convertCompletion(c *openai.ChatCompletion) (*Response, error) {
 	choice := c.Choices[0]
 	msg := choice.Message
 	resp := &Response{
-		Text: msg.Content,
-		Usage: Usage{
-			InputTokens:  c.Usage.PromptTokens,
-			OutputTokens: c.Usage.CompletionTokens,
-		},
+		Text:  msg.Content,
+		Usage: openAIUsage(c.Usage),
 	}
 	if resp.Text == "" {
 		resp.Text = msg.Refusal
@@ -541,6 +542,17 @@ func parseArguments(args string) (input json.RawMessage, ok bool) {
 		return json.RawMessage(compactJSON(trimmed)), true
 	}
 	return nil, false
+}
+
+// openAIUsage maps a Chat Completions usage object to Usage: cached prompt
+// tokens are cache reads and are not counted again as input tokens.
+func openAIUsage(u openai.CompletionUsage) Usage {
+	cached := min(max(u.PromptTokensDetails.CachedTokens, 0), u.PromptTokens)
+	return Usage{
+		InputTokens:          u.PromptTokens - cached,
+		OutputTokens:         u.CompletionTokens,
+		CacheReadInputTokens: cached,
+	}
 }
 
 // stopReason maps a Chat Completions finish_reason to a canonical stop reason.

@@ -153,6 +153,36 @@ func TestOpenAITextAnswer(t *testing.T) {
 	require.Equal(t, int32(1), b.hits.Load())
 }
 
+// TestOpenAICachedTokens: cached prompt tokens are cache reads, not input
+// tokens as well, in a stream's usage chunk and in a plain JSON reply.
+func TestOpenAICachedTokens(t *testing.T) {
+	t.Parallel()
+	usage := `"usage":{"prompt_tokens":1000,"completion_tokens":20,"total_tokens":1020,"prompt_tokens_details":{"cached_tokens":800}}`
+	for _, tc := range []struct {
+		name  string
+		reply func(http.ResponseWriter)
+	}{
+		{"stream", func(w http.ResponseWriter) {
+			sse(w,
+				`{"id":"c","object":"chat.completion.chunk","created":1,"model":"gpt-test","choices":[{"index":0,"delta":{"role":"assistant","content":"Hi"},"finish_reason":"stop"}]}`,
+				`{"id":"c","object":"chat.completion.chunk","created":1,"model":"gpt-test","choices":[],`+usage+`}`,
+			)
+		}},
+		{"plain JSON", func(w http.ResponseWriter) {
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = io.WriteString(w, `{"id":"c","object":"chat.completion","created":1,"model":"gpt-test","choices":[{"index":0,"message":{"role":"assistant","content":"Hi"},"finish_reason":"stop"}],`+usage+`}`)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			b := setupOpenAI(t, func(w http.ResponseWriter, _ *http.Request) { tc.reply(w) }, nil)
+			resp, err := b.provider.Complete(t.Context(), &Request{Messages: []Message{TextMessage(RoleUser, "Hi")}, Step: 1, Attempt: 1})
+			require.NoError(t, err)
+			require.Equal(t, Usage{InputTokens: 200, OutputTokens: 20, CacheReadInputTokens: 800}, resp.Usage)
+		})
+	}
+}
+
 func TestOpenAIToolCallAnswer(t *testing.T) {
 	t.Parallel()
 
