@@ -799,7 +799,20 @@ export interface components {
             cache_creation_input_tokens: number;
         };
         RunError: {
-            /** @example TimeoutError */
+            /**
+             * @description The failure's kind. A model call that failed for good has one
+             *     of: `ConnectionError`, `TimeoutError`, `RateLimitError` (429),
+             *     `APIStatusError` (5xx, 529 overloaded, an `overloaded_error` or
+             *     `api_error` inside a stream) — all retried under the agent's
+             *     `retry` policy and its `fallback` chain —, `ToolArgumentsError`
+             *     (the model's tool arguments are not a JSON object; retried too,
+             *     a new sample may be valid), and, never retried,
+             *     `AuthenticationError` (401/403), `BadRequestError` (other 4xx),
+             *     `APIResponseValidationError` (a malformed or oversized reply),
+             *     `InvalidRequestError`. Other kinds come from tools, recording
+             *     (`RecordingError`) and the runtime.
+             * @example TimeoutError
+             */
             type: string;
             /** @example Session duration limit exceeded */
             message: string;
