@@ -1,0 +1,11 @@
+package mcp
+
+import (
+	"testing"
+
+	"hxd/internal/hxtest"
+)
+
+func TestMain(m *testing.M) {
+	hxtest.WrapTestMain(m)
+}
