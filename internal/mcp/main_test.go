@@ -10,8 +10,8 @@ import (
 )
 
 // serverModeEnv makes the test binary an MCP server over its stdio (the
-// stdio child of the tests): "test" serves newTestServer, "exit" exits at
-// once.
+// stdio child of the tests): "test" serves newTestServer, "demo" the demo
+// server, "exit" exits at once.
 const serverModeEnv = "HXD_MCP_TEST_SERVER"
 
 func TestMain(m *testing.M) {
@@ -28,6 +28,8 @@ func runChildServer(mode string) int {
 	switch mode {
 	case "test":
 		err = newTestServer(nil).Run(ctx, stdioTransport())
+	case "demo":
+		err = RunDemoServer(ctx, os.Stdin, os.Stdout)
 	case "exit":
 		fmt.Fprintln(os.Stderr, "exiting at once")
 		return 3
