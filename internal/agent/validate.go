@@ -7,6 +7,7 @@ import (
 	"regexp/syntax"
 	"strings"
 
+	"hxd/internal/mcp"
 	"hxd/internal/model"
 	"hxd/internal/tool"
 )
@@ -123,6 +124,13 @@ func (d *Definition) Validate(extraBuiltins ...string) error {
 		errs = append(errs, validateMiddleware(prefix+".result_middleware", t.ResultMiddleware)...)
 	}
 
+	for _, e := range splitJoined(mcp.ValidateServers(v.MCPServers)) {
+		var fe *mcp.FieldError
+		if errors.As(e, &fe) {
+			errs = append(errs, &FieldError{Field: fe.Field, Problem: fe.Problem, Cause: e})
+		}
+	}
+
 	if len(v.Model.Script) > 0 && v.Model.Provider != model.ProviderScripted && v.Model.Provider != "" {
 		add("model.script", "only used by the scripted provider")
 	}
@@ -144,7 +152,8 @@ func (d *Definition) Validate(extraBuiltins ...string) error {
 			switch {
 			case c.Name == "":
 				add(cp+".name", "required")
-			case !names[c.Name]:
+			case !names[c.Name] && !mcp.MayBeBridged(c.Name, v.MCPServers):
+				// A bridged name is only checked at session creation.
 				add(cp+".name", "unknown tool %q", c.Name)
 			}
 		}
