@@ -28,6 +28,8 @@ type child struct {
 	cmd   *exec.Cmd
 	grace time.Duration
 	log   *slog.Logger
+	// nowFunc is the clock of the stderr rate bound.
+	nowFunc func() time.Time
 
 	stdin      *os.File
 	stdout     *os.File
@@ -125,7 +127,7 @@ func (c *conn) startChild(env []string) (*child, error) {
 		return nil, err
 	}
 	ch := &child{
-		cmd: cmd, grace: c.m.opts.TerminateGrace,
+		cmd: cmd, grace: c.m.opts.TerminateGrace, nowFunc: time.Now,
 		log:   c.m.opts.Logger.With("mcp_server", c.cfg.Name, "agent", c.agent, "pid", cmd.Process.Pid),
 		stdin: inW, stdout: outR, stderr: errR,
 		exited: make(chan struct{}), stderrDone: make(chan struct{}),
@@ -165,7 +167,12 @@ func closeAll(fs ...*os.File) {
 func (ch *child) logStderr() {
 	defer close(ch.stderrDone)
 	r := bufio.NewReaderSize(ch.stderr, stderrLineBytes)
-	windowStart, lines, dropped := time.Now(), 0, 0
+	windowStart, lines, dropped := ch.nowFunc(), 0, 0
+	defer func() {
+		if dropped > 0 {
+			ch.log.Debug("mcp server stderr lines dropped", "lines", dropped)
+		}
+	}()
 	for {
 		line, err := r.ReadSlice('\n')
 		full := len(line) > 0
@@ -176,7 +183,7 @@ func (ch *child) logStderr() {
 			}
 		}
 		if full {
-			if now := time.Now(); now.Sub(windowStart) > stderrWindow {
+			if now := ch.nowFunc(); now.Sub(windowStart) > stderrWindow {
 				if dropped > 0 {
 					ch.log.Debug("mcp server stderr lines dropped", "lines", dropped)
 				}
