@@ -104,7 +104,7 @@ func TestDiscoverStreamableHTTP(t *testing.T) {
 	cfg := ServerConfig{Name: "web", URL: srv.url, HeadersEnv: map[string]string{"Authorization": "HXD_TEST_TOKEN"}}
 	pinned, err := m.Discover(t.Context(), "agent", cfg)
 	require.NoError(t, err)
-	require.Len(t, pinned, 10)
+	require.Len(t, pinned, 11)
 	echo := pinned[slices.IndexFunc(pinned, func(p PinnedTool) bool { return p.ToolName == "echo" })]
 	require.Equal(t, PinnedTool{
 		Name: "web_echo", ToolName: "echo", Description: "[MCP:web] Echo the text.",
@@ -492,4 +492,38 @@ func TestCallAfterCloseFails(t *testing.T) {
 	require.ErrorAs(t, err, &f)
 	require.False(t, f.MayHaveRun)
 	require.True(t, errors.Is(err, ErrClosed))
+}
+
+func TestReplyOverLimit(t *testing.T) {
+	t.Parallel()
+	t.Run("stdio", func(t *testing.T) {
+		t.Parallel()
+		m := newManager(t)
+		cfg := stdioConfig(t, "files", "test")
+		big := discoverTool(t, m, cfg, "files_big")
+		first := currentPID(t, m, "files")
+		_, err := call(t, big, "k1", `{}`)
+		var f *tool.Failure
+		require.ErrorAs(t, err, &f)
+		require.Equal(t, "MCPError", f.Type)
+		require.True(t, f.MayHaveRun)
+		require.ErrorIs(t, err, ErrReplyTooLarge)
+		requireGone(t, first)
+	})
+	t.Run("streamable HTTP", func(t *testing.T) {
+		t.Parallel()
+		srv := startHTTPServer(t, "streamable")
+		m := newManager(t)
+		cfg := ServerConfig{Name: "web", URL: srv.url}
+		big := discoverTool(t, m, cfg, "web_big")
+		_, err := call(t, big, "k1", `{}`)
+		var f *tool.Failure
+		require.ErrorAs(t, err, &f)
+		require.True(t, f.MayHaveRun)
+		// The next call gets a new connection.
+		echo := discoverTool(t, m, cfg, "web_echo")
+		out, err := call(t, echo, "k2", `{"text":"fine"}`)
+		require.NoError(t, err)
+		require.Equal(t, "fine", text(t, out))
+	})
 }

@@ -46,7 +46,7 @@ func textResult(s string, isError bool) *sdk.CallToolResult {
 }
 
 // newTestServer returns the test server: tools echo, meta, fail,
-// throttle, image, structured, block, flood, env and pid. calls, if not
+// throttle, image, structured, block, flood, big, env and pid. calls, if not
 // nil, records the execution key of each call.
 func newTestServer(calls *testCalls, opts ...func(*sdk.ServerOptions)) *sdk.Server {
 	so := &sdk.ServerOptions{}
@@ -110,6 +110,9 @@ func newTestServer(calls *testCalls, opts ...func(*sdk.ServerOptions)) *sdk.Serv
 			}
 		}
 		return textResult("flooded", false)
+	})
+	add("big", "Return a reply over MaxReplyBytes.", func(context.Context, map[string]string) *sdk.CallToolResult {
+		return textResult(strings.Repeat("y", MaxReplyBytes+1024), false)
 	})
 	add("env", "Return the environment.", func(context.Context, map[string]string) *sdk.CallToolResult {
 		return textResult(strings.Join(os.Environ(), "\n"), false)
