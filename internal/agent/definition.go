@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"slices"
 
+	"hxd/internal/mcp"
 	"hxd/internal/model"
 	"hxd/internal/tool"
 )
@@ -43,6 +44,9 @@ type Definition struct {
 	ResponseMiddleware []Middleware `json:"response_middleware,omitempty"`
 	// Tools available to the model.
 	Tools []ToolDef `json:"tools,omitempty"`
+	// MCPServers bridge the tools of MCP servers (discovered and pinned
+	// when a session is created). Optional.
+	MCPServers []mcp.ServerConfig `json:"mcp_servers,omitempty"`
 	// MaxResultChars spills longer tool results to an artifact. Optional, default: 12000.
 	MaxResultChars int `json:"max_result_chars,omitempty"`
 	// MaxSessionDurationSeconds ends an overlong run as cancelled/timeout.

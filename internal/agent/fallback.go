@@ -34,8 +34,8 @@ func modelProblem(e error) error {
 // validateScript checks the script of model section m (at field, e.g.
 // model.script or model.fallback[0].script): only the scripted provider
 // uses one, and its tool calls need an id unique in their step and the
-// name of one of the agent's tools (names).
-func validateScript(field string, m model.Config, names map[string]bool) []error {
+// name of a tool the agent may have (known).
+func validateScript(field string, m model.Config, known func(string) bool) []error {
 	var errs []error
 	add := func(field, format string, args ...any) {
 		errs = append(errs, &FieldError{Field: field, Problem: fmt.Sprintf(format, args...)})
@@ -69,7 +69,7 @@ func validateScript(field string, m model.Config, names map[string]bool) []error
 			switch {
 			case c.Name == "":
 				add(cp+".name", "required")
-			case !names[c.Name]:
+			case !known(c.Name):
 				add(cp+".name", "unknown tool %q", c.Name)
 			}
 		}

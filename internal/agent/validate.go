@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"regexp/syntax"
 
+	"hxd/internal/mcp"
 	"hxd/internal/model"
 	"hxd/internal/tool"
 )
@@ -123,8 +124,16 @@ func (d *Definition) Validate(extraBuiltins ...string) error {
 		errs = append(errs, validateMiddleware(prefix+".result_middleware", t.ResultMiddleware)...)
 	}
 
+	for _, e := range splitJoined(mcp.ValidateServers(v.MCPServers)) {
+		var fe *mcp.FieldError
+		if errors.As(e, &fe) {
+			errs = append(errs, &FieldError{Field: fe.Field, Problem: fe.Problem, Cause: e})
+		}
+	}
+	// A bridged tool's name is only checked at session creation.
+	known := func(name string) bool { return names[name] || mcp.MayBeBridged(name, v.MCPServers) }
 	for i, m := range v.Model.Chain() {
-		errs = append(errs, validateScript(chainField(i, "script"), m, names)...)
+		errs = append(errs, validateScript(chainField(i, "script"), m, known)...)
 	}
 	return errors.Join(errs...)
 }
