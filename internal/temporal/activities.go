@@ -14,6 +14,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"hxd/internal/agent"
+	"hxd/internal/mcp"
 	"hxd/internal/model"
 	"hxd/internal/runtime"
 	"hxd/internal/tool"
@@ -71,6 +72,10 @@ type ToolInput struct {
 	// KeepUnspilled: a result whose spill cannot be stored is returned
 	// with SpillFailed instead of failing the attempt (PatchRawBeforeSpill).
 	KeepUnspilled bool `json:"keep_unspilled,omitempty"`
+	// MCPTool is the pinned MCP tool the entry calls (SessionInput.MCPTools),
+	// nil for the agent's own tools: the activity calls it through the
+	// worker's Manager without listing the server's tools.
+	MCPTool *mcp.PinnedTool `json:"mcp_tool,omitempty"`
 }
 
 // Tool activity outcome kinds.
@@ -132,6 +137,9 @@ type PublishInput struct {
 type Activities struct {
 	deps WorkerDeps
 	log  *slog.Logger
+	// mcp holds the connections of bridged MCP calls (deps.MCP or the
+	// activities' own); Close closes it.
+	mcp *mcp.Manager
 
 	mu       sync.Mutex
 	bindings map[string]*binding // by ref + config hash
@@ -150,7 +158,11 @@ type binding struct {
 // NewActivities returns the activities over deps (defaults applied).
 func NewActivities(deps WorkerDeps) *Activities {
 	deps = deps.withDefaults()
-	return &Activities{deps: deps, log: deps.Logger.With("component", "temporal-activities"), bindings: map[string]*binding{}}
+	m := deps.MCP
+	if m == nil {
+		m = mcp.NewManager(mcp.Options{Logger: deps.Logger})
+	}
+	return &Activities{deps: deps, log: deps.Logger.With("component", "temporal-activities"), mcp: m, bindings: map[string]*binding{}}
 }
 
 func mismatch() error {
@@ -378,6 +390,12 @@ func (a *Activities) Tool(ctx context.Context, in ToolInput) (*ToolOutput, error
 		return nil, err
 	}
 	t, ok := b.tools[e.Call.Name]
+	if in.MCPTool != nil && in.MCPTool.Name == e.Call.Name && !ok {
+		if t, err = a.mcpTool(b, *in.MCPTool); err != nil {
+			return nil, err
+		}
+		ok = true
+	}
 	if !ok {
 		res := model.ToolResult{ToolCallID: e.Call.ID, Content: tool.TextContent("Unknown tool: " + e.Call.Name), IsError: true}
 		return a.returned(ctx, in, b, &e, res, nil)
@@ -396,7 +414,13 @@ func (a *Activities) Tool(ctx context.Context, in ToolInput) (*ToolOutput, error
 		return nil, interrupted(ctx, e.Attempt)
 	case err != nil:
 		f := tool.AsFailure(err)
-		switch runtime.ToolFailureAction(&e, f) {
+		action := runtime.ToolFailureAction(&e, f)
+		if transientResult(out, f, action) {
+			res := out.Result
+			res.ToolCallID = e.Call.ID
+			return a.returned(ctx, in, b, &e, res, out.Artifacts)
+		}
+		switch action {
 		case runtime.FailErrorResult:
 			res := model.ToolResult{ToolCallID: e.Call.ID, Content: tool.TextContent(runtime.ToolErrorText(f.Message)), IsError: true}
 			return a.returned(ctx, in, b, &e, res, nil)

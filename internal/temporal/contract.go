@@ -19,6 +19,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"hxd/internal/agent"
+	"hxd/internal/mcp"
 	"hxd/internal/model"
 	"hxd/internal/runtime"
 )
@@ -141,6 +142,12 @@ type SessionInput struct {
 	// publishing (they ride with the next activity, or with the publish
 	// activity when a run stops).
 	PendingEvents []runtime.RunEvent `json:"pending_events,omitempty"`
+	// MCPTools are the MCP tools discovered when the session was created
+	// (issue 21), pinned for the session's whole life: the workflow shows
+	// them to the model after the agent's tools and its tool activities
+	// call them without listing again. Absent (histories recorded before
+	// it, agents without mcp_servers): no bridged tool.
+	MCPTools []mcp.PinnedTool `json:"mcp_tools,omitempty"`
 }
 
 // RunRecord is one run in the session data.
@@ -273,6 +280,8 @@ type SessionInfo struct {
 	Runs []string `json:"runs"`
 	// LatestRun is the newest run and its status, nil when none.
 	LatestRun *runtime.RunRef `json:"latest_run"`
+	// MCPTools are the session's pinned MCP tools (SessionInput.MCPTools).
+	MCPTools []mcp.PinnedTool `json:"mcp_tools,omitempty"`
 }
 
 // Session converts the summary to the runtime's public session view.

@@ -23,6 +23,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"hxd/internal/agent"
+	"hxd/internal/mcp"
 	"hxd/internal/runtime"
 	"hxd/internal/temporal/artifacts"
 	"hxd/internal/temporal/events"
@@ -76,6 +77,11 @@ type EngineConfig struct {
 	Artifacts ArtifactStore
 	// RuntimeConfig is persisted in every new session's workflow data.
 	RuntimeConfig RuntimeConfig
+	// MCP connects to the MCP servers agents declare, to discover and pin
+	// their tools when a session is created (the calls run in the
+	// workers, over their own managers). Optional: nil refuses agents that
+	// declare mcp_servers (ErrMCPUnavailable). The caller closes it.
+	MCP *mcp.Manager
 	// Logger. Default: slog.Default().
 	Logger *slog.Logger
 	// CallTimeout bounds one query or update round trip (a query or update
@@ -195,11 +201,13 @@ var errRecordingUnsupported = &runtime.PublicError{
 	Detail: "The Temporal engine does not support flight recording",
 }
 
-// CreateSession starts the session's workflow. Errors:
+// CreateSession discovers the tools of the agent's MCP servers, pins them
+// in the workflow input and starts the session's workflow. Errors:
 // runtime.ErrRecordingUnsupported (recording: true),
-// runtime.ErrUnknownAgent, runtime.ErrSessionExists (the caller's
-// principal ever used the id: its workflow ID was used, even by a closed
-// workflow).
+// runtime.ErrUnknownAgent, ErrMCPUnavailable (a server cannot be reached),
+// ErrMCPTools (its tools cannot be bridged), runtime.ErrSessionExists (the
+// caller's principal ever used the id: its workflow ID was used, even by
+// a closed workflow).
 func (e *Engine) CreateSession(ctx context.Context, p runtime.CreateSessionParams) (*runtime.Session, error) {
 	if p.Recording != nil && *p.Recording {
 		return nil, errRecordingUnsupported
@@ -216,6 +224,9 @@ func (e *Engine) CreateSession(ctx context.Context, p runtime.CreateSessionParam
 	key := runtime.SessionKey(owner, id)
 	in, err := NewSessionInput(id, def, owner, p.Metadata, e.cfg.Now(), e.cfg.RuntimeConfig)
 	if err != nil {
+		return nil, err
+	}
+	if in.MCPTools, err = e.discoverMCP(ctx, def); err != nil {
 		return nil, err
 	}
 	opts := StartWorkflowOptions(key, e.cfg.TaskQueue)

@@ -46,7 +46,7 @@ func (w *sessionWorkflow) querySession() (SessionInfo, error) {
 	info := SessionInfo{
 		SessionID: w.s.SessionID, Agent: w.s.Agent, Owner: w.s.Owner, Metadata: w.s.Metadata,
 		CreatedAt: w.s.CreatedAt, Recording: w.s.Recording, Busy: w.s.Active != nil,
-		Status: StatusIdle, Runs: slices.Clone(w.s.RunOrder),
+		Status: StatusIdle, Runs: slices.Clone(w.s.RunOrder), MCPTools: w.s.MCPTools,
 	}
 	if w.s.Active != nil {
 		id := *w.s.Active

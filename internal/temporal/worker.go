@@ -13,6 +13,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"hxd/internal/agent"
+	"hxd/internal/mcp"
 	"hxd/internal/model"
 	"hxd/internal/tool"
 )
@@ -47,6 +48,13 @@ type WorkerDeps struct {
 	Artifacts ArtifactStore
 	// NewID returns the ids of spilled results ("r_" + id). Default: UUIDv7.
 	NewID func() string
+	// MCP holds the connections the tool activities call bridged MCP
+	// tools over (issue 21): one per agent and server, shared by the
+	// worker's activities. Optional, default: a Manager of the worker's
+	// own (Logger, hxd's environment for headers_env and env_from). The
+	// worker closes it when it stops (NewWorker's Stop or Run; a caller of
+	// Register calls Activities.Close), waiting for stdio children.
+	MCP *mcp.Manager
 }
 
 // ArtifactStore keeps content-addressed artifacts with an owner index
@@ -102,8 +110,29 @@ func NewWorker(c client.Client, taskQueue string, deps WorkerDeps) worker.Worker
 		opts.MaxHeartbeatThrottleInterval = deps.withDefaults().HeartbeatEvery
 	}
 	w := worker.New(c, taskQueue, opts)
-	Register(w, deps)
-	return w
+	a := Register(w, deps)
+	return &closingWorker{Worker: w, a: a}
+}
+
+// closingWorker is a worker that closes its activities' MCP connections
+// once it stopped (its activities finished or were abandoned).
+type closingWorker struct {
+	worker.Worker
+	a *Activities
+}
+
+// Stop stops the worker, then closes the MCP connections.
+func (w *closingWorker) Stop() {
+	w.Worker.Stop()
+	_ = w.a.Close() // Manager.Close always returns nil
+}
+
+// Run runs the worker until interruptCh delivers, then closes the MCP
+// connections.
+func (w *closingWorker) Run(interruptCh <-chan any) error {
+	err := w.Worker.Run(interruptCh)
+	_ = w.a.Close() // Manager.Close always returns nil
+	return err
 }
 
 // Register registers the workflow and the activities over deps on r.

@@ -11,6 +11,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"hxd/internal/agent"
+	"hxd/internal/mcp"
 	"hxd/internal/model"
 	"hxd/internal/runtime"
 	"hxd/internal/tool"
@@ -126,6 +127,8 @@ type sessionWorkflow struct {
 	tools map[string]agent.ToolDef
 	// validators check tool input schemas in workflow code (pure).
 	validators map[string]tool.Tool
+	// pinned are the session's MCP tools by name (addPinned), nil when none.
+	pinned map[string]*mcp.PinnedTool
 	wfRunID    string
 	drive      *drive
 	publishes  []workflow.Future
@@ -193,6 +196,9 @@ func newSessionWorkflow(ctx workflow.Context, in *SessionInput) (*sessionWorkflo
 	for _, t := range def.Tools {
 		t.Config = t.WithDefaults()
 		w.tools[t.Name] = t
+	}
+	if err := w.addPinned(in.MCPTools); err != nil {
+		return nil, err
 	}
 	return w, nil
 }
@@ -872,6 +878,7 @@ func (w *sessionWorkflow) startToolActivity(ctx workflow.Context, d *drive, st *
 		Step: st.Iterations, Entry: *e, Events: w.takeEvents(), Owner: w.s.Owner,
 		KeepUnspilled: !legacyRawBeforeSpill &&
 			workflow.GetVersion(ctx, PatchRawBeforeSpill, workflow.DefaultVersion, 1) != workflow.DefaultVersion,
+		MCPTool: w.pinned[e.Call.Name],
 	}
 	return workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, opts), ActivityTool, in), nil
 }
