@@ -127,11 +127,12 @@ type sessionWorkflow struct {
 	tools map[string]agent.ToolDef
 	// validators check tool input schemas in workflow code (pure).
 	validators map[string]tool.Tool
-	// pinned are the session's MCP tools by name (addPinned), nil when none.
-	pinned map[string]*mcp.PinnedTool
 	wfRunID    string
 	drive      *drive
 	publishes  []workflow.Future
+
+	// pinned are the session's MCP tools by name (addPinned), nil when none.
+	pinned map[string]*mcp.PinnedTool
 }
 
 // drive is one uninterrupted stretch of driving a run.
