@@ -16,6 +16,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 
 	"hxd/internal/agent"
+	"hxd/internal/mcp"
 	"hxd/internal/model"
 	"hxd/internal/runtime"
 	"hxd/internal/tool"
@@ -85,6 +86,10 @@ type harnessOpts struct {
 	builtins map[string]tool.BuiltinFunc
 	// workerDef, when set, is what the worker registers instead of def.
 	workerDef *agent.Definition
+	// mcp, when set, is the worker's MCP manager (WorkerDeps.MCP).
+	mcp *mcp.Manager
+	// artifacts, when set, is the worker's artifact store.
+	artifacts ArtifactStore
 }
 
 func newHarness(t *testing.T, def *agent.Definition, o harnessOpts) *harness {
@@ -109,7 +114,7 @@ func newHarness(t *testing.T, def *agent.Definition, o harnessOpts) *harness {
 	}
 	Register(h.env, WorkerDeps{
 		Agents: workerReg, Events: h.sink, ToolOptions: tool.Options{Builtins: o.builtins},
-		HeartbeatEvery: time.Second,
+		HeartbeatEvery: time.Second, MCP: o.mcp, Artifacts: o.artifacts,
 	})
 	h.env.SetOnActivityStartedListener(func(info *activity.Info, _ context.Context, args converter.EncodedValues) {
 		h.mu.Lock()
