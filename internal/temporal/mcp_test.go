@@ -472,3 +472,37 @@ func TestMCPNewWorkerStopClosesManager(t *testing.T) {
 	_, err = m.Discover(context.Background(), def.Ref().String(), def.MCPServers[0])
 	require.ErrorIs(t, err, mcp.ErrClosed)
 }
+
+// TestMCPWorkflowApprovalGated: a bridged tool of a server with
+// permission ask waits for an approval before the server is called; once
+// allowed, the call runs and its result reaches the model.
+func TestMCPWorkflowApprovalGated(t *testing.T) {
+	t.Parallel()
+	srv := newMCPServer(t)
+	def := mcpAgent(srv.url, mcp.ServerConfig{Permission: tool.PermissionAsk},
+		model.ScriptStep{ToolCalls: []model.ToolCall{toolCall("c1", "files_echo", `{"text":"hi"}`)}},
+		model.ScriptStep{Text: "done"},
+	)
+	h := mcpSession(t, def, nil)
+	h.submit(time.Second, "req-1", "run-1", "go")
+	var waiting runtime.RunResult
+	var calledWhileWaiting []string
+	h.at(time.Minute, func() { waiting, calledWhileWaiting = h.getRun("run-1"), srv.seenKeys() })
+	key := runtime.ExecutionKey("run-1", 1, "c1")
+	allow := true
+	res := h.update(2*time.Minute, UpdateResolve, "res-1", ResolveRequest{Key: key, Allow: &allow, Resume: true})
+	h.run(time.Hour)
+
+	assertStatus(t, waiting, runtime.StatusAwaitingInput)
+	require.Len(t, waiting.Pending, 1)
+	require.Equal(t, key, waiting.Pending[0].ExecutionKey)
+	require.Equal(t, runtime.ToolApproval, waiting.Pending[0].Status)
+	require.Empty(t, calledWhileWaiting, "the server is not called before the approval")
+	var rr ResolveResult
+	res.decode(t, &rr)
+	assertStatus(t, rr.Run, runtime.StatusCompleted)
+	require.Equal(t, []string{key}, srv.seenKeys())
+	results := toolResults(h.lastModelInput().Request)
+	require.Len(t, results, 1)
+	require.JSONEq(t, `"hi"`, string(results[0].Content))
+}
