@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 
+	"hxd/internal/journal"
 	"hxd/internal/mcp"
 	"hxd/internal/model"
 	"hxd/internal/runtime/rtstore"
@@ -113,4 +114,22 @@ func startedMCP(payload map[string]any, sess *rtstore.SessionRow) {
 	if pinned, err := pinnedTools(sess.MCPTools); err == nil && len(pinned) > 0 {
 		payload["mcp_tools"] = pinned
 	}
+}
+
+// failedWithResult reports whether a failed call's own result is what the
+// model sees: a failure that came with the tool's result (an MCP server's
+// transient body, the reference's mcp_result_transient rule) and has no
+// retry left. Its tool.failed is recorded here, as toolFailed would before
+// an error result; the caller then takes the result in as a return.
+// Failures without a result (every other tool's) are left to toolFailed.
+func (d *driver) failedWithResult(e *ToolEntry, f *tool.Failure, out tool.Outcome) bool {
+	if len(out.Result.Content) == 0 || ToolFailureAction(e, f) != FailErrorResult {
+		return false
+	}
+	outcome := "unknown"
+	if f.Transient && !f.MayHaveRun {
+		outcome = "failed"
+	}
+	d.record(journal.KindToolFailed, map[string]any{"type": f.Type, "message": f.Message, "outcome": outcome}, e)
+	return true
 }
