@@ -1,12 +1,17 @@
 package main
 
 import (
+	"fmt"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"hxd/internal/journal"
 )
 
 // TestServeMCPDemoEndToEnd: `serve --demo` registers the mcp-demo agent,
@@ -91,5 +96,77 @@ mcp_servers:
 	require.Contains(t, string(body), `gone`)
 	for _, secret := range []string{"literal-secret-value", "/secret/path"} {
 		require.NotContains(t, string(body), secret)
+	}
+}
+
+// TestCrashMCPAfterDispatch: a crash-matrix point for an MCP tool. hxd
+// exits (42) right after committing tool.dispatched of a bridged call; a
+// fresh process on the same database rebuilds the session's tools from
+// the pinned list and resumes: safe (the mcp-demo agent) re-executes the
+// call and completes; manual awaits a decision (uncertain), and completes
+// once resolved.
+func TestCrashMCPAfterDispatch(t *testing.T) {
+	t.Parallel()
+	exe, err := os.Executable()
+	require.NoError(t, err)
+	manual := fmt.Sprintf(`name: mcp-manual
+version: v1
+model:
+  provider: scripted
+  script:
+    - tool_calls: [{id: u1, name: demo_upper, input: {text: abc}}]
+    - text: done
+mcp_servers:
+  - name: demo
+    command: [%q, %s]
+    permission: allow
+    replay_policy: manual
+`, exe, mcpDemoServerCmd)
+	for _, tc := range []struct{ agent, policy, want string }{
+		{"mcp-demo", "safe", "HELLO FROM AN MCP SERVER"}, {"mcp-manual", "manual", "ABC"},
+	} {
+		t.Run(tc.policy, func(t *testing.T) {
+			t.Parallel()
+			agents := filepath.Join(t.TempDir(), "agents")
+			require.NoError(t, os.MkdirAll(agents, 0o700))
+			require.NoError(t, os.WriteFile(filepath.Join(agents, "mcp-manual.yaml"), []byte(manual), 0o600))
+			db := filepath.Join(t.TempDir(), "hxd.db")
+			argv := []string{"serve", "--demo", "--addr", "127.0.0.1:0", "--db", db, "--agents", agents,
+				"--workdir", filepath.Dir(db), "--shutdown-timeout", "500ms"}
+
+			p1 := spawnHxdArgs(t, "process 1", argv, "HXD_CRASH_AFTER=tool.dispatched")
+			p1.awaitListening()
+			sid := p1.createSession(tc.agent)
+			_, _, _ = p1.try(http.MethodPost, "/sessions/"+url.PathEscape(sid)+"/runs", map[string]any{"message": "go"})
+			require.Equal(t, 42, p1.waitExit(15*time.Second))
+
+			p := spawnHxdArgs(t, "final process", argv)
+			p.awaitListening()
+			rid := p.latestRunID(sid)
+			run := p.settle(rid)
+			if tc.policy == "manual" {
+				require.Equal(t, "awaiting_input", run["status"], run)
+				pending := run["pending"].([]any)
+				require.Len(t, pending, 1, run)
+				entry := pending[0].(map[string]any)
+				require.Equal(t, "uncertain", entry["status"], entry)
+				key := entry["execution_key"].(string)
+				code, m := p.call(http.MethodPost, "/sessions/"+url.PathEscape(sid)+"/tools/"+url.PathEscape(key)+"/resolve",
+					map[string]any{"resume": true, "retry": true})
+				require.Equal(t, http.StatusOK, code, m)
+				run = p.settle(rid)
+			}
+			require.Equal(t, "completed", run["status"], run)
+			recs := readJournal(t, db, rid)
+			var returned []string
+			for _, r := range recs {
+				if r.Kind == journal.KindToolReturned {
+					returned = append(returned, string(r.Payload))
+				}
+			}
+			require.Len(t, returned, 1, boundaryTrace(recs))
+			require.Contains(t, returned[0], tc.want, "the call ran after the restart")
+			p.stop()
+		})
 	}
 }
