@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
@@ -19,6 +20,7 @@ import (
 	"hxd/internal/mcp"
 	"hxd/internal/model"
 	hxruntime "hxd/internal/runtime"
+	"hxd/internal/store/sqlite"
 	"hxd/internal/tool"
 )
 
@@ -277,4 +279,61 @@ func TestMCPSessionRefused(t *testing.T) {
 	plain := setup(t, clash)
 	_, err = plain.rt.CreateSession(ctx, hxruntime.CreateSessionParams{Agent: clash.Ref()})
 	require.ErrorIs(t, err, hxruntime.ErrMCPTools, "no MCP manager: refused")
+}
+
+// TestMCPPinnedAcrossRestart: another runtime on the same database (a
+// restart: a new process, a new MCP manager) drives the session with the
+// tools pinned at its creation, rebuilt from the stored list, although
+// the server lists more tools by then.
+func TestMCPPinnedAcrossRestart(t *testing.T) {
+	t.Parallel()
+	srv := startMCPServer(t)
+	def := mcpAgent("mcp-restart", mcp.ServerConfig{Name: "mx", URL: srv.url, Permission: "allow", ReplayPolicy: "safe"},
+		call("c1", "mx_echo", "hi"))
+	a := setupMCP(t, def)
+	ctx := context.Background()
+	sess, err := a.rt.CreateSession(ctx, hxruntime.CreateSessionParams{Agent: def.Ref(), Recording: recording(true)})
+	require.NoError(t, err)
+	require.Equal(t, hxruntime.StatusCompleted, runToEnd(t, a, sess.ID, "one").Status)
+
+	// The server lists one more tool now: a new listing would differ.
+	srv.addTool("fresh", func(map[string]string) *sdk.CallToolResult { return mcpText("new", false) })
+
+	st, err := sqlite.Open(ctx, sqlite.Config{Path: a.path, Logger: hxtest.Logger(t)})
+	require.NoError(t, err)
+	reg := agent.NewRegistry()
+	require.NoError(t, reg.Register(def))
+	m := mcp.NewManager(mcp.Options{Logger: hxtest.Logger(t)})
+	b, err := hxruntime.New(hxruntime.Config{Store: st, Agents: reg, Logger: hxtest.Logger(t), MCP: m,
+		SleepFunc: func(ctx context.Context, _ time.Duration) error { return ctx.Err() }})
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		require.NoError(t, b.Stop(context.Background()))
+		require.NoError(t, m.Close())
+		require.NoError(t, st.Close())
+	})
+	run, created, err := b.SubmitRun(ctx, hxruntime.SubmitParams{SessionID: sess.ID, Message: jsonString("two")})
+	require.NoError(t, err)
+	require.True(t, created)
+	res, err := b.WaitRun(ctx, run.RunID, 10*time.Second)
+	require.NoError(t, err)
+	require.Equal(t, hxruntime.StatusCompleted, res.Status)
+
+	var pinned []string
+	for _, p := range sess.MCPTools {
+		pinned = append(pinned, p.Name)
+	}
+	require.Equal(t, []string{"mx_echo", "mx_fail", "mx_image", "mx_throttle"}, pinned)
+	recs := journalOf(t, a, res.RunID)
+	for _, r := range ofKind(recs, journal.KindModelStarted) {
+		var req model.Request
+		require.NoError(t, json.Unmarshal(r.Payload, &req))
+		var names []string
+		for _, s := range req.Tools {
+			names = append(names, s.Name)
+		}
+		require.Equal(t, pinned, names, "the pinned list, not a new listing")
+	}
+	require.Contains(t, string(toolReturned(t, recs, "c1").Content), "echo: hi")
+	require.Len(t, srv.seen("echo"), 2)
 }
