@@ -191,13 +191,15 @@ func TestMCPToolsPinnedPerSession(t *testing.T) {
 
 // TestMCPResults: isError is an error result; an image becomes an
 // artifact; a transient body is retried with the same execution key and,
-// once retries run out, the server's result is what the model sees.
+// once retries run out, the server's result is what the model sees; a
+// long result spills to an artifact.
 func TestMCPResults(t *testing.T) {
 	t.Parallel()
 	srv := startMCPServer(t)
 	def := mcpAgent("mcp-results", mcp.ServerConfig{Name: "mx", URL: srv.url, Permission: "allow", ReplayPolicy: "idempotent",
 		Retry: &tool.Retry{Attempts: 2, RetryErrorResults: true}},
-		call("c1", "mx_fail", ""), call("c2", "mx_image", ""), call("c3", "mx_throttle", ""))
+		call("c1", "mx_fail", ""), call("c2", "mx_image", ""), call("c3", "mx_throttle", ""), call("c4", "mx_echo", strings.Repeat("x", 500)))
+	def.MaxResultChars = 200
 	tb := setupMCP(t, def)
 	ctx := context.Background()
 	sess, err := tb.rt.CreateSession(ctx, hxruntime.CreateSessionParams{Agent: def.Ref(), Recording: recording(true)})
@@ -220,6 +222,20 @@ func TestMCPResults(t *testing.T) {
 	require.Len(t, keys, 2, "retried under the server's retry policy")
 	require.Equal(t, keys[0], keys[1], "with the same execution key")
 	require.Len(t, ofKind(recs, journal.KindToolFailed), 2)
+
+	// A result over max_result_chars spills as any other.
+	require.Contains(t, string(toolReturned(t, recs, "c4").Content), strings.Repeat("x", 500))
+	var spilled bool
+	for _, r := range ofKind(recs, journal.KindToolProcessed) {
+		var res model.ToolResult
+		require.NoError(t, json.Unmarshal(r.Payload, &res))
+		if res.ToolCallID == "c4" {
+			require.Less(t, len(res.Content), 400)
+			require.Contains(t, string(res.Content), "artifact://")
+			spilled = true
+		}
+	}
+	require.True(t, spilled)
 }
 
 // TestMCPApprovalGated: an MCP tool of a server with permission ask
