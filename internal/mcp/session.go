@@ -103,6 +103,3 @@ func SessionTools(m *Manager, agent string, cfgs []ServerConfig, pinned []Pinned
 	}
 	return out, nil
 }
-
-// IsMCP reports whether t is a bridged MCP tool.
-func IsMCP(t tool.Tool) bool { return t.Config().Kind == KindMCP }
