@@ -143,6 +143,7 @@ Usage:
                         reproduce the flight-recorder example
   hxd demo crash-recovery crash|status|resume [flags]
                         reproduce the crash-recovery example (exit 42)
+  hxd mcp-demo-server   serve the demo MCP server on stdio (the mcp-demo agent's, --demo)
   hxd version           print the version
 
 `
@@ -171,6 +172,8 @@ func run(ctx context.Context, args []string, e env) error {
 		return verifyCmd(ctx, args[1:], e)
 	case "playback":
 		return playbackCmd(ctx, args[1:], e)
+	case mcpDemoServerCmd:
+		return mcpDemoServer(ctx, args[1:])
 	case "version", "--version", "-version":
 		if len(args) > 1 {
 			return &exitError{code: 2, err: fmt.Errorf("version takes no arguments, got %q", args[1:])}

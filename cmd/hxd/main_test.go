@@ -28,6 +28,14 @@ func TestMain(m *testing.M) {
 		runMainForTest()
 		return
 	}
+	// The mcp-demo agent of --demo runs its server as os.Executable() (this
+	// test binary) with mcp-demo-server, in a child environment holding
+	// only PATH and HOME.
+	if len(os.Args) == 2 && os.Args[1] == mcpDemoServerCmd {
+		os.Args = []string{"hxd", mcpDemoServerCmd}
+		main()
+		os.Exit(0)
+	}
 	hxtest.WrapTestMain(m)
 }
 

@@ -20,6 +20,7 @@ import (
 	"hxd/internal/agent"
 	hxhttp "hxd/internal/http"
 	"hxd/internal/journal"
+	"hxd/internal/mcp"
 	hxruntime "hxd/internal/runtime"
 	"hxd/internal/tool"
 )
@@ -228,16 +229,32 @@ func serve(ctx context.Context, args []string, e env) (err error) {
 	if cfg.Engine == engineTemporal {
 		return serveTemporal(ctx, cfg, ln, e, log, auth, registry, nAgents)
 	}
+	if cfg.Demo {
+		n, err := registerMCPDemo(registry)
+		if err != nil {
+			return err
+		}
+		nAgents += n
+	}
 	store, err := openStore(ctx, cfg.PG, cfg.DB, log)
 	if err != nil {
 		return err
 	}
 	defer func() { err = errors.Join(err, store.Close()) }()
+	// One MCP manager per process; closed (its children waited for) after
+	// the runtime stopped, so no run calls a server any more.
+	mcpm := mcp.NewManager(mcp.Options{Logger: log, LookupEnvFunc: e.lookupEnv})
+	defer func() {
+		if cerr := mcpm.Close(); cerr != nil {
+			log.Warn("close MCP connections", "error", cerr)
+		}
+	}()
 
 	rtCfg := hxruntime.Config{
 		Store: store, Agents: registry, Logger: log,
 		ToolOptions:        tool.Options{HTTPClient: &http.Client{}, WorkDir: cfg.WorkDir},
 		MaxSessionDuration: cfg.MaxSessionDuration,
+		MCP:                mcpm,
 	}
 	store.wire(&rtCfg)
 	rtCfg.ModelOptions.LookupEnvFunc = e.lookupEnv

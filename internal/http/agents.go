@@ -43,6 +43,7 @@ func agentOut(d *agent.Definition) api.Agent {
 		a.Model.Fallback = &fb
 	}
 	a.SystemPrompt = optString(d.SystemPrompt)
+	a.McpServers = mcpServersOut(d)
 	for _, t := range d.Tools {
 		c := t.WithDefaults()
 		a.Tools = append(a.Tools, api.AgentTool{

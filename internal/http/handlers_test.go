@@ -117,7 +117,7 @@ func TestEndpointsHappyPath(t *testing.T) {
 			check: func(t *testing.T, body []byte) {
 				require.JSONEq(t, `{"session_id":"s1","agent":{"name":"demo","version":"v1"},"recording":true,
 					"metadata":{"customer":"acme"},"created_at":"2025-01-02T03:04:05Z",
-					"latest_run":{"run_id":"r1","status":"completed"}}`, string(body))
+					"latest_run":{"run_id":"r1","status":"completed"},"mcp_tools":[]}`, string(body))
 			},
 		},
 		{

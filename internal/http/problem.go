@@ -13,6 +13,7 @@ import (
 
 	"hxd/internal/http/api"
 	"hxd/internal/hxbundle"
+	"hxd/internal/mcp"
 	hxruntime "hxd/internal/runtime"
 )
 
@@ -112,6 +113,8 @@ var problemTable = []problemRule{
 	{is(hxruntime.ErrAgentMismatch), http.StatusConflict, "agent_mismatch", "Agent definition differs from the session"},
 	{is(hxruntime.ErrNotAwaitingResolution), http.StatusConflict, "not_awaiting_resolution", "Run is not awaiting a resolution"},
 	{is(hxruntime.ErrResolutionInvalid), http.StatusUnprocessableEntity, "resolution_invalid", "Invalid resolution"},
+	{is(mcp.ErrUnavailable), http.StatusUnprocessableEntity, "mcp_unavailable", "MCP server unavailable"},
+	{is(hxruntime.ErrMCPTools), http.StatusUnprocessableEntity, "mcp_tools_invalid", "MCP tools cannot be pinned"},
 	{is(hxruntime.ErrUnknownAgent), http.StatusUnprocessableEntity, "unknown_agent", "Unknown agent"},
 	{is(hxruntime.ErrInvalidMessage), http.StatusUnprocessableEntity, "invalid_message", "Invalid message"},
 	{is(hxruntime.ErrRecordingDisabled), http.StatusUnprocessableEntity, "recording_disabled", "Flight recording was not enabled"},

@@ -60,6 +60,7 @@ func sessionOut(s *hxruntime.Session) api.Session {
 		Recording: s.Recording,
 		Metadata:  jsonObject(s.Metadata),
 		CreatedAt: s.CreatedAt.UTC(),
+		McpTools:  mcpToolsOut(s.MCPTools),
 	}
 	if s.LatestRun != nil {
 		out.LatestRun = &api.RunRef{RunId: s.LatestRun.RunID, Status: api.RunStatus(s.LatestRun.Status)}

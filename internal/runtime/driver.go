@@ -745,7 +745,7 @@ func (d *driver) callTool(ctx context.Context, t tool.Tool, e *ToolEntry) error 
 		return nil
 	case err != nil && ctx.Err() != nil:
 		return ctx.Err()
-	case err != nil:
+	case err != nil && !d.failedWithResult(e, tool.AsFailure(err), out):
 		return d.toolFailed(ctx, e, tool.AsFailure(err))
 	}
 	res := out.Result

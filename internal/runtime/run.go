@@ -74,9 +74,11 @@ func (r *Runtime) SubmitRun(ctx context.Context, p SubmitParams) (*RunResult, bo
 	if initial == nil {
 		initial = []model.Message{}
 	}
-	d.record(journal.KindRunStarted, map[string]any{
+	started := map[string]any{
 		"message": p.Message, "initial_messages": initial, "agent": st.Agent, "config": b.config,
-	}, nil)
+	}
+	startedMCP(started, sess)
+	d.record(journal.KindRunStarted, started, nil)
 	cm := d.build()
 	var row *rtstore.RunRow
 	var created bool
@@ -220,7 +222,7 @@ func (r *Runtime) bindSession(sess *rtstore.SessionRow) (*binding, error) {
 	if !jsonEqual(b.config, sess.AgentConfig) {
 		return nil, publicErr(ErrAgentMismatch, "Agent configuration differs from persisted session")
 	}
-	return b, nil
+	return r.withMCP(b, sess)
 }
 
 func (r *Runtime) loadState(ctx context.Context, runID string) (*RunState, error) {

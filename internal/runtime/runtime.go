@@ -14,6 +14,7 @@ import (
 
 	"hxd/internal/agent"
 	"hxd/internal/journal"
+	"hxd/internal/mcp"
 	"hxd/internal/model"
 	"hxd/internal/runtime/rtstore"
 	"hxd/internal/tool"
@@ -86,6 +87,10 @@ type Config struct {
 	// process die, whose runs are then listed by ExpiredRunsFunc without
 	// waiting for their leases to expire.
 	ExpiredRunsWake <-chan struct{}
+	// MCP connects to the MCP servers of agents (issue 21): discovery at
+	// session creation, and the calls of their pinned tools. Nil: a session
+	// of an agent declaring mcp_servers is refused (ErrMCPTools).
+	MCP *mcp.Manager
 }
 
 // Runtime drives durable runs. Safe for concurrent use.

@@ -9,13 +9,16 @@ import (
 	"fmt"
 	"strconv"
 
+	"hxd/internal/mcp"
 	"hxd/internal/runtime/rtstore"
 )
 
 // CreateSession stores a new session bound to the calling principal,
 // under its key (SessionKey): a caller-chosen id is taken only when the
 // principal has a session of that id. Errors: ErrUnknownAgent,
-// ErrSessionExists.
+// ErrSessionExists; for an agent with MCP servers, whose tools are
+// discovered and pinned here, *mcp.UnavailableError (mcp.ErrUnavailable)
+// and ErrMCPTools.
 func (r *Runtime) CreateSession(ctx context.Context, p CreateSessionParams) (*Session, error) {
 	b, err := r.bind(p.Agent)
 	if err != nil {
@@ -29,9 +32,14 @@ func (r *Runtime) CreateSession(ctx context.Context, p CreateSessionParams) (*Se
 	if len(bytes.TrimSpace(meta)) == 0 || string(bytes.TrimSpace(meta)) == "null" {
 		meta = json.RawMessage(`{}`)
 	}
+	pinned, err := r.pinMCP(ctx, b)
+	if err != nil {
+		return nil, err
+	}
 	principal := PrincipalFrom(ctx)
 	row := &rtstore.SessionRow{
-		ID: SessionKey(principal, id), Principal: principal, AgentName: p.Agent.Name, AgentVersion: p.Agent.Version,
+		MCPTools: pinned,
+		ID:       SessionKey(principal, id), Principal: principal, AgentName: p.Agent.Name, AgentVersion: p.Agent.Version,
 		AgentConfig: b.config, Recording: p.Recording != nil && *p.Recording, Metadata: meta,
 		CreatedAt: r.cfg.NowFunc().UTC(),
 	}
@@ -98,6 +106,10 @@ func sessionView(row *rtstore.SessionRow) *Session {
 		ID: SessionIDOf(row.ID), Recording: row.Recording, Metadata: row.Metadata, CreatedAt: row.CreatedAt.UTC(),
 	}
 	s.Agent.Name, s.Agent.Version = row.AgentName, row.AgentVersion
+	s.MCPTools, _ = pinnedTools(row.MCPTools)
+	if s.MCPTools == nil {
+		s.MCPTools = []mcp.PinnedTool{}
+	}
 	if row.LastRunID != "" {
 		s.LatestRun = &RunRef{RunID: row.LastRunID, Status: row.LastRunStatus}
 	}

@@ -7,6 +7,7 @@ import (
 
 	"hxd/internal/agent"
 	"hxd/internal/journal"
+	"hxd/internal/mcp"
 	"hxd/internal/model"
 	"hxd/internal/runtime/rtstore"
 	"hxd/internal/tool"
@@ -69,6 +70,8 @@ type Session struct {
 	Metadata  json.RawMessage `json:"metadata"`
 	CreatedAt time.Time       `json:"created_at"`
 	LatestRun *RunRef         `json:"latest_run"`
+	// MCPTools are the MCP tools pinned at creation ([] when none).
+	MCPTools []mcp.PinnedTool `json:"mcp_tools"`
 }
 
 // RunRef names a run and its status.

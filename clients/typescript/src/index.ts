@@ -8,6 +8,10 @@ import type { components, operations, paths } from "./schema.js";
 export type { components, operations, paths };
 export type Schemas = components["schemas"];
 export type Session = Schemas["Session"];
+/** An MCP tool pinned with a session (`Session.mcp_tools`). */
+export type MCPTool = Schemas["MCPTool"];
+/** An agent's MCP server as the API shows it (`Agent.mcp_servers`). */
+export type AgentMCPServer = Schemas["AgentMCPServer"];
 export type RunResult = Schemas["RunResult"];
 /** A run's event: a union discriminated by `type`, so narrowing on `type` types `data`. */
 export type RunEvent = Schemas["RunEvent"];

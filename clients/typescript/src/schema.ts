@@ -153,7 +153,15 @@ export interface paths {
          *     sessions neither collide with it nor are revealed by it); 422
          *     `unknown_agent` when the agent is not registered; 422
          *     `recording_unsupported` when `recording` is true and the server's
-         *     engine cannot record (the Temporal engine).
+         *     engine cannot record (the Temporal engine). For an agent with MCP
+         *     servers, hxd connects to each, lists its tools and pins them with
+         *     the session (`mcp_tools`): 422 `mcp_unavailable` when a server
+         *     cannot be reached (the detail names the server, never its headers,
+         *     environment or URL credentials); 422 `mcp_tools_invalid` when the
+         *     tools cannot be pinned (an allow-list or a scripted model naming a
+         *     tool the server lacks, a bridged name clashing with the agent's
+         *     own tools or another server's, an unusable input schema, or a
+         *     server process that runs no MCP servers).
          */
         post: operations["createSession"];
         delete?: never;
@@ -597,7 +605,7 @@ export interface components {
          *     recording_mismatch, agent_mismatch, not_awaiting_resolution,
          *     unknown_execution_key, resolution_invalid, unknown_agent,
          *     invalid_message, recording_disabled, recording_unsupported, invalid_policy,
-         *     bundle_limit_exceeded, invalid_bundle, unavailable,
+         *     bundle_limit_exceeded, invalid_bundle, mcp_unavailable, mcp_tools_invalid, unavailable,
          *     client_closed_request, internal. New codes may be added.
          */
         Problem: {
@@ -639,6 +647,63 @@ export interface components {
             system_prompt?: string;
             model: components["schemas"]["AgentModel"];
             tools: components["schemas"]["AgentTool"][];
+            /**
+             * @description The agent's MCP servers (`mcp_servers` in the agent file; absent
+             *     when none). Their tools are discovered and pinned when a session
+             *     is created (the session's `mcp_tools`). Commands, environment
+             *     values, header variables and URLs are never shown.
+             */
+            mcp_servers?: components["schemas"]["AgentMCPServer"][];
+        };
+        AgentMCPServer: {
+            /** @example files */
+            name: string;
+            /**
+             * @description `stdio` (a child process of hxd) or `http` (streamable HTTP, then legacy SSE on the same URL).
+             * @enum {string}
+             */
+            transport: "stdio" | "http";
+            /**
+             * @description The permission of every bridged tool of the server.
+             * @enum {string}
+             */
+            permission: "allow" | "ask" | "deny";
+            replay_policy: components["schemas"]["ReplayPolicy"];
+            /** @description The bound of one call. */
+            timeout_seconds: number;
+            /** @description The allow-list of the server's tool names (absent when every tool is bridged). */
+            tools?: string[];
+        };
+        /**
+         * @description A bridged MCP tool as pinned at session creation: what the model
+         *     sees for the whole session, across restarts, whatever the server
+         *     lists later.
+         */
+        MCPTool: {
+            /**
+             * @description The name the model calls: `<server>_<tool>`, sanitized as the reference.
+             * @example files_read_file
+             */
+            name: string;
+            /**
+             * @description The tool's name on the server.
+             * @example read_file
+             */
+            tool_name: string;
+            /** @example [MCP:files] Read a file */
+            description: string;
+            /** @description The input schema the server gave (with `type` and `properties` added when missing). */
+            input_schema: Record<string, unknown>;
+            /**
+             * @description The server's name in the agent file.
+             * @example files
+             */
+            server: string;
+            /**
+             * @description The transport the tool was discovered over.
+             * @enum {string}
+             */
+            transport: "stdio" | "streamable_http" | "sse";
         };
         /**
          * @description The agent's model. With a `fallback` chain (`model.fallback` in the
@@ -724,6 +789,8 @@ export interface components {
             created_at: string;
             /** @description The latest run, or null when the session has none. */
             latest_run: components["schemas"]["RunRef"] | null;
+            /** @description The MCP tools pinned at creation (`[]` when the agent has no MCP servers). */
+            mcp_tools: components["schemas"]["MCPTool"][];
         };
         RunRef: {
             run_id: string;
@@ -1467,7 +1534,7 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
-        /** @description Well-formed but semantically invalid: `unknown_agent`, `invalid_message`, `resolution_invalid`, `recording_disabled`, `recording_unsupported`, `invalid_policy`, `bundle_limit_exceeded`, `invalid_bundle`. */
+        /** @description Well-formed but semantically invalid: `unknown_agent`, `invalid_message`, `resolution_invalid`, `recording_disabled`, `recording_unsupported`, `invalid_policy`, `bundle_limit_exceeded`, `invalid_bundle`, `mcp_unavailable`, `mcp_tools_invalid`. */
         Unprocessable: {
             headers: {
                 [name: string]: unknown;
@@ -1820,7 +1887,8 @@ export interface operations {
                      *           "latest_run": {
                      *             "run_id": "0194a3b0-7c1d-7e4f-8a2b-3c4d5e6f7a8b",
                      *             "status": "completed"
-                     *           }
+                     *           },
+                     *           "mcp_tools": []
                      *         }
                      *       ],
                      *       "next_cursor": null
@@ -1879,7 +1947,8 @@ export interface operations {
                      *         "customer": "acme"
                      *       },
                      *       "created_at": "2025-01-02T03:04:05Z",
-                     *       "latest_run": null
+                     *       "latest_run": null,
+                     *       "mcp_tools": []
                      *     }
                      */
                     "application/json": components["schemas"]["Session"];
@@ -1928,7 +1997,8 @@ export interface operations {
                      *       "latest_run": {
                      *         "run_id": "0194a3b0-7c1d-7e4f-8a2b-3c4d5e6f7a8b",
                      *         "status": "running"
-                     *       }
+                     *       },
+                     *       "mcp_tools": []
                      *     }
                      */
                     "application/json": components["schemas"]["Session"];

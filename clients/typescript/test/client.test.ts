@@ -10,6 +10,7 @@ import {
   streamRunEvents,
   type EventPage,
   type HxdClient,
+  type MCPTool,
   type RunEvent,
   type RunResult,
   type TextDeltaEvent,
@@ -69,6 +70,27 @@ describe("hxd TypeScript client against a real hxd", () => {
 
     const g = await client.GET("/runs/{run_id}", { params: { path: { run_id: run.run_id } } });
     assert.equal(g.data?.output, OUTPUT);
+  });
+
+  test("shows the mcp-demo agent's MCP server and a session's pinned mcp_tools, and runs its MCP tool", async () => {
+    const a = await client.GET("/agents/{name}/{version}", { params: { path: { name: "mcp-demo", version: "v1" } } });
+    assert.ok(a.data, JSON.stringify(a.error));
+    assert.deepEqual(
+      a.data.mcp_servers?.map((s) => [s.name, s.transport, s.permission, s.replay_policy]),
+      [["demo", "stdio", "allow", "safe"]],
+    );
+    const s = await client.POST("/sessions", { body: { agent: { name: "mcp-demo", version: "v1" } } });
+    assert.equal(s.response.status, 201, JSON.stringify(s.error));
+    const tools: MCPTool[] = s.data!.mcp_tools;
+    assert.deepEqual(tools.map((t) => t.name).sort(), ["demo_upper", "demo_word_count"]);
+    assert.ok(tools.every((t) => t.server === "demo" && t.transport === "stdio"));
+    const r = await client.POST("/sessions/{session_id}/runs", {
+      params: { path: { session_id: s.data!.session_id }, query: { wait: 20 } },
+      body: { message: "Shout it" },
+    });
+    assert.ok(r.data, JSON.stringify(r.error));
+    assert.equal(r.data.status, "completed");
+    assert.equal(r.data.output, "The MCP server answered: HELLO FROM AN MCP SERVER");
   });
 
   test("streams the run's events until run_result, and resumes after a Last-Event-ID", async () => {

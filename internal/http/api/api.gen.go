@@ -23,6 +23,45 @@ import (
 	"github.com/oapi-codegen/runtime"
 )
 
+// Defines values for AgentMCPServerPermission.
+const (
+	AgentMCPServerPermissionAllow AgentMCPServerPermission = "allow"
+	AgentMCPServerPermissionAsk   AgentMCPServerPermission = "ask"
+	AgentMCPServerPermissionDeny  AgentMCPServerPermission = "deny"
+)
+
+// Valid indicates whether the value is a known member of the AgentMCPServerPermission enum.
+func (e AgentMCPServerPermission) Valid() bool {
+	switch e {
+	case AgentMCPServerPermissionAllow:
+		return true
+	case AgentMCPServerPermissionAsk:
+		return true
+	case AgentMCPServerPermissionDeny:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for AgentMCPServerTransport.
+const (
+	AgentMCPServerTransportHttp  AgentMCPServerTransport = "http"
+	AgentMCPServerTransportStdio AgentMCPServerTransport = "stdio"
+)
+
+// Valid indicates whether the value is a known member of the AgentMCPServerTransport enum.
+func (e AgentMCPServerTransport) Valid() bool {
+	switch e {
+	case AgentMCPServerTransportHttp:
+		return true
+	case AgentMCPServerTransportStdio:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for AgentToolKind.
 const (
 	Builtin AgentToolKind = "builtin"
@@ -46,19 +85,19 @@ func (e AgentToolKind) Valid() bool {
 
 // Defines values for AgentToolPermission.
 const (
-	Allow AgentToolPermission = "allow"
-	Ask   AgentToolPermission = "ask"
-	Deny  AgentToolPermission = "deny"
+	AgentToolPermissionAllow AgentToolPermission = "allow"
+	AgentToolPermissionAsk   AgentToolPermission = "ask"
+	AgentToolPermissionDeny  AgentToolPermission = "deny"
 )
 
 // Valid indicates whether the value is a known member of the AgentToolPermission enum.
 func (e AgentToolPermission) Valid() bool {
 	switch e {
-	case Allow:
+	case AgentToolPermissionAllow:
 		return true
-	case Ask:
+	case AgentToolPermissionAsk:
 		return true
-	case Deny:
+	case AgentToolPermissionDeny:
 		return true
 	default:
 		return false
@@ -158,6 +197,27 @@ func (e HealthStatus) Valid() bool {
 	case Ok:
 		return true
 	case Ready:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for MCPToolTransport.
+const (
+	MCPToolTransportSse            MCPToolTransport = "sse"
+	MCPToolTransportStdio          MCPToolTransport = "stdio"
+	MCPToolTransportStreamableHttp MCPToolTransport = "streamable_http"
+)
+
+// Valid indicates whether the value is a known member of the MCPToolTransport enum.
+func (e MCPToolTransport) Valid() bool {
+	switch e {
+	case MCPToolTransportSse:
+		return true
+	case MCPToolTransportStdio:
+		return true
+	case MCPToolTransportStreamableHttp:
 		return true
 	default:
 		return false
@@ -445,6 +505,12 @@ func (e WaitingEventType) Valid() bool {
 
 // Agent A registered agent definition without secrets (no API keys, no endpoint URLs, no scripts).
 type Agent struct {
+	// McpServers The agent's MCP servers (`mcp_servers` in the agent file; absent
+	// when none). Their tools are discovered and pinned when a session
+	// is created (the session's `mcp_tools`). Commands, environment
+	// values, header variables and URLs are never shown.
+	McpServers *[]AgentMCPServer `json:"mcp_servers,omitempty"`
+
 	// Model The agent's model. With a `fallback` chain (`model.fallback` in the
 	// agent file), each model of the chain `[model, fallback…]` gets the
 	// agent's `retry` policy. When a transient failure (429, 529, 5xx, a
@@ -482,6 +548,31 @@ type AgentFallbackModel struct {
 type AgentList struct {
 	Items []Agent `json:"items"`
 }
+
+// AgentMCPServer defines model for AgentMCPServer.
+type AgentMCPServer struct {
+	// Name Example: files
+	Name string `json:"name"`
+
+	// Permission The permission of every bridged tool of the server.
+	Permission   AgentMCPServerPermission `json:"permission"`
+	ReplayPolicy ReplayPolicy             `json:"replay_policy"`
+
+	// TimeoutSeconds The bound of one call.
+	TimeoutSeconds float32 `json:"timeout_seconds"`
+
+	// Tools The allow-list of the server's tool names (absent when every tool is bridged).
+	Tools *[]string `json:"tools,omitempty"`
+
+	// Transport `stdio` (a child process of hxd) or `http` (streamable HTTP, then legacy SSE on the same URL).
+	Transport AgentMCPServerTransport `json:"transport"`
+}
+
+// AgentMCPServerPermission The permission of every bridged tool of the server.
+type AgentMCPServerPermission string
+
+// AgentMCPServerTransport `stdio` (a child process of hxd) or `http` (streamable HTTP, then legacy SSE on the same URL).
+type AgentMCPServerTransport string
 
 // AgentModel The agent's model. With a `fallback` chain (`model.fallback` in the
 // agent file), each model of the chain `[model, fallback…]` gets the
@@ -755,6 +846,38 @@ type Health struct {
 // HealthStatus defines model for Health.Status.
 type HealthStatus string
 
+// MCPTool A bridged MCP tool as pinned at session creation: what the model
+// sees for the whole session, across restarts, whatever the server
+// lists later.
+type MCPTool struct {
+	// Description Example: [MCP:files] Read a file
+	Description string `json:"description"`
+
+	// InputSchema The input schema the server gave (with `type` and `properties` added when missing).
+	InputSchema json.RawMessage `json:"input_schema"`
+
+	// Name The name the model calls: `<server>_<tool>`, sanitized as the reference.
+	//
+	// Example: files_read_file
+	Name string `json:"name"`
+
+	// Server The server's name in the agent file.
+	//
+	// Example: files
+	Server string `json:"server"`
+
+	// ToolName The tool's name on the server.
+	//
+	// Example: read_file
+	ToolName string `json:"tool_name"`
+
+	// Transport The transport the tool was discovered over.
+	Transport MCPToolTransport `json:"transport"`
+}
+
+// MCPToolTransport The transport the tool was discovered over.
+type MCPToolTransport string
+
 // PendingList defines model for PendingList.
 type PendingList struct {
 	Items []PendingTool `json:"items"`
@@ -803,7 +926,7 @@ type PlaybackResult struct {
 // recording_mismatch, agent_mismatch, not_awaiting_resolution,
 // unknown_execution_key, resolution_invalid, unknown_agent,
 // invalid_message, recording_disabled, recording_unsupported, invalid_policy,
-// bundle_limit_exceeded, invalid_bundle, unavailable,
+// bundle_limit_exceeded, invalid_bundle, mcp_unavailable, mcp_tools_invalid, unavailable,
 // client_closed_request, internal. New codes may be added.
 type Problem struct {
 	// Code The stable machine code.
@@ -1083,6 +1206,9 @@ type Session struct {
 
 	// LatestRun The latest run, or null when the session has none.
 	LatestRun *RunRef `json:"latest_run"`
+
+	// McpTools The MCP tools pinned at creation (`[]` when the agent has no MCP servers).
+	McpTools []MCPTool `json:"mcp_tools"`
 
 	// Metadata The caller's metadata (`{}` when none).
 	Metadata  json.RawMessage `json:"metadata"`
@@ -1400,7 +1526,7 @@ type SessionID = string
 // recording_mismatch, agent_mismatch, not_awaiting_resolution,
 // unknown_execution_key, resolution_invalid, unknown_agent,
 // invalid_message, recording_disabled, recording_unsupported, invalid_policy,
-// bundle_limit_exceeded, invalid_bundle, unavailable,
+// bundle_limit_exceeded, invalid_bundle, mcp_unavailable, mcp_tools_invalid, unavailable,
 // client_closed_request, internal. New codes may be added.
 type BadRequest = Problem
 
@@ -1411,7 +1537,7 @@ type BadRequest = Problem
 // recording_mismatch, agent_mismatch, not_awaiting_resolution,
 // unknown_execution_key, resolution_invalid, unknown_agent,
 // invalid_message, recording_disabled, recording_unsupported, invalid_policy,
-// bundle_limit_exceeded, invalid_bundle, unavailable,
+// bundle_limit_exceeded, invalid_bundle, mcp_unavailable, mcp_tools_invalid, unavailable,
 // client_closed_request, internal. New codes may be added.
 type Conflict = Problem
 
@@ -1422,7 +1548,7 @@ type Conflict = Problem
 // recording_mismatch, agent_mismatch, not_awaiting_resolution,
 // unknown_execution_key, resolution_invalid, unknown_agent,
 // invalid_message, recording_disabled, recording_unsupported, invalid_policy,
-// bundle_limit_exceeded, invalid_bundle, unavailable,
+// bundle_limit_exceeded, invalid_bundle, mcp_unavailable, mcp_tools_invalid, unavailable,
 // client_closed_request, internal. New codes may be added.
 type Forbidden = Problem
 
@@ -1433,7 +1559,7 @@ type Forbidden = Problem
 // recording_mismatch, agent_mismatch, not_awaiting_resolution,
 // unknown_execution_key, resolution_invalid, unknown_agent,
 // invalid_message, recording_disabled, recording_unsupported, invalid_policy,
-// bundle_limit_exceeded, invalid_bundle, unavailable,
+// bundle_limit_exceeded, invalid_bundle, mcp_unavailable, mcp_tools_invalid, unavailable,
 // client_closed_request, internal. New codes may be added.
 type NotFound = Problem
 
@@ -1444,7 +1570,7 @@ type NotFound = Problem
 // recording_mismatch, agent_mismatch, not_awaiting_resolution,
 // unknown_execution_key, resolution_invalid, unknown_agent,
 // invalid_message, recording_disabled, recording_unsupported, invalid_policy,
-// bundle_limit_exceeded, invalid_bundle, unavailable,
+// bundle_limit_exceeded, invalid_bundle, mcp_unavailable, mcp_tools_invalid, unavailable,
 // client_closed_request, internal. New codes may be added.
 type Unauthorized = Problem
 
@@ -1455,7 +1581,7 @@ type Unauthorized = Problem
 // recording_mismatch, agent_mismatch, not_awaiting_resolution,
 // unknown_execution_key, resolution_invalid, unknown_agent,
 // invalid_message, recording_disabled, recording_unsupported, invalid_policy,
-// bundle_limit_exceeded, invalid_bundle, unavailable,
+// bundle_limit_exceeded, invalid_bundle, mcp_unavailable, mcp_tools_invalid, unavailable,
 // client_closed_request, internal. New codes may be added.
 type Unavailable = Problem
 
@@ -1466,7 +1592,7 @@ type Unavailable = Problem
 // recording_mismatch, agent_mismatch, not_awaiting_resolution,
 // unknown_execution_key, resolution_invalid, unknown_agent,
 // invalid_message, recording_disabled, recording_unsupported, invalid_policy,
-// bundle_limit_exceeded, invalid_bundle, unavailable,
+// bundle_limit_exceeded, invalid_bundle, mcp_unavailable, mcp_tools_invalid, unavailable,
 // client_closed_request, internal. New codes may be added.
 type Unprocessable = Problem
 
@@ -1477,7 +1603,7 @@ type Unprocessable = Problem
 // recording_mismatch, agent_mismatch, not_awaiting_resolution,
 // unknown_execution_key, resolution_invalid, unknown_agent,
 // invalid_message, recording_disabled, recording_unsupported, invalid_policy,
-// bundle_limit_exceeded, invalid_bundle, unavailable,
+// bundle_limit_exceeded, invalid_bundle, mcp_unavailable, mcp_tools_invalid, unavailable,
 // client_closed_request, internal. New codes may be added.
 type UnsupportedMediaType = Problem
 
@@ -6463,279 +6589,295 @@ func (sh *strictHandler) ResolveTool(w http.ResponseWriter, r *http.Request, ses
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7H3rkhvHsearVPSeCAJ2A4O5USQmFN6RSNm0JYoxHJm7VvOgC92FQZmNKqiremYgntnwr32AjfMM57zH",
-	"eRQ/yUZmVvUNjQHmQl187B8yB91d16ysvHyZ+TFI9GKplVDWBOOPgbjmi2Um8N9favinFelZoeBvUywW",
-	"PF8F44CzxD9jeaGCMLjkWSHgpSQX3Ip0wm0wDg5GB8eD0f5gdHA+OhyPjsaj478EYSDyXOfBWBVZFga6",
-	"sMsCXj6fC6YvRZ4Wgk15xlUimDRs/2A0Yi+/OxsGYbAUKpXqIhh//z4M8kJNZBqMg9H+8yN+OB0NPkv2",
-	"08Fn4mg2eMYPpoPD5Cg9Fk9nn/Fn0yAMjDBGaveNVIlMhbKDowN4ZLktTDAOymnhj3o5yQU3WgXjQKh0",
-	"Yosc5los09um+BymWBh+QevBk7mY4Kpg52pZ2InVH4QywXgUuue54On6s+YP+wcjv1rlb4ejG9fXRCo/",
-	"+GA845kRNzc3YbDkOV8IK3Lc0dMLoexrvsCRpcIkuVzCsIIxPWKKLwQstCMDXKhLLRMx4IpnK2MDGFUw",
-	"DpbczoMwUNgW/V8Y5OKHQuYiDcY2L0QYmGQuFhz6WvDrr4W6sPNgfDAahcFCKv/3fhjY1RJaMTaHzYVh",
-	"42j+LHKDg+se6yU9bg73cr97hO7lRx3kl0VugI7bw4uVuLaTBJ/GTM+YnQu2zMWl1IVhS34hWE8vpGUz",
-	"neOzmcyNxQf95myOR342PxQiX1XTocaDDaM/3mX0L69FUsCI/yRWHXOIitHoMKEzhv8WY/pJWpEjLTd+",
-	"tVpnk4RnWfk6zpwzd2QZvNCc3C7Hdrw/xkY37Krwc5h8EKtd9/bpLqvzKhWLpbZCJavO9QFmBb0JY5lM",
-	"Wc/whWDcsKlOVyx2TyYyjU/YVNs5u5CXQjGuUpbK2UzkQMB//7//jx2NRq09z8UPg9FoVM54Lngq8mrO",
-	"tZEN/oSzrmb5L7mYBePgf+xVTH2Pnpq9MxrTqxc4v6/lQtr1ab0B4jTyxyYTOB51U2GGjdQHkIoZLzJL",
-	"nyz4tVwUi2C8P3JL7v4sF1wqKy5EjiM6K9SrF+sjOisULnChPih9pZjO4dgIeaHc+h31705W3dTkLpTH",
-	"ZBFv6c7pmhhQENC2yJ8Y5u4mnClXK2bmfClYsWRWM7j/kjnPeQJs/ITJ1DCeC7YUOVvmcJEteRYyo5kk",
-	"Bm6QqZRtw6q59k+YX8butWveih1LVLtDH2+ZbqAps9TKkNzxBU8dseIFqpUVCv/Jl8tMJsh89pa5nmZi",
-	"8du/GrohyknAF6m7uXgm04k7jEEYpMJymXk6ZuXdyCIi5SgYM1UspiJni8JYNhWMW5YJbiyj82gsiCXB",
-	"ONhzK2HcOtBp34n8no9qEscRLI+VFpf/FY2YVSN2S1Xkajy/Tsdu0uP21G52ZQJvqAFa9BbHbzUaj9mC",
-	"ZzOdL0TK/vj229ch48Te7JxbkMyUtuy7868Gz+BQwh9aCXyToTQY0r+VMCAmLnQu4EvF9g+esUxcisyw",
-	"VIhlCF+DQKkskDi7lDrDLR7CtL7UapbJ5GGU4Kl2WpjVhm3cq5H+Xl48wr4+r/bVcQHm+t+wqY1RPsaO",
-	"njIYjYClxTUcs9j3Ia6lsSYOq1+gV/i7mvTEf0c/JzqHi3yykGbBbTKHXzkIYo1flLYTfsWlhVdzYXSG",
-	"93OMm/mVzqcyTYV60G7OylaaWwm7trcL998T10ud2wfv8GG1w1/VxrRhe6thP8ppLZuLxzV2zzKefDCM",
-	"s1xnAn/3QooSIjWsJ4YXQxbTAoyXfJVpnpoYrhn6jfnf+rhjr7X9ShcqfdCGAU3MsJV7btiDd+qo2qnX",
-	"GuRuGsyGnarG+yg7VTYXd0oxMu3Dn7F7NGnItHRufOsPuw2tyBXPHriWx837itpkRuSXImek199ya7kh",
-	"PApzU9Qd65199SV7fnT8GXP9MLrmHQV/p3hh5zqXP4qHUXFRb+gTyQL71dp+1+xuw5I2BvUo1Fpv0bGW",
-	"qeC5yBnaHODeX0hjpLoIa/IBCQCR4kkilnDd98T1EmTDEAWDlbAMhYuQXeVaXTBpTCFyvPmLVAqViJBN",
-	"eRopIy8Ut0UuwlJU/SBW/SEjhYsbjUNQAugtlSbJtBHpMALGS5oSipDv3r0bnBZ2LpSFHe6wd8Rf0Kxy",
-	"wbPF51Ewv06jIGZXc6GY0m6yVxxEc2VDJjIjmP8GCe/zqJQw8WX4Gmnx6WfHbZ3u9u8aGtSacEw0fMll",
-	"xqeeIO9PwmU7D2UDh3XxJr+UiWDN5jdTbPnSYxGsbzAeM2N1DjpswhUQnuUfBLvKpRUGrS1KX7Ee0HQq",
-	"zQcgpFmRZUCjbCYzwXzTOodnmZjZEE9Ayi2fcoP2yELlgidz6A/oN9PJB0EsXFrDaMReOk6KHDT9ITsr",
-	"lGFSsVkmL+aWgYCExgDYSqkKwaYgVouFEdmlMCcsFzZfMT4D5SQ+gz8Gp/BHPGzSee3ROom/FYlWqYHL",
-	"HTucCrhzqG2pLpoq/q3q3G2aOxHoMteJMObBJFqJjBN3Sup625dzrY1g4ponNluhvqFnLBemyGxIEwsZ",
-	"nz6CcHdw0KWW+bFtJu+O8T8Glb8TWTZwvHZaWGbEgiNry7IVcx2NKxkC5XIQxz2nWcDeXAiS5NsjbMr3",
-	"qcRdbP1aKFMsQUCkB77dpc5kgnrDtFBpJiaoR0/EdSJE2nyVXojdpVy29o1IJT/HxXwQZysbnCygxQnu",
-	"T410vByMGuycg4z8JfU2eKkSjTZKbedwz4GSirqgtKtPdNPvH9dv+nLsDMfO3Ng3ctDOuT4SM+1q28sB",
-	"1dLF7bWLafEihasX++WLWW9+nbJUwD4BT1TihMWnKCWU345Z9brhKxMpo/sh9JLMeW6Ejes7gxYHZzSo",
-	"lgsHqJfeNK1SLYgFww2wJh60BtAhHZQjCkkk6JwyiAe5mBUGBB64+j97+nzNpFYR0m2XfLl7lZ+mw+/B",
-	"cnEhjRW5SBmecZaKmVQSnrMraecaeUOSC2tYT2l2+uYVyE8Grzih0qWWyrLvzr6mX6hxg0Ne5rB8VpIN",
-	"bqFTkW2jJBzmN/jmjTcRrhv/WpMNA7MyViwmy1wvlrb1xf4I/9fxldU6w6FJKxZmp6Gda40jW/DrV/TR",
-	"fr1tnuccLS2XlaNpy+Bv6tfk997vVTmXaNn8YN+X3+vpX0WCdjoc2Fc8y6Y8+fCNX+UNi79uMV7m+lKm",
-	"aNfFt9Dgy3p8CmIqijj0BVrcUpHR3m7dEt/seqd6KRSX7N8YV3ae66VM2L+VfTQovXyh2eHTo22rWHa+",
-	"cb2+lmQLbi5TSQi7U8Q6NayRQ2tw1PbGkX2zeavwgPp9GrJ30s6Bjczc3scsmXOpWC+mF6rfpQJuFik6",
-	"4SCY9kMGMqfbcudRpM/j7/HHkPnv//63/3gfswvgAFUrTwxc5jZfxYyu7CF7R2zN5lwZiR1xmRW5YL2j",
-	"g+chO8b/XF+HjEcq0UqJBLkM6jDAnK1cCF3YPt4IyAKLJbBkGM0Tw7i1YrG0JqRRGCuWbKEvBTxhGhU+",
-	"z7Bg1Ho2C0FQhYkpcW2pnRPofCnyBVe1ESLzhxczbqzvMMSn5PrIC8W4KduHCcBaDdnLS5GvGIjW0jCu",
-	"/CBhRUF411cqdA4A0GkVm+V6UY3/iam8uFrBBOYgjbr9M5ajdFRZ3NAVA+3SDkUKJH73tnd4wOsgY9HA",
-	"Y38UYla9G6PBHb42VzCwIXsJtKDEFcNVxY4N4xdADtzWPMqOMqApHikQkxcE2GAXcD26OwM/IMqSFu80",
-	"rRx54NQTrYDB4cXqthDX5cuMF6mATeOKfbsU6vTVAM4dtxJ0I9c5NmHnUn1Ak0EuUp6AdOF/wtHR9U4N",
-	"DrTKVmwKepWBjRE8zyRIFtwYCZKYZbbIFfnAQEVjsMfuTNAwyi0AVU/mzAJBcZVGCvgymkrpc2CafZIO",
-	"mqzFH6buk02cldlcihROq85TkZOcYOcSieOJQXVECurInw/PqEvSpFOMTHp3Lta8Phos7dn67fbrvE3o",
-	"zce/Ss5gbT8GPE1RauLZm9rGI26mLRS/xnMM3KIlca1LTV4Eug0+cyffaEM2aaFc7uqLvkVw2bhaKEGt",
-	"XbyN9ekQ3zqm8UGSE0GoYgEDmBYysxIO3pWYzrX+EIRBksE9VBtM9fnOsiVcFtKUK+Z641mmr4Iw4OYD",
-	"6oRq1dlLLpYZXzmldjueAl5+Q+9uWF+cdbvdxiA7V34JZMyzM9fgy0uvE2fZt7Ng/P2WgRUKv/hKiiw1",
-	"wU24tn3c8vVNBa64bc5ADl/CezdhC3vTAbG5nQLb0B3svms1rLMNlHvpVmdStvZ+W1/eFgDzXu/i/brf",
-	"tLwmWK/aKxZz8yHuoy2NrIk0FDQDpiLJpBLDav9EDcNwK7dpbgOR6hrjtHmBcg3JCTC+E4bfMxILQNBg",
-	"UfCmGm0qlBRpFAwrS8JU60xwRaQOwkADstPJ/M7wvUqqQoskmkRFIj38rt18a/lpSp2Unls544l9pWZ6",
-	"nSLNnB8cP90gXLsvQbtlvUxfiTzhRrC5uGZv/3A6ODh+6qW66cqKtYsLrpIaw4Q/lyAN5tDBv34/Gjzn",
-	"g9n7j0+Pbv4l6FJh5Y8dPoVX1rAMWwSpAPuFbmc6XyBWVCr79CioIaFGnUio+tq5NXA9dq4hybBnwgj7",
-	"03AKJzVv2BgnUiNIhAwkRtjh3Wbte9iJH9C7E+znE/ACEoz8tGhGKPmNmYDFQyHVP46h3aH7K/YWd2lR",
-	"CLzUMkUG8QWaQhGCZ+4ojHyhC5VSl4wsqqx39vKrl2cvX3/5kv3Xf342POg7BYEghwjFqeBMkVpqI628",
-	"FMwtPlrJ+BT4GJxrcuU62Bhac1kPnV9HBweRaht+Txj3iCmrNct4fiGINbKnR4OptGUv3iAXKcSKkAbr",
-	"MD9jdjQasTUAUv8EpS4SRrUSaMtzWq0fZpfwvuDXEzx8m1hHMof5g+KBMy4WnlUsBEzFsJ5jiuzpZ/uj",
-	"Z8+eHrHP2dMj9o38omnd8487znibwpH7TKiDTaP7Vgk3hGoEh4fHx0dHhwfsc3Z4sD4C//iOI+jo/NQt",
-	"i1CktpQjQJmu2WvTcNLqwSm06z38UReIFvAab7OHri66OcUaS3CW2S9AZ7zjeaIlR+cI6Zysd+pVkwGi",
-	"MNP+GBXIEG/dSWHwvsd/k+NpXQ2ouTGavbmB0vGtNeG75mrVANAVpkAPD2fEzXCJrgcXeuDW4K9Gq+EZ",
-	"v/qGpgCLIdOOfkGUkWmtX5gGdrqTQoeBCB33Hfy8qdHmLm0ftpm4sJCPHeKK6oxZAHGUVNb7Tgw2tqNd",
-	"ce2nBf/qau52OzWMYtK1Ech/nB2HBMzGrtSpYbfxty5DnE81Bv9PanfHy/H9hhOW6+yM2umclnONPTEs",
-	"41YYW5MXOVtyd24SrhKRsZ4qsowsJtKiBVFpJTr8EDmFHu0sz7gRwkUOXZA/mvzZrUm1pg4ddc4c45kc",
-	"gvOeIr335mw17JyJGXJRYbkXvZoL/VUuBPqBPd4PXmMfxNJWpjy3EY5+6qPbr9HQrueydAFv1xXOi1yR",
-	"9ZFQDvSpyNGS6ky2FZWAMtOtm9QDtbo4mcgHyVwbQXB5f4lwtIh+992rF5efhewi01NknYWSPxSiP2Sv",
-	"LJMmUibRS5F6U3MJki+B9GM2v04RRiJMyMgKCZJCTztz6LlYLHXOMybUhVSiX2llHsRfqBSJHlSTVOTy",
-	"UqQ1S3LZkxNApCHUP5yCeRUtVOL6472YQCgy7YfM6EjZK129YJ5gQEDClQNFJTrLZEriDfdkAo/Rrgqv",
-	"RAp5pvdl16zfJ64j+FtkMyYNu5o7k7JryQhhIuxpdTUXuWA9306IKxE6qThkzrBDOJe5SD6g8zFSU51K",
-	"WNt4OL+OnRBr+kN2JgaFQTc8mk9B/oSRGHY0eh6pNnSZBL9NoQu328bqmt7p4C988ONo8Px99c/hZPw/",
-	"/89vPx+8/02H8tdWVS6aNquKc7yE6+xTaWTrV9Eu1wPdsI+tI50748CMy0ykJ6QExbBzQDeE0nQyFqo/",
-	"OMNNwXOnbCnyATSHdMQo0g2OeSIXPKMroqmpv/+4H+4/71bUsa83LhazuZREpzv7D/3W7OJQrgUAbmu2",
-	"vhhrNjIaYbO9TlJD7Pab0m55BwH4HZxvrjz8e8FXqJahZ7KuWB4PD9kyKwxaunjOUYUkbw7wvLzIRBeO",
-	"QKokK1Ix8fYas/0aOU1Th1zHOLlEpKW1xzwhq8oJc8tkQGukHiowe6mvruGU+t0XTruJ7WN82QTLsx4v",
-	"rB545xbya8Vi+jt2fzZeIXdd3xvxaPVBAaWbH5l192Cz0mxwG1k1TAxIVtBvR3hdcwdDhrirultrKuyV",
-	"IF8gg5sHprHgViZsyY0hC9duBwi7OisI+Hn7EerS8n7Plz+NfcvHfNc9LngUJ3MJgsFq0kS63g0z4lrf",
-	"xbR1wZePzqxfks3KWaa8u5IlushSNAVNEWedsl5L0CEM2JlIpWFuHZgDeTPCy9aQsf0TFCkc85aGjTBA",
-	"kTPy8XjcK9z2KBlJ693Y+lLkeEv8QfAMlnTNKuwwdNUyofMIxtzt1bncFEZ+Xjd31aLJ77afbjy3O9Pe",
-	"UBT0Y+BYXFO7YptaV1GL1WZXfGUYKmM9IIMyBr0dTb5BmdqwJjSR7fdWfS4dkkDlhvEhZcx7fxD/B6J2",
-	"InK4rAa6sIleNP0SG83Wt5miwzt7whKtHNC723hxV09ZGNzHAwk7YPPV7twRpoD48V205bDj3C1zseQ5",
-	"+u39thDGNSdnfrk5cDz51aSeXKP6d9eRddiiiSEEOyIyvHkz1UUjwIDMz2skiJsYVqfT73645nks3bK1",
-	"fVwfgl/eTjLO+GrKkw+bzCOnwF3kTCJ4G232eikUaIU6Z0v3cVPcetYhS7VkqDYrc1JMTVoK2XTFuElc",
-	"CoYPYrU7zqTumdsOmoMXlJw520hzbP7JEK0LwT0tEBsm/deWTVkqZsQPBYiNJL+EjOOv7gUcRNZYhjsO",
-	"p7USHUuRCwwv3bLCf0aSIIT7GX3RpuFyTatFKFsPa+TQSZNVzGBL4tsQLjdkcaJTUeptxmKIy4Inc4kC",
-	"QirGkWr5aEJWjxcLWRmVinFfFPYYRmoh7FynEwwOzjJ9Ba862XlitZ6g3yj0sK2JO3thpLrx6CFrGgOq",
-	"v6eFWVXt1GKYw0ithzCHrBnATIPuCF/GkXSEZ4ZsPZqiDFyjKIywWjOnA4dsPdii/lttziFrKjBhpDrj",
-	"LKr36HFYj8UKI0VS14SC5aq98wGZQ/ZaXDGC6IMCOBWMp6kPq2v7NlKxQZRaJ5gOp3tdd+eDH9/Dfyad",
-	"hpYqeGOdn9KEBobPUHfKuCJ4IprPQKRNiJMnYl2g63Zw+BiP2xK9LLmdd/gBOpFEVXDIttQxPDPaYX7Z",
-	"/xo4E/Pg1QtGAQu7Qe6q23m9sz+cn79h9IJri4Sf4+fP61lZuj16LkplfQvMHDRglxOsxCTrVFCAHSbE",
-	"gfsNTYW1DenfybHRjk9pxcJQ8iHo1SUdatgENwd231XI9xE5uBg1qQJPQ2O7u3jxmUhArVn9YwG6wpqi",
-	"3Nomx2/I7RSPK70PJHqExqKfSxoS7EXawJzW5Xrm5HpyDjvBs9H8dg353lCz3O3bTwI1e2L8XEmX9gvQ",
-	"o/Qot69fH63sFTINr6VLMrfW7C539403LXwhnfNcCMpQZMYs/vhBqtT8LmT03phFgcZcOjdxpOBfcKdY",
-	"uBMuavayhC9tkQtvIxNp3D+ptYWuApGHkWq3+m8RwSkTEQUh+cl/dxMz6ghnjg9JhiHwCxo4I4Wx2c9H",
-	"++Rhdz0wqYxMEfqyaAyArqnQt/c7mE3ZNvE0ArLoGRDs2csDlouLIuM5XEi5z+ek3LtELpEiPrkYshh7",
-	"imGnbC4T6yMXMkG+KW2EkwkYvlk6usbO+4I/94fs1H0055ZNc8E/YEuG2jLoP+mwhHZd7bTUHccZFjfG",
-	"JBVuBeJmjJumNGD1a/HpBgxw085RNdGMitgK+26I4R2Y91LK+LieNqJ7q5oz4kliB+hb+O1O972jpq57",
-	"skVtzvHoTgLrRUEUsM/xt6u5zsonrTDCPUoouZvsgXu0SfDAhwuHQondQsVEzMKwXvwv+zHZ3jFynLOL",
-	"XBfLE+b9rDDgfsdq/f1v/9EBkeiyx/lUobePrgWG6RNMoqRAJG8YRtNwsW453qrQNcwoNe4PwiXoiT7f",
-	"HpG4KnjWabOo8uutTe0bxK1xZoqpR+dWraLjXirKHuBokZ2qFWFPfKDI6+++3pgmcHdn579G0fVo9P63",
-	"ndL2Gd0Zu2Ic2g6RzSH5ZFGiuHz8d81Ds64/dRk+pk6fbmMBEEvisMmbcc6Z3UUM8siRT4yNrpnp1hMd",
-	"emy3C+aCWxf72ACy7hA04e37oVRaQI+mj1AogpOGhCQVPxQ8a+M5/PcsmWuZlJs8es7WNe/+XWfkd3EN",
-	"HXSLilWGu2HAYIU4UtqiNOLQycUC2EeXVnI3o7cbTKcCUKiXHtzWwqo6PtS4DH2+uLSgcHaHw/XafhcS",
-	"bWcVCpbGxVE+MShDgAhBIGc0taMgQa58FCUvtE4RoaWVAPlljJHwLhwUZxWHLD4nk0359xm35H2kXzCo",
-	"tB9GKj598+otak/+AcaYHh88R88P3HwiDUGiiqu/CRkIEkikYr6U/m8nuyE6UvBFn/39b//OYA4Ooe2Q",
-	"OLYKxo1UMwwWxWbgvGthuX//27/DtLTOTvOLAm4kN+JI9cqAySfGHVf/CuK8EVBNVxeRwEk5IKs1yLQU",
-	"vInb7Q0uxPswWDN0SB73Ea5alcuoXHXWOxrt7x2NDvshi6ucmf4hxVQeXV/7ZT9zwtWfoadGO7yZyUmj",
-	"J+tHODtima3we5cDpdHHkH2LfZB8ipoLwZy0zkzNohWpXnzm/6BP+yX6Oi+UlQvRhvPU6em+2ro/W5tO",
-	"5OWGJAvLYprJhPAnYxdOC5o3XGxNXZwQETHmyPBhtg79QrHBlMc1FUuBqH3l30Vnm8sVtAQSXS1FGKlU",
-	"wkgWUnHQiacr93qfDHTw76aBrqZZmw9yaSLFPW7GxSZTd9KW+Hv2QekrWu1ab8SaFny5dBfAepTVJkdB",
-	"Z7Ba2ArL2PTxWuxKmRx+A1qmwlSF6B7f8F6JFQg7lPiN7rQuKw3lmfdixBbcqf/Eot+zTMe+QegQ19an",
-	"2G98mIrM8tu+egEvlJ+4QOotn7m3mp/qVJuJS2e/WTZKtfmO3qk+9Nm+t07SGZjWJlq2gP7CbZ+/hZca",
-	"396+I5VAV35U5Gr7aItctUfqvAGbPnlHj0tomLveV5RlP/CpebQSu7hkm5t7E25/vTncrV+sk8HWT9a3",
-	"YNdP7ji21p5tfX9ts7Z9UeMe217tZmvbvupmIVv7WuOC25eqfSa3fdEi0x1x9Lu9XjLbm/e1m9VZq7sF",
-	"ULo9yY7lP0AhcypApGvcqXShbsRzOAWgJiEcHnRIw/dAY4YO9bXeQbfdpVRGtntrGgj3HZw7YrnTNNvQ",
-	"pEa2dp/d3rcW1lewNtdyrTbITY8BYqpFajwQwnTuE8Ys+QVoNPTeCal7hNmnPDFLhB//VMgmnODsNo31",
-	"Di69LStJ+tQmfbRsaOMwvW59xyCbF9zyDmdUvQBQHbbDrRiApN9leqpX1Nntmzbap+q00dpOLpi8UE+M",
-	"l/p9TF99cV50xuL4D50zxlvqQJuEMRvLF0tD+oPTCdCCWYmTTlLvWWetyCxiVSwzFnRu7oKo8a0Oq1gZ",
-	"Lre7FxG/WF+Cd/NVacUizb9MsVTXw8rx122VkUoFTzP0+KM9LhMp69VqJ7HYwTnivj+VoDVeSSNYj0cK",
-	"2qu+RJMX+cbhOmi0U75F94LSkcI1cBl8tiLYfKWp7htJYUSOuRK5i04DxRSNXDl65DB1Ia8NlXZfmsoi",
-	"3hmUsYW/1IpadYU3mhr0sWFX/BRY0U95g92Rl7XKb33cQLFVBjC/d/DZ0hHwVY2uU5lGqlejobBGmEOG",
-	"qZTwY5dlmkw5ZSzwE0NRU2Zc/43FviwYNueiLuHfC37tinTFYaRinIwHpsFzDIikL0nIwTySPIuxWwzo",
-	"4+jIW0WK5+LEZbaCLmdSSTN3SxOzBV8ahh3EWNWlNqRIxaWeZeK9eFYotNrhD+7t+qApdwU+iFRjCix2",
-	"Mc2TmcysyN3HftAh42pFRlWRGRGpS5FPuZULtC1SuvBa9u6qU580y0fFwqGvZ+nyibfLOblE4MAzXOpk",
-	"w67mMhOYKgDbiBRwjnobV3Nu0aKGfKva47bRqVbj7Y6m4FrBt9sI/Dvvc1ov2bZ2+PNC0OoYvRAMP2ii",
-	"9HmS6EJZMtOOfeq9SHWkqkCAvrIizwvKzt6Ir8FgTEwyqPNI8TIrWBWp7O82wh7CZuJ4aP22ZH/pFkId",
-	"L65Baern3S+ntwZVTLJj6W6Vaz4V1OYuEtI6rqSyKH2qWDzHBlmvBFqH5dVe8sCQ4rKRPMprBmP9+/Uo",
-	"Pjg1Xj5xMgn6s72Q9HYNGZ4XStFu1THf1BnoHR5hSXkFwqAcURAGNMpOF6vzi3RkpLlrhPV9hFQKa5/c",
-	"PSJ9tmGfqjj5loOqHkzsY+OHu0g4mwPHG9XGyiizXvzxpqx54OLvHxIfvi2W+46RNXXOQVtc76823bCp",
-	"ANR2qos5ODJ6DD3WU+Q/qBb7tpgupEUivo9LuebcXJ9uYUQZFgy3l9JqAPeWx0rhmXBSh08H2uP4WaR8",
-	"yhaXEajM0mFOmpII1bmr4598JnynNFR22a7kHrfnZtyRRhrZaToIZSGV/7tNNe93OH51oPGO9R/hss0F",
-	"X2yHOLzF91jd4UlCwZjFla/CibBNT0SMODXvE030YiEtBr4al+HACRkGXWN2Lhas5z/AVK2YujXGn6os",
-	"uVplK0xdXmUU6FN8LQi7dbdLXOWwdZk75+TvRycoW8g0zcQVxyBIESmkIWnYtMDynClOSVRj1kq0plzC",
-	"PYCvhpEyGsa1zMWg3jY0i2GRwodVwIpSOmgQqWL6AYR1RH+4Yeze805C2G2u0HUvwi8lXUHTjfYpRKXS",
-	"i+8y/mDwgLFiGZYVrod+jWo+k1/UApHf79FXB1akygy9zHVaJCIlvKkiKBtSKOadcVQ8ZnD7xJEi73N1",
-	"7JTuPHmYpRzomyxhWNFUikTQWahYBDaOomudjWBavVxiwZzKpoQwFecD9ylxCFnZW2pja4ezX9v2MnFh",
-	"SMeLRoDnCzVOHJZxYN/y1USrhFuB7voQ+Zy0poMRven4ugG0MZavyrzvNF1Mfhc33Ogxm+ks01e18G1X",
-	"zueJcSMEbgD0uu7n+8XQbNNf/fiIelwIv6v+gJNiCWJBld+NiWsrVCowCw/lJ4/UeiLzuPx24sSRuB+W",
-	"NMky+UH4LXcMuhTi4aRgDbHbTkt53W09L0P21pdHo6REHjxfZVh30CG+XAqes7nIBeb0WdUpzAdNelpZ",
-	"cyY+Pql0C40btJg1imnAFD6RxoxQrkGqWSaNZcmcqwsMS6nMJIi/OcH0UAKjDZzKhEvowmjW1Ym0Ce0r",
-	"q5nfN+eeV+RAEvOos3uobeuZynMxu09kFCpnLt01DblTxuhEBPy0Zpl6rNM6ia0BWh6fMaXSLBFln9Yy",
-	"G+TCFrkSaYOOaliLX+IaEWTnU6bdlqa2WuXS1FyVuyuhG5Nxnldut1asAZZYU1gZ8F4ZOGupLNvq1bqF",
-	"pFrWnXnFXTL9N5oPy9XYdEh/PqtpE4PfSXyf0mZKhEA5k12MDkm+lM24lhEe43W5y69elSlFEzsVCvT8",
-	"GTXlfo18HfC/E8dSz0VQi791xXHulAqD8vDe70sUJ4l+3XqbLsted8JuE6wPuHsw3R11UuUazOsXI8k2",
-	"IIWfypJfWtDbJnlyoVA9xQ1mNvTeNc0t5MIBwjXFAgHfl86YQEJQ04lkwqqMjUrLGlOmTDYybrpIYxQB",
-	"am5DGmTdj8iTuZjkgqeTxrskBbvHaM2lmKDaK3UnKBWPa39MSwUf+ge95psTn+wC+0mr702k8CfMfWWo",
-	"arF3r1EwjlSsObv+kJ02tblIOXWOp2ktc+ba2nv1Dd6W6gJ0al8DJ1LEdehV42rKwjOYNfq+OmM3b1m3",
-	"xsHfpQRBGGzYpHu09MDPG+Rz5+/bomp9LO22N086vHVxu1hWPbXLiw05LN4hrkQrQbWwUU3E3ASsRyqc",
-	"jxB1N3b/DgDIDYGhtwX4b/gEx7Yh3RAOGxM+YNj1X12BOG+ax4ClZcalMrvlzPAlgrou5zIOGk0uggTm",
-	"HYKEMdn97WUAXML9Te1uGOxG14ZPjFHLSrJbChIjfuge6P5gyg0G4+AquHILzfHeUqB5E3y0c2LtE4Pb",
-	"v43Ez8p8R+uDvxR5KhPLtNpYsGIfg9hJcnJvgA5uyJbmrz8ljKnRnGm3chSWKStPWFza3tAWEylU1dGi",
-	"5mU0OHlzbnyN4wky+5iNqsCkNkVHqtXlYZ+skIYZqS4ydySGLHaXTMwynXArqHYjPezMqFNhQNbVA9fW",
-	"zh7JDt6zS/ouHN2m4HyftmGiyYo1QZGNTE+7nZZ6910Js6ot2J6ej6pqb5dJffXwcn1bHZWTrha5i9Ib",
-	"yPlPnbOlWbasXk22ExBxq2jfsYobcuUh4sa3tUtiFB8T86lkXkpkQsV03Ljidvl6D3jy1TjIWI8jMCIp",
-	"cmlXb2EzaGGnguciPy0ooyj99ZVfsj++Ow/C9UQRPEmA6eBFz3p/fHfer5eZfPWiEuzm15ioPNFqJi8K",
-	"j5iKVC8eDLRMkwFSWh73y5qhvEhjNtdZaph/hxepRHggeRwIrREp6Ut+fRCEN4WWkEuZAteR9TAKkbyH",
-	"iivLkozLheN81Zj6JyzXmWhEas5F2T0+G+CnMbVAzAopGs8ZLlqlM86tXVIRcenKdzVXEBYFc+OnRY6Z",
-	"wU5fDcjCjb/CDD4IsTSMrxcMcFlSIhWpL7WCgyS1MmP4+zfsC0wgj+6WP7799rUv60qJxqVh8aba8TFV",
-	"6X5+dPxZP1KMJTz3pNRKXuZS4fm7IK7c7FjyyKfOU5ROn/mU2YZuGMqq5gZkxbUdwrA7axyNa6G3MJkQ",
-	"rkmdrsg7JClkE0ueIziPOZopQQ7TwrKrubSCmSVPhPMNw+mp15HBf2OLiK9k6EDnSiuZcLRwLFiP6hXk",
-	"YolAGrhMuXLxy2FV5WkqVhp0LcZmmeaW5VxdCHieYURrkef6Aq88k/Cl6JfTUcIQiBl4vvPwM9c8KJ3o",
-	"zOKK7R88Y5m4FJlhqRBLV+cdmgjZkud8IWB+OnfJ0aARnNel1Ij6IQ+uLyw1ZEf7x2xzVXtqGRpxx9LX",
-	"eD+nsFlafiw9VS8v72AnPVxWKmcwhkYahIcEVx34spR9fU8dzJ72hXFsY0NlfbalsD5R4cKns+nD1A9Z",
-	"vJZlEWYN7+KuoO6/z76RX7CeE72KJWVomnMqCCbzqhIYNDp6hqNspWos15Jmk0pCqZJ71mc4ORwxhPBQ",
-	"T9AMdTZm+yO2wGzoriqYLzaNedMxa6GBro+w6zKLG3SqVnUDHFwQ8oLqgnD8PzguQHevv/saXsDs8SXR",
-	"+GB9Ol9Ur9klh8CpPh9j2jwcEmaRhFEcHOBeX4ksG7iDO8Wq+wuOAfpZtvJC5pAdjw6B/MpcjHHobgbG",
-	"YjQHDk5nCKfuuWuuP8baIwj25QoGB7TGrnIJxD3TOVP6CvG70EYqzQcgqBnaqpXGYuHMs2HihpmYWSog",
-	"AtcpqBJYB4W10nUjT5bKs2K4galyh4NZsyli6RdGZJdYOzrBEUgL46Qa0/EeJuH+MS5rUsL0F4IrRGgj",
-	"E/waJXtyerD4IwqbIavh0G7iE0wsz+LajzHWCGfEu2L/m68pUwLnTlofSbMBQAcjoUuj9LLCXQC3SlxP",
-	"wRgTUtoDJ8OyYhHmquNtOsCi4Ag7owwPMu1jV/EfXp6+iKnmuEdUg/oPpy/+/ctzeBTWCvggnhaXlLic",
-	"YXpGRCvc+xT/Qieup5FVE+TBe5bhBnAfh77iev8EGuHsaHTsNCw/MMXi0yzTV3E1Lmn9O9AhTqOZhGLs",
-	"fNlYLkfkl4INBryw889Bmoh92seSZYrrRCwtDOBCWMrtHsI/z4BkcD4XwqJ9780rpoQAwejUZZZ1/X2B",
-	"AgijnI9/fHfuUj4iGYJUlDoarcthLUkNLm8fj1Az2KNwRe3g+uzjoS3z2sY0Vc7id+/eDWrLIDBbSJYJ",
-	"dSHQiudjohibikyrC9MsNERsx2FVmbRjl+9whRgYIBxpQ8JbF8qE0I6vpuMA8JRcg8BprmYEcLGj0VGd",
-	"MYZMuHxMcK0oOu3EJYErvcONc9sFqnHMepnWSzxkWmWrPo6Z6AfNzRdK55gP9jfMJ6eRKXWNoJ2qehLq",
-	"um62c6ceQ7/IXVFEIVqOK3RvbIbs/Eq7ryjDBTWDC1VCoeNajZ/4xC1OvsK0rNA+otddPJ37praY3SuJ",
-	"a4zAdI+LD13moNCX9w19NsV+A8hXoqn1lcJWMP8HXjpYUIGWoDCUg89ndJkh3t5q4Nbw96XgGf1ATdBd",
-	"3zsaPWftikdUwKnElrgOXKWmUn7wi4UiNIiQaX/Izgq3X06elampFftkCxJnqHYWSsYIzmqW0BqytwIk",
-	"pI56aMPaXpLSkMlEKCOqmujBm1wvcyksz1e1tLKgJNRKJ4yD0XB/OELL71IovpTBODgcjoaHVPVnjrrc",
-	"HmoR+M8L0WF38pz9QhpLUM5W4fawDGgxIskFAShKVvUqDcYB3FOnF678jr8ksMuD0ajlVm5LfQ3jSWlQ",
-	"+f5jVYnf/SO4WNrBkR6Aph7Uy+b76vclUKOjjrxZGSsWE3JvBOPgf+uC0VPB3NsEDAEyx+7XKqklBcjM",
-	"SAmFWnKZsinPuEuaTObYWnl2NxKQGdNCTNyrzXLm47LUequWOmXTA42/2uvLfcoYQDaTncI3ELOPOmer",
-	"PLZHT2Ho4NFof1Nr5VbufVdj8GRoc576bR/6zOpoaaD0x45g1mgOiMfyC1MWCjPBe/jMUfDeR1jTm72P",
-	"bk1uaiTdJMffC6LGBxNjSYI1YvO+p1vJbRMZvUzmdMOhV6RGOFWFf9emSOb6gdRyJ1q5lU7uTSZHo6Pt",
-	"H73W9ivMM/1wuvq9IAXUx7+skRMwRqcXm41myeoVWhvMTrMpr0f75T+7PcDDuleWHdj7SMXJbzYy4vO5",
-	"II2LIscdlQ54moKWWqtUwXpieDH0MAtCA0QKBCiv+NZyuFFwLb00QbU6DhvFwkykYt/yeG+P5EUaqxMZ",
-	"+6GDdbhLVF8pZwZytyd5c8tGQYw5aQtZFebYhZKsnVg3hrsdWp1YYQdVgEZlhn8nxIdsxQzPhHEO4spC",
-	"xxtG4KlUQD7r5tnuE+G3gepSh4HTHKDJl+f8ontnfyg0SLGuqkg1zCh4Pnv2NB0923/27Cj5LH16/Jwf",
-	"zATno+T4mKej/WN+OJ0dzfanB9PR9NnBQZLuH6dPk/3j6Wg2GvHRsyhozGptDj/Z2T0eHe7US1kM7OHn",
-	"/YW+Uuj35arcl9qxd+Uyu859l4vT7SuWqkAVWF+JPOEGhPtr9vYPp4OD46e+ACgdVcTCkRhK2eswhGp0",
-	"1Mr5+9A9Rrgo+pbsvLoj6JQGdScCgYQrargbGA5Zllu0PV9qB+8/3VWrhrxnTsIn6xSyqapiPJkuSK/x",
-	"9VmclkEhSpHqqEFjyRVaeubc8a0EcgeniVSt1OGcm7kD3hj5ozBD5gsNEUqFmKIbGygHY7QD4hVP1cpD",
-	"KmSL0aXCXukcrUVwuWeXGMtR+UOd+Y/ShdcK/dPvPp8hOcp8iRhX1YhCStFHCvq1b8/CSnjnm0M6lHBX",
-	"ZzygZRj6t8ZUDjHuYqh+7lTZsCq68IVOV7ew00uVDuc8V8KY66FXIH/7o1w2eeubP8HVMDrE/x5RLusH",
-	"8dU6xMAdrIZ5+Ee5dGFzm5g/pYLgSSIwZt9qTbWMjDe1eiWmabXGCEhvM14taUv3j/H4Nk/VzUOFyVpB",
-	"qu/fN0tAlSvm1n5QLT7IgHNuCHOOgM4q80gw2n9+xA+no8FnyX46+EwczQbP+MF0cJgcpcfi6ewz/mwa",
-	"NMOKW6V/faqRRuh5KUbu1wtKfd/E0AQjxPpgYQKX1Z6+bgFnEBkc7DrcpBKJ80INq/JozjTv23POL4pJ",
-	"Dw5GB8eD0f5gdHA+OhyPjsaj4yEBE387Go1Ho3ut2Q/IIm9dO4cUwaWoLdr7elWrCrBQxow6jAJQgUcS",
-	"fL8NNlBFcE6cSS5438YC7Jfufp/cfTcFoFWRbYPcA/eBSAfIUYnP3V8t2D/e5aPSD/WNSCU/d8khjw4O",
-	"dvl4mesE2KwTNH4G4QSWlfFG5W60zHcKKPWbF2+K1X3v3dIyXk9ZguRjwipqji/cdUu1UEprOvzuricT",
-	"ujucLKdXc4FsUlJpeLq4yOnhYj/Zac0/S+MiBnwwGrkrDL/yF1ekNsKHfOBzHSvkMz1zdnx9fYKWWtcJ",
-	"+upquk9ZpxTuEpcPvCx9//SIfSO/6OMk4o/1AYXUjxmz76PglTvrLpF4va0oeH8TD9lrcn4h6ICYHiUH",
-	"QSki7bqVceNW/7yTfxF38hqcrDq567Qd1CpxVN+QtN3N0Ne489HzNfbcTGlU9c/LpCMDNGOT86J7DGu3",
-	"ykePQ912pXTes3Tv3ex+Ne02zxKGVk2SEr9P/WG429RchnXmz0OJlvyCp3+Ry69kJvpBcxY7fbI2m1E5",
-	"GRzNze63amfJys6b1cE+f57r9Ge4GIkNtq7GjbfiHN2fP260m+HlgknNXPgA4tDwCjBYzW/YZW5yBbMf",
-	"KtSX8jMa/Ts8M7vRihtNB33wTF4+YM0dto/4Ud3+fokY4dqik4fErflC2Fwmm51Gb3K9AGmgcMkggEEZ",
-	"9BYxumk61/wb1+rWRYc29xAN37zj5tfpZG7t0gPCzMRqy7OPVDH18yj4/cvzKAjLjj+PgtJ/HgUhbdbn",
-	"EfQYBTdsv2UQ3Hol+mX5mbwmtVVflEvZuX/OHzhc8UV2i8FZGpbqBMOiyepS2p8bUlTMl7LRZOw95pHi",
-	"pkozEXrPv7G5VhcsfnnOLxwqxNk/Gya1SNVsalTEDQdAddpcYlOHCHs1G7zWSgy+4TaZxw5tQYZnyy+w",
-	"7l/8m7jfgI0cjo5KEYMkjg22Z4ekCLZYCV8imIzBitedygQyJLDk/v6I/dd/7h8O94cH/U9i6UU7IJmc",
-	"K0tgY3Vupen3d+J4nn5q1euIDMYMHc13PUAOb4Jww10t555CnxhPV6Lch5/Bln5IZvGOeXmIQ6KXKwQ4",
-	"U3l01msTL1WPS/u/0hV41JvovI5A3cTOCCm3RQIQqgQDounUofVCFxWI1WP8liD6xDEudqFRlc51cTFn",
-	"PY74QAILzkDuZNL2HVBtDaDYec0hSOvxJIvcNfcJhAtq+icVAjeQAayZvE0iyQtl9j6SFe9Wz/9ZoYJH",
-	"Uws35onzL+/5YOsU+t1dOail9O/mknmhgn9kz93vhaX06GVO+NrOw2bfw1l/VqhXL5zjvUEve4Rmuw0D",
-	"pazx0gsBYtkFYrc8lJw75DHIGV9zYwf4zeDVizgE7SOZR+pKKkN8aKqhoVxQhoQ+mt1cq2hzw1ANwhWe",
-	"onVkzNbA8GN0Ai2BncUfPRqvAf1FbGCxZFazGO1SsUPtdSB7S0QvvlHmzAxdlTiaXImWWzomihkmHcJY",
-	"Yo5t/6rVJdYZJ/NtmVGMU/o9WnJvCKLJzGCnEAKJD8NIxTIdO4gqDchBDkKXytA/hGuoepRyy/2Tsh7K",
-	"H99++7p8BWN8eASr+EGI5QC1qBgZPpr0EPO2f8wMRQ/RKJkrO5ZUVSqliZTSzGErYpepl8xe1AgBiWkX",
-	"MAyrSlccUzYroexJpHLhkPrOENqkodZ6dgLs/EzNNjH1jPDiPj2ky38o/Z5XltAR+7yKbEITUEtk3T/w",
-	"AucPhUCroZM3sdFgV2bXqBNzE64pk0BtRv5YpiHDSBGKs3FYWo9VdqULG6PEIMmuQeKZaAyy5Fkul6iv",
-	"7V+mFt0YF7w+aqCbt29fOvxrmYOWgl2WuUhESj5txK3Tsdm0um1xvkEc91zm9w8VQDzPbPv99quaN/QH",
-	"BWcGfxBZpuulcXZ2+D2qP9P75PYrG3czMyasTCO9cHAHrByu8RtMXXRDBegajK6pKwFz23fpFcesMYpI",
-	"ERP7GOEgo2AcNYcZBWGEK4uPcG3xp2ru+KA2e3xMS4mPdllMapLWDD/ax1+q/a796Pd118YT/MqxddfM",
-	"DdwVrSPZyKD79iXdEuaEQO0uiQtWTCE9Gy6Skulzitwb7ordcjSNMtJou+hS1Qn9h5bFQPguhTF3bfRg",
-	"K3TuCrLzC9H/pPLZtXeX36/FcIOn9KWP+oDb1UiD6bGTwrriPA5EQAWpMbQWjZeDy30yTUfKO8B6f3n1",
-	"pj9kr2wZmwBc38AKOddfLcwUPao6/wDEGikQPShgzGo9ZF+syuLwSJE4QhC2yjzzBE7y0RroekEfI6W8",
-	"R+nB4S7GLPLAiyiIhxjzkRWpmHiPTVzGvaDX1/8cMl5YveA+As87c3zUOKrHZd7kmB7HkcqLDE5m2U0J",
-	"aYlZz3nmTMcg+pTiB4dQh55W4C00+6Eg2TEFim9qmFhynQkW09zG1Zu9o9FhpOKZzqcyTYWqoU5rdU2c",
-	"cNfH8KYOP1ukqEf8SV8pkZu5XHrhhE6Jrz0PQ6YICvSwszlfLoVqpJydydwQWBR22aCtFXOiucLSKGTy",
-	"7AojfX2w9LiNnz2hxOxVcfBUIrYhdfbVvFCRuuIULusJux/Wv6gF9sY+7sdZeIW6kEqEkToXi6XOeRa6",
-	"aHOl2+Hm0CY5aCYoYE18oe0YBEvLZTZuow/KDPQhQ+TyFud6H05VCakjlHscqZ771gOF/dHBDHMl9bXJ",
-	"5/PzvIDLlHE2hXMEJAzt+xBd0pxMjHFUuOMWpitaQAJ6K1ItFEHIDg8wIHiJ6fkXU5GHDATS0WjkIY7w",
-	"A/5Nz02/S8AnRuVtF7vAArpiZ9rHsnShtlfFu65pWg4oOimhXsej0WiEznU4+CQCJo6lahKqsYx1mXZj",
-	"6K+YAFkxBvUH42CvcFkega9bK3L0aCWJHXw/Gjx//1sfy5AI//vf//YfdwlzoWV7Q4EQZJ28g9D7cyEr",
-	"0NPinM+gM1IlKeAOLupQMZ5ecpWIlonYwyReSOP9bet3Xsyt5ckcFN0TDHEGpeLzKCB92QmIqCgP59dR",
-	"EDd0kg3f7iJLYmu3Go/DcgIeg3xLqingStdwzFEzlMrdEfXRHj072D/s3Auf72xNjbv5SUW/HSS5r/xd",
-	"dS9h8b8HkO6lY/QdAttOCAJ3WZuNZuOvpbFv/Ut3lWq/RjPDDuFBXjV//3gxkmUpp42RaO2QsHotpy7c",
-	"7F+Cdu2mO2vn65DiZrGlZh0kF7GwSaVf09ZBCt75fqgXL+pgxN7C+lMqhD/D+cFoy4b8bCpiL70t/ifU",
-	"6zq1KYpmhmPnkxT5CLAp5mJsRu9z+qUMx8M6hyg0s86A7XasNs/QPUXB2lWyAB+qXQ+JZ70N8fU+RLz8",
-	"CYRRP1OmhMSnic4ymTrkrLQYbM4xeZYLOJ+umLT9Exfs4ZIDTHBW9aKMGDgtvQjug1v9ZxsEcfy8ekjW",
-	"+rwQZbSLl0EjRVK6T3XiMhyiIO/FdifId4qYjVj0h4iZd2c69UprSWGsXqB4yJNFuyraNm6w68HvCrwP",
-	"bpoJ17oRpPufejHuyoEp4OGnX8KyWts633RT+GntaM+3f/Slyzz030c0Ijqv+GM3Q68LQXsfK9K41ZFe",
-	"5xQPinv6JcsovvbmbRKK06E/6YmqZWH5b+D2v5VY7yp/u1UtLcudhL5H6WrubmGut75RLsK2vZMdy5QW",
-	"igpPO12l57JU1Spq910KHMz9FakyAqeqc8p68ce8UGM0/N7Em6qdoi2z88LHvh7rGJd30e53sFY2r8pU",
-	"dBN9bbqVxTn/qZ0ud75dfg5Wj9tZJ4AnpkVntQNVksKt/H8Pkzl9mlNxaj7QkUhziWZ3TdXEXZ5/zEOH",
-	"egPPKRLIp3Kjcu+pCw/z2fHueUAQv7HphLyBjv55QP5BDgjuZut8uPv9nofDlVHfCKAvq+Z751B9s3yJ",
-	"cEqMxjH1MlesUInILZdqoAuLyYVTkUgk1563R2xIzdjvzrz1pqz2/mhmJfL/Y/RT4iq1odhTFlkq663x",
-	"hYs9HlX5kFxxtBssoOQgt6UY1QoP30liG++Py57LrEcLrgqe+do4zdpAhx2lgEbD4w2lfg5HGyr5UMhX",
-	"TVz0ewm0RLlc662MHmascvt4W9auRja+f2hB8ZwyN5aHqDwlm47xpxEbyc//aS7I2MMf4tK3jL2lZZF7",
-	"/0bzhnNJd9FvjF/Akg8ZXCMLWivgP4j489Fw3paGV7Ep71Sqv0p9oBFNLJYa66ec1Exn1AR86nJGUo6b",
-	"55EqbXDTwqxiZ9er7FwLaRYU8bBm5ErlbIZyb4U/9Dz7hJpBtbHdBC1SM21cpFz9ya4bHhflMYxeLQPL",
-	"7kBvHEDNAnXzCHLGHXTdOw/0VlB6nT7ljHG1+kVjqX5ao9HPgtxC8GlT5ulUQe8u/SDI6zaP2VnxK/OW",
-	"7WJXcrUoyehKRa+cX9ql8vRZP0Eo2z8YjdjL786w2pQXFjHy/xNn6AFFakKVloNxIFQ6sUUOe+zq/m6a",
-	"4nOYYuFrMd1aBm10S2GzUbtU2f7BaK382CFIhNjXpJ7ngGSqBwlKZ8UvyqP3axCnShcgAhER/bhuhLsn",
-	"rHMXWQdr9BonmqAqDztVGIRNITZs2KgbgoE2CBiMX3mpJFkN/iRWscu0fUJRNlSDlKvUiRRCeflk1Hep",
-	"minhTTF1iVRZJeaMq5w3ckMSnDKFHbaCvkqnT9L7B6NRCNJp2bn/rhKSqmlNfGmEuJb/3IUdqbbNcKOU",
-	"dcqUuMpWZWZ01DadRHcwOvAZy0F0/vx1TAOn51jMZi3EhXVEuFApEbQ3vGZOxemSr95irXbCrd2Namrb",
-	"+iexCtYDLN5Sr8xqqq/gCxigcKtZJvilqIXk9Ebsc7cMZQr/BlrocEOYCDTeHSVSDxE5bESIdJVPfP8A",
-	"6bIskBe8c5VsbMeNA8c2wbwk7Ojgd5U0S9dGLn4YjEajOwQzlJt3JwfpryuWkiu2fmjLQ+6TDLhsP4uq",
-	"LPXB6OBuW3hv4YL++uTig/d0tYQH6n2L2HD8icSGdaHhNpnhcegBa42U0bX/VFx+Td5uYlgI26dLtodR",
-	"iyRWdASobFZu0IC297FhjLzZczUsHmTu2a7ZvPSd4r23UWR6IeAcG5/ne92e3IsxITydjqqMkIdQRSoK",
-	"3pTp410F9ijoe/mAlHlk8nFdGvBKvsMflbKDK6Ttar+jDCEtunTMSRVnsWYGh68iJakkFSvBU42Vj0Oy",
-	"+ShtJ36eE6wjgq/AYweh8j9NXHhAZ/LbU9rGc62zB+GcMN2+w9N4Q+CdjD9uIP/A16unm8o1Vdpp/8lf",
-	"f3X81dEryP6pSDDoklflQu9uQurmsq5A0C+Dy750pZ9AHdUzFn8k/nYTh/hvm6/GCMekH/hU59b/wHqY",
-	"FGYja+q7PAQa++KZZ7nxkP6V2ZgBwWTSK6kuRXjKvGuwh8FNc33F4iSTCDf1Ja2AJ/dPoCWbr2IXYAiN",
-	"0G2BVfgxdTp0ecJiHHrsyjYZz/BdocD7seUNBnfY3IfyXpcSpP6NcyuyfTS5uSJmWJd44uRq52GEBZig",
-	"v7Dus7y5Jw93E/onD/8nD/9V8HBHrw2oAfFwx1Q2svFmeqZmFejv3wMLJSh6V84RrIDnaxu6yn0uBaet",
-	"pxkEPTLPgnGwhzzZDWStGLKreJj7rFBhmSLM6ek++6GvhEGpotaNSLfUNat9XhbDan/u4xwSjcELvPVd",
-	"iVrs6Bj4ca80clJGFp7M+16ulrnPRlDhJopNTdH0ga9jUIXOyiNa+7y2m+uNUBTvoCwaTcGzYbPOBrTu",
-	"y37gbViLrnLZwKvY0rJfH2x18/7m/wcAAP//",
+	"7L37cttIsjf4KhXYE2HyNEhRN7dNRcdZtds945m22yHL490x/BFFoEjWGKxiowqS2D7amL/2ATa+Zzjf",
+	"e3yPMk+ykZlVuBGUKEvuy5yZP3osAqhrVlZefpn5KUj0cqWVUNYE40+BuOLLVSbw3880/NOK9KxQ8Lcp",
+	"lkuer4NxwFnin7G8UEEYXPCsEPBSkgtuRTrhNhgHB6OD48FofzA6OB8djkdH49HxX4MwEHmu82CsiiwL",
+	"A13YVQEvny8E0xciTwvBpjzjKhFMGrZ/MBqx52/PhkEYrIRKpZoH4/cfwiAv1ESmwTgY7T894ofT0eDr",
+	"ZD8dfC2OZoMn/GA6OEyO0mPxePY1fzINwsAIY6R230iVyFQoOzg6gEeW28IE46CcFv6oV5NccKNVMA6E",
+	"Sie2yGGuxSq9aYpPYYqF4XNaD54sxARXBTtXq8JOrP4olAnGo9A9zwVPN581f9g/GPnVKn87HF27viZS",
+	"+cEH4xnPjLi+vg6DFc/5UliR446ezoWyr/gSR5YKk+RyBcMKxvSIKb4UsNCODHChLrRMxIArnq2NDWBU",
+	"wThYcbsIwkBhW/R/YZCLnwqZizQY27wQYWCShVhy6GvJr34Qam4XwfhgNAqDpVT+7/0wsOsVtGJsDpsL",
+	"w8bR/EXkBgfXPdYLetwc7sV+9wjdyw86yGdFboCO28OLlbiykwSfxkzPmF0ItsrFhdSFYSs+F6ynl9Ky",
+	"mc7x2UzmxuKDfnM2xyM/m58Kka+r6VDjwZbRH+8y+udXIilgxH8W6445RMVodJjQGcN/izH9JK3IkZYb",
+	"v1qts0nCs6x8HWfOmTuyDF5oTm6XYzveH2OjW3ZV+DlMPor1rnv7eJfVeZGK5UpboZJ15/oAs4LehLFM",
+	"pqxn+FIwbthUp2sWuycTmcYnbKrtgs3lhVCMq5SlcjYTORDwP/7f/48djUatPc/FT4PRaFTOeCF4KvJq",
+	"zrWRDf6Ms65m+W+5mAXj4P/Yq5j6Hj01e2c0phff4fx+kEtpN6f1GojTyJ+bTOB41E2FGTZSH0AqZrzI",
+	"LH2y5FdyWSyD8f7ILbn7s1xwqayYixxHdFaoF99tjuisULjAhfqo9KViOodjI+RcufU76t+drLqpyV0o",
+	"D8ki3tCd0zUxoCCgbZE/MszdTThTrtbMLPhKsGLFrGZw/yULnvME2PgJk6lhPBdsJXK2yuEiW/EsZEYz",
+	"SQzcIFMp24ZVc+2fML+M3WvXvBU7lqh2hz7cMl1DU2allSG541ueOmLFC1QrKxT+k69WmUyQ+eytcj3N",
+	"xPKrvxm6IcpJwBepu7l4JtOJO4xBGKTCcpl5Ombl3cgiIuUoGDNVLKciZ8vCWDYVjFuWCW4so/NoLIgl",
+	"wTjYcyth3DrQad+J/J6OahLHESyPlRaX/wWNmFUjdktV5Gq8uErHbtLj9tSud2UCr6kBWvQWx281Go/Z",
+	"kmcznS9Fyv705sdXIePE3uyCW5DMlLbs7fn3gydwKOEPrQS+yVAaDOnfShgQE5c6F/ClYvsHT1gmLkRm",
+	"WCrEKoSvQaBUFkicXUid4RYPYVrPtJplMrkfJXiqnRZmvWUb92qkv5cXD7CvT6t9dVyAuf63bGpjlA+x",
+	"o6cMRiNgaXENxyz2fYgraayJw+oX6BX+riY98d/Rz4nO4SKfLKVZcpss4FcOgljjF6XthF9yaeHVXBid",
+	"4f0c42Z+r/OpTFOh7rWbs7KV5lbCru3twv33xNVK5/beO3xY7fD3tTFt2d5q2A9yWsvm4nGN3bOMJx8N",
+	"4yzXmcDfvZCihEgN64nhfMhiWoDxiq8zzVMTwzVDvzH/Wx937JW23+tCpffaMKCJGbbymRt27506qnbq",
+	"lQa5mwazZaeq8T7ITpXNxZ1SjEz78GfsHk0aMi2dG9/6/W5DK3LFs3uu5XHzvqI2mRH5hcgZ6fU33Fpu",
+	"CA/C3BR1x3pn3z9jT4+Ov2auH0bXvKPgt4oXdqFz+bO4HxUX9Ya+kCywX63t22Z3W5a0MagHodZ6i461",
+	"TAXPRc7Q5gD3/lIaI9U8rMkHJABEiieJWMF13xNXK5ANQxQM1sIyFC5CdplrNWfSmELkePMXqRQqESGb",
+	"8jRSRs4Vt0UuwlJU/SjW/SEjhYsbjUNQAugtlSbJtBHpMALGS5oSipDv3r0bnBZ2IZSFHe6wd8Tf0qxy",
+	"wbPlN1GwuEqjIGaXC6GY0m6ylxxEc2VDJjIjmP8GCe+bqJQw8WX4Gmnx8dfHbZ3u5u8aGtSGcEw0fMFl",
+	"xqeeID+fhMt27ssGDuviTX4hE8GazW+n2PKlhyJY32A8ZsbqHHTYhCsgPMs/CnaZSysMWluUvmQ9oOlU",
+	"mo9ASLMiy4BG2UxmgvmmdQ7PMjGzIZ6AlFs+5QbtkYXKBU8W0B/Qb6aTj4JYuLSG0Yi9dJwUOWj6Q3ZW",
+	"KMOkYrNMzheWgYCExgDYSqkKwaYgVoulEdmFMCcsFzZfMz4D5SQ+gz8Gp/BHPGzSee3RJom/EYlWqYHL",
+	"HTucCrhzqG2p5k0V/0Z17ibNnQh0letEGHNvEq1Exok7JXW97dlCayOYuOKJzdaob+gZy4UpMhvSxELG",
+	"pw8g3B0cdKllfmzbybtj/A9B5e9Elg0cr50Wlhmx5MjasmzNXEfjSoZAuRzEcc9plrA3c0GSfHuETfk+",
+	"lbiLrV8LZYoVCIj0wLe70plMUG+YFirNxAT16Im4SoRIm6/SC/DLMllN6qfW/WS1zkw5Jnd5l72+FKnk",
+	"57jo9+KAZYOTJbQ4wX2skZiXl1HTXXCQpZ9Rb4PnKtFoy9R2AfchKLOoM0q7/kISwf5xXSIox85w7MyN",
+	"fSun7ZzrAzHdrra9vFAtXdxeu5gWL1K4erFfvpj1FlcpSwXsE/BOJU5YfIrSRPntmFWvG742kTK6H0Iv",
+	"yYLnRti4vjNomXDGhWq5cIB65U3YKtWCWDXcFBtiRGsAHVJEOaKQRIfOKYMYkYtZYUAwAhHh68dPN0xv",
+	"FSHdJAyUu1f5czr8IywXc2msyEXKkBewVMykkvCcXUq70MhDklxYw3pKs9PXL0DOMngVCpWutFSWvT37",
+	"gX6hxg0OeZXD8llJtjo4uCT9m24TJ3b/yLCXz147NcGwXlz7LIZ70fo38R4+YXwKYleknDimBEmAMkc/",
+	"Atk/QfrTFzRHlbKVVEqkfhfcAYyUNMy5JOnidw8emRrTiftD9kwvl1ylJmRCXchcqyUOAC1ZJmREFOyC",
+	"5xJ4lsEuYX1wKCSOmoW+VERD0oqlue2A4e69fPb6DS4EHMwlv3pBX+6jnkXbz/Oco0VoqVOR7dYqvnnt",
+	"7babFtkWZYWBWRsrlpNVrpcr2/pif4T/6/gKlw/e3n3C51pnG3PtmOxF5f27ZfDXddnlvXdGVh4/WjY/",
+	"2A/l93r6N5Gg8RQH9j3PsilPPr70q9yidP/zJo2vcn0hUzS241tohWc9ImKUO+kLNIOmIqODdOuW+GY3",
+	"O9Urobhk/8m4sotcr2TC/rPso8FWyheaHT4+um0Vy863rtcPkgz0zWUqCWF3itikhg1yaA2O2t46supM",
+	"bQzPn4dqhYDhmFtXJwxWIkfFt8shjURQPgeZFBjCmk1zmc5FikzLO4KJ7SHzVyBTvw94lunLIAy4+YiS",
+	"iFrXplYNIBerjK+dyHW7tw9efk3vwkGVS6ELOzGkE3RPYaoLlcI4QbAG2RLJ1Av/1aaQj6Rx/jsYP8xq",
+	"kEljmzN/ZGg5yFPlDwmybVo0fCqNXzw8KyUx3XpobmMrNufKoPl38zI3NpU6Zj3OkoXMUuaUGhj/4sqZ",
+	"6RbWrmLWMzYXfIlK4B/Pz1+jmqhYJuY8WbM3b54zTZca+oXfnv3Qr2849gOShrWrjq3u5mfVwBu02KaL",
+	"za3efky2czR/ayO7GrJ30i5AtJk5FhmzZMGlgoscX6h+p7s8UtVl3g8Z6MuOMzpSoM/j9/hjyPz3//j7",
+	"f32I2RykkqoVuKpRtYsZzXHI3tElj0sisSMusyIXrHd08DRkx/ifq6uQ8UglWimRoOSD9hcQGN0S9VFK",
+	"RbGsWIGYCKN5ZBi3VixX1oQ0CmPFii31Bdz6lmk0VnkhCkatZ7MQlGyYmBJXlto5gc5ho7iqjRAFUngx",
+	"48b6DkN8Sm7bvFCMm7J9mACs1ZA9p8ORr+FscOUHCSsqLXp5Q+e8FClQ3yzXy2r8j0yFQNEKJrAATdrt",
+	"n7EcNbvKW4CHE9qlHYoUyDvube+shddBP6SBx/7GiFn1bozOQvjaXMLAhuw50IISlwxXFTs2jM+BHLit",
+	"oWEcZUBTPFKg4i8JbMbmILI7ORY/IMqSFuVsrRx54NQTrUAOQGHfbSGuy7OMF6mATeOK/bgS6vTFALgo",
+	"txKOtOscm7ALqT6iuTMXKU9A4/E/4ehI5aAGB1plazbNdPIRuYbgeSZB2+HGSNAOLbNFrkhozMTMMthj",
+	"dyZoGOUWgLQK8i4QFFdppJAvAlemz4Ft9knabF5x/jB1n2wSQJjNpUjhtOoc5NpLWjGJxPHIoClFCurI",
+	"n4+SVXvSpFPc5M+3XvZNKavBsJ/cIPH+roQuevPhJa4zWNtPAU9T1OR49rq28Yj5ayvqr/AcA7doaYGb",
+	"mtymZLQJ/bsTrqMhwrcQenfF0dwg329dLVQ0NgTAxvp0aDkd0/goyQHqr+9pITMr4eBdiulCa5Dakgzu",
+	"oU65bWcVrClh/nLSYff64qw3pYvaIDtXfgVkzLMz1+DzC2+ny7IfZ8H4/S0DKxR+8b0UWWqC63Bj+7jl",
+	"m5sKXPG2OQM5PIP3rsMWbrADHngzBbZhh9h912pYZ68s99KtzqRs7Vbpz9snYd6bXXzYxHyU1wTr1VSS",
+	"mJuPcR/9AOQJoaGgCyMVSSaVGFb7J2r4qxu5TXMbiFQ3GKfNC5RrSE6A8Z0w/J6RWACCBouC19VoU6Gk",
+	"SKNgWFk3p1pngisidRAGGnDDTuZ3hu9VUhV6U9CdIxLpocPt5lvLT1PqpPTcyhlP7As105sUaRb84Pjx",
+	"FuHafck+ijXrZfpS5Ak3gi3EFXvzx9PBwfFjL9VN11ZsXFxwldQYJvy5Amkwhw7+x/vR4CkfzD58enx0",
+	"/W9Bl6VH/tzhD31hDcuwRZAKsF/odqbzJeLcpbKPj7rVwTqKs752bg1cj51rSDLsmTDC/jKcwknNWzbG",
+	"idQIcCOjrRF2eLdZ+x524gf07gT7+QK8gAQjPy2aEUp+Y9C1lUUh1T+Ood2h+yv23kJpUQi80DJFBvEt",
+	"unEQPmzuKIx8qwuVUpeMvEGsd/b8++dnz189e87+9//6enjQdwoCwaXR+FpBMSO10kZaeSGYW3y03PMp",
+	"8LGGgUFfKoaeKNZDx/3RwUGk2k6rE8Y92tNqzTKezwWxRvb4aDCVtuzFOwkihTg30mAdXnHMjkYjtgGe",
+	"7J+g1EXCqFYC/QtOq/XD7BLel/xqgodvG+tIFjB/UDxwxsXSs4qlgKkY1nNMkT3+en/05MnjI/YNe3zE",
+	"Xspvmx4H/7jjjLcpHLnPhDrYNroflXBDqEZweHh8fHR0eMC+YYcHmyPwj+84go7OT92yCEVqSzkClOma",
+	"vTbti60enEK72cOfdIFIJ6/xNnvo6qKbU2ywBOct+hZ0xjueJ1pydOySzsl6p141GSCCPO2PUYEM8dad",
+	"FAbve/w3Oc031YCaa7XZmxsoHd9aE75rrtYN8G9hCvROc0bcDJfoajDXA7cGfzNaDc/45UuaAiyGTDv6",
+	"BVFGprV+YRrY6U4KHQZRddx38PO2Rpu7dPuwzcSFtH3qEFdUZ7zVubeBfvbEYGM72hVXflrwr67mbnbn",
+	"wCgmXRuB/MfZcUjAbOxKnRp2G3/rMsT5VGPw/6R2d7wcP2w5YbnOzqidzmlVTsGMW2FsTV7kbMXduUm4",
+	"SkTGeqrIMrKYSIsWRHJQbhylnMImd5Zn3AjhIocuCEtDWJzWpFpTh446Z46OT4c+/0yR3nuYbzXsnIkZ",
+	"clFhuRe9mgv9fS4EYlg8VhleYx/FylamPLcRjn7qo6s7RHc9lyV85XZd4bzIyWDvEFr0qcjRkupMthWV",
+	"gDLTrZvUg0y7OJnIB8lCG0GhPv4S4WgRffv2xXcXX4dsnukpss5CyZ8K0R+yF5ZJEymT6BV6k5oBPmUQ",
+	"0JgtrlKEwAkTMrJCgqTQ084cei6WK53zjAk1l0r0K63MByAVKkWiB9UkFbm8EGnNklz25AQQaShiCU7B",
+	"oop0LGOS4r2YAHQy7YfM6EjZS129YB5hMFPClfOgJzrLZEriDfdkAo/RrgqvRAp5psfX1KzfJ64j+Ftk",
+	"MyYNu1w4k7JryQhhIuxpfbkQuWA9306IKxE6qThkzrBDGL2FSD4iICJSU51KWNt4uLiKnRBr+kN2JgaF",
+	"QWgQmk9B/oSRGHY0ehqpdtgFCX7bwq5uto3VNb3TwV/54OfR4OmH6p/Dyfj//H+++mbw4d87lL+2qjJv",
+	"2qwqzvEcrrMvpZFtXkW7XA90wz60jnTujAMzLjORnpASFMPOAd0QwtzJWKj+4Ay3Bf6espXIB9Ac0hGj",
+	"KF045olc8oyuiKam/uHTfrj/tFtRx75euzjy5lISne7sZvdbs4uDtBa8fFuz9cXYsJHRCJvtdZIaxp28",
+	"Lu2WdxCA38H55sqHriz5GtUy9EzWFcvj4SFbZYVBSxfPOaqQ5M0BnpcXmejCNkmVZEUqJt5eY26/Rk7T",
+	"1EXdYIxvItLS2mMekVXlhLllMqA1Ug9VIE6pr25gLPvdF067idvH+LwZ6MN6vLB64J1bzpMd09+x+7Px",
+	"Crnr+t6IR6sPCijd/MisuweblWaDm8iqYWJAsoJ+O0KDmzsYMsSC1t1aU2EvBfkCGdw8MI0ltzJhK24M",
+	"Wbh2O0DY1VlBoPWbj1CXlvcHvvpl7Fs+X0Xd44JHcbKQIBisJ02U/t2gVa71XUxbc756cGb9nGxWzjLl",
+	"3ZUs0UWWoiloijEiKeu1BB3CpZ6JVBrm1oG5ABVGWP8aqr9/giKFY97SsBEGV3NGPh6P2YfbHiUjab0b",
+	"WyOw5zoM/ih4Bku6YRV2uN5qmdB5BGPu9upcbEuBcV43d9UyYdxtP914bnamvXz22rvS2tedxze9fPaa",
+	"/A7ceBwmt6VM6ZOfjCuBDA2TkQKBrBSvLxc6KyW7kPEk1wZNsLi4IX6MUmJl6otUBgIVam15lzmt5e2r",
+	"zsT7l89ejxH69YGdAclwBKt0KcrbbAqTetqD9t7gGz4apBowm/MLwXqo78QImSawRDXqmPE09ThWF2nV",
+	"/wybxBarw0KQ0aHCTSCiYMxcwg+3rpjBY1Kl9nApPUJmuJJW/gwbbJo3XRPOjEtLaW0213ULArWE7N1A",
+	"6jj4DcBwR987IPrQvLB9neCx79GjuSrsXi1fR+cc97dItdvhZ9inf1y6ytBqX4M66xZ40GPJKkDaBGFl",
+	"YWCM2B1cVi5Fk+e2SL3cpPpEunjGa8r68hAQUdfUrrDhlvja4ljZJV8bhgacHlwdZc6ddvacLQaYLatI",
+	"E7ld1q3PpYOdVq5bH0LPvMcY4xhAPU9EDgLuQBc20cumL3Orq+sm91V4Z+95opULbOs2eN7Vux4Gn4dp",
+	"RVDg7hIVTAHj5XaxsIUdd/UqFyueI9bHbwvF6uQEACo3B650fjmpJxOr/t11zXegc0uXSKqLRkClB9+2",
+	"SBA3MaxudL/74QZaoYRy1PZxcwh+eTvJOOPrKU8+bjOpnoJEImcSg9XQz6dXAoQCuOpX7uOmivakQ/9q",
+	"6V2bVyxqPjUNK2TTNeMmcSmnPor17ti0ujf/djw6vKDkzNlTm2PzT4Z4KwefabXcMum/tfxQUjEjfirg",
+	"AiadJ4SLWSr/Ag4iayzDHYfTWomOpciFv9BuWuG/IElQpN4ZfdGm4XJNq0UoWw9r5NBJk1WOhJaWuCU9",
+	"wJDFiU5FaesxFtHcS54sJCoVqRhHquXXDVk9Pj5kZRYOjHOnNA9hpJbCLnQ6wWQoWaYv4VWnb0+s1hP0",
+	"NYce6jlxZy+MVHdcXciaBsTq72lh1lU7tZwtYaQ2U7aErJmwhQbdka4FR9KRjiJkm9GjZaA+RZ2G1Zo5",
+	"u1nINoNL67/V5hyyptEjjFRnXGn1Hj0OWSumlH5oRJSG9fj0MFKkzU0ogUC1vz5JxZC9EpeMwhGXfI0A",
+	"BBDMu7QMCi7tlFs3iaoDzFO3CfLBzx/gP5NOA24VqLrJc2lCA8NnaJPJuCLYM5rlQVVOiNsnYlNR7FZy",
+	"fDzrTcnvVtwuhjuJvvVA2NvS6fHMaC/m/18D57oavPjOxeHtBuWtbvDNzv54fv6a0QuuLRKQjp8+rWeq",
+	"60YKuIjczS0wCxDdXZ7UMtZBp8LFHoIqAXcgBbpUG9K/k8O0HYvbivslrQ16dVpbQ13ZnuzmrsYDH32M",
+	"i1GTPPA0NLa7i1+fCdRo1v9cQNGwZoBrbZPjN+TOjseVPcnpmc5/Lg0J/yJtYNnrsj9zsn8jpqjR/O16",
+	"32dDWHO3b78IhPWR8XMlG51fgB6ljLt5/fpoWqkQr3h1XZAbp2bPvTvmpuk5COmc50JQ1kYzZvGnj1Kl",
+	"5j9CRu+NWRRozC94HUcK/gV3ioU7YV6zwyd8ZYtceNu7SOP+Sa0tdEGKPIxUu9X/jAimnYgoCAl/8x/X",
+	"MaOOcOb4kOQcAtWh4yRSmK/m6WifkDuuByaVkSnaiJaNAdA1Ffr2/gNmU7ZNPI0AcnoGBHv2/IDlYl5k",
+	"PIcLKfc5Ln2gH5FLpIhPLocsxp5itPnlMrE+IioT5PPWRji5geGbpQN97Ly6+HN/yE7dRwtu2TQX/CO2",
+	"ZKgtg37ZDg9L19VOS91xnGFxY4wIdCsQN81CmlKj1q/Fx1tiC5q2kKqJZrTVDgatmqjeEUtTShmfNlNp",
+	"dW9Vc0Y8SewAfZZf7XTfO2rquidb1OYADe4ksF4URAH7pmYUdk9aKRP2KMn2brIH7tE2wQMfLh26LXYL",
+	"FRMxC8N68b/tx2TpxGw6nM1zXaxOmMdvwID7Hav1j7//V4dFucvO79On3zy6FsiuT/CrkgKRvGEYTePG",
+	"pkfqVqWvYWqpcX8QLkGX9DmIicRVwbNOu0aVc3hjai8RD8uZKaYe9V+1ioAgqSijkqNFdqrWhGnzAWiv",
+	"3v6wNXXy7iCK/xFFV6PRh686pe0zujN2xU61Ha3b0xSR1YlyFeG/a57fTR2ryzgy7TQiPyOMmot52B4/",
+	"kdldxCCPSPvCMRc1U95m8ufSEE5BonDrYh9bgjc6BE14+/PQby0AWRN7IBTB1ENCqIufCp61cWL+e5Ys",
+	"tEzKTR49ZZvaef+uM/K7uIE6vEHFKsNoMRC5QjIqbVEacVEPBXoSurSSuxnG3WA6FYBCPfeg2RYG3vGh",
+	"xmXoc+imBaXucfh+bxHY0XHXrULB0rj47EcGZQgQISr3GAkSBBFCUXKudYrIT60EyC9jzPrjwsxxVnHI",
+	"4nMy65R/n3FLqAb6BYPV+2Gk4tPXL96g9uQfYOz68cFT9PbAzSfSECSquPqbEMcggUQq5ivp/3ayG6Ku",
+	"BV/22T/+/j8ZzMFFfjiEn62C/CPVDK9HsRk470a4/z/+/j9hWlpnp/m8gBvJjThSvdKh6PM7cP8KZcjR",
+	"lnG6uogETsoBWa1BpqWgcNxub3Ah3odB4KFDCLqPcNWq/I7lqrPe0Wh/72h02A9ZXOUR9w8pVvvo6sov",
+	"+5kTrv4CPTXa4c3slho95D/D2RGrbI3fu7xwjT6G7Efsg+RT1FwIPql1ZmpWr0j14jP/B33aL6M68kJZ",
+	"uRRtmGCdnj5XW/dna9uJvNiSUGpVTDOZEK5t7ML0QfOGi62pixPSqubc5pFyqDrKOUC57VOxEhgNpPy7",
+	"6JBzHvMVkOh6JcJIpRJGspQKczhN1+71Phno4N9NA11NszYf5cpEins8nst5QN1JW8b1sI9KX9Jq13oj",
+	"1rTkq5W7ADajN7c5EzqDYMNWuNe2jzdi4sqCOVtQeBVWM0TYzZb3SgxS2KHEb3W5dVlpqPaOFyNuwbP7",
+	"Tyz6RssSNVuEDnFlfdmhxoepyCy/6avv4IXyE5eg4ZbP3FvNT3WqzcSV+NkuG6XavKV3qg99BZRbJ+kM",
+	"TBsTLVtAn+Jtn7+Blxrf3rwjlUBXflTk6vbRFrlqj9R5DLZ98o4el5BTd72vqfJQ4NMQaiV2cds2N/c6",
+	"vP315nBv/WKTDG79ZHMLdv3kjmNr7dmt729s1m1f1LjHba92s7XbvupmIbf2tcEFb1+q9pm87YsWme4Y",
+	"n7Pb6yWzvf5Qu1mdtbpbAKXbk+xY/gMUMqcCRLrGnUoX6lbMh1MAahLC4UGHNPwZKO/QoUk3O+i2u5TK",
+	"yA7wr3rkzA7OHbHaaZptyGOjgo2v+ONbC+srWJtruVZb5KaHADrVIsDuCXM694moVnwOGg29d0LqnoOy",
+	"Yf6pFYY1/FLoJ5zg7CaN9Q4uvVtWkvSpbfpo2dDWYXrd+o7Be99xyzucUfWiiHVoD7diAJJ+l+mpXmVw",
+	"t2/aiKCq00ZrO7lg8kI9Ml7q97HC9cX5rjPGz3/onDHeUgfaJIzZWL5cGdIfnE6AFsxKnHSSes86a0Vm",
+	"Ec9imbGgc3OXnAHf6rCKlWG4u3sR8YvNJXi3WJdWLNL8y9RtdT2sHH/dVhmpVPA0Q48/2uMykbJerZ4k",
+	"ix3kI+77Uwla46U0gvV4pKC96ks0eZFvHK6DRjvlW3QvKB0pXAOXGexWlJuvvtl9IymM9DOXIndRr6CY",
+	"opErR48cpmnmtaHS7ktTWcQ7g71u4S+1Qp9dYdOmBo9s2BW/BJ70S95gd+RlrZKkn7ZQbJVZ0O8dfLZy",
+	"BHxZo+tUppHq1WgorBHmkGGKNvzYVd4gU06ZY+CRoWhMM67/xmJfKhWbc9HcmOSdX7nCpXEYqRgn48Fr",
+	"8BwDrelLEnIwZzbPYuwWA4UJdL6OFM/FicuYB13OpJJm4ZYmZku+Mgw7iLHSXW1IkYpLPcvEe/GsUGi1",
+	"wx/c2/VBU04cfBCpxhRY7HIlTGYysyJ3H/tBh4yrNRlVRWZEpC5EPuVWLtG2SMD+WkWTqlOfjM9H28Oh",
+	"r2f/88VIyjm54ijAM1w5CcMuFzITmIIE24gUcI56G2U0BfKtao/bRqda3ds7moJrRXBvIvC33ue0WcZ2",
+	"4/DnhaDVMXopGH7QjP7hSaILZclMO/YpPSPVkQIHA3+UFXlerMrs4GU0AwZ5Y/JSnUeKl9kGqwwI/m4j",
+	"fCJsJo6H1u+WrFLdQqjjxTUoTf28++X01qCKSXYs3Y1yzZeC2txFQtrElVQWpS8V4+vYIOuVYOywvNpL",
+	"HhhSvgckj/KawSCIfj06GE6Nl0+cTIL+bC8kvdlAj+eFUrRbdVw4dQZ6h0dhUr6SMChHFIQBjbLTxer8",
+	"Ih2Zru6aueFzhFRKlzG5e6aL2ZZ9qvJvtBxU9SQFPufGcBcJpwSCdgs5PnStHrjmA9ZYL37/oc6P514l",
+	"V7pe0GD3FKg+lm4nhPnWTBqN0rFl2G0v/nRdFrByCUnukzDjtuQWdww1rLM8os16f7Xphk3NpUZi9c3s",
+	"4nDuLDyEMu6P1T+pKv6mmC6lxZP4OX7xmod2c7qFEWXOBLiClVYDuHw94AsPthOdfK7kHsfPIuXzWbl0",
+	"aWUKI3PSFKeogHEdxOVLHDnNpzIud2U+ujlx7Y400kjd1UEoS6n8322q+bDDUayjpXcs7O3DAG/HabzB",
+	"91jda0uSzZjFlcPFyeFNd0qMYDvv2E30cimtrQJCS0nJoH/PLsSS9fwHmMca81rH+FOVQlyrbI21Zqp0",
+	"K31KPgASe913FFcJvmsc2cPk2FKmaSYuOUaIi0ghDUnDpgXWXadiMaIas1aiNeUSswI8NoyU0TCuVS4G",
+	"9bahWYwZFz5+BFaUcuWDXBjTD6BxIITFDWP3nneSJG/y5266Qn4ruVyavsAvIe+VUASXDg0jIIwVq5D5",
+	"fod+jWqOn9/UApHz8sFXB1akCv9e5TotEpESaFYRHg8plILUiYrHDG6fOFLkQm8IQl0nD0s4AH2TOQ9L",
+	"1UuRCDoLFYvAxlH+rrMRzDmaS6yEWBnGEGvjHPk+XxjBQ3srbWztcPZr215mdQ3peNEI8Hyh2ozDMg6x",
+	"XL6aaJVwKxBzECKfk9Z0MKLXHV830ELG8nVZFIOmi5lB4wYWIGYznWX6spbbwtVpfGTcCIEbAL1uOit/",
+	"MzTbdLo/fFgALoTfVX/ASTsGsaBKfsnElRUqFZiijIo3RGqzykNcfjtx4kjcD0uaZJn8KPyWOwZdagJw",
+	"UrA47E2npbzubj0vQ/bG172ljG0+AqAqP+HwT3y1EjxnC5ELTHi2rlOYjw71tLLhEX14UukWGreoYhsU",
+	"08BafCG1H/Fog1QzLEWULLiaY2xNZetBENEJ5s4TGDLh1CdcQhcLtKlOpE18IuI29u+RkNQrdSCJeejc",
+	"PfJ+1FHRs88J70JFzaWEoCF3yhidsIZf1rZUD9jaJLENVM7DM6ZUmhWGCqS1FA65sEWuRNqgoxpg5Le4",
+	"RoQ7+pI1CaSprVa5NDV/6+5K6NZMxeeV77AVMIG1cxWWfP6s9MS1PL9t9WrTWlIt68684i5lUBrNh+Vq",
+	"bDukv57ptxlI0El8X9LwS4RACeVdoBFJvpTqvVYuA4OOuSs+UdWfRz8BVYD2/Bk15X6NfF30QicYp550",
+	"oRZE7CqH3SnnByUp/7wvUZwk+nXrbbqsfN3VDEywOeDuwXR31EmVG1i134wk28BFfil3ROkGaPsVyA9E",
+	"BbC3mNnQBdk0t5AfCgjXFMulyxTlhVVfJKv0hJmwqvGl0rIAnymzqoybft6Y8kBVvk8aZN0ZypOFoIxf",
+	"jXdJCnaPvWW9+Urdk0sFaNsf01LBh/5Br/nmxGf1wH7S6nsTKfwJEwNiNWPLvI+QIoqkYs3Z9YfstKnN",
+	"RcqpczxNa2mFN9beq2/wtlRz0Kl9gbBIEdehV2mj6RnMGh14nQGoN6xb4+DvUp8lDLZs0me0dM/PG+Rz",
+	"5+/bomp9LO22t086vHFxu1hWPYfNd1sScbxDcIxWgkljCoFqIiZYYD1S4XyYq7ux+3dAcW6Jbr0pS8GW",
+	"T3BsW/Iq4bAxawXGjv/NVc/0pnmMulplXCqzW+IPXz+t63Iug7nR5CJIYN4h0hkrgdxcI8VVI9nW7pbB",
+	"bnVt+OwetdQqu+VRMeKn7oHuD6bcYEQRroKrRdMcb5mJpOsQdWNgOyfWPjG4/beR+JnYnqnwQuSpTCzT",
+	"ams1n32MxCfJyb1B6TrRluavPyWMqdGcabdyFJb5fE9YXNre0BYTKVTV0aLmZTQ4eQuONWNhWSfI7GM2",
+	"qqKr2hQdqVaXh32yQhpmpJpn7kgMWewumZhlOuFWUGFbetiZFqgCsmyqB66tnT2SHbxnFy8yjm5bhgGf",
+	"e2KiyYo1QZGNTE+7nZabC9bXt+D2PIS4fzvIpPRehaMIWh2Vk64WuYvSG/D/L514plnTsV6RvhPVcaNo",
+	"f0NF7tZKIWzopjrQbcnXB/Z8KZmXsrFQpTE3rrLSGOoNBOp0taLzSjsb4giMSIpc2vUb2Axa2KnguchP",
+	"C0q3TH9975fsT+/Og3Az2wVPsKw3XvSs96d35/16Dd4X31WC3eIKqzgkWs3kvPCwr0j14sFAyzQZIKXl",
+	"cb8sqMyLNGYLnaWG+Xd4kUrEOJLHgZAbkZK+HuJHQaBZaAm5lClwHVkPQynJe6i4sizJuFw6zleNqX/C",
+	"cp2JRrjpQpTd47MBfhpTC8SskKLxnOGiVToj5o+9vkYhj2obNlcQFgULh6RFjunNTl8MyMKNv8IMPgqx",
+	"MoxvVlNxqV4iFalnWsFBklqZMfz97+xbrK6B7pY/vfnxla95TVUYpGExJngnFrjnElh99TdEfPZ8mr9+",
+	"pBhLeO5JqZWBzeX883dBXLnZsR6czxGoqNYI8/UEDN0wlBrODciKKzuEYXcWgBvX4odhMiFckzpdk3dI",
+	"Utzp2/PvB08QYcgczZQgh2lh2eVCWsHMiifC+Ybh9NSLbOG/sUUEiTJ0oHOllUw4WjiWrEfFXHKxQlAN",
+	"XKZcuSDssCqBNxVrDboWY7NMc8tyruYCnmcYllvkuZ7jlWcSvhL9cjpKGEJiA893Hn7mmgelE51ZXLH9",
+	"gycsExciMywVYoUgEGoiZCue86WA+encZXiDRnBeF1IjAog8uL7q3pAd7R+zuDtdIibXgpahEXcsHVZj",
+	"cE6xv7T8WJdvgdlJXVIBgp30cFmp1ssYGmkQHhJcdeCTBc/RhVffUxcrQPvCOLbhh/BcJTqVah670uG4",
+	"PDEWgJF2HbMenK9UkDCkNFHh0ufk6cPUD1m8kU4SZg3v4q6g7r/PXspvWc+JXsWK0kwtOFVLlHlVJhEa",
+	"HT3BUbZyUpZrSbNJJUFtyT3r07QcjhhCeKgnaIY6G7P9EVtiqQhXMtFX4seiEph60UDXR9h1mYoOOlXr",
+	"ugEOLgg5p6JJHP8PjgvQ3au3P8ALWFqjJBqfcYDOFxWzdxkucKpPx5j7D4eE6TJhFAcHuNeXIssG7uDC",
+	"ITRiyTHLQJatvZA5ZMejQyC/MqFkHLqbgbEYzYGD0xliwnvumuuPsTATIpa5gsEBrbHLXFqXA1/pSwQh",
+	"QxupNB+BoGZoq1Yas5wzz4aJG2ZiZqm6ElynoEpgkSjWqmWAPFkqz4rhBqayRg4rzqYYELA0IrvAwvoJ",
+	"jkBaGCcV4I/3sELBz3FZsBemvxRcIcwcmeAPKNmT04PFn1DYDFkNh3Ydn2DVDRbXfowZpgIm3hX733xF",
+	"gBI4d9L6SJotADoYCV0apZcV7gK4VeJ6HsmY4N4eRBmW5dww4R5v04FWwqHuKU2FTPvYVfzH56ff4XAq",
+	"WDio/3D64j88P4dHYa26GYKCcUmJyxmmZ0S0wr1PQTx04noaWTVBHrxnGW4A93HIuMX96p9AI5wdjY6d",
+	"huUHplh8mmX6Mq7GJa1/BzrEaTQzaYydLxtriYn8QrDBgBd28Q1IE7HPXVmyTHGViJWFAcyFpcIXIfzz",
+	"DEgG5zMXFu17r18wJQQIRqcuha7r71sUQBglrvzTu3OXtxLJEKSi1NFoXQ5rSWpwefugiprBHoUragfX",
+	"Zx8PbZnAN6apcha/e/duUFsGgSlPskyouUArng/sYmwqMq3mplmFjdiOw60yaccuaeMaMTBAONKGBBov",
+	"lAmhHV9qzKH4HQgZwWmuoA5wsaPRUZ0xhky4pFJwrSg67cQlgSu9w41z2wWqccx6mdYrPGRaZes+jpno",
+	"B83Nc6VzTGr778xn2JEpdY2gnaq0HOq6brYLpx5Dv8hdUUQhWo4rpG9shuz8UruvKE0HNYMLVeK541oB",
+	"tPjELU6+xtyy0D5C8F1QYFkfpFzM7pXENUZ0vQf3hy79Uehrn4c+JWS/AeQrkdX6UmErmMQELx2sNkNL",
+	"UBhKJOjT0swwaMBq4Nbw94XgGf1ATdBd3zsaPWXtcnBU3a7ElrgOXBm7Un7wi4UiNIiQaX/Izgq3X06e",
+	"lampVxtZkjhDhQVRMkZwVrO+4JC9ESAhdRSLHNb2kpSGTCZCGdQZCWkQvM71KpfC8nxdy40LSkKtrsw4",
+	"GA33hyO0/K6E4isZjIPD4Wh4SCXRFqjL7aEWgf+ciw67k+fsc2ksQTlR60jFTCr0GodlVI4RSS4IQFGy",
+	"qhdpMA7gnjqdu9pk/pLALg9Go5ZbuS31NYwnpUHl/Senz4/LfwTzlR0c6QFo6mQWQiYFGjLMXlZAjUCq",
+	"Cy0TMeCKZ2tMfW7WxorlhNwbwTj4v3XB6Klg7m0ChlBQw/uOMpNJATIzUkKhVlymbMoz7jI/kzk2cCUO",
+	"g3IkIDOmhZi4VzHAyFfkD8auEr5Lpbie+JINlBIQNP5qry/2Ke1BVSDn1hgUxOyjztmcTImewvjHo9H+",
+	"ttbKrdx7W2PwZGhznvrbPvQp5NHSQDmcHcFs0BwQj+VzU1ZRNMEH+MxR8N4nWNPrvU9uTa5rJN0kxz8I",
+	"osZ7E2NJgjVi876nG8ltGxk9TxZ0w6FXpEY400JmFotcuDZFstD3pJY70cqNdPLZZHI0Orr9o1fafo/J",
+	"su9PV38QpID6WJgNcgLG6PRis9UsWb1Ca4MpdrYlJ2m//Be3B3hY98r6CnufzIIfHD++3sqIzxeCNC4K",
+	"f3dUOuBpClpqrSQH64nhfOhhFoQGiBQIUF7xrSWiowhhemmCanUcNiopmkjFvuXx3p6rWIVjdSJjP3Sw",
+	"DneJ6kvlzEDu9iRvbtkoiDEnbSGrwhy7UJKNE+vGcLdDqxMr7KAK0KjM8O+E+JitmeGZMM5BXFnoeMMI",
+	"PJUKyGfTPNt9Ivw2UNH+MHCaAzT5/JzPu3f2p0KDFOvKp1TDjIKnsyeP09GT/SdPjpKv08fHT/nBTHA+",
+	"So6PeTraP+aH09nRbH96MB1NnxwcJOn+cfo42T+ejmajER89iYLGrDbm8Iud3ePR4U69lJUS73/ev9OX",
+	"Cv2+XJX7Ujv2rpZw17nvcnG6fcWaHKgC60uRJ9yAcH/F3vzxdHBw/NhXR6ajilg4EkMpBR+GUI2OWomL",
+	"77vHCBdF35JdVHcEndKg7kQgkHBFDXcDwyHLcou252sK4f2nu4rykPfMSfhknUI2Ra5iglzbIlek1/hC",
+	"NE7LoBClSHUU27HkCi09c+74VgK5g9NEqlYHdsHNwgFvjPxZmCHzFZUIpUJM0Y0NlIMx2gHxig+RlYZU",
+	"5RtDZIW91Dlai+Byzy4wlqPyhzrzH+U8RyBPvXKKT8pIjjJfC8eVb6LwUvSRgn7t27OwEt755pAOJdzV",
+	"GQ9oGYb+rTHVio27GKqfO5V9rSpHfKvT9Q3s9EKlwwXPlTDmaugVyK9+lqsmb339Z7gaRof43yNKyH0v",
+	"vlqHGLiD1TAP/yxXLmxuG/OnfBY8SQQmHrBaU9Em402tXolpWq0xAtLbjNcr2tL9Yzy+zVN1fV9hslZ5",
+	"6/2HZq2rcsXc2g+qxQcZcMENYc4R0FmlTwlG+0+P+OF0NPg62U8HX4uj2eAJP5gODpOj9Fg8nn3Nn0yD",
+	"Zohxqy66z5fSiJ8vxcj9euWs900MTTBCrA9WV3Cp+enrFnAGkcHBrsNNKpE4L9SwqgPnTPO+Pef8osD6",
+	"4GB0cDwY7Q9GB+ejw/HoaDw6HhIw8avRaDwafdaa/YQs8sa1c0gRXIraon2ol++qAAtlzKjDKAAVeCTB",
+	"+9tgA1UE58SZ5IIPbSzAfunu9xnqd1MAWqXntsg9cB+IdIAclfjc56sF+8e7fFT6oV6KVPJzl+Hy6OBg",
+	"l49XuU6AzTpB41cQTmBZGWfxcHEV+xsDL9QuAaV+8+JNsf7ce7e0jNfzriD5mLCKmsMCrHnqnOOVNR1+",
+	"d9eTCd0dTpbTy4VANiktukTo4iKnh4v9ZKc1/yyNixjwwWjkrjD8yl9ckdoKH/KBz3WskE9Xzdnx1dUJ",
+	"WmpdJ+irq+k+ZWVbuEtcUnNf1oQ9PmIv5bd9nET8qT6gkPoxY/Y+Cl64s+6yodfbioIP1/GQvSLnF4IO",
+	"iOlRhhOUItKuWxk3bv2vO/k3cSdvwMmqk7tJ20GtnEj1DUnb3Qx9gzsfPd1gz828TFX/vExAMkAzNjkv",
+	"usewcat88jjU266UznuW7r3r3a+m3eZZwtCqSVL2+qk/DHebmksTz/x5KNGS3/L0r3L1vcxEP2jOYqdP",
+	"NmYzKieDo7ne/VbtrM3ZebM62Oevc53+ChcjscHW1bj1Vlyg+/PnrXYzvFwwM5sLH0AcGl4BBksSDrvM",
+	"TeRUvbeFuJSf0ejf4ZnZjVbcaDrog2fy4h5r7rB9xI/q9vcLxAjXFp08JG7Nl8LmMtnuNHqd6yVIA4VL",
+	"BgEMyqC3iNFN07nmL12rty46tLmHaPjmHbe4SrEQuweEmYnVlmefqDTsN1Hwh+fnURCWHX8TBaX/PApC",
+	"2qxvIugxCq7ZfssgeOuV6JflV/Ka1FZ9WS5l5/45f+BwzZfZDQZnaViqEwyLJqtLaX9uSFExX8lGk7H3",
+	"mEeKmyrNROg9/8bmWs1Z/Pyczx0qxNk/Gya1SNVsalSJDgdAxeZcdlaHCHsxG7zSSgxecpssYoe2IMOz",
+	"5XMsXhj/e9xvwEYOR0eliEESxxbbs0NSBLdYCZ8jmIzBitedygQyJLDk/v6I/e//tX843B8e9L+IpRft",
+	"gGRyriyBjdW5kaY/3InjefqpleAjMhgzdDTf9QA5vAnCDXe1nHsKfWQ8XYlyH34FW/ohmcU75uUhDole",
+	"rRHgTHXgWa9NvFQCL+3/TlfgQW+i8zoCdRs7I6TcLRKAUCUYEE2nDq0XuqhALIHjtwTRJ45xsblGVTrX",
+	"xXzBehzxgQQWnIHcyaTtO6DaBkCx85pDkNbDSRa5a+4LCBfU9C8qBG4hA1gzeZNEkhfK7H0iK96Nnv8z",
+	"zGn4QGrh1jxx/uU9H2ydQr+7Kwe1ugTdXDIvVPDP7Ln7g7CU471MbF/bedjsz3DWnxXqxXfO8d6glz1C",
+	"s92EgVLWeOmFALFsjtgtDyXnDnkMcsYP3NgBfjN48V0cgvaRLCJ1KZUhPjTV0FAuKENCH81urlW0uWGo",
+	"BuEKT9E6MmYbYPgxOoFWwM7iTx6N14D+IjawWDGrWYx2qdih9jqQvSWiF98oc2aGrtQdTa5Ey60cE8UM",
+	"kw5hLDFRuH/V6hLrjJP5scwoxin9Hi25NwTRZGawUwiBxIdhpGKZjh1ElQbkIAehS2XoH8I1VD1KueX+",
+	"SVnU5U9vfnxVvoIxPjyCVfwoxGqAWlSMDB9Neoh52z9mhqKHaJTM1U5LqlKb0kRKaeawFbFLN0xmL2qE",
+	"gMS0CxiGVeVcjimblVD2JFK5cEh9Zwht0lBrPTsBdn6m5jYx9Yzw4j49pMt/KP2eV5bQEfumimxCE1BL",
+	"ZN0/8ALnT4VAq6GTN7HRYFdm1yh2cx1uKJNAbUb+XKYhw0gRirNxWFqPVXb1FxujxCDJrkHimWgMsuRZ",
+	"Lpcov3KBwD616Na44M1RA928efPc4V/LHLQU7LLKRSJS8mkjbp2OzbbVbYvzDeL4zGX+cF8BxPPMtt9v",
+	"vyrcQ39QcGbwR5Flul7fZ2eH34P6M71Pbr+ycTczY8LKNNILB3fAyuEav8bURddURa/B6Jq6EjC3fZde",
+	"ccwao4gUMbFPEQ4yCsZRc5hREEa4svgI1xZ/quaOD2qzx8e0lPhol8WkJmnN8KN9/KXa79qPfl93bTzB",
+	"rxxbd81cw13ROpKNDLpvntMtYU4I1O6SuGDZF9Kz4SIpmT6nyL3hrtgtR9MoI41uF12qYqf/1LIYCN+l",
+	"MOaujR5shc5dVXk+F/0vKp9deXf557UYbvGUPvdRH3C7GmkwPXZSWFdhyIEIqKo2htai8XJwsU+m6Uh5",
+	"B1jvry9e94fshS1jE4DrG1gh5/qrhZmiR1XnH4FYIwWiBwWMWa2H7Nt1WeEeKRJHCMJWmXOewEk+WgNd",
+	"L+hjpLz9KD043MWYRR54EQXxEGM+siIVE++xicu4F/T6+p9Dxgurl9xH4Hlnjo8aR/W4zJsc0+M4UnmR",
+	"wcksuykhLTHrOc+c6RhEn1L84BDq0NMKvIVmPxQkO6ZA8U0NE0uuM8Fimtu4erN3NDqMVDzT+VSmqVA1",
+	"1GmtOIsT7voY3tThZ4sU9Yg/6UslcrOQKy+c0CnxBfRhyBRBgR52tuCrlVCNlLMzmRsCi8IuG7S1Yk40",
+	"Vx0bhUyeXWKkrw+WHrfxsyeUmL2qcJ5KxDakzr6aFypSl5zCZT1h98P6F7XA3tjH/TgLr1BzqUQYqXOx",
+	"XOmcZ6GLNle6HW4ObZKDZoIC1sRXC49BsLRcZuM2+qDMQB8yRC7f4lzvw6kqIXWEco8j1XPfeqCwPzqY",
+	"Ya6kvjb5fHOeF3CZMs6mcI6AhKF9H6JLmpOJMY4Kd9zCdEULSEBvRaqFIgjZ4QEGBK8wPf9yKvKQgUA6",
+	"Go08xBF+wL/puel3CfjEqLztYhdYQFfsTPtYli7U9qp41zVNywFFJyXU63g0Go3QuQ4Hn0TAxLFUTUI1",
+	"1uIu024M/RUTICvGoP5gHOwVLssj8HVrRY4erSSxg/ejwdMPX/lYhkT43//x9/+6S5gLLdtrCoQg6+Qd",
+	"hN5fC1mBnhbnfAadkcphAXdwUYeK8fSCq0S0TMQeJvGdNN7ftnnnxdxanixA0T3BEGdQKr6JAtKXnYCI",
+	"ivJwcRUFcUMn2fLtLrIktnaj8TgsJ+AxyDekmgKudAXHHDVDqdwdUR/t0ZOD/cPOvfD5zjbUuOtfVPTb",
+	"QZL73t9VnyUs/vcA0j13jL5DYNsJQeAua7PVbPyDNPaNf+muUu0PaGbYITzIq+YfHi5GsqxHtTUSrR0S",
+	"Vi9I1YWb/WvQLkB1Z+18E1LcrBiF6OeqDlOzRJILYNim4W8o7yAU73xd1GsZdfBlb3D9JfXDX+E4YfBl",
+	"Q5w2Fe2Xzhf/E6p5ncoVBTfDKfQ5i3xA2BRTMzaD+Tn9UkbnYe1GlKFZZ/x2O3SbZ+itotjtKneAj9yu",
+	"R8iz3pZwex8xXv4EsqmfKVNC4tNEZ5lMHZBWWow955hLy8WfT9dM2v6Ji/1wuQImOKuNwmbSS+Q+1tV/",
+	"tkUux8+rh2S8zwtRBr94kTRSJLT7zCcu4SHK9V6Kd3J9f8i+x8wJbkw4sZfPXsPcsdZaiDm5nIEaszAI",
+	"nizCKrNgLZHCSipXgIhys9RryPXi8pjH/TFpLPBL3WVKM+RuHpFyw58Kly/ATcHFzlCamWreHgNcz9gB",
+	"K3Ehc63Qtq9z9vbsB5bkApP/8Mz0T6qR4NgmTreoNotKgRpWDcYVruvBomWZvhxgpQMMg/QRwC6jmsul",
+	"wF050VqmgIwj5pqzaS7TuUhxNizJuEEzQQm6dqGaEQp/NBDcLhdX5jY8hA0sVIE3MQUQO7c25X3yu1lC",
+	"4PBcoOGhXVmvQwFpZCq4jxJy9yupXpMvKYzVS1QeeLJs18+77XLY9R7oSssQXDfT8XXji/e/9GLc9X6m",
+	"cJjtt+svtKJlab/NW9XN6Jc1uj69/aNnLk3Vfx85msi+uj27r/u6xLz3qSKNG1EXdcZxryC537JA66vN",
+	"3kGcdfaXL3rAajfwfwPIyI20e1fdza1q6ZXopPs9SnV0d+9EvfWtQjS27QEaWKe3UFR53em5PZfhrFZS",
+	"vu/SJ2HeuEiVgkRV6Jf14k95ocboNLiOt5X7RTt4pziAfT3UqS5vqt1vaK1sXpU46Sb62nQrb0X+Szvs",
+	"7nzZ/BqcH7ezTgCPTIvOageqJIUbr4M9TAT2ZU7FqflIRyLNJbpsNJXTdzUiMIchKpk8pygynwYwptrf",
+	"LrTQZ1b8zAOC2J9tJ+Q1dPSvA/JPckBwN1vnw133n3k4KG/e9uALn4S7DLeob5avkU9J9XhG+iArVCJy",
+	"y6Ua6MJiYupUJJJUb2+82pLWs9+dte21G+YDmiQJO4KRc4mr8odiT1mgq6zVx5cubn1U5dJyhfWusfiW",
+	"g2uXYlQrtcBOAtx4f1z2XGbMWnJV8MzXVWrWlTrsKCM1Gh5vKRN1ONpSBYrCBWvSo99LoCXKA1xvZXQ/",
+	"y6bbx5syvjUyOf5TC4rnZKwqD1F5SrYd4y8jNhJG5MtckLGHzsQlLgF7w6sc7UH+jeYN5xI2I+YAv4Al",
+	"HzK4RsiKhfwH0aLejOQNr3gVm/JOpdq91AdaXMVypbH2zknNzkpNwKcu3yjlR3oaqdJgOy3MOnZG4Moo",
+	"upRmSdEyGxbRVM5mKPdW2FXPs0+oGdQi203QIjVTDkbK1S7tuuFxUR7CJNayt+weJIADqNmnrh9AzriD",
+	"6nvngd4Y0FCnTzljXK1/0zi8X9aG9Kug/hC43JR5OlXQu0s/CBC8ydt6VvzOPK27mJlcHVMyyVLBNIdp",
+	"cGlgfcZYEMr2D0Yj9vztGVYq88IiZo34wtmdQJGaUJXuYBwIlU5skcMeu5rR26b4FKZY+DpeN5bQG91Q",
+	"FG/ULnO3fzDaKF13CBIh9jWp58ggmepegtJZ8Zty//4exKnSX4y+JETObhrhPhMSvIusg/WdjRNNUJWH",
+	"nSoMQu4QVzhs1JzBIC106sUvvFSSrAd/FuvY+QxPKEKL6tdylTqRQigvn4z6Ls03JUsqpi4JL6vEnHGV",
+	"L0luSaBUpj/EVtCx7fRJev9gNApBOi07999VQlI1rYkvqxHXcue7kDXVthlulbJOmRKX2brMqo/appPo",
+	"DkYHPts9iM7fvIpp4PQcCyFthEexjugockeiveEVcypOl3z1Buv8E+bxblRT29Y/i3WwGZzzhnplVlNt",
+	"Dl/8AoVbzTLBL0QtnKs3Yt+4ZSjLPzSQZodbQoyg8e4Io3p40WEjuqir9OaHe0iXZXHF4J2rgmQ7bhw4",
+	"tgnmtGFHB/9RSbN0beTip8FoNLpDIEy5eXdyn/6+4nC5YpuHtjzkPkGFyxS1rEqaH4wO7raFny1c0F9f",
+	"XHzwjq+W8EC93yI2HH8hsWFTaLhJZngYesA6NWVk9r8Ul9+T85sYFoZ80CXbw4hXEis6gpu2KzdoQNv7",
+	"1DBGXu+5+if3Mvfcrtk8953ivbdVZPpOwDk2Pkf8pj25FyOqiU5HVYLK4+0iFQWvy9IDrnp/FPS9fEDK",
+	"PDL5uC4NeCXfgdVK2cEVYSfjKMkQ0qJLx5xUMTobZnD4KlKSypmxEmnXWPk4JJuP0nbi5znBGjT4Cjx2",
+	"eDv/Uwn/6hJKTmkbz7XO7oWCwlINDl7jDYF3Mv64gfwTX6+ebirXVGmn/Rd//d3xV0evIPunIsGAXV6V",
+	"mr27Camby7riUr8NLvvclQ0DdVTPWPyJ+Nt1HOK/bb4eI3aXfuBTnVv/A+thQqGtrKnvclho7ItnnuXG",
+	"Q/pXZmMGBJNJr6S69PIp867BHgbGLfQli5NMIjbZo3iBJ/dPoCWbr2MXnOpRsIzPuVQM0+5DlycsxqHH",
+	"ruSX8QzfFZn8PLa8xeAOm3tf3uvSydS/cW5Fto8mN1cAD2taT5xc7TyMsAAT9BfWfZbXn8nD3YT+xcP/",
+	"xcN/Fzzc0WsDakA83DGVrWy8mdqrWUH8/QdgoQ583pGvBqsn+rqYruqjS99q6ykqQY/Ms2Ac7CFPdgPZ",
+	"KKTtqmXmPqNYWKaXc3q6z5zpq6hQmrFNI9INNfFqn5eF1Nqf+6CYRGOkC299V6IWOzoGftwrjZyUzYcn",
+	"i76Xq2XuM1lUuIliW1M0feDrGIGjs/KI1j6v7eZmIxQBPigLjlPgddis0YKxIb7iCtyGtcg8l0m+iksu",
+	"+/WBetcfrv//AAAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -47,6 +47,9 @@ type SessionRow struct {
 	// Metadata is a JSON object.
 	Metadata  json.RawMessage
 	CreatedAt time.Time
+	// MCPTools is the JSON array of the MCP tools pinned at creation
+	// (mcp.PinnedTool; issue 21), stored as [] when nil.
+	MCPTools json.RawMessage
 	// LastRunID and LastRunStatus describe the latest run ("" when none). Read-only.
 	LastRunID     string
 	LastRunStatus RunStatus

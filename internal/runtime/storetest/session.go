@@ -104,6 +104,26 @@ var sessionCases = []testCase{
 		require.Empty(t, got.LastRunID)
 		require.Empty(t, got.LastRunStatus)
 	}},
+	{"MCPToolsPinned", func(t *testing.T, b *bundle) {
+		// Issue 21: the pinned MCP tools are stored with the session and
+		// read back as stored; a session without them reads [].
+		pinned := `[{"name":"files_read","tool_name":"read","description":"Read a file","input_schema":{"type":"object"},"server":"files","transport":"stdio"}]`
+		s := &rtstore.SessionRow{ID: "ses-" + uuid.NewString(), Principal: "alice", AgentConfig: json.RawMessage(`{}`),
+			Metadata: json.RawMessage(`{}`), CreatedAt: time.Now(), MCPTools: json.RawMessage(pinned)}
+		require.NoError(t, b.store.SessionInsert(t.Context(), s))
+		got, err := b.store.SessionGet(t.Context(), s.ID)
+		require.NoError(t, err)
+		require.JSONEq(t, pinned, string(got.MCPTools))
+		list, err := b.store.SessionList(t.Context(), &rtstore.SessionListParams{Principal: "alice", ListParams: rtstore.ListParams{Limit: all}})
+		require.NoError(t, err)
+		require.NotEmpty(t, list)
+		require.JSONEq(t, pinned, string(list[len(list)-1].MCPTools))
+
+		plain := b.newSession(t, "alice")
+		got, err = b.store.SessionGet(t.Context(), plain.ID)
+		require.NoError(t, err)
+		require.JSONEq(t, `[]`, string(got.MCPTools))
+	}},
 	{"InsertDuplicateID", func(t *testing.T, b *bundle) {
 		s := b.newSession(t, "alice")
 		dup := &rtstore.SessionRow{ID: s.ID, Principal: "bob"}

@@ -14,14 +14,14 @@ import (
 // Session SQL.
 const (
 	sqlSessionInsert = `INSERT INTO sessions
-    (id, principal, agent_name, agent_version, agent_config, recording, metadata, created_at)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+    (id, principal, agent_name, agent_version, agent_config, recording, metadata, created_at, mcp_tools)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
 RETURNING seq`
 
 	// sqlSessionColumns lists the columns scanSession reads; the latest
 	// run's status comes from a join on last_run_id.
 	sqlSessionColumns = `s.seq, s.id, s.principal, s.agent_name, s.agent_version, s.agent_config,
-    s.recording, s.metadata, s.created_at, COALESCE(s.last_run_id, ''), COALESCE(r.status, '')`
+    s.recording, s.metadata, s.created_at, COALESCE(s.last_run_id, ''), COALESCE(r.status, ''), s.mcp_tools`
 
 	sqlSessionGet = `SELECT ` + sqlSessionColumns + `
 FROM sessions s LEFT JOIN runs r ON r.id = s.last_run_id
@@ -39,7 +39,7 @@ LIMIT $3`
 
 // SessionInsert stores a new session and sets row.Seq (and row.CreatedAt,
 // to now when zero, truncated to microseconds). Nil AgentConfig is stored
-// as JSON null, nil Metadata as {}. Returns ErrAlreadyExists if the id is
+// as JSON null, nil Metadata as {}, nil MCPTools as []. Returns ErrAlreadyExists if the id is
 // taken.
 func (s *Store) SessionInsert(ctx context.Context, row *rtstore.SessionRow) error {
 	if row == nil || row.ID == "" {
@@ -59,7 +59,7 @@ func (s *Store) SessionInsert(ctx context.Context, row *rtstore.SessionRow) erro
 	var seq int64
 	err := s.pool.QueryRow(ctx, sqlSessionInsert,
 		row.ID, row.Principal, row.AgentName, row.AgentVersion, jsonOr(row.AgentConfig, "null"),
-		row.Recording, jsonOr(row.Metadata, "{}"), created,
+		row.Recording, jsonOr(row.Metadata, "{}"), created, jsonOr(row.MCPTools, "[]"),
 	).Scan(&seq)
 	if isUniqueViolation(err, "") {
 		return fmt.Errorf("%s: %w", op, rtstore.ErrAlreadyExists)
@@ -165,16 +165,18 @@ func scanSession(row pgx.Row) (*rtstore.SessionRow, error) {
 	var (
 		r            rtstore.SessionRow
 		config, meta []byte
+		mcpTools     []byte
 		created      time.Time
 		lastStatus   string
 	)
 	if err := row.Scan(&r.Seq, &r.ID, &r.Principal, &r.AgentName, &r.AgentVersion, &config,
-		&r.Recording, &meta, &created, &r.LastRunID, &lastStatus); err != nil {
+		&r.Recording, &meta, &created, &r.LastRunID, &lastStatus, &mcpTools); err != nil {
 		return nil, err
 	}
 	r.CreatedAt = created.UTC()
 	r.AgentConfig = config
 	r.Metadata = meta
+	r.MCPTools = mcpTools
 	r.LastRunStatus = rtstore.RunStatus(lastStatus)
 	return &r, nil
 }

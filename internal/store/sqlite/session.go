@@ -12,14 +12,14 @@ import (
 // Session SQL.
 const (
 	sqlSessionInsert = `INSERT INTO sessions
-    (id, principal, agent_name, agent_version, agent_config, recording, metadata, created_at)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+    (id, principal, agent_name, agent_version, agent_config, recording, metadata, created_at, mcp_tools)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
 RETURNING seq`
 
 	// sqlSessionColumns lists the columns scanSession reads; the latest
 	// run's status comes from a join on last_run_id.
 	sqlSessionColumns = `s.seq, s.id, s.principal, s.agent_name, s.agent_version, s.agent_config,
-    s.recording, s.metadata, s.created_at, COALESCE(s.last_run_id, ''), COALESCE(r.status, '')`
+    s.recording, s.metadata, s.created_at, COALESCE(s.last_run_id, ''), COALESCE(r.status, ''), s.mcp_tools`
 
 	sqlSessionGet = `SELECT ` + sqlSessionColumns + `
 FROM sessions s LEFT JOIN runs r ON r.id = s.last_run_id
@@ -44,7 +44,7 @@ LIMIT ?`
 
 // SessionInsert stores a new session and sets row.Seq (and row.CreatedAt,
 // to now when zero, truncated to microseconds). Nil AgentConfig is stored
-// as JSON null, nil Metadata as {}. Returns ErrAlreadyExists if the id is
+// as JSON null, nil Metadata as {}, nil MCPTools as []. Returns ErrAlreadyExists if the id is
 // taken.
 func (s *Store) SessionInsert(ctx context.Context, row *rtstore.SessionRow) error {
 	if row == nil || row.ID == "" {
@@ -60,6 +60,7 @@ func (s *Store) SessionInsert(ctx context.Context, row *rtstore.SessionRow) erro
 	var seq int64
 	err := s.ws.sessionInsert.QueryRowContext(ctx,
 		row.ID, row.Principal, row.AgentName, row.AgentVersion, config, boolInt(row.Recording), meta, createdText,
+		jsonOr(row.MCPTools, "[]"),
 	).Scan(&seq)
 	if isUniqueViolation(err) {
 		return fmt.Errorf("insert session %s: %w", row.ID, rtstore.ErrAlreadyExists)
@@ -166,11 +167,12 @@ func scanSession(sc scanner) (*rtstore.SessionRow, error) {
 	var (
 		row                   rtstore.SessionRow
 		config, meta, created string
+		mcpTools              string
 		recording             int64
 		lastStatus            string
 	)
 	if err := sc.Scan(&row.Seq, &row.ID, &row.Principal, &row.AgentName, &row.AgentVersion, &config,
-		&recording, &meta, &created, &row.LastRunID, &lastStatus); err != nil {
+		&recording, &meta, &created, &row.LastRunID, &lastStatus, &mcpTools); err != nil {
 		return nil, err
 	}
 	t, err := parseTime(created)
@@ -180,6 +182,7 @@ func scanSession(sc scanner) (*rtstore.SessionRow, error) {
 	row.CreatedAt = t
 	row.AgentConfig = []byte(config)
 	row.Metadata = []byte(meta)
+	row.MCPTools = []byte(mcpTools)
 	row.Recording = recording != 0
 	row.LastRunStatus = rtstore.RunStatus(lastStatus)
 	return &row, nil

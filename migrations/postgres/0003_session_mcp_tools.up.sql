@@ -1,0 +1,3 @@
+-- Issue 21: the MCP tools pinned at session creation (a JSON array of
+-- mcp.PinnedTool; [] for a session without MCP servers).
+ALTER TABLE sessions ADD COLUMN mcp_tools json NOT NULL DEFAULT '[]';
