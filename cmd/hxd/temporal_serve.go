@@ -8,6 +8,7 @@ import (
 
 	"hxd/internal/agent"
 	hxhttp "hxd/internal/http"
+	"hxd/internal/mcp"
 	"hxd/internal/temporal"
 )
 
@@ -34,9 +35,18 @@ func serveTemporal(ctx context.Context, cfg *serveConfig, ln net.Listener, e env
 	if err != nil {
 		return err
 	}
+	// Session creation lists the tools of agents' MCP servers here; the
+	// workers call them. Closed (children waited for) at return.
+	mcpm := mcp.NewManager(mcp.Options{Logger: log, LookupEnvFunc: e.lookupEnv})
+	defer func() {
+		if cerr := mcpm.Close(); cerr != nil {
+			log.Warn("close MCP connections", "error", cerr)
+		}
+	}()
 	ecfg := temporal.EngineConfig{
 		Client: deps.client, TaskQueue: tc.TaskQueue, Agents: registry, Index: index, Logger: log, Artifacts: deps.store,
 		RuntimeConfig: temporal.RuntimeConfig{MaxSessionDurationSeconds: cfg.MaxSessionDuration.Seconds()},
+		MCP:           mcpm,
 	}
 	if deps.events != nil {
 		ecfg.Events = deps.events

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"time"
 
+	"hxd/internal/mcp"
 	"hxd/internal/temporal"
 	"hxd/internal/tool"
 )
@@ -98,6 +99,8 @@ func worker(ctx context.Context, args []string, e env) error {
 		ToolOptions: tool.Options{HTTPClient: &http.Client{}, WorkDir: cfg.WorkDir},
 		Logger:      log,
 		Artifacts:   deps.store,
+		// The worker closes it when it stops (children waited for).
+		MCP: mcp.NewManager(mcp.Options{Logger: log, LookupEnvFunc: e.lookupEnv}),
 	}
 	wd.ModelOptions.LookupEnvFunc = e.lookupEnv
 	if deps.events != nil {

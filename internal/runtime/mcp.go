@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 
+	"hxd/internal/agent"
 	"hxd/internal/journal"
 	"hxd/internal/mcp"
 	"hxd/internal/model"
@@ -24,35 +25,9 @@ var ErrMCPTools = errors.New("mcp tools cannot be pinned")
 // returns the pinned tools as stored with the session ([] when the agent
 // has none).
 func (r *Runtime) pinMCP(ctx context.Context, b *binding) (json.RawMessage, error) {
-	servers := b.def.MCPServers
-	if len(servers) == 0 {
-		return json.RawMessage(`[]`), nil
-	}
-	if r.cfg.MCP == nil {
-		return nil, publicErr(ErrMCPTools, "this process does not run MCP servers (agent "+b.def.Ref().String()+" declares mcp_servers)")
-	}
-	check := mcp.SessionCheck{}
-	for _, td := range b.def.Tools {
-		check.OwnTools = append(check.OwnTools, td.Name)
-	}
-	for _, m := range b.def.Model.Chain() {
-		for _, step := range m.Script {
-			for _, c := range step.ToolCalls {
-				check.ScriptedCalls = append(check.ScriptedCalls, c.Name)
-			}
-		}
-	}
-	pinned, err := mcp.PinSession(ctx, r.cfg.MCP, b.def.Ref().String(), servers, check)
+	pinned, err := PinMCPTools(ctx, r.cfg.MCP, b.def)
 	if err != nil {
-		var ue *mcp.UnavailableError
-		if errors.As(err, &ue) {
-			// The detail names the server and a reason free of secrets.
-			return nil, &PublicError{Err: err, Detail: ue.Error()}
-		}
-		if errors.Is(err, mcp.ErrUnavailable) {
-			return nil, &PublicError{Err: err, Detail: "an MCP server of the agent is unavailable"}
-		}
-		return nil, &PublicError{Err: fmt.Errorf("%w: %w", ErrMCPTools, err), Detail: err.Error()}
+		return nil, err
 	}
 	if pinned == nil {
 		pinned = []mcp.PinnedTool{}
@@ -62,6 +37,51 @@ func (r *Runtime) pinMCP(ctx context.Context, b *binding) (json.RawMessage, erro
 		return nil, fmt.Errorf("encode pinned mcp tools: %w", err)
 	}
 	return raw, nil
+}
+
+// PinMCPTools discovers the MCP servers def declares (through m, keyed by
+// def's ref) and returns the tools a new session pins, checked against
+// def's own tools and the tool calls of its scripted models; nil when def
+// declares none. Both engines call it at session creation. Errors are
+// *PublicError values with a client-safe detail: an unreachable server
+// wraps mcp.ErrUnavailable (its *mcp.UnavailableError names the server,
+// never a header or env value); tools that cannot be pinned, or a nil m
+// for an agent with servers, wrap ErrMCPTools.
+func PinMCPTools(ctx context.Context, m *mcp.Manager, def *agent.Definition) ([]mcp.PinnedTool, error) {
+	servers := def.MCPServers
+	if len(servers) == 0 {
+		return nil, nil
+	}
+	if m == nil {
+		return nil, publicErr(ErrMCPTools, "this process does not run MCP servers (agent "+def.Ref().String()+" declares mcp_servers)")
+	}
+	check := mcp.SessionCheck{}
+	for _, td := range def.Tools {
+		check.OwnTools = append(check.OwnTools, td.Name)
+	}
+	for _, mc := range def.Model.Chain() {
+		for _, step := range mc.Script {
+			for _, c := range step.ToolCalls {
+				check.ScriptedCalls = append(check.ScriptedCalls, c.Name)
+			}
+		}
+	}
+	pinned, err := mcp.PinSession(ctx, m, def.Ref().String(), servers, check)
+	if err != nil {
+		var ue *mcp.UnavailableError
+		if errors.As(err, &ue) {
+			// The detail names the server and a reason free of secrets.
+			return nil, &PublicError{Err: err, Detail: ue.Error()}
+		}
+		if errors.Is(err, mcp.ErrUnavailable) {
+			return nil, &PublicError{Err: err, Detail: "an MCP server of the agent is unavailable"}
+		}
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, &PublicError{Err: fmt.Errorf("%w: %w", ErrMCPTools, err), Detail: err.Error()}
+	}
+	return pinned, nil
 }
 
 // pinnedTools decodes a session's stored pinned list (nil when none).

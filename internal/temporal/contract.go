@@ -288,7 +288,7 @@ type SessionInfo struct {
 func (s SessionInfo) Session() runtime.Session {
 	return runtime.Session{
 		ID: s.SessionID, Agent: s.Agent, Recording: s.Recording, Metadata: s.Metadata,
-		CreatedAt: s.CreatedAt, LatestRun: s.LatestRun,
+		CreatedAt: s.CreatedAt, LatestRun: s.LatestRun, MCPTools: s.MCPTools,
 	}
 }
 

@@ -80,7 +80,7 @@ type EngineConfig struct {
 	// MCP connects to the MCP servers agents declare, to discover and pin
 	// their tools when a session is created (the calls run in the
 	// workers, over their own managers). Optional: nil refuses agents that
-	// declare mcp_servers (ErrMCPUnavailable). The caller closes it.
+	// declare mcp_servers (runtime.ErrMCPTools). The caller closes it.
 	MCP *mcp.Manager
 	// Logger. Default: slog.Default().
 	Logger *slog.Logger
@@ -204,8 +204,8 @@ var errRecordingUnsupported = &runtime.PublicError{
 // CreateSession discovers the tools of the agent's MCP servers, pins them
 // in the workflow input and starts the session's workflow. Errors:
 // runtime.ErrRecordingUnsupported (recording: true),
-// runtime.ErrUnknownAgent, ErrMCPUnavailable (a server cannot be reached),
-// ErrMCPTools (its tools cannot be bridged), runtime.ErrSessionExists (the
+// runtime.ErrUnknownAgent, mcp.ErrUnavailable (a server cannot be
+// reached), runtime.ErrMCPTools (its tools cannot be bridged), runtime.ErrSessionExists (the
 // caller's principal ever used the id: its workflow ID was used, even by
 // a closed workflow).
 func (e *Engine) CreateSession(ctx context.Context, p runtime.CreateSessionParams) (*runtime.Session, error) {
@@ -244,6 +244,7 @@ func (e *Engine) CreateSession(ctx context.Context, p runtime.CreateSessionParam
 	e.remember(e.owners, key, owner)
 	return &runtime.Session{
 		ID: id, Agent: in.Agent, Recording: false, Metadata: in.Metadata, CreatedAt: in.CreatedAt,
+		MCPTools: in.MCPTools,
 	}, nil
 }
 

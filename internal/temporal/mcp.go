@@ -10,7 +10,6 @@ package temporal
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -19,117 +18,15 @@ import (
 
 	"hxd/internal/agent"
 	"hxd/internal/mcp"
-	"hxd/internal/model"
 	"hxd/internal/runtime"
 	"hxd/internal/tool"
 )
 
-// ErrMCPUnavailable is wrapped by the error of a session creation whose
-// agent declares an MCP server that cannot be reached (or an engine
-// without an MCP manager): 422 mcp_unavailable. It wraps
-// mcp.ErrUnavailable; the error also wraps the *mcp.UnavailableError
-// naming the server, and its client-safe detail (runtime.PublicError)
-// never holds a header or env value.
-var ErrMCPUnavailable = fmt.Errorf("temporal engine: %w", mcp.ErrUnavailable)
-
-// ErrMCPTools is wrapped by the error of a session creation whose agent's
-// MCP tools cannot be bridged: an allow-list names a tool the server lacks
-// (also mcp.ErrUnknownTool), a listed tool is unusable (also
-// mcp.ErrBadTool), a bridged name clashes with one of the agent's tools or
-// another server's, or the scripted model names a bridged tool no server
-// has. The error is a *runtime.PublicError with a client-safe detail.
-var ErrMCPTools = errors.New("agent's MCP tools cannot be bridged")
-
-// mcpUnavailable returns the client-safe error of an unreachable server.
-func mcpUnavailable(server string, err error) error {
-	var ue *mcp.UnavailableError
-	if !errors.As(err, &ue) {
-		ue = &mcp.UnavailableError{Server: server, Reason: "its connections are closed"}
-	}
-	return &runtime.PublicError{Err: fmt.Errorf("%w: %w", ErrMCPUnavailable, err), Detail: ue.Error()}
-}
-
-// mcpToolsError returns the client-safe error of tools that cannot be
-// bridged; cause, when not nil, is wrapped too (its text is safe: it
-// names servers and tools only).
-func mcpToolsError(detail string, cause error) error {
-	err := ErrMCPTools
-	if cause != nil {
-		err = fmt.Errorf("%w: %w", ErrMCPTools, cause)
-	}
-	return &runtime.PublicError{Err: err, Detail: detail}
-}
-
-// errNoMCPManager is why an engine without an MCP manager refuses agents
-// that declare servers.
-var errNoMCPManager = errors.New("no MCP manager configured")
-
-// discoverMCP connects to every server def declares (in order), lists its
-// tools and returns the pinned tools, checked (checkPinned); nil when def
-// declares none. The connections are the engine's Manager's, keyed by the
-// agent's ref.
+// discoverMCP pins the MCP tools of a new session of def (nil when def
+// declares no server), as the local engine does: runtime.PinMCPTools over
+// the engine's Manager.
 func (e *Engine) discoverMCP(ctx context.Context, def *agent.Definition) ([]mcp.PinnedTool, error) {
-	if len(def.MCPServers) == 0 {
-		return nil, nil
-	}
-	if e.cfg.MCP == nil {
-		s := def.MCPServers[0].Name
-		return nil, &runtime.PublicError{
-			Err:    fmt.Errorf("%w: %w", ErrMCPUnavailable, errNoMCPManager),
-			Detail: (&mcp.UnavailableError{Server: s, Reason: "this hxd has no MCP client configured"}).Error(),
-		}
-	}
-	var pinned []mcp.PinnedTool
-	for _, cfg := range def.MCPServers {
-		tools, err := e.cfg.MCP.Discover(ctx, def.Ref().String(), cfg)
-		var missing *mcp.MissingToolsError
-		switch {
-		case err == nil:
-		case errors.Is(err, mcp.ErrUnavailable), errors.Is(err, mcp.ErrClosed):
-			return nil, mcpUnavailable(cfg.Name, err)
-		case errors.As(err, &missing), errors.Is(err, mcp.ErrBadTool):
-			return nil, mcpToolsError(err.Error(), err)
-		case ctx.Err() != nil:
-			return nil, ctx.Err()
-		default:
-			return nil, fmt.Errorf("discover MCP server %q: %w", cfg.Name, err)
-		}
-		pinned = append(pinned, tools...)
-	}
-	if err := checkPinned(def, pinned); err != nil {
-		return nil, err
-	}
-	return pinned, nil
-}
-
-// checkPinned checks the pinned tools of def's servers: a bridged name
-// must not be one of the agent's tools nor another server's, and every
-// tool a scripted model of def's chain calls must be an agent tool or a
-// bridged one.
-func checkPinned(def *agent.Definition, pinned []mcp.PinnedTool) error {
-	names := make(map[string]string, len(def.Tools)+len(pinned)) // name → owner
-	for _, t := range def.Tools {
-		names[t.Name] = "the agent's tools"
-	}
-	for _, p := range pinned {
-		if owner, dup := names[p.Name]; dup {
-			return mcpToolsError(fmt.Sprintf("MCP server %q tool %q registers as %q, which is already one of %s", p.Server, p.ToolName, p.Name, owner), nil)
-		}
-		names[p.Name] = fmt.Sprintf("MCP server %q's tools", p.Server)
-	}
-	for _, m := range def.Model.Chain() {
-		if m.Provider != model.ProviderScripted {
-			continue
-		}
-		for _, step := range m.Script {
-			for _, c := range step.ToolCalls {
-				if _, ok := names[c.Name]; !ok {
-					return mcpToolsError(fmt.Sprintf("the scripted model calls %q, which no MCP server of the agent has", c.Name), nil)
-				}
-			}
-		}
-	}
-	return nil
+	return runtime.PinMCPTools(ctx, e.cfg.MCP, def)
 }
 
 // SessionMCPTools returns the MCP tools pinned when the caller's session

@@ -158,10 +158,11 @@ func TestMCPCreateSessionPinsTools(t *testing.T) {
 		model.ScriptStep{ToolCalls: []model.ToolCall{toolCall("c1", "files_meta", `{}`)}})
 	eng, fc := newMCPEngine(t, registry(t, def), newMCPManager(t))
 
-	_, err := eng.CreateSession(as("alice"), runtime.CreateSessionParams{Agent: def.Ref(), SessionID: "s1"})
+	created, err := eng.CreateSession(as("alice"), runtime.CreateSessionParams{Agent: def.Ref(), SessionID: "s1"})
 	require.NoError(t, err)
 	require.Len(t, fc.inputs, 1)
 	pinned := fc.inputs[0].MCPTools
+	require.Equal(t, pinned, created.MCPTools, "the created session shows its pinned tools")
 	var names []string
 	for _, p := range pinned {
 		names = append(names, p.Name)
@@ -185,13 +186,16 @@ func TestMCPCreateSessionPinsTools(t *testing.T) {
 	got, err := eng.SessionMCPTools(as("alice"), "s1")
 	require.NoError(t, err)
 	require.Equal(t, pinned, got)
+	sess, err := eng.GetSession(as("alice"), "s1")
+	require.NoError(t, err)
+	require.Equal(t, pinned, sess.MCPTools, "GET /sessions/{id} shows them")
 	_, err = eng.SessionMCPTools(as("mallory"), "s1")
 	require.ErrorIs(t, err, runtime.ErrNotFound)
 }
 
 // TestMCPCreateSessionUnavailable: a server that cannot be reached fails
-// the creation with ErrMCPUnavailable (mcp.ErrUnavailable), naming the
-// server, and no workflow starts; so does an engine without an MCP manager.
+// the creation with mcp.ErrUnavailable, naming the server, and no workflow
+// starts; an engine without an MCP manager refuses with runtime.ErrMCPTools.
 func TestMCPCreateSessionUnavailable(t *testing.T) {
 	t.Parallel()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -206,20 +210,21 @@ func TestMCPCreateSessionUnavailable(t *testing.T) {
 	t.Cleanup(func() { _ = withSecret.Close() })
 
 	for _, tc := range []struct {
-		name string
-		m    *mcp.Manager
+		name   string
+		m      *mcp.Manager
+		is     error
+		detail string
 	}{
-		{"unreachable", withSecret},
-		{"no manager", nil},
+		{"unreachable", withSecret, mcp.ErrUnavailable, `MCP server "files" is unavailable`},
+		{"no manager", nil, runtime.ErrMCPTools, "does not run MCP servers"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			eng, fc := newMCPEngine(t, registry(t, def), tc.m)
 			_, err := eng.CreateSession(as("alice"), runtime.CreateSessionParams{Agent: def.Ref(), SessionID: "s1"})
-			require.ErrorIs(t, err, ErrMCPUnavailable)
-			require.ErrorIs(t, err, mcp.ErrUnavailable)
+			require.ErrorIs(t, err, tc.is)
 			var pe *runtime.PublicError
 			require.ErrorAs(t, err, &pe)
-			require.Contains(t, pe.Detail, `MCP server "files" is unavailable`)
+			require.Contains(t, pe.Detail, tc.detail)
 			require.NotContains(t, pe.Detail, "s3cret", "the detail hides the headers")
 			require.Empty(t, fc.inputs, "no workflow started")
 		})
@@ -259,7 +264,7 @@ func TestMCPCreateSessionChecks(t *testing.T) {
 				d.Tools = []agent.ToolDef{{Config: tool.Config{Name: "files_echo", Description: "mine", Kind: tool.KindClient}}}
 				return d
 			},
-			detail: `registers as "files_echo", which is already one of the agent's tools`,
+			also: mcp.ErrNameClash, detail: `tool "echo" of MCP server "files" has the name of one of the agent's tools`,
 		},
 		{
 			name: "clash across servers",
@@ -271,19 +276,19 @@ func TestMCPCreateSessionChecks(t *testing.T) {
 				}
 				return d
 			},
-			detail: `MCP server "one_two" tool "x" registers as "one_two_x", which is already one of MCP server "one"'s tools`,
+			also: mcp.ErrNameClash, detail: `MCP servers "one" and "one_two" both give a tool named "one_two_x"`,
 		},
 		{
 			name:   "script names a tool no server has",
 			def:    func() *agent.Definition { return mcpAgent(srv.url, mcp.ServerConfig{}, script("files_nope")) },
-			detail: `the scripted model calls "files_nope"`,
+			also: mcp.ErrUnknownScriptedTool, detail: `"files_nope"`,
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			def := tc.def()
 			eng, fc := newMCPEngine(t, registry(t, def), m)
 			_, err := eng.CreateSession(as("alice"), runtime.CreateSessionParams{Agent: def.Ref(), SessionID: "s1"})
-			require.ErrorIs(t, err, ErrMCPTools)
+			require.ErrorIs(t, err, runtime.ErrMCPTools)
 			if tc.also != nil {
 				require.ErrorIs(t, err, tc.also)
 			}
