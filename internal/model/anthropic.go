@@ -371,7 +371,7 @@ func anthropicBlock(role Role, b ContentBlock) (anthropic.ContentBlockParamUnion
 	case b.Type == BlockText:
 		return anthropic.NewTextBlock(b.Text), nil
 	case b.Type == BlockToolResult && role == RoleUser:
-		return anthropic.NewToolResultBlock(b.ToolUseID, toolResultText(b.Content), b.IsError), nil
+		return anthropic.NewToolResultBlock(b.ToolUseID, ToolResultText(b.Content), b.IsError), nil
 	case b.Type == BlockToolUse && role == RoleAssistant:
 		return anthropic.NewToolUseBlock(b.ID, json.RawMessage(toolArguments(b.Input)), b.Name), nil
 	case b.Type == BlockThinking && role == RoleAssistant:

@@ -371,7 +371,7 @@ func convertMessages(system string, messages []Message) ([]openai.ChatCompletion
 				case BlockText:
 					texts = append(texts, b.Text)
 				case BlockToolResult:
-					out = append(out, openai.ToolMessage(toolResultText(b.Content), b.ToolUseID))
+					out = append(out, openai.ToolMessage(ToolResultText(b.Content), b.ToolUseID))
 				default:
 					return nil, fmt.Errorf("message %d block %d: block type %q is not allowed in a user message", i, j, b.Type)
 				}
@@ -415,10 +415,11 @@ func convertMessages(system string, messages []Message) ([]openai.ChatCompletion
 	return out, nil
 }
 
-// toolResultText renders a tool_result content for a `tool` message: a JSON
-// string as its text, null or absent as "", any other JSON value compacted
-// (or verbatim when it is not valid JSON).
-func toolResultText(content json.RawMessage) string {
+// ToolResultText renders a tool_result content as text, as an OpenAI
+// `tool` message and a tool_result event carry it: a JSON string as its
+// text, null or absent as "", any other JSON value compacted (or verbatim
+// when it is not valid JSON).
+func ToolResultText(content json.RawMessage) string {
 	trimmed := bytes.TrimSpace(content)
 	if len(trimmed) == 0 || string(trimmed) == "null" {
 		return ""

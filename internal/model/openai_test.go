@@ -798,7 +798,7 @@ func TestToolResultText(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			require.Equal(t, tt.want, toolResultText(json.RawMessage(tt.content)))
+			require.Equal(t, tt.want, ToolResultText(json.RawMessage(tt.content)))
 		})
 	}
 }

@@ -661,7 +661,7 @@ func (d *driver) answer(e *ToolEntry, text string) error {
 	if err != nil {
 		return asCommandError(err)
 	}
-	d.event(EventToolResult, res, e)
+	d.event(EventToolResult, PublicToolResult(res), e)
 	return nil
 }
 
@@ -802,7 +802,7 @@ func (d *driver) processTool(ctx context.Context, e *ToolEntry) error {
 	e.Result = &res
 	d.record(journal.KindToolProcessed, res, e)
 	d.event(EventToolCallComplete, e.Call, e)
-	d.event(EventToolResult, res, e)
+	d.event(EventToolResult, PublicToolResult(res), e)
 	return nil
 }
 

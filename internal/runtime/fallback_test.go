@@ -381,3 +381,48 @@ func TestFallbackSwitchesProvider(t *testing.T) {
 	ant.CloseClientConnections()
 	oai.CloseClientConnections()
 }
+
+// TestToolResultEventIsText: a tool answering with a JSON object (echo
+// returns its input) shows it on the tool_result event as text, as the
+// reference's ToolResult holds it, so the run's bundle verifies; the
+// journal keeps the object.
+func TestToolResultEventIsText(t *testing.T) {
+	t.Parallel()
+	call := model.ToolCall{ID: "c1", Name: "echo", Input: json.RawMessage(`{"n": 1, "tags": ["a"]}`)}
+	def := &agent.Definition{
+		Name: "object-result", Version: "v1",
+		Model: model.Config{Provider: "scripted", Script: []model.ScriptStep{{ToolCalls: []model.ToolCall{call}}, {Text: "done"}}},
+		Tools: []agent.ToolDef{{Config: tool.Config{Name: "echo", Kind: "builtin", ReplayPolicy: "safe"}}},
+	}
+	tb := setup(t, def)
+	sess, err := tb.rt.CreateSession(context.Background(), hxruntime.CreateSessionParams{Agent: def.Ref(), Recording: recording(true)})
+	require.NoError(t, err)
+	res := runToEnd(t, tb, sess.ID, "go")
+	require.Equal(t, hxruntime.StatusCompleted, res.Status, "%+v", res.Error)
+
+	var results []json.RawMessage
+	for _, ev := range eventsOf(t, tb, res.RunID) {
+		if ev.Type == hxruntime.EventToolResult {
+			var r model.ToolResult
+			require.NoError(t, json.Unmarshal(ev.Data, &r))
+			results = append(results, r.Content)
+		}
+	}
+	require.Equal(t, []json.RawMessage{json.RawMessage(`"{\"n\":1,\"tags\":[\"a\"]}"`)}, results)
+	for _, rec := range journalOf(t, tb, res.RunID) {
+		if rec.Kind == journal.KindToolReturned {
+			require.JSONEq(t, `{"tool_call_id":"c1","content":{"n":1,"tags":["a"]},"is_error":false}`, string(rec.Payload))
+		}
+	}
+
+	ctx := context.Background()
+	require.NoError(t, tb.rt.Export(ctx, res.RunID, func(inc *hxruntime.Incident) error {
+		a, err := hxbundle.Build(ctx, hxbundle.RunInfo{RunID: inc.RunID, SessionID: inc.SessionID, Status: string(inc.Status), Phase: string(inc.Phase)},
+			inc, hxbundle.Policy{IncludePayloads: true}, t.TempDir())
+		require.NoError(t, err)
+		defer func() { require.NoError(t, a.Close()) }()
+		rep := hxbundle.Verify(a.ReaderAt(), a.Size(), hxbundle.DefaultLimits)
+		require.True(t, rep.Valid, "%+v", rep)
+		return nil
+	}))
+}

@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -511,4 +512,18 @@ func ConcurrentBatch(tools []ToolEntry) bool {
 		}
 	}
 	return calls > 1
+}
+
+// PublicToolResult is res as a tool_result event shows it: its content as
+// text (a JSON string: model.ToolResultText, which is also what a model
+// gets), as the reference's ToolResult holds it, so that a bundle of the
+// run verifies whatever JSON a tool answered with. The journal's
+// tool.returned and tool.processed keep the content as it was.
+func PublicToolResult(res model.ToolResult) model.ToolResult {
+	trimmed := bytes.TrimSpace(res.Content)
+	if len(trimmed) > 0 && trimmed[0] == '"' {
+		return res
+	}
+	res.Content = tool.TextContent(model.ToolResultText(res.Content))
+	return res
 }

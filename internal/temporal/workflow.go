@@ -948,7 +948,7 @@ func (w *sessionWorkflow) answer(st *runtime.RunState, e *runtime.ToolEntry, tex
 	if err != nil {
 		return err
 	}
-	w.event(st, runtime.EventToolResult, res, e)
+	w.event(st, runtime.EventToolResult, runtime.PublicToolResult(res), e)
 	return nil
 }
 
@@ -1015,7 +1015,7 @@ func (w *sessionWorkflow) processTool(ctx workflow.Context, st *runtime.RunState
 	}
 	e.Result = &res
 	w.event(st, runtime.EventToolCallComplete, e.Call, e)
-	w.event(st, runtime.EventToolResult, res, e)
+	w.event(st, runtime.EventToolResult, runtime.PublicToolResult(res), e)
 	return nil
 }
 
