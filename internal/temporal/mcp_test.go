@@ -279,8 +279,8 @@ func TestMCPCreateSessionChecks(t *testing.T) {
 			also: mcp.ErrNameClash, detail: `MCP servers "one" and "one_two" both give a tool named "one_two_x"`,
 		},
 		{
-			name:   "script names a tool no server has",
-			def:    func() *agent.Definition { return mcpAgent(srv.url, mcp.ServerConfig{}, script("files_nope")) },
+			name: "script names a tool no server has",
+			def:  func() *agent.Definition { return mcpAgent(srv.url, mcp.ServerConfig{}, script("files_nope")) },
 			also: mcp.ErrUnknownScriptedTool, detail: `"files_nope"`,
 		},
 	} {
