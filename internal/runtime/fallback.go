@@ -100,9 +100,9 @@ func ResponsePayload(def *agent.Definition, st *RunState, resp *model.Response) 
 	return AnsweredBy{Response: resp, Provider: m.Provider, Model: m.Model}
 }
 
-// bindChain builds the providers of def's fallback entries, in order
-// (the primary's is the binding's provider).
-func bindChain(def *agent.Definition, opts model.Options) ([]model.Provider, error) {
+// BindFallbacks builds the providers of def's fallback entries, in order
+// (the primary's is the binding's provider). Both engines bind with it.
+func BindFallbacks(def *agent.Definition, opts model.Options) ([]model.Provider, error) {
 	out := make([]model.Provider, 0, len(def.Model.Fallback))
 	for i, m := range def.Model.Fallback {
 		p, err := model.New(m, opts)

@@ -229,7 +229,7 @@ func (r *Runtime) bind(ref agent.Ref) (*binding, error) {
 	if err != nil {
 		return nil, fmt.Errorf("bind model of agent %s: %w", ref, err)
 	}
-	fallbacks, err := bindChain(def, r.cfg.ModelOptions)
+	fallbacks, err := BindFallbacks(def, r.cfg.ModelOptions)
 	if err != nil {
 		return nil, fmt.Errorf("bind model of agent %s: %w", ref, err)
 	}

@@ -193,7 +193,7 @@ func (a *Activities) bind(ref agent.Ref, hash string) (*binding, error) {
 	if err != nil {
 		return nil, temporal.NewNonRetryableApplicationError("bind model: "+err.Error(), "ConfigurationError", nil)
 	}
-	fallbacks, err := bindFallbacks(def, a.deps.ModelOptions)
+	fallbacks, err := runtime.BindFallbacks(def, a.deps.ModelOptions)
 	if err != nil {
 		return nil, temporal.NewNonRetryableApplicationError("bind model: "+err.Error(), "ConfigurationError", nil)
 	}

@@ -2,12 +2,10 @@ package temporal
 
 import (
 	"errors"
-	"fmt"
 
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"hxd/internal/agent"
 	"hxd/internal/model"
 	"hxd/internal/runtime"
 )
@@ -44,19 +42,6 @@ func transientActivityFailure(err error) bool {
 	}
 	var te *temporal.TimeoutError
 	return errors.As(err, &te)
-}
-
-// bindFallbacks builds the providers of def's fallback entries, in order.
-func bindFallbacks(def *agent.Definition, opts model.Options) ([]model.Provider, error) {
-	out := make([]model.Provider, 0, len(def.Model.Fallback))
-	for i, m := range def.Model.Fallback {
-		p, err := model.New(m, opts)
-		if err != nil {
-			return nil, fmt.Errorf("fallback[%d]: %w", i, err)
-		}
-		out = append(out, p)
-	}
-	return out, nil
 }
 
 // chainModel returns the provider and model section at position i of the
