@@ -168,14 +168,7 @@ func startHTTPServer(t *testing.T, kind string) *httpServer {
 		h.mu.Unlock()
 		handler.ServeHTTP(w, r)
 	}))
-	t.Cleanup(func() {
-		srv.Close()
-		// A connection hxd cut off never ended its session (no DELETE):
-		// end what is left, or its reader goroutine outlives the tests.
-		for ss := range h.server.Sessions() {
-			_ = ss.Close()
-		}
-	})
+	t.Cleanup(srv.Close)
 	h.url = srv.URL + "/mcp"
 	return h
 }
