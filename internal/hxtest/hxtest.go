@@ -16,6 +16,8 @@ import (
 func WrapTestMain(m *testing.M, cleanups ...func()) {
 	goleak.VerifyTestMain(m,
 		goleak.IgnoreTopFunction("database/sql.(*DB).connectionOpener"),
+		// The MCP stdio children starter lives as long as the process (mcp/start_linux.go).
+		goleak.IgnoreTopFunction("hxd/internal/mcp.startLoop"),
 		goleak.IgnoreAnyFunction("internal/poll.runtime_pollWait"),
 		goleak.Cleanup(func(code int) {
 			for _, f := range cleanups {

@@ -120,7 +120,7 @@ func (c *conn) startChild(env []string) (*child, error) {
 	cmd := exec.Command(c.cfg.Command[0], c.cfg.Command[1:]...) //nolint:gosec // the agent file names the server to run
 	cmd.Env = env
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
-	err = cmd.Start()
+	err = startCmd(cmd)       // Pdeathsig on Linux (start_linux.go)
 	closeAll(inR, outW, errW) // the child holds its ends now
 	if err != nil {
 		closeAll(inW, outR, errR)
