@@ -14,7 +14,14 @@ import (
 // WrapTestMain runs the package's tests and fails on leaked goroutines;
 // cleanups run before the process exits (os.Exit skips deferred calls).
 func WrapTestMain(m *testing.M, cleanups ...func()) {
-	goleak.VerifyTestMain(m,
+	WrapTestMainIgnoring(m, nil, cleanups...)
+}
+
+// WrapTestMainIgnoring is WrapTestMain that also ignores the goroutines
+// ignore names (goleak options), for a package whose tests run a peer in
+// process that keeps goroutines of its own.
+func WrapTestMainIgnoring(m *testing.M, ignore []goleak.Option, cleanups ...func()) {
+	opts := append([]goleak.Option{
 		goleak.IgnoreTopFunction("database/sql.(*DB).connectionOpener"),
 		// The MCP stdio children starter lives as long as the process (mcp/start_linux.go).
 		goleak.IgnoreTopFunction("hxd/internal/mcp.startLoop"),
@@ -25,7 +32,8 @@ func WrapTestMain(m *testing.M, cleanups ...func()) {
 			}
 			os.Exit(code)
 		}),
-	)
+	}, ignore...)
+	goleak.VerifyTestMain(m, opts...)
 }
 
 // Logger returns a slog.Logger writing to t.Log.
