@@ -3,7 +3,6 @@ package mcp
 import (
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -15,7 +14,9 @@ import (
 func TestStdioBinaryFromTestdata(t *testing.T) {
 	t.Parallel()
 	bin := filepath.Join(t.TempDir(), "stdioserver")
-	build := exec.CommandContext(t.Context(), filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-o", bin, "./testdata/stdioserver")
+	goTool, err := exec.LookPath("go")
+	require.NoError(t, err)
+	build := exec.CommandContext(t.Context(), goTool, "build", "-o", bin, "./testdata/stdioserver")
 	out, err := build.CombinedOutput()
 	require.NoError(t, err, "%s", out)
 
