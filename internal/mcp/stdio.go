@@ -226,7 +226,7 @@ func (ch *child) cutOff(err error) {
 		ch.cut = err
 	}
 	ch.mu.Unlock()
-	ch.log.Warn("mcp server cut off", "reason", err.Error())
+	ch.log.Warn("mcp server cut off", "error", err)
 	ch.kill()
 }
 

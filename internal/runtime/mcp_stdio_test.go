@@ -4,7 +4,9 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -48,7 +50,7 @@ func runMCPChild() {
 			return mcpText("cancelled", true), nil
 		})
 	err := s.Run(context.Background(), &sdk.StdioTransport{})
-	if err != nil && !strings.Contains(err.Error(), "EOF") {
+	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
 		fmt.Fprintln(os.Stderr, "mcp child:", err)
 	}
 	os.Exit(0)
