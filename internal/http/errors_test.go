@@ -161,7 +161,7 @@ func TestProblems(t *testing.T) {
 		}, req: request{method: "POST", path: "/sessions/s1/tools/k/approve", body: `{"allow":false}`},
 			status: 409, code: "not_awaiting_resolution", detail: "Run is not awaiting a resolution"},
 		{name: "invalid cursor", stub: func(f *fakeService) {
-			f.ListSessionsFunc = func(context.Context, hxruntime.ListParams) (hxruntime.Page[hxruntime.Session], error) {
+			f.ListSessionsFunc = func(context.Context, hxruntime.SessionListParams) (hxruntime.Page[hxruntime.Session], error) {
 				return hxruntime.Page[hxruntime.Session]{}, &hxruntime.PublicError{Err: hxruntime.ErrInvalidCursor, Detail: "cursor is not one this server issued"}
 			}
 		}, req: request{method: "GET", path: "/sessions?cursor=zzz"}, status: 400, code: "invalid_request", detail: "cursor"},
@@ -230,7 +230,7 @@ func TestUnavailable(t *testing.T) {
 			f.CreateSessionFunc = func(context.Context, hxruntime.CreateSessionParams) (*hxruntime.Session, error) { return nil, down }
 		}, request{method: "POST", path: "/sessions", body: `{"agent":{"name":"demo","version":"v1"}}`}},
 		{"list sessions", func(f *fakeService) {
-			f.ListSessionsFunc = func(context.Context, hxruntime.ListParams) (hxruntime.Page[hxruntime.Session], error) {
+			f.ListSessionsFunc = func(context.Context, hxruntime.SessionListParams) (hxruntime.Page[hxruntime.Session], error) {
 				return hxruntime.Page[hxruntime.Session]{}, down
 			}
 		}, request{method: "GET", path: "/sessions"}},

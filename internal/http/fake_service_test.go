@@ -21,7 +21,7 @@ type fakeService struct {
 	AgentsFunc        func() []*agent.Definition
 	AgentFunc         func(name, version string) (*agent.Definition, error)
 	CreateSessionFunc func(ctx context.Context, p hxruntime.CreateSessionParams) (*hxruntime.Session, error)
-	ListSessionsFunc  func(ctx context.Context, p hxruntime.ListParams) (hxruntime.Page[hxruntime.Session], error)
+	ListSessionsFunc  func(ctx context.Context, p hxruntime.SessionListParams) (hxruntime.Page[hxruntime.Session], error)
 	GetSessionFunc    func(ctx context.Context, sessionID string) (*hxruntime.Session, error)
 	SubmitRunFunc     func(ctx context.Context, p hxruntime.SubmitParams) (*hxruntime.RunResult, bool, error)
 	WaitRunFunc       func(ctx context.Context, runID string, d time.Duration) (*hxruntime.RunResult, error)
@@ -69,7 +69,7 @@ func (f *fakeService) CreateSession(ctx context.Context, p hxruntime.CreateSessi
 	return f.CreateSessionFunc(ctx, p)
 }
 
-func (f *fakeService) ListSessions(ctx context.Context, p hxruntime.ListParams) (hxruntime.Page[hxruntime.Session], error) {
+func (f *fakeService) ListSessions(ctx context.Context, p hxruntime.SessionListParams) (hxruntime.Page[hxruntime.Session], error) {
 	if f.ListSessionsFunc == nil {
 		return hxruntime.Page[hxruntime.Session]{}, errNotStubbed
 	}

@@ -143,8 +143,8 @@ func TestEndpointsHappyPath(t *testing.T) {
 		{
 			name: "list sessions",
 			stub: func(t *testing.T, f *fakeService) {
-				f.ListSessionsFunc = func(_ context.Context, p hxruntime.ListParams) (hxruntime.Page[hxruntime.Session], error) {
-					require.Equal(t, hxruntime.ListParams{Cursor: "c1", Limit: 10}, p)
+				f.ListSessionsFunc = func(_ context.Context, p hxruntime.SessionListParams) (hxruntime.Page[hxruntime.Session], error) {
+					require.Equal(t, hxruntime.SessionListParams{ListParams: hxruntime.ListParams{Cursor: "c1", Limit: 10}}, p)
 					return hxruntime.Page[hxruntime.Session]{Items: []hxruntime.Session{*sessionFixture()}, NextCursor: "c2"}, nil
 				}
 			},
@@ -159,8 +159,8 @@ func TestEndpointsHappyPath(t *testing.T) {
 		{
 			name: "list sessions last page",
 			stub: func(t *testing.T, f *fakeService) {
-				f.ListSessionsFunc = func(_ context.Context, p hxruntime.ListParams) (hxruntime.Page[hxruntime.Session], error) {
-					require.Equal(t, hxruntime.ListParams{}, p)
+				f.ListSessionsFunc = func(_ context.Context, p hxruntime.SessionListParams) (hxruntime.Page[hxruntime.Session], error) {
+					require.Equal(t, hxruntime.SessionListParams{}, p)
 					return hxruntime.Page[hxruntime.Session]{}, nil
 				}
 			},

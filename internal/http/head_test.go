@@ -29,7 +29,7 @@ func stubGets(f *fakeService) {
 	f.ReadyFunc = func(context.Context) error { return nil }
 	f.AgentsFunc = func() []*agent.Definition { return []*agent.Definition{agentFixture()} }
 	f.AgentFunc = func(string, string) (*agent.Definition, error) { return agentFixture(), nil }
-	f.ListSessionsFunc = func(context.Context, hxruntime.ListParams) (hxruntime.Page[hxruntime.Session], error) {
+	f.ListSessionsFunc = func(context.Context, hxruntime.SessionListParams) (hxruntime.Page[hxruntime.Session], error) {
 		return hxruntime.Page[hxruntime.Session]{Items: []hxruntime.Session{*sessionFixture()}}, nil
 	}
 	f.GetSessionFunc = func(context.Context, string) (*hxruntime.Session, error) { return sessionFixture(), nil }

@@ -23,9 +23,10 @@ type Service interface {
 	// CreateSession creates a session owned by the caller. Errors:
 	// runtime.ErrSessionExists, runtime.ErrUnknownAgent.
 	CreateSession(ctx context.Context, p hxruntime.CreateSessionParams) (*hxruntime.Session, error)
-	// ListSessions pages the caller's sessions. Errors:
+	// ListSessions pages the caller's sessions that match p's filters,
+	// filtered before the page limit so cursors page the matches. Errors:
 	// runtime.ErrInvalidCursor for a cursor it did not issue.
-	ListSessions(ctx context.Context, p hxruntime.ListParams) (hxruntime.Page[hxruntime.Session], error)
+	ListSessions(ctx context.Context, p hxruntime.SessionListParams) (hxruntime.Page[hxruntime.Session], error)
 	// GetSession returns one session with its latest run.
 	GetSession(ctx context.Context, sessionID string) (*hxruntime.Session, error)
 

@@ -33,7 +33,11 @@ func (s *Server) CreateSession(ctx context.Context, req api.CreateSessionRequest
 
 // ListSessions lists the caller's sessions, one page at a time.
 func (s *Server) ListSessions(ctx context.Context, req api.ListSessionsRequestObject) (api.ListSessionsResponseObject, error) {
-	page, err := s.svc.ListSessions(ctx, listParams(req.Params.Cursor, req.Params.Limit))
+	p, err := sessionListParams(req.Params)
+	if err != nil {
+		return nil, err
+	}
+	page, err := s.svc.ListSessions(ctx, p)
 	if err != nil {
 		return nil, err
 	}

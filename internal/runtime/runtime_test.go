@@ -652,7 +652,7 @@ func TestForeignPrincipalSeesNothing(t *testing.T) {
 	require.NoError(t, err)
 	_, err = tb.rt.GetSession(bob, sess.ID)
 	require.ErrorIs(t, err, hxruntime.ErrNotFound)
-	page, err := tb.rt.ListSessions(bob, hxruntime.ListParams{})
+	page, err := tb.rt.ListSessions(bob, hxruntime.SessionListParams{})
 	require.NoError(t, err)
 	require.Empty(t, page.Items)
 	_, _, err = tb.rt.SubmitRun(bob, hxruntime.SubmitParams{SessionID: sess.ID, Message: jsonString("x")})
@@ -764,10 +764,10 @@ func TestSessionIdsScopedPerPrincipal(t *testing.T) {
 			return nil
 		}))
 	}
-	alicePage, err := tb.rt.ListSessions(alice, hxruntime.ListParams{})
+	alicePage, err := tb.rt.ListSessions(alice, hxruntime.SessionListParams{})
 	require.NoError(t, err)
 	require.Len(t, alicePage.Items, 2)
-	bobPage, err := tb.rt.ListSessions(bob, hxruntime.ListParams{})
+	bobPage, err := tb.rt.ListSessions(bob, hxruntime.SessionListParams{})
 	require.NoError(t, err)
 	require.Len(t, bobPage.Items, 1)
 	require.Equal(t, "foo", bobPage.Items[0].ID)

@@ -58,14 +58,17 @@ func (r *Runtime) GetSession(ctx context.Context, id string) (*Session, error) {
 	return sessionView(row), nil
 }
 
-// ListSessions pages the calling principal's sessions.
-func (r *Runtime) ListSessions(ctx context.Context, p ListParams) (Page[Session], error) {
-	after, limit, err := pageParams(p)
+// ListSessions pages the calling principal's sessions that match p's
+// filters (applied by the store, before the page limit).
+func (r *Runtime) ListSessions(ctx context.Context, p SessionListParams) (Page[Session], error) {
+	after, limit, err := pageParams(p.ListParams)
 	if err != nil {
 		return Page[Session]{}, err
 	}
 	rows, err := r.store.SessionList(ctx, &rtstore.SessionListParams{
 		Principal: PrincipalFrom(ctx), ListParams: rtstore.ListParams{After: after, Limit: limit + 1},
+		AgentName: p.AgentName, AgentVersion: p.AgentVersion,
+		LatestRun: rtstore.SessionStatusFilter{Status: p.Status, NoRun: p.NoRun},
 	})
 	if err != nil {
 		return Page[Session]{}, fmt.Errorf("list sessions: %w", err)

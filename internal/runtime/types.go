@@ -127,6 +127,20 @@ type ListParams struct {
 	Limit  int
 }
 
+// SessionListParams pages the caller's sessions (ListParams) that match
+// the filters: the filters apply before the page limit, so a page holds up
+// to Limit matching sessions and its cursor continues after the last one.
+type SessionListParams struct {
+	ListParams
+	// AgentName, when set, keeps the sessions of that agent, of every
+	// version unless AgentVersion names one.
+	AgentName, AgentVersion string
+	// Status, when set, keeps the sessions whose latest run has that
+	// status; NoRun keeps the sessions without a run (Status ignored).
+	Status RunStatus
+	NoRun  bool
+}
+
 // CreateSessionParams creates a session.
 type CreateSessionParams struct {
 	Agent agent.Ref

@@ -3,7 +3,6 @@ package temporal
 import (
 	"context"
 	"crypto/sha256"
-	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -338,17 +337,10 @@ func (e *Engine) remember(m map[string]string, k, v string) {
 // listConcurrency bounds the queries one list page runs at once.
 const listConcurrency = 8
 
-// ListSessions pages the caller's sessions through the visibility API
-// (newest first). The cursor is the visibility page token.
-func (e *Engine) ListSessions(ctx context.Context, p runtime.ListParams) (runtime.Page[runtime.Session], error) {
-	limit := clampLimit(p.Limit)
-	var token []byte
-	if p.Cursor != "" {
-		var err error
-		if token, err = base64.RawURLEncoding.DecodeString(p.Cursor); err != nil || len(token) == 0 {
-			return runtime.Page[runtime.Session]{}, invalidCursor()
-		}
-	}
+// listSessionsPage lists up to limit of the caller's sessions after the
+// visibility page token (nil for the first) and returns them with the
+// next token (nil on the last page).
+func (e *Engine) listSessionsPage(ctx context.Context, limit int, token []byte) ([]runtime.Session, []byte, error) {
 	cctx, cancel := context.WithTimeout(ctx, e.cfg.CallTimeout)
 	defer cancel()
 	resp, err := e.cfg.Client.ListWorkflow(cctx, &workflowservice.ListWorkflowExecutionsRequest{
@@ -360,9 +352,9 @@ func (e *Engine) ListSessions(ctx context.Context, p runtime.ListParams) (runtim
 	if err != nil {
 		var invalid *serviceerror.InvalidArgument
 		if token != nil && errors.As(err, &invalid) {
-			return runtime.Page[runtime.Session]{}, invalidCursor()
+			return nil, nil, invalidCursor()
 		}
-		return runtime.Page[runtime.Session]{}, e.callErr("list sessions", err)
+		return nil, nil, e.callErr("list sessions", err)
 	}
 	execs := resp.GetExecutions()
 	items := make([]*runtime.Session, len(execs))
@@ -383,18 +375,18 @@ func (e *Engine) ListSessions(ctx context.Context, p runtime.ListParams) (runtim
 		})
 	}
 	if err := g.Wait(); err != nil {
-		return runtime.Page[runtime.Session]{}, err
+		return nil, nil, err
 	}
-	page := runtime.Page[runtime.Session]{Items: []runtime.Session{}}
+	out := make([]runtime.Session, 0, len(items))
 	for _, s := range items {
 		if s != nil {
-			page.Items = append(page.Items, *s)
+			out = append(out, *s)
 		}
 	}
 	if t := resp.GetNextPageToken(); len(t) > 0 {
-		page.NextCursor = base64.RawURLEncoding.EncodeToString(t)
+		return out, t, nil
 	}
-	return page, nil
+	return out, nil, nil
 }
 
 func cutPrefix(s, prefix string) (string, bool) {

@@ -142,7 +142,14 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List the caller's sessions */
+        /**
+         * List the caller's sessions
+         * @description Pages the caller's sessions. `status` and `agent`
+         *     filter on the server: a page holds up to `limit` matching sessions
+         *     and `next_cursor` continues after the last one, so paging with a
+         *     filter never skips or repeats a match. Keep the same filters on
+         *     every page of one listing.
+         */
         get: operations["listSessions"];
         put?: never;
         /**
@@ -1859,6 +1866,21 @@ export interface operations {
                  * @example 50
                  */
                 cursor?: components["parameters"]["Cursor"];
+                /**
+                 * @description Only sessions whose latest run has this status. `none` matches
+                 *     the sessions that have no run yet (no `latest_run`); a run
+                 *     status never matches them.
+                 * @example completed
+                 */
+                status?: "running" | "completed" | "paused" | "awaiting_input" | "cancelled" | "failed" | "none";
+                /**
+                 * @description Only sessions of this agent: `name` matches every version of
+                 *     the agent, `name@version` one version. Names and versions are
+                 *     1 to 64 characters of `A-Z a-z 0-9 . _ -`; any other value is
+                 *     a 400 problem.
+                 * @example invoice-analyst@v1
+                 */
+                agent?: string;
             };
             header?: never;
             path?: never;

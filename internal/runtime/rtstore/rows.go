@@ -145,10 +145,37 @@ type ListParams struct {
 	Limit int
 }
 
-// SessionListParams lists one principal's sessions.
+// SessionListParams lists one principal's sessions, optionally filtered;
+// the filters apply before Limit, so a page holds up to Limit matches.
 type SessionListParams struct {
 	Principal string
+	// AgentName, when set, keeps the sessions of that agent; AgentVersion
+	// (only with AgentName) narrows them to one version.
+	AgentName, AgentVersion string
+	// LatestRun filters on the session's latest run (SessionStatusFilter).
+	LatestRun SessionStatusFilter
 	ListParams
+}
+
+// SessionStatusFilter filters sessions on their latest run: the zero value
+// keeps all; NoRun keeps the sessions without a run; else Status keeps the
+// sessions whose latest run has that status.
+type SessionStatusFilter struct {
+	Status RunStatus
+	NoRun  bool
+}
+
+// Args returns the filter as two query arguments: whether to filter
+// (0/1) and the status to match ("" for NoRun), compared with the latest
+// run's status or "" when the session has none.
+func (f SessionStatusFilter) Args() (on int, status string) {
+	switch {
+	case f.NoRun:
+		return 1, ""
+	case f.Status != "":
+		return 1, string(f.Status)
+	}
+	return 0, ""
 }
 
 // RunInsertParams creates a run.

@@ -23,6 +23,7 @@ func Exercise(t *testing.T, newStore func(t *testing.T) rtstore.Store) {
 		cases []testCase
 	}{
 		{"Session", sessionCases},
+		{"SessionFilter", sessionFilterCases},
 		{"Run", runCases},
 		{"Commit", commitCases},
 		{"DeltaCommit", deltaCases},

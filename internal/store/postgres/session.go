@@ -30,6 +30,8 @@ WHERE s.id = $1`
 	sqlSessionList = `SELECT ` + sqlSessionColumns + `
 FROM sessions s LEFT JOIN runs r ON r.id = s.last_run_id
 WHERE s.principal = $1 AND s.seq > $2
+    AND ($4::text = '' OR s.agent_name = $4) AND ($5::text = '' OR s.agent_version = $5)
+    AND ($6::int = 0 OR COALESCE(r.status, '') = $7::text)
 ORDER BY s.seq
 LIMIT $3`
 
@@ -101,7 +103,9 @@ func (s *Store) SessionList(ctx context.Context, p *rtstore.SessionListParams) (
 	}
 	ctx, cancel := opContext(ctx)
 	defer cancel()
-	rows, err := s.pool.Query(ctx, sqlSessionList, p.Principal, p.After, limitArg(p.Limit))
+	statusOn, status := p.LatestRun.Args()
+	rows, err := s.pool.Query(ctx, sqlSessionList, p.Principal, p.After, limitArg(p.Limit),
+		p.AgentName, p.AgentVersion, statusOn, status)
 	if err != nil {
 		return nil, s.mapErr(ctx, op, err)
 	}

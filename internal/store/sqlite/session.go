@@ -28,6 +28,8 @@ WHERE s.id = ?`
 	sqlSessionList = `SELECT ` + sqlSessionColumns + `
 FROM sessions s LEFT JOIN runs r ON r.id = s.last_run_id
 WHERE s.principal = ? AND s.seq > ?
+    AND (? = '' OR s.agent_name = ?) AND (? = '' OR s.agent_version = ?)
+    AND (? = 0 OR COALESCE(r.status, '') = ?)
 ORDER BY s.seq
 LIMIT ?`
 
@@ -91,7 +93,9 @@ func (s *Store) SessionList(ctx context.Context, p *rtstore.SessionListParams) (
 	if p == nil {
 		return nil, errors.New("list sessions: nil params")
 	}
-	rows, err := s.rs.sessionList.QueryContext(ctx, p.Principal, p.After, limitArg(p.Limit))
+	statusOn, status := p.LatestRun.Args()
+	rows, err := s.rs.sessionList.QueryContext(ctx, p.Principal, p.After,
+		p.AgentName, p.AgentName, p.AgentVersion, p.AgentVersion, statusOn, status, limitArg(p.Limit))
 	if err != nil {
 		return nil, s.mapErr(ctx, "list sessions", err)
 	}
