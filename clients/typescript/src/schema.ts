@@ -993,6 +993,16 @@ export interface components {
             attempt_id: string;
             event_id: string;
             cursor: components["schemas"]["EventCursor"];
+            /**
+             * Format: date-time
+             * @description When the event was committed (RFC 3339, UTC), assigned by the
+             *     store as it appends the event, so it is the same on every read
+             *     and in the JSON page and the stream. Events stored before this
+             *     field existed carry their run's creation time. Not part of the
+             *     `event` journal records of a bundle (the reference's RunEvent
+             *     has no such field).
+             */
+            created_at: string;
         };
         /**
          * @description Text the model produced. A run submitted with `stream: true`

@@ -630,6 +630,14 @@ type AgentToolPermission string
 type ApprovalRequiredEvent struct {
 	AttemptId string `json:"attempt_id"`
 
+	// CreatedAt When the event was committed (RFC 3339, UTC), assigned by the
+	// store as it appends the event, so it is the same on every read
+	// and in the JSON page and the stream. Events stored before this
+	// field existed carry their run's creation time. Not part of the
+	// `event` journal records of a bundle (the reference's RunEvent
+	// has no such field).
+	CreatedAt time.Time `json:"created_at"`
+
 	// Cursor A per-run event cursor (decimal).
 	Cursor EventCursor `json:"cursor"`
 	Data   struct {
@@ -667,6 +675,14 @@ type ArtifactInfo struct {
 // AttemptResetEvent A model attempt was retried: events of attempt `data.attempt` before it are void.
 type AttemptResetEvent struct {
 	AttemptId string `json:"attempt_id"`
+
+	// CreatedAt When the event was committed (RFC 3339, UTC), assigned by the
+	// store as it appends the event, so it is the same on every read
+	// and in the JSON page and the stream. Events stored before this
+	// field existed carry their run's creation time. Not part of the
+	// `event` journal records of a bundle (the reference's RunEvent
+	// has no such field).
+	CreatedAt time.Time `json:"created_at"`
 
 	// Cursor A per-run event cursor (decimal).
 	Cursor EventCursor `json:"cursor"`
@@ -772,6 +788,14 @@ type CreateSessionRequest struct {
 type ErrorEvent struct {
 	AttemptId string `json:"attempt_id"`
 
+	// CreatedAt When the event was committed (RFC 3339, UTC), assigned by the
+	// store as it appends the event, so it is the same on every read
+	// and in the JSON page and the stream. Events stored before this
+	// field existed carry their run's creation time. Not part of the
+	// `event` journal records of a bundle (the reference's RunEvent
+	// has no such field).
+	CreatedAt time.Time `json:"created_at"`
+
 	// Cursor A per-run event cursor (decimal).
 	Cursor    EventCursor    `json:"cursor"`
 	Data      string         `json:"data"`
@@ -818,6 +842,14 @@ type ExportPolicy struct {
 // GapEvent Events before this one could not be read (Temporal engine: the Redis history expired or is unreachable); its cursor is 0, so a client continuing from it starts over.
 type GapEvent struct {
 	AttemptId string `json:"attempt_id"`
+
+	// CreatedAt When the event was committed (RFC 3339, UTC), assigned by the
+	// store as it appends the event, so it is the same on every read
+	// and in the JSON page and the stream. Events stored before this
+	// field existed carry their run's creation time. Not part of the
+	// `event` journal records of a bundle (the reference's RunEvent
+	// has no such field).
+	CreatedAt time.Time `json:"created_at"`
 
 	// Cursor A per-run event cursor (decimal).
 	Cursor EventCursor `json:"cursor"`
@@ -957,6 +989,14 @@ type Problem struct {
 type RecoveryRequiredEvent struct {
 	AttemptId string `json:"attempt_id"`
 
+	// CreatedAt When the event was committed (RFC 3339, UTC), assigned by the
+	// store as it appends the event, so it is the same on every read
+	// and in the JSON page and the stream. Events stored before this
+	// field existed carry their run's creation time. Not part of the
+	// `event` journal records of a bundle (the reference's RunEvent
+	// has no such field).
+	CreatedAt time.Time `json:"created_at"`
+
 	// Cursor A per-run event cursor (decimal).
 	Cursor EventCursor `json:"cursor"`
 	Data   struct {
@@ -1054,6 +1094,14 @@ type RunEvent struct {
 // RunEventFields The fields every RunEvent has besides `type` and `data`.
 type RunEventFields struct {
 	AttemptId string `json:"attempt_id"`
+
+	// CreatedAt When the event was committed (RFC 3339, UTC), assigned by the
+	// store as it appends the event, so it is the same on every read
+	// and in the JSON page and the stream. Events stored before this
+	// field existed carry their run's creation time. Not part of the
+	// `event` journal records of a bundle (the reference's RunEvent
+	// has no such field).
+	CreatedAt time.Time `json:"created_at"`
 
 	// Cursor A per-run event cursor (decimal).
 	Cursor    EventCursor `json:"cursor"`
@@ -1180,6 +1228,14 @@ type RunResultData struct {
 type RunResultEvent struct {
 	AttemptId string `json:"attempt_id"`
 
+	// CreatedAt When the event was committed (RFC 3339, UTC), assigned by the
+	// store as it appends the event, so it is the same on every read
+	// and in the JSON page and the stream. Events stored before this
+	// field existed carry their run's creation time. Not part of the
+	// `event` journal records of a bundle (the reference's RunEvent
+	// has no such field).
+	CreatedAt time.Time `json:"created_at"`
+
 	// Cursor A per-run event cursor (decimal).
 	Cursor EventCursor `json:"cursor"`
 
@@ -1249,6 +1305,14 @@ type SubmitRunRequest struct {
 type TextCompleteEvent struct {
 	AttemptId string `json:"attempt_id"`
 
+	// CreatedAt When the event was committed (RFC 3339, UTC), assigned by the
+	// store as it appends the event, so it is the same on every read
+	// and in the JSON page and the stream. Events stored before this
+	// field existed carry their run's creation time. Not part of the
+	// `event` journal records of a bundle (the reference's RunEvent
+	// has no such field).
+	CreatedAt time.Time `json:"created_at"`
+
 	// Cursor A per-run event cursor (decimal).
 	Cursor    EventCursor           `json:"cursor"`
 	Data      string                `json:"data"`
@@ -1272,6 +1336,14 @@ type TextCompleteEventType string
 type TextDeltaEvent struct {
 	AttemptId string `json:"attempt_id"`
 
+	// CreatedAt When the event was committed (RFC 3339, UTC), assigned by the
+	// store as it appends the event, so it is the same on every read
+	// and in the JSON page and the stream. Events stored before this
+	// field existed carry their run's creation time. Not part of the
+	// `event` journal records of a bundle (the reference's RunEvent
+	// has no such field).
+	CreatedAt time.Time `json:"created_at"`
+
 	// Cursor A per-run event cursor (decimal).
 	Cursor    EventCursor        `json:"cursor"`
 	Data      string             `json:"data"`
@@ -1293,6 +1365,14 @@ type TextDeltaEventType string
 type ThinkingDeltaEvent struct {
 	AttemptId string `json:"attempt_id"`
 
+	// CreatedAt When the event was committed (RFC 3339, UTC), assigned by the
+	// store as it appends the event, so it is the same on every read
+	// and in the JSON page and the stream. Events stored before this
+	// field existed carry their run's creation time. Not part of the
+	// `event` journal records of a bundle (the reference's RunEvent
+	// has no such field).
+	CreatedAt time.Time `json:"created_at"`
+
 	// Cursor A per-run event cursor (decimal).
 	Cursor    EventCursor            `json:"cursor"`
 	Data      string                 `json:"data"`
@@ -1309,6 +1389,14 @@ type ThinkingDeltaEventType string
 // TodosUpdatedEvent The run's to-do list changed (a reference type; hxd emits none).
 type TodosUpdatedEvent struct {
 	AttemptId string `json:"attempt_id"`
+
+	// CreatedAt When the event was committed (RFC 3339, UTC), assigned by the
+	// store as it appends the event, so it is the same on every read
+	// and in the JSON page and the stream. Events stored before this
+	// field existed carry their run's creation time. Not part of the
+	// `event` journal records of a bundle (the reference's RunEvent
+	// has no such field).
+	CreatedAt time.Time `json:"created_at"`
 
 	// Cursor A per-run event cursor (decimal).
 	Cursor    EventCursor            `json:"cursor"`
@@ -1339,6 +1427,14 @@ type ToolCall struct {
 type ToolCallCompleteEvent struct {
 	AttemptId string `json:"attempt_id"`
 
+	// CreatedAt When the event was committed (RFC 3339, UTC), assigned by the
+	// store as it appends the event, so it is the same on every read
+	// and in the JSON page and the stream. Events stored before this
+	// field existed carry their run's creation time. Not part of the
+	// `event` journal records of a bundle (the reference's RunEvent
+	// has no such field).
+	CreatedAt time.Time `json:"created_at"`
+
 	// Cursor A per-run event cursor (decimal).
 	Cursor    EventCursor               `json:"cursor"`
 	Data      ToolCall                  `json:"data"`
@@ -1355,6 +1451,14 @@ type ToolCallCompleteEventType string
 // ToolCallStartEvent A tool call is dispatched.
 type ToolCallStartEvent struct {
 	AttemptId string `json:"attempt_id"`
+
+	// CreatedAt When the event was committed (RFC 3339, UTC), assigned by the
+	// store as it appends the event, so it is the same on every read
+	// and in the JSON page and the stream. Events stored before this
+	// field existed carry their run's creation time. Not part of the
+	// `event` journal records of a bundle (the reference's RunEvent
+	// has no such field).
+	CreatedAt time.Time `json:"created_at"`
 
 	// Cursor A per-run event cursor (decimal).
 	Cursor    EventCursor            `json:"cursor"`
@@ -1383,6 +1487,14 @@ type ToolResult struct {
 type ToolResultEvent struct {
 	AttemptId string `json:"attempt_id"`
 
+	// CreatedAt When the event was committed (RFC 3339, UTC), assigned by the
+	// store as it appends the event, so it is the same on every read
+	// and in the JSON page and the stream. Events stored before this
+	// field existed carry their run's creation time. Not part of the
+	// `event` journal records of a bundle (the reference's RunEvent
+	// has no such field).
+	CreatedAt time.Time `json:"created_at"`
+
 	// Cursor A per-run event cursor (decimal).
 	Cursor    EventCursor         `json:"cursor"`
 	Data      ToolResult          `json:"data"`
@@ -1407,6 +1519,14 @@ type ToolRetry struct {
 // TurnCompleteEvent The run completed; `data` is its output.
 type TurnCompleteEvent struct {
 	AttemptId string `json:"attempt_id"`
+
+	// CreatedAt When the event was committed (RFC 3339, UTC), assigned by the
+	// store as it appends the event, so it is the same on every read
+	// and in the JSON page and the stream. Events stored before this
+	// field existed carry their run's creation time. Not part of the
+	// `event` journal records of a bundle (the reference's RunEvent
+	// has no such field).
+	CreatedAt time.Time `json:"created_at"`
 
 	// Cursor A per-run event cursor (decimal).
 	Cursor    EventCursor           `json:"cursor"`
@@ -1473,6 +1593,14 @@ type VerificationReport struct {
 // WaitingEvent The run waits `data.seconds` before retrying a model or tool call.
 type WaitingEvent struct {
 	AttemptId string `json:"attempt_id"`
+
+	// CreatedAt When the event was committed (RFC 3339, UTC), assigned by the
+	// store as it appends the event, so it is the same on every read
+	// and in the JSON page and the stream. Events stored before this
+	// field existed carry their run's creation time. Not part of the
+	// `event` journal records of a bundle (the reference's RunEvent
+	// has no such field).
+	CreatedAt time.Time `json:"created_at"`
 
 	// Cursor A per-run event cursor (decimal).
 	Cursor EventCursor `json:"cursor"`
@@ -6589,295 +6717,297 @@ func (sh *strictHandler) ResolveTool(w http.ResponseWriter, r *http.Request, ses
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L37cttIsjf4KhXYE2HyNEhRN7dNRcdZtds945m22yHL490x/BFFoEjWGKxiowqS2D7amL/2ATa+Zzjf",
-	"e3yPMk+ykZlVuBGUKEvuy5yZP3osAqhrVlZefpn5KUj0cqWVUNYE40+BuOLLVSbw3880/NOK9KxQ8Lcp",
-	"lkuer4NxwFnin7G8UEEYXPCsEPBSkgtuRTrhNhgHB6OD48FofzA6OB8djkdH49HxX4MwEHmu82CsiiwL",
-	"A13YVQEvny8E0xciTwvBpjzjKhFMGrZ/MBqx52/PhkEYrIRKpZoH4/cfwiAv1ESmwTgY7T894ofT0eDr",
-	"ZD8dfC2OZoMn/GA6OEyO0mPxePY1fzINwsAIY6R230iVyFQoOzg6gEeW28IE46CcFv6oV5NccKNVMA6E",
-	"Sie2yGGuxSq9aYpPYYqF4XNaD54sxARXBTtXq8JOrP4olAnGo9A9zwVPN581f9g/GPnVKn87HF27viZS",
-	"+cEH4xnPjLi+vg6DFc/5UliR446ezoWyr/gSR5YKk+RyBcMKxvSIKb4UsNCODHChLrRMxIArnq2NDWBU",
-	"wThYcbsIwkBhW/R/YZCLnwqZizQY27wQYWCShVhy6GvJr34Qam4XwfhgNAqDpVT+7/0wsOsVtGJsDpsL",
-	"w8bR/EXkBgfXPdYLetwc7sV+9wjdyw86yGdFboCO28OLlbiykwSfxkzPmF0ItsrFhdSFYSs+F6ynl9Ky",
-	"mc7x2UzmxuKDfnM2xyM/m58Kka+r6VDjwZbRH+8y+udXIilgxH8W6445RMVodJjQGcN/izH9JK3IkZYb",
-	"v1qts0nCs6x8HWfOmTuyDF5oTm6XYzveH2OjW3ZV+DlMPor1rnv7eJfVeZGK5UpboZJ15/oAs4LehLFM",
-	"pqxn+FIwbthUp2sWuycTmcYnbKrtgs3lhVCMq5SlcjYTORDwP/7f/48djUatPc/FT4PRaFTOeCF4KvJq",
-	"zrWRDf6Ms65m+W+5mAXj4P/Yq5j6Hj01e2c0phff4fx+kEtpN6f1GojTyJ+bTOB41E2FGTZSH0AqZrzI",
-	"LH2y5FdyWSyD8f7ILbn7s1xwqayYixxHdFaoF99tjuisULjAhfqo9KViOodjI+RcufU76t+drLqpyV0o",
-	"D8ki3tCd0zUxoCCgbZE/MszdTThTrtbMLPhKsGLFrGZw/yULnvME2PgJk6lhPBdsJXK2yuEiW/EsZEYz",
-	"SQzcIFMp24ZVc+2fML+M3WvXvBU7lqh2hz7cMl1DU2allSG541ueOmLFC1QrKxT+k69WmUyQ+eytcj3N",
-	"xPKrvxm6IcpJwBepu7l4JtOJO4xBGKTCcpl5Ombl3cgiIuUoGDNVLKciZ8vCWDYVjFuWCW4so/NoLIgl",
-	"wTjYcyth3DrQad+J/J6OahLHESyPlRaX/wWNmFUjdktV5Gq8uErHbtLj9tSud2UCr6kBWvQWx281Go/Z",
-	"kmcznS9Fyv705sdXIePE3uyCW5DMlLbs7fn3gydwKOEPrQS+yVAaDOnfShgQE5c6F/ClYvsHT1gmLkRm",
-	"WCrEKoSvQaBUFkicXUid4RYPYVrPtJplMrkfJXiqnRZmvWUb92qkv5cXD7CvT6t9dVyAuf63bGpjlA+x",
-	"o6cMRiNgaXENxyz2fYgraayJw+oX6BX+riY98d/Rz4nO4SKfLKVZcpss4FcOgljjF6XthF9yaeHVXBid",
-	"4f0c42Z+r/OpTFOh7rWbs7KV5lbCru3twv33xNVK5/beO3xY7fD3tTFt2d5q2A9yWsvm4nGN3bOMJx8N",
-	"4yzXmcDfvZCihEgN64nhfMhiWoDxiq8zzVMTwzVDvzH/Wx937JW23+tCpffaMKCJGbbymRt27506qnbq",
-	"lQa5mwazZaeq8T7ITpXNxZ1SjEz78GfsHk0aMi2dG9/6/W5DK3LFs3uu5XHzvqI2mRH5hcgZ6fU33Fpu",
-	"CA/C3BR1x3pn3z9jT4+Ov2auH0bXvKPgt4oXdqFz+bO4HxUX9Ya+kCywX63t22Z3W5a0MagHodZ6i461",
-	"TAXPRc7Q5gD3/lIaI9U8rMkHJABEiieJWMF13xNXK5ANQxQM1sIyFC5CdplrNWfSmELkePMXqRQqESGb",
-	"8jRSRs4Vt0UuwlJU/SjW/SEjhYsbjUNQAugtlSbJtBHpMALGS5oSipDv3r0bnBZ2IZSFHe6wd8Tf0qxy",
-	"wbPlN1GwuEqjIGaXC6GY0m6ylxxEc2VDJjIjmP8GCe+bqJQw8WX4Gmnx8dfHbZ3u5u8aGtSGcEw0fMFl",
-	"xqeeID+fhMt27ssGDuviTX4hE8GazW+n2PKlhyJY32A8ZsbqHHTYhCsgPMs/CnaZSysMWluUvmQ9oOlU",
-	"mo9ASLMiy4BG2UxmgvmmdQ7PMjGzIZ6AlFs+5QbtkYXKBU8W0B/Qb6aTj4JYuLSG0Yi9dJwUOWj6Q3ZW",
-	"KMOkYrNMzheWgYCExgDYSqkKwaYgVoulEdmFMCcsFzZfMz4D5SQ+gz8Gp/BHPGzSee3RJom/EYlWqYHL",
-	"HTucCrhzqG2p5k0V/0Z17ibNnQh0letEGHNvEq1Exok7JXW97dlCayOYuOKJzdaob+gZy4UpMhvSxELG",
-	"pw8g3B0cdKllfmzbybtj/A9B5e9Elg0cr50Wlhmx5MjasmzNXEfjSoZAuRzEcc9plrA3c0GSfHuETfk+",
-	"lbiLrV8LZYoVCIj0wLe70plMUG+YFirNxAT16Im4SoRIm6/SC/DLMllN6qfW/WS1zkw5Jnd5l72+FKnk",
-	"57jo9+KAZYOTJbQ4wX2skZiXl1HTXXCQpZ9Rb4PnKtFoy9R2AfchKLOoM0q7/kISwf5xXSIox85w7MyN",
-	"fSun7ZzrAzHdrra9vFAtXdxeu5gWL1K4erFfvpj1FlcpSwXsE/BOJU5YfIrSRPntmFWvG742kTK6H0Iv",
-	"yYLnRti4vjNomXDGhWq5cIB65U3YKtWCWDXcFBtiRGsAHVJEOaKQRIfOKYMYkYtZYUAwAhHh68dPN0xv",
-	"FSHdJAyUu1f5czr8IywXc2msyEXKkBewVMykkvCcXUq70MhDklxYw3pKs9PXL0DOMngVCpWutFSWvT37",
-	"gX6hxg0OeZXD8llJtjo4uCT9m24TJ3b/yLCXz147NcGwXlz7LIZ70fo38R4+YXwKYleknDimBEmAMkc/",
-	"Atk/QfrTFzRHlbKVVEqkfhfcAYyUNMy5JOnidw8emRrTiftD9kwvl1ylJmRCXchcqyUOAC1ZJmREFOyC",
-	"5xJ4lsEuYX1wKCSOmoW+VERD0oqlue2A4e69fPb6DS4EHMwlv3pBX+6jnkXbz/Oco0VoqVOR7dYqvnnt",
-	"7babFtkWZYWBWRsrlpNVrpcr2/pif4T/6/gKlw/e3n3C51pnG3PtmOxF5f27ZfDXddnlvXdGVh4/WjY/",
-	"2A/l93r6N5Gg8RQH9j3PsilPPr70q9yidP/zJo2vcn0hUzS241tohWc9ImKUO+kLNIOmIqODdOuW+GY3",
-	"O9Urobhk/8m4sotcr2TC/rPso8FWyheaHT4+um0Vy863rtcPkgz0zWUqCWF3itikhg1yaA2O2t46supM",
-	"bQzPn4dqhYDhmFtXJwxWIkfFt8shjURQPgeZFBjCmk1zmc5FikzLO4KJ7SHzVyBTvw94lunLIAy4+YiS",
-	"iFrXplYNIBerjK+dyHW7tw9efk3vwkGVS6ELOzGkE3RPYaoLlcI4QbAG2RLJ1Av/1aaQj6Rx/jsYP8xq",
-	"kEljmzN/ZGg5yFPlDwmybVo0fCqNXzw8KyUx3XpobmMrNufKoPl38zI3NpU6Zj3OkoXMUuaUGhj/4sqZ",
-	"6RbWrmLWMzYXfIlK4B/Pz1+jmqhYJuY8WbM3b54zTZca+oXfnv3Qr2849gOShrWrjq3u5mfVwBu02KaL",
-	"za3efky2czR/ayO7GrJ30i5AtJk5FhmzZMGlgoscX6h+p7s8UtVl3g8Z6MuOMzpSoM/j9/hjyPz3//j7",
-	"f32I2RykkqoVuKpRtYsZzXHI3tElj0sisSMusyIXrHd08DRkx/ifq6uQ8UglWimRoOSD9hcQGN0S9VFK",
-	"RbGsWIGYCKN5ZBi3VixX1oQ0CmPFii31Bdz6lmk0VnkhCkatZ7MQlGyYmBJXlto5gc5ho7iqjRAFUngx",
-	"48b6DkN8Sm7bvFCMm7J9mACs1ZA9p8ORr+FscOUHCSsqLXp5Q+e8FClQ3yzXy2r8j0yFQNEKJrAATdrt",
-	"n7EcNbvKW4CHE9qlHYoUyDvube+shddBP6SBx/7GiFn1bozOQvjaXMLAhuw50IISlwxXFTs2jM+BHLit",
-	"oWEcZUBTPFKg4i8JbMbmILI7ORY/IMqSFuVsrRx54NQTrUAOQGHfbSGuy7OMF6mATeOK/bgS6vTFALgo",
-	"txKOtOscm7ALqT6iuTMXKU9A4/E/4ehI5aAGB1plazbNdPIRuYbgeSZB2+HGSNAOLbNFrkhozMTMMthj",
-	"dyZoGOUWgLQK8i4QFFdppJAvAlemz4Ft9knabF5x/jB1n2wSQJjNpUjhtOoc5NpLWjGJxPHIoClFCurI",
-	"n4+SVXvSpFPc5M+3XvZNKavBsJ/cIPH+roQuevPhJa4zWNtPAU9T1OR49rq28Yj5ayvqr/AcA7doaYGb",
-	"mtymZLQJ/bsTrqMhwrcQenfF0dwg329dLVQ0NgTAxvp0aDkd0/goyQHqr+9pITMr4eBdiulCa5Dakgzu",
-	"oU65bWcVrClh/nLSYff64qw3pYvaIDtXfgVkzLMz1+DzC2+ny7IfZ8H4/S0DKxR+8b0UWWqC63Bj+7jl",
-	"m5sKXPG2OQM5PIP3rsMWbrADHngzBbZhh9h912pYZ68s99KtzqRs7Vbpz9snYd6bXXzYxHyU1wTr1VSS",
-	"mJuPcR/9AOQJoaGgCyMVSSaVGFb7J2r4qxu5TXMbiFQ3GKfNC5RrSE6A8Z0w/J6RWACCBouC19VoU6Gk",
-	"SKNgWFk3p1pngisidRAGGnDDTuZ3hu9VUhV6U9CdIxLpocPt5lvLT1PqpPTcyhlP7As105sUaRb84Pjx",
-	"FuHafck+ijXrZfpS5Ak3gi3EFXvzx9PBwfFjL9VN11ZsXFxwldQYJvy5Amkwhw7+x/vR4CkfzD58enx0",
-	"/W9Bl6VH/tzhD31hDcuwRZAKsF/odqbzJeLcpbKPj7rVwTqKs752bg1cj51rSDLsmTDC/jKcwknNWzbG",
-	"idQIcCOjrRF2eLdZ+x524gf07gT7+QK8gAQjPy2aEUp+Y9C1lUUh1T+Ood2h+yv23kJpUQi80DJFBvEt",
-	"unEQPmzuKIx8qwuVUpeMvEGsd/b8++dnz189e87+9//6enjQdwoCwaXR+FpBMSO10kZaeSGYW3y03PMp",
-	"8LGGgUFfKoaeKNZDx/3RwUGk2k6rE8Y92tNqzTKezwWxRvb4aDCVtuzFOwkihTg30mAdXnHMjkYjtgGe",
-	"7J+g1EXCqFYC/QtOq/XD7BLel/xqgodvG+tIFjB/UDxwxsXSs4qlgKkY1nNMkT3+en/05MnjI/YNe3zE",
-	"Xspvmx4H/7jjjLcpHLnPhDrYNroflXBDqEZweHh8fHR0eMC+YYcHmyPwj+84go7OT92yCEVqSzkClOma",
-	"vTbti60enEK72cOfdIFIJ6/xNnvo6qKbU2ywBOct+hZ0xjueJ1pydOySzsl6p141GSCCPO2PUYEM8dad",
-	"FAbve/w3Oc031YCaa7XZmxsoHd9aE75rrtYN8G9hCvROc0bcDJfoajDXA7cGfzNaDc/45UuaAiyGTDv6",
-	"BVFGprV+YRrY6U4KHQZRddx38PO2Rpu7dPuwzcSFtH3qEFdUZ7zVubeBfvbEYGM72hVXflrwr67mbnbn",
-	"wCgmXRuB/MfZcUjAbOxKnRp2G3/rMsT5VGPw/6R2d7wcP2w5YbnOzqidzmlVTsGMW2FsTV7kbMXduUm4",
-	"SkTGeqrIMrKYSIsWRHJQbhylnMImd5Zn3AjhIocuCEtDWJzWpFpTh446Z46OT4c+/0yR3nuYbzXsnIkZ",
-	"clFhuRe9mgv9fS4EYlg8VhleYx/FylamPLcRjn7qo6s7RHc9lyV85XZd4bzIyWDvEFr0qcjRkupMthWV",
-	"gDLTrZvUg0y7OJnIB8lCG0GhPv4S4WgRffv2xXcXX4dsnukpss5CyZ8K0R+yF5ZJEymT6BV6k5oBPmUQ",
-	"0JgtrlKEwAkTMrJCgqTQ084cei6WK53zjAk1l0r0K63MByAVKkWiB9UkFbm8EGnNklz25AQQaShiCU7B",
-	"oop0LGOS4r2YAHQy7YfM6EjZS129YB5hMFPClfOgJzrLZEriDfdkAo/RrgqvRAp5psfX1KzfJ64j+Ftk",
-	"MyYNu1w4k7JryQhhIuxpfbkQuWA9306IKxE6qThkzrBDGL2FSD4iICJSU51KWNt4uLiKnRBr+kN2JgaF",
-	"QWgQmk9B/oSRGHY0ehqpdtgFCX7bwq5uto3VNb3TwV/54OfR4OmH6p/Dyfj//H+++mbw4d87lL+2qjJv",
-	"2qwqzvEcrrMvpZFtXkW7XA90wz60jnTujAMzLjORnpASFMPOAd0QwtzJWKj+4Ay3Bf6espXIB9Ac0hGj",
-	"KF045olc8oyuiKam/uHTfrj/tFtRx75euzjy5lISne7sZvdbs4uDtBa8fFuz9cXYsJHRCJvtdZIaxp28",
-	"Lu2WdxCA38H55sqHriz5GtUy9EzWFcvj4SFbZYVBSxfPOaqQ5M0BnpcXmejCNkmVZEUqJt5eY26/Rk7T",
-	"1EXdYIxvItLS2mMekVXlhLllMqA1Ug9VIE6pr25gLPvdF067idvH+LwZ6MN6vLB64J1bzpMd09+x+7Px",
-	"Crnr+t6IR6sPCijd/MisuweblWaDm8iqYWJAsoJ+O0KDmzsYMsSC1t1aU2EvBfkCGdw8MI0ltzJhK24M",
-	"Wbh2O0DY1VlBoPWbj1CXlvcHvvpl7Fs+X0Xd44JHcbKQIBisJ02U/t2gVa71XUxbc756cGb9nGxWzjLl",
-	"3ZUs0UWWoiloijEiKeu1BB3CpZ6JVBrm1oG5ABVGWP8aqr9/giKFY97SsBEGV3NGPh6P2YfbHiUjab0b",
-	"WyOw5zoM/ih4Bku6YRV2uN5qmdB5BGPu9upcbEuBcV43d9UyYdxtP914bnamvXz22rvS2tedxze9fPaa",
-	"/A7ceBwmt6VM6ZOfjCuBDA2TkQKBrBSvLxc6KyW7kPEk1wZNsLi4IX6MUmJl6otUBgIVam15lzmt5e2r",
-	"zsT7l89ejxH69YGdAclwBKt0KcrbbAqTetqD9t7gGz4apBowm/MLwXqo78QImSawRDXqmPE09ThWF2nV",
-	"/wybxBarw0KQ0aHCTSCiYMxcwg+3rpjBY1Kl9nApPUJmuJJW/gwbbJo3XRPOjEtLaW0213ULArWE7N1A",
-	"6jj4DcBwR987IPrQvLB9neCx79GjuSrsXi1fR+cc97dItdvhZ9inf1y6ytBqX4M66xZ40GPJKkDaBGFl",
-	"YWCM2B1cVi5Fk+e2SL3cpPpEunjGa8r68hAQUdfUrrDhlvja4ljZJV8bhgacHlwdZc6ddvacLQaYLatI",
-	"E7ld1q3PpYOdVq5bH0LPvMcY4xhAPU9EDgLuQBc20cumL3Orq+sm91V4Z+95opULbOs2eN7Vux4Gn4dp",
-	"RVDg7hIVTAHj5XaxsIUdd/UqFyueI9bHbwvF6uQEACo3B650fjmpJxOr/t11zXegc0uXSKqLRkClB9+2",
-	"SBA3MaxudL/74QZaoYRy1PZxcwh+eTvJOOPrKU8+bjOpnoJEImcSg9XQz6dXAoQCuOpX7uOmivakQ/9q",
-	"6V2bVyxqPjUNK2TTNeMmcSmnPor17ti0ujf/djw6vKDkzNlTm2PzT4Z4KwefabXcMum/tfxQUjEjfirg",
-	"AiadJ4SLWSr/Ag4iayzDHYfTWomOpciFv9BuWuG/IElQpN4ZfdGm4XJNq0UoWw9r5NBJk1WOhJaWuCU9",
-	"wJDFiU5FaesxFtHcS54sJCoVqRhHquXXDVk9Pj5kZRYOjHOnNA9hpJbCLnQ6wWQoWaYv4VWnb0+s1hP0",
-	"NYce6jlxZy+MVHdcXciaBsTq72lh1lU7tZwtYaQ2U7aErJmwhQbdka4FR9KRjiJkm9GjZaA+RZ2G1Zo5",
-	"u1nINoNL67/V5hyyptEjjFRnXGn1Hj0OWSumlH5oRJSG9fj0MFKkzU0ogUC1vz5JxZC9EpeMwhGXfI0A",
-	"BBDMu7QMCi7tlFs3iaoDzFO3CfLBzx/gP5NOA24VqLrJc2lCA8NnaJPJuCLYM5rlQVVOiNsnYlNR7FZy",
-	"fDzrTcnvVtwuhjuJvvVA2NvS6fHMaC/m/18D57oavPjOxeHtBuWtbvDNzv54fv6a0QuuLRKQjp8+rWeq",
-	"60YKuIjczS0wCxDdXZ7UMtZBp8LFHoIqAXcgBbpUG9K/k8O0HYvbivslrQ16dVpbQ13ZnuzmrsYDH32M",
-	"i1GTPPA0NLa7i1+fCdRo1v9cQNGwZoBrbZPjN+TOjseVPcnpmc5/Lg0J/yJtYNnrsj9zsn8jpqjR/O16",
-	"32dDWHO3b78IhPWR8XMlG51fgB6ljLt5/fpoWqkQr3h1XZAbp2bPvTvmpuk5COmc50JQ1kYzZvGnj1Kl",
-	"5j9CRu+NWRRozC94HUcK/gV3ioU7YV6zwyd8ZYtceNu7SOP+Sa0tdEGKPIxUu9X/jAimnYgoCAl/8x/X",
-	"MaOOcOb4kOQcAtWh4yRSmK/m6WifkDuuByaVkSnaiJaNAdA1Ffr2/gNmU7ZNPI0AcnoGBHv2/IDlYl5k",
-	"PIcLKfc5Ln2gH5FLpIhPLocsxp5itPnlMrE+IioT5PPWRji5geGbpQN97Ly6+HN/yE7dRwtu2TQX/CO2",
-	"ZKgtg37ZDg9L19VOS91xnGFxY4wIdCsQN81CmlKj1q/Fx1tiC5q2kKqJZrTVDgatmqjeEUtTShmfNlNp",
-	"dW9Vc0Y8SewAfZZf7XTfO2rquidb1OYADe4ksF4URAH7pmYUdk9aKRP2KMn2brIH7tE2wQMfLh26LXYL",
-	"FRMxC8N68b/tx2TpxGw6nM1zXaxOmMdvwID7Hav1j7//V4dFucvO79On3zy6FsiuT/CrkgKRvGEYTePG",
-	"pkfqVqWvYWqpcX8QLkGX9DmIicRVwbNOu0aVc3hjai8RD8uZKaYe9V+1ioAgqSijkqNFdqrWhGnzAWiv",
-	"3v6wNXXy7iCK/xFFV6PRh686pe0zujN2xU61Ha3b0xSR1YlyFeG/a57fTR2ryzgy7TQiPyOMmot52B4/",
-	"kdldxCCPSPvCMRc1U95m8ufSEE5BonDrYh9bgjc6BE14+/PQby0AWRN7IBTB1ENCqIufCp61cWL+e5Ys",
-	"tEzKTR49ZZvaef+uM/K7uIE6vEHFKsNoMRC5QjIqbVEacVEPBXoSurSSuxnG3WA6FYBCPfeg2RYG3vGh",
-	"xmXoc+imBaXucfh+bxHY0XHXrULB0rj47EcGZQgQISr3GAkSBBFCUXKudYrIT60EyC9jzPrjwsxxVnHI",
-	"4nMy65R/n3FLqAb6BYPV+2Gk4tPXL96g9uQfYOz68cFT9PbAzSfSECSquPqbEMcggUQq5ivp/3ayG6Ku",
-	"BV/22T/+/j8ZzMFFfjiEn62C/CPVDK9HsRk470a4/z/+/j9hWlpnp/m8gBvJjThSvdKh6PM7cP8KZcjR",
-	"lnG6uogETsoBWa1BpqWgcNxub3Ah3odB4KFDCLqPcNWq/I7lqrPe0Wh/72h02A9ZXOUR9w8pVvvo6sov",
-	"+5kTrv4CPTXa4c3slho95D/D2RGrbI3fu7xwjT6G7Efsg+RT1FwIPql1ZmpWr0j14jP/B33aL6M68kJZ",
-	"uRRtmGCdnj5XW/dna9uJvNiSUGpVTDOZEK5t7ML0QfOGi62pixPSqubc5pFyqDrKOUC57VOxEhgNpPy7",
-	"6JBzHvMVkOh6JcJIpRJGspQKczhN1+71Phno4N9NA11NszYf5cpEins8nst5QN1JW8b1sI9KX9Jq13oj",
-	"1rTkq5W7ADajN7c5EzqDYMNWuNe2jzdi4sqCOVtQeBVWM0TYzZb3SgxS2KHEb3W5dVlpqPaOFyNuwbP7",
-	"Tyz6RssSNVuEDnFlfdmhxoepyCy/6avv4IXyE5eg4ZbP3FvNT3WqzcSV+NkuG6XavKV3qg99BZRbJ+kM",
-	"TBsTLVtAn+Jtn7+Blxrf3rwjlUBXflTk6vbRFrlqj9R5DLZ98o4el5BTd72vqfJQ4NMQaiV2cds2N/c6",
-	"vP315nBv/WKTDG79ZHMLdv3kjmNr7dmt729s1m1f1LjHba92s7XbvupmIbf2tcEFb1+q9pm87YsWme4Y",
-	"n7Pb6yWzvf5Qu1mdtbpbAKXbk+xY/gMUMqcCRLrGnUoX6lbMh1MAahLC4UGHNPwZKO/QoUk3O+i2u5TK",
-	"yA7wr3rkzA7OHbHaaZptyGOjgo2v+ONbC+srWJtruVZb5KaHADrVIsDuCXM694moVnwOGg29d0LqnoOy",
-	"Yf6pFYY1/FLoJ5zg7CaN9Q4uvVtWkvSpbfpo2dDWYXrd+o7Be99xyzucUfWiiHVoD7diAJJ+l+mpXmVw",
-	"t2/aiKCq00ZrO7lg8kI9Ml7q97HC9cX5rjPGz3/onDHeUgfaJIzZWL5cGdIfnE6AFsxKnHSSes86a0Vm",
-	"Ec9imbGgc3OXnAHf6rCKlWG4u3sR8YvNJXi3WJdWLNL8y9RtdT2sHH/dVhmpVPA0Q48/2uMykbJerZ4k",
-	"ix3kI+77Uwla46U0gvV4pKC96ks0eZFvHK6DRjvlW3QvKB0pXAOXGexWlJuvvtl9IymM9DOXIndRr6CY",
-	"opErR48cpmnmtaHS7ktTWcQ7g71u4S+1Qp9dYdOmBo9s2BW/BJ70S95gd+RlrZKkn7ZQbJVZ0O8dfLZy",
-	"BHxZo+tUppHq1WgorBHmkGGKNvzYVd4gU06ZY+CRoWhMM67/xmJfKhWbc9HcmOSdX7nCpXEYqRgn48Fr",
-	"8BwDrelLEnIwZzbPYuwWA4UJdL6OFM/FicuYB13OpJJm4ZYmZku+Mgw7iLHSXW1IkYpLPcvEe/GsUGi1",
-	"wx/c2/VBU04cfBCpxhRY7HIlTGYysyJ3H/tBh4yrNRlVRWZEpC5EPuVWLtG2SMD+WkWTqlOfjM9H28Oh",
-	"r2f/88VIyjm54ijAM1w5CcMuFzITmIIE24gUcI56G2U0BfKtao/bRqda3ds7moJrRXBvIvC33ue0WcZ2",
-	"4/DnhaDVMXopGH7QjP7hSaILZclMO/YpPSPVkQIHA3+UFXlerMrs4GU0AwZ5Y/JSnUeKl9kGqwwI/m4j",
-	"fCJsJo6H1u+WrFLdQqjjxTUoTf28++X01qCKSXYs3Y1yzZeC2txFQtrElVQWpS8V4+vYIOuVYOywvNpL",
-	"HhhSvgckj/KawSCIfj06GE6Nl0+cTIL+bC8kvdlAj+eFUrRbdVw4dQZ6h0dhUr6SMChHFIQBjbLTxer8",
-	"Ih2Zru6aueFzhFRKlzG5e6aL2ZZ9qvJvtBxU9SQFPufGcBcJpwSCdgs5PnStHrjmA9ZYL37/oc6P514l",
-	"V7pe0GD3FKg+lm4nhPnWTBqN0rFl2G0v/nRdFrByCUnukzDjtuQWdww1rLM8os16f7Xphk3NpUZi9c3s",
-	"4nDuLDyEMu6P1T+pKv6mmC6lxZP4OX7xmod2c7qFEWXOBLiClVYDuHw94AsPthOdfK7kHsfPIuXzWbl0",
-	"aWUKI3PSFKeogHEdxOVLHDnNpzIud2U+ujlx7Y400kjd1UEoS6n8322q+bDDUayjpXcs7O3DAG/HabzB",
-	"91jda0uSzZjFlcPFyeFNd0qMYDvv2E30cimtrQJCS0nJoH/PLsSS9fwHmMca81rH+FOVQlyrbI21Zqp0",
-	"K31KPgASe913FFcJvmsc2cPk2FKmaSYuOUaIi0ghDUnDpgXWXadiMaIas1aiNeUSswI8NoyU0TCuVS4G",
-	"9bahWYwZFz5+BFaUcuWDXBjTD6BxIITFDWP3nneSJG/y5266Qn4ruVyavsAvIe+VUASXDg0jIIwVq5D5",
-	"fod+jWqOn9/UApHz8sFXB1akCv9e5TotEpESaFYRHg8plILUiYrHDG6fOFLkQm8IQl0nD0s4AH2TOQ9L",
-	"1UuRCDoLFYvAxlH+rrMRzDmaS6yEWBnGEGvjHPk+XxjBQ3srbWztcPZr215mdQ3peNEI8Hyh2ozDMg6x",
-	"XL6aaJVwKxBzECKfk9Z0MKLXHV830ELG8nVZFIOmi5lB4wYWIGYznWX6spbbwtVpfGTcCIEbAL1uOit/",
-	"MzTbdLo/fFgALoTfVX/ASTsGsaBKfsnElRUqFZiijIo3RGqzykNcfjtx4kjcD0uaZJn8KPyWOwZdagJw",
-	"UrA47E2npbzubj0vQ/bG172ljG0+AqAqP+HwT3y1EjxnC5ELTHi2rlOYjw71tLLhEX14UukWGreoYhsU",
-	"08BafCG1H/Fog1QzLEWULLiaY2xNZetBENEJ5s4TGDLh1CdcQhcLtKlOpE18IuI29u+RkNQrdSCJeejc",
-	"PfJ+1FHRs88J70JFzaWEoCF3yhidsIZf1rZUD9jaJLENVM7DM6ZUmhWGCqS1FA65sEWuRNqgoxpg5Le4",
-	"RoQ7+pI1CaSprVa5NDV/6+5K6NZMxeeV77AVMIG1cxWWfP6s9MS1PL9t9WrTWlIt68684i5lUBrNh+Vq",
-	"bDukv57ptxlI0El8X9LwS4RACeVdoBFJvpTqvVYuA4OOuSs+UdWfRz8BVYD2/Bk15X6NfF30QicYp550",
-	"oRZE7CqH3SnnByUp/7wvUZwk+nXrbbqsfN3VDEywOeDuwXR31EmVG1i134wk28BFfil3ROkGaPsVyA9E",
-	"BbC3mNnQBdk0t5AfCgjXFMulyxTlhVVfJKv0hJmwqvGl0rIAnymzqoybft6Y8kBVvk8aZN0ZypOFoIxf",
-	"jXdJCnaPvWW9+Urdk0sFaNsf01LBh/5Br/nmxGf1wH7S6nsTKfwJEwNiNWPLvI+QIoqkYs3Z9YfstKnN",
-	"RcqpczxNa2mFN9beq2/wtlRz0Kl9gbBIEdehV2mj6RnMGh14nQGoN6xb4+DvUp8lDLZs0me0dM/PG+Rz",
-	"5+/bomp9LO22t086vHFxu1hWPYfNd1sScbxDcIxWgkljCoFqIiZYYD1S4XyYq7ux+3dAcW6Jbr0pS8GW",
-	"T3BsW/Iq4bAxawXGjv/NVc/0pnmMulplXCqzW+IPXz+t63Iug7nR5CJIYN4h0hkrgdxcI8VVI9nW7pbB",
-	"bnVt+OwetdQqu+VRMeKn7oHuD6bcYEQRroKrRdMcb5mJpOsQdWNgOyfWPjG4/beR+JnYnqnwQuSpTCzT",
-	"ams1n32MxCfJyb1B6TrRluavPyWMqdGcabdyFJb5fE9YXNre0BYTKVTV0aLmZTQ4eQuONWNhWSfI7GM2",
-	"qqKr2hQdqVaXh32yQhpmpJpn7kgMWewumZhlOuFWUGFbetiZFqgCsmyqB66tnT2SHbxnFy8yjm5bhgGf",
-	"e2KiyYo1QZGNTE+7nZabC9bXt+D2PIS4fzvIpPRehaMIWh2Vk64WuYvSG/D/L514plnTsV6RvhPVcaNo",
-	"f0NF7tZKIWzopjrQbcnXB/Z8KZmXsrFQpTE3rrLSGOoNBOp0taLzSjsb4giMSIpc2vUb2Axa2KnguchP",
-	"C0q3TH9975fsT+/Og3Az2wVPsKw3XvSs96d35/16Dd4X31WC3eIKqzgkWs3kvPCwr0j14sFAyzQZIKXl",
-	"cb8sqMyLNGYLnaWG+Xd4kUrEOJLHgZAbkZK+HuJHQaBZaAm5lClwHVkPQynJe6i4sizJuFw6zleNqX/C",
-	"cp2JRrjpQpTd47MBfhpTC8SskKLxnOGiVToj5o+9vkYhj2obNlcQFgULh6RFjunNTl8MyMKNv8IMPgqx",
-	"MoxvVlNxqV4iFalnWsFBklqZMfz97+xbrK6B7pY/vfnxla95TVUYpGExJngnFrjnElh99TdEfPZ8mr9+",
-	"pBhLeO5JqZWBzeX883dBXLnZsR6czxGoqNYI8/UEDN0wlBrODciKKzuEYXcWgBvX4odhMiFckzpdk3dI",
-	"Utzp2/PvB08QYcgczZQgh2lh2eVCWsHMiifC+Ybh9NSLbOG/sUUEiTJ0oHOllUw4WjiWrEfFXHKxQlAN",
-	"XKZcuSDssCqBNxVrDboWY7NMc8tyruYCnmcYllvkuZ7jlWcSvhL9cjpKGEJiA893Hn7mmgelE51ZXLH9",
-	"gycsExciMywVYoUgEGoiZCue86WA+encZXiDRnBeF1IjAog8uL7q3pAd7R+zuDtdIibXgpahEXcsHVZj",
-	"cE6xv7T8WJdvgdlJXVIBgp30cFmp1ssYGmkQHhJcdeCTBc/RhVffUxcrQPvCOLbhh/BcJTqVah670uG4",
-	"PDEWgJF2HbMenK9UkDCkNFHh0ufk6cPUD1m8kU4SZg3v4q6g7r/PXspvWc+JXsWK0kwtOFVLlHlVJhEa",
-	"HT3BUbZyUpZrSbNJJUFtyT3r07QcjhhCeKgnaIY6G7P9EVtiqQhXMtFX4seiEph60UDXR9h1mYoOOlXr",
-	"ugEOLgg5p6JJHP8PjgvQ3au3P8ALWFqjJBqfcYDOFxWzdxkucKpPx5j7D4eE6TJhFAcHuNeXIssG7uDC",
-	"ITRiyTHLQJatvZA5ZMejQyC/MqFkHLqbgbEYzYGD0xliwnvumuuPsTATIpa5gsEBrbHLXFqXA1/pSwQh",
-	"QxupNB+BoGZoq1Yas5wzz4aJG2ZiZqm6ElynoEpgkSjWqmWAPFkqz4rhBqayRg4rzqYYELA0IrvAwvoJ",
-	"jkBaGCcV4I/3sELBz3FZsBemvxRcIcwcmeAPKNmT04PFn1DYDFkNh3Ydn2DVDRbXfowZpgIm3hX733xF",
-	"gBI4d9L6SJotADoYCV0apZcV7gK4VeJ6HsmY4N4eRBmW5dww4R5v04FWwqHuKU2FTPvYVfzH56ff4XAq",
-	"WDio/3D64j88P4dHYa26GYKCcUmJyxmmZ0S0wr1PQTx04noaWTVBHrxnGW4A93HIuMX96p9AI5wdjY6d",
-	"huUHplh8mmX6Mq7GJa1/BzrEaTQzaYydLxtriYn8QrDBgBd28Q1IE7HPXVmyTHGViJWFAcyFpcIXIfzz",
-	"DEgG5zMXFu17r18wJQQIRqcuha7r71sUQBglrvzTu3OXtxLJEKSi1NFoXQ5rSWpwefugiprBHoUragfX",
-	"Zx8PbZnAN6apcha/e/duUFsGgSlPskyouUArng/sYmwqMq3mplmFjdiOw60yaccuaeMaMTBAONKGBBov",
-	"lAmhHV9qzKH4HQgZwWmuoA5wsaPRUZ0xhky4pFJwrSg67cQlgSu9w41z2wWqccx6mdYrPGRaZes+jpno",
-	"B83Nc6VzTGr778xn2JEpdY2gnaq0HOq6brYLpx5Dv8hdUUQhWo4rpG9shuz8UruvKE0HNYMLVeK541oB",
-	"tPjELU6+xtyy0D5C8F1QYFkfpFzM7pXENUZ0vQf3hy79Uehrn4c+JWS/AeQrkdX6UmErmMQELx2sNkNL",
-	"UBhKJOjT0swwaMBq4Nbw94XgGf1ATdBd3zsaPWXtcnBU3a7ElrgOXBm7Un7wi4UiNIiQaX/Izgq3X06e",
-	"lampVxtZkjhDhQVRMkZwVrO+4JC9ESAhdRSLHNb2kpSGTCZCGdQZCWkQvM71KpfC8nxdy40LSkKtrsw4",
-	"GA33hyO0/K6E4isZjIPD4Wh4SCXRFqjL7aEWgf+ciw67k+fsc2ksQTlR60jFTCr0GodlVI4RSS4IQFGy",
-	"qhdpMA7gnjqdu9pk/pLALg9Go5ZbuS31NYwnpUHl/Senz4/LfwTzlR0c6QFo6mQWQiYFGjLMXlZAjUCq",
-	"Cy0TMeCKZ2tMfW7WxorlhNwbwTj4v3XB6Klg7m0ChlBQw/uOMpNJATIzUkKhVlymbMoz7jI/kzk2cCUO",
-	"g3IkIDOmhZi4VzHAyFfkD8auEr5Lpbie+JINlBIQNP5qry/2Ke1BVSDn1hgUxOyjztmcTImewvjHo9H+",
-	"ttbKrdx7W2PwZGhznvrbPvQp5NHSQDmcHcFs0BwQj+VzU1ZRNMEH+MxR8N4nWNPrvU9uTa5rJN0kxz8I",
-	"osZ7E2NJgjVi876nG8ltGxk9TxZ0w6FXpEY400JmFotcuDZFstD3pJY70cqNdPLZZHI0Orr9o1fafo/J",
-	"su9PV38QpID6WJgNcgLG6PRis9UsWb1Ca4MpdrYlJ2m//Be3B3hY98r6CnufzIIfHD++3sqIzxeCNC4K",
-	"f3dUOuBpClpqrSQH64nhfOhhFoQGiBQIUF7xrSWiowhhemmCanUcNiopmkjFvuXx3p6rWIVjdSJjP3Sw",
-	"DneJ6kvlzEDu9iRvbtkoiDEnbSGrwhy7UJKNE+vGcLdDqxMr7KAK0KjM8O+E+JitmeGZMM5BXFnoeMMI",
-	"PJUKyGfTPNt9Ivw2UNH+MHCaAzT5/JzPu3f2p0KDFOvKp1TDjIKnsyeP09GT/SdPjpKv08fHT/nBTHA+",
-	"So6PeTraP+aH09nRbH96MB1NnxwcJOn+cfo42T+ejmajER89iYLGrDbm8Iud3ePR4U69lJUS73/ev9OX",
-	"Cv2+XJX7Ujv2rpZw17nvcnG6fcWaHKgC60uRJ9yAcH/F3vzxdHBw/NhXR6ajilg4EkMpBR+GUI2OWomL",
-	"77vHCBdF35JdVHcEndKg7kQgkHBFDXcDwyHLcou252sK4f2nu4rykPfMSfhknUI2Ra5iglzbIlek1/hC",
-	"NE7LoBClSHUU27HkCi09c+74VgK5g9NEqlYHdsHNwgFvjPxZmCHzFZUIpUJM0Y0NlIMx2gHxig+RlYZU",
-	"5RtDZIW91Dlai+Byzy4wlqPyhzrzH+U8RyBPvXKKT8pIjjJfC8eVb6LwUvSRgn7t27OwEt755pAOJdzV",
-	"GQ9oGYb+rTHVio27GKqfO5V9rSpHfKvT9Q3s9EKlwwXPlTDmaugVyK9+lqsmb339Z7gaRof43yNKyH0v",
-	"vlqHGLiD1TAP/yxXLmxuG/OnfBY8SQQmHrBaU9Em402tXolpWq0xAtLbjNcr2tL9Yzy+zVN1fV9hslZ5",
-	"6/2HZq2rcsXc2g+qxQcZcMENYc4R0FmlTwlG+0+P+OF0NPg62U8HX4uj2eAJP5gODpOj9Fg8nn3Nn0yD",
-	"Zohxqy66z5fSiJ8vxcj9euWs900MTTBCrA9WV3Cp+enrFnAGkcHBrsNNKpE4L9SwqgPnTPO+Pef8osD6",
-	"4GB0cDwY7Q9GB+ejw/HoaDw6HhIw8avRaDwafdaa/YQs8sa1c0gRXIraon2ol++qAAtlzKjDKAAVeCTB",
-	"+9tgA1UE58SZ5IIPbSzAfunu9xnqd1MAWqXntsg9cB+IdIAclfjc56sF+8e7fFT6oV6KVPJzl+Hy6OBg",
-	"l49XuU6AzTpB41cQTmBZGWfxcHEV+xsDL9QuAaV+8+JNsf7ce7e0jNfzriD5mLCKmsMCrHnqnOOVNR1+",
-	"d9eTCd0dTpbTy4VANiktukTo4iKnh4v9ZKc1/yyNixjwwWjkrjD8yl9ckdoKH/KBz3WskE9Xzdnx1dUJ",
-	"WmpdJ+irq+k+ZWVbuEtcUnNf1oQ9PmIv5bd9nET8qT6gkPoxY/Y+Cl64s+6yodfbioIP1/GQvSLnF4IO",
-	"iOlRhhOUItKuWxk3bv2vO/k3cSdvwMmqk7tJ20GtnEj1DUnb3Qx9gzsfPd1gz828TFX/vExAMkAzNjkv",
-	"usewcat88jjU266UznuW7r3r3a+m3eZZwtCqSVL2+qk/DHebmksTz/x5KNGS3/L0r3L1vcxEP2jOYqdP",
-	"NmYzKieDo7ne/VbtrM3ZebM62Oevc53+ChcjscHW1bj1Vlyg+/PnrXYzvFwwM5sLH0AcGl4BBksSDrvM",
-	"TeRUvbeFuJSf0ejf4ZnZjVbcaDrog2fy4h5r7rB9xI/q9vcLxAjXFp08JG7Nl8LmMtnuNHqd6yVIA4VL",
-	"BgEMyqC3iNFN07nmL12rty46tLmHaPjmHbe4SrEQuweEmYnVlmefqDTsN1Hwh+fnURCWHX8TBaX/PApC",
-	"2qxvIugxCq7ZfssgeOuV6JflV/Ka1FZ9WS5l5/45f+BwzZfZDQZnaViqEwyLJqtLaX9uSFExX8lGk7H3",
-	"mEeKmyrNROg9/8bmWs1Z/Pyczx0qxNk/Gya1SNVsalSJDgdAxeZcdlaHCHsxG7zSSgxecpssYoe2IMOz",
-	"5XMsXhj/e9xvwEYOR0eliEESxxbbs0NSBLdYCZ8jmIzBitedygQyJLDk/v6I/e//tX843B8e9L+IpRft",
-	"gGRyriyBjdW5kaY/3InjefqpleAjMhgzdDTf9QA5vAnCDXe1nHsKfWQ8XYlyH34FW/ohmcU75uUhDole",
-	"rRHgTHXgWa9NvFQCL+3/TlfgQW+i8zoCdRs7I6TcLRKAUCUYEE2nDq0XuqhALIHjtwTRJ45xsblGVTrX",
-	"xXzBehzxgQQWnIHcyaTtO6DaBkCx85pDkNbDSRa5a+4LCBfU9C8qBG4hA1gzeZNEkhfK7H0iK96Nnv8z",
-	"zGn4QGrh1jxx/uU9H2ydQr+7Kwe1ugTdXDIvVPDP7Ln7g7CU471MbF/bedjsz3DWnxXqxXfO8d6glz1C",
-	"s92EgVLWeOmFALFsjtgtDyXnDnkMcsYP3NgBfjN48V0cgvaRLCJ1KZUhPjTV0FAuKENCH81urlW0uWGo",
-	"BuEKT9E6MmYbYPgxOoFWwM7iTx6N14D+IjawWDGrWYx2qdih9jqQvSWiF98oc2aGrtQdTa5Ey60cE8UM",
-	"kw5hLDFRuH/V6hLrjJP5scwoxin9Hi25NwTRZGawUwiBxIdhpGKZjh1ElQbkIAehS2XoH8I1VD1KueX+",
-	"SVnU5U9vfnxVvoIxPjyCVfwoxGqAWlSMDB9Neoh52z9mhqKHaJTM1U5LqlKb0kRKaeawFbFLN0xmL2qE",
-	"gMS0CxiGVeVcjimblVD2JFK5cEh9Zwht0lBrPTsBdn6m5jYx9Yzw4j49pMt/KP2eV5bQEfumimxCE1BL",
-	"ZN0/8ALnT4VAq6GTN7HRYFdm1yh2cx1uKJNAbUb+XKYhw0gRirNxWFqPVXb1FxujxCDJrkHimWgMsuRZ",
-	"Lpcov3KBwD616Na44M1RA928efPc4V/LHLQU7LLKRSJS8mkjbp2OzbbVbYvzDeL4zGX+cF8BxPPMtt9v",
-	"vyrcQ39QcGbwR5Flul7fZ2eH34P6M71Pbr+ycTczY8LKNNILB3fAyuEav8bURddURa/B6Jq6EjC3fZde",
-	"ccwao4gUMbFPEQ4yCsZRc5hREEa4svgI1xZ/quaOD2qzx8e0lPhol8WkJmnN8KN9/KXa79qPfl93bTzB",
-	"rxxbd81cw13ROpKNDLpvntMtYU4I1O6SuGDZF9Kz4SIpmT6nyL3hrtgtR9MoI41uF12qYqf/1LIYCN+l",
-	"MOaujR5shc5dVXk+F/0vKp9deXf557UYbvGUPvdRH3C7GmkwPXZSWFdhyIEIqKo2htai8XJwsU+m6Uh5",
-	"B1jvry9e94fshS1jE4DrG1gh5/qrhZmiR1XnH4FYIwWiBwWMWa2H7Nt1WeEeKRJHCMJWmXOewEk+WgNd",
-	"L+hjpLz9KD043MWYRR54EQXxEGM+siIVE++xicu4F/T6+p9Dxgurl9xH4Hlnjo8aR/W4zJsc0+M4UnmR",
-	"wcksuykhLTHrOc+c6RhEn1L84BDq0NMKvIVmPxQkO6ZA8U0NE0uuM8Fimtu4erN3NDqMVDzT+VSmqVA1",
-	"1GmtOIsT7voY3tThZ4sU9Yg/6UslcrOQKy+c0CnxBfRhyBRBgR52tuCrlVCNlLMzmRsCi8IuG7S1Yk40",
-	"Vx0bhUyeXWKkrw+WHrfxsyeUmL2qcJ5KxDakzr6aFypSl5zCZT1h98P6F7XA3tjH/TgLr1BzqUQYqXOx",
-	"XOmcZ6GLNle6HW4ObZKDZoIC1sRXC49BsLRcZuM2+qDMQB8yRC7f4lzvw6kqIXWEco8j1XPfeqCwPzqY",
-	"Ya6kvjb5fHOeF3CZMs6mcI6AhKF9H6JLmpOJMY4Kd9zCdEULSEBvRaqFIgjZ4QEGBK8wPf9yKvKQgUA6",
-	"Go08xBF+wL/puel3CfjEqLztYhdYQFfsTPtYli7U9qp41zVNywFFJyXU63g0Go3QuQ4Hn0TAxLFUTUI1",
-	"1uIu024M/RUTICvGoP5gHOwVLssj8HVrRY4erSSxg/ejwdMPX/lYhkT43//x9/+6S5gLLdtrCoQg6+Qd",
-	"hN5fC1mBnhbnfAadkcphAXdwUYeK8fSCq0S0TMQeJvGdNN7ftnnnxdxanixA0T3BEGdQKr6JAtKXnYCI",
-	"ivJwcRUFcUMn2fLtLrIktnaj8TgsJ+AxyDekmgKudAXHHDVDqdwdUR/t0ZOD/cPOvfD5zjbUuOtfVPTb",
-	"QZL73t9VnyUs/vcA0j13jL5DYNsJQeAua7PVbPyDNPaNf+muUu0PaGbYITzIq+YfHi5GsqxHtTUSrR0S",
-	"Vi9I1YWb/WvQLkB1Z+18E1LcrBiF6OeqDlOzRJILYNim4W8o7yAU73xd1GsZdfBlb3D9JfXDX+E4YfBl",
-	"Q5w2Fe2Xzhf/E6p5ncoVBTfDKfQ5i3xA2BRTMzaD+Tn9UkbnYe1GlKFZZ/x2O3SbZ+itotjtKneAj9yu",
-	"R8iz3pZwex8xXv4EsqmfKVNC4tNEZ5lMHZBWWow955hLy8WfT9dM2v6Ji/1wuQImOKuNwmbSS+Q+1tV/",
-	"tkUux8+rh2S8zwtRBr94kTRSJLT7zCcu4SHK9V6Kd3J9f8i+x8wJbkw4sZfPXsPcsdZaiDm5nIEaszAI",
-	"nizCKrNgLZHCSipXgIhys9RryPXi8pjH/TFpLPBL3WVKM+RuHpFyw58Kly/ATcHFzlCamWreHgNcz9gB",
-	"K3Ehc63Qtq9z9vbsB5bkApP/8Mz0T6qR4NgmTreoNotKgRpWDcYVruvBomWZvhxgpQMMg/QRwC6jmsul",
-	"wF050VqmgIwj5pqzaS7TuUhxNizJuEEzQQm6dqGaEQp/NBDcLhdX5jY8hA0sVIE3MQUQO7c25X3yu1lC",
-	"4PBcoOGhXVmvQwFpZCq4jxJy9yupXpMvKYzVS1QeeLJs18+77XLY9R7oSssQXDfT8XXji/e/9GLc9X6m",
-	"cJjtt+svtKJlab/NW9XN6Jc1uj69/aNnLk3Vfx85msi+uj27r/u6xLz3qSKNG1EXdcZxryC537JA66vN",
-	"3kGcdfaXL3rAajfwfwPIyI20e1fdza1q6ZXopPs9SnV0d+9EvfWtQjS27QEaWKe3UFR53em5PZfhrFZS",
-	"vu/SJ2HeuEiVgkRV6Jf14k95ocboNLiOt5X7RTt4pziAfT3UqS5vqt1vaK1sXpU46Sb62nQrb0X+Szvs",
-	"7nzZ/BqcH7ezTgCPTIvOageqJIUbr4M9TAT2ZU7FqflIRyLNJbpsNJXTdzUiMIchKpk8pygynwYwptrf",
-	"LrTQZ1b8zAOC2J9tJ+Q1dPSvA/JPckBwN1vnw133n3k4KG/e9uALn4S7DLeob5avkU9J9XhG+iArVCJy",
-	"y6Ua6MJiYupUJJJUb2+82pLWs9+dte21G+YDmiQJO4KRc4mr8odiT1mgq6zVx5cubn1U5dJyhfWusfiW",
-	"g2uXYlQrtcBOAtx4f1z2XGbMWnJV8MzXVWrWlTrsKCM1Gh5vKRN1ONpSBYrCBWvSo99LoCXKA1xvZXQ/",
-	"y6bbx5syvjUyOf5TC4rnZKwqD1F5SrYd4y8jNhJG5MtckLGHzsQlLgF7w6sc7UH+jeYN5xI2I+YAv4Al",
-	"HzK4RsiKhfwH0aLejOQNr3gVm/JOpdq91AdaXMVypbH2zknNzkpNwKcu3yjlR3oaqdJgOy3MOnZG4Moo",
-	"upRmSdEyGxbRVM5mKPdW2FXPs0+oGdQi203QIjVTDkbK1S7tuuFxUR7CJNayt+weJIADqNmnrh9AzriD",
-	"6nvngd4Y0FCnTzljXK1/0zi8X9aG9Kug/hC43JR5OlXQu0s/CBC8ydt6VvzOPK27mJlcHVMyyVLBNIdp",
-	"cGlgfcZYEMr2D0Yj9vztGVYq88IiZo34wtmdQJGaUJXuYBwIlU5skcMeu5rR26b4FKZY+DpeN5bQG91Q",
-	"FG/ULnO3fzDaKF13CBIh9jWp58ggmepegtJZ8Zty//4exKnSX4y+JETObhrhPhMSvIusg/WdjRNNUJWH",
-	"nSoMQu4QVzhs1JzBIC106sUvvFSSrAd/FuvY+QxPKEKL6tdylTqRQigvn4z6Ls03JUsqpi4JL6vEnHGV",
-	"L0luSaBUpj/EVtCx7fRJev9gNApBOi07999VQlI1rYkvqxHXcue7kDXVthlulbJOmRKX2brMqo/appPo",
-	"DkYHPts9iM7fvIpp4PQcCyFthEexjugockeiveEVcypOl3z1Buv8E+bxblRT29Y/i3WwGZzzhnplVlNt",
-	"Dl/8AoVbzTLBL0QtnKs3Yt+4ZSjLPzSQZodbQoyg8e4Io3p40WEjuqir9OaHe0iXZXHF4J2rgmQ7bhw4",
-	"tgnmtGFHB/9RSbN0beTip8FoNLpDIEy5eXdyn/6+4nC5YpuHtjzkPkGFyxS1rEqaH4wO7raFny1c0F9f",
-	"XHzwjq+W8EC93yI2HH8hsWFTaLhJZngYesA6NWVk9r8Ul9+T85sYFoZ80CXbw4hXEis6gpu2KzdoQNv7",
-	"1DBGXu+5+if3Mvfcrtk8953ivbdVZPpOwDk2Pkf8pj25FyOqiU5HVYLK4+0iFQWvy9IDrnp/FPS9fEDK",
-	"PDL5uC4NeCXfgdVK2cEVYSfjKMkQ0qJLx5xUMTobZnD4KlKSypmxEmnXWPk4JJuP0nbi5znBGjT4Cjx2",
-	"eDv/Uwn/6hJKTmkbz7XO7oWCwlINDl7jDYF3Mv64gfwTX6+ebirXVGmn/Rd//d3xV0evIPunIsGAXV6V",
-	"mr27Camby7riUr8NLvvclQ0DdVTPWPyJ+Nt1HOK/bb4eI3aXfuBTnVv/A+thQqGtrKnvclho7ItnnuXG",
-	"Q/pXZmMGBJNJr6S69PIp867BHgbGLfQli5NMIjbZo3iBJ/dPoCWbr2MXnOpRsIzPuVQM0+5DlycsxqHH",
-	"ruSX8QzfFZn8PLa8xeAOm3tf3uvSydS/cW5Fto8mN1cAD2taT5xc7TyMsAAT9BfWfZbXn8nD3YT+xcP/",
-	"xcN/Fzzc0WsDakA83DGVrWy8mdqrWUH8/QdgoQ583pGvBqsn+rqYruqjS99q6ykqQY/Ms2Ac7CFPdgPZ",
-	"KKTtqmXmPqNYWKaXc3q6z5zpq6hQmrFNI9INNfFqn5eF1Nqf+6CYRGOkC299V6IWOzoGftwrjZyUzYcn",
-	"i76Xq2XuM1lUuIliW1M0feDrGIGjs/KI1j6v7eZmIxQBPigLjlPgddis0YKxIb7iCtyGtcg8l0m+iksu",
-	"+/WBetcfrv//AAAA//8=",
+	"7L37chvJsTf4KhW9J0KA3QDBm0YCY+IsR8OxZc/ICoo62rVaH7rQXQDKalRhuqpJYnS44b/2ATa+Zzjf",
+	"e3yP4ifZyMyqvqFBgiI1Fx/7j7GI7q5rVlZefpn5KUj0cqWVUNYE40+BuObLVSbw3y80/NOK9LxQ8Lcp",
+	"lkuer4NxwFnin7G8UEEYXPKsEPBSkgtuRTrhNhgHB6OD48FofzA6uBgdjkdH49HxX4MwEHmu82CsiiwL",
+	"A13YVQEvXywE05ciTwvBpjzjKhFMGrZ/MBqxs7fnwyAMVkKlUs2D8fsPYZAXaiLTYByM9p8f8cPpaPBV",
+	"sp8OvhJHs8EzfjAdHCZH6bF4OvuKP5sGYWCEMVK7b6RKZCqUHRwdwCPLbWGCcVBOC3/Uq0kuuNEqGAdC",
+	"pRNb5DDXYpXeNsXnMMXC8DmtB08WYoKrgp2rVWEnVn8UygTjUeie54Knm8+aP+wfjPxqlb8djm5cXxOp",
+	"/OCD8YxnRtzc3ITBiud8KazIcUdP50LZV3yJI0uFSXK5gmEFY3rEFF8KWGhHBrhQl1omYsAVz9bGBjCq",
+	"YBysuF0EYaCwLfq/MMjFj4XMRRqMbV6IMDDJQiw59LXk198LNbeLYHwwGoXBUir/934Y2PUKWjE2h82F",
+	"YeNo/kPkBgfXPdZLetwc7uV+9wjdy486yBdFboCO28OLlbi2kwSfxkzPmF0ItsrFpdSFYSs+F6ynl9Ky",
+	"mc7x2UzmxuKDfnM2xyM/mx8Lka+r6VDjwZbRH+8y+rNrkRQw4j+LdcccomI0OkzojOG/xZh+klbkSMuN",
+	"X63W2SThWVa+jjPnzB1ZBi80J7fLsR3vj7HRLbsq/BwmH8V61719usvqvEzFcqWtUMm6c32AWUFvwlgm",
+	"U9YzfCkYN2yq0zWL3ZOJTOMTNtV2webyUijGVcpSOZuJHAj4H//v/8eORqPWnufix8FoNCpnvBA8FXk1",
+	"59rIBn/GWVez/LdczIJx8H/sVUx9j56avXMa08tvcX7fy6W0m9N6DcRp5E9NJnA86qbCDBupDyAVM15k",
+	"lj5Z8mu5LJbBeH/kltz9WS64VFbMRY4jOi/Uy283R3ReKFzgQn1U+koxncOxEXKu3Pod9e9PVt3U5C6U",
+	"x2QRb+jO6ZoYUBDQtsifGObuJpwpV2tmFnwlWLFiVjO4/5IFz3kCbPyEydQwngu2Ejlb5XCRrXgWMqOZ",
+	"JAZukKmUbcOqufZPmF/G7rVr3oodS1S7Qx9vmW6gKbPSypDc8Q1PHbHiBaqVFQr/yVerTCbIfPZWuZ5m",
+	"Yvn7vxm6IcpJwBepu7l4JtOJO4xBGKTCcpl5Ombl3cgiIuUoGDNVLKciZ8vCWDYVjFuWCW4so/NoLIgl",
+	"wTjYcyth3DrQad+J/J6PahLHESyPlRaX/yWNmFUjdktV5Gq8uE7HbtLj9tRudmUCr6kBWvQWx281Go/Z",
+	"kmcznS9Fyv705i+vQsaJvdkFtyCZKW3Z24vvBs/gUMIfWgl8k6E0GNK/lTAgJi51LuBLxfYPnrFMXIrM",
+	"sFSIVQhfg0CpLJA4u5Q6wy0ewrReaDXLZPIwSvBUOy3Mess27tVIfy8vHmFfn1f76rgAc/1v2dTGKB9j",
+	"R08ZjEbA0uIajlns+xDX0lgTh9Uv0Cv8XU164r+jnxOdw0U+WUqz5DZZwK8cBLHGL0rbCb/i0sKruTA6",
+	"w/s5xs38TudTmaZCPWg3Z2Urza2EXdvbhfvvieuVzu2Dd/iw2uHvamPasr3VsB/ltJbNxeMau2cZTz4a",
+	"xlmuM4G/eyFFCZEa1hPD+ZDFtADjFV9nmqcmhmuGfmP+tz7u2Cttv9OFSh+0YUATM2zlMzfswTt1VO3U",
+	"Kw1yNw1my05V432UnSqbizulGJn24c/YPZo0ZFo6N771h92GVuSKZw9cy+PmfUVtMiPyS5Ez0utvubXc",
+	"EB6FuSnqjvXOv3vBnh8df8VcP4yueUfBbxUv7ELn8ifxMCou6g19IVlgv1rbt83utixpY1CPQq31Fh1r",
+	"mQqei5yhzQHu/aU0Rqp5WJMPSACIFE8SsYLrvieuVyAbhigYrIVlKFyE7CrXas6kMYXI8eYvUilUIkI2",
+	"5WmkjJwrbotchKWo+lGs+0NGChc3GoegBNBbKk2SaSPSYQSMlzQlFCHfvXs3OC3sQigLO9xh74i/oVnl",
+	"gmfLr6NgcZ1GQcyuFkIxpd1krziI5sqGTGRGMP8NEt7XUSlh4svwNdLi06+O2zrd7d81NKgN4Zho+JLL",
+	"jE89QX4+CZftPJQNHNbFm/xSJoI1m99OseVLj0WwvsF4zIzVOeiwCVdAeJZ/FOwql1YYtLYofcV6QNOp",
+	"NB+BkGZFlgGNspnMBPNN6xyeZWJmQzwBKbd8yg3aIwuVC54soD+g30wnHwWxcGkNoxF76TgpctD0h+y8",
+	"UIZJxWaZnC8sAwEJjQGwlVIVgk1BrBZLI7JLYU5YLmy+ZnwGykl8Dn8MTuGPeNik89qjTRJ/IxKtUgOX",
+	"O3Y4FXDnUNtSzZsq/q3q3G2aOxHoKteJMObBJFqJjBN3Sup624uF1kYwcc0Tm61R39AzlgtTZDakiYWM",
+	"Tx9BuDs46FLL/Ni2k3fH+B+Dyt+JLBs4XjstLDNiyZG1ZdmauY7GlQyBcjmI457TLGFv5oIk+fYIm/J9",
+	"KnEXW78WyhQrEBDpgW93pTOZoN4wLVSaiQnq0RNxnQiRNl+lF+CXZbKa1E+t+8lqnZlyTO7yLnv9QaSS",
+	"X+CiP4gDlg1OltDiBPexRmJeXkZNd8FBln5BvQ3OVKLRlqntAu5DUGZRZ5R2/YUkgv3jukRQjp3h2Jkb",
+	"+1ZO2znXR2K6XW17eaFauri9djEtXqRw9WK/fDHrLa5TlgrYJ+CdSpyw+BSlifLbMateN3xtImV0P4Re",
+	"kgXPjbBxfWfQMuGMC9Vy4QD1ypuwVaoFsWq4KTbEiNYAOqSIckQhiQ6dUwYxIhezwoBgBCLCV0+fb5je",
+	"KkK6TRgod6/y53T4R1gu5tJYkYuUIS9gqZhJJeE5u5J2oZGHJLmwhvWUZqevX4KcZfAqFCpdaakse3v+",
+	"Pf1CjRsc8iqH5bOSbHVwcEn6N90mTuz+iWE/vHjt1ATDenHtsxjuRevfxHv4hPEpiF2RcuKYEiQByhz9",
+	"CGT/BOlPX9IcVcpWUimR+l1wBzBS0jDnkqSL3z14YmpMJ+4P2Qu9XHKVmpAJdSlzrZY4ALRkmZARUbBL",
+	"nkvgWQa7hPXBoZA4ahb6ShENSSuW5q4Dhrv3w4vXb3Ah4GAu+fVL+nIf9Szafp7nHC1CS52KbLdW8c0b",
+	"b7fdtMi2KCsMzNpYsZyscr1c2dYX+yP8X8dXuHzw9u4TvtA625hrx2QvK+/fHYO/qcsu770zsvL40bL5",
+	"wX4ov9fTv4kEjac4sO94lk158vEHv8otSvc/b9L4KteXMkVjO76FVnjWIyJGuZO+QDNoKjI6SHduiW92",
+	"s1O9EopL9p+MK7vI9Uom7D/LPhpspXyh2eHTo7tWsex863p9L8lA31ymkhB2p4hNatggh9bgqO2tI6vO",
+	"1Mbw/HmoVggYjrlzdcJgJXJUfLsc0kgE5XOQSYEhrNk0l+lcpMi0vCOY2B4yfwUy9fuAZ5m+CsKAm48o",
+	"iah1bWrVAHKxyvjaiVx3e/vg5df0LhxUuRS6sBNDOkH3FKa6UCmMEwRrkC2RTL3wX20K+Uga57+D8cOs",
+	"Bpk0tjnzJ4aWgzxV/pAg26ZFw6fS+MXDs1IS052H5i62YnOuDJp/Ny9zY1OpY9bjLFnILGVOqYHxL66d",
+	"mW5h7SpmPWNzwZeoBP7x4uI1qomKZWLOkzV78+aMabrU0C/89vz7fn3DsR+QNKxddWx1Nz+rBt6gxTZd",
+	"bG719mOynaP5WxvZ1ZC9k3YBos3MsciYJQsuFVzk+EL1O93lkaou837IQF92nNGRAn0ev8cfQ+a//8ff",
+	"/+tDzOYglVStwFWNql3MaI5D9o4ueVwSiR1xmRW5YL2jg+chO8b/XF+HjEcq0UqJBCUftL+AwOiWqI9S",
+	"KoplxQrERBjNE8O4tWK5siakURgrVmypL+HWt0yjscoLUTBqPZuFoGTDxJS4ttTOCXQOG8VVbYQokMKL",
+	"GTfWdxjiU3Lb5oVi3JTtwwRgrYbsjA5HvoazwZUfJKyotOjlDZ3zUqRAfbNcL6vxPzEVAkUrmMACNGm3",
+	"f8Zy1OwqbwEeTmiXdihSIO+4t72zFl4H/ZAGHvsbI2bVuzE6C+FrcwUDG7IzoAUlrhiuKnZsGJ8DOXBb",
+	"Q8M4yoCmeKRAxV8S2IzNQWR3cix+QJQlLcrZWjnywKknWoEcgMK+20JclxcZL1IBm8YV+8tKqNOXA+Ci",
+	"3Eo40q5zbMIupPqI5s5cpDwBjcf/hKMjlYMaHGiVrdk008lH5BqC55kEbYcbI0E7tMwWuSKhMRMzy2CP",
+	"3ZmgYZRbANIqyLtAUFylkUK+CFyZPge22Sdps3nF+cPUfbJJAGE2lyKF06pzkGuvaMUkEscTg6YUKagj",
+	"fz5KVu1Jk05xkz/fedk3pawGw352i8T7mxK66M3Hl7jOYW0/BTxNUZPj2evaxiPmr62ov8JzDNyipQVu",
+	"anKbktEm9O9euI6GCN9C6N0XR3OLfL91tVDR2BAAG+vToeV0TOOjJAeov76nhcyshIN3JaYLrUFqSzK4",
+	"hzrltp1VsKaE+fNJh93ri7PelC5qg+xc+RWQMc/OXYNnl95Ol2V/mQXj93cMrFD4xXdSZKkJbsKN7eOW",
+	"b24qcMW75gzk8ALeuwlbuMEOeODtFNiGHWL3Xathnb2y3Eu3OpOytTulP2+fhHlvdvFhE/NRXhOsV1NJ",
+	"Ym4+xn30A5AnhIaCLoxUJJlUYljtn6jhr27lNs1tIFLdYJw2L1CuITkBxnfC8HtGYgEIGiwKXlejTYWS",
+	"Io2CYWXdnGqdCa6I1EEYaMANO5nfOb5XSVXoTUF3jkikhw63m28tP02pk9JzK2c8sS/VTG9SpFnwg+On",
+	"W4Rr9yX7KNasl+krkSfcCLYQ1+zNH08HB8dPvVQ3XVuxcXHBVVJjmPDnCqTBHDr4H+9Hg+d8MPvw6enR",
+	"zb8FXZYe+VOHP/SlNSzDFkEqwH6h25nOl4hzl8o+PepWB+sozvrauTVwPXauIcmw58II+/NwCic1b9kY",
+	"J1IjwI2MtkbY4f1m7XvYiR/QuxPs5wvwAhKM/LRoRij5jUHXVhaFVP84hnaH7q/YewulRSHwUssUGcQ3",
+	"6MZB+LC5pzDyjS5USl0y8gax3vnZd2fnZ69enLH//b++Gh70nYJAcGk0vlZQzEittJFWXgrmFh8t93wK",
+	"fKxhYNBXiqEnivXQcX90cBCpttPqhHGP9rRas4znc0GskT09GkylLXvxToJIIc6NNFiHVxyzo9GIbYAn",
+	"+ycodZEwqpVA/4LTav0wu4T3Jb+e4OHbxjqSBcwfFA+ccbH0rGIpYCqG9RxTZE+/2h89e/b0iH3Nnh6x",
+	"H+Q3TY+Df9xxxtsUjtxnQh1sG91flHBDqEZweHh8fHR0eMC+ZocHmyPwj+85go7OT92yCEVqSzkClOma",
+	"vTbti60enEK72cOfdIFIJ6/xNnvo6qKbU2ywBOct+gZ0xnueJ1pydOySzsl6p141GSCCPO2PUYEM8dad",
+	"FAbve/w3Oc031YCaa7XZmxsoHd9aE75rrtYN8G9hCvROc0bcDJfoejDXA7cGfzNaDc/51Q80BVgMmXb0",
+	"C6KMTGv9wjSw050UOgyi6rjv4OdtjTZ36e5hm4kLafvUIa6oznirC28D/eyJwcZ2tCuu/bTgX13N3e7O",
+	"gVFMujYC+Y+z45CA2diVOjXsNv7WZYjzqcbg/0nt7ng5fthywnKdnVM7ndOqnIIZt8LYmrzI2Yq7c5Nw",
+	"lYiM9VSRZWQxkRYtiOSg3DhKOYVN7izPuBHCRQ5dEJaGsDitSbWmDh11zhwdnw59/pkivfcw32nYORcz",
+	"5KLCci96NRf6u1wIxLB4rDK8xj6Kla1MeW4jHP3UR1d3iO56Lkv4yt26wkWRk8HeIbToU5GjJdWZbCsq",
+	"AWWmWzepB5l2cTKRD5KFNoJCffwlwtEi+vbty28vvwrZPNNTZJ2Fkj8Woj9kLy2TJlIm0Sv0JjUDfMog",
+	"oDFbXKcIgRMmZGSFBEmhp5059EIsVzrnGRNqLpXoV1qZD0AqVIpED6pJKnJ5KdKaJbnsyQkg0lDEEpyC",
+	"RRXpWMYkxXsxAehk2g+Z0ZGyV7p6wTzBYKaEK+dBT3SWyZTEG+7JBB6jXRVeiRTyTI+vqVm/T1xH8LfI",
+	"ZkwadrVwJmXXkhHCRNjT+mohcsF6vp0QVyJ0UnHInGGHMHoLkXxEQESkpjqVsLbxcHEdOyHW9IfsXAwK",
+	"g9AgNJ+C/AkjMexo9DxS7bALEvy2hV3dbhura3qng7/ywU+jwfMP1T+Hk/H/+f/8/uvBh991KH9tVWXe",
+	"tFlVnOMMrrMvpZFtXkW7XA90wz62jnThjAMzLjORnpASFMPOAd0QwtzJWKj+4Ay3Bf6espXIB9Ac0hGj",
+	"KF045olc8oyuiKam/uHTfrj/vFtRx75euzjy5lISne7sZvdbs4uDtBa8fFez9cXYsJHRCJvtdZIaxp28",
+	"Lu2W9xCA38H55sqHriz5GtUy9EzWFcvj4SFbZYVBSxfPOaqQ5M0BnpcXmejCNkmVZEUqJt5eY+6+Rk7T",
+	"1EXdYIxvItLS2mOekFXlhLllMqA1Ug9VIE6pr25gLPvdF067ibvHeNYM9GE9Xlg98M4t58mO6e/Y/dl4",
+	"hdx1fW/Eo9UHBZRufmTW3YPNSrPBbWTVMDEgWUG/HaHBzR0MGWJB626tqbBXgnyBDG4emMaSW5mwFTeG",
+	"LFy7HSDs6rwg0PrtR6hLy/sDX/089i2fr6LuccGjOFlIEAzWkyZK/37QKtf6LqatOV89OrM+I5uVs0x5",
+	"dyVLdJGlaAqaYoxIynotQYdwqecilYa5dWAuQIUR1r+G6u+foEjhmLc0bITB1ZyRj8dj9uG2R8lIWu/G",
+	"1gjsuQmDPwqewZJuWIUdrrdaJnQewZi7vTqX21JgXNTNXbVMGPfbTzee251pP7x47V1p7evO45t+ePGa",
+	"/A7ceBwmt6VM6ZOfjCuBDA2TkQKBrBSvrxY6KyW7kPEk1wZNsLi4IX6MUmJl6otUBgIVam15lzmt5e2r",
+	"zsT7H168HiP06wM7B5LhCFbpUpS32RQm9bQH7b3BN3w0SDVgNueXgvVQ34kRMk1giWrUMeNp6nGsLtKq",
+	"/xk2iS1Wh4Ugo0OFm0BEwZi5hB9uXTGDx6RK7eFSeoTMcCWt/Ak22DRvuiacGZeW0tpsrusWBGoJ2buF",
+	"1HHwG4Dhjr53QPSheWH7OsFj36NHc1XYvVq+js457m+RarfDz7BP/7h0laHVvgZ11i3woMeSVYC0CcLK",
+	"wsAYsTu4rFyKJs9tkXq5SfWJdPGM15T15TEgoq6pXWHDLfG1xbGyK742DA04Pbg6ypw77ew5WwwwW1aR",
+	"JnK3rFufSwc7rVy3PoSeeY8xxjGAep6IHATcgS5sopdNX+ZWV9dt7qvw3t7zRCsX2NZt8Lyvdz0MPg/T",
+	"iqDA3SUqmALGy+1iYQs77upVLlY8R6yP3xaK1ckJAFRuDlzp/GpSTyZW/bvrmu9A55YukVQXjYBKD75t",
+	"kSBuYljd6H73ww20QgnlqO3j5hD88naSccbXU5583GZSPQWJRM4kBquhn0+vBAgFcNWv3MdNFe1Zh/7V",
+	"0rs2r1jUfGoaVsima8ZN4lJOfRTr3bFpdW/+3Xh0eEHJmbOnNsfmnwzxVg4+02q5ZdJ/a/mhpGJG/FjA",
+	"BUw6TwgXs1T+BRxE1liGew6ntRIdS5ELf6HdtsL/gSRBkXrn9EWbhss1rRahbD2skUMnTVY5Elpa4pb0",
+	"AEMWJzoVpa3HWERzL3mykKhUpGIcqZZfN2T1+PiQlVk4MM6d0jyEkVoKu9DpBJOhZJm+gledvj2xWk/Q",
+	"1xx6qOfEnb0wUt1xdSFrGhCrv6eFWVft1HK2hJHaTNkSsmbCFhp0R7oWHElHOoqQbUaPloH6FHUaVmvm",
+	"7GYh2wwurf9Wm3PImkaPMFKdcaXVe/Q4ZK2YUvqhEVEa1uPTw0iRNjehBALV/vokFUP2SlwxCkdc8jUC",
+	"EEAw79IyKLi0U27dJKoOME/dJsgHP32A/0w6DbhVoOomz6UJDQyfoU0m44pgz2iWB1U5IW6fiE1FsVvJ",
+	"8fGstyW/W3G7GO4k+tYDYe9Kp8czo72Y/38NnOtq8PJbF4e3G5S3usE3O/vjxcVrRi+4tkhAOn7+vJ6p",
+	"rhsp4CJyN7fALEB0d3lSy1gHnQoXewiqBNyBFOhSbUj/Xg7TdixuK+6XtDbo1WltDXVle7Kb+xoPfPQx",
+	"LkZN8sDT0NjuLn59LlCjWf9zAUXDmgGutU2O35A7Ox5X9iSnZzr/uTQk/Iu0gWWvy/7Myf6NmKJG83fr",
+	"fZ8NYc3dvv0sENYnxs+VbHR+AXqUMu729eujaaVCvOLVdUlunJo99/6Ym6bnIKRzngtBWRvNmMWfPkqV",
+	"mn8PGb03ZlGgMb/gTRwp+BfcKRbuhHnNDp/wlS1y4W3vIo37J7W20AUp8jBS7Vb/MyKYdiKiICT8zb/f",
+	"xIw6wpnjQ5JzCFSHjpNIYb6a56N9Qu64HphURqZoI1o2BkDXVOjb+3eYTdk28TQCyOkZEOz52QHLxbzI",
+	"eA4XUu5zXPpAPyKXSBGfXA5ZjD3FaPPLZWJ9RFQmyOetjXByA8M3Swf62Hl18ef+kJ26jxbcsmku+Eds",
+	"yVBbBv2yHR6WrqudlrrjOMPixhgR6FYgbpqFNKVGrV+LT7fEFjRtIVUTzWirHQxaNVG9I5amlDI+babS",
+	"6t6q5ox4ktgB+ix/v9N976ip655sUZsDNLiTwHpREAXs65pR2D1ppUzYoyTbu8keuEfbBA98uHTottgt",
+	"VEzELAzrxf+2H5OlE7PpcDbPdbE6YR6/AQPud6zWP/7+Xx0W5S47v0+ffvvoWiC7PsGvSgpE8oZhNI0b",
+	"mx6pO5W+hqmlxv1BuARd0ucgJhJXBc867RpVzuGNqf2AeFjOTDH1qP+qVQQESUUZlRwtslO1JkybD0B7",
+	"9fb7ramTdwdR/I8ouh6NPvy+U9o+pztjV+xU29G6PU0RWZ0oVxH+u+b53dSxuowj004j8gvCqLmYh+3x",
+	"E5ndRQzyiLQvHHNRM+VtJn8uDeEUJAq3LvaxJXijQ9CEtz8P/dYCkDWxB0IRTD0khLr4seBZGyfmv2fJ",
+	"Qsuk3OTRc7apnffvOyO/ixuow1tUrDKMFgORKySj0halERf1UKAnoUsruZ9h3A2mUwEo1JkHzbYw8I4P",
+	"NS5Dn0M3LSh1j8P3e4vAjo67bhUKlsbFZz8xKEOACFG5x0iQIIgQipJzrVNEfmolQH4ZY9YfF2aOs4pD",
+	"Fl+QWaf8+5xbQjXQLxis3g8jFZ++fvkGtSf/AGPXjw+eo7cHbj6RhiBRxdXfhDgGCSRSMV9J/7eT3RB1",
+	"Lfiyz/7x9//JYA4u8sMh/GwV5B+pZng9is3AeTfC/f/x9/8J09I6O83nBdxIbsSR6pUORZ/fgftXKEOO",
+	"tozT1UUkcFIOyGoNMi0FheN2e4ML8T4MAg8dQtB9hKtW5XcsV531jkb7e0ejw37I4iqPuH9IsdpH19d+",
+	"2c+dcPUf0FOjHd7MbqnRQ/4TnB2xytb4vcsL1+hjyP6CfZB8ipoLwSe1zkzN6hWpXnzu/6BP+2VUR14o",
+	"K5eiDROs09Pnauv+bG07kZdbEkqtimkmE8K1jV2YPmjecLE1dXFCWtWc2zxSDlVHOQcot30qVgKjgZR/",
+	"Fx1yzmO+AhJdr0QYqVTCSJZSYQ6n6dq93icDHfy7aaCradbmo1yZSHGPx3M5D6g7acu4HvZR6Sta7Vpv",
+	"xJqWfLVyF8Bm9OY2Z0JnEGzYCvfa9vFGTFxZMGcLCq/CaoYIu9nyXolBCjuU+K0uty4rDdXe8WLEHXh2",
+	"/4lF32hZomaL0CGurS871PgwFZnlt331LbxQfuISNNzxmXur+alOtZm4Ej/bZaNUm7f0TvWhr4By5ySd",
+	"gWljomUL6FO86/M38FLj29t3pBLoyo+KXN092iJX7ZE6j8G2T97R4xJy6q73NVUeCnwaQq3ELm7b5ube",
+	"hHe/3hzunV9sksGdn2xuwa6f3HNsrT278/2Nzbrrixr3uOvVbrZ211fdLOTOvja44N1L1T6Td33RItMd",
+	"43N2e71ktjcfajers1Z3C6B0e5Idy3+AQuZUgEjXuFPpQt2K+XAKQE1CODzokIbrtdo69RvEwNPVyVGa",
+	"WUprfRLLw8PD5yF7e/ECJDRj5FzR/exyDukcCyJJy/iKrvqyNV+sxnteHcKKpp4LnlK6Ief/IWMRn9ei",
+	"XlG0xZRIIF9iX2kdFhopXE2G7lKMVstzHJjMQbh6YkpMIqaCGrJX2rIVz30unkjFONB4w9/eCF5u4N+e",
+	"mHLXIkVRYcwUyYI21mXqqVAd3IoB9N1ldfgM9H3oUL6bG99tDyuVxB1gefWIph2cbmK1E/m1oaiNykK+",
+	"EpNvLaxTdm2uYVUJrUbMW4Tbx0Cj1cL0HohFu/DZwoC0n3i88Qnp5A5viEnCVhh78nNB1HCCs9vMCvfw",
+	"u96xkqT0bjMalA1tHaY3gNwzwvJbbnmHx7DJDXc7qfVSkLt904ZtVZ02WtvJT0aszKlmPqC7vjjfdgZi",
+	"+g+dx8ybU0HlhzEby5crQ0qeU9yQ61Uyv7sTHP/DX4jTG6t1SnncuHurw3RZxkrv7urFLzaX4N1iXZoa",
+	"yTxT5terK8vl+OsG5UilgqcZwjLQaJrBxVYr+slih8uJ+/5Ugmp/JY1gPR4paK/6Eu2SBGAA5t9op3yL",
+	"Lm+lI4Vr4C6FO6GIvkRqt9igMBzTXInchSYXykq0ROboNsVc2rw2VNp9aSq3RWdE3h38pVaNtSu23dQw",
+	"rA3j75cA/X7J6+yevKxVN/bTFoqt0j/6vYPPVo6Ar2p0nco0Ur0aDYU1whwyzKOHH7vyKGRvKxNBPDEU",
+	"MmvG9d9Y7OvZYnMu5B4z8fNrV102DiMV42Q8whCeYzQ8fUmSKCY251mM3WI0N0UGrCPFc3Hi0hpClzOp",
+	"pFm4pYnZkq8Mww5iLEdYG1Kk4lIZNvFePCsUmlbxB/d2fdCUuAgfRKoxBRa7hBaTmcysyN3HftAh42pN",
+	"lm+RGRGpS5FPuZVLNABT9EWt7EzVqc+Y6FMiwKGvp2j0FWPKObkKNsAzXM0Pw64WMhOYJwbbILGx3kYZ",
+	"8iJJzPV73LYM1ooT39NeX6tUfBuBv/WOwc1awxuHPy8ErY7RS8Hwg2aIFk8SXShLtvSxz7saqY48RRid",
+	"pazI82JVpnCvi9x5gRlmdR4pXqaErNJU+LuNQKSwmTgeWr87Un91S6SOF9fwTvXz7pfTm+wqJtmxdLfK",
+	"NV8KD3UfCWkT/FOZ/b5UILZjg6xXIubD8moveWBISTmQPMprBiNV+vUQbjg1Xj5xMgmCDryQ9GYD4p8X",
+	"StFu1cH71BkoIR4qS0llwqAcEeh2OMpOP7hzXnWkI7tveo3PEVIpp8nk/ulIZlv2qUqS0vIi1jNJ+MQo",
+	"w10knBKt2y3k+PjCenRhqcH34vcf6vx47u0mSterTuyep9YHPO4UBrA13Umjvm8ZG92LP92UVcZc1piH",
+	"ZDW5KwPJPeNB6yyPaLPeX226YVNzqZFYfTO7OJw7C4+hjPtj9U+qir8ppktp8SR+Dnih5kbfnG5hRJnY",
+	"Aq5gpdUALl+PysOD7UQnn9C6x/GzSPmkYy6nXZlnypw0xSmqMl1H2vk6VE7zqTwAXempbs8uvCONNPKr",
+	"dRDKUir/d5tqPuxwFOuQ9h2rr/tYzbvBNG/wPVZ3rZNkM2Zx5RVzcnjT5xUjItJ73yvLrYvaLSUl4y2z",
+	"S9bzH2CycbSVeitoaf1U2RoLAlU5cfqUIQIk9rqDL66ysNc4sscysqVM00xccbTXikghDUnDpgUWx6eK",
+	"PqIas1aiNeUSWAQ8NoyU0TCuVS4G9bahWQzsF6ZhOX7n5MKYfgCNA3FGbhi797yTJHmb033TX/VrSbjT",
+	"dNh+CXmvxIu4nHUYpmKsWIXM9zv0a1Tzzv2qFog8zI++OrAiVYz+KtdpkYiUkM2KQJNIoZRJgKh4zOD2",
+	"iSNFOIeGINR18rDOBtA3mfNWImcrKRJBZ6FiEdg4yt91NoKJYXOJ5SorwxgCopzLyCd1Iwxvb6WNrR3O",
+	"fm3by9S7IR0vGgGeL1SbcVjGwcrLVxOtEm4FAkNC5HPSmg5G9Lrj6waky1i+LiuX0HQxfWvcAGzEbKaz",
+	"TF/VEpC4YppPjBshcAOg102P8q+GZpvIiMeP3cCF8LvqDzhpxyAWVBlKmbi2QqUC88hRhY1IbZbiiMtv",
+	"J04cifthSZMskx+F33LHoEtNAE4KVvC97bSU192d52XI3vjixJRWz4dpVDVCHEiNr1aC52whcoFZ6dZ1",
+	"CvMuRU8rG27rxyeVbqFxiyq2QTENQMwXUvsRNDhINcN6UcmCqzkGQFW2HkR6nWCCQ4FxLU59wiV0AVub",
+	"6kTaBJEiuGb/AVljvVIHkpjHNz4gOUsduj77nBg8VNRc3g4acqeM0Yk9+XltS/Wouk0S24BOPT5jSqVZ",
+	"YTxHWsuzkQtb5EqkDTqqoXp+jWtE4LAvWThCmtpqlUtT87furoRuTSd9UfkOW1EtWOBYYV3uz8ohXUvG",
+	"3FavNq0l1bLuzCvuU6um0XxYrsa2Q/rLmX6b0R6dxPclDb9ECJT130WDkeRL+fhrNU0wMpy7CiFl7gHy",
+	"E1CZbs+fUVPu18jXhZh0IqbqmTFqkd6uvNu9ErNQJvnP+xLFSaJft96my8rXXXLCBJsD7h5Md0edVLkB",
+	"KPzVSLIN8OqXckeUboC2X4H8QFSlfIuZDV2QTXML+aGAcE2xXLp0Xl5Y9ZXMSk+YCatCbCotqySaMvXN",
+	"uOnnjSlZV+X7pEHWnaE8WQhKy9Z4l6Rg99hb1puv1D25VCW4/TEtFXzoH/Sab0586hXsJ62+N5HCnxD8",
+	"hyWnLfM+Qgr7koo1Z9cfstOmNhcpp87xNK3lft5Ye6++wdtSzUGn9lXcIkVch16ljaZnMGt04HVGCd+y",
+	"bo2Dv0sRnTDYskmf0dIDP2+Qz72/b4uq9bG0294+6fDWxe1iWfVEQ99uyZbyDsExWgkmjSkEqomYBYP1",
+	"SIXzscjuxu7fA2q7JQT5tlQSWz7BsW1JfoXDxtQiGOD/N1fi1JvmMTRulXGpzG7ZWXyRu67LuYy4R5OL",
+	"IIF5h3B0LNdyeyEbVzJmW7tbBrvVteFTsNTy3+yW7MaIH7sHuj+YcoNhX7gKrmBQc7xlupiuQ9QNiO2c",
+	"WPvE4PbfReLnYns6yUuRpzKxTKutJZf2MV0CSU7uDcqpirY0f/0pYUyN5ky7laOwTLp8wuLS9oa2mEih",
+	"qo4WNS+jwclbcCzsC8s6QWYfs1EVAtem6Ei1ujzskxXSMCPVPHNHYshid8nELNMJt4KqD9PDztxNFZBl",
+	"Uz1wbe3skezgPbt4kXF029JA+AQhE01WrAmKbGR62u201LvvSt9WbcHdySJx/3aQSem9CkcRtDoqJ10t",
+	"chelN2I0vnR2oGbhTao9SypiJ6rjVtH+lrLprZVC2NBtxbrbkq+PvvpSMi+lzKFycG5cZTk41BsI1OkK",
+	"eueVdjbEERiRFLm06zewGbSwU8FzkZ8WlBOb/vrOL9mf3l0E4WZKEp5g7XW86FnvT+8u+vVCyS+/rQS7",
+	"xTWW2ki0msl54WFfkerFg4GWaTJASsvjfln1mhdpzBY6Sw3z7/AilYhxJI8DITciJX3Ryo+CQLPQEnIp",
+	"U+A6sh7Gu5L3UHFlWZJxuXScrxpT/4TlOhONmOCFKLvHZwP8NKYWiFkhReM5w0WrdEZM8ntzg0IeFaBs",
+	"riAsClZ3SYscc9CdvhyQhRt/hRl8FGJlGN8seePy8UQqUi+0goMktTJj+Pt37BssgYLulj+9+csrX5ic",
+	"SmVIw2LMwk8scM9lGfv93xDx2fO5GPuRYhSUQ6TUSpPnEjP6uyCu3OxYtM8nclRUEIb5og+GbhjK3+cG",
+	"ZMW1HcKwO6v0jWtB3jCZEK5Jna7JOyQpOPjtxXeDZ4gwZI5mSpDDtLDsaiGtYGbFE+F8w3B66pXQ8N/Y",
+	"IoJEGTrQudJKJhwtHEvWo4o7uVghqAYuU65cpHxY1SmcirUGXYuxWaa5ZTlXcwHPM4ydLvJcz/HKMwlf",
+	"iX45HSUMIbGB5zsPP3PNg9KJziyu2P7BM5aJS5EZlgqxQhAINRGyFc/5UsD8dO7S8EEjOK9LqREBRB5c",
+	"XxpxyI72j1ncndMSM6BBy9CIO5YOqzG4oABtWn4snrjAFLIu8wPBTnq4rFSQZwyNNAgPCa468MmC5+jC",
+	"q++pixWgfWEc2/BDOFOJTqWax66+Oy5PjFV6pF3HrAfnKxUkDClNVLj0iZP6MPVDFm/k/IRZw7u4K6j7",
+	"77Mf5Des50SvYkW5wBacSlrKvKplCY2OnuEoW4lDy7Wk2aSSoLbknvW5dA5HDCE81BM0Q52N2f6ILbGe",
+	"h6tr6fJYUOUPzI9poOsj7LrMFwidqnXdAAcXhJxTZSuO/wfHBeju1dvv4QWsf1ISjU8LQecLMeo+DQlO",
+	"9fkYEzTikDCnKYzi4AD3+kpk2cAdXDiERiw5poLIsrUXMofseHQI5Fdm/YxDdzMwFqM5cHA6Q0x4z11z",
+	"/TEGEyJimSsYHNAau8qldYUKlL5CEDK0kUrzEQhqhrZqpTEVPfNsmLhhJmaWSmDBdQqqBFbyYq2CE8iT",
+	"pfKsGG5gqj3lsOIurnJpRHYpDAPtAxqRFsYZEgBoD8tI/BSXVZVh+kvBFcLMkQl+j5I9OT1Y/AmFzZDV",
+	"cGg38QmWRmFx7ceYYb5m4l2x/82XbSiBcyetj6TZAqCDkZy5WE/nZYW7AG6VuJ7sMya4twdRhmXNPcyK",
+	"yNt0oJVwqHvKJSIx6PJ3LP7j2em3OJwKFg7qP5y++A9nF/AorJWgQ1AwLilxOcP0jIhWuPcpiIdOXE8j",
+	"qybIg/csww3gPg4Zt7hf/RNohLOj0bHTsPzAFItPs0xfxdW4pPXvQIc4jWa6k7HzZWPBN5FfCjYY8MIu",
+	"vgZpIvYJRkuWKa4TsbIwgLmwVJ0khH+eA8ngfObCon3v9UumhADB6NTlOXb9fYMCCKPson96d+GSiyIZ",
+	"glTkY3/rclhLUoPL2wdV1Az2KFxRO7g++3hoyyzLMU2Vs/jdu3eD2jIIzEuTZULNBVrxfGAXY1ORaTU3",
+	"zVJ5xHYcbpVJO3aZNdeIgQHCkTYk0HihTAjt+HpwDsXvQMgITnNVj4CLHY2O6owxZMJl/oJrRdFpJy4J",
+	"XOkdbpzbLlCNY9bLtF7hIdMqW/dxzEQ/aG6eK51j5uHfMZ8GSabUNYJ2qvp/qOu62S6cegz9IndFEYVo",
+	"Oa6QvrEZsosr7b6iXCrUDC5UieeOa1Xq4hO3OPkaEwBD+wjBd0GBZRGXcjG7VxLXGNH1HtwfuhxVoS9Q",
+	"H/q8nf0GkK9EVusrha1gphm8dLAkEC1BYSjbo88dNMOgAauBW8Pfl4Jn9AM1QXd972j0nLVr9lEJwhJb",
+	"4jpwtQZL+cEvForQIEKm/SE7L9x+OXlWpqZeEmZJ4gxVf0TJGMFZzSKQQ/ZGgITUUdFzWNtLUhoymQhl",
+	"UGckpEHwOterXArL83UtgTEoCbXiP+NgNNwfjtDyuxKKr2QwDg6Ho+Eh1a1boC63h1oE/nMuOuxOnrPP",
+	"pbEE5UStIxUzqdBrHJZROUYkuSAARcmqXqbBOIB76nTuCsj5SwK7PBiNWm7lttTXMJ6UBpX3n5w+Py7/",
+	"EcxXdnCkB6Cpk1kImRRoyDB7WQE1AqkutUzEgCuerTE/vVkbK5YTcm8E4+D/1gWjp4K5twkYQkEN7ztq",
+	"gSYFyMxICYVacZmyKc+4S89N5tjA1aEMypGAzJgWYuJexQCj3CVQDMYBZpsPXL7L9cTX1aC8jaDxV3t9",
+	"uU+5KaoqRnfGoCBmH3XO5mRK9BTGPx6N9re1Vm7l3tsagydDm/PU3/Whz/OPlgZKtO0IZoPmgHgsn5uy",
+	"1KUJPsBnjoL3PsGa3ux9cmtyUyPpJjn+QRA1PpgYSxKsEZv3Pd1KbtvI6CxZ0A2HXpEa4UwLmVmsROLa",
+	"FMlCP5Ba7kUrt9LJZ5PJ0ejo7o9eafsdZjR/OF39QZAC6mNhNsgJGKPTi81Ws2T1Cq0N5kHalkGm/fJ/",
+	"uD3Aw7pXFsHY+2QW/OD46c1WRnyxEKRxUfi7o9IBT1PQUmt1U1hPDOdDD7MgNECkQIDyim8tWyBFCNNL",
+	"E1Sr47BR7tJEKvYtj/f2XFkxHKsTGfuhg3W4S1RfKWcGcrcneXPLRkGMOWkLWRXm2IWSbJxYN4b7HVqd",
+	"WGEHVYBGZYZ/J8THbM0Mz4RxDuLKQscbRuCpVEA+m+bZ7hPhtwE3KwgDpzlAk2cXfN69sz8WGqRYV+Om",
+	"GmYUPJ89e5qOnu0/e3aUfJU+PX7OD2aC81FyfMzT0f4xP5zOjmb704PpaPrs4CBJ94/Tp8n+8XQ0G434",
+	"6FkUNGa1MYef7ewejw536qUsZ/nw8/6tvlLo9+Wq3JfasXcFn7vOfZeL0+0rFk5BFVhfiTzhBoT7a/bm",
+	"j6eDg+OnvoQ1HVXEwpEYSnkSMYRqdNTKLv3QPUa4KPqW7KK6I+iUBnUnAoGEK2q4HxgOWZZbtD1f+Anv",
+	"P91VOYm8Z07CJ+sUsilyFRPk2ha5Ir3GVwtyWgaFKEWqoyKSJVdo6Zlzx7cSyB2cJlK1Yr0LbhYOeGPk",
+	"T8IMmS97RSgVYopubKAcjNEOiFd8iKw0pMxUGCIr7JXO0VoEl3t2ibEclT/Umf8oMT0CeerlbXzmTHKU",
+	"+bRZrsYWhZeijxT0a9+ehZXwzjeHdCjhrs54QMsw9G+NqaBv3MVQ/dypNm9V3uMbna5vYaeXKh0ueK6E",
+	"MddDr0D+/ie5avLW13+Gq2F0iP89oqzpD+KrdYiBO1gN8/BPcuXC5rYxf8pnwZNEYOIBqzVV1jLe1OqV",
+	"mKbVGiMgvc14vaIt3T/G49s8VTcPFSZr5dHef2gWJCtXzK39oFp8kAEX3BDmHAGdVfqUYLT//IgfTkeD",
+	"r5L9dPCVOJoNnvGD6eAwOUqPxdPZV/zZNGiGGLeK1/t8KY34+VKM3K+XN3vfxNAEI8T6YAkMVz+Bvm4B",
+	"ZxAZHOw63KQSifNCDatifc4079tzzi8KrA8ORgfHg9H+YHRwMTocj47Go+MhARN/PxqNR6PPWrMfkUXe",
+	"unYOKYJLUVu0D/UaaxVgoYwZdRgFoAKPJHh/F2ygiuCcOJNc8KGNBdgv3f2+jMBuCkCrPuAWuQfuA5EO",
+	"kKMSn/t8tWD/eJePSj/UDyKV/MKlIT06ONjl41WuE2CzTtD4BYQTWFbGWTxcXMf+xsALtUtAqd+8eFOs",
+	"P/feLS3j9bwrSD4mrKLmMIdjnjrneGVNh9/d9WRCd4eT5fRqIZBNYiLIyF2E5PRwsZ/stOafpXERAz4Y",
+	"jdwVhl/5i4vSRnbCh3zgcx0r5HOKc3Z8fX2CllrXCfrqarpPWX4Y7hKXed7XnmFPj9gP8ps+TiL+VB9Q",
+	"SP2YMXsfBS/dWXcp6+ttRcGHmxiTUC4wNbg0jJgeZTih/JZdtzJu3Ppfd/Kv4k7egJNVJ3eTtoNazZfq",
+	"G5K2uxn6Bnc+er7Bnpt5mar+eZmAZIBmbHJedI9h41b55HGod10pnfcs3Xs3u19Nu82zhKFVk6QSA1N/",
+	"GO43NZfLn/nzUKIlv+HpX+XqO5mJftCcxU6fbMxmVE4GR3Oz+63aWUC182Z1sM9f5jr9BS5GYoOtq3Hr",
+	"rbhA9+dPW+1meLlgZjYXPoA4NLwCDNaNHHaZm8ip+mALcSk/o9G/wzOzG6240XTQB8/k5QPW3GH7iB/V",
+	"7e+XiBGuLTp5SNyaL4XNZbLdafQ610uQBgqXDAIYlEFvEaObpnPNf3Ct3rno0OYeouGbd9ziOsVq+R4Q",
+	"ZiZWW559ovq9X0fBH84uoiAsO/46Ckr/eRSEtFlfR9BjFNyw/ZZB8M4r0S/LL+Q1qa36slzKzv1z/sDh",
+	"mi+zWwzO0rBUJxgWTVaX0v7ckKJivpKNJmPvMY9UPc946D3/xuZazVl8dsHnDhXi7J8Nk1qkajY1KheI",
+	"A6CKgC47q0OEvZwNXmklBj9wmyxih7Ygw7Plc6wwGf8u7jdgI4ejo1LEIIlji+3ZISmCO6yEZwgmY7Di",
+	"dacygQwJLLm/P2L/+3/tHw73hwf9L2LpRTsgmZwrS2BjdW6l6Q/34niefmp1EokMxgwdzfc9QA5vgnDD",
+	"XS3nnkKfGE9XotyHX8CWfkhm8Y55eYhDoldrBDhTsX7WaxMv1SlM+7/RFXjUm+iijkDdxs4IKXeHBCBU",
+	"CQZE06lD64UuKhDrFPktQfSJY1xsrlGVznUxX7AeR3wggQVnIHcyafsOqLYBUOy85hCk9XiSRe6a+wLC",
+	"BTX9swqBW8gA1kzeJpHkhTJ7n8iKd6vn/xxzGj6SWrg1T5x/ec8HW6fQ7+7KQa0uQTeXzAsV/DN77v4g",
+	"LOV4LxPb13YeNvsznPXnhXr5rXO8N+hlj9Bst2GglDVeeiFALJsjdstDyblDHoOc8T03doDfDF5+G4eg",
+	"fSSLSF1JZYgPTTU0lAvKkNBHs5trFW1uGKpBuMJTtI6M2QYYfoxOIKyjEn/yaLwG9BexgcWKWc1itEvF",
+	"DrXXgewtEb34RpkzM3T1CGlyJVpu5ZgoZph0CGOJicL9q1aXWGeczF/KjGKc0u/RkntDEE1mBjuFEEgq",
+	"KxOpWKZjB1GlATnIQehSGfqHcA1Vj1JuuX9SVt7505u/vCpfwRgfHsEqfhRiNUAtKkaGjyY9xLztHzND",
+	"0UM0SuYK3CVVPVRpIqU0c9iK2KUbJrMXNUJAYtoFDMOqci7HlM1KKHsSqVw4pL4zhDZpqLWenQA7P1Nz",
+	"l5h6Tnhxnx7S5T+Ufs8rS+iIfV1FNqEJqCWy7h94gfPHQqDV0Mmb2GiwK7NrVL65CTeUSaA2I38q05Bh",
+	"pAjF2TgsrccquyKZjVFikGTXIPFMNAZZ8iyXS5Rfu0Bgn1p0a1zw5qiBbt68OXP41zIHLQW7rHKRiJR8",
+	"2ohbp2OzbXXb4nyDOD5zmT88VADxPLPt99uvqvjQHxScGfxRZJmuF/vZ2eH3qP5M75Pbr2zczcyYsDKN",
+	"9MLBPbByuMavMXXRDZU6bDC6pq4EzG3fpVccs8YoIkVM7FOEg4yCcdQcZhSEEa4sPsK1xZ+queOD2uzx",
+	"MS0lPtplMalJWjP8aB9/qfa79qPf110bT/Arx9ZdMzdwV7SOZCOD7pszuiXMCYHaXRIXLPtCejZcJCXT",
+	"5xS5N9wVu+VoGmWk0d2iS1WR9p9aFgPhuxTG3LXRg63QeVXNrf9F5bNr7y7/vBbDLZ7SMx/1AberkQbT",
+	"YyeFdRWGHIiASp9jaC0aLweX+2SajpR3gPX++vJ1f8he2jI2Abi+gRVyrr9amCl6VHX+EYg1UiB6UMCY",
+	"1XrIvlkzf/8iReIIQdgqc84TOMlHa6DrBX2MlLcfpQeHuxizyAMvoiAeYsxHVqRi4j02cRn3gl5f/3PI",
+	"eGH1kvsIPO/M8VHjqB6XeZNjehxHKi8yOJllNyWkJWY955kzHYPoU4ofHEIdelqBt9Dsh4JkxxQovqlh",
+	"Ysl1JlhMcxtXb/aORoeRimc6n8o0FaqGOq0VZ3HCXR/Dmzr8bJGiHvEnfaVEbhZy5YUTOiWODeOQKYIC",
+	"PexsgcUTGylnZzI3BBaFXTa+niL3JcxRyOTZFUb6+mDpcRs/e0KJ2asy9KlEbEPq7Kt5oSJ1xSlc1hN2",
+	"P6x/UQvsjX3cj7PwCjWXSoSRuhDLlc55Frpoc6Xb4ebQJjloJihgTXxJ9xgES8tlNm6jD8oM9CFD5PId",
+	"zvU+nKoSUkco9zhSPfetBwr7o4MZ5krqa5PP1xd5AZcp42wK5whIGNr3IbqkOZkY46hwxy1MV7SABPRW",
+	"pFoogpAdHmBA8ArT8y+nIg8ZCKSj0chDHOEH/Juem36XgE+MytsudoEFdMXOtI9l6UJtr4p3XdO0HFB0",
+	"UkK9jkej0Qid63DwSQRMHEvVJFRjwfQy7cbQXzEBsmIM6g/GwV7hsjwCX7dW5OjRShI7eD8aPP/wex/L",
+	"kAj/+z/+/l/3CXOhZXtNgRBknbyH0PtLISvQ0+Kcz6AzUjks4A4u6lAxnl5ylYiWidjDJL6VxvvbNu+8",
+	"mFvLkwUouicY4gxKxddRQPqyExBRUR4urqMgbugkW77dRZbE1m41HoflBDwG+ZZUU8CVruGYo2Yolbsj",
+	"6qM9enawf9i5Fz7f2YYad/Ozin47SHLf+bvqs4TF/x5AujPH6DsEtp0QBO6yNlvNxt9LY9/4l+4r1X6P",
+	"ZoYdwoO8av7h8WIky3pUWyPR2iFh9YJUXbjZvwbtAlT31s43IcXNilGIfq7qMDVLJLkAhm0a/obyDkLx",
+	"ztdFvZZRB1/2BtefUz/8BY4TBl82xGlT0X7pfPE/oZrXqVxRcDOcQp+zyAeETTE1YzOYn9MvZXQe1m5E",
+	"GZp1xm+3Q7d5ht4qit2ucgf4yO16hDzrbQm39xHj5U8gm/qZMiUkPk10lsnUAWmlxdhzjrm0XPz5dM2k",
+	"7Z+42A+XK2CCs9oobCa9RO5jXf1nW+Ry/Lx6SMb7vKgVU3ciaaRIaPeZT1zCQ5TrvRTv5Pr+kH2HmRPc",
+	"mHBiP7x4DXPHWmsh5uRyBmrMwiB4sgirzIK1RAorqVwBIsrNUq8h14vLYx73x6SxwC91lynNkLt5RMoN",
+	"fypcvgA3BRc7Q2lmqnl7DHA9YwesxKXMtULbvs7Z2/PvWZILTP7DM9M/qUaCY5s43aLaLCoFalg1GFe4",
+	"rgeLlmX6aoCVDjAM0kcAu4xqLpcCd+VEa5kCMo6Ya86muUznIsXZsCTjBs0EJejahWpGKPzRQHC7XFyZ",
+	"2/AQNrBQBd7EFEDs3NqU98nvZgmBw3OBhod2Zb0OBaSRqeAhSsj9r6R6Tb6kMFYvUXngybJdP++uy2HX",
+	"e6ArLUNw00zH140v3v/Si3Hf+5nCYbbfrj/Tipal/TZvVTejn9fo+vzuj164NFX/feRoIvvq9uy+7usS",
+	"896nijRuRV3UGceDguR+zQKtrzZ7D3HW2V++6AGr3cD/DSAjt9LufXU3t6qlV6KT7vco1dH9vRP11rcK",
+	"0di2B2hgnd5CUeV1p+f2XIazWkn5vkufhHnjIlUKElWhX9aLP+WFGqPT4CbeVu4X7eCd4gD29Vinuryp",
+	"dr+htbJ5VeKkm+hr0628FfnP7bC792XzS3B+3M46ATwxLTqrHaiSFG69DvYwEdiXORWn5iMdiTSX6LLR",
+	"VE7f1YjAHIaoZPKcosh8GsCYan+70EKfWfEzDwhif7adkNfQ0b8OyD/JAcHdbJ0Pd91/5uGgvHnbgy98",
+	"Eu4y3KK+Wb5GPiXV4xnpg6xQicgtl2qgC4uJqVORSFK9vfFqS1rPfnfWttdumI9okiTsCEbOJa7KH4o9",
+	"ZYGuslYfX7q49VGVS8sV1rvB4lsOrl2KUa3UAjsJcOP9cdlzmTFryVXBM19XqVlX6rCjjNRoeLylTNTh",
+	"aEsVKAoXrEmPfi+BligPcL2V0cMsm24fb8v41sjk+E8tKF6Qsao8ROUp2XaMv4zYSBiRL3NBxh46E5e4",
+	"BOwNr3K0B/k3mjecS9iMmAP8ApZ8yOAaISsW8h9Ei3ozkje84lVsyjuVavdSH2hxFcuVxto7JzU7KzUB",
+	"n7p8o5Qf6XmkSoPttDDr2BmBK6PoUpolRctsWERTOZuh3FthVz3PPqFmUItsN0GL1Ew5GClXu7TrhsdF",
+	"eQyTWMvesnuQAA6gZp+6eQQ54x6q770HemtAQ50+5Yxxtf5V4/B+XhvSL4L6Q+ByU+bpVEHvL/0gQPA2",
+	"b+t58RvztO5iZnJ1TMkkSwXTHKbBpYH1GWNBKNs/GI3Y2dtzrFTmhUXMGvGFszuBIjWhKt3BOBAqndgi",
+	"hz12NaO3TfE5TLHwdbxuLaE3uqUo3qhd5m7/YLRRuu4QJELsa1LPkUEy1YMEpfPiV+X+/S2IU6W/GH1J",
+	"iJzdNMJ9JiR4F1kH6zsbJ5qgKg87VRiE3CGucNioOYNBWujUi196qSRZD/4s1rHzGZ5QhBbVr+UqdSKF",
+	"UF4+GfVdmm9KllRMXRJeVok54ypfktySQKlMf4itoGPb6ZP0/sFoFIJ0Wnbuv6uEpGpaE19WI67lznch",
+	"a6ptM9wqZZ0yJa6ydZlVH7VNJ9EdjA58tnsQnb9+FdPA6TkWQtoIj2Id0VHkjkR7wyvmVJwu+eoN1vkn",
+	"zOP9qKa2rX8W62AzOOcN9cqsptocvvgFCreaZYJfilo4V2/EvnbLUJZ/aCDNDreEGEHj3RFG9fCiw0Z0",
+	"UVfpzQ8PkC7L4orBO1cFyXbcOHBsE8xpw44O/r2SZunayMWPg9FodI9AmHLz7uU+/W3F4XLFNg9tech9",
+	"ggqXKWpZlTQ/GB3cbws/W7igv764+OAdXy3hgXq/Q2w4/kJiw6bQcJvM8Dj0gHVqysjsfykuvyXnNzEs",
+	"DPmgS7aHEa8kVnQEN21XbtCAtvepYYy82XP1Tx5k7rlbsznzneK9t1Vk+lbAOTY+R/ymPbkXI6qJTkdV",
+	"gsrj7SIVBa/L0gOuen8U9L18QMo8Mvm4Lg14Jd+B1UrZwRVhJ+MoyRDSokvHnFQxOhtmcPgqUpLKmbES",
+	"addY+Tgkm4/SduLnOcEaNPgKPHZ4O/9TCf/qEkpOaRsvtM4ehILCUg0OXuMNgfcy/riB/BNfr55uKtdU",
+	"aaf9F3/9zfFXR68g+6ciwYBdXpWavb8JqZvLuuJSvw4ue+bKhoE6qmcs/kT87SYO8d82X48Ru0s/8KnO",
+	"rf+B9TCh0FbW1Hc5LDT2xTPPcuMh/SuzMQOCyaRXUl16+ZR512APA+MW+orFSSYRm+xRvMCT+yfQks3X",
+	"sQtO9ShYxudcKoZp96HLExbj0GNX8st4hu+KTH4eW95icIfNfSjvdelk6t84tyLbR5ObK4CHNa0nTq52",
+	"HkZYgAn6C+s+y5vP5OFuQv/i4f/i4b8JHu7otQE1IB7umMpWNt5M7dWsIP7+A7BQBz7vyFeD1RN9XUxX",
+	"9dGlb7X1FJWgR+ZZMA72kCe7gWwU0nbVMnOfUSws08s5Pd1nzvRVVCjN2KYR6ZaaeLXPy0Jq7c99UEyi",
+	"MdKFt74rUYsdHQM/7pVGTsrmw5NF38vVMveZLCrcRLGtKZo+8HWMwNFZeURrn9d2c7MRigAflAXHKfA6",
+	"bNZowdgQX3EFbsNaZJ7LJF/FJZf9+kC9mw83/38AAAD//w==",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,
