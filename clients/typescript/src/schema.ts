@@ -2243,7 +2243,7 @@ export interface operations {
                     /**
                      * @example id: 1
                      *     event: text_complete
-                     *     data: {"type":"text_complete","data":"Hello","session_id":"incident-42","run_id":"0194a3b0-7c1d-7e4f-8a2b-3c4d5e6f7a8b","step_id":"1","attempt_id":"1","event_id":"0194a3b0-7c1d-7e4f-8a2b-3c4d5e6f7a8c","cursor":"1"}
+                     *     data: {"type":"text_complete","data":"Hello","session_id":"incident-42","run_id":"0194a3b0-7c1d-7e4f-8a2b-3c4d5e6f7a8b","step_id":"1","attempt_id":"1","event_id":"0194a3b0-7c1d-7e4f-8a2b-3c4d5e6f7a8c","cursor":"1","created_at":"2026-01-05T10:00:01.25Z"}
                      */
                     "text/event-stream": string;
                     /**
@@ -2257,7 +2257,8 @@ export interface operations {
                      *           "step_id": "1",
                      *           "attempt_id": "1",
                      *           "event_id": "0194a3b0-7c1d-7e4f-8a2b-3c4d5e6f7a8c",
-                     *           "cursor": "1"
+                     *           "cursor": "1",
+                     *           "created_at": "2026-01-05T10:00:01.25Z"
                      *         }
                      *       ],
                      *       "next_cursor": "1"
