@@ -86,6 +86,7 @@ func startCursor(after, lastEventID *string) (int64, error) {
 // type holds the encoded event; data goes out as committed.
 type wireEvent struct {
 	AttemptID string          `json:"attempt_id"`
+	CreatedAt string          `json:"created_at"`
 	Cursor    string          `json:"cursor"`
 	Data      json.RawMessage `json:"data"`
 	EventID   string          `json:"event_id"`
@@ -103,6 +104,7 @@ func eventJSON(ev hxruntime.RunEvent) ([]byte, error) {
 	}
 	b, err := json.Marshal(wireEvent{
 		AttemptID: ev.AttemptID,
+		CreatedAt: ev.CreatedAt.UTC().Format(time.RFC3339Nano),
 		Cursor:    ev.Cursor,
 		Data:      data,
 		EventID:   ev.EventID,

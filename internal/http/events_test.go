@@ -87,6 +87,8 @@ func (r *fakeRun) commit(status hxruntime.RunStatus, types ...string) {
 		r.events = append(r.events, hxruntime.RunEvent{
 			Type: typ, Data: data, SessionID: "s1", RunID: "r1", StepID: "1", AttemptID: "1",
 			EventID: "ev-" + strconv.Itoa(n), Cursor: strconv.Itoa(n),
+			// Stored in another zone: the wire form gives UTC.
+			CreatedAt: time.Date(2026, 1, 2, 3, 4, n, 123456000, time.FixedZone("UTC+1", 3600)),
 		})
 	}
 	r.status = status
@@ -180,7 +182,7 @@ func TestEventStreamFraming(t *testing.T) {
 		require.Equal(t, want, typ)
 	}
 	// The wire form: the keys in this order, data as committed.
-	require.Equal(t, `{"attempt_id":"1","cursor":"1","data":"chunk 1","event_id":"ev-1","run_id":"r1","session_id":"s1","step_id":"1","type":"text_delta"}`, frames[0].data)
+	require.Equal(t, `{"attempt_id":"1","created_at":"2026-01-02T02:04:01.123456Z","cursor":"1","data":"chunk 1","event_id":"ev-1","run_id":"r1","session_id":"s1","step_id":"1","type":"text_delta"}`, frames[0].data)
 	delta, err := decode[api.RunEvent](t, []byte(frames[0].data)).AsTextDeltaEvent()
 	require.NoError(t, err)
 	require.Equal(t, "chunk 1", delta.Data)
@@ -196,6 +198,7 @@ func eventJSON(t *testing.T, ev hxruntime.RunEvent) []byte {
 	b, err := json.Marshal(map[string]any{
 		"type": ev.Type, "data": ev.Data, "session_id": ev.SessionID, "run_id": ev.RunID,
 		"step_id": ev.StepID, "attempt_id": ev.AttemptID, "event_id": ev.EventID, "cursor": ev.Cursor,
+		"created_at": ev.CreatedAt.UTC().Format(time.RFC3339Nano),
 	})
 	require.NoError(t, err)
 	return b
@@ -441,4 +444,43 @@ func TestEventStreamResumeRace(t *testing.T) {
 	require.Equal(t, "run_result", f.event)
 	_, err = readFrame(br)
 	require.ErrorIs(t, err, io.EOF)
+}
+
+// TestEventCreatedAt: each event's created_at, in UTC, is the same in the
+// JSON page and in the stream, and decodes as the contract's date-time.
+func TestEventCreatedAt(t *testing.T) {
+	t.Parallel()
+	tb := setup(t)
+	run := newFakeRun(tb.svc, hxruntime.StatusRunning)
+	run.commit(hxruntime.StatusRunning, hxruntime.EventTextDelta, hxruntime.EventTextComplete)
+	run.commit(hxruntime.StatusCompleted, hxruntime.EventRunResult)
+	want := []string{"2026-01-02T02:04:01.123456Z", "2026-01-02T02:04:02.123456Z", "2026-01-02T02:04:03.123456Z"}
+
+	resp, body := tb.do(t, request{method: "GET", path: "/runs/r1/events", header: map[string]string{"Accept": "application/json"}})
+	require.Equal(t, http.StatusOK, resp.StatusCode, "body: %s", body)
+	var page struct {
+		Events []struct {
+			CreatedAt string `json:"created_at"`
+		} `json:"events"`
+	}
+	require.NoError(t, json.Unmarshal(body, &page))
+	require.Len(t, page.Events, len(want))
+	for i, ev := range page.Events {
+		require.Equal(t, want[i], ev.CreatedAt)
+	}
+	typed, err := decode[api.EventPage](t, body).Events[0].AsTextDeltaEvent()
+	require.NoError(t, err)
+	require.True(t, typed.CreatedAt.Equal(run.events[0].CreatedAt))
+
+	resp, body = tb.do(t, request{method: "GET", path: "/runs/r1/events"})
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	frames := readAllFrames(t, body)
+	require.Len(t, frames, len(want))
+	for i, f := range frames {
+		var ev struct {
+			CreatedAt string `json:"created_at"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(f.data), &ev))
+		require.Equal(t, want[i], ev.CreatedAt)
+	}
 }

@@ -606,6 +606,7 @@ func gapEvent(sessionID, runID string, after int64) runtime.RunEvent {
 		RunID:     runID,
 		EventID:   "gap:" + runID + ":" + strconv.FormatInt(after, 10),
 		Cursor:    events.Start.String(),
+		CreatedAt: time.Now().UTC(), // made as it is read: no stored time
 	}
 }
 

@@ -615,6 +615,8 @@ func TestEngineListEvents(t *testing.T) {
 					require.Equal(t, "s1", e.SessionID)
 					require.Equal(t, "r1", e.RunID)
 					require.NotEmpty(t, e.EventID)
+					require.False(t, e.CreatedAt.IsZero(), "a gap has a created_at")
+					require.Equal(t, time.UTC, e.CreatedAt.Location())
 				}
 			}
 			require.Equal(t, tt.want, seen)

@@ -1000,6 +1000,16 @@ export interface components {
             attempt_id: string;
             event_id: string;
             cursor: components["schemas"]["EventCursor"];
+            /**
+             * Format: date-time
+             * @description When the event was committed (RFC 3339, UTC), assigned by the
+             *     store as it appends the event, so it is the same on every read
+             *     and in the JSON page and the stream. Events stored before this
+             *     field existed carry their run's creation time. Not part of the
+             *     `event` journal records of a bundle (the reference's RunEvent
+             *     has no such field).
+             */
+            created_at: string;
         };
         /**
          * @description Text the model produced. A run submitted with `stream: true`
@@ -2255,7 +2265,7 @@ export interface operations {
                     /**
                      * @example id: 1
                      *     event: text_complete
-                     *     data: {"type":"text_complete","data":"Hello","session_id":"incident-42","run_id":"0194a3b0-7c1d-7e4f-8a2b-3c4d5e6f7a8b","step_id":"1","attempt_id":"1","event_id":"0194a3b0-7c1d-7e4f-8a2b-3c4d5e6f7a8c","cursor":"1"}
+                     *     data: {"type":"text_complete","data":"Hello","session_id":"incident-42","run_id":"0194a3b0-7c1d-7e4f-8a2b-3c4d5e6f7a8b","step_id":"1","attempt_id":"1","event_id":"0194a3b0-7c1d-7e4f-8a2b-3c4d5e6f7a8c","cursor":"1","created_at":"2026-01-05T10:00:01.25Z"}
                      */
                     "text/event-stream": string;
                     /**
@@ -2269,7 +2279,8 @@ export interface operations {
                      *           "step_id": "1",
                      *           "attempt_id": "1",
                      *           "event_id": "0194a3b0-7c1d-7e4f-8a2b-3c4d5e6f7a8c",
-                     *           "cursor": "1"
+                     *           "cursor": "1",
+                     *           "created_at": "2026-01-05T10:00:01.25Z"
                      *         }
                      *       ],
                      *       "next_cursor": "1"

@@ -663,6 +663,14 @@ type AgentToolPermission string
 type ApprovalRequiredEvent struct {
 	AttemptId string `json:"attempt_id"`
 
+	// CreatedAt When the event was committed (RFC 3339, UTC), assigned by the
+	// store as it appends the event, so it is the same on every read
+	// and in the JSON page and the stream. Events stored before this
+	// field existed carry their run's creation time. Not part of the
+	// `event` journal records of a bundle (the reference's RunEvent
+	// has no such field).
+	CreatedAt time.Time `json:"created_at"`
+
 	// Cursor A per-run event cursor (decimal).
 	Cursor EventCursor `json:"cursor"`
 	Data   struct {
@@ -700,6 +708,14 @@ type ArtifactInfo struct {
 // AttemptResetEvent A model attempt was retried: events of attempt `data.attempt` before it are void.
 type AttemptResetEvent struct {
 	AttemptId string `json:"attempt_id"`
+
+	// CreatedAt When the event was committed (RFC 3339, UTC), assigned by the
+	// store as it appends the event, so it is the same on every read
+	// and in the JSON page and the stream. Events stored before this
+	// field existed carry their run's creation time. Not part of the
+	// `event` journal records of a bundle (the reference's RunEvent
+	// has no such field).
+	CreatedAt time.Time `json:"created_at"`
 
 	// Cursor A per-run event cursor (decimal).
 	Cursor EventCursor `json:"cursor"`
@@ -805,6 +821,14 @@ type CreateSessionRequest struct {
 type ErrorEvent struct {
 	AttemptId string `json:"attempt_id"`
 
+	// CreatedAt When the event was committed (RFC 3339, UTC), assigned by the
+	// store as it appends the event, so it is the same on every read
+	// and in the JSON page and the stream. Events stored before this
+	// field existed carry their run's creation time. Not part of the
+	// `event` journal records of a bundle (the reference's RunEvent
+	// has no such field).
+	CreatedAt time.Time `json:"created_at"`
+
 	// Cursor A per-run event cursor (decimal).
 	Cursor    EventCursor    `json:"cursor"`
 	Data      string         `json:"data"`
@@ -851,6 +875,14 @@ type ExportPolicy struct {
 // GapEvent Events before this one could not be read (Temporal engine: the Redis history expired or is unreachable); its cursor is 0, so a client continuing from it starts over.
 type GapEvent struct {
 	AttemptId string `json:"attempt_id"`
+
+	// CreatedAt When the event was committed (RFC 3339, UTC), assigned by the
+	// store as it appends the event, so it is the same on every read
+	// and in the JSON page and the stream. Events stored before this
+	// field existed carry their run's creation time. Not part of the
+	// `event` journal records of a bundle (the reference's RunEvent
+	// has no such field).
+	CreatedAt time.Time `json:"created_at"`
 
 	// Cursor A per-run event cursor (decimal).
 	Cursor EventCursor `json:"cursor"`
@@ -990,6 +1022,14 @@ type Problem struct {
 type RecoveryRequiredEvent struct {
 	AttemptId string `json:"attempt_id"`
 
+	// CreatedAt When the event was committed (RFC 3339, UTC), assigned by the
+	// store as it appends the event, so it is the same on every read
+	// and in the JSON page and the stream. Events stored before this
+	// field existed carry their run's creation time. Not part of the
+	// `event` journal records of a bundle (the reference's RunEvent
+	// has no such field).
+	CreatedAt time.Time `json:"created_at"`
+
 	// Cursor A per-run event cursor (decimal).
 	Cursor EventCursor `json:"cursor"`
 	Data   struct {
@@ -1087,6 +1127,14 @@ type RunEvent struct {
 // RunEventFields The fields every RunEvent has besides `type` and `data`.
 type RunEventFields struct {
 	AttemptId string `json:"attempt_id"`
+
+	// CreatedAt When the event was committed (RFC 3339, UTC), assigned by the
+	// store as it appends the event, so it is the same on every read
+	// and in the JSON page and the stream. Events stored before this
+	// field existed carry their run's creation time. Not part of the
+	// `event` journal records of a bundle (the reference's RunEvent
+	// has no such field).
+	CreatedAt time.Time `json:"created_at"`
 
 	// Cursor A per-run event cursor (decimal).
 	Cursor    EventCursor `json:"cursor"`
@@ -1213,6 +1261,14 @@ type RunResultData struct {
 type RunResultEvent struct {
 	AttemptId string `json:"attempt_id"`
 
+	// CreatedAt When the event was committed (RFC 3339, UTC), assigned by the
+	// store as it appends the event, so it is the same on every read
+	// and in the JSON page and the stream. Events stored before this
+	// field existed carry their run's creation time. Not part of the
+	// `event` journal records of a bundle (the reference's RunEvent
+	// has no such field).
+	CreatedAt time.Time `json:"created_at"`
+
 	// Cursor A per-run event cursor (decimal).
 	Cursor EventCursor `json:"cursor"`
 
@@ -1282,6 +1338,14 @@ type SubmitRunRequest struct {
 type TextCompleteEvent struct {
 	AttemptId string `json:"attempt_id"`
 
+	// CreatedAt When the event was committed (RFC 3339, UTC), assigned by the
+	// store as it appends the event, so it is the same on every read
+	// and in the JSON page and the stream. Events stored before this
+	// field existed carry their run's creation time. Not part of the
+	// `event` journal records of a bundle (the reference's RunEvent
+	// has no such field).
+	CreatedAt time.Time `json:"created_at"`
+
 	// Cursor A per-run event cursor (decimal).
 	Cursor    EventCursor           `json:"cursor"`
 	Data      string                `json:"data"`
@@ -1305,6 +1369,14 @@ type TextCompleteEventType string
 type TextDeltaEvent struct {
 	AttemptId string `json:"attempt_id"`
 
+	// CreatedAt When the event was committed (RFC 3339, UTC), assigned by the
+	// store as it appends the event, so it is the same on every read
+	// and in the JSON page and the stream. Events stored before this
+	// field existed carry their run's creation time. Not part of the
+	// `event` journal records of a bundle (the reference's RunEvent
+	// has no such field).
+	CreatedAt time.Time `json:"created_at"`
+
 	// Cursor A per-run event cursor (decimal).
 	Cursor    EventCursor        `json:"cursor"`
 	Data      string             `json:"data"`
@@ -1326,6 +1398,14 @@ type TextDeltaEventType string
 type ThinkingDeltaEvent struct {
 	AttemptId string `json:"attempt_id"`
 
+	// CreatedAt When the event was committed (RFC 3339, UTC), assigned by the
+	// store as it appends the event, so it is the same on every read
+	// and in the JSON page and the stream. Events stored before this
+	// field existed carry their run's creation time. Not part of the
+	// `event` journal records of a bundle (the reference's RunEvent
+	// has no such field).
+	CreatedAt time.Time `json:"created_at"`
+
 	// Cursor A per-run event cursor (decimal).
 	Cursor    EventCursor            `json:"cursor"`
 	Data      string                 `json:"data"`
@@ -1342,6 +1422,14 @@ type ThinkingDeltaEventType string
 // TodosUpdatedEvent The run's to-do list changed (a reference type; hxd emits none).
 type TodosUpdatedEvent struct {
 	AttemptId string `json:"attempt_id"`
+
+	// CreatedAt When the event was committed (RFC 3339, UTC), assigned by the
+	// store as it appends the event, so it is the same on every read
+	// and in the JSON page and the stream. Events stored before this
+	// field existed carry their run's creation time. Not part of the
+	// `event` journal records of a bundle (the reference's RunEvent
+	// has no such field).
+	CreatedAt time.Time `json:"created_at"`
 
 	// Cursor A per-run event cursor (decimal).
 	Cursor    EventCursor            `json:"cursor"`
@@ -1372,6 +1460,14 @@ type ToolCall struct {
 type ToolCallCompleteEvent struct {
 	AttemptId string `json:"attempt_id"`
 
+	// CreatedAt When the event was committed (RFC 3339, UTC), assigned by the
+	// store as it appends the event, so it is the same on every read
+	// and in the JSON page and the stream. Events stored before this
+	// field existed carry their run's creation time. Not part of the
+	// `event` journal records of a bundle (the reference's RunEvent
+	// has no such field).
+	CreatedAt time.Time `json:"created_at"`
+
 	// Cursor A per-run event cursor (decimal).
 	Cursor    EventCursor               `json:"cursor"`
 	Data      ToolCall                  `json:"data"`
@@ -1388,6 +1484,14 @@ type ToolCallCompleteEventType string
 // ToolCallStartEvent A tool call is dispatched.
 type ToolCallStartEvent struct {
 	AttemptId string `json:"attempt_id"`
+
+	// CreatedAt When the event was committed (RFC 3339, UTC), assigned by the
+	// store as it appends the event, so it is the same on every read
+	// and in the JSON page and the stream. Events stored before this
+	// field existed carry their run's creation time. Not part of the
+	// `event` journal records of a bundle (the reference's RunEvent
+	// has no such field).
+	CreatedAt time.Time `json:"created_at"`
 
 	// Cursor A per-run event cursor (decimal).
 	Cursor    EventCursor            `json:"cursor"`
@@ -1416,6 +1520,14 @@ type ToolResult struct {
 type ToolResultEvent struct {
 	AttemptId string `json:"attempt_id"`
 
+	// CreatedAt When the event was committed (RFC 3339, UTC), assigned by the
+	// store as it appends the event, so it is the same on every read
+	// and in the JSON page and the stream. Events stored before this
+	// field existed carry their run's creation time. Not part of the
+	// `event` journal records of a bundle (the reference's RunEvent
+	// has no such field).
+	CreatedAt time.Time `json:"created_at"`
+
 	// Cursor A per-run event cursor (decimal).
 	Cursor    EventCursor         `json:"cursor"`
 	Data      ToolResult          `json:"data"`
@@ -1440,6 +1552,14 @@ type ToolRetry struct {
 // TurnCompleteEvent The run completed; `data` is its output.
 type TurnCompleteEvent struct {
 	AttemptId string `json:"attempt_id"`
+
+	// CreatedAt When the event was committed (RFC 3339, UTC), assigned by the
+	// store as it appends the event, so it is the same on every read
+	// and in the JSON page and the stream. Events stored before this
+	// field existed carry their run's creation time. Not part of the
+	// `event` journal records of a bundle (the reference's RunEvent
+	// has no such field).
+	CreatedAt time.Time `json:"created_at"`
 
 	// Cursor A per-run event cursor (decimal).
 	Cursor    EventCursor           `json:"cursor"`
@@ -1506,6 +1626,14 @@ type VerificationReport struct {
 // WaitingEvent The run waits `data.seconds` before retrying a model or tool call.
 type WaitingEvent struct {
 	AttemptId string `json:"attempt_id"`
+
+	// CreatedAt When the event was committed (RFC 3339, UTC), assigned by the
+	// store as it appends the event, so it is the same on every read
+	// and in the JSON page and the stream. Events stored before this
+	// field existed carry their run's creation time. Not part of the
+	// `event` journal records of a bundle (the reference's RunEvent
+	// has no such field).
+	CreatedAt time.Time `json:"created_at"`
 
 	// Cursor A per-run event cursor (decimal).
 	Cursor EventCursor `json:"cursor"`
@@ -6662,301 +6790,303 @@ func (sh *strictHandler) ResolveTool(w http.ResponseWriter, r *http.Request, ses
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L37chtHkjf6KhV9NsLAugECvMgSGI5ZWpZnNGPLCopenTNuLbrQXQBq1KiCu6pJwlqemL/OA5z4nmG/",
-	"99hHmSf5IjOr+oYGCYqU7Zmd+cMjorvrmpWVl19mfggSvVprJZQ1weRDIK75ap0J/PdzDf+0Ij0vFPxt",
-	"itWK55tgEnCW+GcsL1QQBpc8KwS8lOSCW5FOuQ0mweHo8GQwGg9Ghxejo8noeDI6+XMQBiLPdR5MVJFl",
-	"YaALuy7g5YulYPpS5Gkh2IxnXCWCScPGh6MRe/HD+TAIg7VQqVSLYPLjuzDICzWVaTAJRuNnx/xoNhp8",
-	"kYzTwRfieD54yg9ng6PkOD0RT+Zf8KezIAyMMEZq941UiUyFsoPjQ3hkuS1MMAnKaeGPej3NBTdaBZNA",
-	"qHRqixzmWqzT26b4DKZYGL6g9eDJUkxxVbBztS7s1Or3QplgMgrd81zwdPtZ84fx4civVvnb0ejG9TWV",
-	"yg8+mMx5ZsTNzU0YrHnOV8KKHHf0bCGUfcVXOLJUmCSXaxhWMKFHTPGVgIV2ZIALdallIgZc8WxjbACj",
-	"CibBmttlEAYK26L/C4Nc/FTIXKTBxOaFCAOTLMWKQ18rfv2tUAu7DCaHo1EYrKTyf4/DwG7W0IqxOWwu",
-	"DBtH8+8iNzi47rFe0uPmcC/H3SN0Lz/qIJ8XuQE6bg8vVuLaThN8GjM9Z3Yp2DoXl1IXhq35QrCeXknL",
-	"5jrHZ3OZG4sP+s3ZnIz8bH4qRL6ppkONBztGf7LP6F9ci6SAEf9JbDrmEBWj0VFCZwz/LSb0k7QiR1pu",
-	"/Gq1zqYJz7LydZw5Z+7IMnihObl9ju1kPMFGd+yq8HOYvhebfff2yT6r8zIVq7W2QiWbzvUBZgW9CWOZ",
-	"TFnP8JVg3LCZTjcsdk+mMo1P2UzbJVvIS6EYVylL5XwuciDgv/1//z87Ho1ae56Lnwaj0aic8VLwVOTV",
-	"nGsjG/wJZ13N8l9yMQ8mwf91UDH1A3pqDs5pTC+/xvl9K1fSbk/rNRCnkT83mcDJqJsKM2ykPoBUzHmR",
-	"Wfpkxa/lqlgFk/HILbn7s1xwqaxYiBxHdF6ol19vj+i8ULjAhXqv9JViOodjI+RCufU77t+frLqpyV0o",
-	"j8ki3tCd0zUxoCCgbZF/Zpi7m3CmXG2YWfK1YMWaWc3g/kuWPOcJsPFTJlPDeC7YWuRsncNFtuZZyIxm",
-	"khi4QaZStg2r5to/ZX4Zu9eueSt2LFHtDn28ZbqBpsxaK0Nyx1c8dcSKF6hWVij8J1+vM5kg8zlY53qW",
-	"idXnfzF0Q5STgC9Sd3PxTKZTdxiDMEiF5TLzdMzKu5FFRMpRMGGqWM1EzlaFsWwmGLcsE9xYRufRWBBL",
-	"gklw4FbCuHWg074X+T0b1SSOY1geKy0u/0saMatG7JaqyNVkeZ1O3KQn7and7MsEXlMDtOgtjt9qNJ6w",
-	"Fc/mOl+JlP3xzfevQsaJvdkltyCZKW3ZDxffDJ7CoYQ/tBL4JkNpMKR/K2FATFzpXMCXio0Pn7JMXIrM",
-	"sFSIdQhfg0CpLJA4u5Q6wy0ewrSeazXPZPIwSvBUOyvMZsc2HtRI/yAvHmFfn1X76rgAc/3v2NTGKB9j",
-	"R88YjEbA0uIaTljs+xDX0lgTh9Uv0Cv8XU166r+jnxOdw0U+XUmz4jZZwq8cBLHGL0rbKb/i0sKruTA6",
-	"w/s5xs38RuczmaZCPWg352Urza2EXTvYh/sfiOu1zu2Dd/io2uFvamPasb3VsB/ltJbNxZMau2cZT94b",
-	"xlmuM4G/eyFFCZEa1hPDxZDFtACTNd9kmqcmhmuGfmP+tz7u2Cttv9GFSh+0YUATc2zlIzfswTt1XO3U",
-	"Kw1yNw1mx05V432UnSqbizulGJn24c/YPZo2ZFo6N771h92GVuSKZw9cy5PmfUVtMiPyS5Ez0utvubXc",
-	"EB6FuSnqjvXOv3nOnh2ffMFcP4yueUfBPyhe2KXO5c/iYVRc1Bv6RLLAuFrbH5rd7VjSxqAehVrrLTrW",
-	"MhM8FzlDmwPc+ytpjFSLsCYfkAAQKZ4kYg3XfU9cr0E2DFEw2AjLULgI2VWu1YJJYwqR481fpFKoRIRs",
-	"xtNIGblQ3Ba5CEtR9b3Y9IeMFC5uNA5BCaC3VJok00akwwgYL2lKKEK+fft2cFbYpVAWdrjD3hF/RbPK",
-	"Bc9WX0bB8jqNgphdLYViSrvJXnEQzZUNmciMYP4bJLwvo1LCxJfha6TFJ1+ctHW6279raFBbwjHR8CWX",
-	"GZ95gvx4Ei7beSgbOKqLN/mlTARrNr+bYsuXHotgfYPxhBmrc9BhE66A8Cx/L9hVLq0waG1R+or1gKZT",
-	"ad4DIc2LLAMaZXOZCeab1jk8y8TchngCUm75jBu0RxYqFzxZQn9Av5lO3gti4dIaRiP20nFS5KDpD9l5",
-	"oQyTis0zuVhaBgISGgNgK6UqBJuBWC1WRmSXwpyyXNh8w/gclJP4HP4YnMEf8bBJ57VH2yT+RiRapQYu",
-	"d+xwJuDOobalWjRV/FvVuds0dyLQda4TYcyDSbQSGafulNT1tudLrY1g4ponNtugvqHnLBemyGxIEwsZ",
-	"nz2CcHd42KWW+bHtJu+O8T8Glb8VWTZwvHZWWGbEiiNry7INcx1NKhkC5XIQxz2nWcHeLARJ8u0RNuX7",
-	"VOIutn4tlCnWICDSA9/uWmcyQb1hVqg0E1PUo6fiOhEibb5KL8Avq2Q9rZ9a95PVOjPlmNzlXfb6nUgl",
-	"v8BFfxAHLBucrqDFKe5jjcS8vIya7pKDLP2cehu8UIlGW6a2S7gPQZlFnVHazSeSCMYndYmgHDvDsTM3",
-	"9p2ctnOuj8R0u9r28kK1dHF77WJavEjh6sV++WLWW16nLBWwT8A7lThl8RlKE+W3E1a9bvjGRMrofgi9",
-	"JEueG2Hj+s6gZcIZF6rlwgHqtTdhq1QLYtVwU2yJEa0BdEgR5YhCEh06pwxiRC7mhQHBCESEL5482zK9",
-	"VYR0mzBQ7l7lz+nwj7BcLKSxIhcpQ17AUjGXSsJzdiXtUiMPSXJhDespzc5evwQ5y+BVKFS61lJZ9sP5",
-	"t/QLNW5wyOscls9KstXBwSXp33SbOLH7zwz77vlrpyYY1otrn8VwL1r/Jt7Dp4zPQOyKlBPHlCAJUObo",
-	"RyD7J0h/+pLmqFK2lkqJ1O+CO4CRkoY5lyRd/O7BZ6bGdOL+kD3XqxVXqQmZUJcy12qFA0BLlgkZEQW7",
-	"5LkEnmWwS1gfHAqJo2aprxTRkLRiZe46YLh73z1//QYXAg7mil+/pC/HqGfR9vM852gRWulUZPu1im/e",
-	"eLvttkW2RVlhYDbGitV0nevV2ra+GI/wfx1f4fLB2/tP+ELrbGuuHZO9rLx/dwz+pi67/OidkZXHj5bN",
-	"D/Zd+b2e/UUkaDzFgX3Ds2zGk/ff+VVuUbr/eZvG17m+lCka2/EttMKzHhExyp30BZpBU5HRQbpzS3yz",
-	"253qtVBcsv9kXNllrtcyYf9Z9tFgK+ULzQ6fHN+1imXnO9frW0kG+uYylYSwP0VsU8MWObQGR23vHFl1",
-	"praG589DtULAcMydqxMGa5Gj4tvlkEYiKJ+DTAoMYcNmuUwXIkWm5R3BxPaQ+SuQqX8MeJbpqyAMuHmP",
-	"koja1KZWDSAX64xvnMh1t7cPXn5N78JBlSuhCzs1pBN0T2GmC5XCOEGwBtkSydQL/9WmkI+kcf47GD/M",
-	"apBJY5sz/8zQcpCnyh8SZNu0aPhUGr94eFZKYrrz0NzFVmzOlUHz7/Zlbmwqdcx6nCVLmaXMKTUw/uW1",
-	"M9MtrV3HrGdsLvgKlcA/XFy8RjVRsUwseLJhb968YJouNfQL/3D+bb++4dgPSBrWrju2upufVQNv0GKb",
-	"Lra3evcx2c3R/K2N7GrI3kq7BNFm7lhkzJIllwoucnyh+p3u8khVl3k/ZKAvO87oSIE+j3/EH0Pmv//b",
-	"X//rXcwWIJVUrcBVjapdzGiOQ/aWLnlcEokdcZkVuWC948NnITvB/1xfh4xHKtFKiQQlH7S/gMDolqiP",
-	"UiqKZcUaxEQYzWeGcWvFam1NSKMwVqzZSl/CrW+ZRmOVF6Jg1Ho+D0HJhokpcW2pnVPoHDaKq9oIUSCF",
-	"FzNurO8wxKfkts0Lxbgp24cJwFoN2Qs6HPkGzgZXfpCwotKilzd0zkuRAvXNc72qxv+ZqRAoWsEElqBJ",
-	"u/0zlqNmV3kL8HBCu7RDkQJ5x73tnbXwOuiHNPDY3xgxq96N0VkIX5srGNiQvQBaUOKK4apix4bxBZAD",
-	"tzU0jKMMaIpHClT8FYHN2AJEdifH4gdEWdKinK2VIw+ceqIVyAEo7LstxHV5nvEiFbBpXLHv10KdvRwA",
-	"F+VWwpF2nWMTdinVezR35iLlCWg8/iccHakc1OBAq2zDZplO3iPXEDzPJGg73BgJ2qFltsgVCY2ZmFsG",
-	"e+zOBA2j3AKQVkHeBYLiKo0U8kXgyvQ5sM0+SZvNK84fpu6TTQIIs7kUKZxWnYNce0UrJpE4PjNoSpGC",
-	"OvLno2TVnjTpFDf5852XfVPKajDsp7dIvH9XQhe9+fgS1zms7YeApylqcjx7Xdt4xPy1FfVXeI6BW7S0",
-	"wG1Nblsy2ob+3QvX0RDhWwi9++JobpHvd64WKhpbAmBjfTq0nI5pvJfkAPXX96yQmZVw8K7EbKk1SG1J",
-	"BvdQp9y2twrWlDB/Oemwe31x1tvSRW2QnSu/BjLm2blr8MWlt9Nl2ffzYPLjHQMrFH7xjRRZaoKbcGv7",
-	"uOXbmwpc8a45Azk8h/duwhZusAMeeDsFtmGH2H3Xalhnryz30q3OtGztTunP2ydh3ttdvNvGfJTXBOvV",
-	"VJKYm/dxH/0A5AmhoaALIxVJJpUYVvsnavirW7lNcxuIVLcYp80LlGtIToDxnTL8npFYAIIGi4LX1WhT",
-	"oaRIo2BYWTdnWmeCKyJ1EAYacMNO5neO71VSFXpT0J0jEumhw+3mW8tPU+qk9NzKOU/sSzXX2xRplvzw",
-	"5MkO4dp9yd6LDetl+krkCTeCLcU1e/OHs8HhyRMv1c02VmxdXHCV1Bgm/LkGaTCHDv7jx9HgGR/M3314",
-	"cnzzL0GXpUf+3OEPfWkNy7BFkAqwX+h2rvMV4tylsk+Ou9XBOoqzvnZuDVyPnWtIMuy5MML+MpzCSc07",
-	"NsaJ1AhwI6OtEXZ4v1n7HvbiB/TuFPv5BLyABCM/LZoRSn4T0LWVRSHVP46h3aH7K/beQmlRCLzUMkUG",
-	"8RW6cRA+bO4pjHylC5VSl4y8Qax3/uKbF+cvXj1/wf77f38xPOw7BYHg0mh8raCYkVprI628FMwtPlru",
-	"+Qz4WMPAoK8UQ08U66Hj/vjwMFJtp9Up4x7tabVmGc8Xglgje3I8mElb9uKdBJFCnBtpsA6vOGHHoxHb",
-	"Ak/2T1HqImFUK4H+BafV+mF2Ce8rfj3Fw7eLdSRLmD8oHjjjYuVZxUrAVAzrOabInnwxHj19+uSYfcme",
-	"HLPv5FdNj4N/3HHG2xSO3GdKHewa3fdKuCFUIzg6Ojk5Pj46ZF+yo8PtEfjH9xxBR+dnblmEIrWlHAHK",
-	"dM1em/bFVg9Ood3u4Y+6QKST13ibPXR10c0ptliC8xZ9BTrjPc8TLTk6dknnZL0zr5oMEEGe9ieoQIZ4",
-	"604Lg/c9/puc5ttqQM212uzNDZSOb60J3zVXmwb4tzAFeqc5I26GS3Q9WOiBW4O/GK2G5/zqO5oCLIZM",
-	"O/oFUUamtX5hGtjpXgodBlF13Hfw865Gm7t097DN1IW0fegQV1RnvNWFt4F+9MRgYzvaFdd+WvCvruZu",
-	"d+fAKKZdG4H8x9lxSMBs7EqdGvYbf+syxPlUY/D/pHb3vBzf7Thhuc7OqZ3OaVVOwYxbYWxNXuRszd25",
-	"SbhKRMZ6qsgysphIixZEclBuHaWcwib3lmfcCOEihy4IS0NYnNakWlOHjjpnjo5Phz7/SJHee5jvNOyc",
-	"izlyUWG5F72aC/1NLgRiWDxWGV5j78XaVqY8txGOfuqjqztE9z2XJXzlbl3hosjJYO8QWvSpyNGS6ky2",
-	"FZWAMtOtm9SDTLs4mcgHyVIbQaE+/hLhaBH94YeXX19+EbJFpmfIOgslfypEf8heWiZNpEyi1+hNagb4",
-	"lEFAE7a8ThECJ0zIyAoJkkJPO3PohVitdc4zJtRCKtGvtDIfgFSoFIkeVJNU5PJSpDVLctmTE0CkoYgl",
-	"OAXLKtKxjEmKD2IC0Mm0HzKjI2WvdPWC+QyDmRKunAc90VkmUxJvuCcTeIx2VXglUsgzPb6mZv0+dR3B",
-	"3yKbM2nY1dKZlF1LRggTYU+bq6XIBev5dkJcidBJxSFzhh3C6C1F8h4BEZGa6VTC2sbD5XXshFjTH7Jz",
-	"MSgMQoPQfAryJ4zEsOPRs0i1wy5I8NsVdnW7bayu6Z0N/swHP48Gz95V/xxOJ//2/37+5eDdv3Yof21V",
-	"ZdG0WVWc4wVcZ59KI9u+iva5HuiGfWwd6cIZB+ZcZiI9JSUohp0DuiGEuZOxUP3BGe4K/D1ja5EPoDmk",
-	"I0ZRunDME7niGV0RTU393YdxOH7WrahjX69dHHlzKYlO93az+63Zx0FaC16+q9n6YmzZyGiEzfY6SQ3j",
-	"Tl6Xdst7CMBv4Xxz5UNXVnyDahl6JuuK5cnwiK2zwqCli+ccVUjy5gDPy4tMdGGbpEqyIhVTb68xd18j",
-	"Z2nqom4wxjcRaWntMZ+RVeWUuWUyoDVSD1UgTqmvbmEs+90XTruJu8f4ohnow3q8sHrgnVvOkx3T37H7",
-	"s/EKuev63ohHqw8KKN38yKy7B5uVZoPbyKphYkCygn47QoObOxgyxILW3VozYa8E+QIZ3DwwjRW3MmFr",
-	"bgxZuPY7QNjVeUGg9duPUJeW93u+/mXsWz5fRd3jgkdxupQgGGymTZT+/aBVrvV9TFsLvn50Zv2CbFbO",
-	"MuXdlSzRRZaiKWiGMSIp67UEHcKlnotUGubWgbkAFUZY/xqqv3+KIoVj3tKwEQZXc0Y+Ho/Zh9seJSNp",
-	"vRtbI7DnJgz+IHgGS7plFXa43mqZ0HkEY+726lzuSoFxUTd31TJh3G8/3Xhud6Z99/y1d6W1rzuPb/ru",
-	"+WvyO3DjcZjcljKlT34yqQQyNExGCgSyUry+WuqslOxCxpNcGzTB4uKG+DFKiZWpL1IZCFSoteVd5rSW",
-	"t686Ez9+9/z1BKFf79g5kAxHsEqXorzLpjCtpz1o7w2+4aNBqgGzBb8UrIf6ToyQaQJLVKOOGU9Tj2N1",
-	"kVb9j7BJ7LA6LAUZHSrcBCIKJswl/HDrihk8plVqD5fSI2SGK2nlz7DBpnnTNeHMuLSU1mZ7XXcgUEvI",
-	"3i2kjoPfAgx39L0Hog/NC7vXCR77Hj2aq8Lu1fJ1dM5xvEOq3Q0/wz7949JVhlb7GtRZt8CDHktWAdKm",
-	"CCsLA2PE/uCycimaPLdF6uUm1SfSxTNeU9aXx4CIuqb2hQ23xNcWx8qu+MYwNOD04Oooc+60s+fsMMDs",
-	"WEWayN2ybn0uHey0ct36EHrmPcYYxwDqeSJyEHAHurCJXjV9mTtdXbe5r8J7e88TrVxgW7fB877e9TD4",
-	"OEwrggL3l6hgChgvt4+FLey4q9e5WPMcsT5+WyhWJycAULk5cKXzq2k9mVj1765rvgOdW7pEUl00Aio9",
-	"+LZFgriJYXWj+90Pt9AKJZSjto/bQ/DL20nGGd/MePJ+l0n1DCQSOZcYrIZ+Pr0WIBTAVb92HzdVtKcd",
-	"+ldL79q+YlHzqWlYIZttGDeJSzn1Xmz2x6bVvfl349HhBSXnzp7aHJt/MsRbOfhIq+WOSf+l5YeSihnx",
-	"UwEXMOk8IVzMUvkXcBBZYxnuOZzWSnQsRS78hXbbCv87kgRF6p3TF20aLte0WoSy9bBGDp00WeVIaGmJ",
-	"O9IDDFmc6FSUth5jEc294slSolKRikmkWn7dkNXj40NWZuHAOHdK8xBGaiXsUqdTTIaSZfoKXnX69tRq",
-	"PUVfc+ihnlN39sJIdcfVhaxpQKz+nhVmU7VTy9kSRmo7ZUvImglbaNAd6VpwJB3pKEK2HT1aBupT1GlY",
-	"rZmzm4VsO7i0/lttziFrGj3CSHXGlVbv0eOQtWJK6YdGRGlYj08PI0Xa3JQSCFT765NUDNkrccUoHHHF",
-	"NwhAAMG8S8ug4NJOuXWbqDrAPHWbIB/8/A7+M+004FaBqts8lyY0MHyONpmMK4I9o1keVOWEuH0ithXF",
-	"biXHx7Pelvxuze1yuJfoWw+EvSudHs+M9mL+/z1wrqvBy69dHN5+UN7qBt/u7A8XF68ZveDaIgHp5Nmz",
-	"eqa6bqSAi8jd3gKzBNHd5UktYx10KlzsIagScAdSoEu1If17OUzbsbituF/S2qBXp7U11JXdyW7uazzw",
-	"0ce4GDXJA09DY7u7+PW5QI1m848FFA1rBrjWNjl+Q+7seFLZk5ye6fzn0pDwL9IGlr0u+zMn+zdiihrN",
-	"3633fTSENXf79otAWD8zfq5ko/ML0KOUcbevXx9NKxXiFa+uS3Lj1Oy598fcND0HIZ3zXAjK2mgmLP7w",
-	"XqrU/C5k9N6ERYHG/II3caTgX3CnWLgTFjU7fMLXtsiFt72LNO6f1tpCF6TIw0i1W/3PiGDaiYiCkPA3",
-	"v7uJGXWEM8eHJOcQqA4dJ5HCfDXPRmNC7rgemFRGpmgjWjUGQNdU6Nv7HcymbJt4GgHk9BwI9vzFIcvF",
-	"osh4DhdS7nNc+kA/IpdIEZ9cDVmMPcVo88tlYn1EVCbI562NcHIDwzdLB/rEeXXx5/6QnbmPltyyWS74",
-	"e2zJUFsG/bIdHpauq52WuuM4w+LGGBHoViBumoU0pUatX4tPdsQWNG0hVRPNaKs9DFo1Ub0jlqaUMj5s",
-	"p9Lq3qrmjHiS2AH6LD/f67531NR1T7aozQEa3ElgvSiIAvZlzSjsnrRSJhxQku39ZA/co12CBz5cOXRb",
-	"7BYqJmIWhvXifxnHZOnEbDqcLXJdrE+Zx2/AgPsdq/W3v/5Xh0W5y87v06ffProWyK5P8KuSApG8YRhN",
-	"48a2R+pOpa9haqlxfxAuQZf0OYiJxFXBs067RpVzeGtq3yEeljNTzDzqv2oVAUFSUUYlR4vsTG0I0+YD",
-	"0F798O3O1Mn7gyj+I4quR6N3n3dK2+d0Z+yLnWo7WnenKSKrE+Uqwn/XPL/bOlaXcWTWaUR+Thg1F/Ow",
-	"O34is/uIQR6R9oljLmqmvO3kz6UhnIJE4dbFPnYEb3QImvD2x6HfWgCyJvZAKIKph4RQFz8VPGvjxPz3",
-	"LFlqmZSbPHrGtrXz/n1n5HdxC3V4i4pVhtFiIHKFZFTaojTioh4K9CR0aSX3M4y7wXQqAIV64UGzLQy8",
-	"40ONy9Dn0E0LSt3j8P3eIrCn465bhYKlcfHZnxmUIUCEqNxjJEgQRAhFyYXWKSI/tRIgv0ww648LM8dZ",
-	"xSGLL8isU/59zi2hGugXDFbvh5GKz16/fIPak3+Asesnh8/Q2wM3n0hDkKji6m9CHIMEEqmYr6X/28lu",
-	"iLoWfNVnf/vr/2IwBxf54RB+tgryj1QzvB7FZuC8W+H+f/vr/4JpaZ2d5YsCbiQ34kj1Soeiz+/A/SuU",
-	"IUdbxunqIhI4LQdktQaZloLCcbu9wYV4HwaBhw4h6D7CVavyO5arznrHo/HB8eioH7K4yiPuH1Ks9vH1",
-	"tV/2cydc/Tv01GiHN7NbavSQ/wxnR6yzDX7v8sI1+hiy77EPkk9RcyH4pNaZqVm9ItWLz/0f9Gm/jOrI",
-	"C2XlSrRhgnV6+lht3Z+tXSfyckdCqXUxy2RCuLaJC9MHzRsutqYuTkirmnObR8qh6ijnAOW2T8VaYDSQ",
-	"8u+iQ855zNdAopu1CCOVShjJSirM4TTbuNf7ZKCDfzcNdDXN2ryXaxMp7vF4LucBdSdtGdfD3it9Ratd",
-	"641Y04qv1+4C2I7e3OVM6AyCDVvhXrs+3oqJKwvm7EDhVVjNEGE3O94rMUhhhxK/0+XWZaWh2jtejLgD",
-	"z+4/segbLUvU7BA6xLX1ZYcaH6Yis/y2r76GF8pPXIKGOz5zbzU/1ak2U1fiZ7dslGrzA71TfegroNw5",
-	"SWdg2ppo2QL6FO/6/A281Pj29h2pBLryoyJXd4+2yFV7pM5jsOuTt/S4hJy6631DlYcCn4ZQK7GP27a5",
-	"uTfh3a83h3vnF9tkcOcn21uw7yf3HFtrz+58f2uz7vqixj3uerWbrd31VTcLubOvLS5491K1z+RdX7TI",
-	"dM/4nP1eL5ntzbvazeqs1d0CKN2eZMfyH6CQORMg0jXuVLpQd2I+nAJQkxCODjuk4Y9AeYcOTbrdQbfd",
-	"pVRG9oB/1SNn9nDuiPVe02xDHhsVbHzFH99aWF/B2lzLtdohNz0G0KkWAfZAmNOFT0S15gvQaOi9U1L3",
-	"HJQN80+tMazhl0I/4QTnt2ms93Dp3bGSpE/t0kfLhnYO0+vW9wze+5pb3uGMqhdFrEN7uBUDkPS7TE/1",
-	"KoP7fdNGBFWdNlrbywWTF+oz46V+HytcX5yvO2P8/IfOGeMtdaBNwpiN5au1If3B6QRowazESSep96yz",
-	"VmQW8SyWGQs6N3fJGfCtDqtYGYa7vxcRv9hegrfLTWnFIs2/TN1W18PK8ddtlZFKBU8z9PijPS4TKevV",
-	"6kmy2EE+4r4/laA1XkkjWI9HCtqrvkSTF/nG4TpotFO+RfeC0pHCNXCZwe5Eufnqm903ksJIP3Mlchf1",
-	"CoopGrly9MhhmmZeGyrtvjSVRbwz2OsO/lIr9NkVNm1q8MiGXfFT4Ek/5Q12T17WKkn6YQfFVpkF/d7B",
-	"Z2tHwFc1uk5lGqlejYbCGmEOGaZow49d5Q0y5ZQ5Bj4zFI1pJvXfWOxLpWJzLpobk7zza1e4NA4jFeNk",
-	"PHgNnmOgNX1JQg7mzOZZjN1ioDCBzjeR4rk4dRnzoMu5VNIs3dLEbMXXhmEHMVa6qw0pUnGpZ5n4IJ4X",
-	"Cq12+IN7uz5oyomDDyLVmAKLXa6E6VxmVuTuYz/okHG1IaOqyIyI1KXIZ9zKFdoWCdhfq2hSdeqT8flo",
-	"ezj09ex/vhhJOSdXHAV4hisnYdjVUmYCU5BgG5ECzlFvo4ymQL5V7XHb6FSre3tPU3CtCO5tBP6D9zlt",
-	"l7HdOvx5IWh1jF4Jhh80o394kuhCWTLTTnxKz0h1pMDBwB9lRZ4X6zI7eBnNgEHemLxU55HiZbbBKgOC",
-	"v9sInwibieOh9bsjq1S3EOp4cQ1KUz/vfjm9Nahikh1Ld6tc86mgNveRkLZxJZVF6VPF+Do2yHolGDss",
-	"r/aSB4aU7wHJo7xmMAiiX48OhlPj5RMnk6A/2wtJb7bQ43mhFO1WHRdOnYHe4VGYlK8kDMoRBWFAo+x0",
-	"sTq/SEemq/tmbvgYIZXSZUzvn+livmOfqvwbLQdVPUmBz7kx3EfCKYGg3UKOD12rB675gDXWi398V+fH",
-	"C6+SK10vaLB/ClQfS7cXwnxnJo1G6dgy7LYXf7gpC1i5hCQPSZhxV3KLe4Ya1lke0Wa9v9p0w6bmUiOx",
-	"+mZ2cTh3Fh5DGffH6h9UFX9TzFbS4kn8GL94zUO7Pd3CiDJnAlzBSqsBXL4e8IUH24lOPldyj+NnkfL5",
-	"rFy6tDKFkTltilNUwLgO4vIljpzmUxmXuzIf3Z64dk8aaaTu6iCUlVT+7zbVvNvjKNbR0nsW9vZhgHfj",
-	"NN7ge6zutSXJZsLiyuHi5PCmOyVGsJ137CZ6tZLWVgGhpaRk0L9nl2LFev4DzGONea1j/KlKIa5VtsFa",
-	"M1W6lT4lHwCJve47iqsE3zWO7GFybCXTNBNXHCPERaSQhqRhswLrrlOxGFGNWSvRmnKJWQEeG0bKaBjX",
-	"OheDetvQLMaMCx8/AitKufJBLozpB9A4EMLihrF/z3tJkrf5c7ddIb+VXC5NX+CnkPdKKIJLh4YREMaK",
-	"dch8v0O/RjXHz29qgch5+eirAytShX+vc50WiUgJNKsIj4cUSkHqRMUTBrdPHClyoTcEoa6ThyUcgL7J",
-	"nIel6qVIBJ2FikVg4yh/19kI5hzNJVZCrAxjiLVxjnyfL4zgob21NrZ2OPu1bS+zuoZ0vGgEeL5QbcZh",
-	"GYdYLl9NtEq4FYg5CJHPSWs6GNHrjq8baCFj+aYsikHTxcygcQMLELO5zjJ9Vctt4eo0fmbcCIEbAL1u",
-	"Oyt/MzTbdLo/flgALoTfVX/ASTsGsaBKfsnEtRUqFZiijIo3RGq7ykNcfjt14kjcD0uaZJl8L/yWOwZd",
-	"agJwUrA47G2npbzu7jwvQ/bG172ljG0+AqAqP+HwT3y9FjxnS5ELTHi2qVOYjw71tLLlEX18UukWGneo",
-	"YlsU08BafCK1H/Fog1QzLEWULLlaYGxNZetBENEp5s4TGDLh1CdcQhcLtK1OpE18IuI2xg9ISOqVOpDE",
-	"PHTuAXk/6qjo+ceEd6Gi5lJC0JA7ZYxOWMMva1uqB2xtk9gWKufxGVMqzRpDBdJaCodc2CJXIm3QUQ0w",
-	"8ltcI8IdfcqaBNLUVqtcmpq/dX8ldGem4ovKd9gKmMDauQpLPn9UeuJant+2erVtLamWdW9ecZ8yKI3m",
-	"w3I1dh3SX8/02wwk6CS+T2n4JUKghPIu0IgkX0r1XiuXgUHH3BWfqOrPo5+AKkB7/oyacr9Gvi56oROM",
-	"U0+6UAsidpXD7pXzg5KUf9yXKE4S/br1Nl1Wvu5qBibYHnD3YLo76qTKLazab0aSbeAiP5U7onQDtP0K",
-	"5AeiAtg7zGzogmyaW8gPBYRritXKZYrywqovklV6wkxY1fhSaVmAz5RZVSZNP29MeaAq3ycNsu4M5clS",
-	"UMavxrskBbvH3rLefKXuyaUCtO2PaangQ/+g13xz6rN6YD9p9b2JFP6EiQGxmrFl3kdIEUVSsebs+kN2",
-	"1tTmIuXUOZ6mtbTCW2vv1Td4W6oF6NS+QFikiOvQq7TR9AxmjQ68zgDUW9atcfD3qc8SBjs26SNaeuDn",
-	"DfK59/dtUbU+lnbbuycd3rq4XSyrnsPm6x2JON4iOEYrwaQxhUA1ERMssB6pcD7M1d3Y/XugOHdEt96W",
-	"pWDHJzi2HXmVcNiYtQJjx//iqmd60zxGXa0zLpXZL/GHr5/WdTmXwdxochEkMO8R6YyVQG6vkeKqkexq",
-	"d8dgd7o2fHaPWmqV/fKoGPFT90DHgxk3GFGEq+Bq0TTHW2Yi6TpE3RjYzom1Twxu/10kfi52Zyq8FHkq",
-	"E8u02lnNZ4yR+CQ5uTcoXSfa0vz1p4QxNZoz7VaOwzKf7ymLS9sb2mIihao6WtS8jAYnb8mxZiws6xSZ",
-	"fcxGVXRVm6Ij1eryqE9WSMOMVIvMHYkhi90lE7NMJ9wKKmxLDzvTAlVAlm31wLW1t0eyg/fs40XG0e3K",
-	"MOBzT0w1WbGmKLKR6Wm/03J7wfr6FtydhxD3bw+ZlN6rcBRBq6Ny0tUid1F6A/7/qRPPNGs61ivSd6I6",
-	"bhXtb6nI3VophA3dVge6Lfn6wJ5PJfNSNhaqNObGVVYaQ72BQJ2uVnReaWdDHIERSZFLu3kDm0ELOxM8",
-	"F/lZQemW6a9v/JL98e1FEG5nu+AJlvXGi571/vj2ol+vwfvy60qwW15jFYdEq7lcFB72FalePBhomSYD",
-	"pLQ87pcFlXmRxmyps9Qw/w4vUokYR/I4EHIjUtLXQ3wvCDQLLSGXMgWuI+thKCV5DxVXliUZlyvH+aox",
-	"9U9ZrjPRCDddirJ7fDbAT2NqgZgVUjSeM1y0SmfE/LE3NyjkUW3D5grComDhkLTIMb3Z2csBWbjxV5jB",
-	"eyHWhvHtaiou1UukIvVcKzhIUiszgb//lX2F1TXQ3fLHN9+/8jWvqQqDNCzGBO/EAg9cAqvP/4KIz55P",
-	"89ePFGMJzz0ptTKwuZx//i6IKzc71oPzOQIV1Rphvp6AoRuGUsO5AVlxbYcw7M4CcJNa/DBMJoRrUqcb",
-	"8g5Jijv94eKbwVNEGDJHMyXIYVZYdrWUVjCz5olwvmE4PfUiW/hvbBFBogwd6FxpJROOFo4V61Exl1ys",
-	"EVQDlylXLgg7rErgzcRGg67F2DzT3LKcq4WA5xmG5RZ5rhd45ZmEr0W/nI4ShpDYwPOdh5+55kHpRGcW",
-	"V2x8+JRl4lJkhqVCrBEEQk2EbM1zvhIwP527DG/QCM7rUmpEAJEH11fdG7Lj8QmLu9MlYnItaBkaccfS",
-	"YTUGFxT7S8uPdfmWmJ3UJRUg2EkPl5VqvUygkQbhIcFVBz5Z8hxdePU9dbECtC+MYxt+CC9UolOpFrEr",
-	"HY7LE2MBGGk3MevB+UoFCUNKExWufE6ePkz9iMVb6SRh1vAu7grq/mP2nfyK9ZzoVawpzdSSU7VEmVdl",
-	"EqHR0VMcZSsnZbmWNJtUEtSW3LM+TcvRiCGEh3qCZqizCRuP2ApLRbiSib4SPxaVwNSLBro+xq7LVHTQ",
-	"qdrUDXBwQcgFFU3i+H9wXIDuXv3wLbyApTVKovEZB+h8UTF7l+ECp/psgrn/cEiYLhNGcXiIe30lsmzg",
-	"Di4cQiNWHLMMZNnGC5lDdjI6AvIrE0rGobsZGIvRHDg4myMmvOeuuf4ECzMhYpkrGBzQGrvKpXU58JW+",
-	"QhAytJFK8x4Iao62aqUxyznzbJi4YSbmlqorwXUKqgQWiWKtWgbIk6XyrBhuYCpr5LDibIYBASsjskss",
-	"rJ/gCKSFcVIB/vgAKxT8HJcFe2H6K8EVwsyRCX6Lkj05PVj8AYXNkNVwaDfxKVbdYHHtx5hhKmDiXbH/",
-	"zVcEKIFzp62PpNkBoIOR0KVRelnhLoBbJa7nkYwJ7u1BlGFZzg0T7vE2HWglHOqe0lTItI9dxX94cfY1",
-	"DqeChYP6D6cv/v2LC3gU1qqbISgYl5S4nGF6TkQr3PsUxEMnrqeRVRPkwXuW4QZwH4eMW9yv/ik0wtnx",
-	"6MRpWH5gisVnWaav4mpc0vp3oEOcRjOTxsT5srGWmMgvBRsMeGGXX4I0EfvclSXLFNeJWFsYwEJYKnwR",
-	"wj/PgWRwPgth0b73+iVTQoBgdOZS6Lr+vkIBhFHiyj++vXB5K5EMQSpKHY3W5bCWpAaXtw+qqBnsUbii",
-	"dnB9xnhoywS+MU2Vs/jt27eD2jIITHmSZUItBFrxfGAXYzORabUwzSpsxHYcbpVJO3FJGzeIgQHCkTYk",
-	"0HihTAjt+FJjDsXvQMgITnMFdYCLHY+O64wxZMIllYJrRdFpJy4JXOktbpzbLlCNY9bLtF7jIdMq2/Rx",
-	"zEQ/aG5eKJ1jUtt/ZT7DjkypawTtVKXlUNd1s1069Rj6Re6KIgrRclwhfWMzZBdX2n1FaTqoGVyoEs8d",
-	"1wqgxaducfIN5paF9hGC74ICy/og5WJ2rySuMaLrPbg/dOmPQl/7PPQpIfsNIF+JrNZXClvBJCZ46WC1",
-	"GVqCwlAiQZ+WZo5BA1YDt4a/LwXP6Adqgu763vHoGWuXg6PqdiW2xHXgytiV8oNfLBShQYRM+0N2Xrj9",
-	"cvKsTE292siKxBkqLIiSMYKzmvUFh+yNAAmpo1jksLaXpDRkMhHKoM5ISIPgda7XuRSW55tablxQEmp1",
-	"ZSbBaDgejtDyuxaKr2UwCY6Go+ERlURboi53gFoE/nMhOuxOnrMvpLEE5UStIxVzqdBrHJZROUYkuSAA",
-	"RcmqXqbBJIB76mzhapP5SwK7PByNWm7lttTXMJ6UBpUfPzh9flL+I1is7eBYD0BTJ7MQMinQkGH2sgJq",
-	"BFJdapmIAVc822Dqc7MxVqym5N4IJsH/owtGTwVzbxMwhIIafuwoM5kUIDMjJRRqzWXKZjzjLvMzmWMD",
-	"V+IwKEcCMmNaiKl7FQOMfEX+YOIq4btUipupL9lAKQFB46/2+nJMaQ+qAjl3xqAgZh91zuZkSvQUxj8e",
-	"j8a7Wiu38uCHGoMnQ5vz1N/1oU8hj5YGyuHsCGaL5oB4LF+YsoqiCd7BZ46CDz7Amt4cfHBrclMj6SY5",
-	"/l4QNT6YGEsSrBGb9z3dSm67yOhFsqQbDr0iNcKZFTKzWOTCtSmSpX4gtdyLVm6lk48mk+PR8d0fvdL2",
-	"G0yW/XC6+r0gBdTHwmyREzBGpxebnWbJ6hVaG0yxsys5Sfvlf3d7gIf1oKyvcPDBLPnhyZObnYz4YilI",
-	"46Lwd0elA56moKXWSnKwnhguhh5mQWiASIEA5RXfWiI6ihCml6aoVsdho5KiiVTsW54cHLiKVThWJzL2",
-	"QwfrcJeovlLODORuT/Lmlo2CGHPaFrIqzLELJdk6sW4M9zu0OrHCDqoAjcoM/1aI99mGGZ4J4xzElYWO",
-	"N4zAM6mAfLbNs90nwm8DFe0PA6c5QJMvLviie2d/KjRIsa58SjXMKHg2f/okHT0dP316nHyRPjl5xg/n",
-	"gvNRcnLC09H4hB/N5sfz8exwNpo9PTxM0vFJ+iQZn8xG89GIj55GQWNWW3P4xc7uyehor17KSokPP+9f",
-	"6yuFfl+uyn2pHXtXS7jr3He5ON2+Yk0OVIH1lcgTbkC4v2Zv/nA2ODx54qsj01FFLByJoZSCD0OoRset",
-	"xMUP3WOEi6JvyS6rO4JOaVB3IhBIuKKG+4HhkGW5RTvwNYXw/tNdRXnIe+YkfLJOIZsiVzFBrm2RK9Jr",
-	"fCEap2VQiFKkOortWHKFlp45d3wrgdzBaSJVqwO75GbpgDdG/izMkPmKSoRSIaboxgbKwQTtgHjFh8hK",
-	"Q6ryjSGywl7pHK1FcLlnlxjLUflDnfmPcp4jkKdeOcUnZSRHma+F48o3UXgp+khBv/btWVgJ73xzSIcS",
-	"7uqMB7QMQ//WhGrFxl0M1c+dyr5WlSO+0unmFnZ6qdLhkudKGHM99Ark5z/LdZO3vv4TXA2jI/zvMSXk",
-	"fhBfrUMM3MFqmId/lmsXNreL+VM+C54kAhMPWK2paJPxplavxDSt1hgB6W3GmzVt6fgEj2/zVN08VJis",
-	"Vd768V2z1lW5Ym7tB9Xigwy45IYw5wjorNKnBKPxs2N+NBsNvkjG6eALcTwfPOWHs8FRcpyeiCfzL/jT",
-	"WdAMMW7VRff5Uhrx86UYOa5XzvqxiaEJRoj1weoKLjU/fd0CziAyONh3uEklEueFGlZ14Jxp3rfnnF8U",
-	"WB8cjg5PBqPxYHR4MTqajI4no5MhARM/H40mo9FHrdlPyCJvXTuHFMGlqC3au3r5rgqwUMaMOowCUIFH",
-	"Evx4F2ygiuCcOpNc8K6NBRiX7n6foX4/BaBVem6H3AP3gUgHyFGJz328WjA+2eej0g/1nUglv3AZLo8P",
-	"D/f5eJ3rBNisEzR+BeEElpVxFg+X17G/MfBC7RJQ6jcv3hSbj713S8t4Pe8Kko8Jq6g5LMCap845XlnT",
-	"4Xd3PZnQ3eFkOb1aCmST0qJLhC4ucnq42E92VvPP0riIAR+ORu4Kw6/8xRWpnfAhH/hcxwr5dNWcnVxf",
-	"n6Kl1nWCvrqa7lNWtoW7xCU192VN2JNj9p38qo+TiD/UBxRSP2bCfoyCl+6su2zo9bai4N1NPGSvyPmF",
-	"oANiepThBKWItOtWxo3b/PNO/k3cyVtwsurkbtN2UCsnUn1D0nY3Q9/izsfPtthzMy9T1T8vE5AM0IxN",
-	"zovuMWzdKh88DvWuK6XznqV772b/q2m/eZYwtGqSlL1+5g/D/abm0sQzfx5KtORXPP2zXH8jM9EPmrPY",
-	"65Ot2YzKyeBobva/VTtrc3berA72+etcp7/CxUhssHU17rwVl+j+/Hmn3QwvF8zM5sIHEIeGV4DBkoTD",
-	"LnMTOVUfbCEu5Wc0+nd4ZvajFTeaDvrgmbx8wJo7bB/xo7r9/RIxwrVFJw+JW/OVsLlMdjuNXud6BdJA",
-	"4ZJBAIMy6C1idNN0rvl3rtU7Fx3aPEA0fPOOW16nWIjdA8LM1GrLsw9UGvbLKPj9i4soCMuOv4yC0n8e",
-	"BSFt1pcR9BgFN2zcMgjeeSX6ZfmVvCa1VV+VS9m5f84fONzwVXaLwVkaluoEw6LJ6lLanxtSVMzXstFk",
-	"7D3mkeKmSjMRes+/sblWCxa/uOALhwpx9s+GSS1SNZsaVaLDAVCxOZed1SHCXs4Hr7QSg++4TZaxQ1uQ",
-	"4dnyBRYvjP817jdgI0ej41LEIIljh+3ZISmCO6yELxBMxmDF605lAhkSWHI8HrH//t/jo+F4eNj/JJZe",
-	"tAOSybmyBDZW51aafncvjufpp1aCj8hgwtDRfN8D5PAmCDfc13LuKfQz4+lKlPvwK9jSj8gs3jEvD3FI",
-	"9HqDAGeqA896beKlEnhp/+90BR71JrqoI1B3sTNCyt0hAQhVggHRdOrQeqGLCsQSOH5LEH3iGBdbaFSl",
-	"c10slqzHER9IYME5yJ1M2r4Dqm0BFDuvOQRpPZ5kkbvmPoFwQU3/okLgDjKANZO3SSR5oczBB7Li3er5",
-	"P8echo+kFu7ME+dfPvDB1in0u79yUKtL0M0l80IF/8ieu98LSzney8T2tZ2Hzf4IZ/15oV5+7RzvDXo5",
-	"IDTbbRgoZY2XXggQyxaI3fJQcu6QxyBnfMuNHeA3g5dfxyFoH8kyUldSGeJDMw0N5YIyJPTR7OZaRZsb",
-	"hmoQrvAMrSMTtgWGn6ATaA3sLP7g0XgN6C9iA4s1s5rFaJeKHWqvA9lbInrxjTJnZuhK3dHkSrTc2jFR",
-	"zDDpEMYSE4X7V60usc44me/LjGKc0u/RkntDEE1mDjuFEEh8GEYqlunEQVRpQA5yELpUhv4hXEPVo5Rb",
-	"7p+URV3++Ob7V+UrGOPDI1jF90KsB6hFxcjw0aSHmLfxCTMUPUSjZK52WlKV2pQmUkozh62IXbphMntR",
-	"IwQkpl3AMKwq53JM2ayEsqeRyoVD6jtDaJOGWuvZCbDzMzV3iannhBf36SFd/kPp97yyhI7Yl1VkE5qA",
-	"WiLr+NALnD8VAq2GTt7ERoN9mV2j2M1NuKVMArUZ+XOZhgwjRSjOxmFpPVbZ1V9sjBKDJLsGiWeiMciS",
-	"Z7lcovzaBQL71KI744K3Rw108+bNC4d/LXPQUrDLOheJSMmnjbh1Oja7VrctzjeI4yOX+d1DBRDPM9t+",
-	"v3FVuIf+oODM4A8iy3S9vs/eDr9H9Wd6n9y4snE3M2PCyjTSCwf3wMrhGr/G1EU3VEWvweiauhIwt7FL",
-	"rzhhjVFEipjYhwgHGQWTqDnMKAgjXFl8hGuLP1Vzxwe12eNjWkp8tM9iUpO0ZvjRGH+p9rv2o9/XfRtP",
-	"8CvH1l0zN3BXtI5kI4Pumxd0S5hTArW7JC5Y9oX0bLhISqbPKXJvuC92y9E0ykiju0WXqtjpP7QsBsJ3",
-	"KYy5a6MHW6FzV1WeL0T/k8pn195d/nEthjs8pS981AfcrkYaTI+dFNZVGHIgAqqqjaG1aLwcXI7JNB0p",
-	"7wDr/fnl6/6QvbRlbAJwfQMr5Fx/tTBT9Kjq/D0Qa6RA9KCAMav1kH21KSvcI0XiCEHYKnPOEzjJR2ug",
-	"6wV9jJS3H6UHh7uYsMgDL6IgHmLMR1akYuo9NnEZ94JeX/9zyHhh9Yr7CDzvzPFR46gel3mTY3ocRyov",
-	"MjiZZTclpCVmPeeZMx2D6FOKHxxCHXpagbfQ7IeCZMcUKL6pYWLJdSZYTHObVG/2jkdHkYrnOp/JNBWq",
-	"hjqtFWdxwl0fw5s6/GyRoh7xJ32lRG6Wcu2FEzolvoA+DJkiKNDDzpZ8vRaqkXJ2LnNDYFHYZYO2VsyJ",
-	"5qpjo5DJsyuM9PXB0pM2fvaUErNXFc5TidiG1NlX80JF6opTuKwn7H5Y/6IW2Bv7uB9n4RVqIZUII3Uh",
-	"Vmud8yx00eZKt8PNoU1y0ExRwJr6auExCJaWy2zSRh+UGehDhsjlO5zrfThVJaSOUO5xpHruWw8U9kcH",
-	"M8yV1Ncmny8v8gIuU8bZDM4RkDC070N0SXMyMcZR4Y5bmK5oAQnorUi1UAQhOzrEgOA1pudfzUQeMhBI",
-	"R6ORhzjCD/g3PTf9LgGfGJW3XewDC+iKnWkfy9KF2l4V77qmaTmg6LSEep2MRqMROtfh4JMImDiWqkmo",
-	"xlrcZdqNob9iAmTFGNQfTIKDwmV5BL5urcjRo5UkdvDjaPDs3ec+liER/ve//fW/7hPmQsv2mgIhyDp5",
-	"D6H310JWoKfFOZ9BZ6RyWMAdXNShYjy95CoRLROxh0l8LY33t23feTG3lidLUHRPMcQZlIovo4D0ZScg",
-	"oqI8XF5HQdzQSXZ8u48sia3dajwOywl4DPItqaaAK13DMUfNUCp3R9RHe/z0cHzUuRc+39mWGnfzi4p+",
-	"e0hy3/i76qOExf8ZQLoXjtF3CGx7IQjcZX2LO5sv2nGq/pshi8kS77FOC6FAFKLydD5Ynu6JCdzffOE1",
-	"laZpDp0+IB36lgn91rTUVbXmKvELzXYYLG80NA9tkKWyHAXJpFiZn9LLrQVHqRc7HbI/CbGu4H30EQmn",
-	"XspcoPEFdKtMYu6RXVaoN34t7yv8f4vWmD2iqMqqyO1d+h5uZ796zi9clbbCoF5XkQL2awjSkxLe22Yo",
-	"aXz5ucsjcikwe3yh2EZY1lOwX2VtpBhFRJSsXJYBWmjXos+602CgdRx1l1GqKkNXcq1HLGYWBjDnzkxT",
-	"t6+mr+aB5D1hMYy2XDqnizgHFJqdywizkN79N/cwRhpyfwzZK8wSAnTufsIo+EiN4WQ8OWbJkuegeWDS",
-	"BhafDf7M+OBnNho8Y0M2ZYMGFpCyTaO0jOmBnKjc3oFWNOa/XY53GTFdkGBntMz48Fk7WqYSYf7jx7PB",
-	"n/ng59Hg2XA6ePdhHD45vun9W9ev/d/9S4dI8O7xwqTLknQ7g1HbUaH1mnRd0Pk/B+0adPc20G1HFTSL",
-	"xmEARFWKrVklzcUw7TLybdnvQC/eW2KslzPrEM28z+WXNBH9Cjcqxl933nd1/6v/CS09nfYVym8AN41P",
-	"W+ZjQmeYnbWZz4PTL2WALpZvJUbRmcKhnb2BZ+iwpvQNVfoQn7yhniSD9XZk3PBJI8qfQD0t2aASEp8m",
-	"Ostk6rD00mL6CY7p9FwKitmGSds/deFfLl3IlISDdm1D6ZVyH+7uP9uhmuPn1UPy3+WFKOPfvFYaKdLb",
-	"ffIjl/MUVXuvyDvVvj9k32DyFDcmnNh3z1/D3LHcYohp+ZyPChOxCJ4swyq5aC2XyloqV4OM0jPVy0j2",
-	"4vKYx/0JGS3glzpqgmbI3Twi5YY/Ey5liJuCC5+jTFPVvH0YQD1pD6zEpcy1QveeztkP59+yJBeY/4tn",
-	"pn9ajQTHNnXmhWqzqBqwYdVgXO3KHixalumrARY7wUhonwTAJVV06VS4qyhcSxaScQy74GyWy3QhUpwN",
-	"SzJulqUcV4vWjlD/o4HgdrnQUrfhIWxgoQoUximHgEO2UOo3v5slChbPBdoe28U1O8S7RrKSh9gh7n8l",
-	"1ctyJoWxeoX2A56s2iU077oc9r0HujKzBDfNjJzdIQbjT70Y972fKSJu9+36C61oWd1z+1Z1M/pl/S7P",
-	"7v7ouctU9z9HlSayr27P7uu+rjQffKhI41bgVZ1xPChO9rcs0Hod7R7irDPBftIDVruB/wegxm6l3fva",
-	"Jdyqlo7JTro/IF37/g7Keus7hWhs22O00J5RqLlU0iydqavnzA9xqfLHfZdBDVNHRqoUJGoGkV78IS/U",
-	"BP2GN/Guit/oCusUB7CvxzrV5U21/w2tlc2rKkfdRF+bbmUxy39pn/29L5tfg/PjdtYJ4DPTorPagSpJ",
-	"4dbr4ACNU5/mVJyZ93Qk0lyi11YzY/WauTIxmMYUlUyeUyCpzwQak8XMRRf75KofeUAQ/rfrhLyGjv55",
-	"QP5BDgjuZut8uOv+Iw8Hpc7cHX/l8/CXEVf1zXLWXpdXk2ekD7JCJSK3XKqBLizmpk9FIkn19sarHZl9",
-	"+92JG1+7YT6iSZLgYxg8m7hCnyj2lDX6ynKdfOVSV4yqdHqutuYN1t9zERulGNXKLrKXADcZT8qey6R5",
-	"K64KnvnSas3SckcdleRGw5MdleKORjsKwVHEcE169HsJtESpwOutjB5m2XT7eFvSx0Yy139oQfGCjFXl",
-	"ISpPya5j/GnERoKJfZoLMvboubiEJmFveJWjPci/0bzhXM52dKTgF7DkQwbXCFmxkP+gN8ibkbzhFa9i",
-	"U96pVL6b+kCLq1itNZbfOq3ZWakJ+NSlHKYUac8iVRpsZ4XZxM4IXBlFV9KsKGBuyyKayvkc5d4Kvu55",
-	"9ik1g1pkuwlapGbW0Ui58sVdNzwuymOYxFr2lv3jhHAANfvUzSPIGfdQfe890Ftjmur0KeeMq81vGor7",
-	"y9qQfhXgL8YuNGWeThX0/tIPYoR3mYtcPMsvgCJ4RE/rPmYmV8qYTLJUM9HBmlwmaJ80GoSy8eFoxF78",
-	"cI7FCr2wiIljPnGCN1CkplSoP5gEQqVTW+Swx65s/K4pPoMpFr6U361VNEe31MUctStdjg9HW9Urj0Ai",
-	"xL6m9TQ5JFM9SFA6L35T7t+/B3Gq9BejLwnB89tGuI+MCthH1sES78aJJqjKw04VBlG3CC0eNspOYZwm",
-	"OvXil14qSTaDP4lN7HyGpxSkSSWsuUqdSCGUl09GfZfpn/KlFTOXh5tVYs6kwlTJHTnUygyo2Ao6tp0+",
-	"Se8fjkYhSKdl5/67SkiqpjX1lXXiWvkMhwVTbZvhTinrjClxlW3KwhqobTqJ7nB06AtegOj85auYBk7P",
-	"sRbaVoQk6wiQJHck2hteMafidMlXb2BZHez5flRT29Y/iU0HWuwN9cqspvI8vv4NCreaZYJfilpEZ2/E",
-	"vnTLUFaAaYBNj3ZEGULj3UGG9QjDo0aAYVf13XcPkC7L+qrBW1cIzXbcOHBsE0xrxY4Pf1dJs3Rt5OKn",
-	"wWg0ukcsXLl593Kf/n2F4nPFtg9tech9jhqXLM5vw00Id+f9tvCjhQv665OLDxU4sSE8UO93iA0nn0hs",
-	"2BYabpMZHocesFRVmZzhn4rL35PzmxgWRn3RJdvDoHcSKzriG3crN2hAO/jQMEbeHLgSSA8y99yt2bzw",
-	"neK9t1Nk+lrAOTa+TMS2PbkXI6qJTkdVhc7j7SIVBa/L6iMsFUqKNAr6Xj4gZR6ZfFyXBryS78Bqpewg",
-	"jcv7DkeLZAhp0aVjTqswvS0zOHwVKUkVDVmJtGusfBySzUdpOy1R0liGCl+Bxw5v538q4V9dQskZbeOF",
-	"1tmDUFBYrcXBa7wh8F7GHzeQf+Dr1dNN5Zoq7bT/5K9/d/zV0SvI/qlIMGafV9Wm729C6uayrr7cb4PL",
-	"vnCVA0Ed1XMWfyD+dhOH+G+bbyaI3aUf+Ezn1v/AephTbCdr6rs0Nhr74plnufGQ/pXZmAHBZNIrqa7C",
-	"RMq8a7CHsbFLfcXiJJOITfYoXuDJ/VNoyeab2MWnexQs4wsuFcPKG9DlKYtx6LGr+mc8w3d1Zj+OLe8w",
-	"uMPmPpT3uoxS9W+cW5GN0eTmamBiWfupk6udhxEWYIr+wrrP8uYjebib0D95+D95+N8FD3f02oAaEA93",
-	"TGUnG29m9/vgKuCfFXYJWimwUAc+70hZhQVUfWlcV/jVZXC29Sy1oEfmWTAJDpAnu4Fs1dJ3BXNzn1Qw",
-	"LDNMOj3dJ8/1QXmUaXDbiHRLWUzTCiQzHZ/7oJhEY6QLb31XohY7OgZ+3CuNnJTQiyfLvperZe6T2VS4",
-	"iWJXUzR94OsYgaOz8ojWPq/t5nYjlARi4JNAuNwLYbNME8aG+KJLcBvWgnNdMYkqNUHZr4/VvXl3838C",
-	"AAD//w==",
+	"7L37chvJkTf6KhV9NkKA3QABXjQSGBNejkZjy56LguJY53haiy50F4CyGlWYrm6SGC1P+K/zACe+Z9jv",
+	"PfZR/CRfZGZV9QUNEhSpmbHX/mMsorvrmpWVl19mfggSvVprJVRhgsmHQFzz1ToT+O8XGv5ZiPS8VPC3",
+	"KVcrnm+CScBZ4p6xvFRBGFzyrBTwUpILXoh0yotgEhyODk8Go/FgdHgxOpqMjiejk78EYSDyXOfBRJVZ",
+	"Fga6LNYlvHyxFExfijwtBZvxjKtEMGnY+HA0Yi+/Px8GYbAWKpVqEUx+eBcGeammMg0mwWj8/JgfzUaD",
+	"z5JxOvhMHM8Hz/jhbHCUHKcn4un8M/5sFoSBEcZIbb+RKpGpUMXg+BAeFbwoTTAJ/LTwR72e5oIbrYJJ",
+	"IFQ6Lcoc5lqu09um+BymWBq+oPXgyVJMcVWwc7Uui2mh3wtlgskotM9zwdPtZ80fxocjt1r+t6PRje1r",
+	"KpUbfDCZ88yIm5ubMFjznK9EIXLc0bOFUMW3fIUjS4VJcrmGYQUTesQUXwlYaEsGuFCXWiZiwBXPNqYI",
+	"YFTBJFjzYhmEgcK26P/CIBc/ljIXaTAp8lKEgUmWYsWhrxW//lqoRbEMJoejURispHJ/j8Og2KyhFVPk",
+	"sLkwbBzNn0VucHDdY72kx83hXo67R2hfftRBvihzA3TcHl6sxHUxTfBpzPScFUvB1rm4lLo0bM0XgvX0",
+	"ShZsrnN8Npe5KfBBvzmbk5GbzY+lyDfVdKjxYMfoT/YZ/ctrkZQw4j+JTccconI0OkrojOG/xYR+koXI",
+	"kZYbvxZaZ9OEZ5l/HWfOmT2yDF5oTm6fYzsZT7DRHbsq3Bym78Vm3719us/qvErFaq0LoZJN5/oAs4Le",
+	"hCmYTFnP8JVg3LCZTjcstk+mMo1P2UwXS7aQl0IxrlKWyvlc5EDAf////n92PBq19jwXPw5Go5Gf8VLw",
+	"VOTVnGsjG/wJZ13N8t9yMQ8mwf91UDH1A3pqDs5pTK++xPl9LVey2J7WayBOI39qMoGTUTcVZthIfQCp",
+	"mPMyK+iTFb+Wq3IVTMYju+T2T7/gUhViIXIc0XmpXn25PaLzUuECl+q90leK6RyOjZALZdfvuH9/suqm",
+	"JnuhPCaLeEN3TtfEgIKAtkX+xDB7N+FMudows+Rrwco1KzSD+y9Z8pwnwMZPmUwN47lga5GzdQ4X2Zpn",
+	"ITOaSWLgBpmKbxtWzbZ/ytwydq9d81bsWKLaHfp4y3QDTZm1Vobkji94aokVL1CtCqHwn3y9zmSCzOdg",
+	"netZJla//auhG8JPAr5I7c3FM5lO7WEMwiAVBZeZo2Pm70YWESlHwYSpcjUTOVuVpmAzwXjBMsFNweg8",
+	"mgLEkmASHNiVMHYd6LTvRX7PRzWJ4xiWp5AFLv8rGjGrRmyXqszVZHmdTuykJ+2p3ezLBF5TA7ToLY7f",
+	"ajSesBXP5jpfiZT98c1334aME3srlrwAyUzpgn1/8dXgGRxK+EMrgW8ylAZD+rcSBsTElc4FfKnY+PAZ",
+	"y8SlyAxLhViH8DUIlKoAEmeXUme4xUOY1gut5plMHkYJjmpnpdns2MaDGukf5OUj7Ovzal8tF2C2/x2b",
+	"2hjlY+zoGYPRCFhaXMMJi10f4lqawsRh9Qv0Cn9Xk5667+jnROdwkU9X0qx4kSzhVw6CWOMXpYspv+Ky",
+	"gFdzYXSG93OMm/mVzmcyTYV60G7OfSvNrYRdO9iH+x+I67XOiwfv8FG1w1/VxrRje6thP8pp9c3Fkxq7",
+	"ZxlP3hvGWa4zgb87IUUJkRrWE8PFkMW0AJM132SapyaGa4Z+Y+63Pu7Yt7r4SpcqfdCGAU3MsZWP3LAH",
+	"79RxtVPfapC7aTA7dqoa76PslG8u7pRiZNqHP2P7aNqQaencuNYfdhsWIlc8e+BanjTvK2qTGZFfipyR",
+	"Xn/LrWWH8CjMTVF3rHf+1Qv2/PjkM2b7YXTNWwr+XvGyWOpc/iQeRsVlvaFPJAuMq7X9vtndjiVtDOpR",
+	"qLXeomUtM8FzkTO0OcC9v5LGSLUIa/IBCQCR4kki1nDd98T1GmTDEAWDjSgYChchu8q1WjBpTClyvPnL",
+	"VAqViJDNeBopIxeKF2UuQi+qvheb/pCRwsWNxiEoAfSWSpNk2oh0GAHjJU0JRci3b98OzspiKVQBO9xh",
+	"74i/oFnlgmerz6NgeZ1GQcyulkIxpe1krziI5qoImciMYO4bJLzPIy9h4svwNdLi089O2jrd7d81NKgt",
+	"4Zho+JLLjM8cQX48Cft2HsoGjuriTX4pE8Gaze+mWP/SYxGsazCeMFPoHHTYhCsgvIK/F+wql4UwaG1R",
+	"+or1gKZTad4DIc3LLAMaZXOZCeaa1jk8y8S8CPEEpLzgM27QHlmqXPBkCf0B/WY6eS+IhcvCMBqxk46T",
+	"MgdNf8jOS2WYVGyeycWyYCAgoTEAtlKqUrAZiNViZUR2Kcwpy0WRbxifg3ISn8MfgzP4Ix426bz2aJvE",
+	"34hEq9TA5Y4dzgTcOdS2VIumin+rOneb5k4Eus51Iox5MIlWIuPUnpK63vZiqbURTFzzpMg2qG/oOcuF",
+	"KbMipImFjM8eQbg7POxSy9zYdpN3x/gfg8rfiiwbWF47KwtmxIoja8uyDbMdTSoZAuVyEMcdp1nB3iwE",
+	"SfLtETbl+1TiLrZ+LZUp1yAg0gPX7lpnMkG9YVaqNBNT1KOn4joRIm2+Si/AL6tkPa2fWvtToXVm/Jjs",
+	"5e17/Uakkl/goj+IA/oGpytocYr7WCMxJy+jprvkIEu/oN4GL1Wi0ZapiyXch6DMos4oi80nkgjGJ3WJ",
+	"wI+d4diZHftOTts510diul1tO3mhWrq4vXYxLV6kcPVit3wx6y2vU5YK2CfgnUqcsvgMpQn/7YRVrxu+",
+	"MZEyuh9CL8mS50YUcX1n0DJhjQvVcuEA9dqZsFWqBbFquCm2xIjWADqkCD+ikESHzimDGJGLeWlAMAIR",
+	"4bOnz7dMbxUh3SYM+N2r/Dkd/hGWi4U0hchFypAXsFTMpZLwnF3JYqmRhyS5KAzrKc3OXr8COcvgVShU",
+	"utZSFez786/pF2rc4JDXOSxfIclWBweXpH/TbeLE7p8Y9s2L11ZNMKwX1z6L4V4s3Jt4D58yPgOxK1JW",
+	"HFOCJECZox+B7J8g/elLmqNK2VoqJVK3C/YARkoaZl2SdPHbB09MjenE/SF7oVcrrlITMqEuZa7VCgeA",
+	"liwTMiIKdslzCTzLYJewPjgUEkfNUl8poiFZiJW564Dh7n3z4vUbXAg4mCt+/Yq+HKOeRdvP85yjRWil",
+	"U5Ht1yq+eePsttsW2RZlhYHZmEKsputcr9ZF64vxCP/X8RUuH7y9/4QvtM625tox2cvK+3fH4G/qsssP",
+	"zhlZefxo2dxg3/nv9eyvIkHjKQ7sK55lM568/8atcovS3c/bNL7O9aVM0diOb6EVnvWIiFHupC/QDJqK",
+	"jA7SnVvimt3uVK+F4pL9J+OqWOZ6LRP2n76PBlvxLzQ7fHp81yr6zneu19eSDPTNZfKEsD9FbFPDFjm0",
+	"Bkdt7xxZdaa2hufOQ7VCwHDMnasTBmuRo+Lb5ZBGIvDPQSYFhrBhs1ymC5Ei03KOYGJ7yPwVyNQ/BDzL",
+	"9FUQBty8R0lEbWpTqwaQi3XGN1bkutvbBy+/pnfhoMqV0GUxNaQTdE9hpkuVwjhBsAbZEsnUCf/VppCP",
+	"pHH+Oxg/zGqQSVM0Z/7E0HKQp8odEmTbtGj4VBq3eHhWPDHdeWjuYitFzpVB8+/2ZW6KVOqY9ThLljJL",
+	"mVVqYPzLa2umWxbFOmY9U+SCr1AJ/MPFxWtUExXLxIInG/bmzUum6VJDv/D351/36xuO/YCkURTrjq3u",
+	"5mfVwBu02KaL7a3efUx2czR3ayO7GrK3sliCaDO3LDJmyZJLBRc5vlD9Tnd5pKrLvB8y0JctZ7SkQJ/H",
+	"P+CPIXPf//1v//UuZguQSqpW4KpG1S5mNMche0uXPC6JxI64zMpcsN7x4fOQneB/rq9DxiOVaKVEgpIP",
+	"2l9AYLRL1EcpFcWycg1iIozmiWG8KMRqXZiQRmEKsWYrfQm3fsE0GqucEAWj1vN5CEo2TEyJ64LaOYXO",
+	"YaO4qo0QBVJ4MeOmcB2G+JTctnmpGDe+fZgArNWQvaTDkW/gbHDlBgkrKgv08obWeSlSoL55rlfV+J+Y",
+	"CoGiFUxgCZq03T9TcNTsKm8BHk5ol3YoUiDv2LedsxZeB/2QBh67GyNm1bsxOgvha3MFAxuyl0ALSlwx",
+	"XFXs2DC+AHLgRQ0NYykDmuKRAhV/RWAztgCR3cqx+AFRlixQztbKkgdOPdEK5AAU9u0W4rq8yHiZCtg0",
+	"rth3a6HOXg2Ai/JCwpG2nWMTxVKq92juzEXKE9B43E84OlI5qMGBVtmGzTKdvEeuIXieSdB2uDEStMOC",
+	"FWWuSGjMxLxgsMf2TNAw/BaAtAryLhAUV2mkkC8CV6bPgW32SdpsXnHuMHWfbBJAWJFLkcJp1TnItVe0",
+	"YhKJ44lBU4oU1JE7H55VO9KkU9zkz3de9k0pq8Gwn90i8f5DCV305uNLXOewth8CnqaoyfHsdW3jEfPX",
+	"VtS/xXMM3KKlBW5rctuS0Tb07164joYI30Lo3RdHc4t8v3O1UNHYEgAb69Oh5XRM470kB6i7vmelzAoJ",
+	"B+9KzJZag9SWZHAPdcpte6tgTQnz55MOu9cXZ70tXdQG2bnyayBjnp3bBl9eOjtdln03DyY/3DGwUuEX",
+	"X0mRpSa4Cbe2jxd8e1OBK941ZyCHF/DeTdjCDXbAA2+nwDbsELvvWo3C2iv9XtrVmfrW7pT+nH0S5r3d",
+	"xbttzIe/JlivppLE3LyP++gHIE8IDQVdGKlIMqnEsNo/UcNf3cptmttApLrFOIu8RLmG5AQY3ynD7xmJ",
+	"BSBosCh4XY02FUqKNAqGlXVzpnUmuCJSB2GgATfsZH7n+F4lVaE3Bd05IpEOOtxuvrX8NKVOSs8LOedJ",
+	"8UrN9TZFmiU/PHm6Q7i2X7L3YsN6mb4SecKNYEtxzd784WxwePLUSXWzTSG2Li64SmoME/5cgzSYQwf/",
+	"8cNo8JwP5u8+PD2++begy9Ijf+rwh74qDMuwRZAKsF/odq7zFeLcpSqeHnerg3UUZ33t7BrYHjvXkGTY",
+	"c2FE8fNwCis179gYK1IjwI2MtkYUw/vN2vWwFz+gd6fYzyfgBSQYuWnRjFDym4CurQoUUt3jGNod2r9i",
+	"5y2UBQqBl1qmyCC+QDcOwofNPYWRL3SpUuqSkTeI9c5ffvXy/OW3L16y//7fnw0P+1ZBILg0Gl8rKGak",
+	"1trIQl4KZhcfLfd8BnysYWDQV4qhJ4r10HF/fHgYqbbT6pRxh/YstGYZzxeCWCN7ejyYycL34pwEkUKc",
+	"G2mwFq84YcejEdsCT/ZPUeoiYVQrgf4Fq9W6YXYJ7yt+PcXDt4t1JEuYPygeOONy5VjFSsBUDOtZpsie",
+	"fjYePXv29Jh9zp4es2/kF02Pg3vcccbbFI7cZ0od7Brdd0rYIVQjODo6OTk+Pjpkn7Ojw+0RuMf3HEFH",
+	"52d2WYQitcWPAGW6Zq9N+2KrB6vQbvfwR10i0slpvM0eurro5hRbLMF6i74AnfGe54mWHB27pHOy3plT",
+	"TQaIIE/7E1QgQ7x1p6XB+x7/TU7zbTWg5lpt9mYHSse31oTrmqtNA/xbmhK905wRN8Mluh4s9MCuwV+N",
+	"VsNzfvUNTQEWQ6Yd/YIoI9NavzAN7HQvhQ6DqDruO/h5V6PNXbp72GZqQ9o+dIgrqjPe6sLZQD96YrCx",
+	"He2Kazct+FdXc7e7c2AU066NQP5j7TgkYDZ2pU4N+42/dRnifKoxuH9Su3teju92nLBcZ+fUTue0Kqdg",
+	"xgthipq8yNma23OTcJWIjPVUmWVkMZEFWhDJQbl1lHIKm9xbnrEjhIscuiAsDWFxWpNqTR066pw5Oj4t",
+	"+vwjRXrnYb7TsHMu5shFRcGd6NVc6K9yIRDD4rDK8Bp7L9ZFZcqzG2Hppz66ukN033Pp4St36woXZU4G",
+	"e4vQok9FjpZUa7KtqASUmW7dpB5k2sXJRD5IltoICvVxlwhHi+j337/68vKzkC0yPUPWWSr5Yyn6Q/aq",
+	"YNJEyiR6jd6kZoCPDwKasOV1ihA4YUJGVkiQFHramkMvxGqtc54xoRZSiX6llbkApFKlSPSgmqQil5ci",
+	"rVmSfU9WAJGGIpbgFCyrSEcfkxQfxASgk2k/ZEZHqrjS1QvmCQYzJVxZD3qis0ymJN5wRybwGO2q8Eqk",
+	"kGc6fE3N+n1qO4K/RTZn0rCrpTUp25aMECbCnjZXS5EL1nPthLgSoZWKQ2YNO4TRW4rkPQIiIjXTqYS1",
+	"jYfL69gKsaY/ZOdiUBqEBqH5FORPGIlhx6PnkWqHXZDgtyvs6nbbWF3TOxv8hQ9+Gg2ev6v+OZxO/v3/",
+	"/e3ng3e/6VD+2qrKommzqjjHS7jOPpVGtn0V7XM90A372DrShTUOzLnMRHpKSlAMOwd0QwhzK2Oh+oMz",
+	"3BX4e8bWIh9Ac0hHjKJ04ZgncsUzuiKamvq7D+Nw/LxbUce+Xts48uZSEp3u7WZ3W7OPg7QWvHxXs/XF",
+	"2LKR0Qib7XWSGsadvPZ2y3sIwG/hfHPlQldWfINqGXom64rlyfCIrbPSoKWL5xxVSPLmAM/Ly0x0YZuk",
+	"SrIyFVNnrzF3XyNnaWqjbjDGNxGpt/aYJ2RVOWV2mQxojdRDFYjj9dUtjGW/+8JpN3H3GF82A31Yj5eF",
+	"HjjnlvVkx/R3bP9svELuur4z4tHqgwJKNz8y6+7BZt5scBtZNUwMSFbQb0docHMHQ4ZY0LpbayaKK0G+",
+	"QAY3D0xjxQuZsDU3hixc+x0g7Oq8JND67UeoS8v7PV//PPYtl6+i7nHBozhdShAMNtMmSv9+0Crb+j6m",
+	"rQVfPzqzfkk2K2uZcu5KlugyS9EUNMMYkZT1WoIO4VLPRSoNs+vAbIAKI6x/DdXfP0WRwjJvadgIg6s5",
+	"Ix+Pw+zDbY+SkSycG1sjsOcmDP4geAZLumUVtrjeapnQeQRj7vbqXO5KgXFRN3fVMmHcbz/teG53pn3z",
+	"4rVzpbWvO4dv+ubFa/I7cONwmLzwMqVLfjKpBDI0TEYKBDIvXl8tdeYlu5DxJNcGTbC4uCF+jFJiZeqL",
+	"VAYCFWpteZc5reXtq87ED9+8eD1B6Nc7dg4kwxGs0qUo77IpTOtpD9p7g2+4aJBqwGzBLwXrob4TI2Sa",
+	"wBLVqGPG09ThWG2kVf8jbBI7rA5LQUaHCjeBiIIJswk/7LpiBo9pldrDpvQImeFKFvIn2GDTvOmacGZc",
+	"Wkprs72uOxCoHrJ3C6nj4LcAwx1974HoQ/PC7nWCx65Hh+aqsHu1fB2dcxzvkGp3w8+wT/fYu8rQal+D",
+	"OusWeNBhySpA2hRhZWFgjNgfXOaXoslzW6TuN6k+kS6e8ZqyvjwGRNQ2tS9suCW+tjhWdsU3hqEBpwdX",
+	"h8+5086es8MAs2MVaSJ3y7r1uXSw08p160LomfMYYxwDqOeJyEHAHeiySPSq6cvc6eq6zX0V3tt7nmhl",
+	"A9u6DZ739a6HwcdhWhEUuL9EBVPAeLl9LGxhx129zsWa54j1cdtCsTo5AYD85sCVzq+m9WRi1b+7rvkO",
+	"dK53iaS6bARUOvBtiwRxE8PqRne7H26hFTyUo7aP20Nwy9tJxhnfzHjyfpdJ9QwkEjmXGKyGfj69FiAU",
+	"wFW/th83VbRnHfpXS+/avmJR86lpWCGbbRg3iU059V5s9sem1b35d+PR4QUl59ae2hybezLEWzn4SKvl",
+	"jkn/teWHkooZ8WMJFzDpPCFczFK5F3AQWWMZ7jmc1kp0LEUu3IV22wr/GUmCIvXO6Ys2Dfs1rRbBtx7W",
+	"yKGTJqscCS0tcUd6gCGLE50Kb+sxBaK5VzxZSlQqUjGJVMuvG7J6fHzIfBYOjHOnNA9hpFaiWOp0islQ",
+	"skxfwatW354WWk/R1xw6qOfUnr0wUt1xdSFrGhCrv2el2VTt1HK2hJHaTtkSsmbCFhp0R7oWHElHOoqQ",
+	"bUeP+kB9ijoNqzWzdrOQbQeX1n+rzTlkTaNHGKnOuNLqPXocslZMKf3QiCgN6/HpYaRIm5tSAoFqf12S",
+	"iiH7VlwxCkdc8Q0CEEAw79IyKLi0U27dJqoOME/dJsgHP72D/0w7DbhVoOo2z6UJDQyfo00m44pgz2iW",
+	"B1U5IW6fiG1FsVvJcfGstyW/W/NiOdxL9K0Hwt6VTo9nRjsx//8eWNfV4NWXNg5vPyhvdYNvd/aHi4vX",
+	"jF6wbZGAdPL8eT1TXTdSwEbkbm+BWYLobvOk+lgHnQobewiqBNyBFOhSbUj/Xg7TdixuK+6XtDbo1Wpt",
+	"DXVld7Kb+xoPXPQxLkZN8sDT0NjuLn59LlCj2fxzAUXDmgGutU2W35A7O55U9iSrZ1r/uTQk/Iu0gWWv",
+	"y/7Myv6NmKJG83frfR8NYc3tvv0sENYnxs2VbHRuAXqUMu729eujaaVCvOLVdUlunJo99/6Ym6bnIKRz",
+	"ngtBWRvNhMUf3kuVmt+FjN6bsCjQmF/wJo4U/AvulALuhEXNDp/wdVHmwtneRRr3T2ttoQtS5GGk2q3+",
+	"Z0Qw7UREQUj4m9/dxIw6wpnjQ5JzCFSHjpNIYb6a56MxIXdsD0wqI1O0Ea0aA6BrKnTt/Q5m49smnkYA",
+	"OT0Hgj1/echysSgznsOFlLscly7Qj8glUsQnV0MWY08x2vxymRQuIioT5PPWRli5geGb3oE+sV5d/Lk/",
+	"ZGf2oyUv2CwX/D22ZKgtg37ZDg9L19VOS91xnGFxY4wItCsQN81CmlKj1q/FpztiC5q2kKqJZrTVHgat",
+	"mqjeEUvjpYwP26m0ureqOSOeJMUAfZa/3eu+t9TUdU+2qM0CGuxJYL0oiAL2ec0obJ+0UiYcUJLt/WQP",
+	"3KNdggc+XFl0W2wXKiZiFob14n8bx2TpxGw6nC1yXa5PmcNvwID7Hav197/9V4dFucvO79Kn3z66Fsiu",
+	"T/ArT4FI3jCMpnFj2yN1p9LXMLXUuD8Il6BLuhzEROKq5FmnXaPKObw1tW8QD8uZKWcO9V+1ioAgqSij",
+	"kqVFdqY2hGlzAWjffv/1ztTJ+4Mo/iOKrkejd7/tlLbP6c7YFzvVdrTuTlNEVifKVYT/rnl+t3WsLuPI",
+	"rNOI/IIwajbmYXf8RFbsIwY5RNonjrmomfK2kz97QzgFicKti33sCN7oEDTh7Y9Dv7UAZE3sgVAEUw8J",
+	"oS5+LHnWxom571my1DLxmzx6zra18/59Z+R2cQt1eIuK5cNoMRC5QjIqXaA0YqMeSvQkdGkl9zOM28F0",
+	"KgCleulAsy0MvOVDjcvQ5dBNS0rdY/H9ziKwp+OuW4WCpbHx2U8MyhAgQlTuMRIkCCKEouRC6xSRn1oJ",
+	"kF8mmPXHhpnjrOKQxRdk1vF/n/OCUA30Cwar98NIxWevX71B7ck9wNj1k8Pn6O2Bm0+kIUhUcfU3IY5B",
+	"AolUzNfS/W1lN0RdC77qs7//7X8xmION/LAIv6IK8o9UM7wexWbgvFvh/n//2/+CaWmdneWLEm4kO+JI",
+	"9bxD0eV34O4VypCjC8bp6iISOPUDKrQGmZaCwnG7ncGFeB8GgYcWIWg/wlWr8jv6VWe949H44Hh01A9Z",
+	"XOURdw8pVvv4+tot+7kVrv4MPTXa4c3slho95D/B2RHrbIPf27xwjT6G7Dvsg+RT1FwIPql1ZmpWr0j1",
+	"4nP3B33a91EdeakKuRJtmGCdnj5WW3dna9eJvNyRUGpdzjKZEK5tYsP0QfOGi62pixPSqubc5pGyqDrK",
+	"OUC57VOxFhgNpNy76JCzHvM1kOhmLcJIpRJGspIKczjNNvb1Phno4N9NA11Nszbv5dpEijs8ns15QN3J",
+	"wsf1sPdKX9Fq13oj1rTi67W9ALajN3c5EzqDYMNWuNeuj7di4nzBnB0ovAqrGSLsZsd7HoMUdijxO11u",
+	"XVYaqr3jxIg78OzukwJ9o75EzQ6hQ1wXruxQ48NUZAW/7asv4QX/iU3QcMdn9q3mpzrVZmpL/OyWjVJt",
+	"vqd3qg9dBZQ7J2kNTFsT9S2gT/Guz9/AS41vb9+RSqDzH5W5unu0Za7aI7Ueg12fvKXHHnJqr/cNVR4K",
+	"XBpCrcQ+btvm5t6Ed7/eHO6dX2yTwZ2fbG/Bvp/cc2ytPbvz/a3NuuuLGve469VutnbXV90s5M6+trjg",
+	"3UvVPpN3fdEi0z3jc/Z73TPbm3e1m9Vaq7sFULo9yY7lPkAhcyZApGvcqXSh7sR8WAWgJiEcHXZIw/Va",
+	"bZ36DWLg6erkKM2sZFG4JJZHR0fPQ/b9xQuQ0IyRC0X3s805pHMsiCQLxtd01fvWXLEa53m1CCuaei54",
+	"SumGrP+HjEV8UYt6RdEWUyKBfIl9pXVYaKRwNRm6SzFaLc9xYDIH4eqJ8ZhETAU1ZN/qgq157nLxRCrG",
+	"gcZb/vZG8HID//bE+F2LFEWFMVMmS9pYm6mnQnXwQgyg7y6rw0eg70OL8t3e+G57mFcS94Dl1SOa9nC6",
+	"ifVe5NeGojYqC7lKTK61sE7ZtbmGVSW0GjHvEG4fA41WC9N7IBbtwmULA9J+4vDGp6STW7whJglbY+zJ",
+	"zwVRwwnObzMr3MPvesdKktK7y2jgG9o5TGcAuWeE5Ze84B0ewyY33O+k1ktB7vdNG7ZVddpobS8/GbEy",
+	"q5q5gO764nzZGYjpPrQeM2dOBZUfxmwKvlobUvKs4oZcr5L57Z1g+R/+QpzeFFqnlMeN27c6TJc+Vnp/",
+	"Vy9+sb0Eb5cbb2ok84zPr1dXlv346wblSKWCpxnCMtBomsHFViv6yWKLy4n77lSCan8ljWA9Hilor/oS",
+	"7ZIEYADm32jHv0WXt9KRwjWwl8KdUERXIrVbbFAYjmmuRG5Dk0tVSLRE5ug2xVzavDZU2n1pKrdFZ0Te",
+	"HfylVo21K7bd1DCsDePvpwD9fsrr7J68rFU39sMOiq3SP7q9g8/WloCvanSdyjRSvRoNhTXCHDLMo4cf",
+	"2/IoZG/ziSCeGAqZNZP6byx29WyxORtyj5n4+bWtLhuHkYpxMg5hCM8xGp6+JEkUE5vzLMZuMZqbIgM2",
+	"keK5OLVpDaHLuVTSLO3SxGzF14ZhBzGWI6wNKVKxV4ZNfBDPS4WmVfzBvl0fNCUuwgeRakyBxTahxXQu",
+	"s0Lk9mM36JBxtSHLt8iMiNSlyGe8kCs0AFP0Ra3sTNWpy5joUiLAoa+naHQVY/ycbAUb4Bm25odhV0uZ",
+	"CcwTg22Q2Fhvw4e8SBJz3R63LYO14sT3tNfXKhXfRuDfO8fgdq3hrcOfl4JWx+iVYPhBM0SLJ4kuVUG2",
+	"9InLuxqpjjxFGJ2lCpHn5dqncK+L3HmJGWZ1HinuU0JWaSrc3UYgUthMHA+t3x2pv7olUsuLa3in+nl3",
+	"y+lMdhWT7Fi6W+WaT4WHuo+EtA3+qcx+nyoQ27JB1vOI+dBf7Z4HhpSUA8nDXzMYqdKvh3DDqXHyiZVJ",
+	"EHTghKQ3WxD/vFSKdqsO3qfOQAlxUFlKKhMGfkSg2+EoO/3g1nnVkY7svuk1PkZIpZwm0/unI5nv2Kcq",
+	"SUrLi1jPJOESowz3kXA8WrdbyHHxhfXoQq/B9+If3tX58cLZTZSuV53YP0+tC3jcKwxgZ7qTRn1fHxvd",
+	"iz/c+CpjNmvMQ7Ka3JWB5J7xoHWWR7RZ76823bCpudRIrL6ZXRzOnoXHUMbdsfonVcXflLOVLPAkfgx4",
+	"oeZG355uaYRPbAFXsNJqAJevQ+Xhwbaik0to3eP4WaRc0jGb087nmTKnTXGKqkzXkXauDpXVfCoPQFd6",
+	"qtuzC+9JI438ah2EspLK/d2mmnd7HMU6pH3P6usuVvNuMM0bfI/VXesk2UxYXHnFrBze9HnFiIh03vfK",
+	"cmujdr2kZJxldsV67gNMNo62UmcF9dZPlW2wIFCVE6dPGSJAYq87+OIqC3uNIzssI1vJNM3EFUd7rYgU",
+	"0pA0bFZicXyq6COqMWslWlP2wCLgsWGkjIZxrXMxqLcNzWJgvzANy/FbKxfG9ANoHIgzssPYv+e9JMnb",
+	"nO7b/qpfS8KdpsP2U8h7Hi9ic9ZhmIopxDpkrt+hW6Oad+5XtUDkYX701YEVqWL017lOy0SkhGxWBJpE",
+	"CqVMAkTFEwa3Txwpwjk0BKGuk4d1NoC+yZy3FjlbS5EIOgsVi8DGUf6usxFMDJtLLFdZGcYQEGVdRi6p",
+	"G2F4e2ttitrh7Ne23afeDel40QjwfKHajMMyFlbuX020SnghEBgSIp+ThelgRK87vm5AukzBN75yCU0X",
+	"07fGDcBGzOY6y/RVLQGJLab5xNgRAjcAet32KP9qaLaJjHj82A1cCLer7oCTdgxiQZWhlInrQqhUYB45",
+	"qrARqe1SHLH/dmrFkbgfeppkmXwv3JZbBu01ATgpWMH3ttPir7s7z8uQvXHFiSmtngvTqGqEWJAaX68F",
+	"z9lS5AKz0m3qFOZcio5WttzWj08q3ULjDlVsi2IagJhPpPYjaHCQaob1opIlVwsMgKpsPYj0OsUEhwLj",
+	"Wqz6hEtoA7a21Ym0CSJFcM34AVljnVIHkpjDNz4gOUsduj7/mBg8VNRs3g4acqeM0Yk9+XltS/Woum0S",
+	"24JOPT5jSqVZYzxHWsuzkYuizJVIG3RUQ/X8GteIwGGfsnCENLXV8ktT87fur4TuTCd9UfkOW1EtWOBY",
+	"YV3uj8ohXUvG3Favtq0l1bLuzSvuU6um0XzoV2PXIf3lTL/NaI9O4vuUhl8iBMr6b6PBSPKlfPy1miYY",
+	"Gc5thRCfe4D8BFSm2/Fn1JT7NfK1ISadiKl6ZoxapLct73avxCyUSf7jvkRxkujXrrfpsvJ1l5wwwfaA",
+	"uwfT3VEnVW4BCn81kmwDvPqp3BHeDdD2K5AfiKqU7zCzoQuyaW4hPxQQrilXK5vOywmrrpKZ94SZsCrE",
+	"plJfJdH41DeTpp83pmRdle+TBll3hvJkKSgtW+NdkoLtY2dZb75S9+RSleD2x7RU8KF70Gu+OXWpV7Cf",
+	"tPreRAp/QvAflpwumPMRUtiXVKw5u/6QnTW1uUhZdY6naS3389baO/UN3pZqATq1q+IWKeI69CptND2D",
+	"WaMDrzNK+JZ1axz8fYrohMGOTfqIlh74eYN87v19W1Stj6Xd9u5Jh7cubhfLqica+nJHtpS3CI7RSjBp",
+	"TClQTcQsGKxHKpyLRbY3dv8eUNsdIci3pZLY8QmObUfyKxw2phbBAP+/2hKnzjSPoXHrjEtl9svO4orc",
+	"dV3OPuIeTS6CBOY9wtGxXMvthWxsyZhd7e4Y7E7XhkvBUst/s1+yGyN+7B7oeDDjBsO+cBVswaDmeH26",
+	"mK5D1A2I7ZxY+8Tg9t9F4udidzrJS5GnMimYVjtLLo0xXQJJTvYNyqmKtjR3/SlhTI3mTLuV49AnXT5l",
+	"sbe9oS0mUqiqo0XNyWhw8pYcC/vCsk6R2cdsVIXAtSk6Uq0uj/pkhTTMSLXI7JEYstheMjHLdMILQdWH",
+	"6WFn7qYKyLKtHti29vZIdvCefbzIOLpdaSBcgpCpJivWFEU2Mj3td1rq3Xelb6u24O5kkbh/e8ik9F6F",
+	"owhaHflJV4vcRemNGI1PnR2oWXiTas+SitiJ6rhVtL+lbHprpRA2dFux7rbk66KvPpXMSylzqBycHZcv",
+	"B4d6A4E6bUHvvNLOhjgCI5Iyl8XmDWwGLexM8FzkZyXlxKa/vnJL9se3F0G4nZKEJ1h7HS961vvj24t+",
+	"vVDyqy8rwW55jaU2Eq3mclE62FekevFgoGWaDJDS8rjvq17zMo3ZUmepYe4dXqYSMY7kcSDkRqSkK1r5",
+	"XhBoFlpCLmVKXEfWw3hX8h4qrgqWZFyuLOerxtQ/ZbnORCMmeCl89/hsgJ/G1AIxK6RoPGe4aJXOiEl+",
+	"b25QyKMClM0VhEXB6i5pmWMOurNXA7Jw468wg/dCrA3j2yVvbD6eSEXqhVZwkKRWZgJ//4Z9gSVQ0N3y",
+	"xzfffesKk1OpDGlYjFn4iQUe2Cxjv/0rIj57LhdjP1KMgnKIlFpp8mxiRncXxJWbHYv2uUSOigrCMFf0",
+	"wdANQ/n77IAKcV0MYdidVfomtSBvmEwI16RON+QdkhQc/P3FV4NniDBklmY8yGFWFuxqKQvBzJonwvqG",
+	"4fTUK6Hhv7FFBIkydKBzpZVMOFo4VqxHFXdysUZQDVymXNlI+bCqUzgTGw26FmPzTPOC5VwtBDzPMHa6",
+	"zHO9wCvPJHwt+n46ShhCYgPPtx5+ZpsHpROdWVyx8eEzlolLkRmWCrFGEAg1EbI1z/lKwPx0btPwQSM4",
+	"r0upEQFEHlxXGnHIjscnLO7OaYkZ0KBlaMQeS4vVGFxQgDYtPxZPXGIKWZv5gWAnPVxWKsgzgUYahIcE",
+	"Vx34ZMlzdOHV99TGCtC+MI5tuCG8VIlOpVrEtr47Lk+MVXpksYlZD85XKkgYUpqocOUSJ/Vh6kcs3sr5",
+	"CbOGd3FXUPcfs2/kF6xnRa9yTbnAlpxKWsq8qmUJjY6e4ShbiUP9WtJsUklQW3LPulw6RyOGEB7qCZqh",
+	"ziZsPGIrrOdh61raPBZU+QPzYxro+hi79vkCoVO1qRvg4IKQC6psxfH/4LgA3X37/dfwAtY/8UTj0kLQ",
+	"+UKMuktDglN9PsEEjTgkzGkKozg8xL2+Elk2sAcXDqERK46pILJs44TMITsZHQH5+ayfcWhvBsZiNAcO",
+	"zuaICe/Za64/wWBCRCxzBYMDWmNXuSxsoQKlrxCEDG2k0rwHgpqjrVppTEXPHBsmbpiJeUElsOA6BVUC",
+	"K3mxVsEJ5MlSOVYMNzDVnrJYcRtXuTIiuxSGgfYBjcgCxhkSAOgAy0j8FPuqyjD9leAKYebIBL9GyZ6c",
+	"Hiz+gMJmyGo4tJv4FEujsLj2Y8wwXzPxrtj95so2eODcaesjaXYA6GAkL22sp/Wywl0At0pcT/YZE9zb",
+	"gShDX3MPsyLyNh1oJSzqnnKJSAy6/A2L//Dy7EscTgULB/UfTl/8+5cX8CislaBDUDAuKXE5w/SciFbY",
+	"9ymIh05cTyOrJsiD8yzDDWA/DhkvcL/6p9AIZ8ejE6thuYEpFp9lmb6Kq3HJwr0DHeI0mulOJtaXjQXf",
+	"RH4p2GDAy2L5OUgTsUsw6lmmuE7EuoABLERB1UlC+Oc5kAzOZyEKtO+9fsWUECAYndk8x7a/L1AAYZRd",
+	"9I9vL2xyUSRDkIpc7G9dDmtJanB5u6CKmsEehStqB9dnjIfWZ1mOaaqcxW/fvh3UlkFgXposE2oh0Irn",
+	"ArsYm4lMq4VplsojtmNxq0wWE5tZc4MYGCAcWYQEGi+VCaEdVw/OovgtCBnBabbqEXCx49FxnTGGTNjM",
+	"X3CtKDrtxCWBK73FjbPbBapxzHqZ1ms8ZFplmz6OmegHzc0LpXPMPPwb5tIgyZS6RtBOVf8PdV0726VV",
+	"j6Ff5K4oohAtxxXSNzZDdnGl7VeUS4WawYXyeO64VqUuPrWLk28wATC0jxB8GxToi7j4xexeSVxjRNc7",
+	"cH9oc1SFrkB96PJ29htAPo+s1lcKW8FMM3jpYEkgWoLSULZHlztojkEDhQZuDX9fCp7RD9QE3fW949Fz",
+	"1q7ZRyUIPbbEdmBrDXr5wS0WitAgQqb9ITsv7X5ZeVampl4SZkXiDFV/RMkYwVnNIpBD9kaAhNRR0XNY",
+	"20tSGjKZCGVQZySkQfA61+tcioLnm1oCY1ASasV/JsFoOB6O0PK7FoqvZTAJjoaj4RHVrVuiLneAWgT+",
+	"cyE67E6Osy+kKQjKiVpHKuZSodc49FE5RiS5IACFZ1Wv0mASwD11trAF5NwlgV0ejkYtt3Jb6msYT7xB",
+	"5YcPVp+f+H8Ei3UxONYD0NTJLIRMCjRkmL2sgBqBVJdaJmLAFc82mJ/ebEwhVlNybwST4P/RJaOngtm3",
+	"CRhCQQ0/dNQCTUqQmZESSrXmMmUznnGbnpvMsYGtQxn4kYDMmJZial/FAKPcJlAMJgFmmw9svsvN1NXV",
+	"oLyNoPFXe305ptwUVRWjO2NQELOPOmdzMh49hfGPx6Pxrtb8Vh58X2PwZGiznvq7PnR5/tHSQIm2LcFs",
+	"0RwQT8EXxpe6NME7+MxS8MEHWNObgw92TW5qJN0kx98LosYHE6MnwRqxOd/TreS2i4xeJku64dArUiOc",
+	"WSmzAiuR2DZFstQPpJZ70cqtdPLRZHI8Or77o2918RVmNH84Xf1ekALqYmG2yAkYo9WLzU6zZPUKrQ3m",
+	"QdqVQab98p/tHuBhPfBFMA4+mCU/PHl6s5MRXywFaVwU/m6pdMDTFLTUWt0U1hPDxdDBLAgNECkQoJzi",
+	"W8sWSBHC9NIU1eo4bJS7NJGKXcuTgwNbVgzHakXGfmhhHfYS1VfKmoHs7UneXN8oiDGnbSGrwhzbUJKt",
+	"E2vHcL9Dq5NCFIMqQKMyw78V4n22YYZnwlgHcWWh4w0j8EwqIJ9t82z3iXDbgJsVhIHVHKDJlxd80b2z",
+	"P5YapFhb46YaZhQ8nz97mo6ejZ89O04+S5+ePOeHc8H5KDk54elofMKPZvPj+Xh2OBvNnh0eJun4JH2a",
+	"jE9mo/loxEfPoqAxq605/Gxn92R0tFcvvpzlw8/7l/pKod+XK78vtWNvCz53nfsuF6fdVyycgiqwvhJ5",
+	"wg0I99fszR/OBocnT10JazqqiIUjMZTyJGII1ei4lV36oXuMcFH0LRXL6o6gUxrUnQgEEq6o4X5gOGRZ",
+	"dtEOXOEnvP90V+Uk8p5ZCZ+sU8imyFVMkOuizBXpNa5akNUyKEQpUh0VkQpyhXrPnD2+lUBu4TSRqhXr",
+	"XXKztMAbI38SZshc2StCqRBTtGMD5WCCdkC84kNkpSFlpsIQWVFc6RytRXC5Z5cYy1H5Q635jxLTI5Cn",
+	"Xt7GZc4kR5lLm2VrbFF4KfpIQb927RWwEs75ZpEOHu5qjQe0DEP31oQK+sZdDNXNnWrzVuU9vtDp5hZ2",
+	"eqnS4ZLnShhzPXQK5G9/kusmb339J7gaRkf432PKmv4gvlqHGNiD1TAP/yTXNmxuF/OnfBY8SQQmHii0",
+	"pspaxplanRLTtFpjBKSzGW/WtKXjEzy+zVN181BhslYe7Yd3zYJkfsXs2g+qxQcZcMkNYc4R0FmlTwlG",
+	"4+fH/Gg2GnyWjNPBZ+J4PnjGD2eDo+Q4PRFP55/xZ7OgGWLcKl7v8qU04ue9GDmulzf7oYmhCUaI9cES",
+	"GLZ+An3dAs4gMjjYd7hJJRLnpRpWxfqsad61Z51fFFgfHI4OTwaj8WB0eDE6moyOJ6OTIQETfzsaTUaj",
+	"j1qzH5FF3rp2FimCS1FbtHf1GmsVYMHHjFqMAlCBQxL8cBdsoIrgnFqTXPCujQUYe3e/KyOwnwLQqg+4",
+	"Q+6B+0CkA+SoxOc+Xi0Yn+zzkfdDfSNSyS9sGtLjw8N9Pl7nOgE2awWNX0A4gWVlnMXD5XXsbgy8ULsE",
+	"lPrNizfF5mPvXW8Zr+ddQfIxYRU1hzkc89Q6xytrOvxurycT2jucLKdXS4FsEhNBRvYiJKeHjf1kZzX/",
+	"LI2LGPDhaGSvMPzKXVyUNrITPuQCn+tYIZdTnLOT6+tTtNTaTtBXV9N9fPlhuEts5nlXe4Y9PWbfyC/6",
+	"OIn4Q31AIfVjJuyHKHhlz7pNWV9vKwre3cSYhHKJqcGlYcT0KMMJ5bfsupVx4zb/upN/FXfyFpysOrnb",
+	"tB3Uar5U35C03c3Qt7jz8fMt9tzMy1T1z30CkgGascl50T2GrVvlg8Oh3nWldN6zdO/d7H817TdPD0Or",
+	"JkklBmbuMNxvajaXP3PnwaMlv+DpX+T6K5mJftCcxV6fbM1m5CeDo7nZ/1btLKDaebNa2Ocvc53+Ahcj",
+	"scHW1bjzVlyi+/OnnXYzvFwwM5sNH0AcGl4BButGDrvMTeRUfbCF2MvPaPTv8MzsRyt2NB30wTN5+YA1",
+	"t9g+4kd1+/slYoRri04eErvmK1HkMtntNHqd6xVIA6VNBgEMyqC3iNFN07nm39hW71x0aPMA0fDNO255",
+	"nWK1fAcIM9NCFzz7QPV7P4+C37+8iILQd/x5FHj/eRSEtFmfR9BjFNywccsgeOeV6JblF/Ka1FZ95Zey",
+	"c/+sP3C44avsFoOzNCzVCYZFk9XF258bUlTM17LRZOw85pGq5xkPneffFLlWCxa/vOALiwqx9s+GSS1S",
+	"NZsalQvEAVBFQJud1SLCXs0H32olBt/wIlnGFm1BhueCL7DCZPybuN+AjRyNjr2IQRLHDtuzRVIEd1gJ",
+	"XyKYjMGK153KBDIksOR4PGL//b/HR8Px8LD/SSy9aAckk3NlCWyszq00/e5eHM/RT61OIpHBhKGj+b4H",
+	"yOJNEG64r+XcUegT4+hK+H34BWzpR2QW75iXgzgker1BgDMV62e9NvFSncK0/w+6Ao96E13UEai72Bkh",
+	"5e6QAITyYEA0nVq0XmijArFOkdsSRJ9YxsUWGlXpXJeLJetxxAcSWHAOcieTRd8C1bYAip3XHIK0Hk+y",
+	"yG1zn0C4oKZ/ViFwBxnAmsnbJJK8VObgA1nxbvX8n2NOw0dSC3fmiXMvH7hg6xT63V85qNUl6OaSeamC",
+	"f2bP3e9FQTnefWL72s7DZn+Es/68VK++tI73Br0cEJrtNgyUKoyTXggQyxaI3XJQcm6RxyBnfM1NMcBv",
+	"Bq++jEPQPpJlpK6kMsSHZhoaygVlSOij2c22ijY3DNUgXOEZWkcmbAsMP0EnENZRiT84NF4D+ovYwHLN",
+	"Cs1itEvFFrXXgez1iF58w+fMDG09QpqcR8utLRPFDJMWYSwxUbh7tdAe64yT+c5nFOOUfo+W3BmCaDJz",
+	"2CmEQFJZmUjFMp1YiCoNyEIOQpvK0D2Ea6h6lPKCuye+8s4f33z3rX8FY3x4BKv4Xoj1ALWoGBk+mvQQ",
+	"8zY+YYaih2iUzBa4S6p6qNJESmlmsRWxTTdMZi9qhIDEtAsYhlXlXI4pm5VQxWmkcmGR+tYQ2qSh1np2",
+	"AuzcTM1dYuo54cVdekib/1C6Pa8soSP2eRXZhCaglsg6PnQC54+lQKuhlTex0WBfZteofHMTbimTQG1G",
+	"/uTTkGGkCMXZWCytwyrbIpmNUWKQZNcg8Uw0Bul5ls0lyq9tILBLLbozLnh71EA3b968tPhXn4OWgl3W",
+	"uUhESj5txK3Tsdm1um1xvkEcH7nM7x4qgDie2fb7jZvJhNH79hS9bycX49FkNJqMxsPDk79UxX7oG4rh",
+	"DP4gskzXawLt7Rd8VLenc92NK1N4M4EmLGAjC3FwD0gdbsVrzHB0QxURG/ywqVIBDxzbLIwT1hhFpIjX",
+	"fYhwkFEwiZrDjIIwwpXFR7i2+FM1d3xQmz0+pqXER/ssJjVJa4YfjfGXiixqP7p93bfxBL+y3L9qpqIw",
+	"/HEHjUXBDdw+rUPeyMn75iXdO+aUYPI2LQwWkiHNHa4mf41wigUc7osGs6cEpa7R3cJQVeP2n1q6A3He",
+	"i3f2IurBVui8qg/X/6QS37VzwH9ci+EO3+tLF0cC97WRBhNuJ2VhaxZZWAIVU8dgXTSHDi7HZOyOlHOp",
+	"9f7y6nV/yF4VPtoB7hEDK2SdibXAVfTR6vw9EGukQJihELRC6yH7YsPcjY4UiSME8c1nsSe4k4v/QGcO",
+	"ei2pEgDKIxbJMWGRg3JEQTzEKJKsTMXU+YBiH0mDfmT3c8h4WegVdzF9zj3k4tBR4faZmGN6HEcqLzM4",
+	"mb4bD5KJWc/6+kzHIPqUNAiHUAezVnAwNCSiaNoxBYqYahhtcp0JFtPcJtWbvePRUaTiuc5nMk2FquFY",
+	"a+VerLjYx4CpDs9dpKhH/ElfKZGbpVw7cYdOieXYOGSKyUCfPVtiOcZGEtu5zA3BT2GXjavQyF1RdBRb",
+	"eXaFscMu/HrSRuSeUqr3qrB9KhEtkVqLbV6qSF1xCsB1hN0P61/UQoVjF0lkbcZCLaQSYaQuxGqtc56F",
+	"Nn5d6XYAO7RJLp8pimxTVyQ+BlG14DKbtPEMPqd9yBALfYe7vg+nyoP0CDcfR6pnv3XQY3d0MGedp742",
+	"+Xx+kZdw7zLOZnCOgIShfRf0S7qYiTEyC3e8gOmKFjSB3opUC5cQsqNDDDFeY8L/1UzkIQMRdzQaOdAk",
+	"/IB/03PT71IZiFE5a8g+QIOuaJz2sfRO2faqOGc4TctCT6cePHYyGo1G6K6Hg09CZWJZqiYxHUuw+0Qe",
+	"Q3fFBMiKMU1AMAkOSps3Evh6UYgcfWRJUgx+GA2ev/uti45IhPv973/7r/sEztCyvabQCrJ33kOM/qWw",
+	"Gui7se5s0EKpwBZwBxvHqBhPL7lKRMvo7IAXX0rjPHjbd17Mi4InS1CdTzFoGtSUz6OANHArS6LqPVxe",
+	"R0Hc0HJ2fLuP2Imt3WqODv0EHKr5luRVwJWu4ZijrimVvSPqoz1+djg+6twLl0FtSzG8+VlFvz0kua/c",
+	"XfVRwuL/DGjeS8voOwS2vTAJ9rK+xUHOF+3IV/fNkMVk23foqYVQIApRwTsXfk/3xATub75wmkrT2Idu",
+	"JJAOXcuEp2va/qrqdZX4hYZADL83GpqHNsj26UdBMql5L9eGEtatBUepFzsdsj8Jsa4Ag/QRCadOylyg",
+	"OQd0q0xiNpNddq03bi3vK/x/jfadPeKyfNHl9i59B7ezWz3raa6KZWGYsK1xAfs1BOlJCee/M5SG3n9u",
+	"M5NcCsxHXyq2EQXrKdgvX20pRhERJSubt4AW2rbo8vg0GGgdmd1l5qoK23mu9Yjl0cIA5tyZu+r21XT1",
+	"QZC8JyyG0fqls7qIdWmhIdvHrIX07r/bhzHSkP1jyL7FvCNA5/YnjKuP1BhOxtNjlix5DpoHpoFg8dng",
+	"L4wPfmKjwXM2ZFM2aKALKX81SsuYcMiKyu0daMV3/vvleJdZ1IYddsbfjA+ft+NvKhHmP344G/yFD34a",
+	"DZ4Pp4N3H8bh0+Ob3r93/dr/3b91iATvHi/w2he52xne2o4zbZsD22D8vwTtqnb3tuVtxyk0y9BhSEVV",
+	"3K1Zd81GRe2yB26Z+kAv3ltirBdI6xDNnBfn5zQR/QI3KkZ0d953dY+u+wktPZ32FcqYADeNS4Tmokxn",
+	"mO+1mSGE0y8+5BcLwhKj6EwK0c4HwTN0gVNCiCohiUsHUU+7wXo7cni4NBT+J1BPPRtUQuLTRGeZTC06",
+	"XxaY0IJjgj6b1GK2YbLon9qAMpuAZErCQbtaonRKuQugd5/tUM3x8+oheQTzUviIOqeVRor0dpdOyWZR",
+	"RdXeKfJWte8P2VeYjsWOCSf2zYvXMHcs4Bhioj/r9cLULoIny7BKV1rLzrKWylY1o4RP9cKUvdgf87g/",
+	"IaMF/FLHYdAMuZ1HpOzwZ8ImIbFTsAF5lLuqmrcLLKinAYKVuJS5Vugw1Dn7/vxrluQCM4rxzPRPq5Hg",
+	"2KbWvFBtFtUXNqwajK2G2YNFyzJ9NcDyKRhb7dIK2DSNNkELtzWKa+lHMo6BHJzNcpkuRIqzYUnGzdLL",
+	"cbX47wj1PxoIbpcNVrUbHsIGlqpEYZyyElisDCWTc7vpcbV4LtD22C7X2SHeNdKfPMQOcf8rqV7oMylN",
+	"oVdoP+DJql2U867LYd97oCvXS3DTzPHZHbQw/tSLcd/7mWLsdt+uP9OK+nqh27eqndHP63d5fvdHL2zu",
+	"u/85qjSRfXV7dl/3daX54ENFGrdCueqM40GRt79mgdbpaPcQZ60J9pMesNoN/D8Ah3Yr7d7XLmFX1Tsm",
+	"O+n+gHTt+zso663vFKKxbYf6QntGqeZSSbO0pq6eNT/EXuWP+zYnGyajjJQXJGoGkV78IS/VBP2GN/Gu",
+	"GuLoCusUB7CvxzrV/qba/4bWqsirukndRF+bbmUxy39un/29L5tfgvPjdtYJ4Ilp0VntQHlSuPU6OEDj",
+	"1Kc5FWfmPR2JNJfotdXMFHrNbOEZTIyKSibPKTTV5RaNyWJm45VdutaPPCAIKNx1Ql5DR/86IP8kBwR3",
+	"s3U+7HX/kYeDknHujuhymf19DFd9s6y112bq5Bnpg6xUicgLLtVAlwVmu09FIkn1dsarHbmC+92pIF/b",
+	"YT6iSZKQZhiOm9jSoSj2+Kp/vgAoX9lkGKMqQZ+t1nmDFf1sDIgXo1r5SvYS4Cbjie/Zp+FbcVXyzBVr",
+	"axarO+qoTTcanuyoPXc02lFajmKQa9Kj20ugJUouXm9l9DDLpt3H29JINtLD/lMLihdkrPKHyJ+SXcf4",
+	"04iNBBP7NBdk7NBzsYcmYW94laM9yL3RvOFsFnh0pOAXsORDBtcIWbGQ/6A3yJmRnOEVr2Lj71QqCE59",
+	"oMVVrNYaC3qd1uys1AR8apMYU9K155HyBttZaTaxNQJXRtGVNCsKwduyiKZyPke5twLEO559Ss2gFtlu",
+	"ghapmcc0UrYgctcNj4vyGCaxlr1l/8gjHEDNPnXzCHLGPVTfew/01iipOn3KOeNq86uG4v68NqRfBPiL",
+	"0RBNmadTBb2/9IMY4V3mIhsh8zOgCB7R07qPmckWRyaTLFVhtLAmm1vapaEGoWx8OBqxl9+fY/lDJyxi",
+	"KppPnDIOFKkplf4PJoFQ6bQoc9hjW4h+1xSfwxRLVxzw1rqco1sqbY7atTPHh6OtephHIBFiX9N64h2S",
+	"qR4kKJ2Xvyr37z+COOX9xehLQvD8thHuI6MC9pF1sGi8saIJqvKwU6VB1C1Ci4eNQlYY+YlOvfiVk0qS",
+	"zeBPYhNbn+EphX1SUWyuUitSCOXkk1Hf1g6gDGzlzGb2ZpWYM6kwVXJHVjafUxVbQce21Sfp/cPRKATp",
+	"1HfuvquEpGpaU1erJ64V5LBYMNW2Ge6Uss6YElfZxpfqQG3TSnSHo0NXQgNE58+/jWng9Byrq23FXLKO",
+	"kEtyR6K94VtmVZwu+eoNLKuFPd+Pamrb+iex6UCLvaFeWaGp4I+rqIPCrWaZ4JeiFiPaG7HP7TL4mjIN",
+	"sOnRjrhFaLw7bLEes3jUCFnsquf77gHSpa/YGry1pdWKjhsHjm2CibLY8eHvKmmWro1c/DgYjUb3CJvz",
+	"m3cv9+k/VnA/V2z70PpD7rLe2PRzbhtuQrg777eFHy1c0F+fXHyowIkN4YF6v0NsOPlEYsO20HCbzPA4",
+	"9IDFr3y6h38pLv9Izm9iWBj1RZdsD8PoSazoiG/crdygAe3gQ8MYeXNgiyo9yNxzt2bz0nWK995OkelL",
+	"AefYuMIT2/bkXoyoJjodVV07h7eLVBS89vVMWCqUFGkU9J18QMo8Mvm4Lg04Jd+C1bzsII3NJA9Hi2QI",
+	"WaBLx5xWYXpbZnD4KlKSaiQyj7RrrHwcks1H6WLqUdJY2ApfgccWb+d+8vCvLqHkjLbxQuvsQSgorP9i",
+	"4TXOEHgv448dyD/x9eropnJNeTvtv/jrPxx/tfQKsn8qEozZ51X96vubkLq5rK1Y9+vgsi9tLUJQR/Wc",
+	"xR+Iv93EIf67yDcTxO7SD3ym88L9wHqYpWwna+rbxDga++KZY7nxkP6VFTEDgsmkU1JtzYqUOddgD2Nj",
+	"l/qKxUkmEZvsULzAk/un0FKRb2Ibn+5QsIwvuFQMa3lAl6csxqHHto6gcQzfVq79OLa8w+AOm/tQ3mtz",
+	"VNW/sW5FNkaTm62qiYXyp1auth5GWIAp+gvrPsubj+ThdkL/4uH/4uH/EDzc0msDakA83DKVnWy8mS/w",
+	"g62pf1YWS9BKgYVa8HlHEiwsyeqK7dpSsjYndFHPewt6ZJ4Fk+AAebIdyFZ1fluCN3dpCkOfs9Lq6S4d",
+	"rwvKo9yF20akWwptmlYgmen43AXFJBojXXjrO49a7OgY+HHPGzkpRRhPln0nV8vcJbOpcBPlrqZo+sDX",
+	"MQJHZ/6I1j6v7eZ2I5QEYuCSQNjcC2Gz8BPGhrgyTnAb1oJzbXmKKjWB79fF6t68u/k/AQAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -83,6 +83,12 @@ type RunEvent struct {
 	EventID   string          `json:"event_id"`
 	// Cursor is the per-run sequence number (decimal) assigned by the store.
 	Cursor string `json:"cursor"`
+	// CreatedAt is when the store appended the event (UTC), assigned by
+	// the store on insert and read back unchanged (a value set by the
+	// caller is ignored). It is kept apart from the JSON form on purpose:
+	// that form is the stored payload and the journal's `event` record,
+	// whose reference RunEvent has exactly eight fields.
+	CreatedAt time.Time `json:"-"`
 }
 
 // PendingEvent is an event to append in a commit, with the journal record

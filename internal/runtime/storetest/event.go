@@ -32,7 +32,9 @@ var eventCases = []testCase{
 		for i, ev := range evs {
 			want := c.Events[i].Event
 			require.JSONEq(t, string(want.Data), string(ev.Data))
+			require.False(t, ev.CreatedAt.IsZero(), "the store assigns created_at")
 			want.Data, ev.Data = nil, nil
+			want.CreatedAt = ev.CreatedAt // checked by createdCases
 			require.Equal(t, want, ev)
 		}
 

@@ -28,6 +28,7 @@ func Exercise(t *testing.T, newStore func(t *testing.T) rtstore.Store) {
 		{"Commit", commitCases},
 		{"DeltaCommit", deltaCases},
 		{"Event", eventCases},
+		{"EventCreatedAt", createdCases},
 		{"Artifact", artifactCases},
 		{"Lock", lockCases},
 		{"Snapshot", snapshotCases},

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -12,7 +13,7 @@ import (
 
 // Event SQL. payload holds the RunEvent JSON with its cursor.
 const (
-	sqlEventListAfter = `SELECT payload FROM events
+	sqlEventListAfter = `SELECT payload, created_at FROM events
 WHERE run_id = $1 AND seq > $2
 ORDER BY seq
 LIMIT $3`
@@ -34,12 +35,14 @@ func (s *Store) EventListAfter(ctx context.Context, runID string, after int64, l
 	var (
 		out     []rtstore.RunEvent
 		payload []byte
+		created time.Time
 	)
-	_, err = pgx.ForEachRow(rows, []any{&payload}, func() error {
+	_, err = pgx.ForEachRow(rows, []any{&payload, &created}, func() error {
 		var ev rtstore.RunEvent
 		if err := json.Unmarshal(payload, &ev); err != nil {
 			return fmt.Errorf("decode event: %w", err)
 		}
+		ev.CreatedAt = created.UTC()
 		out = append(out, ev)
 		return nil
 	})

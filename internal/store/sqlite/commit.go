@@ -325,6 +325,7 @@ func (t *txn) appendBatch(ctx context.Context, c *rtstore.Commit, j *journalAppe
 			return nil, fmt.Errorf("event stream of run %s is full (%d events)", e.runID, e.last)
 		}
 		cursors = make([]string, len(c.Events))
+		created := formatTime(now()) // the events' created_at
 		for i := range c.Events {
 			pe := &c.Events[i]
 			ev := pe.Event
@@ -336,7 +337,7 @@ func (t *txn) appendBatch(ctx context.Context, c *rtstore.Commit, j *journalAppe
 			}
 			cursors[i] = ev.Cursor
 			k := seqKey(e.runSeq, seq)
-			evArgs = append(evArgs, k, e.runID, seq, ev.EventID, string(data))
+			evArgs = append(evArgs, k, e.runID, seq, ev.EventID, string(data), created)
 			idArgs = append(idArgs, ev.EventID, idTagEvent, k)
 			if pe.Record != nil {
 				rec := *pe.Record

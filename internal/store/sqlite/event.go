@@ -18,12 +18,12 @@ const (
 	// sqlEventInsert inserts one event; its ids row (sqlIDsInsertRows) goes
 	// in with it, and a known id fails that, so the caller looks the id up
 	// first.
-	sqlEventInsert = `INSERT INTO events (k, run_id, seq, event_id, payload) VALUES (?, ?, ?, ?, ?)`
+	sqlEventInsert = `INSERT INTO events (k, run_id, seq, event_id, payload, created_at) VALUES (?, ?, ?, ?, ?, ?)`
 	// sqlEventInsertRows heads a multi-row insert of eventCols values per
 	// row.
-	sqlEventInsertRows = `INSERT INTO events (k, run_id, seq, event_id, payload) VALUES`
+	sqlEventInsertRows = `INSERT INTO events (k, run_id, seq, event_id, payload, created_at) VALUES`
 	sqlEventGetByID    = `SELECT e.run_id, e.seq FROM ids i JOIN events e ON e.k = i.k WHERE i.id = ? AND i.tag = 1`
-	sqlEventListAfter  = `SELECT payload FROM events
+	sqlEventListAfter  = `SELECT payload, created_at FROM events
 WHERE k > ((SELECT seq FROM runs WHERE id = ?1) << 32) + MIN(MAX(?2, 0), 4294967295)
   AND k < (((SELECT seq FROM runs WHERE id = ?1) + 1) << 32)
 ORDER BY k
@@ -31,7 +31,7 @@ LIMIT ?3`
 )
 
 // eventCols is the number of values of an event row.
-const eventCols = 5
+const eventCols = 6
 
 // EventListAfter returns up to limit events of a run with cursor > after,
 // in order (all when limit <= 0). An unknown run has no events.
@@ -44,13 +44,19 @@ func (s *Store) EventListAfter(ctx context.Context, runID string, after int64, l
 	defer func() { _ = rows.Close() }()
 	var out []rtstore.RunEvent
 	for rows.Next() {
-		var payload []byte
-		if err := rows.Scan(&payload); err != nil {
+		var (
+			payload []byte
+			created string
+		)
+		if err := rows.Scan(&payload, &created); err != nil {
 			return nil, s.mapErr(ctx, op, err)
 		}
 		var ev rtstore.RunEvent
 		if err := json.Unmarshal(payload, &ev); err != nil {
 			return nil, fmt.Errorf("%s: decode event: %w", op, err)
+		}
+		if ev.CreatedAt, err = parseTime(created); err != nil {
+			return nil, fmt.Errorf("%s: decode event %s: %w", op, ev.EventID, err)
 		}
 		out = append(out, ev)
 	}
@@ -96,7 +102,7 @@ func (e *eventAppender) append(ctx context.Context, ev rtstore.RunEvent) (payloa
 	err = t.queryRow(ctx, t.s.ws.eventGetByID, ev.EventID).Scan(&runID, &storedSeq)
 	if errors.Is(err, sql.ErrNoRows) {
 		k := seqKey(e.runSeq, seq)
-		if _, err := t.exec(ctx, "insert event", t.s.ws.eventInsert, k, e.runID, seq, ev.EventID, string(data)); err != nil {
+		if _, err := t.exec(ctx, "insert event", t.s.ws.eventInsert, k, e.runID, seq, ev.EventID, string(data), formatTime(now())); err != nil {
 			return nil, "", false, err
 		}
 		if _, err := t.exec(ctx, "insert event id", t.s.ws.idsInsertN[0], ev.EventID, idTagEvent, k); err != nil {

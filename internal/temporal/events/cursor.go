@@ -6,6 +6,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Cursor is a position in a run's event stream, as the int64 event cursor of
@@ -102,6 +103,16 @@ func (c Cursor) StreamID() string {
 		return "0-0"
 	}
 	return strconv.FormatInt(int64(c>>SeqBits), 10) + "-" + strconv.FormatInt(int64(c&maxSeq), 10)
+}
+
+// Time returns the time in c's entry ID (UTC, millisecond precision):
+// Redis sets it as it appends the entry (XADD *), so it is the event's
+// created_at, the same on every read. A negative c yields the Unix epoch.
+func (c Cursor) Time() time.Time {
+	if c < 0 {
+		return time.UnixMilli(0).UTC()
+	}
+	return time.UnixMilli(int64(c >> SeqBits)).UTC()
 }
 
 // Int64 returns c as the HTTP API's int64 cursor.

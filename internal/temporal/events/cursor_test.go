@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -183,4 +184,26 @@ func TestDisplayAddr(t *testing.T) {
 			t.Fatalf("Open(%q): %v (must fail without the password)", bad, err)
 		}
 	}
+}
+
+func TestCursorTime(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		id   string
+		want time.Time
+	}{
+		{"0-0", time.UnixMilli(0).UTC()},
+		{"0-7", time.UnixMilli(0).UTC()},
+		{"1767607201250-0", time.Date(2026, 1, 5, 10, 0, 1, 250_000_000, time.UTC)},
+		{"1767607201250-1048575", time.Date(2026, 1, 5, 10, 0, 1, 250_000_000, time.UTC)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.id, func(t *testing.T) {
+			t.Parallel()
+			c, err := ParseStreamID(tt.id)
+			require.NoError(t, err)
+			require.Equal(t, tt.want, c.Time())
+		})
+	}
+	require.Equal(t, time.UnixMilli(0).UTC(), Cursor(-1).Time())
 }

@@ -390,6 +390,7 @@ func decodeEntry(m redis.XMessage) (runtime.RunEvent, Cursor, error) {
 		return runtime.RunEvent{}, 0, fmt.Errorf("%w: entry %s: %w", ErrCorrupt, m.ID, err)
 	}
 	ev.Cursor = c.String()
+	ev.CreatedAt = c.Time()
 	return ev, c, nil
 }
 

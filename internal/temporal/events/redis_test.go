@@ -96,6 +96,7 @@ func TestPublishRead(t *testing.T) {
 	tb := setup(t, Config{})
 	ctx := context.Background()
 
+	before := time.Now().UTC().Truncate(time.Millisecond)
 	require.NoError(t, tb.r.Publish(ctx, testRun, deltas("e1", "e2", "e3")))
 	require.NoError(t, tb.r.Publish(ctx, testRun, nil), "empty batch")
 	last := event("e4", runtime.EventRunResult, map[string]any{"status": "completed"})
@@ -107,9 +108,17 @@ func TestPublishRead(t *testing.T) {
 	require.NoError(t, err)
 	require.False(t, gap)
 	require.Equal(t, []string{"e1", "e2", "e3", "e4"}, eventIDs(evs))
+	after := time.Now().UTC()
 	want := event("e1", runtime.EventTextDelta, "text e1")
 	want.Cursor = evs[0].Cursor
+	want.CreatedAt = evs[0].CreatedAt
 	require.Equal(t, want, evs[0], "fields survive")
+	// created_at is the time Redis appended the entry, from its ID.
+	for _, ev := range evs {
+		require.Equal(t, cursorOf(t, ev).Time(), ev.CreatedAt)
+		require.False(t, ev.CreatedAt.Before(before), "created_at %s before publishing (%s)", ev.CreatedAt, before)
+		require.False(t, ev.CreatedAt.After(after), "created_at %s after reading (%s)", ev.CreatedAt, after)
+	}
 	require.JSONEq(t, `{"status":"completed"}`, string(evs[3].Data))
 	require.Equal(t, testRun, evs[3].RunID, "filled in")
 
