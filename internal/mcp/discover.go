@@ -123,7 +123,7 @@ func pin(cfg ServerConfig, transport string, listed []*sdk.Tool) ([]PinnedTool, 
 		}
 		schema, err := pinSchema(t.InputSchema)
 		if err != nil {
-			return nil, fmt.Errorf("%w: MCP server %q tool %q: input schema %s", ErrBadTool, cfg.Name, t.Name, err.Error())
+			return nil, fmt.Errorf("%w: MCP server %q tool %q: input schema: %w", ErrBadTool, cfg.Name, t.Name, err)
 		}
 		name := RegisteredName(cfg.Name, t.Name)
 		if name == "" {
@@ -142,7 +142,7 @@ func pin(cfg ServerConfig, transport string, listed []*sdk.Tool) ([]PinnedTool, 
 			InputSchema: schema, Server: cfg.Name, Transport: transport,
 		}
 		if _, err := newSchemaTool(p); err != nil {
-			return nil, fmt.Errorf("%w: MCP server %q tool %q: %s", ErrBadTool, cfg.Name, t.Name, err.Error())
+			return nil, fmt.Errorf("%w: MCP server %q tool %q: %w", ErrBadTool, cfg.Name, t.Name, err)
 		}
 		out = append(out, p)
 	}

@@ -38,7 +38,7 @@ func NewTool(m *Manager, agent string, cfg ServerConfig, pinned PinnedTool) (too
 	cfg = cfg.WithDefaults()
 	schema, err := newSchemaTool(pinned)
 	if err != nil {
-		return nil, fmt.Errorf("%w: MCP tool %q: %s", ErrBadTool, pinned.Name, err.Error())
+		return nil, fmt.Errorf("%w: MCP tool %q: %w", ErrBadTool, pinned.Name, err)
 	}
 	retry := DefaultRetry
 	if cfg.Retry != nil {
