@@ -210,22 +210,7 @@ func (t *txn) applyCommit(ctx context.Context, c *rtstore.Commit, ts time.Time) 
 		}
 	}
 
-	j := journalAppender{t: t, runID: c.RunID, runSeq: runSeq, last: t.seq.journal}
-	e := eventAppender{t: t, runID: c.RunID, runSeq: runSeq, last: t.seq.event}
-	var (
-		cursors []string
-		err     error
-	)
-	if t.rowByRow {
-		cursors, err = t.appendRows(ctx, c, &j, &e)
-	} else {
-		cursors, err = t.appendBatch(ctx, c, &j, &e)
-	}
-	if err != nil {
-		return nil, err
-	}
-	t.seq.journal, t.seq.event = j.last, e.last
-	return cursors, nil
+	return t.appendJournal(ctx, c, runSeq)
 }
 
 // sqlRunSeqOf returns the seq of a run of the session named; no row for
@@ -254,6 +239,12 @@ func (t *txn) applyDeltas(ctx context.Context, c *rtstore.Commit) ([]string, err
 		}
 		t.seq.runSeq = runSeq
 	}
+	return t.appendJournal(ctx, c, runSeq)
+}
+
+// appendJournal appends c's records and events to the run of seq runSeq,
+// row by row or batched (t.rowByRow), and returns the events' cursors.
+func (t *txn) appendJournal(ctx context.Context, c *rtstore.Commit, runSeq int64) ([]string, error) {
 	j := journalAppender{t: t, runID: c.RunID, runSeq: runSeq, last: t.seq.journal}
 	e := eventAppender{t: t, runID: c.RunID, runSeq: runSeq, last: t.seq.event}
 	var (
