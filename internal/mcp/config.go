@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"net/url"
 	"regexp"
 	"strings"
 
@@ -264,15 +263,9 @@ func checkURL(u string) string {
 	if len(u) > 2048 {
 		return "at most 2048 bytes"
 	}
-	parsed, err := url.Parse(u)
-	if err != nil {
-		return "not a valid URL"
-	}
-	if parsed.Scheme != "http" && parsed.Scheme != "https" {
-		return fmt.Sprintf("scheme %q is not http or https", parsed.Scheme)
-	}
-	if parsed.Host == "" {
-		return "host is missing"
+	parsed, problem := tool.ParseHTTPURL(u)
+	if problem != "" {
+		return problem
 	}
 	if parsed.User != nil {
 		return "must not hold credentials (use headers_env)"

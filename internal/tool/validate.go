@@ -107,15 +107,23 @@ func checkURL(u string) string {
 	if u == "" {
 		return "required for kind webhook"
 	}
+	_, problem := ParseHTTPURL(u)
+	return problem
+}
+
+// ParseHTTPURL parses u as an absolute http or https URL with a host; the
+// problem, when it is not one, is a short text safe to show (it never
+// repeats u).
+func ParseHTTPURL(u string) (*url.URL, string) {
 	parsed, err := url.Parse(u)
 	if err != nil {
-		return "not a valid URL"
+		return nil, "not a valid URL"
 	}
 	if parsed.Scheme != "http" && parsed.Scheme != "https" {
-		return fmt.Sprintf("scheme %q is not http or https", parsed.Scheme)
+		return nil, fmt.Sprintf("scheme %q is not http or https", parsed.Scheme)
 	}
 	if parsed.Host == "" {
-		return "host is missing"
+		return nil, "host is missing"
 	}
-	return ""
+	return parsed, ""
 }
