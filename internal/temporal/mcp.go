@@ -29,20 +29,6 @@ func (e *Engine) discoverMCP(ctx context.Context, def *agent.Definition) ([]mcp.
 	return runtime.PinMCPTools(ctx, e.cfg.MCP, def)
 }
 
-// SessionMCPTools returns the MCP tools pinned when the caller's session
-// was created (empty when its agent declares no server), as get_session
-// reports them; runtime.ErrNotFound for a session the caller does not own.
-func (e *Engine) SessionMCPTools(ctx context.Context, sessionID string) ([]mcp.PinnedTool, error) {
-	info, err := e.sessionInfo(ctx, sessionKey(ctx, sessionID))
-	if err != nil {
-		return nil, err
-	}
-	if info.MCPTools == nil {
-		return []mcp.PinnedTool{}, nil
-	}
-	return info.MCPTools, nil
-}
-
 // addPinned makes the pinned tools of the session the workflow's tools
 // after the agent's own: their specs reach every model request, and their
 // configs (the server's permission, replay policy, retry and timeout) and

@@ -150,7 +150,7 @@ func registry(t *testing.T, defs ...*agent.Definition) *agent.Registry {
 
 // TestMCPCreateSessionPinsTools: CreateSession lists the server's tools
 // (the allow-list keeps two) and starts the workflow with them pinned in
-// its input; get_session reports them (SessionMCPTools).
+// its input; GetSession reports them (get_session).
 func TestMCPCreateSessionPinsTools(t *testing.T) {
 	t.Parallel()
 	srv := newMCPServer(t)
@@ -183,13 +183,10 @@ func TestMCPCreateSessionPinsTools(t *testing.T) {
 	fc.query = func(_, queryType string, _ []any) (any, error) {
 		return SessionInfo{SessionID: "s1", Agent: def.Ref(), Owner: "alice", Status: StatusIdle, MCPTools: pinned}, nil
 	}
-	got, err := eng.SessionMCPTools(as("alice"), "s1")
-	require.NoError(t, err)
-	require.Equal(t, pinned, got)
 	sess, err := eng.GetSession(as("alice"), "s1")
 	require.NoError(t, err)
 	require.Equal(t, pinned, sess.MCPTools, "GET /sessions/{id} shows them")
-	_, err = eng.SessionMCPTools(as("mallory"), "s1")
+	_, err = eng.GetSession(as("mallory"), "s1")
 	require.ErrorIs(t, err, runtime.ErrNotFound)
 }
 
