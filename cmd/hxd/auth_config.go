@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
+	"slices"
+	"strings"
 	"time"
 
 	hxhttp "hxd/internal/http"
@@ -38,12 +40,25 @@ type oidcConfig struct {
 	// strings or a space-separated string such as `scope`; a dotted name
 	// that is not a top-level claim is a nested path). Default: roles.
 	RolesClaim string
+	// ConsoleClientID is the provider's public client (no secret) the web
+	// console signs in with (Authorization Code flow with PKCE, redirect
+	// URI <base>/ui/callback). Default: none (the console offers only a
+	// pasted bearer token).
+	ConsoleClientID string
+	// ConsoleScope is the scope the console asks for when it signs in.
+	// Default: openid.
+	ConsoleScope string
 }
+
+// defaultConsoleScope is the default of --oidc-console-scope.
+const defaultConsoleScope = "openid"
 
 func (c *oidcConfig) register(fs *flag.FlagSet, envOr func(name, def string) string) {
 	fs.StringVar(&c.Issuer, "oidc-issuer", envOr("HXD_OIDC_ISSUER", ""), "OpenID provider issuer URL, exactly as in its tokens' iss (HXD_OIDC_ISSUER)")
 	fs.StringVar(&c.Audience, "oidc-audience", envOr("HXD_OIDC_AUDIENCE", ""), "audience every token's aud must hold (HXD_OIDC_AUDIENCE)")
 	fs.StringVar(&c.TenantClaim, "oidc-tenant-claim", envOr("HXD_OIDC_TENANT_CLAIM", ""), "claim naming the caller's tenant, part of the principal; tokens without it are refused (HXD_OIDC_TENANT_CLAIM)")
+	fs.StringVar(&c.ConsoleClientID, "oidc-console-client-id", envOr("HXD_OIDC_CONSOLE_CLIENT_ID", ""), "public client id (no secret) the web console signs in with, by the Authorization Code flow with PKCE and redirect URI <base>/ui/callback (HXD_OIDC_CONSOLE_CLIENT_ID)")
+	fs.StringVar(&c.ConsoleScope, "oidc-console-scope", envOr("HXD_OIDC_CONSOLE_SCOPE", defaultConsoleScope), "space-separated scope the web console asks for, openid included (HXD_OIDC_CONSOLE_SCOPE)")
 	fs.StringVar(&c.RolesClaim, "oidc-roles-claim", envOr("HXD_OIDC_ROLES_CLAIM", hxhttp.DefaultRolesClaim), "claim holding the caller's roles: an array, or a space-separated string such as scope (HXD_OIDC_ROLES_CLAIM)")
 }
 
@@ -52,7 +67,8 @@ func validateAuth(mode string, c oidcConfig) []error {
 	var errs []error
 	switch mode {
 	case authNone:
-		if c.Issuer != "" || c.Audience != "" || c.TenantClaim != "" || c.RolesClaim != hxhttp.DefaultRolesClaim {
+		if c.Issuer != "" || c.Audience != "" || c.TenantClaim != "" || c.RolesClaim != hxhttp.DefaultRolesClaim ||
+			c.ConsoleClientID != "" || c.ConsoleScope != defaultConsoleScope {
 			errs = append(errs, errors.New("--oidc-* options need --auth=oidc (with --auth=none every caller is the local principal)"))
 		}
 	case authOIDC:
@@ -67,11 +83,38 @@ func validateAuth(mode string, c oidcConfig) []error {
 		if c.RolesClaim == "" {
 			errs = append(errs, errors.New("--oidc-roles-claim must not be empty"))
 		}
+		errs = append(errs, validateConsoleClient(c)...)
 	default:
 		errs = append(errs, fmt.Errorf("--auth must be none or oidc, not %q", mode))
 	}
 	return errs
 }
+
+// maxConsoleOption bounds --oidc-console-client-id and --oidc-console-scope:
+// both are written into every console page.
+const maxConsoleOption = 1000
+
+// validateConsoleClient checks the console's sign-in options: a client id
+// of printable characters, and a scope that asks for openid (the console
+// signs in with OpenID Connect) of scope tokens (RFC 6749 §3.3).
+func validateConsoleClient(c oidcConfig) []error {
+	var errs []error
+	if len(c.ConsoleClientID) > maxConsoleOption || strings.IndexFunc(c.ConsoleClientID, notVisibleASCII) >= 0 {
+		errs = append(errs, fmt.Errorf("--oidc-console-client-id must be at most %d printable ASCII characters without spaces", maxConsoleOption))
+	}
+	scope := strings.Fields(c.ConsoleScope)
+	switch {
+	case len(c.ConsoleScope) > maxConsoleOption || strings.ContainsFunc(c.ConsoleScope, func(r rune) bool { return r != ' ' && notVisibleASCII(r) }):
+		errs = append(errs, fmt.Errorf("--oidc-console-scope must be at most %d printable ASCII characters, its scopes separated by spaces", maxConsoleOption))
+	case !slices.Contains(scope, "openid"):
+		errs = append(errs, fmt.Errorf("--oidc-console-scope %q must include openid", c.ConsoleScope))
+	}
+	return errs
+}
+
+// notVisibleASCII is true for a character outside %x21-7E, the characters
+// of a client id and of a scope token (RFC 6749 appendix A).
+func notVisibleASCII(r rune) bool { return r < 0x21 || r > 0x7e }
 
 // validateIssuerURL accepts an absolute https URL, or http on a loopback
 // host (a local provider): the JWKS that vouches for every token is

@@ -42,6 +42,8 @@ func TestServeAuthConfig(t *testing.T) {
 		args []string
 		env  map[string]string
 		want []string // substrings of the error; none: valid
+		// wantOIDC, when set, is the parsed OIDC configuration.
+		wantOIDC *oidcConfig
 	}{
 		{name: "default none on loopback", args: nil},
 		{name: "none refuses a public address", args: []string{"--addr", "0.0.0.0:8080"},
@@ -68,6 +70,33 @@ func TestServeAuthConfig(t *testing.T) {
 		{name: "flags override the environment", args: []string{"--auth", "none"}, env: map[string]string{
 			"HXD_AUTH": "oidc", "HXD_OIDC_AUDIENCE": "hxd",
 		}, want: []string{"--oidc-* options need --auth=oidc"}},
+		{name: "console client", args: []string{"--auth", "oidc", "--oidc-issuer", "https://id.example", "--oidc-audience", "hxd",
+			"--oidc-console-client-id", "hxd-console", "--oidc-console-scope", "openid profile export:payloads"},
+			wantOIDC: &oidcConfig{Issuer: "https://id.example", Audience: "hxd", RolesClaim: "roles",
+				ConsoleClientID: "hxd-console", ConsoleScope: "openid profile export:payloads"}},
+		{name: "console client from the environment", env: map[string]string{
+			"HXD_AUTH": "oidc", "HXD_OIDC_ISSUER": "https://id.example", "HXD_OIDC_AUDIENCE": "hxd",
+			"HXD_OIDC_CONSOLE_CLIENT_ID": "hxd-console", "HXD_OIDC_CONSOLE_SCOPE": "openid email",
+		}, wantOIDC: &oidcConfig{Issuer: "https://id.example", Audience: "hxd", RolesClaim: "roles",
+			ConsoleClientID: "hxd-console", ConsoleScope: "openid email"}},
+		{name: "console client without oidc", args: []string{"--oidc-console-client-id", "hxd-console"},
+			want: []string{"--oidc-* options need --auth=oidc"}},
+		{name: "console client from the environment without oidc", env: map[string]string{"HXD_OIDC_CONSOLE_CLIENT_ID": "hxd-console"},
+			want: []string{"--oidc-* options need --auth=oidc"}},
+		{name: "console scope without oidc", args: []string{"--oidc-console-scope", "openid email"},
+			want: []string{"--oidc-* options need --auth=oidc"}},
+		{name: "console client id with a space", args: []string{"--auth", "oidc", "--oidc-issuer", "https://id.example", "--oidc-audience", "hxd",
+			"--oidc-console-client-id", "hxd console"},
+			want: []string{"--oidc-console-client-id must be at most 1000 printable ASCII characters without spaces"}},
+		{name: "console client id too long", args: []string{"--auth", "oidc", "--oidc-issuer", "https://id.example", "--oidc-audience", "hxd",
+			"--oidc-console-client-id", strings.Repeat("c", 1001)},
+			want: []string{"--oidc-console-client-id must be at most 1000"}},
+		{name: "console scope without openid", args: []string{"--auth", "oidc", "--oidc-issuer", "https://id.example", "--oidc-audience", "hxd",
+			"--oidc-console-client-id", "hxd-console", "--oidc-console-scope", "profile email"},
+			want: []string{`--oidc-console-scope "profile email" must include openid`}},
+		{name: "console scope with a control character", args: []string{"--auth", "oidc", "--oidc-issuer", "https://id.example", "--oidc-audience", "hxd",
+			"--oidc-console-scope", "openid\nemail"},
+			want: []string{"--oidc-console-scope must be at most 1000 printable ASCII characters"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -77,7 +106,11 @@ func TestServeAuthConfig(t *testing.T) {
 			if len(tt.want) == 0 {
 				require.NoError(t, err)
 				if tt.env["HXD_OIDC_ROLES_CLAIM"] != "" {
-					require.Equal(t, oidcConfig{Issuer: "https://id.example", Audience: "hxd", TenantClaim: "tid", RolesClaim: "scp"}, cfg.OIDC)
+					require.Equal(t, oidcConfig{Issuer: "https://id.example", Audience: "hxd", TenantClaim: "tid", RolesClaim: "scp",
+						ConsoleScope: "openid"}, cfg.OIDC)
+				}
+				if tt.wantOIDC != nil {
+					require.Equal(t, *tt.wantOIDC, cfg.OIDC)
 				}
 				return
 			}
@@ -557,8 +590,9 @@ func freePort(t *testing.T) int {
 
 // startHydra starts `hydra serve all --dev` with an in-memory store on
 // free loopback ports and waits for its discovery document; the process
-// is killed when the test ends.
-func startHydra(t *testing.T, bin string) *hydra {
+// is killed when the test ends. extraEnv adds configuration (e.g. the
+// login and consent URLs of a loginRig, CORS for the console).
+func startHydra(t *testing.T, bin string, extraEnv ...string) *hydra {
 	t.Helper()
 	pub, adm := freePort(t), freePort(t)
 	h := &hydra{
@@ -581,6 +615,7 @@ func startHydra(t *testing.T, bin string) *hydra {
 		"STRATEGIES_ACCESS_TOKEN=jwt",
 		"LOG_LEVEL=warn",
 	)
+	cmd.Env = append(cmd.Env, extraEnv...)
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.Dir = t.TempDir()
 	require.NoError(t, cmd.Start())
