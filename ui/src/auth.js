@@ -8,16 +8,20 @@
 // reload loses it and asks to sign in again. sessionStorage holds the PKCE
 // verifier and state during the redirect round-trip only, and is cleared
 // by the callback.
-import { html } from 'htm/preact';
 import { useState } from 'preact/hooks';
+
+import { html } from './html.js';
+import { navigate } from './router.js';
 
 const PKCE_KEY = 'hxd.console.pkce';
 const CALLBACK_PATH = '/ui/callback';
+const SIGN_IN_PATH = '/ui/sign-in';
 
 let config;
 let token = null;
 let expiryTimer = null;
 let notice = '';
+let returnPath = '/ui/'; // where the sign-in view was sent from
 const listeners = new Set();
 
 /** authConfig is the parsed hxd-console-config: {oidc: {issuer, client_id, audience, scope} | null}. */
@@ -80,19 +84,24 @@ export function signInNotice() {
 
 /**
  * onUnauthorized is called on any 401 of the API: the token is forgotten
- * and the console shows the sign-in view (the page stays where it is, so
- * that signing in comes back to it).
+ * and the console shows the sign-in view (/ui/sign-in); signing in comes
+ * back to the page the 401 came from.
  */
 export function onUnauthorized() {
-  clearToken(authRequired() ? 'The API refused the token: sign in again.' : '');
+  clearToken(token !== null ? 'The API refused the token: sign in again.' : '');
 }
 
+// clearToken forgets the token and shows the sign-in view, saying why.
 function clearToken(why) {
   clearTimeout(expiryTimer);
   expiryTimer = null;
   token = null;
   notice = why;
   notify();
+  if (typeof location !== 'undefined' && location.pathname !== SIGN_IN_PATH && location.pathname !== CALLBACK_PATH) {
+    returnPath = safeReturn(location.pathname + location.search);
+    navigate(SIGN_IN_PATH);
+  }
 }
 
 function notify() {
@@ -185,9 +194,12 @@ export async function signIn(returnTo) {
   window.location.assign(u.toString());
 }
 
-// safeReturn keeps returnTo a path of the console (never another origin).
+// safeReturn keeps returnTo a path of the console (never another origin);
+// the sign-in view and the callback return where sign-in was asked for.
 function safeReturn(p) {
-  return typeof p === 'string' && /^\/ui(\/|$)/.test(p) && !p.startsWith(CALLBACK_PATH) ? p : '/ui/';
+  if (typeof p !== 'string' || !/^\/ui(\/|\?|$)/.test(p)) return '/ui/';
+  if (p.startsWith(CALLBACK_PATH) || p.startsWith(SIGN_IN_PATH)) return returnPath;
+  return p;
 }
 
 /**
@@ -237,7 +249,7 @@ export async function handleCallback() {
   return safeReturn(pkce.return_to);
 }
 
-/** signOut forgets the token (the provider's session is left alone). */
+/** signOut forgets the token (the provider's session is left alone) and shows the sign-in view. */
 export function signOut() {
   clearToken('');
 }
@@ -251,12 +263,11 @@ export function SignInView() {
   const [pasted, setPasted] = useState('');
   const [error, setError] = useState('');
   const [busy, setBusy] = useState(false);
-  const here = () => window.location.pathname + window.location.search;
   const start = async () => {
     setBusy(true);
     setError('');
     try {
-      await signIn(here());
+      await signIn(returnPath);
     } catch (e) {
       setError(String(e.message || e));
       setBusy(false);
@@ -275,14 +286,15 @@ export function SignInView() {
     }
     setPasted('');
     setToken(t);
+    navigate(returnPath, { replace: true });
   };
   return html`
-    <section class="sign-in" aria-labelledby="sign-in-title">
+    <section class="card sign-in" aria-labelledby="sign-in-title">
       <h1 id="sign-in-title">Sign in</h1>
       ${notice && html`<p class="notice" role="status">${notice}</p>`}
       ${oidc?.client_id
         ? html`<p>Sign in with your identity provider (${oidc.issuer}); hxd never sees your password.</p>
-            <button type="button" data-testid="sign-in" onClick=${start} disabled=${busy}>Sign in</button>`
+            <button type="button" data-testid="sign-in" onClick=${start} disabled=${busy}>Sign in with ${providerName(oidc.issuer)}</button>`
         : html`<p>No console sign-in is configured for this server: paste an access token for audience
             ${oidc?.audience ?? 'of this server'}.</p>`}
       <form class="token-form" onSubmit=${submit}>
@@ -296,11 +308,10 @@ export function SignInView() {
     </section>`;
 }
 
-/** AuthStatus shows who is signed in and a sign-out button (nothing without auth or token). */
-export function AuthStatus() {
-  if (!authRequired() || getToken() === null) return null;
-  return html`<span class="auth-status">
-    Signed in as <strong data-testid="signed-in-as">${signedInAs()}</strong>
-    <button type="button" data-testid="sign-out" onClick=${signOut}>Sign out</button>
-  </span>`;
+function providerName(issuer) {
+  try {
+    return new URL(issuer).host;
+  } catch {
+    return 'the provider';
+  }
 }

@@ -5,17 +5,32 @@
 // report, the timeline rebuilt from the records (records.js) and the
 // artifacts catalog. Nothing is executed, and the bundle is kept only in
 // this page's memory: the server verifies and forgets it.
-import { html } from 'htm/preact';
 import { useRef, useState } from 'preact/hooks';
 
-import { api, ProblemError } from '../api.js';
+import { ProblemError } from '../api.js';
+import { getToken, onUnauthorized } from '../auth.js';
+import { html } from '../html.js';
 import { Timeline, formatTime } from '../timeline.js';
 import { recordsOfAttempt, timelineFromRecords } from '../records.js';
 
 const BUNDLE_TYPE = 'application/vnd.harnessx.incident+zip';
 
+// post sends the archive bytes as the raw request body (api() sends
+// JSON bodies), with the same bearer token and problem handling as api().
 async function post(path, bytes) {
-  return api('POST', path, { body: new Blob([bytes], { type: BUNDLE_TYPE }), headers: { 'Content-Type': BUNDLE_TYPE } });
+  const headers = { Accept: 'application/json', 'Content-Type': BUNDLE_TYPE };
+  const t = getToken();
+  if (t) headers.Authorization = `Bearer ${t}`;
+  const resp = await fetch(path, { method: 'POST', headers, body: bytes });
+  if (!resp.ok) {
+    let p = null;
+    if ((resp.headers.get('Content-Type') || '').includes('json')) {
+      try { p = await resp.json(); } catch { p = null; }
+    }
+    if (resp.status === 401) onUnauthorized();
+    throw new ProblemError(resp.status, p || { title: resp.statusText || `HTTP ${resp.status}` });
+  }
+  return resp.json();
 }
 
 export function BundlesPage() {
