@@ -187,7 +187,7 @@ function Records({ attempt, records }) {
     ${records.length === 0 ? html`<p>No record of this attempt.</p>` : html`
       <ol class="records">
         ${records.map((r) => html`<li key=${r.seq} data-testid="record" data-kind=${r.kind}>
-          <div><strong>${r.kind}</strong> · record ${r.seq} · ${formatTime(r.recorded_at)}
+          <div><strong>${r.kind === 'event' && r.payload?.type ? `event ${r.payload.type}` : r.kind}</strong> · record ${r.seq} · ${formatTime(r.recorded_at)}
             ${r.capture !== 'present' ? html` · payload ${r.capture}` : ''}</div>
           ${r.payload !== null && html`<pre>${JSON.stringify(r.payload, null, 2)}</pre>`}
         </li>`)}
