@@ -46,6 +46,13 @@ POSTMAN ?= clients/postman
 POSTMAN_DEPS = $(POSTMAN)/node_modules/.package-lock.json
 POSTMAN_COLLECTION = $(POSTMAN)/hxd.postman_collection.json
 
+# The web console (ui/, npm package @hxd/console): built by esbuild into
+# internal/ui/dist, which internal/ui embeds; its npm dependencies are
+# (re)installed with `npm ci` when the lockfile changes.
+UI ?= ui
+UI_DEPS = $(UI)/node_modules/.package-lock.json
+UI_DIST = internal/ui/dist
+
 # Every Go file of the module's packages, tests and build-tag-excluded files
 # included (testdata and other directories the go command skips are not).
 GO_FILES = $(GO) list -e -f '{{$$d := .Dir}}{{range .GoFiles}}{{$$d}}/{{.}} {{end}}{{range .CgoFiles}}{{$$d}}/{{.}} {{end}}{{range .TestGoFiles}}{{$$d}}/{{.}} {{end}}{{range .XTestGoFiles}}{{$$d}}/{{.}} {{end}}{{range .IgnoredGoFiles}}{{$$d}}/{{.}} {{end}}' ./...
@@ -120,17 +127,25 @@ test/postman: $(POSTMAN_DEPS) ## run the Postman collection with newman against 
 $(POSTMAN_DEPS): $(POSTMAN)/package.json $(POSTMAN)/package-lock.json
 	cd $(POSTMAN) && npm ci --silent --no-audit --no-fund
 
+$(UI_DEPS): $(UI)/package.json $(UI)/package-lock.json
+	cd $(UI) && npm ci --silent --no-audit --no-fund
+
 .PHONY: generate
-generate: $(TS_DEPS) $(POSTMAN_DEPS) ## regenerate internal/http/api, the TypeScript client's schema and the Postman collection from api/openapi.yaml
+generate: $(TS_DEPS) $(POSTMAN_DEPS) ## regenerate internal/http/api, the TypeScript client's schema and the Postman collection from api/openapi.yaml; build the console (ui/ → internal/ui/dist)
 	$(GO) generate ./internal/http/api/...
 	cd $(TS_CLIENT) && npm run --silent generate
 	cd $(POSTMAN) && npm run --silent generate
+	@$(MAKE) --no-print-directory ui
+
+.PHONY: ui
+ui: $(UI_DEPS) ## build the web console (ui/, esbuild) into internal/ui/dist (make generate does too)
+	cd $(UI) && npm run --silent build
 
 .PHONY: verify
 verify: generate lint lint/contract ## regenerate and fail on stale generated code; vet; gofmt check; golangci-lint; contract lint
-	@git diff --exit-code --stat -- internal/http/api $(TS_CLIENT)/src/schema.ts $(POSTMAN_COLLECTION) || { \
+	@git diff --exit-code --stat -- internal/http/api $(TS_CLIENT)/src/schema.ts $(POSTMAN_COLLECTION) $(UI_DIST) || { \
 		echo 'generated code is stale: run `make generate` and commit the result' >&2; exit 1; }
-	@untracked="$$(git ls-files --others --exclude-standard -- internal/http/api $(TS_CLIENT)/src/schema.ts $(POSTMAN_COLLECTION))"; \
+	@untracked="$$(git ls-files --others --exclude-standard -- internal/http/api $(TS_CLIENT)/src/schema.ts $(POSTMAN_COLLECTION) $(UI_DIST))"; \
 	if [ -n "$$untracked" ]; then \
 		echo "generated files not committed (git add them):" >&2; echo "$$untracked" >&2; exit 1; fi
 

@@ -94,6 +94,12 @@ var depsRules = []depsRule{
 		onlyOurs: []string{"hxd/api"},
 	},
 	{
+		name:     "ui (the console's files) imports nothing of ours",
+		pkgs:     []string{"hxd/internal/ui/..."},
+		onlyOurs: []string{"hxd/internal/ui/..."},
+		stdOnly:  true,
+	},
+	{
 		name:     "migrations import nothing of ours",
 		pkgs:     []string{"hxd/migrations/..."},
 		onlyOurs: []string{"hxd/migrations/..."},

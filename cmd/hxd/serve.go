@@ -23,6 +23,7 @@ import (
 	"hxd/internal/mcp"
 	hxruntime "hxd/internal/runtime"
 	"hxd/internal/tool"
+	"hxd/internal/ui"
 )
 
 // serveConfig is everything `hxd serve` reads from flags and HXD_* env.
@@ -356,6 +357,8 @@ type apiServer struct {
 	srv  *http.Server
 	log  *slog.Logger
 	errc chan error
+	// textLog: the log is text, so the console line may be plain text too.
+	textLog bool
 }
 
 // newAPIServer is the HTTP API over svc (with Go and process metrics) on
@@ -365,14 +368,15 @@ type apiServer struct {
 func newAPIServer(cfg *serveConfig, ln net.Listener, svc hxhttp.Service, log *slog.Logger, auth hxhttp.Authenticator) *apiServer {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	handler := hxhttp.New(hxhttp.Config{Service: svc, Logger: log, Version: version, Registry: reg, Authenticator: auth})
+	handler := hxhttp.New(hxhttp.Config{Service: svc, Logger: log, Version: version, Registry: reg, Authenticator: auth,
+		Console: ui.Handler(consoleConfig(cfg))})
 	srv := &http.Server{
 		Handler:           handler,
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       cfg.IdleTimeout,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
-	return &apiServer{ln: ln, srv: srv, log: log, errc: make(chan error, 1)}
+	return &apiServer{ln: ln, srv: srv, log: log, errc: make(chan error, 1), textLog: cfg.LogFormat != "json"}
 }
 
 // serve starts serving, logs where (storeDesc: what backs it) and tells
@@ -380,7 +384,12 @@ func newAPIServer(cfg *serveConfig, ln net.Listener, svc hxhttp.Service, log *sl
 func (a *apiServer) serve(ctx context.Context, e env, storeDesc string, nAgents int) {
 	go func() { a.errc <- a.srv.Serve(a.ln) }()
 	addr := a.ln.Addr().String()
-	a.log.InfoContext(ctx, "hxd listening", "addr", "http://"+addr, "store", storeDesc, "version", version, "agents", nAgents)
+	a.log.InfoContext(ctx, "hxd listening", "addr", "http://"+addr, "store", storeDesc, "version", version, "agents", nAgents,
+		"console", consoleURL(addr))
+	if a.textLog {
+		// The line a person running `make run` looks for.
+		fmt.Fprintf(e.stderr, "console: %s\n", consoleURL(addr))
+	}
 	if e.onListen != nil {
 		e.onListen(addr)
 	}

@@ -90,6 +90,11 @@ type Config struct {
 	// authentication; every request acts as runtime.LocalPrincipal, which
 	// holds every role (--auth=none).
 	Authenticator Authenticator
+	// Console serves the web console's static files at /ui and /ui/...,
+	// without authentication (the console's own API calls carry the
+	// caller's token). Optional, default: nil, no console (/ui is a 404
+	// not_found problem like any unknown path).
+	Console http.Handler
 }
 
 // Server implements the generated strict-server interface on top of a
@@ -218,7 +223,23 @@ func newHandler(cfg Config) (http.Handler, error) {
 		Middlewares:      []api.MiddlewareFunc{s.validate(routes)},
 		ErrorHandlerFunc: s.paramError,
 	})
+	if cfg.Console != nil {
+		return withConsole(r, cfg.Console), nil
+	}
 	return r, nil
+}
+
+// withConsole sends /ui and /ui/... to console, before the API's
+// middleware (no authentication: static files only), and everything else
+// to api.
+func withConsole(api, console http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if p := r.URL.Path; p == "/ui" || strings.HasPrefix(p, "/ui/") {
+			console.ServeHTTP(w, r)
+			return
+		}
+		api.ServeHTTP(w, r)
+	})
 }
 
 // allowedMethods lists the methods routed for path, for the Allow header
