@@ -85,9 +85,10 @@ peers: ## build the pinned test peers (Ory Hydra, Temporal CLI, versitygw) into 
 # The race detector needs cgo (a C compiler): outside CI, a machine without
 # one still runs the suite and gets a warning instead of test/race; CI insists.
 .PHONY: test
-test: peers ## build the test peers (peers), run the whole suite, then test/ts, test/postman and test/race
+test: peers ## build the test peers (peers), run the whole suite, then test/ts, test/console, test/postman and test/race
 	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
 	@$(MAKE) --no-print-directory test/ts
+	@$(MAKE) --no-print-directory test/console
 	@$(MAKE) --no-print-directory test/postman
 	@if [ "$$($(GO) env CGO_ENABLED)" = 1 ] || [ -n "$${CI:-}" ]; then \
 		$(MAKE) --no-print-directory test/race; \
@@ -110,6 +111,12 @@ test/race: ## race-detector tests of RACE_PKGS (default ./internal/runtime/...)
 
 # The clients' tests run against this hxd binary, built once per target.
 CLIENT_TEST_HXD = bin/client-test/hxd
+
+# The console's pure logic (ui/src/records.js) on bundles hxd exported
+# (ui/test/testdata); node --test needs none of ui/'s npm dependencies.
+.PHONY: test/console
+test/console: ## web console unit tests (ui/test, node --test)
+	cd $(UI) && npm test --silent
 
 .PHONY: test/ts
 test/ts: $(TS_DEPS) ## TypeScript client (clients/typescript): build, node --test against a real hxd, npm pack + install
