@@ -62,7 +62,7 @@ func TestServeConsole(t *testing.T) {
 
 			for path, ctype := range map[string]string{
 				"/ui/runs/0194a3b0-7c1d-7e4f-8a2b-3c4d5e6f7a8b": "text/html; charset=utf-8",
-				"/ui/assets/app.js": "text/javascript; charset=utf-8",
+				"/ui/assets/app.js":                             "text/javascript; charset=utf-8",
 			} {
 				resp, err := http.Get("http://" + addr + path)
 				require.NoError(t, err)
