@@ -112,7 +112,7 @@ export function Timeline({ timeline, onSelect, selected }) {
     const s = ms(a.started_at);
     const e = a.ended_at ? ms(a.ended_at) : now;
     const left = pct(s);
-    const width = `max(${((Math.max(e - s, 0)) / len) * 100}%, 0.5rem)`;
+    const width = `max(${((Math.max(e - s, 0)) / len) * 100}%, 2.2rem)`;
     const label = barLabel(a, names[a.lane] || a.lane);
     const key = attemptKey(a);
     const wait = a.retry_wait_seconds ? html`<span class="wait" aria-hidden="true" title=${`retry wait ${seconds(a.retry_wait_seconds)}`}

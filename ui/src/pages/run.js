@@ -37,18 +37,29 @@ function namesCall(ev, a) {
   return !!(a.execution_key && d.execution_key === a.execution_key);
 }
 
-// eventsOf are the events of one attempt: same step and attempt id (a
-// model attempt), or same step and naming the same call (a tool attempt,
-// whose events carry the attempt id of the model call that asked for it).
-export function eventsOf(events, a) {
+// eventsOf are the events of one attempt. A tool attempt's: the events of
+// its step naming its call (they carry the attempt id of the model call
+// that asked for it). A model attempt's: the events of its step committed
+// from its start until the step's next model attempt starts (the first
+// attempt also takes earlier ones). The events' attempt_id does not tell
+// a retry's events from the first attempt's: after an attempt_reset they
+// keep the step's first attempt id.
+export function eventsOf(events, a, attempts) {
+  if (a.kind === 'tool') return events.filter((ev) => ev.step_id === a.step_id && namesCall(ev, a));
+  const starts = attempts.filter((x) => x.kind === 'model' && x.step_id === a.step_id)
+    .map((x) => Date.parse(x.started_at)).sort((x, y) => x - y);
+  const from = Date.parse(a.started_at);
+  const i = starts.indexOf(from);
+  const lo = i <= 0 ? -Infinity : from;
+  const hi = i >= 0 && i + 1 < starts.length ? starts[i + 1] : Infinity;
   return events.filter((ev) => {
     if (ev.step_id !== a.step_id) return false;
-    if (a.kind === 'tool') return namesCall(ev, a);
-    return ev.attempt_id === String(a.attempt);
+    const t = Date.parse(ev.created_at);
+    return Number.isNaN(t) ? ev.attempt_id === String(a.attempt) : t >= lo && t < hi;
   });
 }
 
-function BarDetail({ runId, attempt, version }) {
+function BarDetail({ runId, attempt, attempts, version }) {
   const [events, setEvents] = useState(null);
   const [error, setError] = useState(null);
   useEffect(() => {
@@ -57,7 +68,7 @@ function BarDetail({ runId, attempt, version }) {
     allEvents(runId, ctl.signal).then(setEvents, (e) => { if (e.name !== 'AbortError') setError(e); });
     return () => ctl.abort();
   }, [runId, version]);
-  const mine = events ? eventsOf(events, attempt) : [];
+  const mine = events ? eventsOf(events, attempt, attempts) : [];
   return html`<section class="bar-detail card" data-testid="bar-detail" aria-live="polite" aria-labelledby="detail-h">
     <h2 id="detail-h">${attempt.kind === 'model' ? 'Model' : `Tool ${attempt.tool || ''}`} · step ${attempt.step_id} · attempt ${attempt.attempt}</h2>
     <dl class="facts">
@@ -192,7 +203,7 @@ export function RunPage({ id }) {
       ${tlError ? html`<${ProblemBox} error=${tlError} />` : null}
       <${Timeline} timeline=${timeline} selected=${selected} onSelect=${(a) => setSelected(attemptKey(a))} />
     </section>
-    ${sel ? html`<${BarDetail} runId=${id} attempt=${sel} version=${version} />` : null}
+    ${sel ? html`<${BarDetail} runId=${id} attempt=${sel} attempts=${attempts} version=${version} />` : null}
     <${ExportForm} runId=${id} />
   </section>`;
 }
