@@ -220,4 +220,18 @@ func TestConsoleSessions(t *testing.T) {
 	// A deep link keeps its filters on reload.
 	require.NoError(t, chromedp.Do(c.ctx, chromedp.Reload()))
 	c.wait(t, "the filtered listing after reload", `document.querySelectorAll('[data-testid=session-row]').length === 1 && document.querySelector('[data-testid=filter-agent]').value === 'invoice-reminder@v1'`)
+
+	// New session, then a run in it: the page moves to the run.
+	selectValue("new-session-agent", "invoice-analyst@v1")
+	require.NoError(t, chromedp.Do(c.ctx, chromedp.SendKeys(chromedp.CSS(`[data-testid=new-session-id]`), "from-console")))
+	c.click(t, `[data-testid=new-session-submit]`)
+	c.wait(t, "the start-run form", `document.querySelector('[data-testid=start-run] [data-testid=run-message]')`)
+	require.NoError(t, chromedp.Do(c.ctx, chromedp.SendKeys(chromedp.CSS(`[data-testid=run-message]`), "What is overdue?")))
+	c.click(t, `[data-testid=start-run-submit]`)
+	c.wait(t, "the new run's page", `location.pathname.startsWith('/ui/runs/') && `+fmt.Sprintf(runStatusIs, "completed"))
+	resp, body := c.d.do(t, http.MethodGet, "/sessions/from-console", nil)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	s := decode(t, body)
+	require.Equal(t, map[string]any{"name": "invoice-analyst", "version": "v1"}, s["agent"])
+	require.Equal(t, "/ui/runs/"+s["latest_run"].(map[string]any)["run_id"].(string), eval[string](t, c, `location.pathname`))
 }
