@@ -235,3 +235,33 @@ func TestConsoleSessions(t *testing.T) {
 	require.Equal(t, map[string]any{"name": "invoice-analyst", "version": "v1"}, s["agent"])
 	require.Equal(t, "/ui/runs/"+s["latest_run"].(map[string]any)["run_id"].(string), eval[string](t, c, `location.pathname`))
 }
+
+// TestConsolePauseResume: a running run is paused and resumed from its
+// page, which shows the pause and resume marks, then cancelled from its
+// session's page on its second run.
+func TestConsolePauseResume(t *testing.T) {
+	t.Parallel()
+	c := newConsole(t)
+	c.createSession(t, "nap", "sleeper@v1")
+	run := c.submit(t, "nap", 0, map[string]any{"message": "Take a nap."})
+	runID := run["run_id"].(string)
+
+	c.open(t, "/ui/runs/"+runID)
+	c.wait(t, "the running run", fmt.Sprintf(runStatusIs, "running")+` && !document.querySelector('[data-testid=pause]').disabled`)
+	c.click(t, `[data-testid=pause]`)
+	c.wait(t, "run status paused", fmt.Sprintf(runStatusIs, "paused"))
+	c.wait(t, "the paused mark", `document.querySelector('[data-testid=mark][data-type=paused]')`)
+	c.click(t, `[data-testid=resume]`)
+	c.wait(t, "run status completed", fmt.Sprintf(runStatusIs, "completed"))
+	c.wait(t, "the resumed mark", `document.querySelector('[data-testid=mark][data-type=resumed]')`)
+
+	second := c.submit(t, "nap", 0, map[string]any{"message": "Another nap."})
+	c.open(t, "/ui/sessions/nap")
+	c.wait(t, "both runs", `document.querySelectorAll('[data-testid=run-row]').length === 2`)
+	c.wait(t, "cancel enabled", `!document.querySelector('[data-testid=cancel]').disabled`)
+	c.click(t, `[data-testid=cancel]`)
+	c.wait(t, "the cancelled run listed", fmt.Sprintf(`[...document.querySelectorAll('[data-testid=run-row]')].some(r => r.dataset.runId === %q && r.textContent.includes('cancelled'))`, second["run_id"]))
+	resp, body := c.d.do(t, http.MethodGet, "/runs/"+second["run_id"].(string), nil)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Equal(t, "cancelled", decode(t, body)["status"])
+}
