@@ -27,6 +27,7 @@ type fakeService struct {
 	WaitRunFunc       func(ctx context.Context, runID string, d time.Duration) (*hxruntime.RunResult, error)
 	ListRunsFunc      func(ctx context.Context, sessionID string, p hxruntime.ListParams) (hxruntime.Page[hxruntime.RunResult], error)
 	GetRunFunc        func(ctx context.Context, runID string) (*hxruntime.RunResult, error)
+	RunTimelineFunc   func(ctx context.Context, runID string) (*hxruntime.RunTimeline, error)
 	ListEventsFunc    func(ctx context.Context, runID string, after int64, limit int) ([]hxruntime.RunEvent, error)
 	WatchRunFunc      func(runID string) (<-chan struct{}, func())
 	PauseFunc         func(ctx context.Context, sessionID string) (*hxruntime.RunResult, error)
@@ -102,6 +103,13 @@ func (f *fakeService) ListRuns(ctx context.Context, sessionID string, p hxruntim
 		return hxruntime.Page[hxruntime.RunResult]{}, errNotStubbed
 	}
 	return f.ListRunsFunc(ctx, sessionID, p)
+}
+
+func (f *fakeService) RunTimeline(ctx context.Context, runID string) (*hxruntime.RunTimeline, error) {
+	if f.RunTimelineFunc == nil {
+		return nil, errNotStubbed
+	}
+	return f.RunTimelineFunc(ctx, runID)
 }
 
 func (f *fakeService) GetRun(ctx context.Context, runID string) (*hxruntime.RunResult, error) {

@@ -42,6 +42,9 @@ type Service interface {
 	ListRuns(ctx context.Context, sessionID string, p hxruntime.ListParams) (hxruntime.Page[hxruntime.RunResult], error)
 	// GetRun returns a run's public result.
 	GetRun(ctx context.Context, runID string) (*hxruntime.RunResult, error)
+	// RunTimeline returns a run's timeline of model and tool attempts,
+	// built from its step and tool rows (and its events for the marks).
+	RunTimeline(ctx context.Context, runID string) (*hxruntime.RunTimeline, error)
 
 	// ListEvents returns up to limit events with cursor > after.
 	ListEvents(ctx context.Context, runID string, after int64, limit int) ([]hxruntime.RunEvent, error)

@@ -32,7 +32,7 @@ func chromiumPath() string {
 }
 
 // NewBrowser starts a headless Chromium (Debian's chromium package, or
-// $HXD_TEST_CHROMIUM) with a 1280×800 window and returns a chromedp
+// $HXD_TEST_CHROMIUM) with a 1280×800 viewport and returns a chromedp
 // context of its first tab; the browser is closed when the test ends. A
 // missing browser skips the test with how to install it (fails under
 // CI=true). The sandbox is off when running as root, where Chromium
@@ -57,8 +57,10 @@ func NewBrowser(t testing.TB) context.Context {
 	}
 	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancel := chromedp.NewContext(allocCtx, chromedp.WithLogf(t.Logf))
-	// Start the browser now, so that a broken install fails here.
-	if err := chromedp.Do(ctx); err != nil {
+	// Start the browser now, so that a broken install fails here; the
+	// viewport (not the window, which includes the browser's own bars) is
+	// 1280×800.
+	if err := chromedp.Do(ctx, chromedp.EmulateViewport(BrowserWidth, BrowserHeight)); err != nil {
 		cancel()
 		cancelAlloc()
 		t.Fatalf("start chromium %s: %v", path, err)
@@ -72,12 +74,13 @@ func NewBrowser(t testing.TB) context.Context {
 
 var unsafeName = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
 
-// SaveScreenshot writes a PNG of the whole page of ctx's tab as
+// SaveScreenshot writes a PNG of the viewport of ctx's tab (1280×800
+// unless the test emulates another) as
 // <name>.png under $HXD_TEST_ARTIFACTS (default: bin/test-artifacts/ of
 // the repository) and logs its path.
 func SaveScreenshot(t testing.TB, ctx context.Context, name string) {
 	t.Helper()
-	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	png, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
 	if err != nil {
 		t.Fatalf("screenshot %s: %v", name, err)
 	}

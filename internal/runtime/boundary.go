@@ -31,6 +31,8 @@ type committer struct {
 	toolStatus map[string]ToolStatus
 	// stashed are rows of entries of an earlier step not yet committed.
 	stashed []rtstore.ToolRow
+	// spans is stepSpans of the state at the last commit.
+	spans string
 	// wait, when set, carries a commit through a storage outage: it runs
 	// the commit's tries again while they fail with ErrUnavailable
 	// (driver.untilStored). Unset, the error goes back to the caller (a
@@ -129,6 +131,22 @@ func (c *committer) stashTools() {
 	}
 }
 
+// stepSpans identifies the state of the current step's model attempts.
+func stepSpans(st *RunState) string {
+	n := len(st.ModelAttempts)
+	if n == 0 {
+		return ""
+	}
+	return itoa(st.Iterations) + ":" + itoa(n) + ":" + st.ModelAttempts[n-1].Outcome
+}
+
+// stepSpansChanged reports whether the step's model attempts changed since
+// the last commit (its steps row is stale).
+func (c *committer) stepSpansChanged() bool {
+	s := stepSpans(c.st)
+	return s != "" && s != c.spans
+}
+
 // hasPending reports whether boundaries or events await a commit.
 func (c *committer) hasPending() bool { return len(c.kinds) > 0 || len(c.events) > 0 }
 
@@ -178,6 +196,7 @@ func (c *committer) apply(ctx context.Context, write func(context.Context) error
 	for i := range c.st.Tools {
 		c.toolStatus[c.st.Tools[i].ExecutionKey] = c.st.Tools[i].Status
 	}
+	c.spans = stepSpans(c.st)
 	c.r.notify.wake(c.st.RunID)
 	if c.st.Status != StatusRunning {
 		c.r.settled.wake(c.st.RunID)

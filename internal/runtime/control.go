@@ -169,6 +169,7 @@ func (r *Runtime) resume(ctx context.Context, sess *rtstore.SessionRow, p Resume
 		return "", err
 	}
 	st.Error, st.StopReason = nil, nil
+	NoteResumed(st, r.cfg.NowFunc(), prev)
 	d := r.newDriver(b, st, lease)
 	d.record(journal.KindRunResumed, map[string]any{"previous_status": prev}, nil)
 	recoverState(d)
@@ -368,6 +369,7 @@ type decision struct {
 	result *model.ToolResult
 	retry  bool
 	abort  bool
+	at     time.Time // when it was decided (timeline)
 }
 
 func (r *Runtime) decide(ctx context.Context, sessionID, key string, resume bool, dec decision) (*RunResult, error) {
@@ -405,6 +407,7 @@ func (r *Runtime) decide(ctx context.Context, sessionID, key string, resume bool
 	if e == nil {
 		return nil, publicErr(ErrUnknownExecutionKey, fmt.Sprintf("No pending tool has execution key '%s'", key))
 	}
+	dec.at = r.cfg.NowFunc()
 	if err := resolveEntry(st, e, dec); err != nil {
 		return nil, err
 	}
@@ -488,6 +491,7 @@ func resolveEntry(st *RunState, e *ToolEntry, dec decision) error {
 		if e.Status != ToolApproval {
 			return invalid("Tool is not awaiting approval")
 		}
+		e.ApprovalDecidedAt = dec.at.UTC()
 		if *dec.allow {
 			e.Status, _ = NextToolStatus(e.Status, TevApprove)
 			e.Approved = ptr(true)
@@ -509,6 +513,7 @@ func resolveEntry(st *RunState, e *ToolEntry, dec decision) error {
 	if e.Status != ToolUncertain && e.Status != ToolStarted {
 		return invalid("Tool has no uncertain outcome")
 	}
+	resolveSpan(e, dec)
 	switch {
 	case dec.abort:
 		cancelState(st, "cancelled", nil)

@@ -300,9 +300,11 @@ func (d *driver) settleAfterCommitFailure(ctx context.Context, cause error) {
 // decisions (awaiting_input) or fails with {typ, msg}.
 func (d *driver) settleInFlight(typ, msg string) {
 	st := d.st
+	now := d.r.cfg.NowFunc()
 	if st.ModelAttemptOpen {
 		d.record(journal.KindModelFailed, map[string]any{"type": typ, "message": msg}, nil)
 		st.ModelAttemptOpen = false
+		EndModelSpan(st, now, SpanFailed, &RunError{Type: typ, Message: msg})
 	}
 	dispatched := map[string]bool{}
 	for _, r := range d.records {
@@ -316,6 +318,11 @@ func (d *driver) settleInFlight(typ, msg string) {
 			continue
 		}
 		d.record(journal.KindToolFailed, map[string]any{"type": typ, "message": msg, "outcome": "unknown"}, e)
+		outcome := SpanFailed
+		if e.Policy == tool.PolicyManual {
+			outcome = SpanUncertain
+		}
+		EndToolSpan(e, now, outcome, &RunError{Type: typ, Message: msg})
 		if e.Policy == tool.PolicyManual && d.setToolStatus(e, TevUnknown) == nil {
 			d.event(EventRecoveryRequired, map[string]any{"execution_key": e.ExecutionKey, "call": e.Call}, e)
 		}
@@ -364,7 +371,7 @@ func (d *driver) step(ctx context.Context, cmd Command) error {
 	case PhaseStart:
 		return d.cmdStart()
 	case PhasePrepareModel:
-		return d.cmdPrepareModel()
+		return d.cmdPrepareModel(ctx)
 	case PhaseModel:
 		return d.cmdModel(ctx)
 	case PhasePrepareTools:
@@ -415,8 +422,17 @@ func (d *driver) setToolStatus(e *ToolEntry, ev ToolEvent) error {
 func (d *driver) cmdStart() error { return asCommandError(StartRun(d.st)) }
 
 // cmdPrepareModel opens a new step (pure).
-func (d *driver) cmdPrepareModel() error {
+func (d *driver) cmdPrepareModel(ctx context.Context) error {
 	if d.st.Iterations < d.b.def.MaxIterations {
+		// The step's row keeps its model attempts' times: a step whose
+		// last attempt closed since the last commit (its tool calls all
+		// answered without a call, so no commit followed) is committed
+		// before the next step replaces the row's content.
+		if d.stepSpansChanged() {
+			if err := d.commit(ctx); err != nil {
+				return err
+			}
+		}
 		d.stashTools()
 	}
 	return asCommandError(PrepareModel(d.st, d.b.def.MaxIterations))
@@ -429,12 +445,15 @@ func (d *driver) buildRequest() *model.Request { return BuildModelRequest(d.b.de
 // between, callModel).
 func (d *driver) cmdModel(ctx context.Context) error {
 	st := d.st
+	now := d.r.cfg.NowFunc()
 	if st.Attempt != 0 {
 		st.UsageIncomplete = true
 		d.event(EventAttemptReset, map[string]any{"attempt": st.Attempt}, nil)
+		ResetModelSpan(st, now)
 	}
 	st.Attempt++
 	BeginAttemptUsage(st)
+	BeginModelSpan(d.b.def, st, now)
 	req := d.buildRequest()
 	st.Request = req
 	st.ModelAttemptOpen = true
@@ -453,12 +472,14 @@ func (d *driver) cmdModel(ctx context.Context) error {
 		f := model.AsFailure(err)
 		d.record(journal.KindModelFailed, map[string]any{"type": f.Type, "message": f.Message}, nil)
 		st.ModelAttemptOpen = false
+		EndModelSpan(st, d.r.cfg.NowFunc(), SpanFailed, &RunError{Type: f.Type, Message: f.Message})
 		if f.Usage != nil { // what the provider reported before failing
 			AccountAttemptUsage(st, *f.Usage, true)
 		}
 		retry := d.b.def.Retry
 		if RetrySameModel(d.b.def, st, f) {
 			wait := model.Backoff(ModelAttempt(st), retry.BackoffSeconds, retry.MaxBackoffSeconds, f.RetryAfterSeconds, d.r.cfg.RandFunc)
+			SetModelSpanWait(st, wait)
 			d.event(EventWaiting, map[string]any{"on": "model", "seconds": journal.Float(wait.Seconds())}, nil)
 			if err := d.commit(ctx); err != nil {
 				return err
@@ -477,6 +498,7 @@ func (d *driver) cmdModel(ctx context.Context) error {
 	AccountAttemptUsage(st, resp.Usage, resp.UsageReported)
 	d.record(journal.KindModelCompleted, CompletedPayload(&processed), nil)
 	st.ModelAttemptOpen = false
+	EndModelSpan(st, d.r.cfg.NowFunc(), SpanSucceeded, nil)
 	if processed.Text != "" {
 		if !streamed { // streamed: its deltas are committed
 			d.event(EventTextDelta, processed.Text, nil)
@@ -695,6 +717,7 @@ func (d *driver) dispatch(e *ToolEntry) (tool.Tool, error) {
 		if err := d.setToolStatus(e, TevNeedApproval); err != nil {
 			return nil, err
 		}
+		RequestApproval(e, d.r.cfg.NowFunc())
 		d.event(EventApprovalRequired, map[string]any{"execution_key": e.ExecutionKey, "call": e.Call}, e)
 		return nil, nil
 	}
@@ -705,6 +728,7 @@ func (d *driver) dispatch(e *ToolEntry) (tool.Tool, error) {
 		return nil, err
 	}
 	e.Attempt++
+	BeginToolSpan(e, d.r.cfg.NowFunc())
 	d.record(journal.KindToolStarted, toolStartedPayload{Call: e.Call, ReplayPolicy: e.Policy}, e)
 	d.event(EventToolCallStart, e.Call, e)
 	d.record(journal.KindToolDispatched, toolDispatchedPayload{Call: e.Call}, e)
@@ -741,6 +765,7 @@ func (d *driver) callTool(ctx context.Context, t tool.Tool, e *ToolEntry) error 
 		if err := d.setToolStatus(e, TevUnknown); err != nil {
 			return err
 		}
+		EndToolSpan(e, d.r.cfg.NowFunc(), SpanUncertain, nil)
 		d.event(EventRecoveryRequired, map[string]any{"execution_key": e.ExecutionKey, "call": e.Call, "reason": "client_result"}, e)
 		return nil
 	case err != nil && ctx.Err() != nil:
@@ -774,6 +799,7 @@ func (d *driver) returned(ctx context.Context, e *ToolEntry, raw model.ToolResul
 		return err
 	}
 	e.RawResult = &raw
+	EndToolSpan(e, d.r.cfg.NowFunc(), SpanSucceeded, nil)
 	d.record(journal.KindToolReturned, raw, e)
 	if ctx.Err() != nil {
 		return nil
@@ -815,11 +841,17 @@ func (d *driver) toolFailed(ctx context.Context, e *ToolEntry, f *tool.Failure) 
 		outcome = "failed"
 	}
 	d.record(journal.KindToolFailed, map[string]any{"type": f.Type, "message": f.Message, "outcome": outcome}, e)
+	action := ToolFailureAction(e, f)
+	span := SpanFailed
+	if action == FailUncertain {
+		span = SpanUncertain
+	}
+	EndToolSpan(e, d.r.cfg.NowFunc(), span, &RunError{Type: f.Type, Message: f.Message})
 	retry := e.Retry
 	if retry == nil {
 		retry = &tool.DefaultRetry
 	}
-	switch ToolFailureAction(e, f) {
+	switch action {
 	case FailErrorResult:
 		return d.returned(ctx, e, model.ToolResult{ToolCallID: e.Call.ID, Content: tool.TextContent(ToolErrorText(f.Message)), IsError: true})
 	case FailUncertain:
@@ -833,6 +865,7 @@ func (d *driver) toolFailed(ctx context.Context, e *ToolEntry, f *tool.Failure) 
 			return err
 		}
 		wait := model.Backoff(e.Attempt, retry.BackoffSeconds, retry.MaxBackoffSeconds, 0, d.r.cfg.RandFunc)
+		SetToolSpanWait(e, wait)
 		d.event(EventWaiting, map[string]any{"on": "tool", "seconds": journal.Float(wait.Seconds())}, e)
 		if err := d.commit(ctx); err != nil {
 			return err
@@ -892,15 +925,19 @@ func (d *driver) interrupted(ctx context.Context) error {
 		return nil
 	}
 	st := d.st
+	now := d.r.cfg.NowFunc()
 	if st.Phase == PhaseModel && st.ModelAttemptOpen {
 		d.record(journal.KindModelInterrupted, map[string]any{"outcome": "incomplete"}, nil)
+		EndModelSpan(st, now, SpanCancelled, nil)
 	}
 	for i := range st.Tools {
 		e := &st.Tools[i]
 		if e.Status == ToolStarted {
 			if e.Policy == tool.PolicyManual {
 				_ = d.setToolStatus(e, TevUnknown)
+				EndToolSpan(e, now, SpanUncertain, nil)
 			}
+			EndToolSpan(e, now, SpanCancelled, nil)
 			d.record(journal.KindToolInterrupted, map[string]any{"outcome": "unknown", "status": e.Status}, e)
 		}
 	}

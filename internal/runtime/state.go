@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"encoding/json"
+	"time"
 
 	"hxd/internal/agent"
 	"hxd/internal/journal"
@@ -55,6 +56,12 @@ type RunState struct {
 	// ModelAttemptOpen is true between a committed model.started and the
 	// commit that closes that attempt (model.failed / model.completed).
 	ModelAttemptOpen bool `json:"model_attempt_open"`
+	// ModelAttempts are the current step's model attempts with their
+	// times (timeline.go), written to its steps row; omitted when none,
+	// and absent from states stored before hxd kept them.
+	ModelAttempts []AttemptSpan `json:"model_attempts,omitempty"`
+	// Resumptions are when the run was resumed (timeline marks).
+	Resumptions []Resumption `json:"resumptions,omitempty"`
 	// ChainPosition is the step's model in the agent's fallback chain
 	// (fallback.go); empty on the primary model.
 	ChainPosition
@@ -90,6 +97,13 @@ type ToolEntry struct {
 	Approved     *bool             `json:"approved,omitempty"`
 	RawResult    *model.ToolResult `json:"raw_result,omitempty"`
 	Result       *model.ToolResult `json:"result,omitempty"`
+	// Attempts are the entry's attempts with their times, and
+	// ApprovalRequestedAt / ApprovalDecidedAt when it waited for an
+	// approval and when that was decided (timeline.go); omitted when
+	// unset, and absent from rows stored before hxd kept them.
+	Attempts            []AttemptSpan `json:"attempts,omitempty"`
+	ApprovalRequestedAt time.Time     `json:"approval_requested_at,omitzero"`
+	ApprovalDecidedAt   time.Time     `json:"approval_decided_at,omitzero"`
 }
 
 // stepID is the journal step_id of the state.
@@ -172,16 +186,19 @@ func (s *RunState) checkpointPayload() *checkpointPayload {
 	return &checkpointPayload{Error: s.Error, Extensions: ext, Phase: s.Phase, Status: s.Status, Tools: tools}
 }
 
-// stepPayload is the steps row {attempt, phase, response} (the request is
-// in the journal's model.started), keys in order.
+// stepPayload is the steps row {attempt, attempts, phase, response} (the
+// request is in the journal's model.started), keys in order. Attempts are
+// the step's model attempts with their times (the run timeline), omitted
+// when none: rows stored before hxd kept them have none.
 type stepPayload struct {
 	Attempt  int             `json:"attempt"`
+	Attempts []AttemptSpan   `json:"attempts,omitempty"`
 	Phase    Phase           `json:"phase"`
 	Response *model.Response `json:"response"`
 }
 
 func (s *RunState) stepPayload() *stepPayload {
-	return &stepPayload{Attempt: s.Attempt, Phase: s.Phase, Response: s.Response}
+	return &stepPayload{Attempt: s.Attempt, Attempts: s.ModelAttempts, Phase: s.Phase, Response: s.Response}
 }
 
 func ptr[T any](v T) *T { return &v }

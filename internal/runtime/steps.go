@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"hxd/internal/agent"
 	"hxd/internal/journal"
@@ -96,6 +97,7 @@ func PrepareModel(st *RunState, maxIterations int) error {
 	}
 	st.Iterations++
 	st.Attempt = 0
+	st.ModelAttempts = nil
 	st.ChainPosition = ChainPosition{}
 	st.Tools = nil
 	st.Response = nil
@@ -358,12 +360,14 @@ type Decision struct {
 	Result *model.ToolResult
 	Retry  bool
 	Abort  bool
+	// At is when it was decided (the engine's clock), for the timeline.
+	At time.Time
 }
 
 // ResolveEntry applies a decision to entry e of st (REFERENCE §4.4);
 // errors wrap ErrResolutionInvalid.
 func ResolveEntry(st *RunState, e *ToolEntry, d Decision) error {
-	return resolveEntry(st, e, decision{allow: d.Allow, result: d.Result, retry: d.Retry, abort: d.Abort})
+	return resolveEntry(st, e, decision{allow: d.Allow, result: d.Result, retry: d.Retry, abort: d.Abort, at: d.At})
 }
 
 // AwaitingResolution reports whether a run in status s takes decisions.

@@ -52,6 +52,9 @@ const (
 	// QueryGetPending returns the latest run's pending tools: no arg,
 	// result []runtime.PendingTool (never nil).
 	QueryGetPending = "get_pending"
+	// QueryGetTimeline returns what a run's timeline is built from
+	// (runtime.TimelineSource without events): arg run id.
+	QueryGetTimeline = "get_timeline"
 
 	// Activity names.
 	ActivityModel   = "harness_model_v1"
@@ -157,6 +160,11 @@ type RunRecord struct {
 	UpdatedAt time.Time         `json:"updated_at"`
 	// Digest identifies the submitted message (request idempotency).
 	Digest string `json:"digest"`
+	// Steps and Tools keep the model attempts and tool entries (without
+	// input or results) of the run's earlier steps, for its timeline;
+	// the current step's are in State.
+	Steps []runtime.StepSpans `json:"timeline_steps,omitempty"`
+	Tools []runtime.ToolEntry `json:"timeline_tools,omitempty"`
 }
 
 // RequestRecord maps a request ID to its run.

@@ -22,6 +22,9 @@ func (w *sessionWorkflow) register(ctx workflow.Context) error {
 	if err := workflow.SetQueryHandler(ctx, QueryGetPending, w.queryPending); err != nil {
 		return err
 	}
+	if err := workflow.SetQueryHandler(ctx, QueryGetTimeline, w.queryTimeline); err != nil {
+		return err
+	}
 	if err := workflow.SetUpdateHandlerWithOptions(ctx, UpdateSubmit, w.submit,
 		workflow.UpdateHandlerOptions{Validator: w.validateSubmit}); err != nil {
 		return err
@@ -40,6 +43,48 @@ func (w *sessionWorkflow) queryRun(runID string) (runtime.RunResult, error) {
 		return runtime.RunResult{}, newAppError(runtime.ErrNotFound, "run not found")
 	}
 	return w.view(rec), nil
+}
+
+// queryTimeline returns what a run's timeline is built from, its events
+// aside (the engine reads them): the model attempts of its earlier steps
+// (RunRecord.Steps) and of the current one, the tool entries of its
+// earlier steps and of the current one, its resumptions.
+func (w *sessionWorkflow) queryTimeline(runID string) (runtime.TimelineSource, error) {
+	rec, ok := w.s.Runs[runID]
+	if !ok {
+		return runtime.TimelineSource{}, newAppError(runtime.ErrNotFound, "run not found")
+	}
+	st := rec.State
+	src := runtime.TimelineSource{
+		RunID: st.RunID, SessionID: st.SessionID, Status: st.Status, CreatedAt: rec.CreatedAt, UpdatedAt: rec.UpdatedAt,
+		Steps: slices.Clone(rec.Steps), Tools: slices.Clone(rec.Tools), Resumptions: st.Resumptions,
+	}
+	if len(st.ModelAttempts) > 0 {
+		src.Steps = append(src.Steps, runtime.StepSpans{StepID: st.StepID(), Attempts: st.ModelAttempts})
+	}
+	for _, e := range st.Tools {
+		src.Tools = append(src.Tools, timelineEntry(e))
+	}
+	return src, nil
+}
+
+// timelineEntry is e without what a timeline does not show (its input
+// and results), as RunRecord.Tools keeps it.
+func timelineEntry(e runtime.ToolEntry) runtime.ToolEntry {
+	e.Call.Input, e.RawResult, e.Result, e.Retry = nil, nil, nil, nil
+	return e
+}
+
+// archiveStep keeps, in rec, the model attempts and tool entries of the
+// step that PrepareModel is about to replace (the run timeline).
+func archiveStep(rec *RunRecord) {
+	st := rec.State
+	if len(st.ModelAttempts) > 0 {
+		rec.Steps = append(rec.Steps, runtime.StepSpans{StepID: st.StepID(), Attempts: st.ModelAttempts})
+	}
+	for _, e := range st.Tools {
+		rec.Tools = append(rec.Tools, timelineEntry(e))
+	}
 }
 
 func (w *sessionWorkflow) querySession() (SessionInfo, error) {
@@ -248,7 +293,9 @@ func (w *sessionWorkflow) resolve(ctx workflow.Context, req ResolveRequest) (Res
 		return ResolveResult{}, err
 	}
 	st := rec.State
-	if err := runtime.ResolveEntry(st, &st.Tools[idx], decisionOf(req)); err != nil {
+	dec := decisionOf(req)
+	dec.At = workflow.Now(ctx)
+	if err := runtime.ResolveEntry(st, &st.Tools[idx], dec); err != nil {
 		return ResolveResult{}, resolutionError(err)
 	}
 	w.touch(ctx, rec)

@@ -341,7 +341,7 @@ func (w *sessionWorkflow) runDrive(ctx workflow.Context, rec *RunRecord) {
 			d.cause = causeDeadline
 		}
 		if d.cause != "" {
-			w.interrupted(st, d.cause)
+			w.interrupted(ctx, st, d.cause)
 			return
 		}
 		cmd := runtime.NextCommand(st)
@@ -369,7 +369,7 @@ func (w *sessionWorkflow) runDrive(ctx workflow.Context, rec *RunRecord) {
 			if d.cause == "" {
 				d.cause = causeCancelled
 			}
-			w.interrupted(st, d.cause)
+			w.interrupted(ctx, st, d.cause)
 			return
 		}
 		var f *runtime.StepFailure
@@ -386,6 +386,9 @@ func (w *sessionWorkflow) step(ctx workflow.Context, d *drive, st *runtime.RunSt
 	case runtime.PhaseStart:
 		return runtime.StartRun(st)
 	case runtime.PhasePrepareModel:
+		if rec := w.s.Runs[st.RunID]; rec != nil && st.Iterations < w.def.MaxIterations {
+			archiveStep(rec)
+		}
 		return runtime.PrepareModel(st, w.def.MaxIterations)
 	case runtime.PhaseModel:
 		return w.modelStep(ctx, d, st)
@@ -458,10 +461,12 @@ func (w *sessionWorkflow) modelStep(ctx workflow.Context, d *drive, st *runtime.
 	if st.Attempt != 0 {
 		st.UsageIncomplete = true
 		w.event(st, runtime.EventAttemptReset, map[string]any{"attempt": st.Attempt}, nil)
+		runtime.ResetModelSpan(st, workflow.Now(ctx))
 	}
 	st.Attempt++
 	base := st.Attempt
 	runtime.BeginAttemptUsage(st)
+	runtime.BeginModelSpan(w.def, st, workflow.Now(ctx))
 	timeout, ok := w.capTimeout(ctx, d, seconds(runtime.ChainModel(w.def, st.ModelIndex).TimeoutSeconds)+activityGrace)
 	if !ok {
 		d.cause = causeDeadline
@@ -483,15 +488,18 @@ func (w *sessionWorkflow) modelStep(ctx workflow.Context, d *drive, st *runtime.
 	err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, opts), ActivityModel, in).Get(ctx, &out)
 	if err != nil {
 		if ierr := w.interruption(ctx, d, err); ierr != nil {
+			runtime.EndModelSpan(st, workflow.Now(ctx), runtime.SpanCancelled, nil)
 			return ierr
 		}
 		f := activityFailure(err, "model")
+		defer runtime.EndModelSpan(st, workflow.Now(ctx), runtime.SpanFailed, &runtime.RunError{Type: f.Type, Message: f.Message})
 		var app *temporal.ApplicationError
 		if errors.As(err, &app) && app.HasDetails() {
 			var attempt int
 			if app.Details(&attempt) == nil && attempt > base {
 				st.Attempt = attempt
 				st.UsageIncomplete = true
+				runtime.SetModelSpanNumber(st, attempt)
 			}
 			if u := failedUsageOf(app); u != nil {
 				runtime.AccountAttemptUsage(st, *u, true)
@@ -506,6 +514,8 @@ func (w *sessionWorkflow) modelStep(ctx workflow.Context, d *drive, st *runtime.
 	if st.Attempt > base {
 		st.UsageIncomplete = true
 	}
+	runtime.SetModelSpanNumber(st, st.Attempt)
+	runtime.EndModelSpan(st, workflow.Now(ctx), runtime.SpanSucceeded, nil)
 	processed := runtime.ProcessResponse(w.def, &out.Response)
 	st.Response = &processed
 	// As the local driver: usage_base + this attempt's usage (plus what
@@ -599,7 +609,7 @@ func (w *sessionWorkflow) toolsStep(ctx workflow.Context, d *drive, st *runtime.
 			if w.stopped(ctx, d) {
 				return errInterrupted
 			}
-			call, err := w.startCall(st, e)
+			call, err := w.startCall(ctx, st, e)
 			if err != nil {
 				return err
 			}
@@ -646,7 +656,7 @@ func (w *sessionWorkflow) toolsParallel(ctx workflow.Context, d *drive, st *runt
 		if w.stopped(ctx, d) {
 			return errInterrupted
 		}
-		call, err := w.startCall(st, e)
+		call, err := w.startCall(ctx, st, e)
 		if err != nil {
 			return err
 		}
@@ -744,7 +754,7 @@ func (w *sessionWorkflow) stopped(ctx workflow.Context, d *drive) bool {
 // next attempt (tool_call_start). It reports whether the entry is to be
 // called: false when it was answered (unknown tool, denied, invalid
 // input) or waits for an approval.
-func (w *sessionWorkflow) startCall(st *runtime.RunState, e *runtime.ToolEntry) (bool, error) {
+func (w *sessionWorkflow) startCall(ctx workflow.Context, st *runtime.RunState, e *runtime.ToolEntry) (bool, error) {
 	td, ok := w.tools[e.Call.Name]
 	if !ok {
 		return false, w.answer(st, e, "Unknown tool: "+e.Call.Name)
@@ -756,6 +766,7 @@ func (w *sessionWorkflow) startCall(st *runtime.RunState, e *runtime.ToolEntry) 
 		if err := runtime.SetToolStatus(e, runtime.TevNeedApproval); err != nil {
 			return false, err
 		}
+		runtime.RequestApproval(e, workflow.Now(ctx))
 		w.event(st, runtime.EventApprovalRequired, map[string]any{"execution_key": e.ExecutionKey, "call": e.Call}, e)
 		return false, nil
 	}
@@ -768,6 +779,7 @@ func (w *sessionWorkflow) startCall(st *runtime.RunState, e *runtime.ToolEntry) 
 		return false, err
 	}
 	e.Attempt++
+	runtime.BeginToolSpan(e, workflow.Now(ctx))
 	w.event(st, runtime.EventToolCallStart, e.Call, e)
 	return true, nil
 }
@@ -789,10 +801,16 @@ func (w *sessionWorkflow) callOutcome(ctx workflow.Context, d *drive, st *runtim
 		if !legacyToolAttempts && workflow.GetVersion(ctx, PatchToolAttempts, workflow.DefaultVersion, 1) != workflow.DefaultVersion {
 			e.Attempt = max(e.Attempt, lastToolAttempt(err, e.Attempt, toolActivityAttempts(e)))
 		}
+		runtime.SetToolSpanNumber(e, e.Attempt)
 		if ierr := w.interruption(ctx, d, err); ierr != nil {
 			return callResult{}, ierr
 		}
 		f := activityFailure(err, "tool")
+		span := runtime.SpanFailed
+		if e.Policy == tool.PolicyManual {
+			span = runtime.SpanUncertain
+		}
+		runtime.EndToolSpan(e, workflow.Now(ctx), span, &runtime.RunError{Type: f.Type, Message: f.Message})
 		var app *temporal.ApplicationError
 		if errors.As(err, &app) && app.Type() == ErrTypeAgentMismatch {
 			return callResult{}, f
@@ -809,6 +827,19 @@ func (w *sessionWorkflow) callOutcome(ctx workflow.Context, d *drive, st *runtim
 		return callResult{lost: f}, nil
 	}
 	e.Attempt = max(out.Attempt, e.Attempt)
+	runtime.SetToolSpanNumber(e, e.Attempt)
+	now := workflow.Now(ctx)
+	switch out.Kind {
+	case ToolReturned:
+		runtime.EndToolSpan(e, now, runtime.SpanSucceeded, nil)
+	case ToolClientResult, ToolUncertain:
+		runtime.EndToolSpan(e, now, runtime.SpanUncertain, nil)
+	case ToolFailed:
+		if out.Failure != nil {
+			runtime.EndToolSpan(e, now, runtime.SpanFailed, &runtime.RunError{Type: out.Failure.Type, Message: out.Failure.Message})
+		}
+		runtime.EndToolSpan(e, now, runtime.SpanFailed, nil)
+	}
 	switch out.Kind {
 	case ToolReturned:
 		if err := runtime.SetToolStatus(e, runtime.TevReturn); err != nil {
@@ -1031,12 +1062,16 @@ func (w *sessionWorkflow) failRun(st *runtime.RunState, typ, msg string) {
 
 // interrupted ends a drive that was cancelled or ran out of time: manual
 // tools in flight become uncertain, the run ends cancelled.
-func (w *sessionWorkflow) interrupted(st *runtime.RunState, cause string) {
+func (w *sessionWorkflow) interrupted(ctx workflow.Context, st *runtime.RunState, cause string) {
+	now := workflow.Now(ctx)
+	runtime.EndModelSpan(st, now, runtime.SpanCancelled, nil)
 	for i := range st.Tools {
 		e := &st.Tools[i]
 		if e.Status == runtime.ToolStarted && e.Policy == tool.PolicyManual {
 			_ = runtime.SetToolStatus(e, runtime.TevUnknown)
+			runtime.EndToolSpan(e, now, runtime.SpanUncertain, nil)
 		}
+		runtime.EndToolSpan(e, now, runtime.SpanCancelled, nil)
 	}
 	if cause == causeDeadline {
 		runtime.CancelState(st, "timeout", &runtime.RunError{Type: "TimeoutError", Message: "Session duration limit exceeded"})
@@ -1051,9 +1086,11 @@ func (w *sessionWorkflow) interrupted(st *runtime.RunState, cause string) {
 func (w *sessionWorkflow) resume(ctx workflow.Context, rec *RunRecord) error {
 	st := rec.State
 	w.s.Control = ""
+	prev := st.Status
 	if err := runtime.SetStatus(st, runtime.EvResume); err != nil {
 		return newAppError(runtime.ErrNotAwaitingResolution, err.Error())
 	}
+	runtime.NoteResumed(st, workflow.Now(ctx), prev)
 	st.Error, st.StopReason = nil, nil
 	for i := range st.Tools {
 		e := &st.Tools[i]

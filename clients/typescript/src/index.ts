@@ -25,6 +25,16 @@ export type EventPage = Schemas["EventPage"];
 export type Problem = Schemas["Problem"];
 export type ExportPolicy = Schemas["ExportPolicy"];
 export type VerificationReport = Schemas["VerificationReport"];
+/** A run's timeline (GET /runs/{run_id}/timeline): lanes, model and tool attempts, marks. */
+export type RunTimeline = Schemas["RunTimeline"];
+/** A lane of a {@link RunTimeline}: `model`, or `tool:<name>`. */
+export type TimelineLane = Schemas["TimelineLane"];
+/** One model or tool attempt of a {@link RunTimeline}: a bar from `started_at` to `ended_at`. */
+export type TimelineAttempt = Schemas["TimelineAttempt"];
+/** The approval a tool attempt needed. */
+export type TimelineApproval = Schemas["TimelineApproval"];
+/** Something that happened to a run as a whole (pause, cancel, approval…) at one instant. */
+export type TimelineMark = Schemas["TimelineMark"];
 
 /** The media type of a `.hx` bundle (POST /runs/{id}/export, /bundles/*). */
 export const BUNDLE_MEDIA_TYPE = "application/vnd.harnessx.incident+zip";

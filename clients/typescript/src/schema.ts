@@ -293,6 +293,50 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/runs/{run_id}/timeline": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Run id (unknown or foreign → 404).
+                 * @example 0194a3b0-7c1d-7e4f-8a2b-3c4d5e6f7a8b
+                 */
+                run_id: components["parameters"]["RunID"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Get a run's timeline of model and tool attempts
+         * @description The run's model and tool attempts with their start and end times,
+         *     attempt numbers and outcomes, laid out in lanes (one for the model,
+         *     one per tool), plus marks for what happened to the run as a whole
+         *     (pause, resume, cancel, approvals, resolutions, attempt resets, its
+         *     final status). Same ownership rules as `GET /runs/{run_id}`: only
+         *     the session's owner sees it (404 otherwise).
+         *
+         *     It is built from the run's step and tool rows (and its events for
+         *     the marks), never from the flight recorder's journal, so recorded
+         *     and unrecorded runs alike have one; it shows what the API shows,
+         *     post-middleware only (errors as the events carry them, no
+         *     payloads). Times are those of the server's clock (the workflow's
+         *     clock under the Temporal engine).
+         *
+         *     A run whose steps were stored before hxd kept attempt times yields
+         *     a timeline without the attempts it has no times for (marks from its
+         *     events remain); it is never an error. Under the Temporal engine the
+         *     model attempts that Temporal retried inside one activity show as one
+         *     attempt, numbered as the last one.
+         */
+        get: operations["getRunTimeline"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/runs/{run_id}/export": {
         parameters: {
             query?: never;
@@ -982,6 +1026,145 @@ export interface components {
             items: components["schemas"]["PendingTool"][];
             /** @description Always null (one page). */
             next_cursor: string | null;
+        };
+        /**
+         * @description A run's model and tool attempts on a time line (GET
+         *     /runs/{run_id}/timeline), built from the run's step and tool rows,
+         *     so that recorded and unrecorded runs alike have one, and post-
+         *     middleware only. Attempts stored before hxd kept their times are
+         *     left out; the timeline is never an error for an old run.
+         */
+        RunTimeline: {
+            run_id: string;
+            session_id: string;
+            status: components["schemas"]["RunStatus"];
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            updated_at: string;
+            /** @description `model` first, then one lane per tool name in the order of its first call. */
+            lanes: components["schemas"]["TimelineLane"][];
+            /** @description Ordered by `started_at`, then by lane (in lane order). */
+            attempts: components["schemas"]["TimelineAttempt"][];
+            /** @description Ordered by `at`. */
+            marks: components["schemas"]["TimelineMark"][];
+        };
+        /** @description A lane of the timeline, the model's or one tool's. */
+        TimelineLane: {
+            /**
+             * @description `model`, or `tool:<tool name>`.
+             * @example tool:lookup_invoice
+             */
+            id: string;
+            /** @enum {string} */
+            kind: "model" | "tool";
+            /** @description The tool's name (tool lanes only). */
+            tool?: string;
+        };
+        /**
+         * @description One model or tool attempt, a bar from `started_at` to `ended_at`.
+         *     Its events are the run's events whose `step_id` is this `step_id`
+         *     and whose `attempt_id` is `attempt` as a decimal string (for a tool
+         *     attempt, those that name its call id or execution key when they
+         *     name one).
+         *
+         *     `outcome`:
+         *     - `running`: in flight (no `ended_at` yet);
+         *     - `succeeded`: the model answered, or the tool returned a result
+         *       (also a result supplied by a resolve);
+         *     - `failed`: failed, and no attempt follows it (`error` says why);
+         *     - `retrying`: failed, and another attempt follows it, after
+         *       `retry_wait_seconds` when the retry policy waited (a model
+         *       attempt followed by the fallback chain's next model, or a tool
+         *       attempt resolved with `retry`, is `retrying` too);
+         *     - `uncertain`: a tool call whose side effect may have happened
+         *       (a manual tool that failed, timed out or was interrupted); it
+         *       awaits a resolve;
+         *     - `awaiting_approval`: a tool call waiting for an approval
+         *       (`approval.requested_at`, no `ended_at`); numbered as the
+         *       attempt it will be;
+         *     - `declined`: a tool call whose approval was declined; it never ran;
+         *     - `reset`: abandoned by `attempt_reset`: the process running it was
+         *       lost and the attempt was made again (crash recovery); it ends
+         *       when the recovery abandoned it;
+         *     - `cancelled`: in flight when the run was cancelled or ran out of
+         *       time;
+         *     - `aborted`: an uncertain tool call resolved with `abort` (the run
+         *       ended cancelled).
+         */
+        TimelineAttempt: {
+            /** @description The id of the attempt's lane. */
+            lane: string;
+            /** @enum {string} */
+            kind: "model" | "tool";
+            /** @description The step (decimal) */
+            step_id: string;
+            /** @description The attempt number; equals the `attempt_id` of this attempt's events, as a number. */
+            attempt: number;
+            /** Format: date-time */
+            started_at: string;
+            /**
+             * Format: date-time
+             * @description Absent while the attempt is open.
+             */
+            ended_at?: string;
+            /** @enum {string} */
+            outcome: "running" | "succeeded" | "failed" | "retrying" | "uncertain" | "awaiting_approval" | "declined" | "reset" | "cancelled" | "aborted";
+            error?: components["schemas"]["RunError"];
+            /**
+             * Format: double
+             * @description The wait after this attempt before the next one.
+             */
+            retry_wait_seconds?: number;
+            /** @description The model called (model attempts). */
+            model?: string;
+            /** @description The model's provider (model attempts */
+            provider?: string;
+            /** @description The tool called (tool attempts). */
+            tool?: string;
+            /** @description The model's tool call id (tool attempts). */
+            call_id?: string;
+            /** @description The tool call's execution key (tool attempts). */
+            execution_key?: string;
+            /** @description The tool's replay policy (tool attempts). */
+            replay_policy?: string;
+            /**
+             * @description How an uncertain tool attempt was resolved, when it was.
+             * @enum {string}
+             */
+            resolution?: "result" | "retry" | "abort";
+            approval?: components["schemas"]["TimelineApproval"];
+        };
+        /** @description The approval a tool attempt needed. */
+        TimelineApproval: {
+            /** Format: date-time */
+            requested_at: string;
+            /**
+             * Format: date-time
+             * @description Absent while awaited.
+             */
+            decided_at?: string;
+            /** @description The decision; absent while awaited. */
+            approved?: boolean;
+        };
+        /**
+         * @description Something that happened to the run as a whole, at one instant:
+         *     `paused`, `resumed`, `cancelled`, `approval_required`,
+         *     `approval_given`, `approval_declined`, `resolved` (an uncertain
+         *     tool call was resolved; `detail` is `result`, `retry` or `abort`),
+         *     `attempt_reset` (a lost model attempt is made again; `detail` is
+         *     the abandoned attempt's number), and the final `failed` (`detail`:
+         *     the error message) or `completed`. Times come from the run's
+         *     events (their `created_at`) and from its step and tool rows.
+         */
+        TimelineMark: {
+            /** @enum {string} */
+            type: "paused" | "resumed" | "cancelled" | "approval_required" | "approval_given" | "approval_declined" | "resolved" | "attempt_reset" | "failed" | "completed";
+            /** Format: date-time */
+            at: string;
+            step_id?: string;
+            execution_key?: string;
+            detail?: string;
         };
         /** @description A per-run event cursor (decimal). */
         EventCursor: string;
@@ -2290,6 +2473,102 @@ export interface operations {
                 };
             };
             400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            503: components["responses"]["Unavailable"];
+            default: components["responses"]["Problem"];
+        };
+    };
+    getRunTimeline: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description Run id (unknown or foreign → 404).
+                 * @example 0194a3b0-7c1d-7e4f-8a2b-3c4d5e6f7a8b
+                 */
+                run_id: components["parameters"]["RunID"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description the run's timeline */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "run_id": "0194a3b0-7c1d-7e4f-8a2b-3c4d5e6f7a8b",
+                     *       "session_id": "incident-42",
+                     *       "status": "completed",
+                     *       "created_at": "2026-01-05T10:00:00Z",
+                     *       "updated_at": "2026-01-05T10:00:04Z",
+                     *       "lanes": [
+                     *         {
+                     *           "id": "model",
+                     *           "kind": "model"
+                     *         },
+                     *         {
+                     *           "id": "tool:lookup_invoice",
+                     *           "kind": "tool",
+                     *           "tool": "lookup_invoice"
+                     *         }
+                     *       ],
+                     *       "attempts": [
+                     *         {
+                     *           "lane": "model",
+                     *           "kind": "model",
+                     *           "step_id": "1",
+                     *           "attempt": 1,
+                     *           "started_at": "2026-01-05T10:00:00.10Z",
+                     *           "ended_at": "2026-01-05T10:00:00.40Z",
+                     *           "outcome": "retrying",
+                     *           "error": {
+                     *             "type": "RateLimitError",
+                     *             "message": "rate limited"
+                     *           },
+                     *           "retry_wait_seconds": 1.5,
+                     *           "model": "demo-model"
+                     *         },
+                     *         {
+                     *           "lane": "model",
+                     *           "kind": "model",
+                     *           "step_id": "1",
+                     *           "attempt": 2,
+                     *           "started_at": "2026-01-05T10:00:01.90Z",
+                     *           "ended_at": "2026-01-05T10:00:02.30Z",
+                     *           "outcome": "succeeded",
+                     *           "model": "demo-model"
+                     *         },
+                     *         {
+                     *           "lane": "tool:lookup_invoice",
+                     *           "kind": "tool",
+                     *           "step_id": "1",
+                     *           "attempt": 1,
+                     *           "started_at": "2026-01-05T10:00:02.31Z",
+                     *           "ended_at": "2026-01-05T10:00:02.80Z",
+                     *           "outcome": "succeeded",
+                     *           "tool": "lookup_invoice",
+                     *           "call_id": "call_1",
+                     *           "execution_key": "0194a3b0-7c1d-7e4f-8a2b-3c4d5e6f7a8b:1:call_1",
+                     *           "replay_policy": "safe"
+                     *         }
+                     *       ],
+                     *       "marks": [
+                     *         {
+                     *           "type": "completed",
+                     *           "at": "2026-01-05T10:00:04Z"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["RunTimeline"];
+                };
+            };
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             503: components["responses"]["Unavailable"];

@@ -13,6 +13,7 @@ import {
   type MCPTool,
   type RunEvent,
   type RunResult,
+  type RunTimeline,
   type TextDeltaEvent,
 } from "../src/index.js";
 import { startHxd, type Hxd } from "./server.js";
@@ -70,6 +71,19 @@ describe("hxd TypeScript client against a real hxd", () => {
 
     const g = await client.GET("/runs/{run_id}", { params: { path: { run_id: run.run_id } } });
     assert.equal(g.data?.output, OUTPUT);
+  });
+
+  test("reads the run's timeline: a model lane first, then a lane per tool, with their attempts", async () => {
+    const t = await client.GET("/runs/{run_id}/timeline", { params: { path: { run_id: run.run_id } } });
+    assert.ok(t.data, JSON.stringify(t.error));
+    const tl: RunTimeline = t.data;
+    assert.equal(tl.run_id, run.run_id);
+    assert.equal(tl.status, "completed");
+    assert.equal(tl.lanes[0]?.id, "model");
+    assert.ok(tl.lanes.some((l) => l.kind === "tool"));
+    assert.ok(tl.attempts.some((a) => a.kind === "model" && a.outcome === "succeeded"));
+    assert.ok(tl.attempts.some((a) => a.kind === "tool" && a.lane === `tool:${a.tool}`));
+    assert.ok(tl.marks.some((m) => m.type === "completed"));
   });
 
   test("shows the mcp-demo agent's MCP server and a session's pinned mcp_tools, and runs its MCP tool", async () => {

@@ -106,13 +106,13 @@ func (e AgentToolPermission) Valid() bool {
 
 // Defines values for ApprovalRequiredEventType.
 const (
-	ApprovalRequired ApprovalRequiredEventType = "approval_required"
+	ApprovalRequiredEventTypeApprovalRequired ApprovalRequiredEventType = "approval_required"
 )
 
 // Valid indicates whether the value is a known member of the ApprovalRequiredEventType enum.
 func (e ApprovalRequiredEventType) Valid() bool {
 	switch e {
-	case ApprovalRequired:
+	case ApprovalRequiredEventTypeApprovalRequired:
 		return true
 	default:
 		return false
@@ -121,13 +121,13 @@ func (e ApprovalRequiredEventType) Valid() bool {
 
 // Defines values for AttemptResetEventType.
 const (
-	AttemptReset AttemptResetEventType = "attempt_reset"
+	AttemptResetEventTypeAttemptReset AttemptResetEventType = "attempt_reset"
 )
 
 // Valid indicates whether the value is a known member of the AttemptResetEventType enum.
 func (e AttemptResetEventType) Valid() bool {
 	switch e {
-	case AttemptReset:
+	case AttemptResetEventTypeAttemptReset:
 		return true
 	default:
 		return false
@@ -395,6 +395,147 @@ func (e ThinkingDeltaEventType) Valid() bool {
 	}
 }
 
+// Defines values for TimelineAttemptKind.
+const (
+	TimelineAttemptKindModel TimelineAttemptKind = "model"
+	TimelineAttemptKindTool  TimelineAttemptKind = "tool"
+)
+
+// Valid indicates whether the value is a known member of the TimelineAttemptKind enum.
+func (e TimelineAttemptKind) Valid() bool {
+	switch e {
+	case TimelineAttemptKindModel:
+		return true
+	case TimelineAttemptKindTool:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for TimelineAttemptOutcome.
+const (
+	TimelineAttemptOutcomeAborted          TimelineAttemptOutcome = "aborted"
+	TimelineAttemptOutcomeAwaitingApproval TimelineAttemptOutcome = "awaiting_approval"
+	TimelineAttemptOutcomeCancelled        TimelineAttemptOutcome = "cancelled"
+	TimelineAttemptOutcomeDeclined         TimelineAttemptOutcome = "declined"
+	TimelineAttemptOutcomeFailed           TimelineAttemptOutcome = "failed"
+	TimelineAttemptOutcomeReset            TimelineAttemptOutcome = "reset"
+	TimelineAttemptOutcomeRetrying         TimelineAttemptOutcome = "retrying"
+	TimelineAttemptOutcomeRunning          TimelineAttemptOutcome = "running"
+	TimelineAttemptOutcomeSucceeded        TimelineAttemptOutcome = "succeeded"
+	TimelineAttemptOutcomeUncertain        TimelineAttemptOutcome = "uncertain"
+)
+
+// Valid indicates whether the value is a known member of the TimelineAttemptOutcome enum.
+func (e TimelineAttemptOutcome) Valid() bool {
+	switch e {
+	case TimelineAttemptOutcomeAborted:
+		return true
+	case TimelineAttemptOutcomeAwaitingApproval:
+		return true
+	case TimelineAttemptOutcomeCancelled:
+		return true
+	case TimelineAttemptOutcomeDeclined:
+		return true
+	case TimelineAttemptOutcomeFailed:
+		return true
+	case TimelineAttemptOutcomeReset:
+		return true
+	case TimelineAttemptOutcomeRetrying:
+		return true
+	case TimelineAttemptOutcomeRunning:
+		return true
+	case TimelineAttemptOutcomeSucceeded:
+		return true
+	case TimelineAttemptOutcomeUncertain:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for TimelineAttemptResolution.
+const (
+	Abort  TimelineAttemptResolution = "abort"
+	Result TimelineAttemptResolution = "result"
+	Retry  TimelineAttemptResolution = "retry"
+)
+
+// Valid indicates whether the value is a known member of the TimelineAttemptResolution enum.
+func (e TimelineAttemptResolution) Valid() bool {
+	switch e {
+	case Abort:
+		return true
+	case Result:
+		return true
+	case Retry:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for TimelineLaneKind.
+const (
+	TimelineLaneKindModel TimelineLaneKind = "model"
+	TimelineLaneKindTool  TimelineLaneKind = "tool"
+)
+
+// Valid indicates whether the value is a known member of the TimelineLaneKind enum.
+func (e TimelineLaneKind) Valid() bool {
+	switch e {
+	case TimelineLaneKindModel:
+		return true
+	case TimelineLaneKindTool:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for TimelineMarkType.
+const (
+	TimelineMarkTypeApprovalDeclined TimelineMarkType = "approval_declined"
+	TimelineMarkTypeApprovalGiven    TimelineMarkType = "approval_given"
+	TimelineMarkTypeApprovalRequired TimelineMarkType = "approval_required"
+	TimelineMarkTypeAttemptReset     TimelineMarkType = "attempt_reset"
+	TimelineMarkTypeCancelled        TimelineMarkType = "cancelled"
+	TimelineMarkTypeCompleted        TimelineMarkType = "completed"
+	TimelineMarkTypeFailed           TimelineMarkType = "failed"
+	TimelineMarkTypePaused           TimelineMarkType = "paused"
+	TimelineMarkTypeResolved         TimelineMarkType = "resolved"
+	TimelineMarkTypeResumed          TimelineMarkType = "resumed"
+)
+
+// Valid indicates whether the value is a known member of the TimelineMarkType enum.
+func (e TimelineMarkType) Valid() bool {
+	switch e {
+	case TimelineMarkTypeApprovalDeclined:
+		return true
+	case TimelineMarkTypeApprovalGiven:
+		return true
+	case TimelineMarkTypeApprovalRequired:
+		return true
+	case TimelineMarkTypeAttemptReset:
+		return true
+	case TimelineMarkTypeCancelled:
+		return true
+	case TimelineMarkTypeCompleted:
+		return true
+	case TimelineMarkTypeFailed:
+		return true
+	case TimelineMarkTypePaused:
+		return true
+	case TimelineMarkTypeResolved:
+		return true
+	case TimelineMarkTypeResumed:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for TodosUpdatedEventType.
 const (
 	TodosUpdated TodosUpdatedEventType = "todos_updated"
@@ -472,16 +613,16 @@ func (e TurnCompleteEventType) Valid() bool {
 
 // Defines values for WaitingEventDataOn.
 const (
-	Model WaitingEventDataOn = "model"
-	Tool  WaitingEventDataOn = "tool"
+	WaitingEventDataOnModel WaitingEventDataOn = "model"
+	WaitingEventDataOnTool  WaitingEventDataOn = "tool"
 )
 
 // Valid indicates whether the value is a known member of the WaitingEventDataOn enum.
 func (e WaitingEventDataOn) Valid() bool {
 	switch e {
-	case Model:
+	case WaitingEventDataOnModel:
 		return true
-	case Tool:
+	case WaitingEventDataOnTool:
 		return true
 	default:
 		return false
@@ -1287,6 +1428,27 @@ type RunResultEventType string
 // RunStatus defines model for RunStatus.
 type RunStatus string
 
+// RunTimeline A run's model and tool attempts on a time line (GET
+// /runs/{run_id}/timeline), built from the run's step and tool rows,
+// so that recorded and unrecorded runs alike have one, and post-
+// middleware only. Attempts stored before hxd kept their times are
+// left out; the timeline is never an error for an old run.
+type RunTimeline struct {
+	// Attempts Ordered by `started_at`, then by lane (in lane order).
+	Attempts  []TimelineAttempt `json:"attempts"`
+	CreatedAt time.Time         `json:"created_at"`
+
+	// Lanes `model` first, then one lane per tool name in the order of its first call.
+	Lanes []TimelineLane `json:"lanes"`
+
+	// Marks Ordered by `at`.
+	Marks     []TimelineMark `json:"marks"`
+	RunId     string         `json:"run_id"`
+	SessionId string         `json:"session_id"`
+	Status    RunStatus      `json:"status"`
+	UpdatedAt time.Time      `json:"updated_at"`
+}
+
 // Session defines model for Session.
 type Session struct {
 	// Agent Names an agent definition.
@@ -1418,6 +1580,133 @@ type ThinkingDeltaEvent struct {
 
 // ThinkingDeltaEventType defines model for ThinkingDeltaEvent.Type.
 type ThinkingDeltaEventType string
+
+// TimelineApproval The approval a tool attempt needed.
+type TimelineApproval struct {
+	// Approved The decision; absent while awaited.
+	Approved *bool `json:"approved,omitempty"`
+
+	// DecidedAt Absent while awaited.
+	DecidedAt   *time.Time `json:"decided_at,omitempty"`
+	RequestedAt time.Time  `json:"requested_at"`
+}
+
+// TimelineAttempt One model or tool attempt, a bar from `started_at` to `ended_at`.
+// Its events are the run's events whose `step_id` is this `step_id`
+// and whose `attempt_id` is `attempt` as a decimal string (for a tool
+// attempt, those that name its call id or execution key when they
+// name one).
+//
+// `outcome`:
+//   - `running`: in flight (no `ended_at` yet);
+//   - `succeeded`: the model answered, or the tool returned a result
+//     (also a result supplied by a resolve);
+//   - `failed`: failed, and no attempt follows it (`error` says why);
+//   - `retrying`: failed, and another attempt follows it, after
+//     `retry_wait_seconds` when the retry policy waited (a model
+//     attempt followed by the fallback chain's next model, or a tool
+//     attempt resolved with `retry`, is `retrying` too);
+//   - `uncertain`: a tool call whose side effect may have happened
+//     (a manual tool that failed, timed out or was interrupted); it
+//     awaits a resolve;
+//   - `awaiting_approval`: a tool call waiting for an approval
+//     (`approval.requested_at`, no `ended_at`); numbered as the
+//     attempt it will be;
+//   - `declined`: a tool call whose approval was declined; it never ran;
+//   - `reset`: abandoned by `attempt_reset`: the process running it was
+//     lost and the attempt was made again (crash recovery); it ends
+//     when the recovery abandoned it;
+//   - `cancelled`: in flight when the run was cancelled or ran out of
+//     time;
+//   - `aborted`: an uncertain tool call resolved with `abort` (the run
+//     ended cancelled).
+type TimelineAttempt struct {
+	// Approval The approval a tool attempt needed.
+	Approval *TimelineApproval `json:"approval,omitempty"`
+
+	// Attempt The attempt number; equals the `attempt_id` of this attempt's events, as a number.
+	Attempt int `json:"attempt"`
+
+	// CallId The model's tool call id (tool attempts).
+	CallId *string `json:"call_id,omitempty"`
+
+	// EndedAt Absent while the attempt is open.
+	EndedAt *time.Time `json:"ended_at,omitempty"`
+	Error   *RunError  `json:"error,omitempty"`
+
+	// ExecutionKey The tool call's execution key (tool attempts).
+	ExecutionKey *string             `json:"execution_key,omitempty"`
+	Kind         TimelineAttemptKind `json:"kind"`
+
+	// Lane The id of the attempt's lane.
+	Lane string `json:"lane"`
+
+	// Model The model called (model attempts).
+	Model   *string                `json:"model,omitempty"`
+	Outcome TimelineAttemptOutcome `json:"outcome"`
+
+	// Provider The model's provider (model attempts
+	Provider *string `json:"provider,omitempty"`
+
+	// ReplayPolicy The tool's replay policy (tool attempts).
+	ReplayPolicy *string `json:"replay_policy,omitempty"`
+
+	// Resolution How an uncertain tool attempt was resolved, when it was.
+	Resolution *TimelineAttemptResolution `json:"resolution,omitempty"`
+
+	// RetryWaitSeconds The wait after this attempt before the next one.
+	RetryWaitSeconds *float64  `json:"retry_wait_seconds,omitempty"`
+	StartedAt        time.Time `json:"started_at"`
+
+	// StepId The step (decimal)
+	StepId string `json:"step_id"`
+
+	// Tool The tool called (tool attempts).
+	Tool *string `json:"tool,omitempty"`
+}
+
+// TimelineAttemptKind defines model for TimelineAttempt.Kind.
+type TimelineAttemptKind string
+
+// TimelineAttemptOutcome defines model for TimelineAttempt.Outcome.
+type TimelineAttemptOutcome string
+
+// TimelineAttemptResolution How an uncertain tool attempt was resolved, when it was.
+type TimelineAttemptResolution string
+
+// TimelineLane A lane of the timeline, the model's or one tool's.
+type TimelineLane struct {
+	// Id `model`, or `tool:<tool name>`.
+	//
+	// Example: tool:lookup_invoice
+	Id   string           `json:"id"`
+	Kind TimelineLaneKind `json:"kind"`
+
+	// Tool The tool's name (tool lanes only).
+	Tool *string `json:"tool,omitempty"`
+}
+
+// TimelineLaneKind defines model for TimelineLane.Kind.
+type TimelineLaneKind string
+
+// TimelineMark Something that happened to the run as a whole, at one instant:
+// `paused`, `resumed`, `cancelled`, `approval_required`,
+// `approval_given`, `approval_declined`, `resolved` (an uncertain
+// tool call was resolved; `detail` is `result`, `retry` or `abort`),
+// `attempt_reset` (a lost model attempt is made again; `detail` is
+// the abandoned attempt's number), and the final `failed` (`detail`:
+// the error message) or `completed`. Times come from the run's
+// events (their `created_at`) and from its step and tool rows.
+type TimelineMark struct {
+	At           time.Time        `json:"at"`
+	Detail       *string          `json:"detail,omitempty"`
+	ExecutionKey *string          `json:"execution_key,omitempty"`
+	StepId       *string          `json:"step_id,omitempty"`
+	Type         TimelineMarkType `json:"type"`
+}
+
+// TimelineMarkType defines model for TimelineMark.Type.
+type TimelineMarkType string
 
 // TodosUpdatedEvent The run's to-do list changed (a reference type; hxd emits none).
 type TodosUpdatedEvent struct {
@@ -2452,6 +2741,9 @@ type ServerInterface interface {
 	// ExportRun Export a recorded run as a `.hx` bundle
 	// (POST /runs/{run_id}/export)
 	ExportRun(w http.ResponseWriter, r *http.Request, runId RunID)
+	// GetRunTimeline Get a run's timeline of model and tool attempts
+	// (GET /runs/{run_id}/timeline)
+	GetRunTimeline(w http.ResponseWriter, r *http.Request, runId RunID)
 	// ListSessions List the caller's sessions
 	// (GET /sessions)
 	ListSessions(w http.ResponseWriter, r *http.Request, params ListSessionsParams)
@@ -2560,6 +2852,12 @@ func (_ Unimplemented) ListRunEvents(w http.ResponseWriter, r *http.Request, run
 // ExportRun Export a recorded run as a `.hx` bundle
 // (POST /runs/{run_id}/export)
 func (_ Unimplemented) ExportRun(w http.ResponseWriter, r *http.Request, runId RunID) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// GetRunTimeline Get a run's timeline of model and tool attempts
+// (GET /runs/{run_id}/timeline)
+func (_ Unimplemented) GetRunTimeline(w http.ResponseWriter, r *http.Request, runId RunID) {
 	w.WriteHeader(http.StatusNotImplemented)
 }
 
@@ -2943,6 +3241,32 @@ func (siw *ServerInterfaceWrapper) ExportRun(w http.ResponseWriter, r *http.Requ
 
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		siw.Handler.ExportRun(w, r, runId)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// GetRunTimeline operation middleware
+func (siw *ServerInterfaceWrapper) GetRunTimeline(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "run_id" -------------
+	var runId RunID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "run_id", chi.URLParam(r, "run_id"), &runId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: r.URL.RawPath == ""})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "run_id", Err: err})
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.GetRunTimeline(w, r, runId)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -3507,6 +3831,9 @@ func HandlerWithOptions(si ServerInterface, options ChiServerOptions) http.Handl
 	})
 	r.Group(func(r chi.Router) {
 		r.Get(options.BaseURL+"/runs/{run_id}/events", wrapper.ListRunEvents)
+	})
+	r.Group(func(r chi.Router) {
+		r.Get(options.BaseURL+"/runs/{run_id}/timeline", wrapper.GetRunTimeline)
 	})
 	r.Group(func(r chi.Router) {
 		r.Post(options.BaseURL+"/runs/{run_id}/export", wrapper.ExportRun)
@@ -4646,6 +4973,97 @@ type ExportRundefaultApplicationProblemPlusJSONResponse struct {
 }
 
 func (response ExportRundefaultApplicationProblemPlusJSONResponse) VisitExportRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRunTimelineRequestObject struct {
+	RunId RunID `json:"run_id"`
+}
+
+type GetRunTimelineResponseObject interface {
+	VisitGetRunTimelineResponse(w http.ResponseWriter) error
+}
+
+type GetRunTimeline200JSONResponse RunTimeline
+
+func (response GetRunTimeline200JSONResponse) VisitGetRunTimelineResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRunTimeline401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response GetRunTimeline401ApplicationProblemPlusJSONResponse) VisitGetRunTimelineResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRunTimeline404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response GetRunTimeline404ApplicationProblemPlusJSONResponse) VisitGetRunTimelineResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRunTimeline503ApplicationProblemPlusJSONResponse struct {
+	UnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response GetRunTimeline503ApplicationProblemPlusJSONResponse) VisitGetRunTimelineResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRunTimelinedefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	StatusCode int
+}
+
+func (response GetRunTimelinedefaultApplicationProblemPlusJSONResponse) VisitGetRunTimelineResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -6069,6 +6487,9 @@ type StrictServerInterface interface {
 	// ExportRun Export a recorded run as a `.hx` bundle
 	// (POST /runs/{run_id}/export)
 	ExportRun(ctx context.Context, request ExportRunRequestObject) (ExportRunResponseObject, error)
+	// GetRunTimeline Get a run's timeline of model and tool attempts
+	// (GET /runs/{run_id}/timeline)
+	GetRunTimeline(ctx context.Context, request GetRunTimelineRequestObject) (GetRunTimelineResponseObject, error)
 	// ListSessions List the caller's sessions
 	// (GET /sessions)
 	ListSessions(ctx context.Context, request ListSessionsRequestObject) (ListSessionsResponseObject, error)
@@ -6459,6 +6880,32 @@ func (sh *strictHandler) ExportRun(w http.ResponseWriter, r *http.Request, runId
 	}
 }
 
+// GetRunTimeline operation middleware
+func (sh *strictHandler) GetRunTimeline(w http.ResponseWriter, r *http.Request, runId RunID) {
+	var request GetRunTimelineRequestObject
+
+	request.RunId = runId
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.GetRunTimeline(ctx, request.(GetRunTimelineRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetRunTimeline")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(GetRunTimelineResponseObject); ok {
+		if err := validResponse.VisitGetRunTimelineResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
 // ListSessions operation middleware
 func (sh *strictHandler) ListSessions(w http.ResponseWriter, r *http.Request, params ListSessionsParams) {
 	var request ListSessionsRequestObject
@@ -6790,303 +7237,340 @@ func (sh *strictHandler) ResolveTool(w http.ResponseWriter, r *http.Request, ses
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L37chvJkTf6KhV9NkKA3QABXjQSGBNejkZjy56LguJY53haiy50F4CyGlWYrm6SGC1P+K/zACe+Z9jv",
-	"PfZR/CRfZGZV9QUNEhSpmbHX/mMsorvrmpWVl19mfggSvVprJVRhgsmHQFzz1ToT+O8XGv5ZiPS8VPC3",
-	"KVcrnm+CScBZ4p6xvFRBGFzyrBTwUpILXoh0yotgEhyODk8Go/FgdHgxOpqMjiejk78EYSDyXOfBRJVZ",
-	"Fga6LNYlvHyxFExfijwtBZvxjKtEMGnY+HA0Yi+/Px8GYbAWKpVqEUx+eBcGeammMg0mwWj8/JgfzUaD",
-	"z5JxOvhMHM8Hz/jhbHCUHKcn4un8M/5sFoSBEcZIbb+RKpGpUMXg+BAeFbwoTTAJ/LTwR72e5oIbrYJJ",
-	"IFQ6Lcoc5lqu09um+BymWBq+oPXgyVJMcVWwc7Uui2mh3wtlgskotM9zwdPtZ80fxocjt1r+t6PRje1r",
-	"KpUbfDCZ88yIm5ubMFjznK9EIXLc0bOFUMW3fIUjS4VJcrmGYQUTesQUXwlYaEsGuFCXWiZiwBXPNqYI",
-	"YFTBJFjzYhmEgcK26P/CIBc/ljIXaTAp8lKEgUmWYsWhrxW//lqoRbEMJoejURispHJ/j8Og2KyhFVPk",
-	"sLkwbBzNn0VucHDdY72kx83hXo67R2hfftRBvihzA3TcHl6sxHUxTfBpzPScFUvB1rm4lLo0bM0XgvX0",
-	"ShZsrnN8Npe5KfBBvzmbk5GbzY+lyDfVdKjxYMfoT/YZ/ctrkZQw4j+JTccconI0OkrojOG/xYR+koXI",
-	"kZYbvxZaZ9OEZ5l/HWfOmT2yDF5oTm6fYzsZT7DRHbsq3Bym78Vm3719us/qvErFaq0LoZJN5/oAs4Le",
-	"hCmYTFnP8JVg3LCZTjcstk+mMo1P2UwXS7aQl0IxrlKWyvlc5EDAf////n92PBq19jwXPw5Go5Gf8VLw",
-	"VOTVnGsjG/wJZ13N8t9yMQ8mwf91UDH1A3pqDs5pTK++xPl9LVey2J7WayBOI39qMoGTUTcVZthIfQCp",
-	"mPMyK+iTFb+Wq3IVTMYju+T2T7/gUhViIXIc0XmpXn25PaLzUuECl+q90leK6RyOjZALZdfvuH9/suqm",
-	"JnuhPCaLeEN3TtfEgIKAtkX+xDB7N+FMudows+Rrwco1KzSD+y9Z8pwnwMZPmUwN47lga5GzdQ4X2Zpn",
-	"ITOaSWLgBpmKbxtWzbZ/ytwydq9d81bsWKLaHfp4y3QDTZm1Vobkji94aokVL1CtCqHwn3y9zmSCzOdg",
-	"netZJla//auhG8JPAr5I7c3FM5lO7WEMwiAVBZeZo2Pm70YWESlHwYSpcjUTOVuVpmAzwXjBMsFNweg8",
-	"mgLEkmASHNiVMHYd6LTvRX7PRzWJ4xiWp5AFLv8rGjGrRmyXqszVZHmdTuykJ+2p3ezLBF5TA7ToLY7f",
-	"ajSesBXP5jpfiZT98c1334aME3srlrwAyUzpgn1/8dXgGRxK+EMrgW8ylAZD+rcSBsTElc4FfKnY+PAZ",
-	"y8SlyAxLhViH8DUIlKoAEmeXUme4xUOY1gut5plMHkYJjmpnpdns2MaDGukf5OUj7Ovzal8tF2C2/x2b",
-	"2hjlY+zoGYPRCFhaXMMJi10f4lqawsRh9Qv0Cn9Xk5667+jnROdwkU9X0qx4kSzhVw6CWOMXpYspv+Ky",
-	"gFdzYXSG93OMm/mVzmcyTYV60G7OfSvNrYRdO9iH+x+I67XOiwfv8FG1w1/VxrRje6thP8pp9c3Fkxq7",
-	"ZxlP3hvGWa4zgb87IUUJkRrWE8PFkMW0AJM132SapyaGa4Z+Y+63Pu7Yt7r4SpcqfdCGAU3MsZWP3LAH",
-	"79RxtVPfapC7aTA7dqoa76PslG8u7pRiZNqHP2P7aNqQaencuNYfdhsWIlc8e+BanjTvK2qTGZFfipyR",
-	"Xn/LrWWH8CjMTVF3rHf+1Qv2/PjkM2b7YXTNWwr+XvGyWOpc/iQeRsVlvaFPJAuMq7X9vtndjiVtDOpR",
-	"qLXeomUtM8FzkTO0OcC9v5LGSLUIa/IBCQCR4kki1nDd98T1GmTDEAWDjSgYChchu8q1WjBpTClyvPnL",
-	"VAqViJDNeBopIxeKF2UuQi+qvheb/pCRwsWNxiEoAfSWSpNk2oh0GAHjJU0JRci3b98OzspiKVQBO9xh",
-	"74i/oFnlgmerz6NgeZ1GQcyulkIxpe1krziI5qoImciMYO4bJLzPIy9h4svwNdLi089O2jrd7d81NKgt",
-	"4Zho+JLLjM8cQX48Cft2HsoGjuriTX4pE8Gaze+mWP/SYxGsazCeMFPoHHTYhCsgvIK/F+wql4UwaG1R",
-	"+or1gKZTad4DIc3LLAMaZXOZCeaa1jk8y8S8CPEEpLzgM27QHlmqXPBkCf0B/WY6eS+IhcvCMBqxk46T",
-	"MgdNf8jOS2WYVGyeycWyYCAgoTEAtlKqUrAZiNViZUR2Kcwpy0WRbxifg3ISn8MfgzP4Ix426bz2aJvE",
-	"34hEq9TA5Y4dzgTcOdS2VIumin+rOneb5k4Eus51Iox5MIlWIuPUnpK63vZiqbURTFzzpMg2qG/oOcuF",
-	"KbMipImFjM8eQbg7POxSy9zYdpN3x/gfg8rfiiwbWF47KwtmxIoja8uyDbMdTSoZAuVyEMcdp1nB3iwE",
-	"SfLtETbl+1TiLrZ+LZUp1yAg0gPX7lpnMkG9YVaqNBNT1KOn4joRIm2+Si/AL6tkPa2fWvtToXVm/Jjs",
-	"5e17/Uakkl/goj+IA/oGpytocYr7WCMxJy+jprvkIEu/oN4GL1Wi0ZapiyXch6DMos4oi80nkgjGJ3WJ",
-	"wI+d4diZHftOTts510diul1tO3mhWrq4vXYxLV6kcPVit3wx6y2vU5YK2CfgnUqcsvgMpQn/7YRVrxu+",
-	"MZEyuh9CL8mS50YUcX1n0DJhjQvVcuEA9dqZsFWqBbFquCm2xIjWADqkCD+ikESHzimDGJGLeWlAMAIR",
-	"4bOnz7dMbxUh3SYM+N2r/Dkd/hGWi4U0hchFypAXsFTMpZLwnF3JYqmRhyS5KAzrKc3OXr8COcvgVShU",
-	"utZSFez786/pF2rc4JDXOSxfIclWBweXpH/TbeLE7p8Y9s2L11ZNMKwX1z6L4V4s3Jt4D58yPgOxK1JW",
-	"HFOCJECZox+B7J8g/elLmqNK2VoqJVK3C/YARkoaZl2SdPHbB09MjenE/SF7oVcrrlITMqEuZa7VCgeA",
-	"liwTMiIKdslzCTzLYJewPjgUEkfNUl8poiFZiJW564Dh7n3z4vUbXAg4mCt+/Yq+HKOeRdvP85yjRWil",
-	"U5Ht1yq+eePsttsW2RZlhYHZmEKsputcr9ZF64vxCP/X8RUuH7y9/4QvtM625tox2cvK+3fH4G/qsssP",
-	"zhlZefxo2dxg3/nv9eyvIkHjKQ7sK55lM568/8atcovS3c/bNL7O9aVM0diOb6EVnvWIiFHupC/QDJqK",
-	"jA7SnVvimt3uVK+F4pL9J+OqWOZ6LRP2n76PBlvxLzQ7fHp81yr6zneu19eSDPTNZfKEsD9FbFPDFjm0",
-	"Bkdt7xxZdaa2hufOQ7VCwHDMnasTBmuRo+Lb5ZBGIvDPQSYFhrBhs1ymC5Ei03KOYGJ7yPwVyNQ/BDzL",
-	"9FUQBty8R0lEbWpTqwaQi3XGN1bkutvbBy+/pnfhoMqV0GUxNaQTdE9hpkuVwjhBsAbZEsnUCf/VppCP",
-	"pHH+Oxg/zGqQSVM0Z/7E0HKQp8odEmTbtGj4VBq3eHhWPDHdeWjuYitFzpVB8+/2ZW6KVOqY9ThLljJL",
-	"mVVqYPzLa2umWxbFOmY9U+SCr1AJ/MPFxWtUExXLxIInG/bmzUum6VJDv/D351/36xuO/YCkURTrjq3u",
-	"5mfVwBu02KaL7a3efUx2czR3ayO7GrK3sliCaDO3LDJmyZJLBRc5vlD9Tnd5pKrLvB8y0JctZ7SkQJ/H",
-	"P+CPIXPf//1v//UuZguQSqpW4KpG1S5mNMche0uXPC6JxI64zMpcsN7x4fOQneB/rq9DxiOVaKVEgpIP",
-	"2l9AYLRL1EcpFcWycg1iIozmiWG8KMRqXZiQRmEKsWYrfQm3fsE0GqucEAWj1vN5CEo2TEyJ64LaOYXO",
-	"YaO4qo0QBVJ4MeOmcB2G+JTctnmpGDe+fZgArNWQvaTDkW/gbHDlBgkrKgv08obWeSlSoL55rlfV+J+Y",
-	"CoGiFUxgCZq03T9TcNTsKm8BHk5ol3YoUiDv2LedsxZeB/2QBh67GyNm1bsxOgvha3MFAxuyl0ALSlwx",
-	"XFXs2DC+AHLgRQ0NYykDmuKRAhV/RWAztgCR3cqx+AFRlixQztbKkgdOPdEK5AAU9u0W4rq8yHiZCtg0",
-	"rth3a6HOXg2Ai/JCwpG2nWMTxVKq92juzEXKE9B43E84OlI5qMGBVtmGzTKdvEeuIXieSdB2uDEStMOC",
-	"FWWuSGjMxLxgsMf2TNAw/BaAtAryLhAUV2mkkC8CV6bPgW32SdpsXnHuMHWfbBJAWJFLkcJp1TnItVe0",
-	"YhKJ44lBU4oU1JE7H55VO9KkU9zkz3de9k0pq8Gwn90i8f5DCV305uNLXOewth8CnqaoyfHsdW3jEfPX",
-	"VtS/xXMM3KKlBW5rctuS0Tb07164joYI30Lo3RdHc4t8v3O1UNHYEgAb69Oh5XRM470kB6i7vmelzAoJ",
-	"B+9KzJZag9SWZHAPdcpte6tgTQnz55MOu9cXZ70tXdQG2bnyayBjnp3bBl9eOjtdln03DyY/3DGwUuEX",
-	"X0mRpSa4Cbe2jxd8e1OBK941ZyCHF/DeTdjCDXbAA2+nwDbsELvvWo3C2iv9XtrVmfrW7pT+nH0S5r3d",
-	"xbttzIe/JlivppLE3LyP++gHIE8IDQVdGKlIMqnEsNo/UcNf3cptmttApLrFOIu8RLmG5AQY3ynD7xmJ",
-	"BSBosCh4XY02FUqKNAqGlXVzpnUmuCJSB2GgATfsZH7n+F4lVaE3Bd05IpEOOtxuvrX8NKVOSs8LOedJ",
-	"8UrN9TZFmiU/PHm6Q7i2X7L3YsN6mb4SecKNYEtxzd784WxwePLUSXWzTSG2Li64SmoME/5cgzSYQwf/",
-	"8cNo8JwP5u8+PD2++begy9Ijf+rwh74qDMuwRZAKsF/odq7zFeLcpSqeHnerg3UUZ33t7BrYHjvXkGTY",
-	"c2FE8fNwCis179gYK1IjwI2MtkYUw/vN2vWwFz+gd6fYzyfgBSQYuWnRjFDym4CurQoUUt3jGNod2r9i",
-	"5y2UBQqBl1qmyCC+QDcOwofNPYWRL3SpUuqSkTeI9c5ffvXy/OW3L16y//7fnw0P+1ZBILg0Gl8rKGak",
-	"1trIQl4KZhcfLfd8BnysYWDQV4qhJ4r10HF/fHgYqbbT6pRxh/YstGYZzxeCWCN7ejyYycL34pwEkUKc",
-	"G2mwFq84YcejEdsCT/ZPUeoiYVQrgf4Fq9W6YXYJ7yt+PcXDt4t1JEuYPygeOONy5VjFSsBUDOtZpsie",
-	"fjYePXv29Jh9zp4es2/kF02Pg3vcccbbFI7cZ0od7Brdd0rYIVQjODo6OTk+Pjpkn7Ojw+0RuMf3HEFH",
-	"52d2WYQitcWPAGW6Zq9N+2KrB6vQbvfwR10i0slpvM0eurro5hRbLMF6i74AnfGe54mWHB27pHOy3plT",
-	"TQaIIE/7E1QgQ7x1p6XB+x7/TU7zbTWg5lpt9mYHSse31oTrmqtNA/xbmhK905wRN8Mluh4s9MCuwV+N",
-	"VsNzfvUNTQEWQ6Yd/YIoI9NavzAN7HQvhQ6DqDruO/h5V6PNXbp72GZqQ9o+dIgrqjPe6sLZQD96YrCx",
-	"He2Kazct+FdXc7e7c2AU066NQP5j7TgkYDZ2pU4N+42/dRnifKoxuH9Su3teju92nLBcZ+fUTue0Kqdg",
-	"xgthipq8yNma23OTcJWIjPVUmWVkMZEFWhDJQbl1lHIKm9xbnrEjhIscuiAsDWFxWpNqTR066pw5Oj4t",
-	"+vwjRXrnYb7TsHMu5shFRcGd6NVc6K9yIRDD4rDK8Bp7L9ZFZcqzG2Hppz66ukN033Pp4St36woXZU4G",
-	"e4vQok9FjpZUa7KtqASUmW7dpB5k2sXJRD5IltoICvVxlwhHi+j337/68vKzkC0yPUPWWSr5Yyn6Q/aq",
-	"YNJEyiR6jd6kZoCPDwKasOV1ihA4YUJGVkiQFHramkMvxGqtc54xoRZSiX6llbkApFKlSPSgmqQil5ci",
-	"rVmSfU9WAJGGIpbgFCyrSEcfkxQfxASgk2k/ZEZHqrjS1QvmCQYzJVxZD3qis0ymJN5wRybwGO2q8Eqk",
-	"kGc6fE3N+n1qO4K/RTZn0rCrpTUp25aMECbCnjZXS5EL1nPthLgSoZWKQ2YNO4TRW4rkPQIiIjXTqYS1",
-	"jYfL69gKsaY/ZOdiUBqEBqH5FORPGIlhx6PnkWqHXZDgtyvs6nbbWF3TOxv8hQ9+Gg2ev6v+OZxO/v3/",
-	"/e3ng3e/6VD+2qrKommzqjjHS7jOPpVGtn0V7XM90A372DrShTUOzLnMRHpKSlAMOwd0QwhzK2Oh+oMz",
-	"3BX4e8bWIh9Ac0hHjKJ04ZgncsUzuiKamvq7D+Nw/LxbUce+Xts48uZSEp3u7WZ3W7OPg7QWvHxXs/XF",
-	"2LKR0Qib7XWSGsadvPZ2y3sIwG/hfHPlQldWfINqGXom64rlyfCIrbPSoKWL5xxVSPLmAM/Ly0x0YZuk",
-	"SrIyFVNnrzF3XyNnaWqjbjDGNxGpt/aYJ2RVOWV2mQxojdRDFYjj9dUtjGW/+8JpN3H3GF82A31Yj5eF",
-	"HjjnlvVkx/R3bP9svELuur4z4tHqgwJKNz8y6+7BZt5scBtZNUwMSFbQb0docHMHQ4ZY0LpbayaKK0G+",
-	"QAY3D0xjxQuZsDU3hixc+x0g7Oq8JND67UeoS8v7PV//PPYtl6+i7nHBozhdShAMNtMmSv9+0Crb+j6m",
-	"rQVfPzqzfkk2K2uZcu5KlugyS9EUNMMYkZT1WoIO4VLPRSoNs+vAbIAKI6x/DdXfP0WRwjJvadgIg6s5",
-	"Ix+Pw+zDbY+SkSycG1sjsOcmDP4geAZLumUVtrjeapnQeQRj7vbqXO5KgXFRN3fVMmHcbz/teG53pn3z",
-	"4rVzpbWvO4dv+ubFa/I7cONwmLzwMqVLfjKpBDI0TEYKBDIvXl8tdeYlu5DxJNcGTbC4uCF+jFJiZeqL",
-	"VAYCFWpteZc5reXtq87ED9+8eD1B6Nc7dg4kwxGs0qUo77IpTOtpD9p7g2+4aJBqwGzBLwXrob4TI2Sa",
-	"wBLVqGPG09ThWG2kVf8jbBI7rA5LQUaHCjeBiIIJswk/7LpiBo9pldrDpvQImeFKFvIn2GDTvOmacGZc",
-	"Wkprs72uOxCoHrJ3C6nj4LcAwx1974HoQ/PC7nWCx65Hh+aqsHu1fB2dcxzvkGp3w8+wT/fYu8rQal+D",
-	"OusWeNBhySpA2hRhZWFgjNgfXOaXoslzW6TuN6k+kS6e8ZqyvjwGRNQ2tS9suCW+tjhWdsU3hqEBpwdX",
-	"h8+5086es8MAs2MVaSJ3y7r1uXSw08p160LomfMYYxwDqOeJyEHAHeiySPSq6cvc6eq6zX0V3tt7nmhl",
-	"A9u6DZ739a6HwcdhWhEUuL9EBVPAeLl9LGxhx129zsWa54j1cdtCsTo5AYD85sCVzq+m9WRi1b+7rvkO",
-	"dK53iaS6bARUOvBtiwRxE8PqRne7H26hFTyUo7aP20Nwy9tJxhnfzHjyfpdJ9QwkEjmXGKyGfj69FiAU",
-	"wFW/th83VbRnHfpXS+/avmJR86lpWCGbbRg3iU059V5s9sem1b35d+PR4QUl59ae2hybezLEWzn4SKvl",
-	"jkn/teWHkooZ8WMJFzDpPCFczFK5F3AQWWMZ7jmc1kp0LEUu3IV22wr/GUmCIvXO6Ys2Dfs1rRbBtx7W",
-	"yKGTJqscCS0tcUd6gCGLE50Kb+sxBaK5VzxZSlQqUjGJVMuvG7J6fHzIfBYOjHOnNA9hpFaiWOp0islQ",
-	"skxfwatW354WWk/R1xw6qOfUnr0wUt1xdSFrGhCrv2el2VTt1HK2hJHaTtkSsmbCFhp0R7oWHElHOoqQ",
-	"bUeP+kB9ijoNqzWzdrOQbQeX1n+rzTlkTaNHGKnOuNLqPXocslZMKf3QiCgN6/HpYaRIm5tSAoFqf12S",
-	"iiH7VlwxCkdc8Q0CEEAw79IyKLi0U27dJqoOME/dJsgHP72D/0w7DbhVoOo2z6UJDQyfo00m44pgz2iW",
-	"B1U5IW6fiG1FsVvJcfGstyW/W/NiOdxL9K0Hwt6VTo9nRjsx//8eWNfV4NWXNg5vPyhvdYNvd/aHi4vX",
-	"jF6wbZGAdPL8eT1TXTdSwEbkbm+BWYLobvOk+lgHnQobewiqBNyBFOhSbUj/Xg7TdixuK+6XtDbo1Wpt",
-	"DXVld7Kb+xoPXPQxLkZN8sDT0NjuLn59LlCj2fxzAUXDmgGutU2W35A7O55U9iSrZ1r/uTQk/Iu0gWWv",
-	"y/7Myv6NmKJG83frfR8NYc3tvv0sENYnxs2VbHRuAXqUMu729eujaaVCvOLVdUlunJo99/6Ym6bnIKRz",
-	"ngtBWRvNhMUf3kuVmt+FjN6bsCjQmF/wJo4U/AvulALuhEXNDp/wdVHmwtneRRr3T2ttoQtS5GGk2q3+",
-	"Z0Qw7UREQUj4m9/dxIw6wpnjQ5JzCFSHjpNIYb6a56MxIXdsD0wqI1O0Ea0aA6BrKnTt/Q5m49smnkYA",
-	"OT0Hgj1/echysSgznsOFlLscly7Qj8glUsQnV0MWY08x2vxymRQuIioT5PPWRli5geGb3oE+sV5d/Lk/",
-	"ZGf2oyUv2CwX/D22ZKgtg37ZDg9L19VOS91xnGFxY4wItCsQN81CmlKj1q/FpztiC5q2kKqJZrTVHgat",
-	"mqjeEUvjpYwP26m0ureqOSOeJMUAfZa/3eu+t9TUdU+2qM0CGuxJYL0oiAL2ec0obJ+0UiYcUJLt/WQP",
-	"3KNdggc+XFl0W2wXKiZiFob14n8bx2TpxGw6nC1yXa5PmcNvwID7Hav197/9V4dFucvO79Kn3z66Fsiu",
-	"T/ArT4FI3jCMpnFj2yN1p9LXMLXUuD8Il6BLuhzEROKq5FmnXaPKObw1tW8QD8uZKWcO9V+1ioAgqSij",
-	"kqVFdqY2hGlzAWjffv/1ztTJ+4Mo/iOKrkejd7/tlLbP6c7YFzvVdrTuTlNEVifKVYT/rnl+t3WsLuPI",
-	"rNOI/IIwajbmYXf8RFbsIwY5RNonjrmomfK2kz97QzgFicKti33sCN7oEDTh7Y9Dv7UAZE3sgVAEUw8J",
-	"oS5+LHnWxom571my1DLxmzx6zra18/59Z+R2cQt1eIuK5cNoMRC5QjIqXaA0YqMeSvQkdGkl9zOM28F0",
-	"KgCleulAsy0MvOVDjcvQ5dBNS0rdY/H9ziKwp+OuW4WCpbHx2U8MyhAgQlTuMRIkCCKEouRC6xSRn1oJ",
-	"kF8mmPXHhpnjrOKQxRdk1vF/n/OCUA30Cwar98NIxWevX71B7ck9wNj1k8Pn6O2Bm0+kIUhUcfU3IY5B",
-	"AolUzNfS/W1lN0RdC77qs7//7X8xmION/LAIv6IK8o9UM7wexWbgvFvh/n//2/+CaWmdneWLEm4kO+JI",
-	"9bxD0eV34O4VypCjC8bp6iISOPUDKrQGmZaCwnG7ncGFeB8GgYcWIWg/wlWr8jv6VWe949H44Hh01A9Z",
-	"XOURdw8pVvv4+tot+7kVrv4MPTXa4c3slho95D/B2RHrbIPf27xwjT6G7Dvsg+RT1FwIPql1ZmpWr0j1",
-	"4nP3B33a91EdeakKuRJtmGCdnj5WW3dna9eJvNyRUGpdzjKZEK5tYsP0QfOGi62pixPSqubc5pGyqDrK",
-	"OUC57VOxFhgNpNy76JCzHvM1kOhmLcJIpRJGspIKczjNNvb1Phno4N9NA11Nszbv5dpEijs8ns15QN3J",
-	"wsf1sPdKX9Fq13oj1rTi67W9ALajN3c5EzqDYMNWuNeuj7di4nzBnB0ovAqrGSLsZsd7HoMUdijxO11u",
-	"XVYaqr3jxIg78OzukwJ9o75EzQ6hQ1wXruxQ48NUZAW/7asv4QX/iU3QcMdn9q3mpzrVZmpL/OyWjVJt",
-	"vqd3qg9dBZQ7J2kNTFsT9S2gT/Guz9/AS41vb9+RSqDzH5W5unu0Za7aI7Ueg12fvKXHHnJqr/cNVR4K",
-	"XBpCrcQ+btvm5t6Ed7/eHO6dX2yTwZ2fbG/Bvp/cc2ytPbvz/a3NuuuLGve469VutnbXV90s5M6+trjg",
-	"3UvVPpN3fdEi0z3jc/Z73TPbm3e1m9Vaq7sFULo9yY7lPkAhcyZApGvcqXSh7sR8WAWgJiEcHXZIw/Va",
-	"bZ36DWLg6erkKM2sZFG4JJZHR0fPQ/b9xQuQ0IyRC0X3s805pHMsiCQLxtd01fvWXLEa53m1CCuaei54",
-	"SumGrP+HjEV8UYt6RdEWUyKBfIl9pXVYaKRwNRm6SzFaLc9xYDIH4eqJ8ZhETAU1ZN/qgq157nLxRCrG",
-	"gcZb/vZG8HID//bE+F2LFEWFMVMmS9pYm6mnQnXwQgyg7y6rw0eg70OL8t3e+G57mFcS94Dl1SOa9nC6",
-	"ifVe5NeGojYqC7lKTK61sE7ZtbmGVSW0GjHvEG4fA41WC9N7IBbtwmULA9J+4vDGp6STW7whJglbY+zJ",
-	"zwVRwwnObzMr3MPvesdKktK7y2jgG9o5TGcAuWeE5Ze84B0ewyY33O+k1ktB7vdNG7ZVddpobS8/GbEy",
-	"q5q5gO764nzZGYjpPrQeM2dOBZUfxmwKvlobUvKs4oZcr5L57Z1g+R/+QpzeFFqnlMeN27c6TJc+Vnp/",
-	"Vy9+sb0Eb5cbb2ok84zPr1dXlv346wblSKWCpxnCMtBomsHFViv6yWKLy4n77lSCan8ljWA9Hilor/oS",
-	"7ZIEYADm32jHv0WXt9KRwjWwl8KdUERXIrVbbFAYjmmuRG5Dk0tVSLRE5ug2xVzavDZU2n1pKrdFZ0Te",
-	"HfylVo21K7bd1DCsDePvpwD9fsrr7J68rFU39sMOiq3SP7q9g8/WloCvanSdyjRSvRoNhTXCHDLMo4cf",
-	"2/IoZG/ziSCeGAqZNZP6byx29WyxORtyj5n4+bWtLhuHkYpxMg5hCM8xGp6+JEkUE5vzLMZuMZqbIgM2",
-	"keK5OLVpDaHLuVTSLO3SxGzF14ZhBzGWI6wNKVKxV4ZNfBDPS4WmVfzBvl0fNCUuwgeRakyBxTahxXQu",
-	"s0Lk9mM36JBxtSHLt8iMiNSlyGe8kCs0AFP0Ra3sTNWpy5joUiLAoa+naHQVY/ycbAUb4Bm25odhV0uZ",
-	"CcwTg22Q2Fhvw4e8SBJz3R63LYO14sT3tNfXKhXfRuDfO8fgdq3hrcOfl4JWx+iVYPhBM0SLJ4kuVUG2",
-	"9InLuxqpjjxFGJ2lCpHn5dqncK+L3HmJGWZ1HinuU0JWaSrc3UYgUthMHA+t3x2pv7olUsuLa3in+nl3",
-	"y+lMdhWT7Fi6W+WaT4WHuo+EtA3+qcx+nyoQ27JB1vOI+dBf7Z4HhpSUA8nDXzMYqdKvh3DDqXHyiZVJ",
-	"EHTghKQ3WxD/vFSKdqsO3qfOQAlxUFlKKhMGfkSg2+EoO/3g1nnVkY7svuk1PkZIpZwm0/unI5nv2Kcq",
-	"SUrLi1jPJOESowz3kXA8WrdbyHHxhfXoQq/B9+If3tX58cLZTZSuV53YP0+tC3jcKwxgZ7qTRn1fHxvd",
-	"iz/c+CpjNmvMQ7Ka3JWB5J7xoHWWR7RZ76823bCpudRIrL6ZXRzOnoXHUMbdsfonVcXflLOVLPAkfgx4",
-	"oeZG355uaYRPbAFXsNJqAJevQ+Xhwbaik0to3eP4WaRc0jGb087nmTKnTXGKqkzXkXauDpXVfCoPQFd6",
-	"qtuzC+9JI438ah2EspLK/d2mmnd7HMU6pH3P6usuVvNuMM0bfI/VXesk2UxYXHnFrBze9HnFiIh03vfK",
-	"cmujdr2kZJxldsV67gNMNo62UmcF9dZPlW2wIFCVE6dPGSJAYq87+OIqC3uNIzssI1vJNM3EFUd7rYgU",
-	"0pA0bFZicXyq6COqMWslWlP2wCLgsWGkjIZxrXMxqLcNzWJgvzANy/FbKxfG9ANoHIgzssPYv+e9JMnb",
-	"nO7b/qpfS8KdpsP2U8h7Hi9ic9ZhmIopxDpkrt+hW6Oad+5XtUDkYX701YEVqWL017lOy0SkhGxWBJpE",
-	"CqVMAkTFEwa3Txwpwjk0BKGuk4d1NoC+yZy3FjlbS5EIOgsVi8DGUf6usxFMDJtLLFdZGcYQEGVdRi6p",
-	"G2F4e2ttitrh7Ne23afeDel40QjwfKHajMMyFlbuX020SnghEBgSIp+ThelgRK87vm5AukzBN75yCU0X",
-	"07fGDcBGzOY6y/RVLQGJLab5xNgRAjcAet32KP9qaLaJjHj82A1cCLer7oCTdgxiQZWhlInrQqhUYB45",
-	"qrARqe1SHLH/dmrFkbgfeppkmXwv3JZbBu01ATgpWMH3ttPir7s7z8uQvXHFiSmtngvTqGqEWJAaX68F",
-	"z9lS5AKz0m3qFOZcio5WttzWj08q3ULjDlVsi2IagJhPpPYjaHCQaob1opIlVwsMgKpsPYj0OsUEhwLj",
-	"Wqz6hEtoA7a21Ym0CSJFcM34AVljnVIHkpjDNz4gOUsduj7/mBg8VNRs3g4acqeM0Yk9+XltS/Woum0S",
-	"24JOPT5jSqVZYzxHWsuzkYuizJVIG3RUQ/X8GteIwGGfsnCENLXV8ktT87fur4TuTCd9UfkOW1EtWOBY",
-	"YV3uj8ohXUvG3Favtq0l1bLuzSvuU6um0XzoV2PXIf3lTL/NaI9O4vuUhl8iBMr6b6PBSPKlfPy1miYY",
-	"Gc5thRCfe4D8BFSm2/Fn1JT7NfK1ISadiKl6ZoxapLct73avxCyUSf7jvkRxkujXrrfpsvJ1l5wwwfaA",
-	"uwfT3VEnVW4BCn81kmwDvPqp3BHeDdD2K5AfiKqU7zCzoQuyaW4hPxQQrilXK5vOywmrrpKZ94SZsCrE",
-	"plJfJdH41DeTpp83pmRdle+TBll3hvJkKSgtW+NdkoLtY2dZb75S9+RSleD2x7RU8KF70Gu+OXWpV7Cf",
-	"tPreRAp/QvAflpwumPMRUtiXVKw5u/6QnTW1uUhZdY6naS3389baO/UN3pZqATq1q+IWKeI69CptND2D",
-	"WaMDrzNK+JZ1axz8fYrohMGOTfqIlh74eYN87v19W1Stj6Xd9u5Jh7cubhfLqica+nJHtpS3CI7RSjBp",
-	"TClQTcQsGKxHKpyLRbY3dv8eUNsdIci3pZLY8QmObUfyKxw2phbBAP+/2hKnzjSPoXHrjEtl9svO4orc",
-	"dV3OPuIeTS6CBOY9wtGxXMvthWxsyZhd7e4Y7E7XhkvBUst/s1+yGyN+7B7oeDDjBsO+cBVswaDmeH26",
-	"mK5D1A2I7ZxY+8Tg9t9F4udidzrJS5GnMimYVjtLLo0xXQJJTvYNyqmKtjR3/SlhTI3mTLuV49AnXT5l",
-	"sbe9oS0mUqiqo0XNyWhw8pYcC/vCsk6R2cdsVIXAtSk6Uq0uj/pkhTTMSLXI7JEYstheMjHLdMILQdWH",
-	"6WFn7qYKyLKtHti29vZIdvCefbzIOLpdaSBcgpCpJivWFEU2Mj3td1rq3Xelb6u24O5kkbh/e8ik9F6F",
-	"owhaHflJV4vcRemNGI1PnR2oWXiTas+SitiJ6rhVtL+lbHprpRA2dFux7rbk66KvPpXMSylzqBycHZcv",
-	"B4d6A4E6bUHvvNLOhjgCI5Iyl8XmDWwGLexM8FzkZyXlxKa/vnJL9se3F0G4nZKEJ1h7HS961vvj24t+",
-	"vVDyqy8rwW55jaU2Eq3mclE62FekevFgoGWaDJDS8rjvq17zMo3ZUmepYe4dXqYSMY7kcSDkRqSkK1r5",
-	"XhBoFlpCLmVKXEfWw3hX8h4qrgqWZFyuLOerxtQ/ZbnORCMmeCl89/hsgJ/G1AIxK6RoPGe4aJXOiEl+",
-	"b25QyKMClM0VhEXB6i5pmWMOurNXA7Jw468wg/dCrA3j2yVvbD6eSEXqhVZwkKRWZgJ//4Z9gSVQ0N3y",
-	"xzfffesKk1OpDGlYjFn4iQUe2Cxjv/0rIj57LhdjP1KMgnKIlFpp8mxiRncXxJWbHYv2uUSOigrCMFf0",
-	"wdANQ/n77IAKcV0MYdidVfomtSBvmEwI16RON+QdkhQc/P3FV4NniDBklmY8yGFWFuxqKQvBzJonwvqG",
-	"4fTUK6Hhv7FFBIkydKBzpZVMOFo4VqxHFXdysUZQDVymXNlI+bCqUzgTGw26FmPzTPOC5VwtBDzPMHa6",
-	"zHO9wCvPJHwt+n46ShhCYgPPtx5+ZpsHpROdWVyx8eEzlolLkRmWCrFGEAg1EbI1z/lKwPx0btPwQSM4",
-	"r0upEQFEHlxXGnHIjscnLO7OaYkZ0KBlaMQeS4vVGFxQgDYtPxZPXGIKWZv5gWAnPVxWKsgzgUYahIcE",
-	"Vx34ZMlzdOHV99TGCtC+MI5tuCG8VIlOpVrEtr47Lk+MVXpksYlZD85XKkgYUpqocOUSJ/Vh6kcs3sr5",
-	"CbOGd3FXUPcfs2/kF6xnRa9yTbnAlpxKWsq8qmUJjY6e4ShbiUP9WtJsUklQW3LPulw6RyOGEB7qCZqh",
-	"ziZsPGIrrOdh61raPBZU+QPzYxro+hi79vkCoVO1qRvg4IKQC6psxfH/4LgA3X37/dfwAtY/8UTj0kLQ",
-	"+UKMuktDglN9PsEEjTgkzGkKozg8xL2+Elk2sAcXDqERK46pILJs44TMITsZHQH5+ayfcWhvBsZiNAcO",
-	"zuaICe/Za64/wWBCRCxzBYMDWmNXuSxsoQKlrxCEDG2k0rwHgpqjrVppTEXPHBsmbpiJeUElsOA6BVUC",
-	"K3mxVsEJ5MlSOVYMNzDVnrJYcRtXuTIiuxSGgfYBjcgCxhkSAOgAy0j8FPuqyjD9leAKYebIBL9GyZ6c",
-	"Hiz+gMJmyGo4tJv4FEujsLj2Y8wwXzPxrtj95so2eODcaesjaXYA6GAkL22sp/Wywl0At0pcT/YZE9zb",
-	"gShDX3MPsyLyNh1oJSzqnnKJSAy6/A2L//Dy7EscTgULB/UfTl/8+5cX8CislaBDUDAuKXE5w/SciFbY",
-	"9ymIh05cTyOrJsiD8yzDDWA/DhkvcL/6p9AIZ8ejE6thuYEpFp9lmb6Kq3HJwr0DHeI0mulOJtaXjQXf",
-	"RH4p2GDAy2L5OUgTsUsw6lmmuE7EuoABLERB1UlC+Oc5kAzOZyEKtO+9fsWUECAYndk8x7a/L1AAYZRd",
-	"9I9vL2xyUSRDkIpc7G9dDmtJanB5u6CKmsEehStqB9dnjIfWZ1mOaaqcxW/fvh3UlkFgXposE2oh0Irn",
-	"ArsYm4lMq4VplsojtmNxq0wWE5tZc4MYGCAcWYQEGi+VCaEdVw/OovgtCBnBabbqEXCx49FxnTGGTNjM",
-	"X3CtKDrtxCWBK73FjbPbBapxzHqZ1ms8ZFplmz6OmegHzc0LpXPMPPwb5tIgyZS6RtBOVf8PdV0726VV",
-	"j6Ff5K4oohAtxxXSNzZDdnGl7VeUS4WawYXyeO64VqUuPrWLk28wATC0jxB8GxToi7j4xexeSVxjRNc7",
-	"cH9oc1SFrkB96PJ29htAPo+s1lcKW8FMM3jpYEkgWoLSULZHlztojkEDhQZuDX9fCp7RD9QE3fW949Fz",
-	"1q7ZRyUIPbbEdmBrDXr5wS0WitAgQqb9ITsv7X5ZeVampl4SZkXiDFV/RMkYwVnNIpBD9kaAhNRR0XNY",
-	"20tSGjKZCGVQZySkQfA61+tcioLnm1oCY1ASasV/JsFoOB6O0PK7FoqvZTAJjoaj4RHVrVuiLneAWgT+",
-	"cyE67E6Osy+kKQjKiVpHKuZSodc49FE5RiS5IACFZ1Wv0mASwD11trAF5NwlgV0ejkYtt3Jb6msYT7xB",
-	"5YcPVp+f+H8Ei3UxONYD0NTJLIRMCjRkmL2sgBqBVJdaJmLAFc82mJ/ebEwhVlNybwST4P/RJaOngtm3",
-	"CRhCQQ0/dNQCTUqQmZESSrXmMmUznnGbnpvMsYGtQxn4kYDMmJZial/FAKPcJlAMJgFmmw9svsvN1NXV",
-	"oLyNoPFXe305ptwUVRWjO2NQELOPOmdzMh49hfGPx6Pxrtb8Vh58X2PwZGiznvq7PnR5/tHSQIm2LcFs",
-	"0RwQT8EXxpe6NME7+MxS8MEHWNObgw92TW5qJN0kx98LosYHE6MnwRqxOd/TreS2i4xeJku64dArUiOc",
-	"WSmzAiuR2DZFstQPpJZ70cqtdPLRZHI8Or77o2918RVmNH84Xf1ekALqYmG2yAkYo9WLzU6zZPUKrQ3m",
-	"QdqVQab98p/tHuBhPfBFMA4+mCU/PHl6s5MRXywFaVwU/m6pdMDTFLTUWt0U1hPDxdDBLAgNECkQoJzi",
-	"W8sWSBHC9NIU1eo4bJS7NJGKXcuTgwNbVgzHakXGfmhhHfYS1VfKmoHs7UneXN8oiDGnbSGrwhzbUJKt",
-	"E2vHcL9Dq5NCFIMqQKMyw78V4n22YYZnwlgHcWWh4w0j8EwqIJ9t82z3iXDbgJsVhIHVHKDJlxd80b2z",
-	"P5YapFhb46YaZhQ8nz97mo6ejZ89O04+S5+ePOeHc8H5KDk54elofMKPZvPj+Xh2OBvNnh0eJun4JH2a",
-	"jE9mo/loxEfPoqAxq605/Gxn92R0tFcvvpzlw8/7l/pKod+XK78vtWNvCz53nfsuF6fdVyycgiqwvhJ5",
-	"wg0I99fszR/OBocnT10JazqqiIUjMZTyJGII1ei4lV36oXuMcFH0LRXL6o6gUxrUnQgEEq6o4X5gOGRZ",
-	"dtEOXOEnvP90V+Uk8p5ZCZ+sU8imyFVMkOuizBXpNa5akNUyKEQpUh0VkQpyhXrPnD2+lUBu4TSRqhXr",
-	"XXKztMAbI38SZshc2StCqRBTtGMD5WCCdkC84kNkpSFlpsIQWVFc6RytRXC5Z5cYy1H5Q635jxLTI5Cn",
-	"Xt7GZc4kR5lLm2VrbFF4KfpIQb927RWwEs75ZpEOHu5qjQe0DEP31oQK+sZdDNXNnWrzVuU9vtDp5hZ2",
-	"eqnS4ZLnShhzPXQK5G9/kusmb339J7gaRkf432PKmv4gvlqHGNiD1TAP/yTXNmxuF/OnfBY8SQQmHii0",
-	"pspaxplanRLTtFpjBKSzGW/WtKXjEzy+zVN181BhslYe7Yd3zYJkfsXs2g+qxQcZcMkNYc4R0FmlTwlG",
-	"4+fH/Gg2GnyWjNPBZ+J4PnjGD2eDo+Q4PRFP55/xZ7OgGWLcKl7v8qU04ue9GDmulzf7oYmhCUaI9cES",
-	"GLZ+An3dAs4gMjjYd7hJJRLnpRpWxfqsad61Z51fFFgfHI4OTwaj8WB0eDE6moyOJ6OTIQETfzsaTUaj",
-	"j1qzH5FF3rp2FimCS1FbtHf1GmsVYMHHjFqMAlCBQxL8cBdsoIrgnFqTXPCujQUYe3e/KyOwnwLQqg+4",
-	"Q+6B+0CkA+SoxOc+Xi0Yn+zzkfdDfSNSyS9sGtLjw8N9Pl7nOgE2awWNX0A4gWVlnMXD5XXsbgy8ULsE",
-	"lPrNizfF5mPvXW8Zr+ddQfIxYRU1hzkc89Q6xytrOvxurycT2jucLKdXS4FsEhNBRvYiJKeHjf1kZzX/",
-	"LI2LGPDhaGSvMPzKXVyUNrITPuQCn+tYIZdTnLOT6+tTtNTaTtBXV9N9fPlhuEts5nlXe4Y9PWbfyC/6",
-	"OIn4Q31AIfVjJuyHKHhlz7pNWV9vKwre3cSYhHKJqcGlYcT0KMMJ5bfsupVx4zb/upN/FXfyFpysOrnb",
-	"tB3Uar5U35C03c3Qt7jz8fMt9tzMy1T1z30CkgGascl50T2GrVvlg8Oh3nWldN6zdO/d7H817TdPD0Or",
-	"JkklBmbuMNxvajaXP3PnwaMlv+DpX+T6K5mJftCcxV6fbM1m5CeDo7nZ/1btLKDaebNa2Ocvc53+Ahcj",
-	"scHW1bjzVlyi+/OnnXYzvFwwM5sNH0AcGl4BButGDrvMTeRUfbCF2MvPaPTv8MzsRyt2NB30wTN5+YA1",
-	"t9g+4kd1+/slYoRri04eErvmK1HkMtntNHqd6xVIA6VNBgEMyqC3iNFN07nm39hW71x0aPMA0fDNO255",
-	"nWK1fAcIM9NCFzz7QPV7P4+C37+8iILQd/x5FHj/eRSEtFmfR9BjFNywccsgeOeV6JblF/Ka1FZ95Zey",
-	"c/+sP3C44avsFoOzNCzVCYZFk9XF258bUlTM17LRZOw85pGq5xkPneffFLlWCxa/vOALiwqx9s+GSS1S",
-	"NZsalQvEAVBFQJud1SLCXs0H32olBt/wIlnGFm1BhueCL7DCZPybuN+AjRyNjr2IQRLHDtuzRVIEd1gJ",
-	"XyKYjMGK153KBDIksOR4PGL//b/HR8Px8LD/SSy9aAckk3NlCWyszq00/e5eHM/RT61OIpHBhKGj+b4H",
-	"yOJNEG64r+XcUegT4+hK+H34BWzpR2QW75iXgzgker1BgDMV62e9NvFSncK0/w+6Ao96E13UEai72Bkh",
-	"5e6QAITyYEA0nVq0XmijArFOkdsSRJ9YxsUWGlXpXJeLJetxxAcSWHAOcieTRd8C1bYAip3XHIK0Hk+y",
-	"yG1zn0C4oKZ/ViFwBxnAmsnbJJK8VObgA1nxbvX8n2NOw0dSC3fmiXMvH7hg6xT63V85qNUl6OaSeamC",
-	"f2bP3e9FQTnefWL72s7DZn+Es/68VK++tI73Br0cEJrtNgyUKoyTXggQyxaI3XJQcm6RxyBnfM1NMcBv",
-	"Bq++jEPQPpJlpK6kMsSHZhoaygVlSOij2c22ijY3DNUgXOEZWkcmbAsMP0EnENZRiT84NF4D+ovYwHLN",
-	"Cs1itEvFFrXXgez1iF58w+fMDG09QpqcR8utLRPFDJMWYSwxUbh7tdAe64yT+c5nFOOUfo+W3BmCaDJz",
-	"2CmEQFJZmUjFMp1YiCoNyEIOQpvK0D2Ea6h6lPKCuye+8s4f33z3rX8FY3x4BKv4Xoj1ALWoGBk+mvQQ",
-	"8zY+YYaih2iUzBa4S6p6qNJESmlmsRWxTTdMZi9qhIDEtAsYhlXlXI4pm5VQxWmkcmGR+tYQ2qSh1np2",
-	"AuzcTM1dYuo54cVdekib/1C6Pa8soSP2eRXZhCaglsg6PnQC54+lQKuhlTex0WBfZteofHMTbimTQG1G",
-	"/uTTkGGkCMXZWCytwyrbIpmNUWKQZNcg8Uw0Bul5ls0lyq9tILBLLbozLnh71EA3b968tPhXn4OWgl3W",
-	"uUhESj5txK3Tsdm1um1xvkEcH7nM7x4qgDie2fb7jZvJhNH79hS9bycX49FkNJqMxsPDk79UxX7oG4rh",
-	"DP4gskzXawLt7Rd8VLenc92NK1N4M4EmLGAjC3FwD0gdbsVrzHB0QxURG/ywqVIBDxzbLIwT1hhFpIjX",
-	"fYhwkFEwiZrDjIIwwpXFR7i2+FM1d3xQmz0+pqXER/ssJjVJa4YfjfGXiixqP7p93bfxBL+y3L9qpqIw",
-	"/HEHjUXBDdw+rUPeyMn75iXdO+aUYPI2LQwWkiHNHa4mf41wigUc7osGs6cEpa7R3cJQVeP2n1q6A3He",
-	"i3f2IurBVui8qg/X/6QS37VzwH9ci+EO3+tLF0cC97WRBhNuJ2VhaxZZWAIVU8dgXTSHDi7HZOyOlHOp",
-	"9f7y6nV/yF4VPtoB7hEDK2SdibXAVfTR6vw9EGukQJihELRC6yH7YsPcjY4UiSME8c1nsSe4k4v/QGcO",
-	"ei2pEgDKIxbJMWGRg3JEQTzEKJKsTMXU+YBiH0mDfmT3c8h4WegVdzF9zj3k4tBR4faZmGN6HEcqLzM4",
-	"mb4bD5KJWc/6+kzHIPqUNAiHUAezVnAwNCSiaNoxBYqYahhtcp0JFtPcJtWbvePRUaTiuc5nMk2FquFY",
-	"a+VerLjYx4CpDs9dpKhH/ElfKZGbpVw7cYdOieXYOGSKyUCfPVtiOcZGEtu5zA3BT2GXjavQyF1RdBRb",
-	"eXaFscMu/HrSRuSeUqr3qrB9KhEtkVqLbV6qSF1xCsB1hN0P61/UQoVjF0lkbcZCLaQSYaQuxGqtc56F",
-	"Nn5d6XYAO7RJLp8pimxTVyQ+BlG14DKbtPEMPqd9yBALfYe7vg+nyoP0CDcfR6pnv3XQY3d0MGedp742",
-	"+Xx+kZdw7zLOZnCOgIShfRf0S7qYiTEyC3e8gOmKFjSB3opUC5cQsqNDDDFeY8L/1UzkIQMRdzQaOdAk",
-	"/IB/03PT71IZiFE5a8g+QIOuaJz2sfRO2faqOGc4TctCT6cePHYyGo1G6K6Hg09CZWJZqiYxHUuw+0Qe",
-	"Q3fFBMiKMU1AMAkOSps3Evh6UYgcfWRJUgx+GA2ev/uti45IhPv973/7r/sEztCyvabQCrJ33kOM/qWw",
-	"Gui7se5s0EKpwBZwBxvHqBhPL7lKRMvo7IAXX0rjPHjbd17Mi4InS1CdTzFoGtSUz6OANHArS6LqPVxe",
-	"R0Hc0HJ2fLuP2Imt3WqODv0EHKr5luRVwJWu4ZijrimVvSPqoz1+djg+6twLl0FtSzG8+VlFvz0kua/c",
-	"XfVRwuL/DGjeS8voOwS2vTAJ9rK+xUHOF+3IV/fNkMVk23foqYVQIApRwTsXfk/3xATub75wmkrT2Idu",
-	"JJAOXcuEp2va/qrqdZX4hYZADL83GpqHNsj26UdBMql5L9eGEtatBUepFzsdsj8Jsa4Ag/QRCadOylyg",
-	"OQd0q0xiNpNddq03bi3vK/x/jfadPeKyfNHl9i59B7ezWz3raa6KZWGYsK1xAfs1BOlJCee/M5SG3n9u",
-	"M5NcCsxHXyq2EQXrKdgvX20pRhERJSubt4AW2rbo8vg0GGgdmd1l5qoK23mu9Yjl0cIA5tyZu+r21XT1",
-	"QZC8JyyG0fqls7qIdWmhIdvHrIX07r/bhzHSkP1jyL7FvCNA5/YnjKuP1BhOxtNjlix5DpoHpoFg8dng",
-	"L4wPfmKjwXM2ZFM2aKALKX81SsuYcMiKyu0daMV3/vvleJdZ1IYddsbfjA+ft+NvKhHmP344G/yFD34a",
-	"DZ4Pp4N3H8bh0+Ob3r93/dr/3b91iATvHi/w2he52xne2o4zbZsD22D8vwTtqnb3tuVtxyk0y9BhSEVV",
-	"3K1Zd81GRe2yB26Z+kAv3ltirBdI6xDNnBfn5zQR/QI3KkZ0d953dY+u+wktPZ32FcqYADeNS4Tmokxn",
-	"mO+1mSGE0y8+5BcLwhKj6EwK0c4HwTN0gVNCiCohiUsHUU+7wXo7cni4NBT+J1BPPRtUQuLTRGeZTC06",
-	"XxaY0IJjgj6b1GK2YbLon9qAMpuAZErCQbtaonRKuQugd5/tUM3x8+oheQTzUviIOqeVRor0dpdOyWZR",
-	"RdXeKfJWte8P2VeYjsWOCSf2zYvXMHcs4Bhioj/r9cLULoIny7BKV1rLzrKWylY1o4RP9cKUvdgf87g/",
-	"IaMF/FLHYdAMuZ1HpOzwZ8ImIbFTsAF5lLuqmrcLLKinAYKVuJS5Vugw1Dn7/vxrluQCM4rxzPRPq5Hg",
-	"2KbWvFBtFtUXNqwajK2G2YNFyzJ9NcDyKRhb7dIK2DSNNkELtzWKa+lHMo6BHJzNcpkuRIqzYUnGzdLL",
-	"cbX47wj1PxoIbpcNVrUbHsIGlqpEYZyyElisDCWTc7vpcbV4LtD22C7X2SHeNdKfPMQOcf8rqV7oMylN",
-	"oVdoP+DJql2U867LYd97oCvXS3DTzPHZHbQw/tSLcd/7mWLsdt+uP9OK+nqh27eqndHP63d5fvdHL2zu",
-	"u/85qjSRfXV7dl/3daX54ENFGrdCueqM40GRt79mgdbpaPcQZ60J9pMesNoN/D8Ah3Yr7d7XLmFX1Tsm",
-	"O+n+gHTt+zso663vFKKxbYf6QntGqeZSSbO0pq6eNT/EXuWP+zYnGyajjJQXJGoGkV78IS/VBP2GN/Gu",
-	"GuLoCusUB7CvxzrV/qba/4bWqsirukndRF+bbmUxy39un/29L5tfgvPjdtYJ4Ilp0VntQHlSuPU6OEDj",
-	"1Kc5FWfmPR2JNJfotdXMFHrNbOEZTIyKSibPKTTV5RaNyWJm45VdutaPPCAIKNx1Ql5DR/86IP8kBwR3",
-	"s3U+7HX/kYeDknHujuhymf19DFd9s6y112bq5Bnpg6xUicgLLtVAlwVmu09FIkn1dsarHbmC+92pIF/b",
-	"YT6iSZKQZhiOm9jSoSj2+Kp/vgAoX9lkGKMqQZ+t1nmDFf1sDIgXo1r5SvYS4Cbjie/Zp+FbcVXyzBVr",
-	"axarO+qoTTcanuyoPXc02lFajmKQa9Kj20ugJUouXm9l9DDLpt3H29JINtLD/lMLihdkrPKHyJ+SXcf4",
-	"04iNBBP7NBdk7NBzsYcmYW94laM9yL3RvOFsFnh0pOAXsORDBtcIWbGQ/6A3yJmRnOEVr2Lj71QqCE59",
-	"oMVVrNYaC3qd1uys1AR8apMYU9K155HyBttZaTaxNQJXRtGVNCsKwduyiKZyPke5twLEO559Ss2gFtlu",
-	"ghapmcc0UrYgctcNj4vyGCaxlr1l/8gjHEDNPnXzCHLGPVTfew/01iipOn3KOeNq86uG4v68NqRfBPiL",
-	"0RBNmadTBb2/9IMY4V3mIhsh8zOgCB7R07qPmckWRyaTLFVhtLAmm1vapaEGoWx8OBqxl9+fY/lDJyxi",
-	"KppPnDIOFKkplf4PJoFQ6bQoc9hjW4h+1xSfwxRLVxzw1rqco1sqbY7atTPHh6OtephHIBFiX9N64h2S",
-	"qR4kKJ2Xvyr37z+COOX9xehLQvD8thHuI6MC9pF1sGi8saIJqvKwU6VB1C1Ci4eNQlYY+YlOvfiVk0qS",
-	"zeBPYhNbn+EphX1SUWyuUitSCOXkk1Hf1g6gDGzlzGb2ZpWYM6kwVXJHVjafUxVbQce21Sfp/cPRKATp",
-	"1HfuvquEpGpaU1erJ64V5LBYMNW2Ge6Uss6YElfZxpfqQG3TSnSHo0NXQgNE58+/jWng9Byrq23FXLKO",
-	"kEtyR6K94VtmVZwu+eoNLKuFPd+Pamrb+iex6UCLvaFeWaGp4I+rqIPCrWaZ4JeiFiPaG7HP7TL4mjIN",
-	"sOnRjrhFaLw7bLEes3jUCFnsquf77gHSpa/YGry1pdWKjhsHjm2CibLY8eHvKmmWro1c/DgYjUb3CJvz",
-	"m3cv9+k/VnA/V2z70PpD7rLe2PRzbhtuQrg777eFHy1c0F+fXHyowIkN4YF6v0NsOPlEYsO20HCbzPA4",
-	"9IDFr3y6h38pLv9Izm9iWBj1RZdsD8PoSazoiG/crdygAe3gQ8MYeXNgiyo9yNxzt2bz0nWK995OkelL",
-	"AefYuMIT2/bkXoyoJjodVV07h7eLVBS89vVMWCqUFGkU9J18QMo8Mvm4Lg04Jd+C1bzsII3NJA9Hi2QI",
-	"WaBLx5xWYXpbZnD4KlKSaiQyj7RrrHwcks1H6WLqUdJY2ApfgccWb+d+8vCvLqHkjLbxQuvsQSgorP9i",
-	"4TXOEHgv448dyD/x9eropnJNeTvtv/jrPxx/tfQKsn8qEozZ51X96vubkLq5rK1Y9+vgsi9tLUJQR/Wc",
-	"xR+Iv93EIf67yDcTxO7SD3ym88L9wHqYpWwna+rbxDga++KZY7nxkP6VFTEDgsmkU1JtzYqUOddgD2Nj",
-	"l/qKxUkmEZvsULzAk/un0FKRb2Ibn+5QsIwvuFQMa3lAl6csxqHHto6gcQzfVq79OLa8w+AOm/tQ3mtz",
-	"VNW/sW5FNkaTm62qiYXyp1auth5GWIAp+gvrPsubj+ThdkL/4uH/4uH/EDzc0msDakA83DKVnWy8mS/w",
-	"g62pf1YWS9BKgYVa8HlHEiwsyeqK7dpSsjYndFHPewt6ZJ4Fk+AAebIdyFZ1fluCN3dpCkOfs9Lq6S4d",
-	"rwvKo9yF20akWwptmlYgmen43AXFJBojXXjrO49a7OgY+HHPGzkpRRhPln0nV8vcJbOpcBPlrqZo+sDX",
-	"MQJHZ/6I1j6v7eZ2I5QEYuCSQNjcC2Gz8BPGhrgyTnAb1oJzbXmKKjWB79fF6t68u/k/AQAA//8=",
+	"7P3tkttGkjeK30oF/xshcgekyH6RJXY4dtuyPKMZ26NotVb/Y0NLFIFis6bBKhoFdDet7RPz6VzAieca",
+	"9rmP51LmSk5UZlahAILdbL3YntmZDx41CNRrVla+/DLzfS/Vq7VWQpWmN33fEzd8tc4F/Pu5tv8sRXZW",
+	"Kfu3qVYrXmx60x5nqfuNFZXqRb0rnlfCvpQWgpcim/GyN+0djA+Oh+PJcHxwPj6cjo+m4+MfelFPFIUu",
+	"elNV5XnU01W5ruzL50vB9JUoskqwOc+5SgWThk0OxmP24s3ZqBf11kJlUl30pj++i3pFpWYy601748mz",
+	"I344Hw+/SCfZ8AtxtBg+5Qfz4WF6lB2LJ4sv+NN5L+oZYYzU9I1UqcyEKodHB/ankpeV6U17flrwUK9n",
+	"heBGq960J1Q2K6vCzrVaZ3dN8ZmdYmX4Ba4HT5diBqsCnat1Vc5KfSmU6U3HEf1eCJ5t/9Z8MDkYu9Xy",
+	"zw7Ht9TXTCo3+N50wXMjbm9vo96aF3wlSlHAjp5eCFV+z1cwskyYtJBrO6zeFH9iiq+EXWgiA1ioKy1T",
+	"MeSK5xtT9uyoetPempfLXtRT0Bb+X9QrxE+VLETWm5ZFJaKeSZdixW1fK37zrVAX5bI3PRiPo95KKvf3",
+	"JOqVm7VtxZSF3Vw7bBjNf4jCwOC6x3qFPzeHezXpHiG9/EkH+bwqjKXj9vASJW7KWQq/JkwvWLkUbF2I",
+	"K6krw9b8QrC+XsmSLXQBvy1kYUr4YdCczfHYzeanShSbejrYeG/H6I/3Gf2LG5FWdsR/EpuOOcTVeHyY",
+	"4hmDf4spPpKlKICWG09LrfNZyvPcvw4z54yOLLMvNCe3z7GdTqbQ6I5dFW4Os0ux2Xdvn+yzOi8zsVrr",
+	"Uqh007k+llnZ3oQpmcxY3/CVYNywuc42LKFfZjJLTthcl0t2Ia+EYlxlLJOLhSgsAf/t//l/2dF43Nrz",
+	"Qvw0HI/HfsZLwTNR1HMORjb8E8y6nuW/FGLRm/b+f49rpv4YfzWPz3BML7+G+X0rV7LcntYrS5xG/txk",
+	"AsfjbirMoZFwAJlY8Cov8ZMVv5GratWbTsa05PSnX3CpSnEhChjRWaVefr09orNKwQJX6lLpa8V0YY+N",
+	"kBeK1u9o8HCy6qYmulA+JYt4jXdO18QsBVnaFsUjw+hugplytWFmydeCVWtWambvv3TJC55aNn7CZGYY",
+	"LwRbi4KtC3uRrXkeMaOZRAZugKn4tu2qUfsnzC1j99o1b8WOJQru0E+3TLe2KbPWyqDc8RXPiFjhAtWq",
+	"FAr+ydfrXKbAfB6vCz3Pxep3fzF4Q/hJ2C8yurl4LrMZHcZe1MtEyWXu6Jj5u5HFSMpxb8pUtZqLgq0q",
+	"U7K5YLxkueCmZHgeTWnFkt6095hWwtA64Gnfi/yejQOJ48guTylLWP6XOGJWj5iWqirUdHmTTWnS0/bU",
+	"bvdlAq+wAVz0FsdvNZpM2YrnC12sRMb++PrP30eMI3srl7y0kpnSJXtz/s3wqT2U9g+tBLzJQBqM8N9K",
+	"GCsmrnQh7JeKTQ6eslxcidywTIh1ZL+2AqUqLYmzK6lz2OKRndZzrRa5TD+OEhzVziuz2bGNjwPSf1xU",
+	"n2Bfn9X7SlyAUf87NrUxyk+xo6fMjkbYpYU1nLLE9SFupClNEtVPbK/273rSM/cdPk51YS/y2UqaFS/T",
+	"pX3KrSDWeKJ0OePXXJb21UIYncP9nMBmfqOLucwyoT5qNxe+leZW2l17vA/3fyxu1rooP3qHD+sd/iYY",
+	"047trYf9SU6rby6ZBuye5Ty9NIyzQucCnjshRQmRGdYXo4sRS3ABpmu+yTXPTGKvGXzG3LMB7Nj3uvxG",
+	"Vyr7qA2zNLGAVj5wwz56p47qnfpeW7kbB7Njp+rxfpKd8s0lnVKMzAb2z4R+mjVkWjw3rvWPuw1LUSie",
+	"f+RaHjfvK2yTGVFciYKhXn/HrUVD+CTMTWF3rH/2zXP27Oj4C0b9MLzmiYLfKF6VS13In8XHUXEVNvSZ",
+	"ZIFJvbZvmt3tWNLGoD4JtYYtEmuZC16IgoHNwd77K2mMVBdRIB+gABArnqZiba/7vrhZW9kwAsFgI0oG",
+	"wkXErgutLpg0phIF3PxVJoVKRcTmPIuVkReKl1UhIi+qXorNYMRQ4eJGwxCUsPSWSZPm2ohsFFvGi5oS",
+	"iJBv374dnlblUqjS7nCHvSP5CmdVCJ6vvox7y5ss7iXseikUU5ome82taK7KiIncCOa+AcL7MvYSJrxs",
+	"vwZafPLFcVunu/u7hga1JRwjDV9xmfO5I8gPJ2HfzseygcNQvCmuZCpYs/ndFOtf+lQE6xpMpsyUurA6",
+	"bMqVJbySXwp2XchSGLC2KH3N+pamM2kuLSEtqjy3NMoWMhfMNa0L+1suFmUEJyDjJZ9zA/bIShWCp0vb",
+	"n6XfXKeXAlm4LA3DETvpOK0Kq+mP2FmlDJOKLXJ5sSyZFZDAGGC3UqpKsLkVq8XKiPxKmBNWiLLYML6w",
+	"yklyZv8Ynto/klGTzoOftkn8tUi1yoy93KHDubB3DrYt1UVTxb9TnbtLc0cCXRc6FcZ8NInWIuOMTkmo",
+	"tz1fam0EEzc8LfMN6Bt6wQphqryMcGIR4/NPINwdHHSpZW5su8m7Y/yfgsrfijwfEq+dVyUzYsWBteX5",
+	"hlFH01qGALnciuOO06zs3lwIlOTbI2zK95mEXWw9rZSp1lZAxB9cu2udyxT0hnmlslzMQI+eiZtUiKz5",
+	"Kr5gn6zS9Sw8tfSo1Do3fkx0eftevxOZ5Oew6B/FAX2Ds5VtcQb7GJCYk5dB011yK0s/x96GL1SqwZap",
+	"y6W9D60yCzqjLDefSSKYHIcSgR87g7EzGvtOTts510/EdLvadvJCvXRJe+0SXLxYweolbvkS1l/eZCwT",
+	"dp8s71TihCWnIE34b6esft3wjYmV0YPI9pIueWFEmYQ7A5YJMi7UywUD1GtnwlaZFsiq7U2xJUa0BtAh",
+	"RfgRRSg6dE7ZihGFWFTGCkZWRPjiybMt01tNSHcJA373an9Oh3+EFeJCmlIUImPAC1gmFlJJ+zu7luVS",
+	"Aw9JC1Ea1leanb56aeUsA1ehUNlaS1WyN2ff4hNs3MCQ14VdvlKirc4eXJT+TbeJE7p/ZNh3z1+RmmBY",
+	"Pwk+S+y9WLo34R4+YXxuxa5YkTimBEqAsgA/Ato/rfSnr3COKmNrqZTI3C7QAYyVNIxcknjx0w+PTMB0",
+	"ksGIPderFVeZiZhQV7LQagUDAEuWiRgSBbvihbQ8y0CXdn1gKCiOmqW+VkhDshQrc98Bg9377vmr17AQ",
+	"9mCu+M1L/HICehZuPy8KDhahlc5Evl+r8Oats9tuW2RblBX1zMaUYjVbF3q1LltfTMbwv46vYPns2/tP",
+	"+FzrfGuuHZO9qr1/9wz+NpRdfnTOyNrjh8vmBvvOf6/nfxEpGE9hYN/wPJ/z9PI7t8otSnePt2l8Xegr",
+	"mYGxHd4CKzzrIxGD3IlfgBk0EzkepHu3xDW73aleC8Ul+y/GVbks9Fqm7L98Hw224l9odvjk6L5V9J3v",
+	"XK9vJRrom8vkCWF/itimhi1yaA0O2945svpMbQ3PnYd6hSzDMfeuTtRbiwIU3y6HNBCB/93KpJYhbNi8",
+	"kNmFyIBpOUcwsj1g/srK1D/2eJ7r617U4+YSJBG1CaZWD6AQ65xvSOS639tnX36F79qDKldCV+XMoE7Q",
+	"PYW5rlRmx2kFaytbApk64b/eFPSRNM5/B+O3sxrm0pTNmT8yuBzoqXKHBNg2Lhr8Ko1bPDgrnpjuPTT3",
+	"sZWy4MqA+Xf7MjdlJnXC+pylS5lnjJQaO/7lDZnplmW5TljflIXgK1AC/3B+/grURMVyccHTDXv9+gXT",
+	"eKmBX/jN2beDcMOhHytplOW6Y6u7+Vk98AYttulie6t3H5PdHM3d2sCuRuytLJdWtFkQi0xYuuRS2Ysc",
+	"Xqif410eq/oyH0TM6svEGYkU8PPkR3gYMff93/763+8SdmGlkroVe1WDapcwnOOIvcVLHpZEQkdc5lUh",
+	"WP/o4FnEjuE/NzcR47FKtVIiBckH7C9WYKQlGoCUCmJZtbZioh3NI8N4WYrVujQRjsKUYs1W+sre+iXT",
+	"YKxyQpQdtV4sIqtk24kpcVNiOye2c7tRXAUjBIHUvphzU7oOI/gV3bZFpRg3vn07AbtWI/YCD0exsWeD",
+	"KzdIu6KyBC9vRM5LkVnqWxR6VY//kakRKFrZCSytJk37Z0oOml3tLYDDadvFHYqVlXfobeesta9b/RAH",
+	"nrgbI2H1uwk4C+3X5toObMReWFpQ4prBqkLHhvELSw68DNAwRBm2KR4rq+KvEGzGLqzITnIsfICUJUuQ",
+	"s7Ui8oCpp1pZOQCEfdpCWJfnOa8yYTeNK/bntVCnL4eWi/JS2iNNnUMT5VKqSzB3FiLjqdV43CMYHaoc",
+	"2OBQq3zD5rlOL4FrCF7k0mo73BhptcOSlVWhUGjMxaJkdo/pTOAw/BZYadXKu5aguMpiBXzRcmX83LLN",
+	"AUqbzSvOHabuk40CCCsLKTJ7WnVh5dprXDEJxPHIgClFCuzInQ/Pqh1p4ilu8ud7L/umlNVg2E/vkHj/",
+	"roQufPPTS1xndm3f93iWgSbH81fBxgPmr62ofw/n2HKLlha4rcltS0bb0L8H4ToaInwLofdQHM0d8v3O",
+	"1QJFY0sAbKxPh5bTMY1LiQ5Qd33PK5mX0h68azFfam2ltjS391Cn3La3CtaUMH856bB7fWHW29JFMMjO",
+	"lV9bMub5GTX44srZ6fL8z4ve9Md7BlYp+OIbKfLM9G6jre3jJd/eVMsV75uzJYfn9r3bqIUb7IAH3k2B",
+	"bdghdN+1GiXZK/1e0urMfGv3Sn/OPmnnvd3Fu23Mh78mWD9QSRJuLpMB+AHQE4JDARdGJtJcKjGq908E",
+	"+Ks7uU1zG5BUtxhnWVQg16CcYMd3wuB7hmKBFTRY3HtVjzYTSoos7o1q6+Zc61xwhaRuhYEG3LCT+Z3B",
+	"e7VUBd4UcOeIVDrocLv51vLjlDopvSjlgqflS7XQ2xRplvzg+MkO4Zq+ZJdiw/q5vhZFyo1gS3HDXv/h",
+	"dHhw/MRJdfNNKbYuLnuVBAzT/rm20mBhO/jPH8fDZ3y4ePf+ydHtv/S6LD3y5w5/6MvSsBxatFIB9Gu7",
+	"XehiBTh3qconR93qYIjiDNeO1oB67FxDlGHPhBHlL8MpSGresTEkUgPADY22RpSjh83a9bAXP8B3Z9DP",
+	"Z+AFKBi5aeGMQPKbWl1blSCkup8T2+6I/kqct1CWIAReaZkBg/gK3DgAHzYPFEa+0pXKsEuG3iDWP3vx",
+	"zYuzF98/f8H+z//+YnQwIAUB4dJgfK2hmLFaayNLeSUYLT5Y7vnc8rGGgUFfKwaeKNYHx/3RwUGs2k6r",
+	"E8Yd2rPUmuW8uBDIGtmTo+Fclr4X5ySIFeDcUIMlvOKUHY3HbAs8OTgBqQuFUa0E+BdIq3XD7BLeV/xm",
+	"BodvF+tIl3b+VvGAGVcrxypWwk7FsD4xRfbki8n46dMnR+xL9uSIfSe/anoc3M8dZ7xN4cB9ZtjBrtH9",
+	"WQkaQj2Cw8Pj46OjwwP2JTs82B6B+/mBI+jo/JSWRShUW/wIQKZr9tq0L7Z6IIV2u4c/6gqQTk7jbfbQ",
+	"1UU3p9hiCeQt+srqjA88T7jk4NhFnZP1T51qMgQEeTaYggIZwa07qwzc9/BvdJpvqwGBa7XZGw0Uj2/Q",
+	"hOuaq00D/FuZCrzTnCE3gyW6GV7oIa3BX4xWozN+/R1OwS6GzDr6taKMzIJ+7TSg070UOgii6rjv7ONd",
+	"jTZ36f5hmxmFtL3vEFdUZ7zVubOBfvDE7MZ2tCtu3LTsv7qau9udY0cx69oI4D9kx0EBs7ErITXsN/7W",
+	"ZQjzqcfg/ont7nk5vttxwgqdn2E7ndOqnYI5L4UpA3mRszWnc5NylYqc9VWV52gxkSVYENFBuXWUCgyb",
+	"3FueoRHai9x2gVgaxOK0JtWauu2oc+bg+CT0+QeK9M7DfK9h50wsgIuKkjvRq7nQ3xRCAIbFYZXta+xS",
+	"rMvalEcbQfQTji50iO57Lj185X5d4bwq0GBPCC38VBRgSSWTbU0lVpnp1k3CINMuTiaKYbrURmCoj7tE",
+	"OFhE37x5+fXVFxG7yPUcWGel5E+VGIzYy5JJEyuT6jV4k5oBPj4IaMqWNxlA4ISJGFohraTQ12QOPRer",
+	"tS54zoS6kEoMaq3MBSBVKgOit6pJJgp5JbLAkux7IgFEGoxYsqdgWUc6+pik5HGCADqZDSJmdKzKa12/",
+	"YB5BMFPKFXnQU53nMkPxhjsysT+DXdW+EivgmQ5fE1i/T6gj+7fIF0wadr0kkzK1ZIQwMfS0uV6KQrC+",
+	"ayeClYhIKo4YGXYQo7cU6SUAImI115m0a5uMljcJCbFmMGJnYlgZgAaB+dTKn3Ykhh2Nn8WqHXaBgt+u",
+	"sKu7bWOhpnc6/IEPfx4Pn72r/zmaTf/9//7dl8N3/9qh/LVVlYumzarmHC/sdfa5NLLtq2if6wFv2E+t",
+	"I52TcWDBZS6yE1SCErtzlm4QYU4yFqg/MMNdgb+nbC2KoW0O6IhhlK495qlc8RyviKam/u79JJo861bU",
+	"oa9XFEfeXEqk073d7G5r9nGQBsHL9zUbLsaWjQxH2Gyvk9Qg7uSVt1s+QAB+a883Vy50ZcU3oJaBZzJU",
+	"LI9Hh2ydVwYsXbzgoEKiN8fyvKLKRRe2Sao0rzIxc/Yac/81cpplFHUDMb6pyLy1xzxCq8oJo2UyVmvE",
+	"HupAHK+vbmEsB90XTruJ+8f4ohnow/q8KvXQObfIk53g3wn92XgF3XUDZ8TD1bcKKN78wKy7B5t7s8Fd",
+	"ZNUwMQBZ2X47QoObOxgxwIKGbq25KK8F+gKZvXnsNFa8lClbc2PQwrXfAYKuzioErd99hLq0vN/z9S9j",
+	"33L5KkKPCxzF2VJawWAza6L0Hwatotb3MW1d8PUnZ9Yv0GZFlinnrmSprvIMTEFziBHJWL8l6CAu9Uxk",
+	"0jBaB0YBKgyx/gGqf3ACIgUxb2nYGIKrOUMfj8Ps29seJCNZOje2BmDPbdT7g+C5XdItqzDheutlAueR",
+	"HXO3V+dqVwqM89DcFWTCeNh+0njudqZ99/yVc6W1rzuHb/ru+Sv0O3DjcJi89DKlS34yrQUyMEzGygpk",
+	"Xry+XurcS3YR42mhDZhgYXEj+BikxNrUF6vcClSgtRVd5rSWt68+Ez9+9/zVFKBf79iZJRkOYJUuRXmX",
+	"TWEWpj1o7w284aJB6gGzC34lWB/0nQQg0wiWqEedMJ5lDsdKkVaDD7BJ7LA6LAUaHWrcBCAKpowSftC6",
+	"QgaPWZ3ag1J6RMxwJUv5s91g07zpmnBmWFpMa7O9rjsQqB6ydwepw+C3AMMdfe+B6APzwu51sj+7Hh2a",
+	"q8buBfk6Ouc42SHV7oafQZ/uZ+8qA6t9AHXWLfCgw5LVgLQZwMqinjFif3CZX4omz22Rut+kcCJdPOMV",
+	"Zn35FBBRampf2HBLfG1xrPyabwwDA07fXh0+5047e84OA8yOVcSJ3C/rhnPpYKe169aF0DPnMYY4Bque",
+	"p6KwAu5QV2WqV01f5k5X113uq+jB3vNUKwps6zZ4PtS7HvU+DNMKoMD9JSo7BYiX28fCFnXc1etCrHkB",
+	"WB+3LRirUyAAyG+OvdL59SxMJlb/u+ua70DnepdIpqtGQKUD37ZIEDYxqm90t/vRFlrBQzmCfdweglve",
+	"TjLO+WbO08tdJtVTK5HIhYRgNfDz6bWwQoG96tf0cVNFe9qhf7X0ru0rFjSfQMOK2HzDuEkp5dSl2OyP",
+	"TQu9+ffj0e0LSi7Intocm/tlBLdy7wOtljsm/ZeWH0oqZsRPlb2AUeeJ7MUslXsBBpE3luGBw2mtRMdS",
+	"FMJdaHet8H8ASWCk3hl+0aZhv6b1IvjWo4AcOmmyzpHQ0hJ3pAcYsSTVmfC2HlMCmnvF06UEpSIT01i1",
+	"/LoRC+PjI+azcECcO6Z5iGK1EuVSZzNIhpLn+tq+Svr2rNR6Br7myEE9Z3T2olh1x9VFrGlArP+eV2ZT",
+	"txPkbIlitZ2yJWLNhC046I50LTCSjnQUEduOHvWB+hh1GtVrRnaziG0Hl4bPgjlHrGn0iGLVGVdav4c/",
+	"R6wVU4oPGhGlURifHsUKtbkZJhCo99clqRix78U1w3DEFd8AAMEK5l1aBgaXdsqt20TVAeYJbYJ8+PM7",
+	"+59ZpwG3DlTd5rk4oaHhC7DJ5Fwh7BnM8lZVTpHbp2JbUexWclw8613J79a8XI72En3DQNj70unx3Ggn",
+	"5v//h+S6Gr78muLw9oPy1jf4dmd/OD9/xfAFagsFpONnz8JMdd1IAYrI3d4Cs7SiO+VJ9bEOOhMUe2hV",
+	"CXsHYqBLvSGDBzlM27G4rbhf1Npsr6S1NdSV3cluHmo8cNHHsBiB5AGnobHdXfz6TIBGs/nHAopGgQGu",
+	"tU3Eb9CdnUxrexLpmeQ/lwaFf5E1sOyh7M9I9m/EFDWav1/v+2AIa0H79otAWB8ZN1e00bkF6GPKuLvX",
+	"bwCmlRrxClfXFbpxAnvuwzE3Tc9BhOe8EAKzNpopS95fSpWZf4sYvjdlcU9DfsHbJFb2X/ZOKe2dcBHY",
+	"4VO+LqtCONu7yJLBSdAWuCBFEcWq3ep/xQjTTkXcixB/82+3CcOOYObwI8o5CKoDx0msIF/Ns/EEkTvU",
+	"A5PKyAxsRKvGAPCailx7/2Zn49tGnoYAOb2wBHv24oAV4qLKeWEvpMLluHSBfkgusUI+uRqxBHpKwOZX",
+	"yLR0EVG5QJ+3NoLkBgZvegf6lLy68HgwYqf00ZKXbF4IfgktGWzLgF+2w8PSdbXjUnccZ7u4CUQE0gok",
+	"TbOQxtSo4bX4ZEdsQdMWUjfRjLbaw6AViOodsTReyni/nUqre6uaM+JpWg7BZ/m7ve57oqaue7JFbQRo",
+	"oJPA+nEv7rEvA6Mw/dJKmfAYk2zvJ3vAHu0SPODHFaHbElqoBIlZGNZP/mWSoKUTsulwdlHoan3CHH7D",
+	"DnjQsVp/++t/d1iUu+z8Ln363aNrgewGCL/yFAjkbYfRNG5se6TuVfoappaA+1vh0uqSLgcxkriqeN5p",
+	"16hzDm9N7TvAw3JmqrlD/detAiBIKsyoRLTITtUGMW0uAO37N9/uTJ28P4jiP+P4Zjx+97tOafsM74x9",
+	"sVNtR+vuNEVodcJcRfDvwPO7rWN1GUfmnUbk54hRo5iH3fETebmPGOQQaZ855iIw5W0nf/aGcAwStbcu",
+	"9LEjeKND0LRvfxj6rQUga2IPhEKYeoQIdfFTxfM2Tsx9z9Kllqnf5PEztq2dDx46I7eLW6jDO1QsH0YL",
+	"gcg1klHpEqQRinqowJPQpZU8zDBOg+lUACr1woFmWxh44kONy9Dl0M0qTN1D+H5nEdjTcdetQtmlofjs",
+	"RwZkCCtC1O4xFCQQIgSi5IXWGSA/tRJWfplC1h8KM4dZJRFLztGs4/8+4yWiGvAJBKsPolglp69evgbt",
+	"yf0AsevHB8/A22NvPpFFVqJK6r8RcWwlkFglfC3d3yS7Aepa8NWA/e2v/4vZOVDkByH8yjrIP1bN8HoQ",
+	"my3n3Qr3/9tf/5edltb5aXFR2RuJRhyrvncouvwO3L2CGXJ0yTheXUgCJ35ApdZWpsWgcNhuZ3BB3gdB",
+	"4BEhBOkjWLU6v6NfddY/Gk8eH40PBxFL6jzi7keM1T66uXHLfkbC1X/Ynhrt8GZ2Sw0e8p/t2RHrfAPf",
+	"U164Rh8j9mfoA+VT0FwQPql1bgKrV6z6yZn7Az8d+KiOolKlXIk2TDCkpw/V1t3Z2nUir3YklFpX81ym",
+	"iGubUpi+1bztxdbUxRFpFTi3eawIVYc5BzC3fSbWAqKBlHsXHHLkMV9bEt2sRRSrTNqRrKSCHE7zDb0+",
+	"QAOd/XfTQBdo1uZSrk2suMPjUc4D7E6WPq6HXSp9jasd9IasacXXa7oAtqM3dzkTOoNgo1a4166Pt2Li",
+	"fMGcHSi8GqsZAexmx3segxR1KPE7XW5dVhqsvePEiHvw7O6TEnyjvkTNDqFD3JSu7FDjw0zkJb/rq6/t",
+	"C/4TStBwz2f0VvNTnWkzoxI/u2WjTJs3+E79oauAcu8kycC0NVHfAvgU7/v8tX2p8e3dO1ILdP6jqlD3",
+	"j7YqVHuk5DHY9clb/NlDTul632DloZ5LQ6iV2Mdt29zc2+j+15vDvfeLbTK495PtLdj3kweOrbVn976/",
+	"tVn3fRFwj/te7WZr933VzULu7WuLC96/VO0zed8XLTLdMz5nv9c9s719F9ysZK3uFkDx9kQ7lvsAhMy5",
+	"sCJd407FC3Un5oMUgEBCODzokIbDWm2d+g1g4PHq5CDNrGRZuiSWh4eHzyL25vy5ldCMkRcK72fKOaQL",
+	"KIgkS8bXeNX71lyxGud5JYQVTr0QPMN0Q+T/QWMRvwiiXkG0hZRIVr6EvrIQFhorWE0G7lKIVisKGJgs",
+	"rHD1yHhMIqSCGrHvdcnWvHC5eGKVwECTLX97I3i5gX97ZPyuxQqjwpip0iVuLGXqqVEdvBRD23eX1eED",
+	"0PcRoXy3N77bHuaVxD1geWFE0x5ON7Hei/zaUNRGZSFXicm1FoWUHcw1qiuhBcS8Q7j9FGi0IEzvI7Fo",
+	"5y5bmCXtRw5vfII6OeENIUnYGmJPfimIGkxwcZdZ4QF+13tWEpXeXUYD39DOYToDyAMjLL/mJe/wGDa5",
+	"4X4nNSwFud83bdhW3Wmjtb38ZMjKSDVzAd3h4nzdGYjpPiSPmTOnWpXfjtmUfLU2qOSR4gZcr5b56U4g",
+	"/gdPkNObUusM87hxeqvDdOljpfd39cIX20vwdrnxpkY0z/j8eqGy7McfGpRjlQme5QDLAKNpbi+2oOgn",
+	"SwiXkwzcqbSq/bU0gvV5rGx79Zdgl0QAg2X+jXb8W3h5Kx0rWAO6FO6FIroSqd1ig4JwTHMtCgpNrlQp",
+	"wRJZgNsUcmnzYKi4+9LUbovOiLx7+EtQjbUrtt0EGNaG8fdzgH4/53X2QF7Wqhv7fgfF1ukf3d7Zz9ZE",
+	"wNcBXWcyi1U/oKEoIMwRgzx68DGVR0F7m08E8chgyKyZhs9Y4urZQnMUcg+Z+PkNVZdNolglMBmHMLS/",
+	"QzQ8fomSKCQ253kC3UI0N0YGbGLFC3FCaQ1tlwuppFnS0iRsxdeGQQcJlCMMhhSrxCvDJnmcLCoFplV4",
+	"QG+Hg8bERfBDrBpTYAkltJgtZF6Kgj52g44YVxu0fIvciFhdiWLOS7kCAzBGXwRlZ+pOXcZElxLBHvow",
+	"RaOrGOPnRBVsLM+gmh+GXS9lLiBPDLSBYmPYhg95kSjmuj1uWwaD4sQPtNcHlYrvIvA3zjG4XWt46/AX",
+	"lcDVMXolGHzQDNHiaaorVaItferyrsaqI08RRGepUhRFtfYp3EORu6ggw6wuYsV9Ssg6TYW72xBEajcT",
+	"xoPrd0/qr26JlHhxgHcKz7tbTmeyq5lkx9LdKdd8LjzUQySkbfBPbfb7XIHYxAZZ3yPmI3+1ex4YYVIO",
+	"IA9/zUCkyiAM4banxsknJJMA6MAJSa+3IP5FpRTuVgjex86sEuKgsphUJur5EVndDkbZ7QevlJVHrLCx",
+	"WxxztwGlC3dJiK1kgRmLGQgr/d+/OI8VFs97j2R5+7ik1gcRg+yUPmcDtQ3Jdn3Thb42UayMxjWhXBdY",
+	"RqFS/k9IDsFzeSnYkl8JzBsMpRa0KYexWsksy8W15fsQ8stO3ZCbGvnyJsOLgTLayhVmlo2VS4GLuRvc",
+	"JOoCX9wVeSMInM5hVJ1AHeq7IzNVkQEvmG/sbQPBGjPuI5vnG5Zzu6xS4T8ARb9/Ulu3rzT3+tTU0smH",
+	"KBZ2KB1zcVmVIUcyzUArgSNfYyazvBEkR1lMME0GplZ2md0fNL9vuRJdk1vx4vKeRedl8uDuvuPFZVd3",
+	"vylJ76O1v1rTDe+aGkm7Qzl05BHVVO82outOIdd5RzLEhyb3+TBKLoUpZw9PhrTYcUvUKZpaGIYwj41L",
+	"yzTaR7/ysQLdKpaLbg5jm739sJ/8+C6UBi+c1VbpsObN/gzFhVvvFYS0M9lSo7q4z8zQT97f+hqHlLPq",
+	"Y3Iq3Zf/6IHR6OEhQNoM+wum2zoaAYmFm3nHWfgUpkB3rP5BDYGvq/lKlnASPwQ6FYB4tqdbGeHT6lgF",
+	"QGk1tHzMYYLhYJPi5tLp9zl8FiuX8pAyavosd+akqcxhjfsQ5+uq4JHdpfY/diXHuzu3+Z400sju2EEo",
+	"K6nc322qebfHUQwDau72wTkc5q2LFL8fyvca3mMhsAf1qilLap88WQGaHvcE8NgO+1P7jShngNfTjPML",
+	"rVjffQClDkBQdD4Y73tR+QbKkdUZuQYoA8UqacALkroGRMCRHZKaBYIrlniwNCQNm1eLha8nJuoxWwmr",
+	"OWUPa7Q8FkVppdm6EMOwbdsspBURpuG3ektaaYIPkghmzNww9u95Lz32LsjPtrf8t5LuqwkX+Rzapker",
+	"UcZMCJKzilLEXL8jt0YBNuA3tUCIb/nkq2NXpM4Qsi50VqUiw7gKhZBtoFDMY4JUPGX29klihSirhiDU",
+	"dfKgyo+lb3QmWOVlLUUq8CzULAIaB+0/ZCOQlrqQUCy3NssDHJMc1i6lJEYQ9EFnrbsfBNvuE39HeLxw",
+	"BHC+wGgHwzIU1OJfTbVKeSkAlhYBn5Ol6WBErzq+bgBKTck3vm4STheSRycNuFjCFjrP9XWQ/ohK+T4y",
+	"NELLDSy9buNZfjM028RlffrIMVgIt6vugKNtzooFdX5kJm5KoTIBWSyxvk+stgsBJf7bGYkjySDyNMly",
+	"eSnclhOD9pqAPSlQP/yu0+Kvu3vPy4i9dqXRMamnCxKrKxQ5o8l6LXjBlqIQYFfZhBTmAA2OVpz1wuWz",
+	"6M7665KQ8IZpiimAXnegULCIxA4QunMGuSqfzgyOUXvd8QH2m2wHUuV0Ryv7qackRH2UFh820XnLtmxE",
+	"3cnTsT5a0VjiiHE25wWa80LrFSs1OBfwr1GsXpaGBTJXbfqjh4R9JUAFZT2Qpn6CmBt6rUZbwJuJrwoA",
+	"VX0pnyUJ66yPSfMhT5TyA8dwPWB0aI8qTZ01umA+ABVSzbpTs6H8rqCcxlauo/jPZBqrIUvIPptMg2Lq",
+	"fRUuBduIcnACL5sqpTLU0+A2c74B7ylGk6goqwJ0e7IYx4pRGLp7wkxF+QXnG3yo8ytBfSEvT6beVo2O",
+	"Xn9UHPOWJesnBNU3fGP3ZUNNuLrsrUa4QtT6dkv+umL08cwSv8vgErIiqCZP6H4fXOzcLqzVtEdx+bJ8",
+	"CP9/ZILqdlRYGfe8boEWxfE6jCuIgIT89OxHNGUf0Qvx0HX6IwKKy0wwsViIFHN7ghF6CWgyy/YYgvQV",
+	"hN3YT4NLNQJjcobl1Qrgw4EbCTL8wbAxOthvJo7KW/kd32uPjhwOZJR2b8GIEvfXKOQKCagtNZECoIBK",
+	"9XGqClEvorTSS56zOY2H6vNknYvkeTPkCaM37fxcwARXjrysFDFlfM5VppW3zYYyxtSpZ1D2kg4bVdaz",
+	"I8y1KT0KL3TXrXgmKECrnxbcLJmDmMNaM6vn2QYCksSfg+HIEgdae7rDU751rwbQC5glldKzvdi9p62c",
+	"Y8n6aTOAvl7EFsHC+wm5GStlG0MpwffWWXKPB9fnXs4C9/5ttF9FGqSWEwwyo3qLIY926gs982w/QoaN",
+	"nzcK2Ux2ZQLbGTzWiO5xnLzf8FXtl8fCHYN7rvKQxqSBFFL7X+seY7Qfsqgj00N3QkCXlqB5fd29Ck/2",
+	"qioXVqnudCLmXO0wp2EdhmC9oJCB2orfm3QWzN1dYrGOgLMXRqOY0J5bTbd3t4vV38+185QiQclhHuRT",
+	"2+LJkKgQuR18ZUTbH0tnv3Mtd1d5DCndK6GtuXfMHBLUd3gBeOsSHYx6U1Xl+T4V/HampMQ33YV+N/F1",
+	"Ar/rCOPtfv6grzuYZRObgTwz8kUwrrkJc5EQRMCF9dJW7Chb2JZbumdu3/DGr5rRhcowCCfk8tnOnndn",
+	"GetasN7frxUAnTHjmoe3G7/HXQmhxLpOCL/HVpWduSIb7Eh8CBtu6TDAXHzRxy3Yda+xRvW5vkvb+ZZ3",
+	"ox3Qy75ouPyjhsKuCyyZBdTekZc92+kYB7EUUFrTOnkt6B+UC6mZMABezLW+rNYzqna6D8t8MOu+exNd",
+	"klncRHDtgq37A7YR9gyGd9fOgHN9aziv9Uqg9wQEaSdou3IjVJiao0EtwlLYgmGWsHIaK4QGAj6R4swB",
+	"fhfiFrciKAHq559COH3jPS/6YqPAdhLWD/lTgLprcKcTKziXXOYJqR+QdynytcQtoaC4B8G8LWNbn6Ow",
+	"26ygJ0NJt9EBGXG8MFtfxMhlMIqZAmcVz73GyPqulSm20ag5gTXnPRYpGQGuuRFY7BR973KhwtFJ7SKl",
+	"0GLKVt6FBupG1OzPDOusdPfnlXt4Tq29Y0q2LY4eukUk2ZYRtkJ6g2dAjuGDpsABVLYV1RuIMnflfO02",
+	"dO6yH22Ftn16g263a3cHYGLLrtsImv1M0EBQPYaZZrk0pZWm1AXaMTweFKLBTwBvJiD3FYEcYAkpqdu2",
+	"0z9rJpoAHWjyEZXlHPTikalzIHxEAvcwvc3iQ/L0wZ1Aub1xyN001hWf+sviT8PMe9skthVe/endB5k0",
+	"a8j5lDVMBGgabNBREPn7W1wjDCD/nMWlpQlWyy9NEJO1P1RkZ8nJ8zq+qJX5is2rEgAyH1hnMijY2AZB",
+	"bDsf6mXdm1c8pJ59o/nIr8auQ/rrwcObGaE6ie9zgsORELAyMMmkKJ3V7geqe05me6wi7vMTYywBIIE8",
+	"fwZfwCAgX0pDtRtbvG00s8q9XiwelLwdq81+2JeoMgP90nqbLixed1lq09secPdgujvqpMqtpAO/GX9z",
+	"I8HF5wpZ8HJeO/YAY0WAut7sAMNBmFITFIWxKpZwTbVaUcmPwKHXjJYxEcXKoFfYWZuMT48/bcaCJVjQ",
+	"o46PwkGGAVM8XQos3dJ4F33V9LPDvzZfCaO91oW2UnHrY1wq+6H7od98c+bSs0M/Wf29iRU8ggQBBlKX",
+	"MxdHhJ4HqVhzdoMRO21iLmJFoAueZUF9yK21d3Yl+7ZUFyN2ynDbRBYr5Dr4Km40/mZnDUE+nZlE71i3",
+	"xsHfp9B+1NuxSR/Q0kd+3iCfB3/fFlXDsbTb3j3p6M7F7WJZYTGCr3dkVH8LAbRg4zCmEmBcgEzZrI+u",
+	"NZevlG7swQPScUwerhrv+ATGtsMtAMOG9OOQBPgvmJ/O1wyH9HnrnEtl9svg7uxeXZezz8oLwCiBAvMe",
+	"KWuhpPvdxe6prPyudncMdicA2aVpD3Lk75cQ34ifugc6Gc65gdRwsAp4VbfGe6ffrdvA0Tmx9omB7b+P",
+	"xM/E7pJTV6LIZFpimJnLbBKWZvliNIGUyig50RtYdw0Qb+76U8KYgOZMu5WjyBdmPKltWghTiBWo6oB7",
+	"czKaPXlLDqY7u6wzYPYJG9dp8toUHatWl4cDxAoaZqS6yOlIjJzhziQs1ykvBRM8XdKPnfUd6mDXLmwS",
+	"tLV33EAH79kn1gNGtytVtEsiPtOINZuByIYAsf1OS9h9V4mXegvuLygF+7eHTIrv1YayXqsjP+l6kbso",
+	"vZHH6XNXEKBCgvta/u8U7e/wSbVWCkKLXVv7pOl3Gdo+l8yLwBkQd0cecERCk3PhushuD2rDwMNbXJaq",
+	"kOXmtd0MXNi54IUoTiusm4l/feOW7I9vz3vRdtpyngJQBS561v/j2/OBcyxZOfTl17Vgt7yBctypVgt5",
+	"UbnQ8Fj1k+FQyywdAqUVySDyELgqS9hS55lh7h1eZRLyICAuGOOrYkVprGAUj4gFFsClTAXryPqQExMx",
+	"/oqrkqU5lyvifPWYBies0PmWed91D78N4dMEW0BmBRQN5wwWrdYZoRDg7S0IeQu9zf7tokCQb1YVUKfm",
+	"9OUQXdcY+qsydinEGrzY7bL4lLM/VrF6rpU9SFIrM7V//yv7CsqkAxDxj6///D1k6io25NoAPOF6nRML",
+	"fEyVSH73F8gK0Xf1mgaxYpi4C0mpVUqHije5uyCpg2GSE8Z9sSeFReOZKwxt8IbBGj80oFLclCM77KPx",
+	"uA4WogaTaZAI1k4GIJk626CXTGIC0Tfn3wyfQhYCRjTjQ5HmFQBaSsHMmqeCnNj29NTmrAj/TX43QEop",
+	"zVKutJIpBwvHivWxKn8h1uDXsZcpV5RNN/IgHzYXG60AHrfINS9ZwdWFsL/nkF+1Kgp9AVeeSflaDPx0",
+	"lDCYrcXyfIrDYdS8VTrBy84Vmxw8Zbm4ErlhmRBrAgLaJiK25gVfCTs/XVCpHsBj2XldSQ1xeui/t9tR",
+	"8LQcsaPJMUu6614B4M22jNAxOJYUUTU8xySuuPzgLV5CmTnKDo3BYX1YVizaPwWcZEh4QHD1gU+XvADf",
+	"X7inhBLlhOaANtwQXqhUZ4BoRIQmLE8ClfxluUlY356vTKAwpDRS4coVVxjYqR+yZKsumJ21fRd2BXT/",
+	"CftOfsX6JHpVa6wXAnBI9PXpa8qHbRsdPyVEaKO4mF9LnE0mMR0HBlG4fPuHYwaBdtiTbQY7m7LJmK2g",
+	"5jdWNHK5rjECHWpoGdv1EXTtawoB7m4TGuDsBSEvFBZ5gv+zx8XS3fdvvrUvQI10TzQudTSeL8hj41KV",
+	"w1SfTaGIEwwJ6p7ZURwcwF5fizwf0sG1h9CIFYd00Xm+cULmiB2PDy35+cpgSUQ3A2MJmAOHpwvIG9On",
+	"a24whfQGkNWEKzs4S2vsupAlFTNW+hqcsLaNTJpLS1ALsFUrDeVqmWPDyA1zscBYfmavU6tKgEOZtYpS",
+	"A08OAJGAiEF9C/LJEGp3ZUR+BQiCFEYgSztOdD8nj6HU9M8JWT4NTH8luALIHTDBb0GyR6cHS96DsBmx",
+	"IFr0NjmB8uksCR4mDDBOyLsS98yVdvbhrSetj6TZEeZqR/KC8kFSLIS9C+ytkoQFwQir6UKda0gSAAl5",
+	"mw4ghQUEh2K+cQl4zn9lyR9enH4Nw6lTx1j1356+5Pcvzu1PUR1ThBH6sKTI5YxDntqrCN4n/DecuL4G",
+	"Vo2BSS7+w94A9DGBKVIAkzPG2dH4mDQsNzDFktM819dJPS5ZundshzCNZkr0KYFaLRuCMHQ2HPKqXH5p",
+	"pYnEFSHzLFPcpGINsOgLUWIF88j+88ySDMznQpRg33v1EkI/DIMc7LqQP1N/X4EAwhB688e35wS6ATK0",
+	"UpFHlgdyWEtSs5e3S7wUGOxBuMJ2YH0mcGh9JcYEp8pZ8vbt22GwDAJy1+e5UBcCrHgu+Rtjc5FrdWGc",
+	"LwFJCNkOQSeYLKeE8t5ApJolHFlGmFimUiYCgDAhbSnTD6UKgBDSGzQRWi52ND4KGWPEBFUHsdeKwtOO",
+	"XNJypbewcbRdVjVOWD/Xeg2HDLBBMGakHzA3XyhdQHXCf2WuVILMsGsIrSukSuWa51PUdWm2S1KPbb/A",
+	"XUFEQVpO6nj8xIzY+bWmrzDfOjYDC+WzLiS2E3v/DY8OkhNanGIDRQJt+4Qm7weZGoLF7F5JWGOAcbgE",
+	"QBHVsYgI/C4iH4zRCLf1+Q/0tYJWMJyCkW2BlqAyWBHK1RdYQGKhUltubf++EjzHB9gE3vX9o/GzeoWw",
+	"LGfCmihQ6kCWRuSLWn5wiwUitBUhs8GInVW0XyTPSsqXS2XjVyjOvHnz8usrlIwhhDLXc7jNKiV/qsSI",
+	"vRZWQoI9ISIgTjkK9hKVhlymQhnQGRFp0HtV6HUhRcmLTVDk0CoJvagH5Q9AaRiPJqMxWH7XQvG17E17",
+	"h6Px6BDyJJVL0OUegxYB/7wQHXYnx9kvpCkxCAK0jkwspAKvceQzdxmRFgIBFJ5Vvcx60569p06xG4Dj",
+	"wCUBXR6Mxy23clvqaxhPvEHlx/c1GJr+0btYl8MjPbSaei+EDePsZQ3U6BF+cMgVzzdQw9ZsTClWM3Rv",
+	"9Ka9/0tXDH8VjN5GYAimHvlxu5ZPnlZWZgZKqNSay4zNec6phCeaY3vXYr7U+rLnR2JlxqwSM3oVkpAV",
+	"VGSpN+1BRdreFt4YaztZjb/e66sJ5q+m8u/7ZIqBzBqgczYn42HRkDnnaDzZ1ZrfysdvAgaPhjby1N/3",
+	"oasFDJYGLMZJBLNFc5Z4Sn5hwEWKD97Zz4iCH7+3a3r7+D2tyW1A0k1y/L1AavxoYvQkGBCb8z3dSW67",
+	"yOhFusQbDrwiAeFApjBA11ObIl3qj6SWB9HKnXTywWRyND66/6PvdfkNVD39eLr6vUAF1GWs2SInyxhJ",
+	"LzY7zZL1K7g2UCthV5b59sv/QXsAh/WxL5T9+L1Z8oPjJ7c7GfH5UqDGhSlyiUqHPMuslhrUVmd9MboY",
+	"OZiFC5G0ApRTfIOKQphFFF+agVqdRDVKLwMtIXEtTx8/RnkRx0oi4yAiWAddovpakRmIbk/05vpGrRhz",
+	"0hay6swAlPBl68TSGB52aHVainJYp1GpzfBvhbjMN8zwXBhyENcWOt4wAs+l4hAb0TbPdp8Itw2wWb2o",
+	"R5qDbfLFOb/o3tmfKm2lWKqDXw8z7j1bPH2SjZ9Onj49Sr/Inhw/4wcLwfk4PT7m2XhyzA/ni6PFZH4w",
+	"H8+fHhyk2eQ4e5JOjufjxXjMx0/jXmNWW3P4xc7u8fhwr16cev8JzvvX+lqB35crvy/BsUfbSee573Jx",
+	"0r5CcXVQgfW1KFJurHB/w17/4XR4cPzE5e/DowpYOBRDsZYSJDoaH7UqUH7sHgNcFHxL5bK+I/CU9kIn",
+	"AoKEa2p4GBgOWBYt2mN7x1gdB+4/bTo4FnrPSMJH6xSwKXQVY2KEsioU6jUrruQC67qXrhyfiZVUzOU0",
+	"Rockrv1V4Jmj41sL5ASniZVnr4+sTL8k4I2RPwszYq9oAohSQaZIY7PKwRTsgBRBbVlphLkyIZGdKK91",
+	"AdYie7nnV5BxpfaHkvkPi9cCkCcsge+qa6GjzJXWwBlREjjwkVr92rVX2pVwzjdCOtSR8C6E2y7DyL01",
+	"ZQCTTLoYqpv7VzCgugT4Vzrb3MFOr1Q2WvJCCWNuRk6B/N3Pct3kra/+ZK+G8SH89wgrq34UXw0hBnSw",
+	"Gubhn+WaklvtYv6Y85qnqYDkxKXWEG8LJgow/Dglpmm1hjxlzma8WeOWTo7h+DZP1e3HCpOeVnvTH99B",
+	"qVY4Do0Vo7Uf1otvZcAlN4g5d6F8lHizN548O+KH8/Hwi3SSDb8QR4vhU34wHx6mR9mxeLL4gj+dNzNa",
+	"WmHVmwXq/JbTRo5dL0ZOvLsZmWaIoemNAesDZbKpxjJ+3QLOYPTdvsNNa5G4qNSIAt1AnwXTvGvPJcaF",
+	"MMHewfjgeDieDMcH5+PD6fhoOj4eITDxd+PxdDz+oDX7CVjknWtHSBFYimDR3oGITiiPGrDgM7sRRsFS",
+	"gUMS/HgfbKDOszYjk1zvXRsLMPHufldqeD8FwDELByjulnvsfSCyIXBU5HMfrhZMjvf5yPuhvhOZ5OdU",
+	"quzo4GCfjylzghM0fgXhxC4r4ywZLW8Sd2PAhdoloIQ3L9wUmw+9d71lPMzNDuRjojq3FWR2KTJyjtfW",
+	"dPucricT0R2OltPrpQA2CcWiYroI0elBGdrYaeCfxXEhAz4Yj+kKg6/cxYVpbjrhQy49YYgVcnVHOTu+",
+	"uTkBSy11Ar66QPdBS90jFNKoOq2rT8+eHLHv5FcDmETyPhxQhP2YKfsx7r2ks05lbcO24t672wQKVS2h",
+	"fKh0OQgwAQZm3O66lWHjNv+8k38Td/IWnKw+udu03QvqwtffoLTdzdC3uPPRsy323KzdUPfPfZrgIZix",
+	"0XnRPYatW+W9w6Hed6V03rN4793ufzXtN08PQ6sniWWI5+4wPGxqVO+XufPg0ZJf8ewHuf5G5mLQa85i",
+	"r0+2ZjP2k4HR3O5/q3aAPnfcrAT7/HWu01/hYkQ22Load96KS3B//rzTbgaXi89S4xImwRVg2B/Oz1+N",
+	"usxN6FT9aAuxl5/B6N/hmdmPVmg0HfTBc3n1EWtO2D7kR6H9/QowwsGio4eE1nwlykKmu51GrwpIUCAq",
+	"StlqGZQBbxHDm6Zzzb+jVu9ddNvmY0DDN++45U02W5bl2gHCzKzUJc/f27Ho7Mu49/sX53Ev8h1/Gfe8",
+	"/zzuRbhZX8a2x7h3yyYtg+C9V6Jbll/JaxKs+sovZef+kT9wtOGr/A6DszQs0ymERaPVxdufG1JUwtey",
+	"0WTiPOaxCmuRRs7zb8pCqwuWvDjnF4QKIftnw6QWq8CmhjkKYQAAcXcV3AgR9nIx/F4rMfyOl+kyIbQF",
+	"Gp5LfsH6umDJvyaDBmzkcHzkRQyUOHbYnglJ0bvHSvgCwGTMrnjoVEaQIYIlJ5Mx+z//e3I4mowOBp/F",
+	"0gt2QDQ515bAxurcSdPvHsTxHP3UsyAymDJwND/0ABHeBOCG+1rOHYVC6RygK+H34VewpR+iWbxjXg7i",
+	"kOr1BgDOVVFAbcY28a4wUnvwd7oCn/QmOg8RqLvYGSLl7pEAhPJgQDCdElovoqhAOyO/JYA+IcbFLjSo",
+	"0oWuLpaszwEfiGDBhZU7mSwHBFTbAih2XnMA0vp0kkVBzX0G4QKb/kWFwB1kYNdM3iWRNGps3eX5P4PK",
+	"I59ILdxZzcG9/NgFW2e23/2Vg6B2cTeXLCrV+0f23P1elFgH1he/DXbebvYHOOvPKvXya3K8N2uyIZrt",
+	"LgwU5GVG6QUBsewCsFsOSs4JeWzljG+5KYfwzfDl10lktY90GatrqQzyobm2DRUCMyQMwOxGrYLNDUI1",
+	"EFd4CtaRKdsCw0/BCQS11pP3Do3XgP4CNrBaQ/ppsEslhNrrQPZ6RC+84SvbYLVGNzmPllsTE4U6MIQw",
+	"llBM1L1aao91hsn82ef951gkA5fcGYJwMgu7UwCBxNLzsUpkNiWIKg6IIAcRFRxxP9prqP4p4yV3v/jq",
+	"/H98/efv/SsQ48Nju4qXQqyHoEUlwPDBpAeYt8kxMxg9hKOEzLiA/fVJ1qSJldKMsBU+5TUiSjGOBjrH",
+	"XYAwrLouY4I554UqT2Ko5AdIfTKENmmotZ6dADs3U3OfmHqGeHGXgbxO1Egk6C2hY/ZlHdkEJqCWyDo5",
+	"cALnT5UAqyHJm9Bob19m16iOfxttKZOW2oz82WcihEgRjLMhLK3DKuNGNUcJQZJdg4Qz0Rik51lU8Yff",
+	"UCCwKwC0My54e9SWbl6/fkH4V18pCoNd1oVIRYY+bcCt47HZtbptcb5BHB+4zO8+VgBxPLPt95s0S36B",
+	"9+0JeN+Ozyfj6Xg8HU9GB8c/2NeozBZ8gzGcvT+IPNd2HWzzs4f4BT+p29O57ia1KbxZ5sYuYKNWWO8B",
+	"kDrYileQ4eg26m3xw6ZKZXnghFIGTlljFLFCXvc+hkHGvWncHGbci2JYWfgJ1hYe1XOHH4LZw8+4lPDT",
+	"PouJTeKawUcTeFKTRfDQ7eu+jafwFXH/upmawuDhDhqLe7f29mkd8kYmzdcv8N4xJwiTp7QwUNwUNXd7",
+	"NflrhGMs4GhfNBidEpC6xvcLQ1/xzNVw+0eW7qw478U7lwvTboUukLtbCWPwWSW+G+eA/7AWox2+1xcu",
+	"jsTe10YaKIuXQrp7qF1Q1+vFDK1oDh1eTdDYHSvnUuv/8PLVYMRe+uIAcI+Yuh6HCAJXwUeri0tLrLGy",
+	"wgyGoJVaj9hXG+ZudKBIGCHkR3W1JhHu5OI/wJkDXkus1wnyCCE5pix2UI64l4wgiiSvMjFzPqDER9KA",
+	"H9k9jhivSr3iLqbPuYdcHDoo3L5eWoI/J7EqqtyeTN+NB8kkrE++PtMxiAEmDYIhhGDWGg4GhkQsW7I9",
+	"BYyYahhtCp0LluDcpvWb/aPxYayShS7mMsuECnCsQUl4EhcHEDDV4bmLFfYIj/S1EoVZyrUTd6gsNHJs",
+	"GDLGZIDPnnL/NkpNYelg8EdLFDAjBlnWFlzmVYEhizy/hthhF349bSNyT7Agoy/qOcskoCWysObCNccA",
+	"XEfYgyj8IggVTlwkEdmMhbqQSkSxOhertS54HlH8utLtAHbbJrp8ZiCyzdDjDm2i72/axjP4ypMRAyz0",
+	"Pe56TN3rQHqIm09i1advHfTYHR3IWeepr00+X54Xlb13oRxQhiRs23dBv6iLmQQis2DHSztd0YIm4Fux",
+	"auESInZ4ACHGayjLuZqLImJWxB2Pxw40aR/A3/i7GXSpDMionDVkH6BBVzRO+1h6p2x7VZwzHKdF0NOZ",
+	"B48dj8fjMbjr7cFHoTIllqpRTL+UkJyDEnmM3BXTA1YMaQJ6097jivJGWr5elqIAH1malsMfx8Nn737n",
+	"oiNS4Z7/7a///ZDAGVy2VxhagfbOB4jRvxZWA3w35M62WmgOGF/LHSiOUTGeXXGVipbR2QEvvpbGefA6",
+	"ErrzsuTp0qrOJxA0bdWUL+MeauAkS4LqPVrexL2koeXs+HYfsRNau9McHfkJOFTzHcmroFSIPeaga0pF",
+	"d0Q42qOnB5PDzr1wGdS2FMPbX1T020OS+8bdVR8kLP7PgOa9IEbfIbDthUloypqucsKdoT1Bwsg637tL",
+	"HOkBeLJAQwxamOxrciVM5FNMUmYRxLlT5QcTsZxLLLAlFRUt6IPBjWL+EeQeK7AoCswANCArGdSqhzev",
+	"7y81EKs+hf+6sF8XBuwSsxsKAAYEMETT+2pkojQRpinDtPvo4RiM2GsAI3qxCGRCMDb+/sU5a641WBLz",
+	"DabnJ5EJo4qhhLHAqm5W0vFyGhave0lVhWVetpL1d6TgZ337p6zL+C00VSKF1Ro4JKJvqCXRPDKutiMI",
+	"Zo7IEO9YqZDoDOO5vBSYQUQrASW6zNIOwqfEPH31Eh9FsWrVTkUBow/Jc4wDTdKgIWEPpKGIINTBXdUD",
+	"V7kAixNqI7Y8/mmu00uU6Kzascj1tRW68HGlMpJ5nWxH0h6uNBampbJxpRX5rkUhCBXpxNjlTcYuxbqs",
+	"M4LCiDaQACxW3Fcj8Q78oKQSbDKV58TvLPn2iZKpsoKvwVCIFYd0KbKsY8u5woRDI/Zm12xQu2hWG8Io",
+	"cf8iZnvNmFRQHw8iD9NSXslyAxtGZaODSoytUnNok9dqV1DcWaVcoZCPdijWmZNrix7YOusaYB1mlvHo",
+	"aPxDLyji5XM59gruJGxADtLNeMZL8a196Mt5Ec7Q5WfD2ln+TxfdnYmVHrqHvlZVWIOqqz7RZHTcLBnU",
+	"OYUJTCE0+lkB0q/BwT1rcDA6hAY+aiJhha17BjwZPbt7wJOgPFyd+PyeOTzFfWxGZ+wlh00nU98JrQEk",
+	"2fNL0F27p3vuncHL9y7Jwehw8sO24RZq+fRaPd++u9dADUsBFyWiSsNtbeyyXXaZ7ZxiczV2DwdYEx28",
+	"zgEd/VCfoNr5DEb8zxzsQ5VCZrsH9hCntudWu93aj4xn7v9jPNz+NtOLXSLgpzWGEhXcgeDkF+3ULO6b",
+	"EVQ3Livj4P0XQpWJldpySCcXGjKmjKO3GE3pTW804JykuvAtowDUdE47t6cJ7IPuVgTpac0vbBvonPej",
+	"wGvcXMq1wYzKa8HBLAudjtifhFjXES34EVpPnRn0AnbD3tm5hHR7uxyvr91aPnRD4BrcJ3GAc9pF28Wo",
+	"841fPZKpIHMfpIUEGQg8u7hfI5ZgfiIEmJmGlGxc6rwrAWXNK8U2gio2Y5OzolIJ2DDB9EeJtXChqUWX",
+	"aLKh4YfcpMsPS2wn5CLbBSjDRnyhKF9pEmvlNOtF+dpOds6dyVXvXk1fp/UC/G6JHa1fOjKWE+YKkBY+",
+	"qUKE7/47/ZgADdEfI/Y9JMazdE6PQM6O1cSejCdHLF3ygqdIjQuWnA5/YHz4MxsPn7ERm7FhI/wFC6yA",
+	"ORcyYpItt70DrQQk/3412eW3p7wYnQHik4Nn7QDx2sb2nz+eDn/gw5/Hw2ej2fDd+0n05Oi2/+9dTwf/",
+	"9i8dNqt3ny4zEM6izpa0nX+lnQilLQ60o0VRHHCHwDb94Gt3+269jXqrdD1zuWCsGEC+gd70vY+stavj",
+	"wvZ3Xd1bvmhV5fne1zLxr13ZgBzM6Jf0Yf4K1zGkHOq870LIoXsEt2+nAxBTekHpfcrU69KgzKEgQTOF",
+	"HV7zdU6aWHlG0Zm1rJ2wjOeA0aT6tT5jnstXFuaFY/0dSeZcnjT/yKryng0qIeHXVOe5VWLhnpUlZFzj",
+	"kEGasq7NN0yWgxPKeEAZ8mYoHLTL7UrnNXIZntxnO3xH8Hn9I0LWikr4lA/OMhErUs4p3yel+e93WiPY",
+	"N1QVHsYEE/vu+Ss7d9uYicAKQbAsyD0oeLqM6nz6QfrAtcTSMCvKSBpcrKyf+GOeDKboVbNPQqAwzpDT",
+	"PGJFw58LypJHU6CMEZhctZ63szeFeSrtSlzJQitAtOmCvTn7lqWFgJS3PDeDk3okMLYZ+b/qzcJynYbV",
+	"g1lLpQSmg4VkU0Oo7wfJf1zeK5JfKYMgp5KfQX68nEOkMWfzQmYXIsOCqmnOzdLLcUGCohgcFDgQ2C7K",
+	"pkIbHmEB5AqsxZg2i8DcmO3Y7aYP/IJzAYY1pe12U0vdTrJGfr6PcZQ9/EoK7oJeWplSr8DBxVPINfWQ",
+	"y2Hfe6ArGWHvtpmEvjuqdvK5F+Oh9zMmgdh9u/5CK+oIp+NWpRn9ssCgZ/d/9JySM//P8fUg2de3Z/d1",
+	"HyrNj9/XpHFnrEHIOD7KNPtbFmidjvYAcZYwAp/1gAU38P8AM9KdtPtQuwSt6paxqEH3j1HXfjiCLmx9",
+	"pxANbTsXCNgzKrWQSpol+WL7ZH4IipYPKGkwZEuPlRckAoNIP3lfVGoKwLbbQCp1oho5jYpKdYsD0Nen",
+	"OtX+ptr/htaqLOrCnt1EH0y3tpgVvzSo9MGXza/B+WE7WdNV3KSz4EB5UrjzOngMxqnPcypOzSUeiayQ",
+	"ACvUzJR6zcgNDJn7QcnkBeZOccnvXbl/tK+6egIfeEAg4mXXCXllO/rnAfkHOSCwm63zQdf9Bx4OzBa/",
+	"GwjjSk/5JAPhZpG112NJUB9klUpFUXKphuRRZJlIJarezni1o5jFoDtX+Ssa5ic0STrX7Bhds66afe2d",
+	"9RXq+YqytY3rDNJUTv4WSk5TkLIXoz7WZetdrSuuKp47T3oTE3DYUTx5PDreURz5cLyj9jEmyQmkR7eX",
+	"lpaw+k3YyvjjLJu0j3flOW/UL/iHFhTP0VjlD5E/JbuO8ecRGxEY9nkuyMTDwDx2HnqDqxzsQe6N5g1H",
+	"ZYrAkQJf2CUfMXuNoBUL+A94g5wZyRle4So2/k4FYFGCfYDFVazWGirOngR2VmzCfkpVNjAr8LNYeYPt",
+	"vDKbhIzAtVF0Jc0Kc0RsWUQzuViA3FtHbDqefYLNgBbZbgIXqZloP1bpkquL7hx1sCifwiTWsrfsjyKA",
+	"AQT2qdtPIGc8QPV98EDvDOMP6VMuGFeb33Ss2C9rQ/pVItMgXLcp83SqoA+XfgC3sctcRCHcvwCK4BN6",
+	"WvcxMxEyEE2yWCacIM9U/MTVSbFC2eRgPGYv3pxBfW4nLP74C8CcrCI1KwSH2faEymZlVagO/FNris/s",
+	"FCtXvfrOwvHjO0rBj9vF3ScH462C7YdWIoS+ZmFmSJSpPkpQOqt+U+7fvwdxyvuLwZcE0Z3bRrgPRGrt",
+	"I+u8LjnGmQKa2qrydqcqA2FhAMEdNSqtQmoScOolL51Ukm6GfxKbhHyGJ5iXBHKSgCkNRQqhnHwyHlBx",
+	"K0wRXM2p9AyrxZxpjamSO9IG+6T/0Ao4tkmfxPcPxuPISqe+c/ddLSTV05q5YpJJUDGOsGCqbTPcKWWd",
+	"MiWu842vJQfaJkl0B+MDV+PNis5ffp/gwPF3KP+7lRSEdeQEQXck2Bu+Z6TidMlXr+2yUlzew6gm2NY/",
+	"iU0HWuw19spKjRUpXfgHCLea5YJfiSCJSX/MvqRl8EUPG9FQhzsSa9jGu/NqhEk1Dhs5NTqKk+NF9YHS",
+	"ZQ1Df0u1f8uOG8ce2xQyubKjg3+rpVm8Ngrx03A8Hj8gr4PfvAe5T/++sk9xxbYPrT/kLi0j5Ud223Ab",
+	"2bvzYVv4wcIF/vXZxYcanNgQHrD3e8SG488kNmwLDXfJDJ+GHqA6q89H9k/F5e/J+Y0MC9IS4CXbp/BC",
+	"sPBvSzK7lRswoD1+3zBG3j6mqp8fZe65X7N54TqFe2+nyPS1sOfYuMpo2/bkfgKoJjwddeFlh7eLVdx7",
+	"5QvusUwoKbK4N3DyASrzwOSTUBpwSj6B1bzsIA2VOrJHC2UIWYJLx5zU8YlbZnD7VawkFvFmHmnXWPkk",
+	"QpuP0uXMo6TrwEv7M+Ht3CMP/+oSSk5xG88xjuXDUVBQoJDgNc4Q+CDjDw3kH/h69UG13jXl7bT/5K9/",
+	"d/yV6NXK/plIIcSHuA94gR5sQurmslRS+bfBZV9QsWyN4UzJe+Rvt0kE/y6LzRSwu/iAz3VRugesD2l0",
+	"d7ImF5OuoS+eO5abjPBfeZkwSzC5dEoqFVXzsfCsD8lblvqaJWkuAZvsULyWJw9ObEtlsUkogZJDwTJ+",
+	"waViUGzOdnnCEhh6QhHuxjF84MoBAPpBbHmHwd1u7sfyXkqiGn5DbkU2AZMblX3vRT1pZiRXk4fRLsBs",
+	"K6L09gN5OE3onzz8nzz874KHE702oAbIw10E8y423kxo/b43F7wQxWlVLq1Walkogc87srRaqlneZA41",
+	"D7B1KlpShoUZrB5Z5L1p7zHwZBpIuzUskhJBqUvIox35pOqkp7t6ES4oD5NrbxuR7qgEb1qBZKbjcxcU",
+	"k2qIdOGt7zxqsaNjy4/73siJOWx5uhw4uVoWLttijZuodjWF09dBoK07osHnwW5uN4I5PYYupwclB4ua",
+	"lUkhNsTVGbW3YZA9huqn1bmzfL8umcztu9v/LwAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -109,6 +109,21 @@ type ToolRow struct {
 	Payload      json.RawMessage
 }
 
+// StepRow is a stored steps row: a run's step (decimal id) and its JSON
+// payload.
+type StepRow struct {
+	ID      string
+	Payload json.RawMessage
+}
+
+// RunRows are a run's step rows, in step order (numeric), and its tool
+// rows, one per execution key (the tool_outcomes row when there is one,
+// else the approvals row), in execution key order.
+type RunRows struct {
+	Steps []StepRow
+	Tools []ToolRow
+}
+
 // Commit is one boundary: everything in it commits in ONE transaction or
 // not at all.
 type Commit struct {

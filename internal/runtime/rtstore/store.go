@@ -65,6 +65,13 @@ type RunStore interface {
 	Commit(ctx context.Context, c *Commit) error
 }
 
+// RowStore reads a run's step and tool rows (the run timeline).
+type RowStore interface {
+	// RunRowsGet returns a run's step and tool rows as one consistent
+	// read; an unknown run has none.
+	RunRowsGet(ctx context.Context, runID string) (*RunRows, error)
+}
+
 // EventStore reads public events.
 type EventStore interface {
 	// EventListAfter returns up to limit events of a run with cursor > after, in order.
@@ -104,6 +111,7 @@ type SnapshotStore interface {
 type Store interface {
 	SessionStore
 	RunStore
+	RowStore
 	EventStore
 	JournalStore
 	ArtifactStore

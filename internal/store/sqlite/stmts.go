@@ -114,6 +114,7 @@ type readStmts struct {
 	runGet            *sql.Stmt
 	runList           *sql.Stmt
 	runListByStatus   *sql.Stmt
+	runRows           *sql.Stmt
 	eventListAfter    *sql.Stmt
 	journalList       *sql.Stmt
 	artifactGet       *sql.Stmt
@@ -128,6 +129,7 @@ func (r *readStmts) defs() []stmtDef {
 		{&r.runGet, sqlRunGet},
 		{&r.runList, sqlRunList},
 		{&r.runListByStatus, sqlRunListByStatus},
+		{&r.runRows, sqlRunRows},
 		{&r.eventListAfter, sqlEventListAfter},
 		{&r.journalList, sqlJournalList},
 		{&r.artifactGet, sqlArtifactGet},
