@@ -11,12 +11,25 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
 
 	"hxd/internal/hxtest"
 )
+
+// browse runs browser actions with a time limit; on failure it reports
+// where the page is and what it says.
+func browse(t *testing.T, ctx context.Context, actions ...chromedp.Action[chromedp.Void]) {
+	t.Helper()
+	sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := chromedp.Do(sctx, actions...); err != nil {
+		where, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`location.href + "\n" + document.body.innerText`))
+		t.Fatalf("browser: %v\npage: %s", err, where)
+	}
+}
 
 // writeBundle writes bundle bytes to a .hx file of the test.
 func writeBundle(t *testing.T, name string, data []byte) string {
@@ -30,12 +43,12 @@ func writeBundle(t *testing.T, name string, data []byte) string {
 // and waits for the verdict; it returns the verdict's text.
 func inspect(t *testing.T, ctx context.Context, base, path string) string {
 	t.Helper()
-	require.NoError(t, chromedp.Do(ctx,
+	browse(t, ctx,
 		chromedp.Navigate(base+"/ui/bundles"),
 		chromedp.WaitVisible(chromedp.CSS(`[data-testid="drop-zone"]`)),
 		chromedp.SetUploadFiles(chromedp.CSS(`[data-testid="bundle-input"]`), []string{path}),
 		chromedp.WaitVisible(chromedp.CSS(`[data-testid="verify-summary"]`)),
-	))
+	)
 	summary, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(`[data-testid="verify-summary"]`)))
 	require.NoError(t, err)
 	return summary
@@ -81,10 +94,10 @@ func TestConsoleBundleInspector(t *testing.T) {
 		"a complete bundle has no issue")
 
 	// A bar's records: the failed attempt's.
-	require.NoError(t, chromedp.Do(ctx,
+	browse(t, ctx,
 		chromedp.Click(chromedp.CSS(`[data-testid="bar"][data-lane="model"][data-step="1"][data-attempt="1"]`)),
 		chromedp.WaitVisible(chromedp.CSS(`[data-testid="bar-detail"] [data-kind="model.failed"]`)),
-	))
+	)
 	require.Equal(t, []string{"model.started", "model.failed", "event", "event"}, evalStrings(t, ctx,
 		`[...document.querySelectorAll('[data-testid="bar-detail"] [data-testid="record"]')].map(e => e.dataset.kind)`))
 	detail, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(`[data-testid="bar-detail"]`)))

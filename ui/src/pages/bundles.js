@@ -10,7 +10,7 @@ import { useRef, useState } from 'preact/hooks';
 import { ProblemError } from '../api.js';
 import { getToken, onUnauthorized } from '../auth.js';
 import { html } from '../html.js';
-import { Timeline, formatTime } from '../timeline.js';
+import { Timeline, attemptKey, formatTime } from '../timeline.js';
 import { recordsOfAttempt, timelineFromRecords } from '../records.js';
 
 const BUNDLE_TYPE = 'application/vnd.harnessx.incident+zip';
@@ -114,6 +114,7 @@ function Failure({ error }) {
 function Inspection({ state, selected, onSelect }) {
   const { report, played, timeline, problem } = state;
   const records = played?.records ?? [];
+  const attempt = selected && timeline ? timeline.attempts.find((a) => attemptKey(a) === selected) : null;
   return html`
     <section aria-labelledby="report-title">
       <h2 id="report-title">Verification of ${state.name}</h2>
@@ -134,8 +135,8 @@ function Inspection({ state, selected, onSelect }) {
         <h2 id="timeline-title">Timeline</h2>
         ${timeline.attempts.length === 0
           ? html`<p>No model or tool attempt is recorded in this bundle.</p>`
-          : html`<${Timeline} timeline=${timeline} onSelect=${onSelect} selected=${selected} />`}
-        ${selected && html`<${Records} attempt=${selected} records=${recordsOfAttempt(records, selected)} />`}
+          : html`<${Timeline} timeline=${timeline} onSelect=${(a) => onSelect(attemptKey(a))} selected=${selected} />`}
+        ${attempt && html`<${Records} attempt=${attempt} records=${recordsOfAttempt(records, attempt)} />`}
       </section>
       <${Artifacts} manifest=${played.manifest} artifacts=${played.artifacts} />`}`;
 }
