@@ -287,7 +287,7 @@ var N,lt,pn,G,Le,ke,ct,ye,dt,je,Me,_n,ce=Symbol.for("pv"),we={},xe=[],fn=/^m(i|n
       ${e.phase==="done"&&u`<${es} state=${e} selected=${n} onSelect=${s} />`}
     </section>`}function un({error:e}){return e instanceof ne?u`<div class="problem" role="alert" data-testid="problem">
       <strong>${e.title}</strong>${e.detail?u`: ${e.detail}`:""}</div>`:u`<div class="problem" role="alert" data-testid="problem">${String(e?.message??e)}</div>`}function es({state:e,selected:t,onSelect:n}){let{report:s,played:a,timeline:o,problem:r}=e,i=a?.records??[],p=t&&o?o.attempts.find(_=>oe(_)===t):null;return u`
-    <section aria-labelledby="report-title">
+    <section class="card" aria-labelledby="report-title">
       <h2 id="report-title">Verification of ${e.name}</h2>
       <p data-testid="verify-summary" class=${"verdict "+(s.valid?"ok":"bad")}>
         ${s.valid?"valid":"invalid"}, ${s.complete?"complete":"incomplete"}
@@ -313,29 +313,29 @@ var N,lt,pn,G,Le,ke,ct,ye,dt,je,Me,_n,ce=Symbol.for("pv"),we={},xe=[],fn=/^m(i|n
       ${t.slice(0,50).map((s,a)=>u`<li key=${a}>${ns(s,n)}</li>`)}
       ${t.length>50&&u`<li>… ${t.length-50} more</li>`}
     </ul>`}
-  </li>`}function ns(e,t){let n=[];if(e.message&&n.push(e.message),e.member&&n.push(`member ${e.member}`),e.seq){let s=t[e.seq-1];n.push(`record ${e.seq}`+(s&&typeof s.id=="string"?` (id ${s.id})`:""))}return e.kind&&n.push(`kind ${e.kind}`),e.step_id!==void 0&&n.push(`step ${e.step_id}`),e.attempt_id!==void 0&&n.push(`attempt ${e.attempt_id}`),e.execution_key&&n.push(`call ${e.execution_key}`),n.join(", ")}function ss({manifest:e}){let t=e??{},n=t.agent&&typeof t.agent=="object"?`${t.agent.name}@${t.agent.version}`:"—";return u`<section aria-labelledby="manifest-title">
+  </li>`}function ns(e,t){let n=[];if(e.message&&n.push(e.message),e.member&&n.push(`member ${e.member}`),e.seq){let s=t[e.seq-1];n.push(`record ${e.seq}`+(s&&typeof s.id=="string"?` (id ${s.id})`:""))}return e.kind&&n.push(`kind ${e.kind}`),e.step_id!==void 0&&n.push(`step ${e.step_id}`),e.attempt_id!==void 0&&n.push(`attempt ${e.attempt_id}`),e.execution_key&&n.push(`call ${e.execution_key}`),n.join(", ")}function ss({manifest:e}){let t=e??{},n=t.agent&&typeof t.agent=="object"?`${t.agent.name}@${t.agent.version}`:"—";return u`<section class="card" aria-labelledby="manifest-title">
     <h2 id="manifest-title">Run</h2>
-    <dl class="manifest">
+    <dl class="facts">
       <dt>Run</dt><dd><code>${t.run_id}</code></dd>
       <dt>Session</dt><dd><code>${t.session_id}</code></dd>
       <dt>Agent</dt><dd>${n}</dd>
       <dt>Status</dt><dd>${t.status} (phase ${t.phase})</dd>
       <dt>Exported</dt><dd>${t.created_at?D(t.created_at):"—"}</dd>
     </dl>
-  </section>`}function os({attempt:e,records:t}){let n=e.kind==="model"?"model":e.tool??e.call_id;return u`<section class="bar-detail" data-testid="bar-detail" aria-label="Records of the selected attempt" tabindex="-1">
+  </section>`}function os({attempt:e,records:t}){let n=e.kind==="model"?"model":e.tool??e.call_id;return u`<section class="card bar-detail" data-testid="bar-detail" aria-label="Records of the selected attempt" tabindex="-1">
     <h3>${n}, step ${e.step_id}, attempt ${e.attempt}: ${e.outcome}</h3>
     ${t.length===0?u`<p>No record of this attempt.</p>`:u`
-      <ol class="records">
+      <ol class="records plain">
         ${t.map(s=>u`<li key=${s.seq} data-testid="record" data-kind=${s.kind}>
           <div><strong>${s.kind==="event"&&s.payload?.type?`event ${s.payload.type}`:s.kind}</strong> · record ${s.seq} · ${D(s.recorded_at)}
             ${s.capture!=="present"?u` · payload ${s.capture}`:""}</div>
-          ${s.payload!==null&&u`<pre>${JSON.stringify(s.payload,null,2)}</pre>`}
+          ${s.payload!==null&&u`<pre class="json">${JSON.stringify(s.payload,null,2)}</pre>`}
         </li>`)}
       </ol>`}
   </section>`}function rs({manifest:e,artifacts:t}){let n=new Map((t??[]).map(o=>[o.sha256,o.size])),s=e?.artifacts&&typeof e.artifacts=="object"?e.artifacts:{},a=[...new Set([...Object.keys(s),...n.keys()])].sort();return u`<section aria-labelledby="artifacts-title">
     <h2 id="artifacts-title">Artifacts</h2>
     ${a.length===0?u`<p>The run references no artifact.</p>`:u`
-      <table class="artifacts">
+      <div class="table-wrap"><table class="artifacts">
         <thead><tr><th scope="col">SHA-256</th><th scope="col">Status</th><th scope="col">Size</th></tr></thead>
         <tbody>
           ${a.map(o=>u`<tr key=${o} data-testid="artifact" data-sha256=${o}>
@@ -344,7 +344,7 @@ var N,lt,pn,G,Le,ke,ct,ye,dt,je,Me,_n,ce=Symbol.for("pv"),we={},xe=[],fn=/^m(i|n
             <td>${n.has(o)?`${n.get(o)} bytes`:"—"}</td>
           </tr>`)}
         </tbody>
-      </table>`}
+      </table></div>`}
   </section>`}function as(e){try{let t=e.split(".")[1].replace(/-/g,"+").replace(/_/g,"/"),n=JSON.parse(atob(t+"===".slice((t.length+3)%4)));return n.name||n.preferred_username||n.sub||"signed in"}catch{return"signed in"}}function is({path:e}){let t=ae();if(t){let n=()=>{Ne(""),q("/ui/sign-in")};return u`<div class="account"><span data-testid="signed-in-as">${as(t)}</span>
       <button class="link" data-testid="sign-out" onClick=${n}>Sign out</button></div>`}return me().oidc?u`<div class="account"><button data-testid="sign-in" onClick=${()=>tt(e)}>Sign in</button></div>`:null}function ls(){let[e,t]=k("");return M(()=>{Ft().then(n=>q(n||"/ui/",{replace:!0}),n=>t(String(n.message||n)))},[]),e?u`<p class="problem" role="alert" data-testid="problem">${e}</p>`:u`<p>Signing in…</p>`}function cs({route:e}){switch(e.name){case"sessions":return u`<${tn} />`;case"session":return u`<${en} key=${e.params.id} id=${e.params.id} />`;case"run":return u`<${nn} key=${e.params.id} id=${e.params.id} />`;case"bundles":return u`<${dn} />`;case"callback":return u`<${ls} />`;case"sign-in":return u`<${zt} />`;default:return u`<section><h1>Not found</h1><p>No console page here. <a href="/ui/" onClick=${I}>Sessions</a></p></section>`}}function ds(){let e=Ut(),t=Dt(e),n=s=>t.name===s||s==="sessions"&&(t.name==="session"||t.name==="run")?"page":void 0;return u`<div class="layout">
     <header class="top">

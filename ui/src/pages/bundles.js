@@ -116,7 +116,7 @@ function Inspection({ state, selected, onSelect }) {
   const records = played?.records ?? [];
   const attempt = selected && timeline ? timeline.attempts.find((a) => attemptKey(a) === selected) : null;
   return html`
-    <section aria-labelledby="report-title">
+    <section class="card" aria-labelledby="report-title">
       <h2 id="report-title">Verification of ${state.name}</h2>
       <p data-testid="verify-summary" class=${'verdict ' + (report.valid ? 'ok' : 'bad')}>
         ${report.valid ? 'valid' : 'invalid'}, ${report.complete ? 'complete' : 'incomplete'}
@@ -169,9 +169,9 @@ function detailText(d, records) {
 function Manifest({ manifest }) {
   const m = manifest ?? {};
   const agent = m.agent && typeof m.agent === 'object' ? `${m.agent.name}@${m.agent.version}` : '—';
-  return html`<section aria-labelledby="manifest-title">
+  return html`<section class="card" aria-labelledby="manifest-title">
     <h2 id="manifest-title">Run</h2>
-    <dl class="manifest">
+    <dl class="facts">
       <dt>Run</dt><dd><code>${m.run_id}</code></dd>
       <dt>Session</dt><dd><code>${m.session_id}</code></dd>
       <dt>Agent</dt><dd>${agent}</dd>
@@ -183,14 +183,14 @@ function Manifest({ manifest }) {
 
 function Records({ attempt, records }) {
   const what = attempt.kind === 'model' ? 'model' : attempt.tool ?? attempt.call_id;
-  return html`<section class="bar-detail" data-testid="bar-detail" aria-label="Records of the selected attempt" tabindex="-1">
+  return html`<section class="card bar-detail" data-testid="bar-detail" aria-label="Records of the selected attempt" tabindex="-1">
     <h3>${what}, step ${attempt.step_id}, attempt ${attempt.attempt}: ${attempt.outcome}</h3>
     ${records.length === 0 ? html`<p>No record of this attempt.</p>` : html`
-      <ol class="records">
+      <ol class="records plain">
         ${records.map((r) => html`<li key=${r.seq} data-testid="record" data-kind=${r.kind}>
           <div><strong>${r.kind === 'event' && r.payload?.type ? `event ${r.payload.type}` : r.kind}</strong> · record ${r.seq} · ${formatTime(r.recorded_at)}
             ${r.capture !== 'present' ? html` · payload ${r.capture}` : ''}</div>
-          ${r.payload !== null && html`<pre>${JSON.stringify(r.payload, null, 2)}</pre>`}
+          ${r.payload !== null && html`<pre class="json">${JSON.stringify(r.payload, null, 2)}</pre>`}
         </li>`)}
       </ol>`}
   </section>`;
@@ -203,7 +203,7 @@ function Artifacts({ manifest, artifacts }) {
   return html`<section aria-labelledby="artifacts-title">
     <h2 id="artifacts-title">Artifacts</h2>
     ${keys.length === 0 ? html`<p>The run references no artifact.</p>` : html`
-      <table class="artifacts">
+      <div class="table-wrap"><table class="artifacts">
         <thead><tr><th scope="col">SHA-256</th><th scope="col">Status</th><th scope="col">Size</th></tr></thead>
         <tbody>
           ${keys.map((k) => html`<tr key=${k} data-testid="artifact" data-sha256=${k}>
@@ -212,6 +212,6 @@ function Artifacts({ manifest, artifacts }) {
             <td>${sizes.has(k) ? `${sizes.get(k)} bytes` : '—'}</td>
           </tr>`)}
         </tbody>
-      </table>`}
+      </table></div>`}
   </section>`;
 }
