@@ -105,6 +105,18 @@ func TestConsoleBundleInspector(t *testing.T) {
 	require.Contains(t, detail, "Injected model connection failure")
 	hxtest.SaveScreenshot(t, ctx, "console-bundle")
 
+	// Keyboard: the drop zone is reachable with Tab and is a button.
+	focused := evalStrings(t, ctx, `(() => { const z = document.querySelector('[data-testid="drop-zone"]');
+		z.focus(); return [document.activeElement === z ? 'focused' : 'not focused', z.getAttribute('role')]; })()`)
+	require.Equal(t, []string{"focused", "button"}, focused)
+
+	// A phone: nothing wider than the screen but the timeline's own scroller.
+	browse(t, ctx, chromedp.EmulateViewport(390, 844))
+	overflow, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.documentElement.scrollWidth - document.documentElement.clientWidth`))
+	require.NoError(t, err)
+	require.LessOrEqual(t, overflow, 0, "the inspector scrolls sideways on a phone")
+	browse(t, ctx, chromedp.EmulateViewport(1280, 800))
+
 	// The artifacts catalog.
 	_, spillRid := recordedRun(t, d, "spiller", true, "go")
 	resp, spilled := export(t, d, spillRid, map[string]any{"include_payloads": true, "include_artifacts": true})
