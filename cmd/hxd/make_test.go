@@ -56,6 +56,8 @@ func TestMakeDryRun(t *testing.T) {
 			`^bin/hxd serve --demo --addr 127\.0\.0\.1:8080 --db \./hxd\.db$`,
 		}},
 		{"test", []string{`^bash scripts/build-peers\.sh$`, `^go test -count=1 -timeout 10m \./\.\.\.$`}},
+		// The console's unit tests need no npm install: records.js imports nothing.
+		{"test/console", []string{`^cd ui && npm test --silent$`}},
 		{"test-temporal", []string{`^bash scripts/build-peers\.sh$`, `^HXD_TEST_TEMPORAL=1 go test .*-run 'Temporal' \./cmd/hxd/$`}},
 		// A module of its own, run from its folder: DBOS stays out of hxd's go.mod.
 		{"bench-peers", []string{`^cd bench/peers && go run \. -repo \.\./\.\. -out \.\./\.\./docs/bench *$`}},
