@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/base64"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -121,6 +122,14 @@ func TestConsoleOIDCHydra(t *testing.T) {
 		chromedp.Click(chromedp.CSS(`[data-testid="token-submit"]`)),
 	)
 	waitText(t, ctx, `.sign-in .notice`, "refused")
+
+	// An expired token is refused before any call (and cleared).
+	expired := "e30." + base64.RawURLEncoding.EncodeToString([]byte(`{"sub":"alice","exp":1}`)) + ".c2ln"
+	browse(t, ctx,
+		chromedp.SendKeys(chromedp.CSS(`[data-testid="token-input"]`), expired),
+		chromedp.Click(chromedp.CSS(`[data-testid="token-submit"]`)),
+	)
+	waitText(t, ctx, `.sign-in [role="alert"]`, "This token has expired.")
 
 	// The pasted-token fallback: A's token (from a code flow run without
 	// the browser) shows A's sessions.

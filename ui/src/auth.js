@@ -281,6 +281,7 @@ export function SignInView() {
       return;
     }
     if (expired(t)) {
+      setPasted('');
       setError('This token has expired.');
       return;
     }
