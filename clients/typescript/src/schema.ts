@@ -1044,7 +1044,7 @@ export interface components {
             updated_at: string;
             /** @description `model` first, then one lane per tool name in the order of its first call. */
             lanes: components["schemas"]["TimelineLane"][];
-            /** @description Ordered by `started_at`, then by lane (in lane order). */
+            /** @description Ordered by `started_at`, then by step, then by lane (in lane order). */
             attempts: components["schemas"]["TimelineAttempt"][];
             /** @description Ordered by `at`. */
             marks: components["schemas"]["TimelineMark"][];
