@@ -40,6 +40,7 @@ func stubGets(f *fakeService) {
 		return []hxruntime.PendingTool{pendingFixture()}, nil
 	}
 	f.ArtifactFunc = func(context.Context, string) ([]byte, error) { return []byte("artifact bytes"), nil }
+	f.RunTimelineFunc = func(context.Context, string) (*hxruntime.RunTimeline, error) { return timelineFixture(), nil }
 	run := newFakeRun(f, hxruntime.StatusRunning)
 	run.commit(hxruntime.StatusRunning, hxruntime.EventTextDelta)
 	run.commit(hxruntime.StatusCompleted, hxruntime.EventRunResult)

@@ -170,8 +170,8 @@ func endOpen(spans []AttemptSpan, now time.Time, outcome string, err *RunError) 
 }
 
 // RunTimeline is a run's timeline: lanes ("model" first, then one per
-// tool in the order of its first call), attempts (by start, then lane) and
-// marks (by time).
+// tool in the order of its first call), attempts (by start, then step,
+// then lane) and marks (by time).
 type RunTimeline struct {
 	RunID     string
 	SessionID string
@@ -299,8 +299,12 @@ func BuildTimeline(src *TimelineSource) *RunTimeline {
 		}
 	}
 	tl.Attempts = append(tl.Attempts, toolAttempts...)
+	// By start, then (for equal times, as a clock that did not move
+	// gives) step, then lane.
 	slices.SortStableFunc(tl.Attempts, func(a, b TimelineAttempt) int {
-		return cmp.Or(a.Span.StartedAt.Compare(b.Span.StartedAt), cmp.Compare(lane[a.Lane], lane[b.Lane]))
+		x, _ := strconv.Atoi(a.StepID)
+		y, _ := strconv.Atoi(b.StepID)
+		return cmp.Or(a.Span.StartedAt.Compare(b.Span.StartedAt), cmp.Compare(x, y), cmp.Compare(lane[a.Lane], lane[b.Lane]))
 	})
 	for _, r := range src.Resumptions {
 		tl.Marks = append(tl.Marks, TimelineMark{Type: MarkResumed, At: r.At.UTC(), Detail: string(r.From)})

@@ -283,6 +283,7 @@ func (w *sessionWorkflow) validateResolve(_ workflow.Context, req ResolveRequest
 	// Try the decision on a copy: the validator must not change state.
 	cp := *rec.State
 	cp.Tools = slices.Clone(rec.State.Tools)
+	cp.Tools[idx].Attempts = slices.Clone(cp.Tools[idx].Attempts) // resolving marks the last span
 	cp.Messages = slices.Clip(rec.State.Messages)
 	return resolutionError(runtime.ResolveEntry(&cp, &cp.Tools[idx], decisionOf(req)))
 }

@@ -1044,7 +1044,7 @@ export interface components {
             updated_at: string;
             /** @description `model` first, then one lane per tool name in the order of its first call. */
             lanes: components["schemas"]["TimelineLane"][];
-            /** @description Ordered by `started_at`, then by lane (in lane order). */
+            /** @description Ordered by `started_at`, then by step, then by lane (in lane order). */
             attempts: components["schemas"]["TimelineAttempt"][];
             /** @description Ordered by `at`. */
             marks: components["schemas"]["TimelineMark"][];
@@ -1097,7 +1097,7 @@ export interface components {
             lane: string;
             /** @enum {string} */
             kind: "model" | "tool";
-            /** @description The step (decimal) */
+            /** @description The step (decimal), as in the events. */
             step_id: string;
             /** @description The attempt number; equals the `attempt_id` of this attempt's events, as a number. */
             attempt: number;
@@ -1118,7 +1118,7 @@ export interface components {
             retry_wait_seconds?: number;
             /** @description The model called (model attempts). */
             model?: string;
-            /** @description The model's provider (model attempts */
+            /** @description The model's provider (model attempts, only when the agent has a fallback chain). */
             provider?: string;
             /** @description The tool called (tool attempts). */
             tool?: string;
@@ -1152,8 +1152,9 @@ export interface components {
          *     `paused`, `resumed`, `cancelled`, `approval_required`,
          *     `approval_given`, `approval_declined`, `resolved` (an uncertain
          *     tool call was resolved; `detail` is `result`, `retry` or `abort`),
-         *     `attempt_reset` (a lost model attempt is made again; `detail` is
-         *     the abandoned attempt's number), and the final `failed` (`detail`:
+         *     `attempt_reset` (the step's model call is made again after attempt
+         *     `detail`: a retry, or an attempt lost in a crash), and the final
+         *     `failed` (`detail`:
          *     the error message) or `completed`. Times come from the run's
          *     events (their `created_at`) and from its step and tool rows.
          */

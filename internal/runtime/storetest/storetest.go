@@ -32,6 +32,7 @@ func Exercise(t *testing.T, newStore func(t *testing.T) rtstore.Store) {
 		{"Artifact", artifactCases},
 		{"Lock", lockCases},
 		{"Snapshot", snapshotCases},
+		{"Rows", rowsCases},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {
