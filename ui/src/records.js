@@ -51,11 +51,13 @@ function errorOf(p) {
  * Model attempts are (step_id, attempt_id) from model.started to
  * model.completed (succeeded), model.failed (failed, or retrying when
  * another attempt of the step follows) or model.interrupted (cancelled);
- * an attempt_reset event marks the abandoned attempt reset. Tool attempts
+ * an attempt_reset event (each new attempt of a step) is a mark, and
+ * makes an attempt still open (lost with its process) reset. Tool attempts
  * are (execution_key, attempt_id) from tool.started to tool.returned
  * (succeeded), tool.failed (failed/retrying, or uncertain when the outcome
  * is unknown) or tool.interrupted; tool.resolved settles an uncertain one
- * (result: succeeded, abort: aborted) or decides an approval requested by
+ * (result: succeeded, abort: aborted; its resolution says which) or
+ * decides an approval requested by
  * an approval_required event (a declined call is a declined attempt that
  * never started). A waiting event gives the preceding failed attempt of
  * its lane its retry wait. Marks come from approval and recovery events,
@@ -216,11 +218,14 @@ export function timelineFromRecords(records, manifest = {}) {
           }
           break;
         }
-        marks.push(mark('resolved', at, r.step_id, key, resolution(p)));
+        const how = resolution(p);
+        marks.push(mark('resolved', at, r.step_id, key, how));
         const a = latestTool(key);
-        if (a && (a.outcome === 'uncertain' || a.outcome === 'running')) {
-          if (p.abort === true) close(a, a.ended_at ?? at, 'aborted');
-          else if (p.result !== undefined && p.result !== null) close(a, a.ended_at ?? at, 'succeeded');
+        if (a && how) {
+          a.resolution = how;
+          if (how === 'abort') close(a, a.ended_at ?? at, 'aborted');
+          else if (how === 'result') close(a, a.ended_at ?? at, 'succeeded');
+          else if (a.outcome === 'running') close(a, a.ended_at ?? at, 'uncertain');
         }
         break;
       }
@@ -236,13 +241,12 @@ export function timelineFromRecords(records, manifest = {}) {
         } else if (type === 'attempt_reset') {
           const reset = attemptNumber(String(data.attempt ?? ''));
           const step = typeof p.step_id === 'string' ? p.step_id : r.step_id;
-          // Every new model attempt of a step says so; only one left open
-          // (its process lost mid-call) was abandoned.
+          // Every new model attempt of a step says so (a mark, as the API
+          // gives); only one left open (its process lost mid-call) was
+          // abandoned.
           const a = model.get(`${step}\u0000${reset}`);
-          if (a && a.outcome === 'running') {
-            close(a, at, 'reset');
-            marks.push(mark('attempt_reset', at, step, undefined, `attempt ${reset}`));
-          }
+          if (a && a.outcome === 'running') close(a, at, 'reset');
+          marks.push(mark('attempt_reset', at, step, undefined, String(reset)));
         } else if (type === 'waiting') {
           const lane = data.on === 'tool' ? 'tool' : 'model';
           const a = lastFailed[lane];

@@ -72,9 +72,9 @@ test('invoice run: the failed model attempt, its retry, the tool and the answer'
   assert.equal(tool.execution_key, `${manifest.run_id}:1:overdue`);
   assert.equal(tool.replay_policy, 'safe');
   assert.equal(tool.approval, undefined);
-  // The attempt_reset event that every retry emits is no reset: the
-  // failed attempt had ended.
-  assert.deepEqual(tl.marks.map((m) => m.type), ['completed']);
+  // The attempt_reset event that every retry emits is a mark (as the API
+  // gives it), but no reset: the failed attempt had ended.
+  assert.deepEqual(tl.marks.map((m) => [m.type, m.detail ?? null]), [['attempt_reset', '1'], ['completed', null]]);
 });
 
 test('invoice run: each bar lists its own records', () => {
@@ -177,6 +177,7 @@ test('table: outcomes rebuilt from synthetic records', () => {
       ],
       attempts: ['model/1/1/reset', 'model/1/2/succeeded'],
       marks: ['resumed', 'attempt_reset'],
+      check: (tl) => assert.equal(tl.marks[1].detail, '1'),
     },
     {
       name: 'a tool failing transiently is retried after its wait',
@@ -207,6 +208,7 @@ test('table: outcomes rebuilt from synthetic records', () => {
       marks: ['paused', 'resolved'],
       check: (tl) => {
         assert.equal(tl.attempts[0].ended_at, t(2));
+        assert.equal(tl.attempts[0].resolution, 'abort');
         assert.equal(tl.marks[1].detail, 'abort');
       },
     },
@@ -219,6 +221,20 @@ test('table: outcomes rebuilt from synthetic records', () => {
       ],
       attempts: ['tool:charge/1/1/succeeded'],
       marks: ['resolved'],
+      check: (tl) => assert.equal(tl.attempts[0].resolution, 'result'),
+    },
+    {
+      name: 'an uncertain call resolved with retry stays uncertain, and its retry follows',
+      records: [
+        rec('tool.started', '1', '1', 'r:1:c', { call, replay_policy: 'manual' }, t(1)),
+        rec('tool.interrupted', '1', '1', 'r:1:c', { outcome: 'unknown', status: 'uncertain' }, t(2)),
+        rec('tool.resolved', '1', '1', 'r:1:c', { allow: null, result: null, retry: true, abort: false, status: 'prepared' }, t(5)),
+        rec('tool.started', '1', '2', 'r:1:c', { call, replay_policy: 'manual' }, t(6)),
+        rec('tool.returned', '1', '2', 'r:1:c', { tool_call_id: 'c', content: 'ok', is_error: false }, t(7)),
+      ],
+      attempts: ['tool:charge/1/1/uncertain', 'tool:charge/1/2/succeeded'],
+      marks: ['resolved'],
+      check: (tl) => assert.equal(tl.attempts[0].resolution, 'retry'),
     },
     {
       name: 'a call still uncertain at export stays uncertain',
