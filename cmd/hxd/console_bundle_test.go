@@ -185,4 +185,19 @@ func TestConsoleBundleTampered(t *testing.T) {
 	require.Contains(t, first, "member records.jsonl")
 	require.Empty(t, evalStrings(t, ctx, `[...document.querySelectorAll('[data-testid="timeline"]')].map(e => e.id)`),
 		"an invalid bundle is not played back")
+
+	// A metadata-only export is valid but incomplete: its completeness
+	// issue, with the record it was found at, and still its timeline.
+	resp, meta := export(t, d, rid, nil)
+	require.Equal(t, http.StatusOK, resp.StatusCode, string(meta))
+	rep = verifyOverHTTP(t, d, meta)
+	require.Equal(t, []string{"payloads_omitted_or_redacted"}, rep.Issues)
+	summary = inspect(t, ctx, d.base, writeBundle(t, "metadata.hx", meta))
+	require.Contains(t, summary, "valid, incomplete")
+	require.NotContains(t, summary, "invalid")
+	first, err = chromedp.Run(ctx, chromedp.Text(chromedp.CSS(`[data-testid="verify-issue"]`)))
+	require.NoError(t, err)
+	require.Contains(t, first, "payloads_omitted_or_redacted")
+	require.Regexp(t, `record 1 \(id [0-9a-f-]{36}\)`, first)
+	require.Contains(t, bars(t, ctx), "model/1/1/retrying")
 }
