@@ -89,13 +89,13 @@ var x,He,Ot,F,ve,ue,Fe,ie,je,ye,be,It,Z=Symbol.for("pv"),de={},_e=[],Dt=/^m(i|n|
   </div>`}function tn(t,e){let s=(t.headers.get("Content-Disposition")||"").match(/filename="([^"]+)"/);return s?s[1]:`${e}.hx`}function Pt({runId:t}){let[e,n]=$(!1),[s,a]=$(!1),[o,r]=$(""),[l,d]=$(!1),[p,u]=$(null),[h,c]=$("");return _`<section class="export" aria-labelledby="export-h">
     <h2 id="export-h">Export as .hx</h2>
     <form onSubmit=${async f=>{f.preventDefault(),u(null),c("");let v={include_payloads:e,include_artifacts:s};if(o.trim())try{v.redact=JSON.parse(o)}catch(m){u({title:"Redaction rules are not JSON",detail:String(m.message||m)});return}d(!0);try{let m=await S("POST",`/runs/${W(t)}/export`,{body:v,raw:!0,headers:{Accept:"application/vnd.harnessx.incident+zip, application/problem+json"}}),b=await m.blob(),g=tn(m,t),w=URL.createObjectURL(b),y=document.createElement("a");y.href=w,y.download=g,document.body.appendChild(y),y.click(),y.remove(),setTimeout(()=>URL.revokeObjectURL(w),1e4),c(`${g} (${b.size} bytes)`)}catch(m){u(m)}finally{d(!1)}}}>
-      <label class="check"><input type="checkbox" checked=${e} onChange=${f=>n(f.target.checked)} /> Include payloads (redacted)</label>
-      <label class="check"><input type="checkbox" checked=${s} onChange=${f=>a(f.target.checked)} /> Include artifacts (needs payloads)</label>
+      <label class="check"><input type="checkbox" data-testid="export-payloads" checked=${e} onChange=${f=>n(f.target.checked)} /> Include payloads (redacted)</label>
+      <label class="check"><input type="checkbox" data-testid="export-artifacts" checked=${s} onChange=${f=>a(f.target.checked)} /> Include artifacts (needs payloads)</label>
       <label for="redact">Redaction rules (JSON array, optional)</label>
       <textarea id="redact" rows="2" value=${o} onInput=${f=>r(f.target.value)}
         placeholder='[{"pattern": "acct-[0-9]+", "replace": "acct-…"}]'></textarea>
       <button data-testid="export" type="submit" disabled=${l}>Export</button>
-      ${h?_`<span class="muted" role="status"> saved ${h}</span>`:null}
+      ${h?_`<span class="muted" role="status" data-testid="export-done">Saved ${h}</span>`:null}
     </form>
     <${N} error=${p} />
   </section>`}var Q=encodeURIComponent;function Le({sessionId:t}){let[e,n]=$(""),[s,a]=$(!0),[o,r]=$(!1),[l,d]=$(null),p=async h=>{if(h.preventDefault(),!!e.trim()){r(!0),d(null);try{let c=await S("POST",`/sessions/${Q(t)}/runs`,{body:{message:e,stream:s}});q(`/ui/runs/${Q(c.run_id)}`)}catch(c){d(c),r(!1)}}},u=`msg-${t}`;return _`<form class="start-run" data-testid="start-run" onSubmit=${p}>
