@@ -117,6 +117,16 @@ func TestConsoleInvoiceRun(t *testing.T) {
 	waitFor(t, ctx, "the tool's events", `[...document.querySelectorAll('[data-testid=bar-detail] [data-testid=event]')].some(e => e.dataset.type === 'tool_result')`)
 	require.True(t, eval[bool](t, ctx, `document.activeElement.dataset.testid === 'bar'`))
 
+	// Export: refused (artifacts need payloads) shows the problem, then a
+	// metadata-only bundle is saved.
+	click(t, ctx, `[data-testid=export-artifacts]`)
+	click(t, ctx, `[data-testid=export]`)
+	waitFor(t, ctx, "the invalid_policy problem", `(document.querySelector('.export [data-testid=problem]')||{textContent: ''}).textContent.includes('invalid_policy')`)
+	click(t, ctx, `[data-testid=export-artifacts]`)
+	click(t, ctx, `[data-testid=export]`)
+	waitFor(t, ctx, "the saved bundle", fmt.Sprintf(`(document.querySelector('[data-testid=export-done]')||{textContent: ''}).textContent.includes(%q)`, runID+".hx ("))
+	require.Zero(t, eval[int](t, ctx, `document.querySelectorAll('.export [data-testid=problem]').length`))
+
 	// Phone: nothing but the timeline scrolls sideways.
 	require.NoError(t, chromedp.Do(ctx, chromedp.EmulateViewport(390, 844)))
 	waitFor(t, ctx, "the phone layout", `innerWidth === 390`)

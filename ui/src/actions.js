@@ -151,13 +151,13 @@ export function ExportForm({ runId }) {
   return html`<section class="export" aria-labelledby="export-h">
     <h2 id="export-h">Export as .hx</h2>
     <form onSubmit=${submit}>
-      <label class="check"><input type="checkbox" checked=${payloads} onChange=${(e) => setPayloads(e.target.checked)} /> Include payloads (redacted)</label>
-      <label class="check"><input type="checkbox" checked=${artifacts} onChange=${(e) => setArtifacts(e.target.checked)} /> Include artifacts (needs payloads)</label>
+      <label class="check"><input type="checkbox" data-testid="export-payloads" checked=${payloads} onChange=${(e) => setPayloads(e.target.checked)} /> Include payloads (redacted)</label>
+      <label class="check"><input type="checkbox" data-testid="export-artifacts" checked=${artifacts} onChange=${(e) => setArtifacts(e.target.checked)} /> Include artifacts (needs payloads)</label>
       <label for="redact">Redaction rules (JSON array, optional)</label>
       <textarea id="redact" rows="2" value=${redact} onInput=${(e) => setRedact(e.target.value)}
         placeholder='[{"pattern": "acct-[0-9]+", "replace": "acct-…"}]'></textarea>
       <button data-testid="export" type="submit" disabled=${busy}>Export</button>
-      ${done ? html`<span class="muted" role="status"> saved ${done}</span>` : null}
+      ${done ? html`<span class="muted" role="status" data-testid="export-done">Saved ${done}</span>` : null}
     </form>
     <${ProblemBox} error=${error} />
   </section>`;

@@ -166,7 +166,13 @@ export function RunPage({ id }) {
           if (e.status && e.status < 500 && e.status !== 408 && e.status !== 429) { setError(e); return; }
         }
         if (stopped) return;
-        if (ended) { refreshSoon(); return; }
+        if (ended) {
+          // The server ends the stream once the run stopped: show where it
+          // stopped; follow on only if it still runs (a dropped stream).
+          refreshSoon();
+          const r = await api('GET', `/runs/${enc(id)}`, { signal: ctl.signal }).catch(() => null);
+          if (stopped || !r || finished(r.status)) return;
+        }
         await new Promise((r) => setTimeout(r, backoff));
         backoff = Math.min(backoff * 2, 10000);
       }
