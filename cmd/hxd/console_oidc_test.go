@@ -23,7 +23,7 @@ import (
 func paste(text string) chromedp.Action[chromedp.Void] {
 	return chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
 		_, err := chromedp.Evaluate[bool](`(() => { const el = document.querySelector('[data-testid="token-input"]');
-			el.value = ` + strconv.Quote(text) + `; el.dispatchEvent(new Event('input', {bubbles: true})); return true; })()`)(ctx, tg)
+			el.value = `+strconv.Quote(text)+`; el.dispatchEvent(new Event('input', {bubbles: true})); return true; })()`)(ctx, tg)
 		return err
 	})
 }
