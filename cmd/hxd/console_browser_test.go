@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -18,12 +20,32 @@ import (
 // against `hxd serve --demo` in-process (startDaemon), asserting on the
 // DOM hooks (data-testid) of the console.
 
-// newConsole starts the daemon and a browser; the context is the
-// browser tab's.
+// askerAgent's one tool is a client tool: the run waits for its result,
+// given with resolve {result}.
+const askerAgent = `name: asker
+version: v1
+model:
+  provider: scripted
+  script:
+    - tool_calls: [{id: q, name: lookup, input: {question: meaning}}]
+    - text: The answer is in.
+tools:
+  - name: lookup
+    kind: client
+    input_schema: {type: object, properties: {question: {type: string}}}
+`
+
+// newConsole starts a browser and `hxd serve --demo` with the sleeper and
+// asker agents; the context is the browser tab's.
 func newConsole(t *testing.T) (context.Context, *daemon) {
 	t.Helper()
 	ctx := hxtest.NewBrowser(t)
-	return ctx, startDaemon(t, t.TempDir()+"/hxd.db")
+	agents := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(agents, "sleeper.yaml"), []byte(sleeperAgent), 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(agents, "asker.yaml"), []byte(askerAgent), 0o600))
+	return ctx, serveInProcess(t, func(string) string { return "" }, []string{"serve", "--addr", "127.0.0.1:0",
+		"--db", filepath.Join(t.TempDir(), "hxd.db"), "--demo", "--agents", agents, "--workdir", t.TempDir(),
+		"--shutdown-timeout", "200ms"})
 }
 
 // open navigates the tab to the console path p (e.g. /ui/runs/<id>).
@@ -269,4 +291,23 @@ func TestConsolePauseResume(t *testing.T) {
 	resp, body := d.do(t, http.MethodGet, "/runs/"+second["run_id"].(string), nil)
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 	require.Equal(t, "cancelled", decode(t, body)["status"])
+}
+
+// TestConsoleResolve: a call awaiting its result (a client tool) is
+// resolved with a result typed on the run page, and the run completes.
+func TestConsoleResolve(t *testing.T) {
+	t.Parallel()
+	ctx, d := newConsole(t)
+	d.createSession(t, "ask", "asker@v1")
+	run := d.submit(t, "ask", 30, map[string]any{"message": "What is the meaning?"})
+	require.Equal(t, "awaiting_input", run["status"])
+
+	open(t, ctx, d, "/ui/runs/"+run["run_id"].(string))
+	waitFor(t, ctx, "the pending call", `document.querySelector('[data-testid=pending-call] [data-testid=resolve-result]')`)
+	require.NoError(t, chromedp.Do(ctx, chromedp.SendKeys(chromedp.CSS(`[data-testid=pending-call] textarea`), "42")))
+	click(t, ctx, `[data-testid=pending-call] [data-testid=resolve-result]`)
+	waitFor(t, ctx, "run status completed", fmt.Sprintf(runStatusIs, "completed"))
+	require.Contains(t, eval[string](t, ctx, `document.querySelector('[data-testid=run-output]').textContent`), "The answer is in.")
+	click(t, ctx, `[data-testid=bar][data-lane="tool:lookup"]`)
+	waitFor(t, ctx, "the given result", `[...document.querySelectorAll('[data-testid=bar-detail] [data-testid=event][data-type=tool_result]')].some(e => e.textContent.includes('42'))`)
 }
