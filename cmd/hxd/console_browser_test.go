@@ -171,6 +171,7 @@ func TestConsoleApproval(t *testing.T) {
 	open(t, ctx, d, "/ui/runs/"+run["run_id"].(string))
 	waitFor(t, ctx, "the pending call", `document.querySelector('[data-testid=pending-call] [data-testid=approve]')`)
 	waitFor(t, ctx, "the awaiting bar", `document.querySelector('[data-testid=bar][data-lane="tool:send_reminder"][data-outcome=awaiting_approval]')`)
+	hxtest.SaveScreenshot(t, ctx, "console-approval")
 	click(t, ctx, `[data-testid=pending-call] [data-testid=approve]`)
 	waitFor(t, ctx, "run status completed", fmt.Sprintf(runStatusIs, "completed"))
 	waitFor(t, ctx, "the tool bar succeeded", `document.querySelector('[data-testid=bar][data-lane="tool:send_reminder"][data-outcome=succeeded]')`)
