@@ -315,6 +315,17 @@ func TestAttemptSpans(t *testing.T) {
 	hxruntime.ResetModelSpan(st, at(0)) // nothing open: no-op
 	require.Empty(t, st.ModelAttempts)
 
+	// Bounded: the newest 100 spans and resumptions are kept.
+	for i := range 150 {
+		hxruntime.NoteResumed(st, at(float64(i)), hxruntime.StatusPaused)
+		e.Attempt++
+		hxruntime.BeginToolSpan(e, at(float64(i)))
+	}
+	require.Len(t, st.Resumptions, 100)
+	require.Equal(t, at(149), st.Resumptions[99].At)
+	require.Len(t, e.Attempts, 100)
+	require.Equal(t, e.Attempt, e.Attempts[99].Attempt)
+
 	// Old rows decode without the new fields; new fields are omitted
 	// when unset, so an entry without them encodes as before.
 	raw, err := json.Marshal(hxruntime.ToolEntry{ExecutionKey: "k"})
