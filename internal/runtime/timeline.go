@@ -327,7 +327,32 @@ func BuildTimeline(src *TimelineSource) *RunTimeline {
 		}
 	}
 	slices.SortStableFunc(tl.Marks, func(a, b TimelineMark) int { return a.At.Compare(b.At) })
+	closeCancelled(tl)
 	return tl
+}
+
+// closeCancelled ends, at the run's last cancel, the bars of a cancelled
+// run still open (an approval never decided, an attempt the engine could
+// not close): nothing of them goes on.
+func closeCancelled(tl *RunTimeline) {
+	if tl.Status != StatusCancelled {
+		return
+	}
+	var end time.Time
+	for _, m := range tl.Marks {
+		if m.Type == MarkCancelled {
+			end = m.At
+		}
+	}
+	if end.IsZero() {
+		return
+	}
+	for i := range tl.Attempts {
+		sp := &tl.Attempts[i].Span
+		if sp.EndedAt.IsZero() && (sp.Outcome == SpanRunning || sp.Outcome == SpanAwaiting) && !sp.StartedAt.After(end) {
+			sp.EndedAt, sp.Outcome = end, SpanCancelled
+		}
+	}
 }
 
 // spanOutcome is a stored span's outcome on the timeline: a failed or

@@ -231,6 +231,17 @@ func TestBuildTimeline(t *testing.T) {
 			marks: []string{"paused@2.5", "resumed@5 paused", "cancelled@7"},
 		},
 		{
+			name: "cancelled while an approval was awaited: the bar ends cancelled",
+			src: hxruntime.TimelineSource{
+				Status: hxruntime.StatusCancelled,
+				Tools:  []hxruntime.ToolEntry{approved(entry(1, "remind", "c1", "idempotent"), 1, 0, false)},
+				Events: []hxruntime.RunEvent{runResultEvent("1", 1, hxruntime.StatusAwaitingInput, ""), runResultEvent("1", 3, hxruntime.StatusCancelled, "")},
+			},
+			lanes: []string{"model", "tool:remind"},
+			bars:  []string{"tool:remind 1#1 cancelled 1..3 approval@1"},
+			marks: []string{"cancelled@3"},
+		},
+		{
 			name: "rows from before attempt times: no bars, never an error",
 			src: hxruntime.TimelineSource{
 				Status: hxruntime.StatusCompleted,
