@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
 
@@ -133,6 +135,22 @@ func TestConsoleInvoiceRun(t *testing.T) {
 	types := eval[[]string](t, ctx, `[...document.querySelectorAll('[data-testid=bar-detail] [data-testid=event]')].map(e => e.dataset.type)`)
 	require.Contains(t, types, "tool_call_complete")
 	hxtest.SaveScreenshot(t, ctx, "console-run")
+
+	// Dark: the colours follow prefers-color-scheme.
+	require.Equal(t, "rgb(247, 247, 248)", eval[string](t, ctx, `getComputedStyle(document.body).backgroundColor`))
+	setDark := func(dark string) {
+		t.Helper()
+		_, err := chromedp.Run(ctx, chromedp.Func(func(ctx context.Context, tgt *chromedp.Target) error {
+			_, err := cdp.Call(ctx, tgt, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
+				Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: dark}}})
+			return err
+		}))
+		require.NoError(t, err)
+	}
+	setDark("dark")
+	waitFor(t, ctx, "the dark colours", `getComputedStyle(document.body).backgroundColor === 'rgb(21, 22, 26)'`)
+	hxtest.SaveScreenshot(t, ctx, "console-run-dark")
+	setDark("light")
 
 	// Keyboard: focus the tool bar, Enter shows its events.
 	require.NoError(t, chromedp.Do(ctx, chromedp.Focus(chromedp.CSS(fmt.Sprintf(barSel, "tool:overdue_balance", "1"))), chromedp.KeyEvent("\r")))
