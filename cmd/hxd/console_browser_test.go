@@ -4,10 +4,14 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
 
@@ -18,12 +22,32 @@ import (
 // against `hxd serve --demo` in-process (startDaemon), asserting on the
 // DOM hooks (data-testid) of the console.
 
-// newConsole starts the daemon and a browser; the context is the
-// browser tab's.
+// askerAgent's one tool is a client tool: the run waits for its result,
+// given with resolve {result}.
+const askerAgent = `name: asker
+version: v1
+model:
+  provider: scripted
+  script:
+    - tool_calls: [{id: q, name: lookup, input: {question: meaning}}]
+    - text: The answer is in.
+tools:
+  - name: lookup
+    kind: client
+    input_schema: {type: object, properties: {question: {type: string}}}
+`
+
+// newConsole starts a browser and `hxd serve --demo` with the sleeper and
+// asker agents; the context is the browser tab's.
 func newConsole(t *testing.T) (context.Context, *daemon) {
 	t.Helper()
 	ctx := hxtest.NewBrowser(t)
-	return ctx, startDaemon(t, t.TempDir()+"/hxd.db")
+	agents := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(agents, "sleeper.yaml"), []byte(sleeperAgent), 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(agents, "asker.yaml"), []byte(askerAgent), 0o600))
+	return ctx, serveInProcess(t, func(string) string { return "" }, []string{"serve", "--addr", "127.0.0.1:0",
+		"--db", filepath.Join(t.TempDir(), "hxd.db"), "--demo", "--agents", agents, "--workdir", t.TempDir(),
+		"--shutdown-timeout", "200ms"})
 }
 
 // open navigates the tab to the console path p (e.g. /ui/runs/<id>).
@@ -112,6 +136,22 @@ func TestConsoleInvoiceRun(t *testing.T) {
 	require.Contains(t, types, "tool_call_complete")
 	hxtest.SaveScreenshot(t, ctx, "console-run")
 
+	// Dark: the colours follow prefers-color-scheme.
+	require.Equal(t, "rgb(247, 247, 248)", eval[string](t, ctx, `getComputedStyle(document.body).backgroundColor`))
+	setDark := func(dark string) {
+		t.Helper()
+		_, err := chromedp.Run(ctx, chromedp.Func(func(ctx context.Context, tgt *chromedp.Target) error {
+			_, err := cdp.Call(ctx, tgt, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
+				Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: dark}}})
+			return err
+		}))
+		require.NoError(t, err)
+	}
+	setDark("dark")
+	waitFor(t, ctx, "the dark colours", `getComputedStyle(document.body).backgroundColor === 'rgb(21, 22, 26)'`)
+	hxtest.SaveScreenshot(t, ctx, "console-run-dark")
+	setDark("light")
+
 	// Keyboard: focus the tool bar, Enter shows its events.
 	require.NoError(t, chromedp.Do(ctx, chromedp.Focus(chromedp.CSS(fmt.Sprintf(barSel, "tool:overdue_balance", "1"))), chromedp.KeyEvent("\r")))
 	waitFor(t, ctx, "the tool's events", `[...document.querySelectorAll('[data-testid=bar-detail] [data-testid=event]')].some(e => e.dataset.type === 'tool_result')`)
@@ -149,6 +189,7 @@ func TestConsoleApproval(t *testing.T) {
 	open(t, ctx, d, "/ui/runs/"+run["run_id"].(string))
 	waitFor(t, ctx, "the pending call", `document.querySelector('[data-testid=pending-call] [data-testid=approve]')`)
 	waitFor(t, ctx, "the awaiting bar", `document.querySelector('[data-testid=bar][data-lane="tool:send_reminder"][data-outcome=awaiting_approval]')`)
+	hxtest.SaveScreenshot(t, ctx, "console-approval")
 	click(t, ctx, `[data-testid=pending-call] [data-testid=approve]`)
 	waitFor(t, ctx, "run status completed", fmt.Sprintf(runStatusIs, "completed"))
 	waitFor(t, ctx, "the tool bar succeeded", `document.querySelector('[data-testid=bar][data-lane="tool:send_reminder"][data-outcome=succeeded]')`)
@@ -269,4 +310,23 @@ func TestConsolePauseResume(t *testing.T) {
 	resp, body := d.do(t, http.MethodGet, "/runs/"+second["run_id"].(string), nil)
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 	require.Equal(t, "cancelled", decode(t, body)["status"])
+}
+
+// TestConsoleResolve: a call awaiting its result (a client tool) is
+// resolved with a result typed on the run page, and the run completes.
+func TestConsoleResolve(t *testing.T) {
+	t.Parallel()
+	ctx, d := newConsole(t)
+	d.createSession(t, "ask", "asker@v1")
+	run := d.submit(t, "ask", 30, map[string]any{"message": "What is the meaning?"})
+	require.Equal(t, "awaiting_input", run["status"])
+
+	open(t, ctx, d, "/ui/runs/"+run["run_id"].(string))
+	waitFor(t, ctx, "the pending call", `document.querySelector('[data-testid=pending-call] [data-testid=resolve-result]')`)
+	require.NoError(t, chromedp.Do(ctx, chromedp.SendKeys(chromedp.CSS(`[data-testid=pending-call] textarea`), "42")))
+	click(t, ctx, `[data-testid=pending-call] [data-testid=resolve-result]`)
+	waitFor(t, ctx, "run status completed", fmt.Sprintf(runStatusIs, "completed"))
+	require.Contains(t, eval[string](t, ctx, `document.querySelector('[data-testid=run-output]').textContent`), "The answer is in.")
+	click(t, ctx, `[data-testid=bar][data-lane="tool:lookup"]`)
+	waitFor(t, ctx, "the given result", `[...document.querySelectorAll('[data-testid=bar-detail] [data-testid=event][data-type=tool_result]')].some(e => e.textContent.includes('42'))`)
 }

@@ -426,6 +426,41 @@ func TestTemporalEngineEndToEnd(t *testing.T) {
 		require.Empty(t, decode(t, body)["items"])
 	})
 
+	t.Run("timeline", func(t *testing.T) {
+		resp, body := d.do(t, http.MethodGet, "/runs/"+subs[1].run+"/timeline", nil)
+		require.Equal(t, http.StatusOK, resp.StatusCode, string(body))
+		tl := decode(t, body)
+		require.Equal(t, "completed", tl["status"])
+		lanes := tl["lanes"].([]any)
+		require.Equal(t, "model", lanes[0].(map[string]any)["id"])
+		require.Len(t, lanes, 2, "the model and the webhook tool")
+		var models, tools int
+		prev := ""
+		for _, a := range tl["attempts"].([]any) {
+			at := a.(map[string]any)
+			require.NotEmpty(t, at["started_at"])
+			require.GreaterOrEqual(t, at["started_at"].(string)[:19], prev[:min(len(prev), 19)], "bars in start order")
+			prev = at["started_at"].(string)
+			switch at["kind"] {
+			case "model":
+				models++
+				require.Equal(t, "succeeded", at["outcome"])
+			case "tool":
+				tools++
+				require.Contains(t, []string{"succeeded", "retrying"}, at["outcome"], "%v", at)
+			}
+		}
+		require.Equal(t, steps+1, models, "one model bar per step")
+		require.GreaterOrEqual(t, tools, steps, "a bar per tool call (and per call that ran again)")
+		marks := []string{}
+		for _, m := range tl["marks"].([]any) {
+			marks = append(marks, m.(map[string]any)["type"].(string))
+		}
+		require.Contains(t, marks, "completed", "the final status, from the run's events in Redis")
+		resp, body = d.do(t, http.MethodGet, "/runs/no-such-run/timeline", nil)
+		requireProblem(t, resp, body, http.StatusNotFound, "not_found")
+	})
+
 	t.Run("export is unsupported", func(t *testing.T) {
 		resp, body := d.do(t, http.MethodPost, "/runs/"+subs[0].run+"/export", map[string]any{})
 		requireProblem(t, resp, body, http.StatusUnprocessableEntity, "recording_unsupported")

@@ -9,7 +9,9 @@
 // --auth=oidc, and per-operation role checks, auth.go). Handlers only call
 // Service (service.go) and convert types; they hold no SQL and no
 // state-machine decisions. Ownership is the runtime's: it answers
-// runtime.ErrNotFound for anything the caller does not own.
+// runtime.ErrNotFound for anything the caller does not own. The web
+// console's static files (Config.Console, a handler of internal/ui given
+// by cmd/hxd) are mounted at /ui without authentication.
 //
 // It may import internal/http/api (generated), api (the contract's bytes),
 // runtime, hxbundle and agent (plus model for the ToolResult of a

@@ -35,14 +35,17 @@ func chromiumPath() string {
 // $HXD_TEST_CHROMIUM) with a 1280×800 viewport and returns a chromedp
 // context of its first tab; the browser is closed when the test ends. A
 // missing browser skips the test with how to install it (fails under
-// CI=true). The sandbox is off when running as root, where Chromium
-// refuses it.
+// CI=true). At most two browsers run at once in a test process (a
+// parallel test waits for its turn here). The sandbox is off when running
+// as root, where Chromium refuses it.
 func NewBrowser(t testing.TB) context.Context {
 	t.Helper()
 	path := chromiumPath()
 	if path == "" {
 		DependencyMissing(t, "no chromium on PATH: install Debian's chromium (apt-get install -y chromium) or set HXD_TEST_CHROMIUM")
 	}
+	browserSlots <- struct{}{}
+	t.Cleanup(func() { <-browserSlots })
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(path),
 		chromedp.Headless,
@@ -71,6 +74,11 @@ func NewBrowser(t testing.TB) context.Context {
 	})
 	return ctx
 }
+
+// browserSlots bounds the browsers running at once in one test process:
+// parallel tests wait for a slot, so that a busy machine does not run
+// one Chromium per test and time them out.
+var browserSlots = make(chan struct{}, 2)
 
 var unsafeName = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
 

@@ -72,7 +72,19 @@ func BeginModelSpan(def *agent.Definition, st *RunState, now time.Time) {
 	if ChainLen(def) > 1 {
 		sp.Provider = m.Provider
 	}
-	st.ModelAttempts = append(st.ModelAttempts, sp)
+	st.ModelAttempts = appendCapped(st.ModelAttempts, sp)
+}
+
+// maxSpans bounds the spans a step or a tool entry keeps, and the
+// resumptions a run keeps: past it the oldest go (the timeline then
+// starts later, the state stays bounded).
+const maxSpans = 100
+
+func appendCapped[T any](s []T, v T) []T {
+	if len(s) >= maxSpans {
+		s = slices.Delete(s, 0, len(s)-maxSpans+1)
+	}
+	return append(s, v)
 }
 
 // ResetModelSpan marks the step's open model span abandoned (attempt_reset).
@@ -104,7 +116,7 @@ func SetModelSpanWait(st *RunState, wait time.Duration) {
 // BeginToolSpan opens the span of e's current attempt (e.Attempt, already
 // counted).
 func BeginToolSpan(e *ToolEntry, now time.Time) {
-	e.Attempts = append(e.Attempts, AttemptSpan{Attempt: e.Attempt, StartedAt: now.UTC(), Outcome: SpanRunning})
+	e.Attempts = appendCapped(e.Attempts, AttemptSpan{Attempt: e.Attempt, StartedAt: now.UTC(), Outcome: SpanRunning})
 }
 
 // EndToolSpan closes e's open span with outcome (and the error of a
@@ -136,7 +148,7 @@ func RequestApproval(e *ToolEntry, now time.Time) {
 
 // NoteResumed records that st was resumed at now from status from.
 func NoteResumed(st *RunState, now time.Time, from RunStatus) {
-	st.Resumptions = append(st.Resumptions, Resumption{At: now.UTC(), From: from})
+	st.Resumptions = appendCapped(st.Resumptions, Resumption{At: now.UTC(), From: from})
 }
 
 // resolveSpan records decision dec on e's last span (resolveEntry).
@@ -315,7 +327,32 @@ func BuildTimeline(src *TimelineSource) *RunTimeline {
 		}
 	}
 	slices.SortStableFunc(tl.Marks, func(a, b TimelineMark) int { return a.At.Compare(b.At) })
+	closeCancelled(tl)
 	return tl
+}
+
+// closeCancelled ends, at the run's last cancel, the bars of a cancelled
+// run still open (an approval never decided, an attempt the engine could
+// not close): nothing of them goes on.
+func closeCancelled(tl *RunTimeline) {
+	if tl.Status != StatusCancelled {
+		return
+	}
+	var end time.Time
+	for _, m := range tl.Marks {
+		if m.Type == MarkCancelled {
+			end = m.At
+		}
+	}
+	if end.IsZero() {
+		return
+	}
+	for i := range tl.Attempts {
+		sp := &tl.Attempts[i].Span
+		if sp.EndedAt.IsZero() && (sp.Outcome == SpanRunning || sp.Outcome == SpanAwaiting) && !sp.StartedAt.After(end) {
+			sp.EndedAt, sp.Outcome = end, SpanCancelled
+		}
+	}
 }
 
 // spanOutcome is a stored span's outcome on the timeline: a failed or

@@ -231,6 +231,17 @@ func TestBuildTimeline(t *testing.T) {
 			marks: []string{"paused@2.5", "resumed@5 paused", "cancelled@7"},
 		},
 		{
+			name: "cancelled while an approval was awaited: the bar ends cancelled",
+			src: hxruntime.TimelineSource{
+				Status: hxruntime.StatusCancelled,
+				Tools:  []hxruntime.ToolEntry{approved(entry(1, "remind", "c1", "idempotent"), 1, 0, false)},
+				Events: []hxruntime.RunEvent{runResultEvent("1", 1, hxruntime.StatusAwaitingInput, ""), runResultEvent("1", 3, hxruntime.StatusCancelled, "")},
+			},
+			lanes: []string{"model", "tool:remind"},
+			bars:  []string{"tool:remind 1#1 cancelled 1..3 approval@1"},
+			marks: []string{"cancelled@3"},
+		},
+		{
 			name: "rows from before attempt times: no bars, never an error",
 			src: hxruntime.TimelineSource{
 				Status: hxruntime.StatusCompleted,
@@ -314,6 +325,17 @@ func TestAttemptSpans(t *testing.T) {
 	st := &hxruntime.RunState{Attempt: 1}
 	hxruntime.ResetModelSpan(st, at(0)) // nothing open: no-op
 	require.Empty(t, st.ModelAttempts)
+
+	// Bounded: the newest 100 spans and resumptions are kept.
+	for i := range 150 {
+		hxruntime.NoteResumed(st, at(float64(i)), hxruntime.StatusPaused)
+		e.Attempt++
+		hxruntime.BeginToolSpan(e, at(float64(i)))
+	}
+	require.Len(t, st.Resumptions, 100)
+	require.Equal(t, at(149), st.Resumptions[99].At)
+	require.Len(t, e.Attempts, 100)
+	require.Equal(t, e.Attempt, e.Attempts[99].Attempt)
 
 	// Old rows decode without the new fields; new fields are omitted
 	// when unset, so an entry without them encodes as before.

@@ -33,6 +33,9 @@ const OUTCOME_TEXT = {
   reset: 'reset (attempt_reset)', cancelled: 'cancelled', aborted: 'aborted',
 };
 
+// OUTCOME_SHORT is the outcome written on a bar (the label says more).
+const OUTCOME_SHORT = { ...OUTCOME_TEXT, retrying: 'failed', reset: 'reset' };
+
 const MARK_TEXT = {
   paused: 'paused', resumed: 'resumed', cancelled: 'cancelled', approval_required: 'approval required',
   approval_given: 'approval given', approval_declined: 'approval declined', resolved: 'resolved',
@@ -124,7 +127,7 @@ export function Timeline({ timeline, onSelect, selected }) {
         data-testid="bar" data-lane=${a.lane} data-attempt=${String(a.attempt)} data-outcome=${a.outcome} data-step=${a.step_id}
         aria-label=${label} title=${label} aria-pressed=${selected === key ? 'true' : 'false'}
         style=${{ left, width }} onClick=${() => onSelect && onSelect(a)}>
-        <span class="bar-text">#${a.attempt}${a.outcome === 'succeeded' ? '' : ' ' + (OUTCOME_TEXT[a.outcome] || a.outcome)}</span>
+        <span class="bar-text">#${a.attempt}${a.outcome === 'succeeded' ? '' : ' ' + (OUTCOME_SHORT[a.outcome] || a.outcome)}</span>
       </button>${wait}`;
   };
 

@@ -1082,13 +1082,15 @@ export interface components {
          *       awaits a resolve;
          *     - `awaiting_approval`: a tool call waiting for an approval
          *       (`approval.requested_at`, no `ended_at`); numbered as the
-         *       attempt it will be;
+         *       attempt it will be (its `approval_required` event carries the
+         *       attempt before it: `attempt_id` "0" for a first call);
          *     - `declined`: a tool call whose approval was declined; it never ran;
          *     - `reset`: abandoned by `attempt_reset`: the process running it was
          *       lost and the attempt was made again (crash recovery); it ends
          *       when the recovery abandoned it;
          *     - `cancelled`: in flight when the run was cancelled or ran out of
-         *       time;
+         *       time (also an approval still awaited then; it ends at the
+         *       cancel);
          *     - `aborted`: an uncertain tool call resolved with `abort` (the run
          *       ended cancelled).
          */
