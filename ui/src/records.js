@@ -279,11 +279,11 @@ export function timelineFromRecords(records, manifest = {}) {
       call_id: c.call_id, execution_key: key, approval: stripStep(ap),
     });
   }
-  // A cancelled run ended what was still running.
+  // A cancelled run ended what was still running or awaiting approval.
   const runStatus = typeof m.status === 'string' ? m.status : (status ?? 'running');
   const last = recs.length ? recs[recs.length - 1].recorded_at : undefined;
   if (runStatus === 'cancelled') {
-    for (const a of attempts) if (a.outcome === 'running') close(a, last, 'cancelled');
+    for (const a of attempts) if (a.outcome === 'running' || a.outcome === 'awaiting_approval') close(a, last, 'cancelled');
   }
   for (const a of attempts) {
     if (a.tool === undefined) delete a.tool;

@@ -267,6 +267,17 @@ test('table: outcomes rebuilt from synthetic records', () => {
       check: (tl) => assert.equal(tl.attempts[1].ended_at, t(4)),
     },
     {
+      name: 'a cancelled run ends an approval still awaited',
+      manifest: { status: 'cancelled' },
+      records: [
+        ev('approval_required', { execution_key: 'r:1:c', call }, '1', '0', t(3)),
+        rec('checkpoint', '1', '1', null, { phase: 'result', status: 'cancelled', tools: [] }, t(8)),
+      ],
+      attempts: ['tool:charge/1/1/cancelled'],
+      marks: ['approval_required', 'cancelled'],
+      check: (tl) => assert.equal(tl.attempts[0].ended_at, t(8)),
+    },
+    {
       name: 'a failed run: its last model error, and the failed mark',
       manifest: { status: 'failed' },
       records: [
