@@ -21,8 +21,9 @@ var dist embed.FS
 // Config is the console's configuration, given to the browser in
 // index.html.
 type Config struct {
-	// OIDC is the OpenID provider the console signs in with
-	// (--auth=oidc with --oidc-console-client-id); nil: no sign-in.
+	// OIDC is the OpenID provider of --auth=oidc; nil without auth (the
+	// console then calls the API without a token). An empty ClientID
+	// (no --oidc-console-client-id) offers only the pasted-token sign-in.
 	OIDC *OIDCConfig
 }
 
