@@ -635,6 +635,7 @@ func startHydra(t *testing.T, bin string, extraEnv ...string) *hydra {
 		if err == nil {
 			require.NoError(t, resp.Body.Close())
 			if resp.StatusCode == http.StatusOK {
+				h.warmKeys(t)
 				return h
 			}
 		}
@@ -647,6 +648,21 @@ func startHydra(t *testing.T, bin string, extraEnv ...string) *hydra {
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
+}
+
+// warmKeys fetches Hydra's JWKS once, without hxd's discovery timeout:
+// Hydra generates its ID-token and access-token key pairs on that first
+// request, which takes seconds each on a busy machine, longer than hxd
+// waits for a provider at start-up.
+func (h *hydra) warmKeys(t *testing.T) {
+	t.Helper()
+	c := &http.Client{Timeout: 2 * time.Minute}
+	resp, err := c.Get(h.public + "/.well-known/jwks.json")
+	require.NoError(t, err, "hydra JWKS")
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	require.NoError(t, resp.Body.Close())
+	require.Equal(t, http.StatusOK, resp.StatusCode, "hydra JWKS: %s", body)
 }
 
 // hydraClient is an OAuth2 client registered in Hydra.
