@@ -45,7 +45,9 @@ import (
 //	                    header offset
 //
 // hxd is stricter than the reference only on input a conforming writer
-// never produces (DESIGN §8); see reader.go and jsonvalue.go. A JSON
+// never produces (DESIGN §8); see reader.go, canonical.go (an archive
+// with bytes no member claims, each case with its own message) and
+// jsonvalue.go. A JSON
 // text the reference reads but hxd refuses (a BOM, UTF-16/32, an
 // overflowing float literal or a UTF-8-encoded surrogate in the
 // manifest) is refused only once every check of the reference has
@@ -289,6 +291,9 @@ func (v *verifier) run() *failure {
 		return f
 	}
 	// The reference accepts the bundle: hxd's own rejections (DESIGN §8).
+	if f := v.z.checkCanonical(); f != nil {
+		return f
+	}
 	if v.manifestStrict != nil {
 		return v.manifestStrict
 	}
