@@ -284,7 +284,9 @@ func TestCanonicalArchiveAccepts(t *testing.T) {
 // one's start).
 func TestLayoutHoles(t *testing.T) {
 	t.Parallel()
-	x := func(name string, start int64, ends ...int64) extent { return extent{name: name, start: start, ends: ends} }
+	x := func(name string, start int64, ends ...int64) extent {
+		return extent{name: name, start: start, ends: ends}
+	}
 	tests := []struct {
 		name    string
 		exts    []extent
