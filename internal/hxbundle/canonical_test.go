@@ -343,3 +343,50 @@ func TestFindLocalHeader(t *testing.T) {
 	require.Nil(t, f)
 	require.Equal(t, int64(-1), at)
 }
+
+// canonicalSeeds are the FuzzVerify seeds of the canonical-archive
+// checks, made from the small bundle, with the issue each must get.
+func canonicalSeeds(t testing.TB) map[string]struct {
+	data  []byte
+	issue string
+} {
+	t.Helper()
+	small := smallBundle().build(t)
+	ms, end := zmembers(t, small, 0)
+	cd := int(binary.LittleEndian.Uint32(small[end+16:]))
+	overlap := append([]byte{}, small...)
+	for _, at := range []int{ms[1].local + 18, ms[1].local + 22, ms[1].central + 20, ms[1].central + 24} {
+		put32(overlap, at, ms[1].csize+8)
+	}
+	locator := withZip64End(small, 1)
+	put32(locator, len(locator)-sizeEnd-sizeEnd64Loc+8, 0)
+	deflated := deflatedBundle(t)
+	return map[string]struct {
+		data  []byte
+		issue string
+	}{
+		"canonical-leading":              {append([]byte("#!/bin/sh\n"), small...), msgLeadingData},
+		"canonical-leading-shifted":      {splice(t, small, 0, 0, []byte("#!/bin/sh\n")), msgLeadingData},
+		"canonical-hidden-entry":         {splice(t, small, ms[1].local, 0, hiddenLocalEntry(t)), msgHiddenEntry},
+		"canonical-gap":                  {splice(t, small, ms[1].local, 0, []byte{0, 0, 0}), msgMemberGap},
+		"canonical-gap-before-directory": {splice(t, small, cd, 0, []byte{0}), msgMemberGap},
+		"canonical-gap-after-descriptor": {splice(t, deflated, member(t, deflated, memberRecords).dataEnd+16, 0, []byte{0}), msgMemberGap},
+		"canonical-overlap":              {overlap, generic(pyBadZipFile)},
+		"canonical-trailing":             {append(append([]byte{}, small...), "\r\n"...), msgTrailingData},
+		"canonical-zip64-locator":        {locator, msgZip64Locator},
+	}
+}
+
+// TestCanonicalSeeds: the committed FuzzVerify seeds of the canonical
+// checks are the current ones (TestFuzzSeeds writes them with -update)
+// and each gets its issue.
+func TestCanonicalSeeds(t *testing.T) {
+	t.Parallel()
+	for name, s := range canonicalSeeds(t) {
+		raw, err := os.ReadFile(filepath.Join("testdata", "fuzz", "FuzzVerify", name))
+		require.NoError(t, err, name)
+		require.Equal(t, fmt.Sprintf("go test fuzz v1\n[]byte(%q)\n", s.data), string(raw), name)
+		r := verifyBytes(s.data, fuzzLimits)
+		require.Equal(t, []string{s.issue}, r.Issues, "%s: %+v", name, r.Details)
+	}
+}
