@@ -74,8 +74,9 @@ func (z *zipArchive) checkCanonical() *failure {
 	if f != nil {
 		return f
 	}
+	var buf []byte // one read buffer for every hole
 	for _, h := range holes {
-		at, f := z.findLocalHeader(h.start, h.end)
+		at, f := z.findLocalHeader(h.start, h.end, &buf)
 		if f != nil {
 			return f
 		}
@@ -192,13 +193,16 @@ func layoutHoles(exts []extent, dirStart int64) ([]hole, *failure) {
 }
 
 // findLocalHeader returns the offset of the first local header signature
-// in [start, end), or -1. It reads 64 KiB at a time.
-func (z *zipArchive) findLocalHeader(start, end int64) (int64, *failure) {
+// in [start, end), or -1. It reads 64 KiB at a time into *buf, which it
+// grows as needed and keeps for the next call.
+func (z *zipArchive) findLocalHeader(start, end int64, buf *[]byte) (int64, *failure) {
 	sig := []byte{0x50, 0x4b, 0x03, 0x04}
 	const chunk = 64 << 10
-	buf := make([]byte, min(end-start, chunk+int64(len(sig)-1)))
+	if need := min(end-start, chunk+int64(len(sig)-1)); int64(len(*buf)) < need {
+		*buf = make([]byte, need)
+	}
 	for at := start; at < end; at += chunk {
-		b := buf[:min(end-at, int64(len(buf)))]
+		b := (*buf)[:min(end-at, chunk+int64(len(sig)-1))]
 		if err := readAt(z.r, b, at); err != nil {
 			return 0, ioFailure(err, "archive")
 		}

@@ -332,14 +332,15 @@ func TestFindLocalHeader(t *testing.T) {
 	t.Parallel()
 	data := make([]byte, 200<<10)
 	z := &zipArchive{r: bytes.NewReader(data), size: int64(len(data))}
-	at, f := z.findLocalHeader(0, int64(len(data)))
+	var buf []byte
+	at, f := z.findLocalHeader(0, int64(len(data)), &buf)
 	require.Nil(t, f)
 	require.Equal(t, int64(-1), at)
 	copy(data[(64<<10)-2:], "PK\x03\x04")
-	at, f = z.findLocalHeader(5, int64(len(data)))
+	at, f = z.findLocalHeader(5, int64(len(data)), &buf)
 	require.Nil(t, f)
 	require.Equal(t, int64(64<<10)-2, at)
-	at, f = z.findLocalHeader((64<<10)-1, int64(len(data)))
+	at, f = z.findLocalHeader((64<<10)-1, int64(len(data)), &buf)
 	require.Nil(t, f)
 	require.Equal(t, int64(-1), at)
 }
