@@ -93,7 +93,8 @@ func (z *zipArchive) checkCanonical() *failure {
 		return &failure{msg: msgLeadingData, detail: Detail{Message: fmt.Sprintf(
 			"the end record gives central directory offset %d, the directory is at offset %d", z.offsetCD, z.startDir)}}
 	}
-	for _, h := range holes {
+	if len(holes) > 0 {
+		h := holes[0] // the first gap: holes[0] is not a prefix here
 		before := "the central directory"
 		if h.before != "" {
 			before = "member " + printableName(h.before)
