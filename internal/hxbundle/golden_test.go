@@ -163,6 +163,9 @@ func TestFuzzSeeds(t *testing.T) {
 		removeKinds(b, "", "model.response")
 		return b.build(t)
 	}())
+	for name, s := range canonicalSeeds(t) {
+		writeSeed(t, "FuzzVerify", name, s.data)
+	}
 	writeSeed(t, "FuzzRecords", "small", small.files(t)[0].data)
 	writeSeed(t, "FuzzRecords", "line-breaks", []byte("{}\r\n[]\r{\"a\":NaN}\n\n"))
 	writeSeed(t, "FuzzRecords", "event", []byte(`{"attempt_id":"1","capture":"present","execution_key":null,"id":"e","kind":"event",`+

@@ -29,7 +29,8 @@ import (
 //   - a NUL byte in an entry name (Python truncates the name at it);
 //   - end of central directory fields zipfile ignores: disk numbers other
 //     than 0, entry counts that differ from the directory, a comment
-//     length that does not reach exactly the end of the file;
+//     length that goes beyond the end of the file (bytes after the
+//     comment are a canonical-archive check, canonical.go);
 //   - the local header must agree with the central directory on the name
 //     (raw bytes), the method, the flag bits 0, 3 and 11, and, without a
 //     data descriptor, CRC-32 and sizes (Python compares only the name);
@@ -104,6 +105,10 @@ type zipArchive struct {
 	entries  []zipEntry
 	count    int
 	startDir int64
+	// end is the end record; offsetCD its central directory offset as
+	// written (startDir when nothing was prepended).
+	end      *endRecord
+	offsetCD uint64
 }
 
 // zipError is a failure while opening or reading the archive.
@@ -147,6 +152,9 @@ type endRecord struct {
 	disk, diskCD            uint64
 	entriesDisk, entriesAll uint64
 	commentLen              int64
+	// The ZIP64 end record's location, its declared size (excluding the
+	// leading 12 bytes) and the offset its locator gives (canonical.go).
+	end64At, end64Size, end64Declared uint64
 }
 
 // findEnd is zipfile._EndRecData and _EndRecData64.
@@ -216,6 +224,9 @@ func end64(r io.ReaderAt, e *endRecord) (*endRecord, *failure) {
 		return e, nil
 	}
 	e.zip64 = true
+	e.end64At = uint64(recAt)
+	e.end64Size = binary.LittleEndian.Uint64(rec[4:])
+	e.end64Declared = binary.LittleEndian.Uint64(loc[8:])
 	e.disk = uint64(binary.LittleEndian.Uint32(rec[16:]))
 	e.diskCD = uint64(binary.LittleEndian.Uint32(rec[20:]))
 	e.entriesDisk = binary.LittleEndian.Uint64(rec[24:])
@@ -245,7 +256,7 @@ func openZip(r io.ReaderAt, size int64, keep int) (*zipArchive, *failure) {
 	// (Python integers: offsets are unsigned 64-bit, concat may be negative.)
 	concat := new(big.Int).Sub(big.NewInt(startDir), new(big.Int).SetUint64(e.offsetCD))
 
-	z := &zipArchive{r: r, size: size, startDir: startDir}
+	z := &zipArchive{r: r, size: size, startDir: startDir, end: e, offsetCD: e.offsetCD}
 	avail := max(min(int64(e.sizeCD), size-startDir), 0)
 	br := bufio.NewReaderSize(io.NewSectionReader(r, startDir, avail), int(min(max(avail, 16), 64<<10)))
 	var hdr [sizeCentral]byte
@@ -317,8 +328,10 @@ func openZip(r io.ReaderAt, size int64, keep int) (*zipArchive, *failure) {
 	if e.entriesDisk != uint64(z.count) || e.entriesAll != uint64(z.count) {
 		return nil, badZip("end of central directory counts %d entries, the directory has %d", e.entriesAll, z.count)
 	}
-	if e.location+sizeEnd+e.commentLen != size {
-		return nil, badZip("archive comment length does not match the end of the file")
+	// Bytes after the comment are hxd's canonical-archive check
+	// (canonical.go), made once the reference's checks pass.
+	if e.location+sizeEnd+e.commentLen > size {
+		return nil, badZip("archive comment length goes beyond the end of the file")
 	}
 	z.computeEnds()
 	return z, nil
@@ -587,19 +600,34 @@ func (z *zipArchive) checkDescriptor(e *zipEntry, at int64) *failure {
 	if err := readAt(z.r, b[:n], at); err != nil {
 		return ioFailure(err, "data descriptor")
 	}
-	d := b[:n]
-	if len(d) >= 16 && binary.LittleEndian.Uint32(d) == sigDescriptor {
-		d = d[4:]
+	if len(descriptorLengths(b[:n], e)) == 0 {
+		return badZip("data descriptor disagrees with the central directory")
 	}
-	if binary.LittleEndian.Uint32(d) == e.crc {
-		if len(d) >= 12 && uint64(binary.LittleEndian.Uint32(d[4:])) == e.csize && uint64(binary.LittleEndian.Uint32(d[8:])) == e.usize {
-			return nil
+	return nil
+}
+
+// descriptorLengths are the lengths of the data descriptor forms that d
+// (the bytes after an entry's data) starts with and that repeat the
+// central directory's CRC-32 and sizes: with or without the signature,
+// with 32- or 64-bit sizes (16, 24, 12 or 20 bytes).
+func descriptorLengths(d []byte, e *zipEntry) []int64 {
+	var out []int64
+	match := func(d []byte, skip int64) {
+		if len(d) < 12 || binary.LittleEndian.Uint32(d) != e.crc {
+			return
+		}
+		if uint64(binary.LittleEndian.Uint32(d[4:])) == e.csize && uint64(binary.LittleEndian.Uint32(d[8:])) == e.usize {
+			out = append(out, skip+12)
 		}
 		if len(d) >= 20 && binary.LittleEndian.Uint64(d[4:]) == e.csize && binary.LittleEndian.Uint64(d[12:]) == e.usize {
-			return nil
+			out = append(out, skip+20)
 		}
 	}
-	return badZip("data descriptor disagrees with the central directory")
+	if len(d) >= 16 && binary.LittleEndian.Uint32(d) == sigDescriptor {
+		match(d[4:], 4)
+	}
+	match(d, 0)
+	return out
 }
 
 // Read implements io.Reader. At the end it checks the size, CRC-32 and,

@@ -45,7 +45,14 @@ import (
 //	                    header offset
 //
 // hxd is stricter than the reference only on input a conforming writer
-// never produces (DESIGN §8); see reader.go and jsonvalue.go. A JSON
+// never produces (DESIGN §8); see reader.go, canonical.go and
+// jsonvalue.go. The canonical-archive checks (canonical.go: bytes that
+// belong to no member the central directory names) are the only ones
+// with messages of their own, since the reference has none for them:
+// "Data before the first bundle member", "Bundle entry missing from the
+// central directory", "Overlapping bundle members", "Gap between bundle
+// members", "Misplaced ZIP64 end record", "Data after the end of the
+// archive"; they are made once every check of the reference has passed. A JSON
 // text the reference reads but hxd refuses (a BOM, UTF-16/32, an
 // overflowing float literal or a UTF-8-encoded surrogate in the
 // manifest) is refused only once every check of the reference has
@@ -289,6 +296,9 @@ func (v *verifier) run() *failure {
 		return f
 	}
 	// The reference accepts the bundle: hxd's own rejections (DESIGN §8).
+	if f := v.z.checkCanonical(); f != nil {
+		return f
+	}
 	if v.manifestStrict != nil {
 		return v.manifestStrict
 	}

@@ -411,7 +411,7 @@ func invalidCases() []invalidCase {
 			return d
 		}, want: "Invalid incident bundle (BadZipFile)", why: "counts"},
 		{name: "strict: bytes after the archive", patch: func(_ testing.TB, d []byte) []byte { return append(d, "\r\n"...) },
-			want: "Invalid incident bundle (BadZipFile)", why: "comment"},
+			want: msgTrailingData, why: "after the end record"},
 		{name: "strict: local method differs", patch: func(t testing.TB, d []byte) []byte {
 			put16(d, entry(t, d, memberRecords).local+8, methodDeflated)
 			return d
