@@ -48,7 +48,7 @@ ON CONFLICT (kind, id) DO UPDATE SET deleted_at = excluded.deleted_at, expires_a
 WHERE session_id = ? AND request_id = ? AND kind = 'run' LIMIT 1`
 	sqlTombstonePurge = `DELETE FROM tombstones WHERE (kind, id) IN
 (SELECT kind, id FROM tombstones WHERE expires_at < ? LIMIT ?)`
-	sqlTombstoneCount = `SELECT COUNT(*) FROM tombstones`
+	sqlTombstoneCount  = `SELECT COUNT(*) FROM tombstones`
 	sqlArtifactOrphans = `SELECT a.id, length(a.content) FROM artifacts a
 WHERE NOT EXISTS (SELECT 1 FROM artifact_refs r WHERE r.sha256 = a.id) ORDER BY a.id LIMIT ?`
 	sqlArtifactMark = `INSERT INTO gc_deleting (run_seq, run_id) VALUES (0, '')`
