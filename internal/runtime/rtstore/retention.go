@@ -76,10 +76,11 @@ type GCCandidateParams struct {
 
 // GCCandidate is a session whose latest run finished.
 type GCCandidate struct {
-	Seq       int64
-	SessionID string
-	Principal string
-	AgentName string
+	Seq          int64
+	SessionID    string
+	Principal    string
+	AgentName    string
+	AgentVersion string
 	// FinishedAt is the latest run's last update (when it finished).
 	FinishedAt time.Time
 }

@@ -17,7 +17,7 @@ var _ rtstore.RetentionStore = (*Store)(nil)
 // that set hxd.gc to 'on' (transaction-local), and never for an artifact
 // a session references.
 const (
-	sqlGCCandidates = `SELECT s.seq, s.id, s.principal, s.agent_name, r.updated_at
+	sqlGCCandidates = `SELECT s.seq, s.id, s.principal, s.agent_name, s.agent_version, r.updated_at
 FROM sessions s JOIN runs r ON r.id = s.last_run_id
 WHERE s.seq > $1 AND r.status IN ('completed', 'cancelled') AND r.updated_at < $2
 ORDER BY s.seq LIMIT $3`
@@ -77,7 +77,7 @@ func (s *Store) GCCandidates(ctx context.Context, p rtstore.GCCandidateParams) (
 	}
 	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (rtstore.GCCandidate, error) {
 		var c rtstore.GCCandidate
-		err := row.Scan(&c.Seq, &c.SessionID, &c.Principal, &c.AgentName, &c.FinishedAt)
+		err := row.Scan(&c.Seq, &c.SessionID, &c.Principal, &c.AgentName, &c.AgentVersion, &c.FinishedAt)
 		c.FinishedAt = c.FinishedAt.UTC()
 		return c, err
 	})

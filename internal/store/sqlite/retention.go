@@ -17,7 +17,7 @@ var _ rtstore.RetentionStore = (*Store)(nil)
 // for artifacts, run_seq 0) is listed in gc_deleting; gc lists and
 // unlists them inside its own transaction.
 const (
-	sqlGCCandidates = `SELECT s.seq, s.id, s.principal, s.agent_name, r.updated_at
+	sqlGCCandidates = `SELECT s.seq, s.id, s.principal, s.agent_name, s.agent_version, r.updated_at
 FROM sessions s JOIN runs r ON r.id = s.last_run_id
 WHERE s.seq > ? AND r.status IN ('completed', 'cancelled') AND r.updated_at < ?
 ORDER BY s.seq LIMIT ?`
@@ -75,7 +75,7 @@ func (s *Store) GCCandidates(ctx context.Context, p rtstore.GCCandidateParams) (
 			c  rtstore.GCCandidate
 			at string
 		)
-		if err := rows.Scan(&c.Seq, &c.SessionID, &c.Principal, &c.AgentName, &at); err != nil {
+		if err := rows.Scan(&c.Seq, &c.SessionID, &c.Principal, &c.AgentName, &c.AgentVersion, &at); err != nil {
 			return nil, s.mapErr(ctx, op, err)
 		}
 		if c.FinishedAt, err = parseTime(at); err != nil {
