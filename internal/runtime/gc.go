@@ -253,8 +253,8 @@ func (r *Runtime) gone(ctx context.Context, kind rtstore.TombstoneKind, id strin
 	if !errors.Is(err, rtstore.ErrNotFound) {
 		return err
 	}
-	rs, ok := r.store.(rtstore.RetentionStore)
-	if !ok {
+	rs := r.cfg.Retention
+	if rs == nil {
 		return err
 	}
 	ts, terr := rs.TombstoneGet(ctx, kind, id)

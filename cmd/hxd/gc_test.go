@@ -1,0 +1,142 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	hxruntime "hxd/internal/runtime"
+)
+
+// runHxd runs hxd in-process and returns its stdout.
+func runHxd(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	err := run(context.Background(), args, env{getenv: func(string) string { return "" }, stdout: &out, stderr: &errOut, exit: func(code int) {
+		t.Fatalf("hxd %v exited with %d", args, code)
+	}})
+	if err != nil {
+		t.Logf("stderr: %s", errOut.String())
+	}
+	return out.String(), err
+}
+
+// TestGCCommand: `hxd gc` beside a serving process. A gc that crashes
+// after its first session (HXD_CRASH_AFTER=gc.session) leaves that session
+// gone and the others whole; a rerun deletes the rest and reports counts
+// and bytes as JSON; the server then answers 410 gone for the sessions,
+// their runs and a re-sent request id.
+func TestGCCommand(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	db := filepath.Join(dir, "hxd.db")
+	srv := spawnHxdArgs(t, "serve", []string{"serve", "--addr", "127.0.0.1:0", "--db", db, "--demo",
+		"--workdir", dir, "--shutdown-timeout", "500ms"})
+	srv.awaitListening()
+
+	type made struct{ sid, rid, req string }
+	var all []made
+	for i := range 3 {
+		sid := srv.createSession("invoice-analyst")
+		req := "req-" + string(rune('a'+i))
+		code, m := srv.call(http.MethodPost, "/sessions/"+url.PathEscape(sid)+"/runs", map[string]any{"message": "go", "request_id": req})
+		require.Contains(t, []int{http.StatusCreated, http.StatusAccepted, http.StatusOK}, code, m)
+		rid := m["run_id"].(string)
+		require.Equal(t, "completed", srv.settle(rid)["status"])
+		all = append(all, made{sid, rid, req})
+	}
+	waiting := srv.createSession("invoice-analyst") // no run: never deleted
+
+	// Dry run: counts, deletes nothing.
+	out, err := runHxd(t, "gc", "--db", db, "--older-than", "1ns", "--dry-run", "--json")
+	require.NoError(t, err)
+	var rep hxruntime.GCReport
+	require.NoError(t, json.Unmarshal([]byte(out), &rep))
+	require.True(t, rep.DryRun)
+	require.Equal(t, 3, rep.Sessions)
+	for _, s := range all {
+		code, m := srv.call(http.MethodGet, "/sessions/"+url.PathEscape(s.sid), nil)
+		require.Equal(t, http.StatusOK, code, m)
+	}
+
+	// A gc process that dies right after its first session.
+	gc := spawnHxdArgs(t, "gc", []string{"gc", "--db", db, "--older-than", "1ns"}, "HXD_CRASH_AFTER=gc.session:1")
+	require.Equal(t, 42, gc.waitExit(30*time.Second))
+	gone := 0
+	for _, s := range all {
+		code, m := srv.call(http.MethodGet, "/sessions/"+url.PathEscape(s.sid), nil)
+		if code == http.StatusGone {
+			require.Equal(t, "gone", m["code"])
+			gone++
+			continue
+		}
+		require.Equal(t, http.StatusOK, code, m)
+		code, m = srv.call(http.MethodGet, "/runs/"+url.PathEscape(s.rid)+"/timeline", nil)
+		require.Equal(t, http.StatusOK, code, "a session left is whole: %v", m)
+	}
+	require.Equal(t, 1, gone)
+
+	// The rerun finishes.
+	out, err = runHxd(t, "gc", "--db", db, "--older-than", "1ns", "--json")
+	require.NoError(t, err)
+	rep = hxruntime.GCReport{}
+	require.NoError(t, json.Unmarshal([]byte(out), &rep))
+	require.Equal(t, 2, rep.Sessions)
+	require.Equal(t, 2, rep.Runs)
+	require.Positive(t, rep.Bytes)
+	require.EqualValues(t, 6, rep.Tombstones)
+
+	for _, s := range all {
+		code, m := srv.call(http.MethodGet, "/sessions/"+url.PathEscape(s.sid), nil)
+		require.Equal(t, http.StatusGone, code, m)
+		require.Equal(t, "gone", m["code"])
+		code, m = srv.call(http.MethodGet, "/runs/"+url.PathEscape(s.rid), nil)
+		require.Equal(t, http.StatusGone, code, m)
+		code, m = srv.call(http.MethodPost, "/sessions/"+url.PathEscape(s.sid)+"/runs", map[string]any{"message": "go", "request_id": s.req})
+		require.Equal(t, http.StatusGone, code, "a re-sent request id never returns the old run: %v", m)
+		code, m = srv.call(http.MethodPost, "/sessions", map[string]any{
+			"session_id": s.sid, "agent": map[string]string{"name": "invoice-analyst", "version": "v1"},
+		})
+		require.Equal(t, http.StatusGone, code, "a deleted session id is not taken again: %v", m)
+	}
+	code, m := srv.call(http.MethodGet, "/sessions/"+url.PathEscape(waiting), nil)
+	require.Equal(t, http.StatusOK, code, m)
+
+	// Text report.
+	out, err = runHxd(t, "gc", "--db", db, "--older-than", "1ns")
+	require.NoError(t, err)
+	require.Contains(t, out, "deleted 0 sessions")
+	require.Contains(t, out, "6 kept")
+}
+
+// TestGCFlags: bad flags exit 2.
+func TestGCFlags(t *testing.T) {
+	t.Parallel()
+	db := filepath.Join(t.TempDir(), "hxd.db")
+	tests := []struct {
+		name string
+		args []string
+	}{
+		{"no store", []string{"gc"}},
+		{"negative older-than", []string{"gc", "--db", db, "--older-than", "-1h"}},
+		{"zero tombstone-for", []string{"gc", "--db", db, "--tombstone-for", "0s"}},
+		{"schema without url", []string{"gc", "--db", db, "--schema", "x"}},
+		{"argument", []string{"gc", "--db", db, "extra"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			_, err := runHxd(t, tt.args...)
+			var ee *exitError
+			require.ErrorAs(t, err, &ee)
+			require.Equal(t, 2, ee.code)
+		})
+	}
+}
