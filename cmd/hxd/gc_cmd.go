@@ -12,6 +12,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	hxruntime "hxd/internal/runtime"
 )
 
@@ -186,4 +188,75 @@ func gcCrashAfter(v string, log *slog.Logger, exit func(int)) func() {
 			exit(42)
 		}
 	}
+}
+
+// gcMetrics are the sweeper's Prometheus metrics.
+type gcMetrics struct {
+	sessions, artifacts, bytes prometheus.Counter
+	tombstones                 prometheus.Gauge
+}
+
+func newGCMetrics() *gcMetrics {
+	return &gcMetrics{
+		sessions: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "hxd_gc_deleted_sessions_total", Help: "Sessions deleted by retention.",
+		}),
+		artifacts: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "hxd_gc_deleted_artifacts_total", Help: "Artifacts deleted by retention (no session referenced them).",
+		}),
+		bytes: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "hxd_gc_deleted_bytes_total", Help: "Journal, event and artifact bytes deleted by retention.",
+		}),
+		tombstones: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "hxd_gc_tombstones", Help: "Tombstones of deleted sessions and runs kept.",
+		}),
+	}
+}
+
+// collectors returns the metrics to register.
+func (m *gcMetrics) collectors() []prometheus.Collector {
+	return []prometheus.Collector{m.sessions, m.artifacts, m.bytes, m.tombstones}
+}
+
+// observe adds a sweep's report.
+func (m *gcMetrics) observe(rep *hxruntime.GCReport) {
+	m.sessions.Add(float64(rep.Sessions))
+	m.artifacts.Add(float64(rep.Artifacts))
+	m.bytes.Add(float64(rep.Bytes + rep.ArtifactBytes))
+	m.tombstones.Set(float64(rep.Tombstones))
+}
+
+// startSweeper runs gc at once and then every interval until ctx ends,
+// logging what each sweep deleted; opts.Store must keep tombstones.
+func startSweeper(ctx context.Context, interval time.Duration, opts hxruntime.GCOptions, m *gcMetrics, log *slog.Logger) {
+	sweep := func() {
+		rep, err := hxruntime.GC(ctx, opts)
+		if rep != nil {
+			m.observe(rep)
+		}
+		if err != nil {
+			if ctx.Err() == nil {
+				log.WarnContext(ctx, "gc sweep failed", "error", err)
+			}
+			return
+		}
+		if rep.Sessions > 0 || rep.Artifacts > 0 || rep.TombstonesPurged > 0 {
+			log.InfoContext(ctx, "gc sweep", "sessions", rep.Sessions, "runs", rep.Runs, "bytes", rep.Bytes,
+				"artifacts", rep.Artifacts, "artifact_bytes", rep.ArtifactBytes, "busy", rep.Busy,
+				"tombstones_purged", rep.TombstonesPurged, "tombstones", rep.Tombstones)
+		}
+	}
+	go func() {
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		sweep()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				sweep()
+			}
+		}
+	}()
 }

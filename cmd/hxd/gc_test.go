@@ -140,3 +140,47 @@ func TestGCFlags(t *testing.T) {
 		})
 	}
 }
+
+// TestServeSweeper: serve's background sweeper deletes a session once its
+// retention passed and counts it in /metrics.
+func TestServeSweeper(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	db := filepath.Join(dir, "hxd.db")
+	srv := spawnHxdArgs(t, "serve", []string{"serve", "--addr", "127.0.0.1:0", "--db", db, "--demo",
+		"--workdir", dir, "--shutdown-timeout", "500ms", "--retain-finished-for", "2s", "--gc-interval", "100ms"})
+	srv.awaitListening()
+	sid := srv.createSession("invoice-analyst")
+	kept := srv.createSession("invoice-analyst") // no run: never deleted
+	code, m := srv.call(http.MethodPost, "/sessions/"+url.PathEscape(sid)+"/runs", map[string]any{"message": "go"})
+	require.Equal(t, http.StatusAccepted, code, m)
+	require.Equal(t, "completed", srv.settle(m["run_id"].(string))["status"])
+	require.Eventually(t, func() bool {
+		code, _ := srv.call(http.MethodGet, "/sessions/"+url.PathEscape(sid), nil)
+		return code == http.StatusGone
+	}, 20*time.Second, 50*time.Millisecond)
+	code, m = srv.call(http.MethodGet, "/sessions/"+url.PathEscape(kept), nil)
+	require.Equal(t, http.StatusOK, code, m)
+	require.Eventually(t, func() bool {
+		code, raw, err := srv.try(http.MethodGet, "/metrics", nil)
+		return err == nil && code == http.StatusOK &&
+			bytes.Contains(raw, []byte("hxd_gc_deleted_sessions_total 1\n")) &&
+			bytes.Contains(raw, []byte("hxd_gc_tombstones 2\n"))
+	}, 5*time.Second, 50*time.Millisecond)
+	srv.stop()
+}
+
+// TestServeRetentionFlags: bad retention flags exit 2.
+func TestServeRetentionFlags(t *testing.T) {
+	t.Parallel()
+	for _, args := range [][]string{
+		{"--retain-finished-for", "-1h"},
+		{"--gc-interval", "0s"},
+		{"--tombstone-for", "0s"},
+	} {
+		_, err := runHxd(t, append([]string{"serve", "--addr", "127.0.0.1:0", "--db", filepath.Join(t.TempDir(), "x.db")}, args...)...)
+		var ee *exitError
+		require.ErrorAs(t, err, &ee, "%v", args)
+		require.Equal(t, 2, ee.code, "%v", args)
+	}
+}
