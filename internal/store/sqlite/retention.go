@@ -68,7 +68,7 @@ func (s *Store) GCCandidates(ctx context.Context, p rtstore.GCCandidateParams) (
 	if err != nil {
 		return nil, s.mapErr(ctx, op, err)
 	}
-	defer rows.Close()
+	defer func() { _ = rows.Close() }()
 	var out []rtstore.GCCandidate
 	for rows.Next() {
 		var (
@@ -167,7 +167,7 @@ func (t *txn) gcRuns(ctx context.Context, sessionID string) ([]gcRun, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
+	defer func() { _ = rows.Close() }()
 	var runs []gcRun
 	for rows.Next() {
 		var r gcRun
@@ -216,27 +216,8 @@ func (s *Store) ArtifactSweep(ctx context.Context, limit int) (rtstore.ArtifactS
 	var out rtstore.ArtifactSwept
 	err := s.inTx(ctx, op, func(ctx context.Context, t *txn) error {
 		out = rtstore.ArtifactSwept{}
-		rows, err := t.tx.QueryContext(ctx, sqlArtifactOrphans, limitArg(limit))
+		orphans, err := t.artifactOrphans(ctx, limit)
 		if err != nil {
-			return err
-		}
-		type orphan struct {
-			id   string
-			size int64
-		}
-		var orphans []orphan
-		for rows.Next() {
-			var o orphan
-			if err := rows.Scan(&o.id, &o.size); err != nil {
-				_ = rows.Close()
-				return err
-			}
-			orphans = append(orphans, o)
-		}
-		if err := rows.Close(); err != nil {
-			return err
-		}
-		if err := rows.Err(); err != nil {
 			return err
 		}
 		if len(orphans) == 0 {
@@ -259,6 +240,30 @@ func (s *Store) ArtifactSweep(ctx context.Context, limit int) (rtstore.ArtifactS
 		return rtstore.ArtifactSwept{}, err
 	}
 	return out, nil
+}
+
+// orphan is an artifact no session references.
+type orphan struct {
+	id   string
+	size int64
+}
+
+// artifactOrphans lists up to limit artifacts no session references.
+func (t *txn) artifactOrphans(ctx context.Context, limit int) ([]orphan, error) {
+	rows, err := t.tx.QueryContext(ctx, sqlArtifactOrphans, limitArg(limit))
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = rows.Close() }()
+	var out []orphan
+	for rows.Next() {
+		var o orphan
+		if err := rows.Scan(&o.id, &o.size); err != nil {
+			return nil, err
+		}
+		out = append(out, o)
+	}
+	return out, rows.Err()
 }
 
 // TombstoneGet returns the tombstone of a deleted session or run.
