@@ -184,3 +184,32 @@ func TestServeRetentionFlags(t *testing.T) {
 		require.Equal(t, 2, ee.code, "%v", args)
 	}
 }
+
+// TestPostgresGCCLI: `hxd gc --database-url --schema` beside the serving
+// process deletes the finished session; the owner then gets 410, and a
+// bundle exported before stays valid.
+func TestPostgresGCCLI(t *testing.T) {
+	t.Parallel()
+	d, dbURL, schema, sid, rid := pgInvoiceRun(t)
+	bundle := filepath.Join(t.TempDir(), "before.hx")
+	res := runCLI(t, "export", "--database-url", dbURL, "--schema", schema, "--session", sid, "--run", rid,
+		"--output", bundle, "--include-payloads")
+	require.Equal(t, 0, res.code, res.stderr)
+
+	res = runCLI(t, "gc", "--database-url", dbURL, "--schema", schema, "--older-than", "1ns", "--json")
+	require.Equal(t, 0, res.code, res.stderr)
+	var rep hxruntime.GCReport
+	require.NoError(t, json.Unmarshal([]byte(res.stdout), &rep), res.stdout)
+	require.Equal(t, 1, rep.Sessions)
+	require.Positive(t, rep.Records)
+	require.Positive(t, rep.Bytes)
+	require.EqualValues(t, 2, rep.Tombstones)
+
+	resp, raw := d.do(t, http.MethodGet, "/sessions/"+url.PathEscape(sid), nil)
+	require.Equal(t, http.StatusGone, resp.StatusCode, string(raw))
+	resp, raw = d.do(t, http.MethodGet, "/runs/"+url.PathEscape(rid), nil)
+	require.Equal(t, http.StatusGone, resp.StatusCode, string(raw))
+
+	res = runCLI(t, "verify", bundle)
+	require.Equal(t, 0, res.code, "a bundle exported before deletion stays valid: %s", res.stdout+res.stderr)
+}
