@@ -138,10 +138,14 @@ func openStore(ctx context.Context, o pgOptions, db string, log *slog.Logger) (*
 	return &openedStore{Store: st, pg: st, watchPoll: o.WatchPoll, desc: "postgres schema " + strconv.Quote(st.Schema())}, nil
 }
 
-// wire sets the PostgreSQL parts of a runtime config: lease renewal at a
+// wire sets the store's retention (tombstones) in a runtime config, and
+// its PostgreSQL parts: lease renewal at a
 // third of the lease, the reaper's work list, and its wake-up when another
 // process dies.
 func (s *openedStore) wire(cfg *hxruntime.Config) {
+	if rs, ok := s.Store.(rtstore.RetentionStore); ok {
+		cfg.Retention = rs
+	}
 	if s.pg == nil {
 		return
 	}

@@ -136,6 +136,8 @@ Usage:
                         apply storage migrations (PostgreSQL and/or SQLite)
   hxd export (--db F | --database-url URL [--schema S]) --session S --run R --output X.hx
                         export a recorded run from a store (see hxd export -h)
+  hxd gc (--db F | --database-url URL [--schema S]) [--dry-run] [--older-than D] [--json]
+                        delete finished sessions past retention (see hxd gc -h)
   hxd verify [--json] X.hx
                         verify a bundle (exit 0 complete, 1 incomplete, 2 invalid)
   hxd playback X.hx     print a bundle's model/tool timeline (executes nothing)
@@ -170,6 +172,8 @@ func run(ctx context.Context, args []string, e env) error {
 		return exportCmd(ctx, args[1:], e)
 	case "verify":
 		return verifyCmd(ctx, args[1:], e)
+	case "gc":
+		return gcCmd(ctx, args[1:], e)
 	case "playback":
 		return playbackCmd(ctx, args[1:], e)
 	case mcpDemoServerCmd:

@@ -66,6 +66,14 @@ type serveConfig struct {
 	Temporal temporalConfig
 	// Debug is --debug-addr (debug.go).
 	Debug debugConfig
+	// RetainFinishedFor is the retention of finished sessions (agents may
+	// set their own). Default: 0, keep forever.
+	RetainFinishedFor time.Duration
+	// GCInterval is how often the sweeper runs. Default: 1h.
+	GCInterval time.Duration
+	// TombstoneFor keeps the tombstones of deleted sessions and runs.
+	// Default: 720h.
+	TombstoneFor time.Duration
 }
 
 // validate checks the configuration; c.PG is resolved (and validated)
@@ -100,6 +108,15 @@ func (c *serveConfig) validate() error {
 	}
 	if c.DB == "" && c.PG.URL == "" && c.Engine == engineLocal {
 		errs = append(errs, errors.New("--db must not be empty"))
+	}
+	if c.RetainFinishedFor < 0 {
+		errs = append(errs, fmt.Errorf("--retain-finished-for must not be negative, not %s (0 = keep forever)", c.RetainFinishedFor))
+	}
+	if c.GCInterval <= 0 {
+		errs = append(errs, fmt.Errorf("--gc-interval must be positive, not %s", c.GCInterval))
+	}
+	if c.TombstoneFor <= 0 {
+		errs = append(errs, fmt.Errorf("--tombstone-for must be positive, not %s", c.TombstoneFor))
 	}
 	if c.CrashAfter != "" {
 		if _, _, err := parseCrashAfter(c.CrashAfter); err != nil {
@@ -159,6 +176,9 @@ func parseServeFlags(args []string, e env) (*serveConfig, error) {
 	ef.bind("workdir", "HXD_WORKDIR")
 	fs.StringVar(&c.CheckpointHook, "checkpoint-hook", "", "URL receiving a JSON POST {session_id, run_id, status, phase} at every checkpoint (HXD_CHECKPOINT_HOOK)")
 	ef.bind("checkpoint-hook", "HXD_CHECKPOINT_HOOK")
+	fs.DurationVar(&c.RetainFinishedFor, "retain-finished-for", 0, "delete sessions this long after their latest run completed or was cancelled; agents may set retention.finished_for; 0 = keep forever")
+	fs.DurationVar(&c.GCInterval, "gc-interval", time.Hour, "how often the retention sweeper runs")
+	fs.DurationVar(&c.TombstoneFor, "tombstone-for", hxruntime.DefaultTombstoneFor, "keep the tombstones of deleted sessions and runs (410 gone) this long")
 	c.PG.register(fs, ef, true)
 	fs.StringVar(&c.Engine, "engine", engineLocal, "engine: local (SQLite --db or PostgreSQL --database-url) or temporal (HXD_ENGINE)")
 	ef.bind("engine", "HXD_ENGINE")
@@ -273,7 +293,8 @@ func serve(ctx context.Context, args []string, e env) (err error) {
 		return err
 	}
 
-	api := newAPIServer(cfg, ln, rt, log, auth)
+	gcm := newGCMetrics()
+	api := newAPIServer(cfg, ln, rt, log, auth, gcm.collectors()...)
 	if hook != nil {
 		if err := hook.Start(ctx); err != nil {
 			return fmt.Errorf("start checkpoint hook: %w", err)
@@ -295,6 +316,11 @@ func serve(ctx context.Context, args []string, e env) (err error) {
 	bgCtx, stopBG := context.WithCancel(ctx)
 	defer stopBG()
 	store.start(bgCtx, rt, log)
+	startSweeper(bgCtx, cfg.GCInterval, hxruntime.GCOptions{
+		Store: store.Store, Agents: registry, Logger: log,
+		RetainFinishedFor: cfg.RetainFinishedFor, TombstoneFor: cfg.TombstoneFor,
+		AfterSessionFunc: gcCrashAfter(cfg.CrashAfter, log, e.exit),
+	}, gcm, log)
 	api.serve(ctx, e, store.desc, nAgents)
 
 	if err := api.wait(ctx); err != nil {
@@ -361,13 +387,15 @@ type apiServer struct {
 	textLog bool
 }
 
-// newAPIServer is the HTTP API over svc (with Go and process metrics) on
+// newAPIServer is the HTTP API over svc (with Go and process metrics, and
+// extra ones) on
 // ln; nothing is served before serve. Request headers must arrive within
 // 10 s, and a keep-alive connection closes after cfg.IdleTimeout without
 // a request.
-func newAPIServer(cfg *serveConfig, ln net.Listener, svc hxhttp.Service, log *slog.Logger, auth hxhttp.Authenticator) *apiServer {
+func newAPIServer(cfg *serveConfig, ln net.Listener, svc hxhttp.Service, log *slog.Logger, auth hxhttp.Authenticator, extra ...prometheus.Collector) *apiServer {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg.MustRegister(extra...)
 	handler := hxhttp.New(hxhttp.Config{Service: svc, Logger: log, Version: version, Registry: reg, Authenticator: auth,
 		Console: ui.Handler(consoleConfig(cfg))})
 	srv := &http.Server{
@@ -421,6 +449,9 @@ func parseCrashAfter(v string) (journal.Kind, int, error) {
 		if n, err = strconv.Atoi(nStr); err != nil || n < 1 {
 			return "", 0, fmt.Errorf("HXD_CRASH_AFTER %q: count must be a positive integer", v)
 		}
+	}
+	if kind == gcCrashKind {
+		return journal.Kind(kind), n, nil // the sweeper's (gc_cmd.go)
 	}
 	if !journal.Kind(kind).Valid() {
 		return "", 0, fmt.Errorf("HXD_CRASH_AFTER %q: unknown boundary kind", v)

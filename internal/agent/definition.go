@@ -3,6 +3,7 @@ package agent
 import (
 	"encoding/json"
 	"slices"
+	"time"
 
 	"hxd/internal/mcp"
 	"hxd/internal/model"
@@ -52,6 +53,31 @@ type Definition struct {
 	// MaxSessionDurationSeconds ends an overlong run as cancelled/timeout.
 	// Optional, default: the server default (none).
 	MaxSessionDurationSeconds float64 `json:"max_session_duration_seconds,omitempty"`
+	// Retention overrides the server's retention of finished sessions
+	// (--retain-finished-for) for this agent's sessions. Optional.
+	Retention *Retention `json:"retention,omitempty"`
+}
+
+// Retention is an agent's retention policy (issue 23).
+type Retention struct {
+	// FinishedFor keeps a session for this long after its latest run
+	// finished (a Go duration, "720h"); gc deletes it afterwards.
+	// Required, positive.
+	FinishedFor string `json:"finished_for"`
+}
+
+// RetainFinishedFor returns the agent's retention of finished sessions,
+// and false when the agent sets none (or an invalid one, which Validate
+// refuses).
+func (d *Definition) RetainFinishedFor() (time.Duration, bool) {
+	if d.Retention == nil {
+		return 0, false
+	}
+	v, err := time.ParseDuration(d.Retention.FinishedFor)
+	if err != nil || v <= 0 {
+		return 0, false
+	}
+	return v, true
 }
 
 // Ref returns the definition's AgentRef.

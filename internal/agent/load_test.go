@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -184,6 +185,14 @@ func TestLoadBad(t *testing.T) {
 			want: []string{"model.script[1].fail_after_deltas: needs fail_attempts"}},
 		{name: "fail_after_deltas beyond the text", file: strings.Replace(minimal, "- text: done", "- {text: done now, fail_attempts: 1, fail_after_deltas: 3}", 1),
 			want: []string{"model.script[1].fail_after_deltas: exceeds the pieces of the step's text"}},
+		{name: "retention not a duration", file: minimal + "retention: {finished_for: 30d}\n",
+			want: []string{"retention.finished_for: must be a positive duration such as 720h"}},
+		{name: "retention not positive", file: minimal + "retention: {finished_for: 0s}\n",
+			want: []string{"retention.finished_for: must be a positive duration such as 720h"}},
+		{name: "retention without finished_for", file: minimal + "retention: {}\n",
+			want: []string{"retention.finished_for: must be a positive duration such as 720h"}},
+		{name: "retention unknown key", file: minimal + "retention: {finished_for: 1h, keep: 2}\n",
+			want: []string{"retention.keep: unknown field"}},
 		{name: "wrong type", file: minimal + "max_iterations: many\n", want: []string{"max_iterations: got string, want integer"}},
 		{name: "invalid yaml", file: "name: a\n  version: v1\n", want: []string{"invalid YAML: line 2: mapping values are not allowed in this context"}},
 		{name: "empty file", file: "", want: []string{"empty agent file"}},
@@ -413,4 +422,28 @@ func TestLoadDirWithKeys(t *testing.T) {
 	defs, err = LoadDir(dir)
 	require.NoError(t, err, "LoadDir checks no keys")
 	require.Len(t, defs, 3)
+}
+
+func TestRetainFinishedFor(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		file string
+		want time.Duration
+		ok   bool
+	}{
+		{name: "none", file: minimal},
+		{name: "hours", file: minimal + "retention: {finished_for: 720h}\n", want: 720 * time.Hour, ok: true},
+		{name: "minutes", file: minimal + "retention:\n  finished_for: 90m\n", want: 90 * time.Minute, ok: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			d, err := Load(strings.NewReader(tt.file), "agents/a.yaml")
+			require.NoError(t, err)
+			got, ok := d.RetainFinishedFor()
+			require.Equal(t, tt.ok, ok)
+			require.Equal(t, tt.want, got)
+		})
+	}
 }

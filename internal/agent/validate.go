@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"regexp"
 	"regexp/syntax"
+	"time"
 
 	"hxd/internal/mcp"
 	"hxd/internal/model"
@@ -82,6 +83,11 @@ func (d *Definition) Validate(extraBuiltins ...string) error {
 	}
 	if v.MaxSessionDurationSeconds < 0 {
 		add("max_session_duration_seconds", "must not be negative")
+	}
+	if r := v.Retention; r != nil {
+		if d, err := time.ParseDuration(r.FinishedFor); err != nil || d <= 0 {
+			add("retention.finished_for", "must be a positive duration such as 720h")
+		}
 	}
 	if r := v.Retry; r != nil {
 		if r.Attempts < 1 {

@@ -104,6 +104,7 @@ var problemTable = []problemRule{
 	{is(hxruntime.ErrInvalidCursor), http.StatusBadRequest, "invalid_request", "Invalid request"},
 	{is(errNoRoute), http.StatusNotFound, "not_found", "Not found"},
 	{is(errMethodNotAllowed), http.StatusMethodNotAllowed, "method_not_allowed", "Method not allowed"},
+	{is(hxruntime.ErrGone), http.StatusGone, "gone", "Gone"},
 	{is(hxruntime.ErrNotFound), http.StatusNotFound, "not_found", "Not found"},
 	{is(hxruntime.ErrUnknownExecutionKey), http.StatusNotFound, "unknown_execution_key", "Unknown execution key"},
 	{is(hxruntime.ErrSessionExists), http.StatusConflict, "session_exists", "Session exists"},

@@ -35,6 +35,7 @@ func TestProblemTable(t *testing.T) {
 	}{
 		{"not found", live, hxruntime.ErrNotFound, 404, "not_found", ""},
 		{"wrapped not found", live, fmt.Errorf("load: %w", hxruntime.ErrNotFound), 404, "not_found", ""},
+		{"gone", live, fmt.Errorf("session: %w", hxruntime.ErrGone), 410, "gone", ""},
 		{"session exists", live, hxruntime.ErrSessionExists, 409, "session_exists", ""},
 		{"session busy", live, hxruntime.ErrSessionBusy, 409, "session_busy", ""},
 		{"request conflict", live, hxruntime.ErrRequestConflict, 409, "request_id_conflict", ""},

@@ -245,7 +245,7 @@ func decodeState(raw json.RawMessage) (*RunState, error) {
 func (r *Runtime) ownedRun(ctx context.Context, runID string) (*rtstore.RunRow, error) {
 	row, err := r.store.RunGet(ctx, runID)
 	if err != nil {
-		return nil, fmt.Errorf("run: %w", err)
+		return nil, fmt.Errorf("run: %w", r.gone(ctx, rtstore.TombstoneRun, runID, err))
 	}
 	if _, err := r.ownedSessionKey(ctx, row.SessionID); err != nil {
 		return nil, err

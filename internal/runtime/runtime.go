@@ -91,6 +91,10 @@ type Config struct {
 	// session creation, and the calls of their pinned tools. Nil: a session
 	// of an agent declaring mcp_servers is refused (ErrMCPTools).
 	MCP *mcp.Manager
+	// Retention holds the tombstones of sessions and runs deleted by gc
+	// (issue 23): their owner gets ErrGone instead of ErrNotFound. Nil:
+	// Store's own when it implements rtstore.RetentionStore, else none.
+	Retention rtstore.RetentionStore
 }
 
 // Runtime drives durable runs. Safe for concurrent use.
@@ -126,6 +130,9 @@ func New(cfg Config) (*Runtime, error) {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
+	}
+	if rs, ok := cfg.Store.(rtstore.RetentionStore); ok && cfg.Retention == nil {
+		cfg.Retention = rs
 	}
 	if cfg.NowFunc == nil {
 		cfg.NowFunc = time.Now

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 
@@ -37,6 +38,11 @@ func (r *Runtime) CreateSession(ctx context.Context, p CreateSessionParams) (*Se
 		return nil, err
 	}
 	principal := PrincipalFrom(ctx)
+	// A deleted session's id is never taken again while its tombstone
+	// stands (its owner gets ErrGone).
+	if err := r.gone(ctx, rtstore.TombstoneSession, SessionKey(principal, id), rtstore.ErrNotFound); !errors.Is(err, rtstore.ErrNotFound) {
+		return nil, fmt.Errorf("create session: %w", err)
+	}
 	row := &rtstore.SessionRow{
 		MCPTools: pinned,
 		ID:       SessionKey(principal, id), Principal: principal, AgentName: p.Agent.Name, AgentVersion: p.Agent.Version,
@@ -96,7 +102,7 @@ func (r *Runtime) ownedSession(ctx context.Context, id string) (*rtstore.Session
 func (r *Runtime) ownedSessionKey(ctx context.Context, key string) (*rtstore.SessionRow, error) {
 	row, err := r.store.SessionGet(ctx, key)
 	if err != nil {
-		return nil, fmt.Errorf("session: %w", err)
+		return nil, fmt.Errorf("session: %w", r.gone(ctx, rtstore.TombstoneSession, key, err))
 	}
 	if row.Principal != PrincipalFrom(ctx) {
 		return nil, fmt.Errorf("session: %w", ErrNotFound)

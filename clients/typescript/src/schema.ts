@@ -656,7 +656,7 @@ export interface components {
          *     recording_mismatch, agent_mismatch, not_awaiting_resolution,
          *     unknown_execution_key, resolution_invalid, unknown_agent,
          *     invalid_message, recording_disabled, recording_unsupported, invalid_policy,
-         *     bundle_limit_exceeded, invalid_bundle, mcp_unavailable, mcp_tools_invalid, unavailable,
+         *     bundle_limit_exceeded, invalid_bundle, mcp_unavailable, mcp_tools_invalid, gone, unavailable,
          *     client_closed_request, internal. New codes may be added.
          */
         Problem: {
@@ -1718,6 +1718,30 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
+        /**
+         * @description `gone`: the session or run was deleted by retention (`hxd gc` or
+         *     the server's sweeper). Only its owner is told; anyone else gets 404.
+         *     Its id and the request ids of its runs are never answered with the
+         *     old result while the server keeps its tombstone (`--tombstone-for`).
+         */
+        Gone: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "type": "urn:hxd:problem:gone",
+                 *       "title": "Gone",
+                 *       "status": 410,
+                 *       "instance": "/runs/0194a3b0-7c1d-7e4f-8a2b-3c4d5e6f7a8b",
+                 *       "code": "gone",
+                 *       "request_id": "0194a3b0-7c1d-7e4f-8a2b-3c4d5e6f7a90"
+                 *     }
+                 */
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
         /** @description A state conflict: `session_exists`, `session_busy`, `request_id_conflict`, `recording_mismatch`, `agent_mismatch`, `not_awaiting_resolution`. */
         Conflict: {
             headers: {
@@ -2175,6 +2199,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             409: components["responses"]["Conflict"];
+            410: components["responses"]["Gone"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["Unprocessable"];
             503: components["responses"]["Unavailable"];
@@ -2224,6 +2249,7 @@ export interface operations {
             };
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            410: components["responses"]["Gone"];
             503: components["responses"]["Unavailable"];
             default: components["responses"]["Problem"];
         };
@@ -2291,6 +2317,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            410: components["responses"]["Gone"];
             503: components["responses"]["Unavailable"];
             default: components["responses"]["Problem"];
         };
@@ -2374,6 +2401,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            410: components["responses"]["Gone"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["Unprocessable"];
             503: components["responses"]["Unavailable"];
@@ -2406,6 +2434,7 @@ export interface operations {
             };
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            410: components["responses"]["Gone"];
             503: components["responses"]["Unavailable"];
             default: components["responses"]["Problem"];
         };
@@ -2478,6 +2507,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            410: components["responses"]["Gone"];
             503: components["responses"]["Unavailable"];
             default: components["responses"]["Problem"];
         };
@@ -2574,6 +2604,7 @@ export interface operations {
             };
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            410: components["responses"]["Gone"];
             503: components["responses"]["Unavailable"];
             default: components["responses"]["Problem"];
         };
@@ -2643,6 +2674,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            410: components["responses"]["Gone"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["Unprocessable"];
             503: components["responses"]["Unavailable"];
@@ -2817,6 +2849,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            410: components["responses"]["Gone"];
             503: components["responses"]["Unavailable"];
             default: components["responses"]["Problem"];
         };
@@ -2853,6 +2886,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            410: components["responses"]["Gone"];
             503: components["responses"]["Unavailable"];
             default: components["responses"]["Problem"];
         };
@@ -2899,6 +2933,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            410: components["responses"]["Gone"];
             415: components["responses"]["UnsupportedMediaType"];
             503: components["responses"]["Unavailable"];
             default: components["responses"]["Problem"];
@@ -2958,6 +2993,7 @@ export interface operations {
             };
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            410: components["responses"]["Gone"];
             503: components["responses"]["Unavailable"];
             default: components["responses"]["Problem"];
         };
@@ -3005,6 +3041,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            410: components["responses"]["Gone"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["Unprocessable"];
             503: components["responses"]["Unavailable"];
@@ -3058,6 +3095,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            410: components["responses"]["Gone"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["Unprocessable"];
             503: components["responses"]["Unavailable"];

@@ -1132,7 +1132,7 @@ type PlaybackResult struct {
 // recording_mismatch, agent_mismatch, not_awaiting_resolution,
 // unknown_execution_key, resolution_invalid, unknown_agent,
 // invalid_message, recording_disabled, recording_unsupported, invalid_policy,
-// bundle_limit_exceeded, invalid_bundle, mcp_unavailable, mcp_tools_invalid, unavailable,
+// bundle_limit_exceeded, invalid_bundle, mcp_unavailable, mcp_tools_invalid, gone, unavailable,
 // client_closed_request, internal. New codes may be added.
 type Problem struct {
 	// Code The stable machine code.
@@ -1979,7 +1979,7 @@ type SessionID = string
 // recording_mismatch, agent_mismatch, not_awaiting_resolution,
 // unknown_execution_key, resolution_invalid, unknown_agent,
 // invalid_message, recording_disabled, recording_unsupported, invalid_policy,
-// bundle_limit_exceeded, invalid_bundle, mcp_unavailable, mcp_tools_invalid, unavailable,
+// bundle_limit_exceeded, invalid_bundle, mcp_unavailable, mcp_tools_invalid, gone, unavailable,
 // client_closed_request, internal. New codes may be added.
 type BadRequest = Problem
 
@@ -1990,7 +1990,7 @@ type BadRequest = Problem
 // recording_mismatch, agent_mismatch, not_awaiting_resolution,
 // unknown_execution_key, resolution_invalid, unknown_agent,
 // invalid_message, recording_disabled, recording_unsupported, invalid_policy,
-// bundle_limit_exceeded, invalid_bundle, mcp_unavailable, mcp_tools_invalid, unavailable,
+// bundle_limit_exceeded, invalid_bundle, mcp_unavailable, mcp_tools_invalid, gone, unavailable,
 // client_closed_request, internal. New codes may be added.
 type Conflict = Problem
 
@@ -2001,9 +2001,20 @@ type Conflict = Problem
 // recording_mismatch, agent_mismatch, not_awaiting_resolution,
 // unknown_execution_key, resolution_invalid, unknown_agent,
 // invalid_message, recording_disabled, recording_unsupported, invalid_policy,
-// bundle_limit_exceeded, invalid_bundle, mcp_unavailable, mcp_tools_invalid, unavailable,
+// bundle_limit_exceeded, invalid_bundle, mcp_unavailable, mcp_tools_invalid, gone, unavailable,
 // client_closed_request, internal. New codes may be added.
 type Forbidden = Problem
+
+// Gone RFC 9457 problem details. `code` is the stable machine code:
+// invalid_request, unauthorized, forbidden, not_found,
+// method_not_allowed, payload_too_large, request_timeout,
+// unsupported_media_type, session_exists, session_busy, request_id_conflict,
+// recording_mismatch, agent_mismatch, not_awaiting_resolution,
+// unknown_execution_key, resolution_invalid, unknown_agent,
+// invalid_message, recording_disabled, recording_unsupported, invalid_policy,
+// bundle_limit_exceeded, invalid_bundle, mcp_unavailable, mcp_tools_invalid, gone, unavailable,
+// client_closed_request, internal. New codes may be added.
+type Gone = Problem
 
 // NotFound RFC 9457 problem details. `code` is the stable machine code:
 // invalid_request, unauthorized, forbidden, not_found,
@@ -2012,7 +2023,7 @@ type Forbidden = Problem
 // recording_mismatch, agent_mismatch, not_awaiting_resolution,
 // unknown_execution_key, resolution_invalid, unknown_agent,
 // invalid_message, recording_disabled, recording_unsupported, invalid_policy,
-// bundle_limit_exceeded, invalid_bundle, mcp_unavailable, mcp_tools_invalid, unavailable,
+// bundle_limit_exceeded, invalid_bundle, mcp_unavailable, mcp_tools_invalid, gone, unavailable,
 // client_closed_request, internal. New codes may be added.
 type NotFound = Problem
 
@@ -2023,7 +2034,7 @@ type NotFound = Problem
 // recording_mismatch, agent_mismatch, not_awaiting_resolution,
 // unknown_execution_key, resolution_invalid, unknown_agent,
 // invalid_message, recording_disabled, recording_unsupported, invalid_policy,
-// bundle_limit_exceeded, invalid_bundle, mcp_unavailable, mcp_tools_invalid, unavailable,
+// bundle_limit_exceeded, invalid_bundle, mcp_unavailable, mcp_tools_invalid, gone, unavailable,
 // client_closed_request, internal. New codes may be added.
 type Unauthorized = Problem
 
@@ -2034,7 +2045,7 @@ type Unauthorized = Problem
 // recording_mismatch, agent_mismatch, not_awaiting_resolution,
 // unknown_execution_key, resolution_invalid, unknown_agent,
 // invalid_message, recording_disabled, recording_unsupported, invalid_policy,
-// bundle_limit_exceeded, invalid_bundle, mcp_unavailable, mcp_tools_invalid, unavailable,
+// bundle_limit_exceeded, invalid_bundle, mcp_unavailable, mcp_tools_invalid, gone, unavailable,
 // client_closed_request, internal. New codes may be added.
 type Unavailable = Problem
 
@@ -2045,7 +2056,7 @@ type Unavailable = Problem
 // recording_mismatch, agent_mismatch, not_awaiting_resolution,
 // unknown_execution_key, resolution_invalid, unknown_agent,
 // invalid_message, recording_disabled, recording_unsupported, invalid_policy,
-// bundle_limit_exceeded, invalid_bundle, mcp_unavailable, mcp_tools_invalid, unavailable,
+// bundle_limit_exceeded, invalid_bundle, mcp_unavailable, mcp_tools_invalid, gone, unavailable,
 // client_closed_request, internal. New codes may be added.
 type Unprocessable = Problem
 
@@ -2056,7 +2067,7 @@ type Unprocessable = Problem
 // recording_mismatch, agent_mismatch, not_awaiting_resolution,
 // unknown_execution_key, resolution_invalid, unknown_agent,
 // invalid_message, recording_disabled, recording_unsupported, invalid_policy,
-// bundle_limit_exceeded, invalid_bundle, mcp_unavailable, mcp_tools_invalid, unavailable,
+// bundle_limit_exceeded, invalid_bundle, mcp_unavailable, mcp_tools_invalid, gone, unavailable,
 // client_closed_request, internal. New codes may be added.
 type UnsupportedMediaType = Problem
 
@@ -3878,6 +3889,8 @@ type ConflictApplicationProblemPlusJSONResponse Problem
 
 type ForbiddenApplicationProblemPlusJSONResponse Problem
 
+type GoneApplicationProblemPlusJSONResponse Problem
+
 type NotFoundApplicationProblemPlusJSONResponse Problem
 
 type ProblemApplicationProblemPlusJSONResponse Problem
@@ -4625,6 +4638,22 @@ func (response GetRun404ApplicationProblemPlusJSONResponse) VisitGetRunResponse(
 	return err
 }
 
+type GetRun410ApplicationProblemPlusJSONResponse struct {
+	GoneApplicationProblemPlusJSONResponse
+}
+
+func (response GetRun410ApplicationProblemPlusJSONResponse) VisitGetRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(410)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetRun503ApplicationProblemPlusJSONResponse struct {
 	UnavailableApplicationProblemPlusJSONResponse
 }
@@ -4776,6 +4805,22 @@ func (response ListRunEvents404ApplicationProblemPlusJSONResponse) VisitListRunE
 	return err
 }
 
+type ListRunEvents410ApplicationProblemPlusJSONResponse struct {
+	GoneApplicationProblemPlusJSONResponse
+}
+
+func (response ListRunEvents410ApplicationProblemPlusJSONResponse) VisitListRunEventsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(410)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListRunEvents503ApplicationProblemPlusJSONResponse struct {
 	UnavailableApplicationProblemPlusJSONResponse
 }
@@ -4918,6 +4963,22 @@ func (response ExportRun404ApplicationProblemPlusJSONResponse) VisitExportRunRes
 	return err
 }
 
+type ExportRun410ApplicationProblemPlusJSONResponse struct {
+	GoneApplicationProblemPlusJSONResponse
+}
+
+func (response ExportRun410ApplicationProblemPlusJSONResponse) VisitExportRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(410)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ExportRun415ApplicationProblemPlusJSONResponse struct {
 	UnsupportedMediaTypeApplicationProblemPlusJSONResponse
 }
@@ -5040,6 +5101,22 @@ func (response GetRunTimeline404ApplicationProblemPlusJSONResponse) VisitGetRunT
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRunTimeline410ApplicationProblemPlusJSONResponse struct {
+	GoneApplicationProblemPlusJSONResponse
+}
+
+func (response GetRunTimeline410ApplicationProblemPlusJSONResponse) VisitGetRunTimelineResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(410)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -5242,6 +5319,22 @@ func (response CreateSession409ApplicationProblemPlusJSONResponse) VisitCreateSe
 	return err
 }
 
+type CreateSession410ApplicationProblemPlusJSONResponse struct {
+	GoneApplicationProblemPlusJSONResponse
+}
+
+func (response CreateSession410ApplicationProblemPlusJSONResponse) VisitCreateSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(410)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type CreateSession415ApplicationProblemPlusJSONResponse struct {
 	UnsupportedMediaTypeApplicationProblemPlusJSONResponse
 }
@@ -5368,6 +5461,22 @@ func (response GetSession404ApplicationProblemPlusJSONResponse) VisitGetSessionR
 	return err
 }
 
+type GetSession410ApplicationProblemPlusJSONResponse struct {
+	GoneApplicationProblemPlusJSONResponse
+}
+
+func (response GetSession410ApplicationProblemPlusJSONResponse) VisitGetSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(410)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetSession503ApplicationProblemPlusJSONResponse struct {
 	UnavailableApplicationProblemPlusJSONResponse
 }
@@ -5471,6 +5580,22 @@ func (response CancelSession409ApplicationProblemPlusJSONResponse) VisitCancelSe
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CancelSession410ApplicationProblemPlusJSONResponse struct {
+	GoneApplicationProblemPlusJSONResponse
+}
+
+func (response CancelSession410ApplicationProblemPlusJSONResponse) VisitCancelSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(410)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -5582,6 +5707,22 @@ func (response PauseSession409ApplicationProblemPlusJSONResponse) VisitPauseSess
 	return err
 }
 
+type PauseSession410ApplicationProblemPlusJSONResponse struct {
+	GoneApplicationProblemPlusJSONResponse
+}
+
+func (response PauseSession410ApplicationProblemPlusJSONResponse) VisitPauseSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(410)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type PauseSession503ApplicationProblemPlusJSONResponse struct {
 	UnavailableApplicationProblemPlusJSONResponse
 }
@@ -5669,6 +5810,22 @@ func (response ListPending404ApplicationProblemPlusJSONResponse) VisitListPendin
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListPending410ApplicationProblemPlusJSONResponse struct {
+	GoneApplicationProblemPlusJSONResponse
+}
+
+func (response ListPending410ApplicationProblemPlusJSONResponse) VisitListPendingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(410)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -5797,6 +5954,22 @@ func (response ResumeSession409ApplicationProblemPlusJSONResponse) VisitResumeSe
 	return err
 }
 
+type ResumeSession410ApplicationProblemPlusJSONResponse struct {
+	GoneApplicationProblemPlusJSONResponse
+}
+
+func (response ResumeSession410ApplicationProblemPlusJSONResponse) VisitResumeSessionResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(410)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ResumeSession415ApplicationProblemPlusJSONResponse struct {
 	UnsupportedMediaTypeApplicationProblemPlusJSONResponse
 }
@@ -5920,6 +6093,22 @@ func (response ListRuns404ApplicationProblemPlusJSONResponse) VisitListRunsRespo
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRuns410ApplicationProblemPlusJSONResponse struct {
+	GoneApplicationProblemPlusJSONResponse
+}
+
+func (response ListRuns410ApplicationProblemPlusJSONResponse) VisitListRunsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(410)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -6059,6 +6248,22 @@ func (response SubmitRun409ApplicationProblemPlusJSONResponse) VisitSubmitRunRes
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SubmitRun410ApplicationProblemPlusJSONResponse struct {
+	GoneApplicationProblemPlusJSONResponse
+}
+
+func (response SubmitRun410ApplicationProblemPlusJSONResponse) VisitSubmitRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(410)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -6223,6 +6428,22 @@ func (response ApproveTool409ApplicationProblemPlusJSONResponse) VisitApproveToo
 	return err
 }
 
+type ApproveTool410ApplicationProblemPlusJSONResponse struct {
+	GoneApplicationProblemPlusJSONResponse
+}
+
+func (response ApproveTool410ApplicationProblemPlusJSONResponse) VisitApproveToolResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(410)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ApproveTool415ApplicationProblemPlusJSONResponse struct {
 	UnsupportedMediaTypeApplicationProblemPlusJSONResponse
 }
@@ -6379,6 +6600,22 @@ func (response ResolveTool409ApplicationProblemPlusJSONResponse) VisitResolveToo
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ResolveTool410ApplicationProblemPlusJSONResponse struct {
+	GoneApplicationProblemPlusJSONResponse
+}
+
+func (response ResolveTool410ApplicationProblemPlusJSONResponse) VisitResolveToolResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(410)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -7240,341 +7477,344 @@ func (sh *strictHandler) ResolveTool(w http.ResponseWriter, r *http.Request, ses
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7P3tkttGkjeK30oF/xshcgekyH6RJXY4dtuyPKMZ26NotVb/Y0NLFIFis6bBKhoFdDet7RPz6VzAieca",
-	"9rmP51LmSk5UZlahAILdbL3YntmZDx41CNR7ZWVl/vKX73upXq21Eqo0ven7nrjhq3Uu4N/Ptf1nKbKz",
-	"Stm/TbVa8WLTm/Y4S91vrKhUL+pd8bwS9qW0ELwU2YyXvWnvYHxwPBxPhuOD8/HhdHw0HR//0It6oih0",
-	"0ZuqKs+jnq7KdWVfPl8Kpq9EkVWCzXnOVSqYNGxyMB6zF2/ORr2otxYqk+qiN/3xXdQrKjWTWW/aG0+e",
-	"HfHD+Xj4RTrJhl+Io8XwKT+YDw/To+xYPFl8wZ/Oe1HPCGOkpm+kSmUmVDk8OrA/lbysTG/a892Ch3o9",
-	"KwQ3WvWmPaGyWVkVtq/VOruri89sFyvDL3A8eLoUMxgVqFytq3JW6kuhTG86juj3QvBs+7fmg8nB2I2W",
-	"f3Y4vqW6ZlK5xvemC54bcXt7G/XWvOArUYoCZvT0Qqjye76ClmXCpIVc22b1pvgTU3wl7EDTMoCButIy",
-	"FUOueL4xZc+2qjftrXm57EU9BWXh/0W9QvxUyUJkvWlZVCLqmXQpVtzWteI33wp1US5704PxOOqtpHJ/",
-	"T6JeuVnbUkxZ2Mm1zYbW/IcoDDSuu61X+HOzuVeT7hbSy5+0kc+rwth13G5eosRNOUvh14TpBSuXgq0L",
-	"cSV1ZdiaXwjW1ytZsoUu4LeFLEwJPwyavTkeu978VIliU3cHC+/taP3xPq1/cSPSyrb4T2LT0Ye4Go8P",
-	"U9xj8G8xxUeyFAWs5cbTUut8lvI8969DzzmjLcvsC83O7bNtp5MpFLpjVoXrw+xSbPad2yf7jM7LTKzW",
-	"uhQq3XSOjxVWtjZhSiYz1jd8JRg3bK6zDUvol5nMkhM21+WSXcgroRhXGcvkYiEKu4D/9v/8v+xoPG7N",
-	"eSF+Go7HY9/jpeCZKOo+By0b/gl6XffyXwqx6E17/7/HtVB/jL+ax2fYppdfQ/++lStZbnfrlV2cRv7c",
-	"FALH4+5VmEMhYQMyseBVXuInK34jV9WqN52MacjpTz/gUpXiQhTQorNKvfx6u0VnlYIBrtSl0teK6cJu",
-	"GyEvFI3f0eDhy6p7NdGB8ilFxGs8c7o6ZleQXduieGQYnU3QU642zCz5WrBqzUrN7PmXLnnBUyvGT5jM",
-	"DOOFYGtRsHVhD7I1zyNmNJMowA0IFV+2HTUq/4S5Yeweu+ap2DFEwRn66Ybp1hZl1loZ1Du+4hktVjhA",
-	"tSqFgn/y9TqXKQifx+tCz3Ox+t1fDJ4QvhP2i4xOLp7LbEabsRf1MlFymbt1zPzZyGJcynFvylS1mouC",
-	"rSpTsrlgvGS54KZkuB9NadWS3rT3mEbC0Djgbt9r+T0bBxrHkR2eUpYw/C+xxaxuMQ1VVajp8iabUqen",
-	"7a7d7isEXmEBOOgtid8qNJmyFc8XuliJjP3x9Z+/jxhH8VYueWk1M6VL9ub8m+FTuyntH1oJeJOBNhjh",
-	"v5UwVk1c6ULYLxWbHDxlubgSuWGZEOvIfm0VSlXaJc6upM5hike2W8+1WuQy/biV4FbtvDKbHdP4OFj6",
-	"j4vqE8zrs3peSQowqn/HpDZa+Slm9JTZ1gg7tDCGU5a4OsSNNKVJovqJrdX+XXd65r7Dx6ku7EE+W0mz",
-	"4mW6tE+5VcQaT5QuZ/yay9K+WgijczifE5jMb3Qxl1km1EfN5sKX0pxKO2uP95H+j8XNWhflR8/wYT3D",
-	"3wRt2jG9dbM/yW71xSXTQNyznKeXhnFW6FzAc6ekKCEyw/pidDFiCQ7AdM03ueaZSewxg8+YezaAGfte",
-	"l9/oSmUfNWF2TSyglA+csI+eqaN6pr7XVu/GxuyYqbq9n2SmfHFJpxYjs4H9M6GfZg2dFveNK/3jTsNS",
-	"FIrnHzmWx83zCstkRhRXomB4r7/j1KImfBLhprA61j/75jl7dnT8BaN6GB7ztILfKF6VS13In8XHreIq",
-	"LOgz6QKTemzfNKvbMaSNRn2S1RqWSKJlLnghCgY2B3vur6QxUl1EgX6ACkCseJqKtT3u++JmbXXDCBSD",
-	"jSgZKBcRuy60umDSmEoUcPJXmRQqFRGb8yxWRl4oXlaFiLyqeik2gxHDCxc3GpqghF1vmTRpro3IRrEV",
-	"vHhTAhXy7du3w9OqXApV2hnusHckX2GvCsHz1Zdxb3mTxb2EXS+FYkpTZ6+5Vc1VGTGRG8HcN7Dwvoy9",
-	"hgkv269hLT754rh9p7v7u8YNaks5xjV8xWXO525BfvgS9uV8rBg4DNWb4kqmgjWL371i/UufasG6ApMp",
-	"M6Uu7B025couvJJfCnZdyFIYsLYofc36dk1n0lzahbSo8tyuUbaQuWCuaF3Y33KxKCPYARkv+ZwbsEdW",
-	"qhA8Xdr67PrNdXopUITL0jBssdOO06qwN/0RO6uUYVKxRS4vliWzChIYA+xUSlUJNrdqtVgZkV8Jc8IK",
-	"URYbxhf2cpKc2T+Gp/aPZNRc58FP20v8tUi1yow93KHCubBnDpYt1UXzin/nde6umzsu0HWhU2HMRy/R",
-	"WmWc0S4J723Pl1obwcQNT8t8A/cNvWCFMFVeRtixiPH5J1DuDg66rmWubbuXd0f7P8UqfyvyfEiydl6V",
-	"zIgVB9GW5xtGFU1rHQL0cquOO0mzsnNzIVCTb7ewqd9nEmax9bRSplpbBRF/cOWudS5TuDfMK5XlYgb3",
-	"6Jm4SYXImq/iC/bJKl3Pwl1Lj0qtc+PbRIe3r/U7kUl+DoP+URLQFzhb2RJnMI/BEnP6Mtx0l9zq0s+x",
-	"tuELlWqwZepyac9De5mFO6MsN59JI5gchxqBbzuDtjNq+05J29nXTyR0u8p2+kI9dEl77BIcvFjB6CVu",
-	"+BLWX95kLBN2nqzsVOKEJaegTfhvp6x+3fCNiZXRg8jWki55YUSZhDMDlgkyLtTDBQ3Ua2fCVpkWKKrt",
-	"SbGlRrQa0KFF+BZFqDp0dtmqEYVYVMYqRlZF+OLJsy3TW72Q7lIG/OzV/pwO/wgrxIU0pShExkAWsEws",
-	"pJL2d3Yty6UGGZIWojSsrzQ7ffXS6lkGjkKhsrWWqmRvzr7FJ1i4gSavCzt8pURbnd24qP2bbhMnVP/I",
-	"sO+ev6JrgmH9JPgssedi6d6Ec/iE8blVu2JF6pgSqAHKAvwIaP+02p++wj6qjK2lUiJzs0AbMFbSMHJJ",
-	"4sFPPzwygdBJBiP2XK9WXGUmYkJdyUKrFTQALFkmYrgo2BUvpJVZBqq04wNNQXXULPW1wjUkS7Ey920w",
-	"mL3vnr96DQNhN+aK37zELydwz8Lp50XBwSK00pnI9ysV3rx1dttti2xrZUU9szGlWM3WhV6ty9YXkzH8",
-	"r+MrGD779v4dPtc63+prR2evau/fPY2/DXWXH50zsvb44bC5xr7z3+v5X0QKxlNo2Dc8z+c8vfzOjXJr",
-	"pbvH22t8XegrmYGxHd4CKzzr4yIGvRO/ADNoJnLcSPdOiSt2u1K9FopL9l+Mq3JZ6LVM2X/5Ohpixb/Q",
-	"rPDJ0X2j6CvfOV7fSjTQN4fJL4T9V8T2athaDq3GYdk7W1bvqa3muf1Qj5AVOObe0Yl6a1HAxbfLIQ2L",
-	"wP9udVIrEDZsXsjsQmQgtJwjGMUeCH9ldeofezzP9XUv6nFzCZqI2gRdqxtQiHXON6Ry3e/tsy+/wnft",
-	"RpUroatyZvBO0N2Fua5UZttpFWurW8Iydcp/PSnoI2ns/w7Bb3s1zKUpmz1/ZHA40FPlNgmIbRw0+FUa",
-	"N3iwV/xiunfT3CdWyoIrA+bf7cPclJnUCetzli5lnjG61Nj2L2/ITLcsy3XC+qYsBF/BJfAP5+ev4Jqo",
-	"WC4ueLphr1+/YBoPNfALvzn7dhBOONRjNY2yXHdMdbc8qxveWIvtdbE91bu3yW6J5k5tEFcj9laWS6va",
-	"LEhEJixdcqnsQQ4v1M/xLI9VfZgPImbvyyQZaSng58mP8DBi7vu//fW/3yXswmoldSn2qIarXcKwjyP2",
-	"Fg95GBIJFXGZV4Vg/aODZxE7hv/c3ESMxyrVSokUNB+wv1iFkYZoAFoqqGXV2qqJtjWPDONlKVbr0kTY",
-	"ClOKNVvpK3vql0yDscopUbbVerGI7CXbdkyJmxLLObGV24niKmghKKT2xZyb0lUYwa/oti0qxbjx5dsO",
-	"2LEasRe4OYqN3RtcuUbaEZUleHkjcl6KzK6+RaFXdfsfmRqBopXtwNLepGn+TMnhZld7C2Bz2nJxhmJl",
-	"9R162zlr7ev2fogNT9yJkbD63QSchfZrc20bNmIv7FpQ4prBqELFhvELuxx4GaBhaGXYonis7BV/hWAz",
-	"dmFVdtJj4QNcWbIEPVsrWh7Q9VQrqweAsk9TCOPyPOdVJuykccX+vBbq9OXQSlFeSrulqXIoolxKdQnm",
-	"zkJkPLU3HvcIWodXDixwqFW+YfNcp5cgNQQvcmlvO9wYaW+HJSurQqHSmItFyewc057AZvgpsNqq1Xft",
-	"guIqixXIRSuV8XMrNgeobTaPOLeZunc2KiCsLKTI7G7VhdVrr3HEJCyORwZMKVJgRW5/eFHtlibu4qZ8",
-	"vvewb2pZDYH99A6N9+9K6cI3P73GdWbH9n2PZxnc5Hj+Kph4wPy1L+rfwz620qJ1C9y+yW1rRtvQvwfh",
-	"OhoqfAuh91AczR36/c7RgovGlgLYGJ+OW05HNy4lOkDd8T2vZF5Ku/GuxXyptdXa0tyeQ516295XsKaG",
-	"+ctph93jC73e1i6CRnaO/NouY56fUYEvrpydLs//vOhNf7ynYZWCL76RIs9M7zbamj5e8u1JtVLxvj7b",
-	"5fDcvncbtXCDHfDAu1dgG3YI1XeNRkn2Sj+XNDozX9q92p+zT9p+b1fxbhvz4Y8J1g+uJAk3l8kA/ADo",
-	"CcGmgAsjE2kulRjV8ycC/NWd0qY5DbhUtwRnWVSg16CeYNt3wuB7hmqBVTRY3HtVtzYTSoos7o1q6+Zc",
-	"61xwhUvdKgMNuGGn8DuD92qtCrwp4M4RqXTQ4XbxreHHLnWu9KKUC56WL9VCb69Is+QHx092KNf0JbsU",
-	"G9bP9bUoUm4EW4ob9voPp8OD4ydOq5tvSrF1cNmjJBCY9s+11QYLW8F//jgePuPDxbv3T45u/6XXZemR",
-	"P3f4Q1+WhuVQotUKoF5b7UIXK8C5S1U+Oeq+DoYoznDsaAyoxs4xRB32TBhR/jKSgrTmHRNDKjUA3NBo",
-	"a0Q5elivXQ17yQN8dwb1fAZZgIqR6xb2CDS/qb1rqxKUVPdzYssd0V+J8xbKEpTAKy0zEBBfgRsH4MPm",
-	"gcrIV7pSGVbJ0BvE+mcvvnlx9uL75y/Y//nfX4wOBnRBQLg0GF9rKGas1trIUl4JRoMPlns+t3KsYWDQ",
-	"14qBJ4r1wXF/dHAQq7bT6oRxh/YstWY5Ly4Eikb25Gg4l6WvxTkJYgU4N7zBEl5xyo7GY7YFnhycgNaF",
-	"yqhWAvwLdKt1zexS3lf8Zgabb5foSJe2//biAT2uVk5UrITtimF9EorsyReT8dOnT47Yl+zJEftOftX0",
-	"OLifO/Z4e4WD9JlhBbta92clqAl1Cw4Pj4+Pjg4P2Jfs8GC7Be7nB7ago/JTGhah8NriWwA6XbPWpn2x",
-	"VQNdaLdr+KOuAOnkbrzNGrqq6JYUWyKBvEVf2TvjA/cTDjk4dvHOyfqn7moyBAR5NpjCBTKCU3dWGTjv",
-	"4d/oNN++BgSu1WZt1FDcvkERrmquNg3wb2Uq8E5zhtIMhuhmeKGHNAZ/MVqNzvj1d9gFOxgy66jXqjIy",
-	"C+q13YBK97rQQRBVx3lnH+8qtDlL9zfbzCik7X2HuqI6463OnQ30gztmJ7ajXHHjumX/1VXc3e4c24pZ",
-	"10SA/CE7DiqYjVkJV8N+7W8dhtCfug3un1junofjux07rND5GZbT2a3aKZjzUpgy0Bc5W3PaNylXqchZ",
-	"X1V5jhYTWYIFER2UW1upwLDJvfUZaqE9yG0ViKVBLE6rU62u24o6ew6OT0Kff6BK7zzM9xp2zsQCpKgo",
-	"uVO9mgP9TSEEYFgcVtm+xi7FuqxNeTQRtH7C1oUO0X33pYev3H9XOK8KNNgTQgs/FQVYUslkW68Se5np",
-	"vpuEQaZdkkwUw3SpjcBQH3eIcLCIvnnz8uurLyJ2kes5iM5KyZ8qMRixlyWTJlYm1WvwJjUDfHwQ0JQt",
-	"bzKAwAkTMbRCWk2hr8kcei5Wa13wnAl1IZUY1LcyF4BUqQwWvb2aZKKQVyILLMm+JlJApMGIJbsLlnWk",
-	"o49JSh4nCKCT2SBiRseqvNb1C+YRBDOlXJEHPdV5LjNUb7hbJvZnsKvaV2IFMtPhawLr9wlVZP8W+YJJ",
-	"w66XZFKmkowQJoaaNtdLUQjWd+VEMBIRacURI8MOYvSWIr0EQESs5jqTdmyT0fImISXWDEbsTAwrA9Ag",
-	"MJ9a/dO2xLCj8bNYtcMuUPHbFXZ1t20svOmdDn/gw5/Hw2fv6n+OZtN//79/9+Xw3b92XP7aV5WLps2q",
-	"lhwv7HH2uW5k20fRPscDnrCf+o50TsaBBZe5yE7wEpTYmbPrBhHmpGPB9Qd6uCvw95StRTG0xcE6Yhil",
-	"a7d5Klc8xyOieVN/934STZ51X9ShrlcUR94cSlyne7vZ3dTs4yANgpfvKzYcjC0bGbawWV7nUoO4k1fe",
-	"bvkABfit3d9cudCVFd/AtQw8k+HF8nh0yNZ5ZcDSxQsOV0j05liZV1S56MI2SZXmVSZmzl5j7j9GTrOM",
-	"om4gxjcVmbf2mEdoVTlhNEzG3hqxhjoQx99XtzCWg+4Dp13E/W180Qz0YX1elXronFvkyU7w74T+bLyC",
-	"7rqBM+Lh6NsLKJ78IKy7G5t7s8Fdy6phYoBlZevtCA1uzmDEAAsaurXmorwW6Atk9uSx3VjxUqZszY1B",
-	"C9d+GwiqOqsQtH73Fuq65f2er38Z+5bjqwg9LrAVZ0tpFYPNrInSfxi0ikrfx7R1wdefXFi/QJsVWaac",
-	"u5KlusozMAXNIUYkY/2WooO41DORScNoHBgFqDDE+geo/sEJqBQkvKVhYwiu5gx9PA6zb0970Ixk6dzY",
-	"GoA9t1HvD4Lndki3rMKE662HCZxHts3dXp2rXRQY56G5K2DCeNh8UnvudqZ99/yVc6W1jzuHb/ru+Sv0",
-	"O3DjcJi89DqlIz+Z1goZGCZjZRUyr15fL3XuNbuI8bTQBkywMLgRfAxaYm3qi1VuFSq4tRVd5rSWt6/e",
-	"Ez9+9/zVFKBf79iZXTIcwCpdF+VdNoVZSHvQnht4w0WD1A1mF/xKsD7cdxKATCNYom51wniWORwrRVoN",
-	"PsAmscPqsBRodKhxE4AomDIi/KBxBQaPWU3tQZQeETNcyVL+bCfYNE+6JpwZhhZpbbbHdQcC1UP27ljq",
-	"0PgtwHBH3Xsg+sC8sHuc7M+uRofmqrF7AV9HZx8nO7Ta3fAzqNP97F1lYLUPoM66BR50WLIakDYDWFnU",
-	"M0bsDy7zQ9GUua2l7icp7EiXzHiFrC+fAiJKRe0LG26pry2JlV/zjWFgwOnbo8Nz7rTZc3YYYHaMInbk",
-	"fl037EuHOK1dty6EnjmPMcQx2Ot5Kgqr4A51VaZ61fRl7nR13eW+ih7sPU+1osC2boPnQ73rUe/DMK0A",
-	"Ctxfo7JdgHi5fSxsUcdZvS7EmheA9XHTgrE6BQKA/OTYI51fz0IysfrfXcd8BzrXu0QyXTUCKh34trUE",
-	"YRKj+kR3sx9toRU8lCOYx+0muOHtXMY538x5ernLpHpqNRK5kBCsBn4+vRZWKbBH/Zo+bl7Rnnbcv1r3",
-	"ru0jFm4+wQ0rYvMN4yYlyqlLsdkfmxZ68+/Ho9sXlFyQPbXZNvfLCE7l3gdaLXd0+i8tP5RUzIifKnsA",
-	"450nsgezVO4FaETeGIYHNqc1Eh1DUQh3oN01wv8BSwIj9c7wi/Ya9mNaD4IvPQqWQ+earDkSWrfEHfQA",
-	"I5akOhPe1mNKQHOveLqUcKnIxDRWLb9uxML4+Ih5Fg6Ic0eahyhWK1EudTYDMpQ819f2Vbpvz0qtZ+Br",
-	"jhzUc0Z7L4pVd1xdxJoGxPrveWU2dTkBZ0sUq23Klog1CVuw0R10LdCSDjqKiG1Hj/pAfYw6jeoxI7tZ",
-	"xLaDS8NnQZ8j1jR6RLHqjCut38OfI9aKKcUHjYjSKIxPj2KFt7kZEgjU8+tIKkbse3HNMBxxxTcAQLCK",
-	"edctA4NLO/XW7UXVAeYJbYJ8+PM7+59ZpwG3DlTdlrnYoaHhC7DJ5Fwh7BnM8vaqnKK0T8X2RbH7kuPi",
-	"We8iv1vzcjnaS/UNA2Hvo9PjudFOzf//D8l1NXz5NcXh7QflrU/w7cr+cH7+iuELVBYqSMfPnoVMdd1I",
-	"AYrI3Z4Cs7SqO/Gk+lgHnQmKPbRXCXsGYqBLPSGDBzlM27G4rbhfvLXZWunW1riu7Ca7eajxwEUfw2AE",
-	"mgfshsZ0d8nrMwE3ms0/FlA0CgxwrWkieYPu7GRa25Ponkn+c2lQ+RdZA8se6v6MdP9GTFGj+PvvfR8M",
-	"YS1o3n4RCOsj4/qKNjo3AH2kjLt7/AZgWqkRr3B0XaEbJ7DnPhxz0/QcRLjPCyGQtdFMWfL+UqrM/FvE",
-	"8L0pi3sa+AVvk1jZf9kzpbRnwkVgh0/5uqwK4WzvIksGJ0FZ4IIURRSrdqn/FSNMOxVxL0L8zb/dJgwr",
-	"gp7Dj6jnIKgOHCexAr6aZ+MJIneoBiaVkRnYiFaNBuAxFbny/s32xpeNMg0BcnphF+zZiwNWiIsq54U9",
-	"kArHcekC/XC5xArl5GrEEqgpAZtfIdPSRUTlAn3e2gjSGxi86R3oU/LqwuPBiJ3SR0tesnkh+CWUZLAs",
-	"A37ZDg9L19GOQ92xne3gJhARSCOQNM1CGqlRw2PxyY7YgqYtpC6iGW21h0ErUNU7Ymm8lvF+m0qre6qa",
-	"PeJpWg7BZ/m7vc57Wk1d52RrtRGggXYC68e9uMe+DIzC9EuLMuExkmzvp3vAHO1SPODHFaHbEhqoBBez",
-	"MKyf/MskQUsnsOlwdlHoan3CHH7DNnjQMVp/++t/d1iUu+z8jj797ta1QHYDhF/5FQjL2zajadzY9kjd",
-	"e+lrmFoC6W+VS3uXdBzEuMRVxfNOu0bNObzVte8AD8uZqeYO9V+XCoAgqZBRidYiO1UbxLS5ALTv33y7",
-	"kzp5fxDFf8bxzXj87ned2vYZnhn7YqfajtbdNEVodUKuIvh34PndvmN1GUfmnUbk54hRo5iH3fETebmP",
-	"GuQQaZ855iIw5W2TP3tDOAaJ2lMX6tgRvNGhaNq3Pwz91gKQNbEHQiFMPUKEuvip4nkbJ+a+Z+lSy9RP",
-	"8vgZ276dDx7aIzeLW6jDO65YPowWApFrJKPSJWgjFPVQgSeh61byMMM4NabzAlCpFw4028LAkxxqHIaO",
-	"QzerkLqH8P3OIrCn4677CmWHhuKzHxnQIawKUbvHUJFAiBCokhdaZ4D81EpY/WUKrD8UZg69SiKWnKNZ",
-	"x/99xktENeATCFYfRLFKTl+9fA23J/cDxK4fHzwDb489+UQWWY0qqf9GxLHVQGKV8LV0f5PuBqhrwVcD",
-	"9re//i9m+0CRH4TwK+sg/1g1w+tBbbaSdyvc/29//V+2W1rnp8VFZU8kanGs+t6h6PgduHsFGXJ0yTge",
-	"XbgETnyDSq2tTotB4TDdzuCCsg+CwCNCCNJHMGo1v6MfddY/Gk8eH40PBxFLah5x9yPGah/d3LhhPyPl",
-	"6j9sTY1yeJPdUoOH/Ge7d8Q638D3xAvXqGPE/gx1oH4KNxeET2qdm8DqFat+cub+wE8HPqqjqFQpV6IN",
-	"EwzX04fe1t3e2rUjr3YQSq2reS5TxLVNKUzf3rztwda8iyPSKnBu81gRqg45B5DbPhNrAdFAyr0LDjny",
-	"mK/tEt2sRRSrTNqWrKQCDqf5hl4foIHO/rtpoAtu1uZSrk2suMPjEecBVidLH9fDLpW+xtEOakPRtOLr",
-	"NR0A29Gbu5wJnUGwUSvca9fHWzFxPmHODhRejdWMAHaz4z2PQYo6LvE7XW5dVhrMvePUiHvw7O6TEnyj",
-	"PkXNDqVD3JQu7VDjw0zkJb/rq6/tC/4TImi45zN6q/mpzrSZUYqf3bpRps0bfKf+0GVAubeTZGDa6qgv",
-	"AXyK933+2r7U+PbuGakVOv9RVaj7W1sVqt1S8hjs+uQt/uwhp3S8bzDzUM/REGol9nHbNif3Nrr/9WZz",
-	"7/1iexnc+8n2FOz7yQPb1pqze9/fmqz7vgikx32vdou1+77qFiH31rUlBe8fqvaevO+L1jLdMz5nv9e9",
-	"sL19F5ysZK3uVkDx9EQ7lvsAlMy5sCpd40zFA3Un5oMuAIGGcHjQoQ2Hudo67zeAgcejk4M2s5Jl6Ugs",
-	"Dw8Pn0Xszflzq6EZIy8Uns/EOaQLSIgkS8bXeNT70lyyGud5JYQVdr0QPEO6IfL/oLGIXwRRr6DaAiWS",
-	"1S+hriyEhcYKRpOBuxSi1YoCGiYLq1w9Mh6TCFRQI/a9LtmaF46LJ1YJNDTZ8rc3gpcb+LdHxs9arDAq",
-	"jJkqXeLEElNPjergpRjaurusDh+Avo8I5bs98d32MH9J3AOWF0Y07eF0E+u9ll8bitrILOQyMbnSonBl",
-	"B32N6kxowWLeodx+CjRaEKb3kVi0c8cWZpf2I4c3PsE7OeENgSRsDbEnvxREDTq4uMus8AC/6z0jiZfe",
-	"XUYDX9DOZjoDyAMjLL/mJe/wGDal4X47NUwFud83bdhWXWmjtL38ZCjK6GrmArrDwfm6MxDTfUgeM2dO",
-	"tVd+22ZT8tXa4CWPLm4g9Wqdn84Ekn/wBCW9KbXOkMeN01sdpksfK72/qxe+2B6Ct8uNNzWiecbz64WX",
-	"Zd/+0KAcq0zwLAdYBhhNc3uwBUk/WUK4nGTgdqW92l9LI1ifx8qWV38JdkkEMFjh3yjHv4WHt9KxgjGg",
-	"Q+FeKKJLkdqtNigIxzTXoqDQ5EqVEiyRBbhNgUubB03F2Zemdlt0RuTdI1+CbKxdse0mwLA2jL+fA/T7",
-	"OY+zB8qyVt7Y9ztWbE3/6ObOframBXwdrOtMZrHqB2soChbmiAGPHnxM6VHQ3uaJIB4ZDJk10/AZS1w+",
-	"WyiOQu6BiZ/fUHbZJIpVAp1xCEP7O0TD45eoiQKxOc8TqBaiuTEyYBMrXogTojW0VS6kkmZJQ5OwFV8b",
-	"BhUkkI4waFKsEn8ZNsnjZFEpMK3CA3o7bDQSF8EPsWp0gSVEaDFbyLwUBX3sGh0xrjZo+Ra5EbG6EsWc",
-	"l3IFBmCMvgjSztSVOsZER4lgN31I0egyxvg+UQYbKzMo54dh10uZC+CJgTJQbQzL8CEvEtVcN8dty2CQ",
-	"nPiB9vogU/FdC/yNcwxu5xre2vxFJXB0jF4JBh80Q7R4mupKlWhLnzre1Vh18BRBdJYqRVFUa0/hHqrc",
-	"RQUMs7qIFfeUkDVNhTvbEERqJxPag+N3D/VXt0ZKsjjAO4X73Q2nM9nVQrJj6O7Uaz4XHuohGtI2+Kc2",
-	"+32uQGwSg6zvEfORP9q9DIyQlAOWhz9mIFJlEIZw213j9BPSSQB04JSk11sQ/6JSCmcrBO9jZfYS4qCy",
-	"SCoT9XyL7N0OWtntB6+U1UessrFbHXOnAdGFOxJiq1kgYzEDZaX/+xfnscLkee9xWd4+Lqn0QcSAndJz",
-	"NlDZQLbriy70tYliZTSOCXFdYBqFSvk/gRyC5/JSsCW/EsgbDKkWtCmHsVrJLMvFtZX7EPLLTl2Tmzfy",
-	"5U2GBwMx2soVMsvGylHgIneD60Sd4Iu7JG8EgdM5tKoTqEN1dzBTFRnIgvnGnjYQrDHjPrJ5voHBqf/K",
-	"uR1kqfAfgKnfn+LWzTKNRL2Hal3lQ64ZtikdPXMcy8CYTD3QSmDL18hrljdC5ojTBEkzkGjZ8bw/qH/f",
-	"ciW6OrfixeU9U8DL5MHVfceLy67qflN630ffBet7b3jy1LjaHVdFtzyieg+4ieg6YciR3kGN+FCqnw9b",
-	"yaUw5ezh1EiLHWdGTdjUQjSErDaOpGm0z23LRw50X7hcrHMY6eytif3kx3ehbnjhbLhKhxlw9hcoLvh6",
-	"r5CkndRLjVzjnqehn7y/9RkPicHqYxiW7mNDemBsergJcG2G9QXdbW2NYImFk3nHXvgUhkG3rf5BzYKv",
-	"q/lKlrATPwRIFUB6trtbGeFJdux1QGk1tHLMIYRhY9M1zpHr9zl8FitHgEj8mp7zzpw0r3aY8T5E/bqc",
-	"eGSFqb2RXVR5dzOd77lGGlyPHQtlJZX7u71q3u2xFcPwmrs9cg6Veevixu8H9r2G91gI88Fb1pQltYee",
-	"bAJN/3sC6GyHBKq9SMQg4G9txnmJVqzvPoDEB6A2Oo+M98SofAPJyWp+rgHqQLFKGmCDpM4IEUhkh6tm",
-	"gRqLCR/sGpKGzavFwmcXE3WbrYbV7LIHOVoZi4q10mxdiGFYti0WSEaEaXix3tIdNcEHSQQ9Zq4Z+9e8",
-	"1632LgDQtu/8t0L+1QSPfI67p8euEX8mhMzhzcDVO3JjFCAFflMDhGiXTz46dkRqvpB1obMqFRlGWSgE",
-	"cMMKRVYTXMVTZk+fJFaIuWooQl07D3L+2PWNrgV7eVlLkQrcC7WIgMLBFhCKESCpLiSkzq2N9ADOJPe1",
-	"I5jEeII+3GDr6gfBtHsa8Ai3F7YA9heY8KBZhkJc/KupVikvBYDUIpBzsjQdguhVx9cNeKkp+cZnUcLu",
-	"ApV00gCPJWyh81xfB2RIlNj3kaEWWmlg1+s2uuU3s2abKK1PH0cGA+Fm1W1wtNRZtaBmS2biphQqE8Bp",
-	"idl+YrWdFijx385IHUkGkV+TLJeXwk05CWh/E7A7BbKJ37Vb/HF3734ZsdcuUTpSfLqQsTpfkTOhrNeC",
-	"F2wpCgFWlk24why8wa0VZ71w7BbdHMCOkoQ3DFVMARC7A5OCKSV2QNKda8jl/HRGcYzh644WsN9kO3Ar",
-	"pztK2e96SkrUR93iwyI6T9mWjaibSh2zpRWNIY4YZ3NeoHEvtGWxUoOrAf8axeplaVigc9WGQHpISFiC",
-	"VxAHgjT1E0Tg0Gs19gLeTHyOAMjxS+yWpKyzPlLoA2uU8g3H4D0QdGiPKk3NIV0wH44KxLNu12yI7RUu",
-	"p7HV6ygaNJnGasgSstYm0yC1el+FQ8E2ohycwMumSikp9TQ4zZynwPuN0UAqyqqAuz3Zj2PFKCjdPWGm",
-	"IrbB+QYf6vxKUF0oy5Opt1yj29dvFSe8Zcn6CQH3Dd/YedlQES5Le6sQrhDDvl2SP64YfTyzi9/xuYSi",
-	"CHLLE9bfhxo7JwxrFe0xXT5JHwYDPDJBrjtKs4xzXpdAg+JkHUYZRLCEfPfsR9RlH98L0dE1GRLBxmUm",
-	"mFgsRIpMn2CSXgK2zIo9hpB9BUE49tPgUI3AtJxhsrUC5HDgVAK+P2g2xgr7ycRWeZu/k3vt1pH7gUzU",
-	"7i1oUeL+GoVSIYFrS71IAV5Aifs45YioB1Fa7SXP2VywPkRlbMHQE0c3a3UgsVWAT+Qxbe7kuDeOe5Tw",
-	"ojYF01xQTqCscyr8CQDcZPSmHUUXpMGVW8RWV5kyPucq08pbgENNZuougZBqk7Y0ZfOz3ci1KT3yL3QR",
-	"rngmKCisnxbcLJmDtcOMMnubtAUECx9/DpojS2xo7V0PZcnW6R3APaCXlL7P1gIOGhIR9SpgppSOzgu0",
-	"C6F82yjfof0Yy6Whh8g+HPkw6L+ehNa2gvcTco1WypaHuoxvbWeaQB4c8nu5NNz7t9F+WXRwTZ9gYBzl",
-	"iAzXn7tk0TN/OEV4rODnjeQ7k13sZTsD3hoRSe686Tf8a/txb7jNeo/CEa5RaYD2an/lw+Oi9kNDdbBT",
-	"dJMYOiqF5iF79yg82SsTXphZu9PxmXO1w+iHuSOC8YLkC2or5nDSmeR3d1rIOmrPHmuNBEh7TjXpGN1u",
-	"Ya9F1A5fil4lJ3/AAbd1cgC5IkpL+MqItg+Z9n7nWO7OTBmudH9VbvU9Qg79DtcEb53s+43SVr7BnQSa",
-	"+KZTOO5edp0w9ToeerueP+jrDjHZRJKgtIx8yo5rbkLmFAI0uCBkmoQdSRbbelV3z+0b3jhXi7jwsg7K",
-	"E7mktrn+7ky6XSv++/vdAlh2F0uVWNcs9Y5BzsP1zT6TVHZyWjZEkPgQ0du6XYFA8ckpt+Dhvcbo1Hv5",
-	"rnvYt7wblYH+/0UDmhA1TAm6wNResM47+OOznS57UJgBTTatSXbhZkScTU1iA3gx1/qyWs8oK+s+YvLB",
-	"4vruSXRkuDiJ4HQGofIB0whzBs27a2bA7b/VnNd6JdCvAyq+uwK4tCiUQJujqS/ClN2CIZtZOY0VQhgB",
-	"R0nx8AATDPGV2yp2BFHW9BTC/hvveXUZCwWBk7B+KJkCdGBDLp1YZbvkMk/oYgT8UJHPeW4XCqp4EHTc",
-	"MgMirxgm+A4C1mVDPaZMRvhlrFx9U7jqlMUmInZZJ6ZA5bbfMdCrMQKbgn6Vvdq4Cy7r+7LQbtVImIEJ",
-	"8z2QKhkBKLsRFe3sEt5DRFmvk9qjS3HRRLXeBWXqhgPtLxtrSr37SfEeTgi2d0DMtoHU485onbaVha14",
-	"5OAZrNHwQVPzgKW3FZIc6DR3EdZ222V3mbu24vI+vf252xO9A9+xZYZuRPx+Jlwj3EGGmWa5tBftJVcX",
-	"aHbxYFYIZT8BsJwA4i7CZMAQEiPdNkYha7JkwGVo8hFp8RxS5JGpCRw+gn0+5OZZfAjJIBwUREyOTe5e",
-	"Y13Btb8seDakDdxeYlux4Z/e25FJswbCqqxhK0BLZmMdBWHLv8Uxwuj3z5kZW5pgtPzQBAFl+yNbdubL",
-	"PK+Do1q0XWxelYDn+cAkmUG2yTZmY9tXUg/r3rLiIcn4G8VHfjR2bdJfD9vepLPqXHyfE9mOCwHTGpOi",
-	"iupa7S2hpO3kZcAU6J5cGQMhALjk5TO4LgbB8iUOrd3A6G3rmb3268XiQczzmCr3w77EGzSsXxpv0wUd",
-	"7M6pbXrbDe5uTHdFnatyizHhN+Meb7BzfK54C6/ntQMnMNAFVtebHdg9iLFqYrgw0MYuXFOtVpSvJPA/",
-	"NkN9TESBPujEdnYo47n9p81AtgSzkdTBXdjIMNqLp0uBeWca76JrnX52cN3mK2Go2rrQVitufYxDZT90",
-	"P/Sbb84ctzzUk9Xfm1jBI2A3MMC7zlwQFN7RpGLN3g1G7LQJEYkVYUR4lgXJLbfG3pmZ7NtSXYzYKcNp",
-	"E1msUOrgqzjR+JvtNUQoddKg3jFujY3v8nffl3Ckc5I+oKSP/LyxfB78fVtVDdvSLnt3p6M7B7dLZIWZ",
-	"FL7eQQf/FqJ/wfBhTCXA4gA036yPPjpHtkon9uABXCKTh1+Nd3wCbdvhH4BmA3c6MBj/Bcn1fMJz4P5b",
-	"51wqsx/9vDOGdR3OnlIYcFwCFeY9+HYhH/3dmfopJ/6ucnc0dide2nHMBwT/+7H5G/FTd0Mnwzk3wGsH",
-	"o4BHdau9dzrgug0cnR1r7xiY/vuW+JnYnS/rShSZTEuMkXO0LGFemS9GE+CDRs2J3sCkcQDQc8efEsYE",
-	"a860SzmKfFbJk9qmhaiKWMFVHWB6TkezO2/JwZ5nh3UGwj5h45rjr72iY9Wq8nCA0EbDjFQXOW2JkTMX",
-	"moTlOuWlYIKnS/qxMzlFHanbBaWCsvYOc+iQPfuEpkDrdvFcOwb0mUZo3AxUNsSz7bdbwuq78tPUU3B/",
-	"NiyYvz10UnyvNpT1WhX5TteD3LXSGyRUnzv9AWVB3NcdcKdqf4eLqjVSEBftytonx4Cjl/tcOi/ifEDd",
-	"HXl8FClNzpfrwtI9Bg/jJG9xWKpClpvXdjJwYOeCF6I4rTDpJ/71jRuyP74970XbnOs8BcQLHPSs/8e3",
-	"5wPnbbJ66Muva8VueQO5xFOtFvKicnHtseonw6GWWTqElVYkg8gj9qosYUudZ4a5d3iVSSBxQBgzhoPF",
-	"iji4oBWPSAQWIKVMBePI+kDoiSEJiquSpTmXK5J8dZsGJ6zQ+ZZ531UPvw3h0wRLQGEFKxr2GQxafWeE",
-	"LIa3t6DkLfS2+LeDAhHKWVVAkp3Tl0N0amPcssrYpRBr8G+3c/pTwoFYxeq5VnYjSa3M1P79r+wryPEO",
-	"uMk/vv7z90AzVmzItSERgJWTCHxMaVR+9xegtOi7ZFMDRPUUbim18gBR5il3FiR17E5ywrjPVKUw4z1z",
-	"Wa0NnjCYoIgaVIqbcmSbfTQe17FNVGAyDVhsbWcAQaqzDbrOJLKfvjn/ZvgUKBQYrRkfOTWvANlSCmbW",
-	"PBXkSbK7pzZnRfhvcsYB5EpplnKllUw5WDhWrM8BdFKINfh1wLukiAo48mgfNhcbrQDNt8g1L1nB1YWw",
-	"v+dADlsVhb6AI8+kfC0GvjtKGKSasTKfwoYYFW8vneB054pNDp6yXFyJ3LBMiDXhFm0REVvzgq+E7Z8u",
-	"KM8QALtsv66khrBCdOfb6Sh4Wo7Y0eSYJd1Ju8C9ZktGDBpsSwoAG54jAy0OP7iQl5Ajj6itMZatD8M6",
-	"h9U4BVhnuPBgwdUbPl3yAhyC4ZwSqJUTzgPKcE14oVKdAQATAaUwPInM7F4oNwnr2/2VCVSGlMZVuHKZ",
-	"IQa264cs2UpqZntt34VZgbv/hH0nv2J9Ur2qNSY7AfQm+vr0NZF520LHTwnA2siM5scSe5NJ5BLBmA+X",
-	"LOBwzCAuEGuyxWBlUzYZsxUkLMd0TI6oGwPmIQGYsVUfQdU+IRIA8DahAc4eEPJCYYYq+D+7Xey6+/7N",
-	"t/YFSPDuF43jvcb9BSQ8jmcduvpsChmooEmQtM224uAA5vpa5PmQNq7dhEasOHBd5/nGKZkjdjw+tMvP",
-	"pzVLIjoZGEvAHDg8XQDpTZ+OucEUuBmAkoUr2zi71th1IUvKxKz0NThhbRmZNJd2QS3AVq005NplTgyj",
-	"NMzFAqkHmD1O7VWCSRiCZkZtkMkBshIAMnjfAjIcAhmvjMivAFaQQgtkaduJ/ufkMeTJ/jkhy6eB7q8E",
-	"V4C9AyH4LWj26PRgyXtQNiMWBLfeJieQ+50lwcOEAfoJZVfinrm81D4a96T1kTQ7onJtS14QmSWFbjhs",
-	"bhJmMyP3vYvMrhFKgCjk7XUA/BsQy4pk6RKAnf/Kkj+8OP0amlPz3tjrv919ye9fnNufojoECgkFYEhR",
-	"yhkHYbVHEbxPcHXYcX0Nohohxi5cxZ4A9DEhLFLAvjPG2dH4mG5YrmGKJad5rq+Tul2ydO/YCqEbTT73",
-	"KaFbrRiCqHk2HPKqXH5ptYnEZVDzIlPcpGINKO4LUWL69cj+88wuGejPhSjBvvfqJUSqGAYE8rqQP1N9",
-	"X4ECwhCP88e354TEgWVotSIPhA/0sJamZg9vxxoVGOxBucJyYHwmsGl9GskEu8pZ8vbt22EwDAKI9/Nc",
-	"qAsBVjzHXMfYXORaXRjnS8AlhGKHoBMA+EZQ+gYC6+zCkWWErDiVMhEghQlySzRFxGwAEa83aCK0Uuxo",
-	"fBQKxogJSm1ijxWFux2lpJVKb2HiaLrs1Thh/VzrNWwyAAxBm3H9gLn5QukCUiv+K3N5HmSGVUMkYCFV",
-	"Ktc8n+Jdl3q7pOuxrRekK6gouJaTmj4gMSN2fq3pKySLx2JgoDxJRGIrseff8OggOaHBKTaQ4dCWT7D0",
-	"fkAsEQxm90jCGAOMw7EXRZSEIyKMuIh87EgjOtjTNehrBaVg9Acj2wINQWUwnZVLjrAAVqRSW2lt/74S",
-	"PMcHWASe9f2j8bN6hDCnaNLCh1IFsjQiX9T6gxssUKGtCpkNRuysovkifVYS2S/lvF+hOvPmzcuvr1Az",
-	"hojPXM/hNKuU/KkSI/ZaWA0J5oQWAUnKUTCXeGnIZSqUgTsjIg16rwq9LqQoebEJMjTaS0Iv6kHuBrg0",
-	"jEeT0Rgsv2uh+Fr2pr3D0Xh0CCRP5RLuco/hFgH/vBAddicn2S+kKTFmA24dmVhIBV7jyNOOGZEWAgEU",
-	"XlS9zHrTnj2nTrEagOPAIQFVHozHLbdyW+trGE+8QeXH9zUqmv7Ru1iXwyM9tDf1Xogfxt7LGqjRI1Dh",
-	"kCuebyABr9mYUqxm6N7oTXv/l64Y/ioYvY3AEGRK+XE7EVGeVlZnhpVQqTWXGZvznFP+UTTH9q7FfKn1",
-	"Zc+3xOqMWSVm9CowqBWUIao37UE63d4W/BgTU9kbfz3XVxMk36bc9fsQ2wARCNw5m53xgGkg+jkaT3aV",
-	"5qfy8ZtAwKOhjTz1933oEhmDpQEzidKC2VpzdvGU/MKAixQfvLOf0Qp+/N6O6e3j9zQmt8GSbi7H3wtc",
-	"jR+9GP0SDBab8z3dudx2LaMX6RJPOPCKBAsHaM4AZk9linSpP3K1PGit3LlOPniZHI2P7v/oe11+Aylb",
-	"P35d/V7gBdQR7GwtJysY6V5sdpol61dwbCDRwy6K/PbL/0FzAJv1sc/y/fi9WfKD4ye3OwXx+VLgjQv5",
-	"fWmVDnmW2VtqkBie9cXoYuRgFi6i0ypQ7uIbpENCClR8aQbX6iSqUXoZ3BISV/L08WPUF7GtpDIOIoJ1",
-	"0CGqrxWZgej0RG+uL9SqMSdtJasmMiB+mq0dS2142KbVaSnKYc36Upvh3wpxmW+Y4bkw5CCuLXS8YQSe",
-	"S8UhVKJtnu3eEW4aYLJ6UY9uDrbIF+f8ontmf6q01WIpiX/dzLj3bPH0STZ+Onn69Cj9Inty/IwfLATn",
-	"4/T4mGfjyTE/nC+OFpP5wXw8f3pwkGaT4+xJOjmejxfjMR8/jXuNXm314Rfbu8fjw71qcdf7T7Dfv9bX",
-	"Cvy+XPl5CbY92k46932Xi5PmFTLDwxVYX4si5cYq9zfs9R9OhwfHTxzdIG5VwMKhGoqJoICXaXzUSp/5",
-	"sXMMcFHwLZXL+ozAXdoLnQgIEq5Xw8PAcCCyaNAe2zPG3nHg/NOmQ2Kh94w0fLROgZhCVzHyOJRVofBe",
-	"s+JKLjApfelyCZpYScUcITM6JHHsrwLPHG3fWiEnOE2svHh9ZHX6JQFvjPxZmBF7RR1AlAoKRWqbvRxM",
-	"wQ5IAd9WlEZI9Am8e6K81gVYi+zhnl8BQUztDyXzH2beBSBPmL/fpQZDR5nLC4I9Is468JHa+7Urr7Qj",
-	"4ZxvhHSoA/ddxLkdhpF7a8oAJpl0CVTX96+gQXX+8q90trlDnF6pbLTkhRLG3IzcBfJ3P8t1U7a++pM9",
-	"GsaH8N8jTAv7UXI1hBjQxmqYh3+Wa+Li2iX8kbCbp6kAZuVSawz8Ms7U6i4xTas10Ko5m/FmjVM6OYbt",
-	"29xVtx+rTPq12pv++A7yzMJ2aIwYjf2wHnyrAy65Qcy5i+wjntDeePLsiB/Ox8Mv0kk2/EIcLYZP+cF8",
-	"eJgeZcfiyeIL/nTeJOC0yqo3C9R0nNMGQbBXIyfe3YxCM8TQ9MaA9YEc35QgGr9uAWcAGdzbt7lprRIX",
-	"lRpR9BvcZ8E078pzrL4QNdg7GB8cD8eT4fjgfHw4HR9Nx8cjBCb+bjyejscfNGY/gYi8c+wIKQJDEQza",
-	"O1DRCeVRAxY8ER1hFOwqcEiCH++DDdS0cDMyyfXetbEAE+/ud3mS97sAOGHhAMXdeo89D0Q2BImKcu7D",
-	"rwWT430+8n6o70Qm+TnlWTs6ONjnY6JgcIrGr6Cc2GFlnCWj5U3iTgw4ULsUlPDkhZNi86HnrreMh8Ty",
-	"sHxMVFNxARFNkZFzvLam2+d0PJmIznC0nF4vBYhJyHQV00GITg8ilGOngX8W24UC+GA8piMMvnIHF7Ly",
-	"dMKHHJtiiBVySVM5O765OQFLLVUCvrrg7oOWukeopFFqXZdcnz05Yt/JrwbQieR92KAI6zFT9mPce0l7",
-	"nXLyhmXFvXe3CWTZWkLuU+nICJBJA+nCu05lmLjNP8/k38SZvAUnq3fu9truBUnt629Q2+4W6FvS+ejZ",
-	"lnhuJp6o6+ee1XgIZmx0XnS3YetUee9wqPcdKZ3nLJ57t/sfTfv108PQ6k5iDuW52wwP6xolK2ZuP3i0",
-	"5Fc8+0Guv5G5GPSavdjrk63ejH1noDW3+5+qHaDPHScrwT5/neP0VzgYUQy2jsadp+IS3J8/77SbweHi",
-	"6Woc8xIcAYb94fz81ajL3IRO1Y+2EHv9GYz+HZ6Z/dYKtaZjffBcXn3EmBO2D+VRaH+/AoxwMOjoIaEx",
-	"X4mykOlup9GrAlgLREUMs1ZAGfAWMTxpOsf8Oyr13kG3ZT4GNHzzjFveZLNlWa4dIMzMSl3y/L1ti86+",
-	"jHu/f3Ee9yJf8Zdxz/vP416Ek/VlbGuMe7ds0jII3nskumH5lbwmwaiv/FB2zh/5A0cbvsrvMDhLwzKd",
-	"Qlg0Wl28/bmhRSV8LRtFJs5jHqswkWrkPP+mLLS6YMmLc35BqBCyfzZMarEKbGpIqQgNAIi7Sz9HiLCX",
-	"i+H3Wonhd7xMlwmhLdDwXPIL1tcFS/41GTRgI4fjI69ioMaxw/ZMSIrePVbCFwAmY3bEQ6cyggwRLDmZ",
-	"jNn/+d+Tw9FkdDD4LJZesAOiybm2BDZG5841/e5BEs+tn7oXtAymDBzND91AhDcBuOG+lnO3QiHvD6wr",
-	"4efhV7ClH6JZvKNfDuKQ6vUGAM5VUUBiyfbiXWGk9uDvdAQ+6Ul0HiJQd4kzRMrdowEI5cGAYDoltF5E",
-	"UYG2R35KAH1CgotdaLhKF7q6WLI+B3wgggUXVu9kshwQUG0LoNh5zAFI69NpFgUV9xmUCyz6F1UCdywD",
-	"O2byLo2kkSDsLs//GSRK+UTXwp3JJ9zLj12wdWbr3f9yECRe7paSRaV6/8ieu9+LEpPY+sy9wczbyf4A",
-	"Z/1ZpV5+TY73ZkI5RLPdhYECGmnUXhAQyy4Au+Wg5JyQx1bP+JabcgjfDF9+nUT29pEuY3UtlUE5NNe2",
-	"oEIgQ8IAzG5UKtjcIFQDcYWnYB2Zsi0w/BScQJAoPnnv0HgN6C9gA6s1sGWDXYqYc00HstcjeuENn4gH",
-	"U026znm03JqEKKStIYSxhEyo7tVSe6wzdObPPk0Bx5weOOTOEISdWdiZAggk5s2PVSKzKUFUsUEEOYgo",
-	"P4r70R5D9U8ZL7n7xYWOQdSGfwVifHhsR/FSiPUQblEJCHww6QHmbXLMDEYPYSuRxlYDeRGFVkkTK6UZ",
-	"YSs8QzciSjGOBirHWYAwrDqpZIIU+UKVJzGkIQSkPhlCm2uoNZ6dADvXU3OfmnqGeHFHmF7zNtIS9JbQ",
-	"MfuyjmwCE1BLZZ0cOIXzp0qA1ZD0TSi0t6+wa6T2v422LpN2tRn5s6cnhEgRjLMhLK3DKuNENVsJQZJd",
-	"jYQ90Wikl1mUoIjfUCCwy1e0My54u9V23bx+/YLwrz6xFQa7rAuRigx92oBbx22za3Tb6nxjcXzgML/7",
-	"WAXEycy232/SzFAG3rcn4H07Pp+Mp+PxdDwZHRz/YF+jrGDwDcZw9v4g8lzbcbDFzx7iF/ykbk/nupvU",
-	"pvBmVh47gI3UZr0HQOpgKl4Bw9Ft1NuSh80rlZWBE6IMnLJGK2KFsu59DI2Me9O42cy4F8UwsvATjC08",
-	"qvsOPwS9h59xKOGnfQYTi8Qxg48m8KReFsFDN6/7Fp7CVyT962LqFQYPd6yxuHdrT5/WJm/Qa75+geeO",
-	"OUGYPNHCQGZWvLnbo8kfIxxjAUf7osFol4DWNb5fGfqKZy7l3D+ydmfVea/eOS5MOxW6QOluNYzBZ9X4",
-	"bpwD/sNKjHb4Xl+4OBJ7XhtpIItfCrz5wD9aJxtG2lY0hw6vJmjsjpVzqfV/ePlqMGIvfZYBOEdMnT5E",
-	"BIGr4KPVxaVdrLGyygyGoJVaj9hXG+ZOdFiR0ELgTHWpMRHu5OI/wJkDXktMLwr6CCE5pix2UI64l4wg",
-	"iiSvMjFzPqDER9KAH9k9jhivSr3iLqbPuYdcHDpcuH16twR/TmJVVLndmb4aD5JJWJ98faajEQMkDYIm",
-	"hGDWGg4GhkTMsrLdBYyYahhtCp0LlmDfpvWb/aPxYayShS7mMsuECnCsQT57UhcHEDDV4bmLFdYIj/S1",
-	"EoVZyrVTdyinNUpsaDLGZIDPngiBG5mxML0F+KMlKpgRA5a1BZd5VWDIIs+vIXbYhV9P24jcE8wf6XOQ",
-	"zjIJaIksTL5wzTEA1y3sQRR+EYQKO+5eZzMW6kIqEcXqXKzWuuB5RPHrSrcD2G2Z6PKZgco2Q487lIm+",
-	"v2kbz+ATZUYMsND3uOuRuteB9BA3n8SqT9866LHbOsBZ51dfe/l8eV5U9tyF7EUZLmFbvgv6xbuYSSAy",
-	"C2a8tN0VLWgCvhWrFi4hYocHEGK8hiyiq7koImZV3PF47ECT9gH8jb+bQdeVAQWVs4bsAzToisZpb0vv",
-	"lG2PinOGY7cIejrz4LHj8Xg8Bne93fioVKYkUjWq6ZcSyDmIyGPkjpgeiGKgCehNe48r4o20cr0sRQE+",
-	"sjQthz+Oh8/e/c5FR6TCPf/bX//7IYEzOGyvMLQC7Z0PUKN/LawG+G7InW1voTlgfK10oDhGxXh2xVUq",
-	"WkZnB7z4WhrnwetgeedlydOlvTqfQNC0vaZ8GffwBk66JFy9R8ubuJc0bjk7vt1H7YTS7jRHR74DDtV8",
-	"B3kV5Ayx2xzumlLRGRG29ujpweSwcy4cg9rWxfD2F1X99tDkvnFn1Qcpi/8zoHkvSNB3KGx7YRKauqZL",
-	"p3BnaE9AGFnzvTviSA/AkwUaYtDCZF+TK2EiTzFJzCKIc6d0ECZiOZeYD0wqymTQB4MbxfwjyD1WYFEU",
-	"yAA0ICsZpNaHN6/vzz8Qqz6F/7qwXxcG7IjZDQUAAwIYoul98jRRmghpyoB3nyL3ByP2GsCIXi0CnRCM",
-	"jb9/cc6aYw2WxHyD9PykMmFUMWRcFpiEzmo6Xk/DXHsvKQmyzMsWWX8HBT/r2z9lnXVwoSlxKozWwCER",
-	"fUEtjeaRcakoQTFziwzxjpUKF51hPJeXAhlEtBKQT8ssbSM8Jebpq5f4KIpVK9UrKhh9IM8xDjRJjQbC",
-	"HqChiCDUwR3VA5e5AHMpaiO2PP5prtNL1OjstWOR62urdOHjSmWk8zrdjrQ9HGnMo0tZ7kqr8l2LQhAq",
-	"0qmxy5uMXYp1WTOCQos2QAAWK+5TlHgHfpBbCSaZsonid3b59mklU2YFn4OhECsOdCmyrGPLuULCoRF7",
-	"s6s3eLtoph3CKHH/IrK9ZkwqSOcHkYdpKa9kuYEJoyzXQeLIVmY8tMlrtSso7qxSLnvIRzsUa+bk2qIH",
-	"ts46GViHmWU8Ohr/0AuyeXkux17BnYYNyEE6Gc94Kb61D31eL8IZOn42TKLl/3TR3ZlY6aF76JNWhcmo",
-	"utIVTUbHzQxCnV2YQBdCo59VIP0YHNwzBgejQyjgozoSptq6p8GT0bO7GzwJ8sTVxOf39OEpzmMzOmMv",
-	"PWw6mfpKaAyAZM8PQXdCn+6+dwYv3zskB6PDyQ/bhltI8NNr1Xz77l4DNQwFHJSIKg2ntTHLdthltrOL",
-	"zdHY3RwQTbTxOht09EO9g2rnMxjxP3OwD2UKme1u2EOc2l5a7XZrPzJeuP+P8XD700wvdqmAn9YYSqvg",
-	"DgQnv2hTs7hvRpCMuayMg/dfCFUmVmvLgU4uNGRMGUdvMZrSm95owDlJdeFLRgWo6Zx2bk8T2AfdqQja",
-	"05pf2DLQOe9bgce4uZRrg4zKa8HBLAuVjtifhFjXES34EVpPnRn0AmbDntm5BLq9XY7X124sHzohcAzu",
-	"QxzgnHbRdu7sfONHj3QqYO4DWkjQgcCzi/M1YgnyEyHAzDS0ZOOo864EZGGvFNsISjCNRc6KSiVgwwTT",
-	"HxFr4UBTiY5osnHDD6VJlx+WxE4oRbYzUYaF+ERRPuUk5spp5ovyuZ1snzvJVe8eTZ+w9QL8boltrR86",
-	"MpYT5gqQFp5UIcJ3/51+TGAN0R8j9j0Q49l1To9Az47VxO6MJ0csXfKCp7gaFyw5Hf7A+PBnNh4+YyM2",
-	"Y8NG+AsmWAFzLjBiki23PQMtApJ/v5rs8tsTL0ZngPjk4Fk7QLy2sf3nj6fDH/jw5/Hw2Wg2fPd+Ej05",
-	"uu3/e9fTwb/9S4fN6t2nYwbCXtRsSdv8K20ilLY60I4WRXXAbQJb9IOP3e2z9TbqrdL1zHHBWDWAfAO9",
-	"6XsfWWtHx4Xt7zq6t3zRqsrzvY9lkl+72IAczOiX9GH+CscxUA51nnch5NA9gtO30wGIlF72pHFMvY4G",
-	"ZQ4JCZoUdnjM15w0sfKCopO1rE1YxnPAaFJmW8+Y5/jKQl441t9BMud40vwje5X3YlAJCb+mOs/tJRbO",
-	"WVkC4xoHBmliXZtvmCwHJ8R4QAx5M1QO2ol4pfMaOYYn99kO3xF8Xv+IkLWiEp7ywVkmYkWXc+L7JJr/",
-	"fqc1gn1DiSChTdCx756/sn23hZkIrBAEywLuQcHTZVTz6Qf0gWuJqWFWxEgaHKysn/htngym6FWzT0Kg",
-	"MPaQUz9iRc2fC2LJoy4QYwSSq9b9dvamkKfSjsSVLLQCRJsu2Juzb1laCKC85bkZnNQtgbbNyP9VTxbm",
-	"8DSsbsxaKiWQDhbIpoaQ3w/IfxzvFemvxCDIKQ9owI+Xc4g05mxeyOxCZJhlNc25WXo9LiAoisFBgQ2B",
-	"6SI2FZrwCPMhV2AtRtosAnMj27GbTR/4BfsCDGtK2+mmkrqdZA1+vo9xlD38SArOgl5amVKvwMHFU+Ca",
-	"esjhsO850EVG2LttktB3R9VOPvdgPPR8RhKI3afrLzSibuF0nKrUo18WGPTs/o+eEznz/xxfDy77+vTs",
-	"Pu7DS/Pj9/XSuDPWIBQcH2Wa/S0rtO6O9gB1ljACn3WDBSfw/wAz0p1r96F2CRrVLWNRY90/xrv2wxF0",
-	"Yek7lWgo27lAwJ5RqYVU0izJF9sn80OQyXxApMHAlh4rr0gEBpF+8r6o1BSAbbeBVupUNXIaFZXqVgeg",
-	"rk+1q/1Jtf8JrVVZ1Ik9uxd90N3aYlb80qDSBx82v4bkh+lkTVdxc50FG8ovhTuPg8dgnPo8u+LUXOKW",
-	"yAoJsELNTKnXjNzAwNwPl0xeIHeKI79P0GJGhDoun8AHbhCIeNm1Q17Ziv65Qf5BNgjMZmt/0HH/gZsD",
-	"2eJ3A2Fc6ilPMhBOFll7PZYE74OsUqkoSi7VkDyKLBOpxKu3M17tSGYx6OYqf0XN/IQmSeeaHaNr1mWz",
-	"r72zPkM9XxFb27hmkKZ08reQcpqClL0a9bEuW+9qXXFV8dx50puYgMOO5Mnj0fGO5MiH4x25j5EkJ9Ae",
-	"3VzatYTZb8JSxh9n2aR5vIvnvJG/4B9aUTxHY5XfRH6X7NrGn0dtRGDY5zkgEw8D89h5qA2OcrAHuTea",
-	"JxylKQJHCnxhh3zE7DGCViyQP+ANcmYkZ3iFo9j4MxWARQnWARZXsVpryDh7EthZsQj7KWXZQFbgZ7Hy",
-	"Btt5ZTYJGYFro+hKmhVyRGxZRDO5WIDeW0dsOpl9gsXALbJdBA5Sk2g/VumSq4tujjoYlE9hEmvZW/ZH",
-	"EUADAvvU7SfQMx5w9X1wQ+8M4w/Xp1wwrja/6VixX9aG9KtEpkG4blPn6byCPlz7AdzGLnMRhXD/AiiC",
-	"T+hp3cfMRMhANMlimnCCPFPyE5cnxSplk4PxmL14cwb5uZ2y+OMvAHOyF6lZITj0tidUNiurQnXgn1pd",
-	"fGa7WLns1Xcmjh/fkQp+3E7uPjkYbyVsP7QaIdQ1C5khUaf6KEXprPpNuX//HtQp7y8GXxJEd24b4T4Q",
-	"qbWPrvO65BhnCmhqe5W3M1UZCAsDCO6okWkVqEnAqZe8dFpJuhn+SWwS8hmeIC8JcJKAKQ1VCqGcfjIe",
-	"UHIrpAiu5pR6htVqzrTGVMkdtMGe9B9KAcc23Sfx/YPxOLLaqa/cfVcrSXW3Zi6ZZBJkjCMsmGrbDHdq",
-	"WadMiet843PJwW2TNLqD8YHL8WZV5y+/T7Dh+Duk/90iBWEdnCDojgR7w/eMrjhd+tVrO6wUl/ewVRNM",
-	"65/EpgMt9hprZaXGjJQu/AOUW81ywa9EQGLSH7MvaRh80sNGNNThDmINW3g3r0ZIqnHY4NToSE6OB9UH",
-	"apc1DP0t5f4tO04cu21TYHJlRwf/VmuzeGwU4qfheDx+AK+Dn7wHuU//vtinuGLbm9ZvckfLSPzIbhpu",
-	"I3t2PmwKP1i5wL8+u/pQgxMbygPWfo/acPyZ1IZtpeEuneHTrAfIzur5yP55cfl7cn6jwAJaAjxk+xRe",
-	"CBb+bU1m9+UGDGiP3zeMkbePKevnR5l77r/ZvHCVwrm3U2X6Wth9bFxmtG17cj8BVBPujjrxssPbxSru",
-	"vfIJ91gmlBRZ3Bs4/QAv8yDkk1AbcJd8Aqt53UEaSnVktxbqELIEl445qeMTt8zg9qtYSUzizTzSrjHy",
-	"SYQ2H6XLmUdJ14GX9mfC27lHHv7VpZSc4jSeYxzLh6OgIEEhwWucIfBBxh9qyD/w8eqDar1ryttp/ylf",
-	"/+7kK61Xq/tnIoUQH5I+4AV6sAmpW8pSSuXfhpR9QcmyNYYzJe9Rvt0mEfy7LDZTwO7iAz7XRekesD7Q",
-	"6O4UTS4mXUNdPHciNxnhv/IyYXbB5NJdUimpmo+FZ30gb1nqa5akuQRsskPxWpk8OLEllcUmIQIlh4Jl",
-	"/IJLxSDZnK3yhCXQ9IQi3I0T+CCVAwD0g8TyDoO7ndyPlb1Eohp+Q25FNgGTG6V970U9aWakV5OH0Q7A",
-	"bCui9PYDZTh16J8y/J8y/O9ChtN6bUANUIa7COZdYrxJaP2+Nxe8EMVpVS7trdSKUAKfd7C02lWzvMkc",
-	"ah5g65S0pAwTM9h7ZJH3pr3HIJOpIe3SMElKBKkugUc78qTqdE93+SJcUB6Sa28bke7IBG9agWSm43MX",
-	"FJNqiHThre88arGjYiuP+97IiRy2PF0OnF4tC8e2WOMmql1FYfd1EGjrtmjweTCb24Ugp8fQcXoQOVjU",
-	"zEwKsSEuz6g9DQP2GMqfVnNn+Xodmcztu9v/LwAA//8=",
+	"7L39kttGki/6KhW8GyFyB6TI/pAldjh2ZVn2aMb2KFqt1b1jaIkiUGzWNFhFo4DuprV9Y/+6D3DjPMOe",
+	"9ziPMk9yojKzCgUQ7GarJds7x/OHRw0C9V35+cvMD71Ur9ZaCVWa3vRDT1zz1ToX8O8X2v6zFNlppezf",
+	"plqteLHpTXucpe43VlSqF/UueV4J+1JaCF6KbMbL3rR3MD44Ho4nw/HB2fhwOj6ajo//2ot6oih00Zuq",
+	"Ks+jnq7KdWVfPlsKpi9FkVWCzXnOVSqYNGxyMB6zl29PR72otxYqk+q8N/3xfdQrKjWTWW/aG0+eHfHD",
+	"+Xj4RTrJhl+Io8XwKT+YDw/To+xYPFl8wZ/Oe1HPCGOkpm+kSmUmVDk8OrA/lbysTG/a89OCh3o9KwQ3",
+	"WvWmPaGyWVkVdq7VOrttis/sFCvDz3E9eLoUM1gV6Fytq3JW6guhTG86juj3QvBs+7fmg8nB2K2Wf3Y4",
+	"vqG+ZlK5wfemC54bcXNzE/XWvOArUYoCdvT5uVDlD3wFI8uESQu5tsPqTfEnpvhK2IWmYwALdallKoZc",
+	"8Xxjyp4dVW/aW/Ny2Yt6CtrC/4t6hfipkoXIetOyqETUM+lSrLjta8WvvxPqvFz2pgfjcdRbSeX+nkS9",
+	"crO2rZiysJtrhw2j+TdRGBhc91gv8efmcC8n3SOklz/pIF9UhbHnuD28RInrcpbCrwnTC1YuBVsX4lLq",
+	"yrA1Pxesr1eyZAtdwG8LWZgSfhg0Z3M8drP5qRLFpp4ONt7bMfrjfUb/8lqklR3xn8WmYw5xNR4fpnjH",
+	"4N9iio9kKQo4y42npdb5LOV57l+HmXNGV5bZF5qT2+faTidTaHTHrgo3h9mF2Oy7t0/2WZ1XmVitdSlU",
+	"uulcH0usbG/ClExmrG/4SjBu2FxnG5bQLzOZJSdsrsslO5eXQjGuMpbJxUIU9gD//f/7/9nReNza80L8",
+	"NByPx37GS8EzUdRzDkY2/DPMup7lPxVi0Zv2/q/HNVF/jL+ax6c4pldfw/y+kytZbk/rtT2cRv7cJALH",
+	"4+5TmEMj4QAyseBVXuInK34tV9WqN52MacnpT7/gUpXiXBQwotNKvfp6e0SnlYIFrtSF0leK6cJeGyHP",
+	"Fa3f0eD+x6r7NBFD+ZQk4g3ynK6J2RNkz7YoHhlGvAlmytWGmSVfC1atWamZ5X/pkhc8tWT8hMnMMF4I",
+	"thYFWxeWka15HjGjmUQCboCo+LbtqlH7J8wtY/faNblixxIFPPTTLdONbcqstTIod3zFMzqswEC1KoWC",
+	"f/L1OpcpEJ/H60LPc7H6w98Mcgg/CftFRpyL5zKb0WXsRb1MlFzm7hwzzxtZjEc57k2ZqlZzUbBVZUo2",
+	"F4yXLBfclAzvoymtWNKb9h7TShhaB7ztex2/Z+NA4jiyy1PKEpb/FY6Y1SOmpaoKNV1eZ1Oa9LQ9tZt9",
+	"icBrbAAXvUXxW40mU7bi+UIXK5GxP735yw8R40jeyiUvrWSmdMnenn0zfGovpf1DKwFvMpAGI/y3EsaK",
+	"iStdCPulYpODpywXlyI3LBNiHdmvrUCpSnvE2aXUOWzxyE7rhVaLXKYPOwnu1M4rs9mxjY+Do/+4qD7B",
+	"vj6r95WoAKP+d2xqY5SfYkefMzsaYZcW1nDKEteHuJamNElUP7G92r/rSc/cd/g41YVl5LOVNCtepkv7",
+	"lFtBrPFE6XLGr7gs7auFMDoH/pzAZn6ji7nMMqEetJsL30pzK+2uPd6H+j8W12tdlA/e4cN6h78JxrRj",
+	"e+thf5Lb6ptLpgG5ZzlPLwzjrNC5gOdOSFFCZIb1xeh8xBJcgOmab3LNM5NYNoPPmHs2gB37VivxoM06",
+	"tw185D49dIMmAWn9FsexY29glJ9kW2xLtCOOp+vC6sjsilt6hzrzfMMKYRfU/t5PltcZO08TpotY4ZfF",
+	"JYoFV0KsRTEYsb+ofMNkCdxcFJb6ljrPThhXG0t1RW4EOxelsUx9FKtXpbGyhJU3y4akaqxUbtuxuwBi",
+	"hBKXomBcmStRiIxdyXJpv4mVzi0nMlVesqulpOOEQ2MXQqwNtFPq1dyUdgz9ZDj0fw0XukgGoxhO+w+6",
+	"/EZXKnvQSbKUZQGt/ErHaXxUH6cftNXecDA7zlQ93k9ysHxzSacsLLOB/TOhn2YNzQipr2v9YTJVKQrF",
+	"8weu5XFT6sE23dlC69Atsg8N4ZOwSIXdsf7pNy/Ys6PjLxj1w1BYJDr4VvGqXOpC/iwedoqrsKHPJFFO",
+	"6rV92+xux5I2BvVJTmvYIpHDueCFKBhYriz9WkljpDqPAikTxchY8TQVa0sn++J6bTWMCMTLjSgZiKgR",
+	"uyq0OmfSmEoUID9WmRQqFRGb8yxWRp4rXlaFiLzCcyE2gxFDtZ0bDUNA0pdJk+baiMxSq4j0bVBE3r17",
+	"N3xelUtLqFNedljNkq9wVoXg+erLuLe8zuJewq6WQjGlabKW8huhygjJtPsGDt6XsddT4GX7NZzFJ18c",
+	"ty0Dt3/X0MO3VCw8w5dc5nyei4ceYd/OQ8nAYSgkF5cyFazZ/O4T61/6VAfWNZhMmSl1wc+tUKXswSv5",
+	"hWBXhSyFAZud0lesb890Js2FPUiLKs/tGWULyydd0xr4dC4WZQQ3IOMln3MDVu1KFYKnS9ufPb+5Ti8E",
+	"knDLVHHETsdKq6IQqhyxU8uzpWKLXJ4vS2bFbGDxdiulqoSVK8qlWBmRXwpzYmWMYsP4wqq4yan9Y/jc",
+	"/pGMmuc8+Gn7iL8RqVaZZfTY4VxYnoNtS3XeNBTdahS4zf6DB3Rd6FQY8+AjWiseM7olofb/Yqm1EUxc",
+	"87TMN6C16gWJOhFOLGJ8/glUhIODLuXejW338e4Y/6c45e9Eng+J1s6rkhmx4kDacitcYkfTWoYA7c4q",
+	"dY7SrOzenAvUB9sjbGqJmYRdbD2tlKnWVs3AH1y7a53LFLTPeaWyXMzAGjMT16kQWfNVfME+WaXrWXhr",
+	"6VGpdW78mIh5+16/F5nkZ7DoD6KAvsHZyrY4g30MjpgTuMFesuRWI3uBvQ1fqlSDRVyXS8sPl9xKb5bF",
+	"lJvPJBFMjkOJwI+dwdgZjX0npe2c6yciul1tO3mhXrqkvXYJLp7VlrhiiVu+hPWtKpUJu0+WdipxwpLn",
+	"IE34b6esft3wjYmV0YPI9pIueWFEmYQ7A/YtMlHVywUD1GvnCFGZFkiqLafYEiNaA+iQIvyIIhQdOqds",
+	"xYhCLCpjBSMrInzx5NmWAbc+SLcJA373aq9gh5eNFeJcmhLUQqAFLBMLqSRorVZP1EBD0sLqnX2l2fPX",
+	"r6ycZYAVCpWttVQle3v6HT7Bxg0MeV3Y5SslWnztxUXp33QbyqH7R4Z9/+I1qQmG9ZPgs8TyxdK9CXz4",
+	"hPG5FbtiReKYEigBygK8Uaj+WulPX+IcVcbWUimrBeMu0AWMlTSMHNvI+OmHRyYgOslgxF7o1YqrzERM",
+	"qEtZaLWCAYA91EQMDwW75IW0NMtAl3Z9Ak3cLPWVwjMkS7Eyd10w2L3vX7x+AwthL+aKX7/CLyegZ+H2",
+	"86LgYFdc6Uzk+7UKb9446/+2Xb91sqKe2ZhSrGbrQq/WZeuLyRj+1/EVLJ99e/8Jn2mdb821Y7KXtQ/5",
+	"jsHfhLLLj86lXfuNcdncYN/77/X8byIFEzwM7Bue53OeXnzvVrl10t3j7TO+LvSlzMDuA2+BL4f18RCD",
+	"3IlfgDE9EzlepDu3xDW73aleC8Ul+w/GVbks9Fqm7D98Hw2y4l9odvjk6K5V9J3vXK/vJLp5msvkD8L+",
+	"J2L7NGwdh9bgsO2dI6vv1Nbw3H2oV8gSHHPn6kS9tShA8e2CNcAh8L9bmdQShA2bFzI7FxkQLQcnQLIH",
+	"xF9ZmfrHHs9zfdWLetxcgCSiNsHU6gEUYp3zDYlcd/uM7cuv8V17UeVK6KqcGdQJuqcw15XK7DitYG1l",
+	"SzimTvivNwU9bY3730H47ayGuTRlc+aPDC4H+jvdJQGyjYsGv0rjFg/uij9Md16au8hKWXBlwImwzcxN",
+	"mUmdsD5n6VLmGSOlxo5/eU1mumVZrhPWN2Uh+AqUwD+enb0GNVGxXJzzdMPevHnJNDI1QBe8Pf1uEG44",
+	"9GMljbJcd2x1Nz2rB944i+1zsb3Vu6/JbormuDaQqxF7J8ulFW0WRCITli65VJaRwwv1c+TlsaqZ+SBi",
+	"Vl8mykhHAT9PfoSHEXPf//0//+t9gtbwuhXLqkG1SxjOccTeIZOHJZHQEZd5VQjWPzp4FrFj+M/1dcR4",
+	"rFKtlEhB8gH7ixUYaYkGIKWCWFatrZhoR/PIMF6WYrUuTYSjMKVYs5W+tFy/ZBqMVU6IsqPWi0VklWw7",
+	"MSWuS2znxHZuN4qrYIQgkNoXc25K12EEv6Lzv6gU48a3bydg12rEXuLlKDb2bnDlBum8AvpKReQCF5k9",
+	"fYtCr+rxPzI1jkkrO4Gl1aRp/0zJQbOrfU5wOW27uEOxsvIOve1c/vZ1qx/iwBPHMRJWv5uAy9l+jU6K",
+	"EXtpz4ISVwxWFTo2jJ/b48DLAFNFJ8M2xWNlVfwVQhbZuRXZSY6FD/BkyRLkbK3oeMDUU62sHADCPm0h",
+	"rMuLnFeZsJvGFfvLWqjnr4aWivJS2itNnUMT5VKqCzB3FiLjqdV43CMYHaoc2OBQq3zD5rlOL4BqCF7k",
+	"0mo73BhptcOSlVVB7ptcLEpm95juBA7Db4GVVq28aw8UV1msgC5aqoyfW7I5QGmzyeLcZeq+2SiAsLKQ",
+	"IrO3VRdWrr3CFZNwOB4ZMKVIgR25++FJtTuaeIub9PlOZt+UshoE++ktEu9/K6EL3/z0EtepXdsPPZ5l",
+	"oMnx/HWw8YAcbSvqP8A9ttSipQVua3LbktE2gPRe6KCGCN/Ced4XjXWLfL9ztUDR2BIAG+vToeV0TONC",
+	"ogPUse95JfNS2ot3JeZLra3UluaWD3XKbXurYE0J85eTDrvXF2a9LV0Eg+xc+bU9xjw/pQZfXjo7XZ7/",
+	"ZdGb/njHwCoFX3wjRZ6Z3k20tX285NubaqniXXO2x+GFfe8maqFPO0Cmt5/ANngVuu9ajZLslX4vaXVm",
+	"vrU7pT9nn7Tz3u7i/TZyyLMJ1g9UkoSbi2QAfgD0hOBQwIWRiTSXSozq/RMBiu9WatPcBjyqW4SzLCqB",
+	"qAXL5uz4Thh8T9gFK2iwuPe6Hm0mlBRZ3BvV1s251rngCo+6FQYaoNVO4ncK79VSFXhTwJ0jUukA6O3m",
+	"W8uPU+o86UUpFzwtX6mF3j6RZskPjp/sEK7pS3YhNqyf6ytRpNwIthTX7M0fnw8Pjp84qW6+KcUW47Ks",
+	"JCCY9s+1lQYL28G//zgePuPDxfsPT45u/qnXZemRP3f4Q1+VhuXQopUKoF/b7UIXK4iWkKp8ctStDoZY",
+	"4HDtaA2ox841RBn2VBhR/jKUgqTmHRtDIjXAJNFoa0Q5ut+sXQ970QN8dwb9fAZagIKRmxbOCCS/qdW1",
+	"VQlCqvs5se2O6K/EeQtlCULgpZYZEIivwI0DIHRzT2HkK10phDFxht4g1j99+c3L05c/vHjJ/tf//GJ0",
+	"MCAFAUH3YHytAb2xWmsjS3kpGC0+WO753NKxhoFBXykGnijWB8f90cFBrNpOqxPGHWa41JrlvDgXSBrZ",
+	"k6PhXJa+F+ckiBWgJVGDJdTrlB2Nx2wLgjs4AakLhVGtBPgXSKt1w+wS3lf8egaXbxfpSJd2/g4eZqqV",
+	"IxUrYadiWJ+IInvyxWT89OmTI/Yle3LEvpdfNT0O7ueOO94+4UB9ZtjBrtH9RQkaQj2Cw8Pj46OjwwP2",
+	"JTs82B6B+/meI+jo/Dkti1CotvgRgEzX7LVpX2z1QArtdg9/0hUgnZzG2+yhq4tuSrFFEshb9JXVGe95",
+	"n3DJwbGLOifrP3eqyRDiELLBFBTICLjurDLA7+Hf6DTfVgMC12qzNxooXt+gCdc1V5sGhLwyFXinOUNq",
+	"Bkt0PTzXQ1qDvxmtRqf86nucgl0MmXX0a0UZmQX92mlAp3spdBCK18Hv7ONdjTZ36e5hmxkFRn7oEFdU",
+	"Z9TembOBfvTE7MZ2tCuu3bTsv7qau92dY0cx69oIoD8ObJpu7Up4GvYbf4sZwnzqMbh/Yrt7Msf3O25Y",
+	"ofNTbKdzWrVTMOelMGUgL3K25nRvUq5SkbO+qvIcLSayBAsiOii3rlKBwbd7yzM0QsvIbReIpUEsTmtS",
+	"ranbjjpnDo5PimH4SJHeeZjvNOycigVQUVFyJ3o1F/qbQgC4eOUQ7/Y1diHWZW3Ko42g8xOOLnSI7nsv",
+	"PXzlbl3hrCrQYE8ILfxUFGBJJZNtfUqsMtOtm4Shyl2UTBTDdKmNwIAxx0Q4WETfvn319eUXETvP9RxI",
+	"Z6XkT5UYjNirkkkTK5PqNXiTmmFiPpRsypbXGUDghIkYWiGtpNDXZA49E6u1LnjOhDqXSgxqrcxB3iuV",
+	"waG3qkkmCnkpssCS7HsiAUQajHuzt2BZx8v6yLbkcYIAOpkNImZ0rMorXb9gHgGuPeWKPOipznOZoXjD",
+	"3TGxP4Nd1b4SK6CZDl8TWL9PqCP7t8gXTBp2tSSTMrVkhDAx9LS5WopCsL5rJ4KViEgqjhgZdhCjtxTp",
+	"BQAiYjXXmbRrm4yW1wkJsWYwYqdiWBmABoH51MqfdiSGHY2fxaodvIOC367gvdttY6Gm93z4Vz78eTx8",
+	"9r7+52g2/df/9w9fDt//c4fy11ZVzps2q5pyvLTs7HNpZNusaB/2gBz2U+tIZ2QcWHCZi+wElaAEojSW",
+	"ghDmJGOB+gMz3BU+/pytRTG0zcE5Yhjrba95Klc8RxbR1NTff5hEk2fdijr09ZqyETSXEs/p3m52tzX7",
+	"OEiDEPi7mg0XY8tGhiNsttd51CB66bW3W95DAH5n7zdXLgBqxTegloFnMlQsj0eHbJ1XBixdvOCgQqI3",
+	"x9K8ospFF7ZJqjSvMjFz9hpzNxt5nrmwHYgUT0XmrT3mEVpVThgtk7FaI/ZQh3N5fXULYznoZjjtJu4e",
+	"48tmuBjr86rUQ+fcIk92gn8n9GfjFXTXDZwRD1ffKqDI+YFYdw8292aD245Vw8QAx8r22xFg3tzBiAEW",
+	"NHRrzUV5JdAXyCznsdNY8VKmbM2NQQvXfhcIujqtELR++xXq0vK+5etfxr7lsp6EHhe4irOltILBZtZE",
+	"6d8PWkWt72PaOufrT06sX6LNiixTzl3JUl3lGZiC5hAjkrF+S9BBXOqpyKRhtA6MAlQYYv0DVP/gBEQK",
+	"It7SsDGE6HOGPh6H2bfcHiQjWTo3tgZgz03U+6PguV3SLasw4XrrZQLnkR1zt1fnclcilbPQ3BXkU7nf",
+	"ftJ4bnemff/itXOltdmdwzd9/+I1+h24cThMXnqZ0qXQmdYCGRgmY2UFMi9eXy117iW7iPG00AZMsLC4",
+	"EXwMUmJt6otVbgUq0NqKLnNay9tX34kfv3/xegrQr/fs1B4ZDmCVLkV5l01hFibPaO8NvOGiQYLwy3N+",
+	"KVgf9J0EINMIlqhHnTCeZQ7HSpFWg4+wSeywOiwFGh1q3AQgCqaM0sbQukIemFmdIIYSw0TMcCVL+bPd",
+	"YNPkdE04MywtJkfaXtcdCFQP2bvlqMPgtwDDHX3vgegD88LudbI/ux4dmqvG7gVZXzrnONkh1e6Gn0Gf",
+	"7mfvKsPo4xrqrFvgQYclqwFpM4CVRT1jxP7gMr8UTZrbOup+k8KJdNGM15g76FNARKmpfWHDLfG1RbHy",
+	"K74xDAw4fcs6fOamdg6mHQaYHauIE7lb1g3n0kFOa9etS8TAnMcY4hisep6Kwgq4Q12VqV41fZk7XV23",
+	"ua+ie3vPU60osK3b4Hlf73rU+zhMK4AC95eo7BQgXm4fC1vUwavXhVjzArA+blswVqdAAJDfHMvS+dUs",
+	"TElX/7uLzXegc71LJNNVI6DSgW9bRxA2Mao5utv9aAut4KEcwT5uD8Etb+cxzvlmztOLXSbV51YikQsJ",
+	"wWrg59NrYYUCy+rX9HFTRXvaoX+19K5tFguaT6BhRWy+YdyklLjsQmz2x6aF3vy78ej2BSUXZE9tjs39",
+	"MgKu3PtIq+WOSf+t5YeSihnxU2UZMOo8kWXMUrkXYBB5YxnuOZzWSnQsRSEcQ7tthf8NjgRG6p3iF+0z",
+	"7Ne0XgTfehQch84zWedIaGmJO9IDjFiS6kx4W48pAc294ulSglKRiWmsWn7diIXx8RHzuVwgzh3TPESx",
+	"WolyqbMZpNTJc31lXyV9e1ZqPQNfc+SgnjO6e1GsuuPqItY0INZ/zyuzqdsJMv9EsdpO/BOxZtofHHRH",
+	"0h8YSUc6iohtR4/6QH2MOo3qNSO7WcS2g0vDZ8GcI9Y0ekSx6owrrd/DnyPWiinFB42I0oidA/A5fCtW",
+	"qNPNMI1AvcsuVcWI/SCuGAYlrvgGYAhWPO/SNTDEtFN63T5aHZCe0DLIhz+/t/+ZdZpx63DVbcqLExoa",
+	"vgDLTM4Vgp/BOG8V5hRpfiq21cVuVcdFtd6WSHHNy+VoLwE4DIe9KzUjz412wv7/PSQH1vDV1xSNtx+g",
+	"t+bj25398ezsNcMXqC0Uk46fPQuzHnbjBSgud3sLzNIK8JRz10c86ExQBKJVKCwnxHCXekMG93KbtiNy",
+	"W9G/qLvZXkl3aygtu1Pe3NeE4GKQYTEC+QNuQ2O7u6j2qQC9ZvOPBReNAjNca5uI3qBTO5nWViXSNsmL",
+	"Lg2qACJrINpDDYCRBtCILGo0f7f299FA1oL27RcBsj4ybq5oqXML0Mf0g7ev3wAMLDXuFRjYJTpzAqvu",
+	"/ZE3Tf9BhPe8EAIzgJopSz5cSJWZf4kYvjdlcU9DrsqbJFb2X5anlJYnnAfW+JSvy6oQzgIvsmRwErQF",
+	"jkhRRLFqt/ofMYK1UxH3IkTh/MtNwrAjmDn8iNIOQuvAfRIryFrzbDxB/A71wKQyMgNL0aoxAGRTkWvv",
+	"X+xsfNtI0xAmpxf2wJ6+PGCFOK9yXliGVLh8qS7cD49LrJBOrkYsgZ4SsPwVMi1dXFQu0POtjSDpgcGb",
+	"3o0+Jd8uPB6M2HP6aMlLNi8Ev4CWDLZlwDvb4WfpYu241B3X2S5uAnGBtAJJ0zikMc1uyBaf7IgwaFpE",
+	"6iaaMVd7mLUCgb0josZLGR+2E2p1b1VzRjxNyyF4Lv+wF7+n09TFJ1unjWANdBNYP+7FPfZlYBqmX1qJ",
+	"Ex5jwvb9ZA/Yo12CB/y4IoxbQguV4GEWhvWTf5okaO+EnDqcnRe6Wp8wh+KwAx50rNbf//O/OuzKXdZ+",
+	"l4r/9tG1oHYDBGH5EwjH2w6jaeLY9kvdqfo1DC4B9bfCpdUoXT5rPOKq4nmndaPOX701te8BFcuZqeYO",
+	"+1+3CrAgqTCvEp1F9lxtENnmwtB+ePvdzjTc+0Mp/j2Or8fj93/olLZPkWfsi6Bqu1t3JytC2xNmLIJ/",
+	"B/7fbU2ry0Qy7zQlv0CkGkU+7I6iyMt9xCCHS/vMkReBQW87kbg3h2OoqOW60MeOEI4OQdO+/XEYuBaM",
+	"rIlAEArB6hHi1MVPFc/baDH3PUuXWqZ+k8fP2LaOPrjvjNwubmEPb1GxfDAthCPXeEalS5BGKPahAn9C",
+	"l1ZyP/M4DaZTAajUSwedbSHhiQ41mKHLx5xVmMCHUP7OLrCn+65bhbJLQ1HajwzIEFaEqJ1kKEggUAhE",
+	"yXOtM8B/aiWs/DKF3D8UbA6zSiKWnKFxx/99ykvENuATCFkfRLFKnr9+9Qa0J/cDRLAfHzwDn4/lfCKL",
+	"rESV1H8j7hjzzyZ8Ld3fJLsB9lrw1YD9/T//B7NzoPgPwvmVdah/rJpB9iA2W8q7FfT/9//8H3ZaWufP",
+	"i/PKciQacaz63q3osjxw9wrmydEl48i68Aic+AGVWluZFkPDYbudwQVpH4SCR4QTpI9g1eosj37VWf9o",
+	"PHl8ND4cRCypc9K7HzFi++j62i37KQlX/2Z7arTDmzkuNfjJf7Z3R6zzDXxP2eEafYzYX6APlE9Bc0EQ",
+	"pda5CWxfseonp+4P/HRQp/6tVClXog0WDM/Tx2rr7m7tupGXO9JKrat5LlNEt00pWN9q3paxNXVxxFsF",
+	"Lm4eK8LWYeYBrJOQibWAmCDl3gW3HPnN1/aIbtYiilUm7UhWUnHKwoyvD9BAZ//dNNAFmrW5kGsTK+5Q",
+	"eZT5ALuTpY/uYRdKX+FqB70haVrx9ZoYwHYM5y6XQmcobNQK+tr18VZknC++tAOLVyM2IwDf7HjPI5Gi",
+	"DiV+p+Oty0qDdZycGHEHqt19UoKH1Jc72iF0iOvSlbBqfJiJvOS3ffW1fcF/Qmka7viM3mp+qjNtZlQu",
+	"ardslGnzFt+pP3TVdO6cJBmYtibqWwDP4l2fv7EvNb69fUdqgc5/VBXq7tFWhWqPlPwGuz55hz974Cmx",
+	"9w1Wseq5ZIRaiX2ct83NvYnufr053Du/2D4Gd36yvQX7fnLPsbX27M73tzbrri8C6nHXq91k7a6vuknI",
+	"nX1tUcG7l6p9J+/6onVM94zS2e91T2xv3geclazV3QIock+0Y7kPQMicCyvSNXgqMtSdyA9SAAIJ4fCg",
+	"QxoO6/516jeAhEfWyUGaWcmydKksDw8Pn0Xs7dkLK6EZI88V8mfKPKQLKK4lS8bXyOp9a67wkfO/Es4K",
+	"p14InmHSIfL/oLGInwexryDaQmIkK19CX1kIDo0VrCYDpynErBUFDExCXYdHxiMTISHUiP2gS7bmhcvI",
+	"E6sEBppsed0bIcwNFNwj43ctVhgbxkyVLnFjKV9Pje3gpRjavrusDh+BwY8I67u98d32MK8k7gHOC+Oa",
+	"9nC6ifVex68NSG1UqXJVvVxrUXiyg7lGdVW94DDvEG4/BSYtCNZ7ICLtzOUMs0f7kUMdn6BOTqhDSBW2",
+	"hgiUXwqoBhNc3GZWuIff9Y6VRKV3l9HAN7RzmM4Acs84y695yTs8hk1quN9NDcuK7vdNG7xVd9pobS8/",
+	"GZIyUs1cWHe4OF93hmO6D12hGDKnQmUYuRKm5Ku1QSWPFDegerXMTzyB6B88QUpvSq0zzObG6a0O06WP",
+	"mN7f1QtfbC/Bu+XGmxrRPOOz7IXKsh9/aFCOVSZ4lgMsA4ymuWVsQQFZlhA6Jxm4W2lV+ytpBOvzWNn2",
+	"6i/BLokABkv8G+34t5B5Kx0rWANiCncCEl253W6xQUFQprkSBQUoV6qUYIkswG0KGbV5MFTcfWlqt0Vn",
+	"XN4d9CWo7NsV4W4CJGvD+Ps5oL+fk53dk5a1ahB/2HFi6ySQbu/sZ2s6wFfBuc5kFqt+cIai4GCOGGTT",
+	"g4+pSAra23w6iEcGA2fNNHzGElcbGZqjwHvIx8+vqVJxEsUqgck4nKH9HWLi8UuURCG9Oc8T6BZiujE+",
+	"YBMrXogTSm5ou1xIJc2SliZhK742DDpIoLRlMKRYJV4ZNsnjZFEpMK3CA3o7HDSmL4IfYtWYAksorcVs",
+	"IfNSFPSxG3TEuNqg5VvkRsTqUhRzXsoVGIAxBiMoPlN36vImusQI9tKHiRpd3Rg/J6pjY2kGVf4wVKKL",
+	"K2oDxcawDR/4IlHMdXvctgwGha7vaa8Pql7fdsDfOsfgdt3qrctfVAJXx+iVYPBBM1CLp6muVIm29KnL",
+	"vhqrjmxFEKOlSlEU1doncg9F7qKCPLO6iBX3iSGbldEsb0Moqd1MGA+u3x0JwLolUqLFAd4pvO9uOZ3J",
+	"riaSHUt3q1zzufBQ95GQtsE/tdnvc4VjExlkfY+bjzxr9zQwwtQccDw8m4F4lUEYyA0180g+IZkEQAdO",
+	"SHqzBfQvKqVwt0IIP3ZmlRAHmMXUMlHPj8jqdjDKbj94paw8YoWN3eKY4waUNNylIraSBeYtZiCs9L99",
+	"eRYrLKH3AY/lzeOSWh9EDHJU+swN1Dak3PVNF/rKRLEyGteEMl5gMYVK+T+x3GAuLwRb8kuB2YOh4II2",
+	"5TBWK5llubiydB8Cf9lzN+SmRr68zpAxUF5bucL8srFyiXAxg4ObRF3mi7tSbwSBg/KGleoE6lDfHfmp",
+	"igxowXxjuQ2EbMy4j2+eb2Bx6r9ybhdZKvwHIOv3T3TrdplWor5DtazyMWqGHUrHzFymZcibTDPQSuDI",
+	"15jdLG8EzlFmE0ydgemWXbb3e83vO47FN7djI4qLO7aAl8m9u/ueFxdd3f2m5L4H64K13htynhpXu0NV",
+	"dMcjqu+A24guDkOO9I4EifdN+PNxJ7kUppzdP0HSYgfPqNM2tRANYW4bl6pptI+25eMHuhUuF/Ecxjt7",
+	"a2I/+fF9KBueOxuu0mEdnP0JigvB3iswaWcCpkbdep+toZ98uPF1DymP1UPyLN2VE+meEerhJcCzGfYX",
+	"TLd1NYIjFm7mLXfhUxgG3bX6BzULvqnmK1nCTfwYIFUA6dmebmWET7Vj1QGl1dDSMYcQhotNapxLsd/n",
+	"8FmsXBpEyrLpM9+Zk6ZqB3pfA/XrKuORFab2RnYlzLs93/meZ6SR8bHjoKykcn+3T837Pa5iGF5zu0fO",
+	"oTJvXPT43cC+N/AeC2E+qGVNWVJ76Mkm0PS/J4DOdkig2otEeQS81macl2jF+u4DKH8AYqPzyHhPjMo3",
+	"UKKsztI1QBkoVkkDbJDUdSECiuxw1SwQY7Hsgz1D0rB5tVj4GmOiHrOVsJpT9iBHS2NRsFaarQsxDNu2",
+	"zUKqEWEaXqx3pKMm+CCJsKC4G8b+Pe+l1d4GANr2nf9WUoA1wSOfQ/f02DXKogkhc6gZuH5Hbo0CpMBv",
+	"aoEQ7fLJV8euSJ01ZF3orEpFhlEWCgHccEIxtwme4imz3CeJFWKuGoJQ182Dyj9QFR9cC1Z5WUuRCrwL",
+	"NYmAxsEWEJIRSFVdSCigWxvpAZxJ7muXZhLjCfqgwdbdD4Jt98nAI7xeOAK4X2DCg2EZCnHxr6ZapbwU",
+	"AFKLgM7J0nQQotcdXzfgpabkG19LCacLCaWTBngsYQud5/oqSIlE5X0fGRoh1fHvQLf8Zs5sE6X16ePI",
+	"YCHcrroLjpY6KxbUOZOZuC6FygRktsSaP7HaLg6U+G9nJI4kg8ifSZbLC+G2nAi01wTsTYGa4rfdFs/u",
+	"7rwvI/bGlUvHRJ8uZKyuWuRMKOu14AVbikKAlWUTnjAHb3BnxVkvXI6L7kzALjEJbxiqmAIgdgcmBQtL",
+	"7ICkO9eQq/zpjOIYw9cdLWC/yXbgVp7vaGU/9ZSEqAdp8WETnVy2ZSPqTqiONdOKxhJHjLM5L9C4F9qy",
+	"WKnB1YB/jWL1qjQskLlqQyA9JCQswSsoE4I09RNE4NBrNfYC3kx8pQCo9Es5LklYZ31MpA+5o5QfOAbv",
+	"AaFDe1Rp6kzSBfPhqJB+1t2aDeV8BeU0tnIdRYMm01gNWULW2mQaFFjvq3Ap2EaUgxN42VQplaaeBtzM",
+	"eQq83xgNpKKsCtDtyX4cK0ZB6e4JMxXlHJxv8KHOLwX1hbQ8mXrLNbp9/VVxxFuWrJ8QcN/wjd2XDTXh",
+	"arW3GuEKMezbLXl2xejjmT38LqtLSIqgwjxh/X2osXPCsFbTHtPlS/VhMMAjE1S8o2LLuOd1C7QojtZh",
+	"lEEER8hPz35EU/bxvRAdXadEIti4zAQTi4VIMd8nmKSXgC2zZI8hZF9BEI79NGCqEZiWMyy5VgAdDpxK",
+	"kPUPho2xwn4zcVTe5u/oXnt05H4gE7V7C0aUuL9GIVVIQG2pDynAC6h8H6dKEfUiSiu95DmbC9aHqIwt",
+	"GHriks5aGUhsNeDLeUybNznujeMelb2oTcG0F1QZKOvcCs8BIEMZvWlX0QVpcOUOsZVVpozPucq08hbg",
+	"UJKZOiUQCm7SlaaafnYauTalR/6FLsIVzwQFhfXTgpslc7B22FFmtUnbQHDw8edgOLLEgdbe9ZCWbHHv",
+	"AO4Bs6QifrYXcNAQiahPATOldEm9QLoQyo+Nqh7aj7FdWnqI7MOVD4P+601oXSt4PyHXaKVseyjL+NF2",
+	"FgvkAZPfy6Xh3r+J9qulg2f6BAPjqFJkeP6ckkXPPHOKkK3g540SPJNdOcx2Brw1IpIcv+k3/Gv75d5w",
+	"l/UOgSM8o9JA8qv9hQ+Pi9oPDdWRnaI7laFLpdBksrevwpO96uGF9bU7HZ85VzuMflhBIlgvKMGgtmIO",
+	"J52lfncXh6yj9ixba5RB2nOrScbodgt7KaJ2+FL0Kjn5g0xwW5wDUiwitYSvjGj7kOnud67l7vqU4Un3",
+	"qnJr7hFm0u9wTfAWZ99vlbaqDu5Mo4lvOoHj9mPXCVOv46G3+/mjvuogk00kCVLLyBfuuOImzJxCgAYX",
+	"hEybsKPUYluu6p65fcMb52oSFyrrIDyRS2o749+tpbdrwX9/v1sAy+7KUiXWda56l0fOw/XNPptUdma2",
+	"bJAg8TGkt6VdAUHxJSq34OG9xurUd/k2Pew73o3KQP//ogFNiBqmBF1ggS845x1Z5LOdLnsQmAFNNq1T",
+	"7YJmRDmbmokN4MVc64tqPaParPuQyXuT69s30aXExU0EpzMQlY/YRtgzGN5tOwNu/63hvNErgX4dEPGd",
+	"CuCKo1AZbY6mvggLdwuG2czKaawQwgg4SoqHB5hgiK/cFrEjiLKmpxD233jPi8vYKBCchPVDyhSgAxt0",
+	"6cQK2yWXeUKKEeSHinzlc3tQUMSDoOOWGRDzimGZ7yBgXTbEY6pnhF/GyvU3BVWnLDYR5Zh1ZApEbvsd",
+	"A7kaI7Ap6FdZ1cYpuKzv20K7VaNsBpbN90CqZASg7EZUtLNLeA8R1b5Oao8uxUVTwvUuKFM3HGh/2lin",
+	"1Ls7Kd79E4LtHRCzbSD1uDM6p21hYSseOXgGZzR80JQ84OhthSQHMs1taWu77bK7zF1bcXmf3v7c7Yne",
+	"ge/YMkM3In4/E64RdJBhplkuraK95OoczS4ezAqh7CcAlhOQuIswGbCElJFuG6OQNbNkgDI0eUBxPIcU",
+	"eWTqBA4PyEEf5uZZfEySQWAUlJ4ch9x9xrqCa39Z8GyYNnD7iG3Fhn96b0cmzRoSVmUNWwFaMhvnKAhb",
+	"/i2uEUa/f8762NIEq+WXJggo2x/ZsrNq5lkdHNVK28XmVQl4no8slRnUnGxjNrZ9JfWy7k0r7lOSv9F8",
+	"5Fdj1yX99bDtzXRWnYfvcyLb8SBgcWMSVFFcq70lVLqdvAxYCN2nWMZACAAuefoMrotBcHwph9ZuYPS2",
+	"9cyq/XqxuFf+eSyY+3FfogYN55fW23RBB7sra5ve9oC7B9PdUeep3MqY8Jtxjzeyc3yueAsv57UDJzDQ",
+	"BU7X2x3YPYixamK4MNDGHlxTrVZUtSTwPzZDfUxEgT7oxHZ2KOMz/E+bgWwJ1iSpg7twkGG0F0+XAqvP",
+	"NN5F1zr97OC6zVfCULV1oa1U3PoYl8p+6H7oN9+cuQzz0E9Wf29iBY8gu4GB7OvMBUGhjiYVa85uMGLP",
+	"mxCRWBFGhGdZUOJya+2dmcm+LdX5iD1nuG0iixVSHXwVNxp/s7OGCKXONKi3rFvj4rsq3neVHencpI9o",
+	"6YGfN47Pvb9vi6rhWNpt7550dOvidpGssJ7C1zvSwb+D6F8wfBhTCbA4QJpv1kcfnUu2Shx7cI9cIpP7",
+	"q8Y7PoGx7fAPwLAhdzpkMP4bJtfzZc8h998651KZ/dLPO2NYF3P2KYUBxyVQYN4j3y5Upb+9Xj9Vxt/V",
+	"7o7B7sRLuxzzQYL//bL5G/FT90Anwzk3kNcOVgFZdWu8tzrgug0cnRNr3xjY/ruO+KnYXTXrUhSZTEuM",
+	"kXNpWcLqMl+MJpAPGiUnegNLxwFAz7E/JYwJzpxpt3IU+dqSJ7VNC1EVsQJVHWB6TkazN2/JwZ5nl3UG",
+	"xD5h4zrHX/tEx6rV5eEAoY2GGanOc7oSI2cuNAnLdcpLwQRPl/RjZ3GKOlK3C0oFbe0d5tBBe/YJTYHR",
+	"7cpz7TKgzzRC42YgsiGebb/bEnbfVaWm3oK7a2LB/u0hk+J7taGs1+rIT7pe5K6T3khC9bnLH1AtxH3d",
+	"AbeK9re4qForBXHRrq19agy49HKfS+ZFnA+IuyOPjyKhyflyXVi6x+BhnOQNLktVyHLzxm4GLuxc8EIU",
+	"zyss/Yl/feOW7E/vznrRds51ngLiBRg96//p3dnAeZusHPrq61qwW15DRfFUq4U8r1xce6z6yXCoZZYO",
+	"4aQVySDyiL0qS9hS55lh7h1eZRKSOCCMGcPBYkU5uGAUj4gEFkClTAXryPqQ0BNDEhRXJUtzLldE+eox",
+	"DU5YofMt877rHn4bwqcJtoDECk403DNYtFpnhFqGNzcg5C30Nvm3iwIRyllVQJGd56+G6NTGuGWVsQsh",
+	"1uDfblf2p4IDsYrVC63sRZJaman9+5/ZV1DpHXCTf3rzlx8gzVixIdeGRABWTiTwMZVR+cPfIKVF35Wc",
+	"GiCqp3BHqVUHiOpPOV6Q1LE7yQnjvl6Vwrr3zNW2NshhsEARDagU1+XIDvtoPK5jm6jBZBpksbWTAQSp",
+	"zjboOpOY/fTt2TfDp5BCgdGZ8ZFT8wqQLaVgZs1TQZ4ke3tqc1aE/yZnHECulGYpV1rJlIOFY8X6HEAn",
+	"hViDXwe8S4pSAUce7cPmYqMVoPkWueYlK7g6F/b3HJLDVkWhz4HlmZSvxcBPRwmDqWYszaewIUbNW6UT",
+	"nO5cscnBU5aLS5EblgmxJtyibSJia17wlbDz0wXVGQJgl53XpdQQVojufLsdBU/LETuaHLOku3QXuNds",
+	"y4hBg2tJAWDDM8xAi8sPLuQlVMqj1NYYy9aHZZ3DaZwCrDM8eHDg6gufLnkBDsFwTwnUygnnAW24IbxU",
+	"qc4AgImAUlieRGb2LpSbhPXt/coECkNK4ylcucoQAzv1Q5ZslTazs7bvwq6A7j9h38uvWJ9Er2qNxU4A",
+	"vYm+Pn1Fybxto+OnBGBt1Efza4mzySTmEsGYD1cs4HDMIC4Qe7LNYGdTNhmzFZQtx3JMLlE3BsxDATBj",
+	"uz6Crn1BJADgbUIDnGUQ8lxhhSr4P3td7Ln74e139gUo8+4Pjct7jfcLkvC4POsw1WdTqEAFQ4LSbXYU",
+	"Bwew11ciz4d0ce0lNGLFIdd1nm+ckDlix+NDe/x8WbMkIs7AWALmwOHzBSS96RObG0whNwOkZOHKDs6e",
+	"NXZVyJLqMSt9BU5Y20YmzYU9UAuwVSsNFXeZI8NIDXOxwNQDzLJTq0owCUvQrKsNNDlAVgJABvUtSIZD",
+	"IOOVEfklwApSGIEs7TjR/5w8hmrZPydk+TQw/ZXgCrB3QAS/A8kenR4s+QDCZsSC4Nab5AQqwLMkeJgw",
+	"QD8h7UrcM1ed2kfjnrQ+kmZHVK4dyUtKZkmhGw6bm4TVzMh97yKza4QSIAp5+xxA/g2IZcVk6RKAnf/M",
+	"kj++fP41DKfOe2PVf3v7km9fntmfojoEChMKwJIilTMOwmpZEbxPcHW4cX0NpBohxi5cxXIA+pgQFilg",
+	"3xnj7Gh8TBqWG5hiyfM811dJPS5ZundshzCNZj73KaFbLRmCqHk2HPKqXH5ppYnEVVDzJFNcp2INKO5z",
+	"UWIR9sj+89QeGZjPuSjBvvf6FUSqGAYJ5HUhf6b+vgIBhCEe50/vzgiJA8fQSkUeCB/IYS1JzTJvlzUq",
+	"MNiDcIXtwPpM4NL6YpIJTpWz5N27d8NgGQQk3s9zoc4FWPFc5jrG5iLX6tw4XwIeISQ7BJ0AwDeC0jcQ",
+	"WGcPjiwjzIpTKRMBUpggt5SmiDIbQMTrNZoILRU7Gh+FhDFigkqbWLai8LYjlbRU6R1sHG2XVY0T1s+1",
+	"XsMlA8AQjBnPD5ibz5UuoLTiPzNX50Fm2DVEAhZSpXLN8ynqujTbJanHtl+griCi4FlO6vQBiRmxsytN",
+	"X2GyeGwGFsoniUhsJ5b/DY8OkhNanGIDFQ5t+wRL7weJJYLF7F5JWGOAcbjsRREV4YgIIy4iHzvSiA72",
+	"6Rr0lYJWMPqDkW2BlqAyWM7KFUdYQFakUltqbf++FDzHB9gE8vr+0fhZvUJYWTRp4UOpA1kakS9q+cEt",
+	"FojQVoTMBiN2WtF+kTwrKdkvVb5foTjz9u2rry9RMoaIz1zPgZtVSv5UiRF7I6yEBHtCh4Ao5SjYS1Qa",
+	"cpkKZUBnRKRB73Wh14UUJS82QYVGqyT0oh7UbgClYTyajMZg+V0LxdeyN+0djsajQ0jyVC5Bl3sMWgT8",
+	"81x02J0cZT+XpsSYDdA6MrGQCrzGkU87ZkRaCARQeFL1KutNe5ZPPcduAI4DTAK6PBiPW27lttTXMJ54",
+	"g8qPH2pUNP2jd74uh0d6aDX1XogfxtnLGqjRI1DhkCueb6AMr9mYUqxm6N7oTXv/j64Y/ioYvY3AEMyU",
+	"8uN2IaI8razMDCehUmsuMzbnOaf6o2iO7V2J+VLri54fiZUZs0rM6FXIoFZQhajetAdFdXtb8GMsTGU1",
+	"/nqvLyeYfJsq2O+T2AYSgYDO2ZyMB0xDop+j8WRXa34rH78NCDwa2shTf9eHrpwxWBqwkigdmK0zZw9P",
+	"yc8NuEjxwXv7GZ3gxx/smt48/kBrchMc6eZx/FbgaXzwYfRHMDhszvd063HbdYxepkvkcOAVCQ4OpDkD",
+	"mD21KdKlfuBpuddZufWcfPQxORof3f3RD7r8Bkq2PvxcfStQAXUJdraOkyWMpBebnWbJ+hVcGyj0sCtF",
+	"fvvlf6M9gMv62Nf6fvzBLPnB8ZObnYT4bClQ48L8vnRKhzzLrJYalIdnfTE6HzmYhYvotAKUU3yDckiY",
+	"AhVfmoFanUQ1Si8DLSFxLU8fP0Z5EcdKIuMgIlgHMVF9pcgMRNwTvbm+USvGnLSFrDqRAeWn2bqxNIb7",
+	"XVqdlqIc1llfajP8OyEu8g0zPBeGHMS1hY43jMBzqTiESrTNs903wm0DbFYv6pHmYJt8ecbPu3f2p0pb",
+	"KZZK+dfDjHvPFk+fZOOnk6dPj9IvsifHz/jBQnA+To+PeTaeHPPD+eJoMZkfzMfzpwcHaTY5zp6kk+P5",
+	"eDEe8/HTuNeY1dYcfrG7ezw+3KsXp95/gvv+tb5S4Pflyu9LcO3RdtJ577tcnLSvUB8eVGB9JYqUGyvc",
+	"X7M3f3w+PDh+4tIN4lUFLByKoVgICvIyjY9a5TMfuscAFwXfUrmseQTe0l7oRECQcH0a7geGA5JFi/bY",
+	"8hir4wD/06aDYqH3jCR8tE4BmUJXMeZxKKtCoV6z4kousCh96WoJmlhJxVxCZnRI4tpfBp45ur61QE5w",
+	"mlh58vrIyvRLAt4Y+bMwI/aaJoAoFSSKNDarHEzBDkgB35aURpjoE/LuifJKF2Atssw9v4QEMbU/lMx/",
+	"WHkXgDxhFX9XGgwdZa4uCM6IctaBj9Tq16690q6Ec74R0qEO3HcR53YZRu6tKQOYZNJFUN3cv4IB1fXL",
+	"v9LZ5hZyeqmy0ZIXShhzPXIK5B9+lusmbX39Z8saxofw3yMsC/sguhpCDOhiNczDP8s15eLaRfwxYTdP",
+	"UwGZlUutMfDLOFOrU2KaVmtIq+Zsxps1bunkGK5v81bdPFSY9Ge1N/3xPdSZhevQWDFa+2G9+FYGXHKD",
+	"mHMX2Ud5QnvjybMjfjgfD79IJ9nwC3G0GD7lB/PhYXqUHYsniy/403kzAacVVr1ZoE7HOW0kCPZi5MS7",
+	"m5Fohhia3hiwPlDjmwpE49ct4Awgg3v7DjetReKiUiOKfgN9Fkzzrj2X1ReiBnsH44Pj4XgyHB+cjQ+n",
+	"46Pp+HiEwMQ/jMfT8fij1uwnIJG3rh0hRWApgkV7DyI6oTxqwIJPREcYBXsKHJLgx7tgA3VauBmZ5Hrv",
+	"21iAiXf3uzrJ+ykAjlg4QHG33GP5gciGQFGRzn28WjA53ucj74f6XmSSn1GdtaODg30+phQMTtD4FYQT",
+	"u6yMs2S0vE4cxwCG2iWghJwXOMXmY/mut4yHieXh+JioTsUFiWiKjJzjtTXdPif2ZCLi4Wg5vVoKIJNQ",
+	"6SomRohOD0oox54H/lkcFxLgg/GYWBh85RgXZuXphA+5bIohVsgVTeXs+Pr6BCy11An46gLdBy11j1BI",
+	"o9K6rrg+e3LEvpdfDWASyYdwQBH2Y6bsx7j3iu461eQN24p7728SqLK1hNqn0iUjwEwamC68iyvDxm1+",
+	"58m/CZ68BSerb+722e4FRe3rb1Da7iboW9T56NkWeW4Wnqj75z6r8RDM2Oi86B7DFlf54HCod7GUTj6L",
+	"fO9mf9a03zw9DK2eJNZQnrvLcL+pUbFi5u6DR0t+xbO/yvU3MheDXnMWe32yNZuxnwyM5mZ/rtoB+tzB",
+	"WQn2+euw01+BMSIZbLHGnVxxCe7Pn3fazYC5+HQ1LvMSsADD/nh29nrUZW5Cp+qDLcRefgajf4dnZr+z",
+	"QqPpOB88l5cPWHPC9iE9Cu3vl4ARDhYdPSS05itRFjLd7TR6XUDWAlFRhllLoAx4ixhyms41/55avXPR",
+	"bZuPAQ3f5HHL62y2LMu1A4SZWalLnn+wY9HZl3Hv25dncS/yHX8Z97z/PO5FuFlfxrbHuHfDJi2D4J0s",
+	"0S3Lr+Q1CVZ95Zeyc//IHzja8FV+i8FZGpbpFMKi0eri7c8NKSrha9loMnEe81iFhVQj5/k3ZaHVOUte",
+	"nvFzQoWQ/bNhUotVYFPDlIowAIC4u/JzhAh7tRj+oJUYfs/LdJkQ2gINzyU/Z31dsOSfk0EDNnI4PvIi",
+	"BkocO2zPhKTo3WElfAlgMmZXPHQqI8gQwZKTyZj9r/85ORxNRgeDz2LpBTsgmpxrS2BjdW490+/vRfHc",
+	"+alnQcdgysDRfN8LRHgTgBvuazl3JxTq/sC5En4ffgVb+iGaxTvm5SAOqV5vAOBcFQUUlmwf3hVGag/+",
+	"m67AJ+VEZyECdRc5Q6TcHRKAUB4MCKZTQutFFBVoZ+S3BNAnRLjYuQZVutDV+ZL1OeADESy4sHInk+WA",
+	"gGpbAMVONgcgrU8nWRTU3GcQLrDpX1QI3HEM7JrJ2ySSRoGw2zz/p1Ao5ROphTuLT7iXH7tg68z2u79y",
+	"EBRe7qaSRaV+Oa/70WR89wffavVrKQzfihIr3voyv8ExsSfjIzz7p5V69TV56ZvV5xD6dhtgCnJOo6iD",
+	"6Fl2DkAvhzvnBFO2Qsl33JRD+Gb46usksqpKuozVlVQGidZc24YKgekUBmCjo1bBQAdxHQhCfA6mlCnb",
+	"Qs5PwWMEVeWTDw6618AJA5CwWkNqbTBiUZpd0wED9vBfeMNX7cG6lG5yHlq3JooLNW4IjiyhbKp7tdQe",
+	"GA2T+YuvacCxAAguubMa4WQWdqcAL4lF9mOVyGxKeFYcEOETIiqm4n60PKv+KeMld7+4ODMI8fCvQEAQ",
+	"j+0qXgixHoLKlQB3APsfAOQmx8xgqBGOEnPeash0RHFY0sRKaUZADJ/OG+GnGHQDneMuQMxWXYEywXz6",
+	"QpUnMdQsBFg/WU2bZ6i1np1oPDdTc5dMe4rgcpddvU7ySEfQm03H7Ms6DArsRS35dnLgpNOfKgEmRhJO",
+	"odHevpQRhv0CSzfd3ERbmqc9bUb+7HMZQlgJBuUQ8NYBm3GjmqOEiMquQcKdaAzS0yyqZsSvKWrYFTfa",
+	"GUS8PWp7bt68eUlgWV8FCyNj1oVIRYYOcAC547XZtbpt2b9xOD5ymd8/VFpxNLPtJJw0y5mBq+4JuOqO",
+	"zybj6Xg8HU9GB8d/ta9RCTH4BgM+e38Uea7tOtjmZ/dxIn5SH6nz801qu3mzhI9dwEYdtN498HewFa8h",
+	"HdJN1Nuih039y9LACeUXnLLGKGKFtO5DDIOMe9O4Ocy4F8WwsvATrC08qucOPwSzh59xKeGnfRYTm8Q1",
+	"g48m8KQ+FsFDt6/7Np7CV0T962bqEwYPd5yxuHdjuU/rkjdycb55iXzHnCCmnnLIQBlXVPMta/JshGPg",
+	"4Ghf6BjdEhDR9pC4vuKZq0/3uygYKApeFnRZNu2+6QJZgRVHBp9VPLx2rv2PazHa4dV96SJULHM30kB9",
+	"wBQy8kNm07qMMSaERUPr8HKCZvRYOWdd/6+vXg9G7JWvXwBMx9SFSUQQEgveX11c2JMdKyv5YHBbqfWI",
+	"fbVhjv3D8YURQjZWV3QTgVQusgTcROAPxcKlILwQRmTKYgcSiXvJCOJT8ioTM+ddSnyMDnio3eOI8arU",
+	"K+6iBZ3jyUW4gyrvC8cl+HMSq6LK7TX23Xj4TcL65EU0HYMYYDoiGEIIk62BZmCixPot21PAWKyGOajQ",
+	"uWAJzm1av9k/Gh/GKlnoYi6zTKgAIRtUyifZcgChWB0+wVhhj/BIXylRmKVcO9mIqmUjeYchY7QHoAEo",
+	"1XCj5hYWzgBPt0RpNGKQv23BZV4VGAzJ8yuISnaB3dM21vcEK1P66qazTAIOIwvLOlxxDO11B3sQhV8E",
+	"QcguK7CzRgt1LpWIYnUmVmtd8DyiyHil26Hxtk10Js1AvpuhLx/aRK/itI2U8CU4IwYo6zuAAJgU2MH/",
+	"EJGfxKpP3zpQs7s6kA3Pn7728fnyrKgsk4a6SBkeYdu+CydGxc0kEPMFO17a6YoW6AHfilUL8RCxwwMI",
+	"Xl5DfdLVXBQRs/LweDx2cEz7AP7G382gS79AQuXsLPtAGLrifNrX0rt726vi3Ow4LQK1zjws7Xg8Ho8B",
+	"CGAvPkqgKZFUjTL9hYS0H5QiZORYTA9IMSQg6E17jyvKSGnpelmKArxvaVoOfxwPn73/g4u7SIV7/vf/",
+	"/K/7hOTgsr3GoA20pN5D5v61UCDgFSJHuVVZc0APW+pAEZKK8eySq1S0zNkO0vG1NM432JE/npclT5dW",
+	"zz6BcGyr03wZ91BdJ8ET9PTR8jruJQ2VaMe3+8io0Nqthu7IT8DhpW9JiwXVSOw1B8VUKuIR4WiPnh5M",
+	"Djv3wuVm29Iib35ROXEPSe4bx6s+v2T5fwZC8CVxhQ7pbi9oRFMwdVUdbo0wCvJW1mnnXf5KjwOUBZp4",
+	"0HZlX5MrYSKf6ZISnCDcnqpSmIjlXGJZMqmooEIfTHmUegCx9rECW6XAREQDsr9BhX948+ruMgix6lMU",
+	"sos+dtHILj+8oThkACJDUL+v4SZKE2G2NEj/TwkEBiP2BjCRXoYCARLMmN++PGPNtQYbZb7BKgEkX2Fw",
+	"MxR+FlgLz4pFXqjDkn+vqBazzMtWzYCOSgCsb/+UdfHDhab6rbBaAweI9A21xJ9HxlXEBCnOHTKEXVYq",
+	"PHSG8VxeCExkopWAsl5maQfhM3M+f/0KH0WxalWcRWmkDzl8jMNu0qAhbxBkw4gg4sLx9YEroIAlHbUR",
+	"W8CDNNfpBYp/VkdZ5PrKSmj4uFIZCchOECTREFcay/lSsb3SyodXohAEznQy7/I6YxdiXdaJSWFEG8hD",
+	"FivuK6V4HEFQ4gk2mYqa4nf2+PbpJFOBB18KohArDllbZFmHuHOFeY9G7O2u2aAq0qx+hMHq/kVMOpsx",
+	"qaCqIARApqW8lOUGNoyKbQf1K1sF+tDar9Wu2LzTSrkiJg/2a9YJnGtbIVhR65pkHQac8eho/NdeUFTM",
+	"p5TsFdyJ4wBgJDZ6ykvxnX3oy4sR3NGlicNaXv5PF2SeiZUeuoe+dlZYE6uratJkdNwsZNQ5hQlMITQn",
+	"WmnTr8HBHWtwMDqEBh40kbDi1x0Dnoye3T7gSVCurs6/fsccnuI+NoNE9hLappOp74TWAHL9+SXorivU",
+	"PffOGOo7l+RgdDj567ZJGOoM9Vo937y/0/QNSwGMEsGt4bY2dtkuu8x2TrG5GruHA6SJLl7ngI7+Wt+g",
+	"2gcO7oHPHHNEBUtmuwd2H9+6p1a7veuPjCfuv1tXuxztnvXpxS558dOaWenI3II65eftdDLumxEUkC4r",
+	"40ISzoUqEyvi5ZACLzSRTBlHpzVa9JtOccBmSXXuW0Zpqekjd95XE1geHQsFUWvNz20biBHwo0Ceby7k",
+	"2mAW6LXgYPCFTkfsz0Ks6ygc/Ajtss7Aeg67YRl8LiFF4C7/7xu3lvfdEOCZ+yQ7cL7DaLved77xq0cC",
+	"GGQbhFSWIDCBgxn3a8QSzKmEoDjTEKmNS/d3KaByfKXYRlBRbGxyVlQqAesoGBUpGRguNLXokmM2bAch",
+	"6elyBxONCknOdvXMsBFf3MqXycT6Ps0aV74elZ1zZ0LY21fTF5k9B/dfYkfrl47M8IQTA8CHTwQR4bv/",
+	"Sj8mcIbojxH7AZL52XNOj0Aoj9XE3ownRyxd8oKneBoXLHk+/Cvjw5/ZePiMjdiMDRshO1gUBgzFkMWT",
+	"rMTtHWglTfnXy8ku+ADl8ugMap8cPGsHtdfWu3//8fnwr3z483j4bDQbvv8wiZ4c3fT/tevp4F/+qcMa",
+	"9v7TZTPCWdQZnrZzxrSTt7Rlh3aEK8oO7hLYpu/No7cZ8U3UW6XrmctfY2UG8jr0ph98NLBdHZdqYBef",
+	"33KJqyrP9+bhRL92ZTByaKdf0pX6K7BjSJPUye9CmKR7BNy307WIacgsp3HZhV3qljkUUWim3UM2X+fR",
+	"iZUnFJ2Z1tpJ1ngOuFKqxuuz/Lkca2EuO9bfkRjP5Xbzj6ze78mgEhJ+TXWeW40X+KwsIUsch6zXlClu",
+	"vmGyHJxQlgbK6jdD4aBdPFg6f5TLSuU+2+GVgs/rHxE5V1TCp6lwZoxYkSZPOUqpNEG/03TBvqHilTAm",
+	"mNj3L17budvGTAQmC0KHQb5EwdNlVNcACFIeriWWs1lRFtWAsbJ+4q95Mpiiv84+CcHNOENO84gVDX8u",
+	"KLMfTYGyXGBC2HrezjgV5ta0K3EpC60AWKcL9vb0O5YWAtL08twMTuqRwNhm5FmrNwvrjhpWD2YtlRKY",
+	"whYSZA2hJiEkLHK5ukh+payHnGqXBjn9cg7R0ZzNC5mdiwwrw6Y5N0svxwVJlWJwfeBAYLsoAwxteIQ1",
+	"nCswLWOqLwKgY4Zmt5s+WA3uBVjhlLbbTS11u98aOQUf4oK7P0sKeEEvrUypV+A64ynkx7oPc9iXD3Ql",
+	"UOzdNBPnd0cCTz73YtyXP2Piit3c9RdaUXdwOrgqzeiXxSc9u/ujF5RQ+ncvUqeUgHekZrXdskGoYT/+",
+	"UJ+jW4MpQirzIKPvb1n6dQrdPWRfgip81tsYsOvfDVRNA9WtB/2+Fg/agi0zVOOSPEYt/v6ov7D1neI5",
+	"tO08MWApqdRCKmmW5BLuk2EjqOs+oBTKkDs+Vl5ECUwt/eRDUakpgPFuAnnXCYHkuyoq1S1oQF+figR4",
+	"Hrg/79eqLOoyp903JJhubYsrfnHU7GdlY78GT4G9Z033dvNQBrfPn5tbGc1jsJF9niv03Fzg/ckKCbhJ",
+	"zUyp14xc11D0AHRdXmDaGVc3IEHDHeUicqUYPvI2QfzPruv02nb0+236P/E2wda3LhNJHR95kzAr/26k",
+	"jyvx5ZM5hDtLFmoPlkEdllUqFUXJpRqSy5RlIpVoLnAGtx1FQwbdOeFf0zA/oRnV+Z7H6HuGXxvuZzS7",
+	"2zZXlBVvXGfqprL9N1Dam4LBvTT3UJ+09yWvuKp47qACTdDDYUeR6vHoeEcR6sPxjhrTmIwoEGLdXtqz",
+	"hFWGwlbGD7PG0j7elk++USfid3nVpzdAa5y/cf5K7brzn0d6RZjc52G9iQfF+bAD6A2EBDB4uTeavJNq",
+	"R4GnCL6wSz5ilkGhmQ6IFbi7nJ3MWZaByRvPrQFmlWAfYFIWq7WGMsAngSEZm7CfUukTTNX8LFbeIj2v",
+	"zCYhK3dt9V1Js8LEHVsm30wuFiB+15GxjsCfYDOg+babwEVqVj+IVbrk6rw7cSAsyqew+bUMSvtjKmAA",
+	"gQHu5hNIMPdQ1+890FtzK4TnUy4YV5vfdkzeb9dI9qtEAEIMdVOa6lSb7y9XAYpllz2M4up/AUzFJ/Q7",
+	"72NHI1AlGqix0Duhxal8jat0Y8W9ycF4zF6+PYUK604M/fEXQIhZfW5WCA6z7QmVzcqqUB3QsdYUn9kp",
+	"Vq7++K2l/8e3FPMft8vzTw7GWyX3D62sCX3NwtyeKK09SAQ7rX5TzvB/OEHNu9rBDQcht9tWxo8Eue0j",
+	"Rb0pOQb/Ampdlkvwv1cGYvUA6jxqFNaF5DLgD01eOXkn3Qz/LDYJuVtPMLMMZJUBWyEKK0I5yWc8oFpm",
+	"mBG6mlOlIVYLUNMajiZ3ZIn2NR6gFcAEkFqL7x+Mx5GVe33n7rta/KqnNXO1Q5OgQCDB6FTbKLpTfnvO",
+	"lLjKN750ICi9JCsejA9cST8rlH/5Q4IDx9+h2vNWWhfWkdUFPblgI/mBkabVJbm9sctKwZL3OzXBtv5Z",
+	"bDqAdm+wV1ZqLEDqwmxAbNYsF/xSBGlo+mP2JS2Dr3HZCFE73JEaxTbenRklTIty2MiK0lGLHrnaR8qt",
+	"Ndz/HZV6LjvYk722KSTuZUcH/1LLychjCvHTcDwe3yMzh9+8e3me/3slG+OKbV9af8ldFk5Kh+224Say",
+	"jPZ+W/jRkgj+9dlljRrX2ZA0sPc7ZIzjzyRjbEsYtwkYn+Y8QDFen37ud5XoHxY3gNQNEksgR+5TzCe4",
+	"MLbFnt1qExj9Hn9oGFBvHlNF2AdZne7WmV66ToFJ7pSvvhb20htXNW/bBt5PAD2GV6kuyu1wjbGKe699",
+	"MUaWCSVFFvcGTphAmwJwhCQUHZytgUCBXtCQhspg2XuIAocswWdlTuqg0S3Tvf0qVhILvDOPaGysfBKh",
+	"6UnpcubR6HU0rP2ZcI3ukYfZdUkwz3EbzzC46OPRZlC8kmBMzh55LxsUDeQfmBf7SGfve/Pm4t+J8T82",
+	"MabDbbWKTKQQd0WkCtxc97ZkdZNkqs392yDJL6nqusYYs+QDEsObJIJ/l8VmCoBqfMDnuijdA9aHfMw7",
+	"6ZjLKqChL547+pyM8F95mTB7YHLp1F+qzuezGbA+5OpZ6iuWpLkEwLiDVlsCPjixLZXFJqF8WQ6azPg5",
+	"l4pB1ULb5QlLYOgJ5SgwjjsACQ9Q6fei4TucBHZzH0qoKcFu+A35TdkELH9YJQkip8yMJHZyodoFmG3F",
+	"BN98JMGnCf1O8H8n+P94BJ8OdwN4gQTfBazvovnNNOofenPBC1E8r8qlVY4tvaXwgY50v/aILa8zF/cA",
+	"gQdUKqcMy4FYdbbIe9PeYyDgNJB2a1iaJ4ICq5C9PfKp/Mlc4KqUuLBKTOm+bctqe0NZJhZSyZJincJQ",
+	"QNPxuQtrSjXEKvHWdx4d2tGxJd59b2vFZMg8XQ6cxC4Ll7azRpFUu5rC6esgVNrd5+DzYDe3G8EULkOX",
+	"woUSx0XNergQ3eOq21rWGSQLoqp9dV4136/LHXTz/uZ/BwAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -28,4 +28,7 @@ var (
 	// ErrInvalidCommit: a DeltaOnly commit names more than events (a
 	// caller's bug); nothing is written.
 	ErrInvalidCommit = errors.New("invalid delta-only commit")
+	// ErrNotEligible: the session may not be deleted (SessionDelete): its
+	// latest run is not finished, or finished too recently.
+	ErrNotEligible = errors.New("session not eligible for deletion")
 )

@@ -33,6 +33,7 @@ func Exercise(t *testing.T, newStore func(t *testing.T) rtstore.Store) {
 		{"Lock", lockCases},
 		{"Snapshot", snapshotCases},
 		{"Rows", rowsCases},
+		{"Retention", retentionCases},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {

@@ -41,17 +41,32 @@ func (s *Store) ArtifactPut(ctx context.Context, sessionID, sha256Hex string, da
 	}
 	ctx, cancel := opContext(ctx)
 	defer cancel()
-	b := &pgx.Batch{}
-	b.Queue(sqlArtifactPut, sha256Hex, data)
-	b.Queue(sqlArtifactRef, sha256Hex, sessionID)
-	err := s.pool.SendBatch(ctx, b).Close()
-	if sqlState(err) == codeForeignKeyViolation {
-		return fmt.Errorf("%s: session %s: %w", op, sessionID, rtstore.ErrNotFound)
+	// A foreign key violation is an unknown session, or the artifact was
+	// deleted by a concurrent ArtifactSweep between the two statements:
+	// then the next attempt stores it again.
+	for attempt := 1; ; attempt++ {
+		b := &pgx.Batch{}
+		b.Queue(sqlArtifactPut, sha256Hex, data)
+		b.Queue(sqlArtifactRef, sha256Hex, sessionID)
+		err := s.pool.SendBatch(ctx, b).Close()
+		if sqlState(err) == codeForeignKeyViolation {
+			var exists bool
+			if qerr := s.pool.QueryRow(ctx, sqlSessionExists, sessionID).Scan(&exists); qerr != nil {
+				return s.mapErr(ctx, op, qerr)
+			}
+			if exists && attempt < 3 {
+				continue
+			}
+			if exists {
+				return s.mapErr(ctx, op, err)
+			}
+			return fmt.Errorf("%s: session %s: %w", op, sessionID, rtstore.ErrNotFound)
+		}
+		if err != nil {
+			return s.mapErr(ctx, op, err)
+		}
+		return nil
 	}
-	if err != nil {
-		return s.mapErr(ctx, op, err)
-	}
-	return nil
 }
 
 // ArtifactOwned reports whether a session of the principal references the

@@ -480,6 +480,14 @@ func TestAppendOnly(t *testing.T) {
 		require.Error(t, err, q)
 		require.Contains(t, err.Error(), "append-only", q)
 	}
+	// Even gc (hxd.gc on, migration 0005) never deletes a referenced
+	// artifact, and never updates.
+	for _, q := range []string{
+		`DO $$ BEGIN PERFORM set_config('hxd.gc', 'on', true); DELETE FROM artifacts; END $$`,
+		`DO $$ BEGIN PERFORM set_config('hxd.gc', 'on', true); UPDATE journal SET seq = seq + 100; END $$`,
+	} {
+		require.Error(t, b.exec(t, q), q)
+	}
 	var n int
 	b.queryRow(t, `SELECT (SELECT count(*) FROM journal) + (SELECT count(*) FROM events) + (SELECT count(*) FROM artifacts)`, &n)
 	require.Equal(t, 2+1+1, n)

@@ -320,11 +320,24 @@ func TestAppendOnly(t *testing.T) {
 		`DELETE FROM events`,
 		`UPDATE artifacts SET content = x'00'`,
 		`DELETE FROM artifacts`,
+		`DELETE FROM ids`,
 	} {
 		_, err := db.ExecContext(b.ctx(), q)
 		require.Error(t, err, q)
 		require.Contains(t, err.Error(), "append-only", q)
 	}
+	// Even gc (the artifact sweep's mark, migration 0005) never deletes a
+	// referenced artifact.
+	s := &rtstore.SessionRow{ID: "ses-art", Principal: "alice"}
+	require.NoError(t, b.store.SessionInsert(b.ctx(), s))
+	require.NoError(t, b.store.ArtifactPut(b.ctx(), s.ID, digest("blob"), []byte("blob")))
+	tx, err := db.BeginTx(b.ctx(), nil)
+	require.NoError(t, err)
+	defer func() { _ = tx.Rollback() }()
+	_, err = tx.ExecContext(b.ctx(), `INSERT INTO gc_deleting (run_seq, run_id) VALUES (0, '')`)
+	require.NoError(t, err)
+	_, err = tx.ExecContext(b.ctx(), `DELETE FROM artifacts`)
+	require.ErrorContains(t, err, "append-only while referenced")
 }
 
 func TestMigrationsUpDownUp(t *testing.T) {

@@ -19,6 +19,7 @@ var ours = []error{
 	rtstore.ErrNotFound, rtstore.ErrAlreadyExists, rtstore.ErrSessionBusy,
 	rtstore.ErrRequestConflict, rtstore.ErrRecordConflict, rtstore.ErrForeignRecord,
 	rtstore.ErrLeaseLost, rtstore.ErrUnavailable, rtstore.ErrSchema, rtstore.ErrInvalidCommit,
+	rtstore.ErrNotEligible,
 	context.Canceled, context.DeadlineExceeded,
 }
 
