@@ -134,6 +134,66 @@ func (e AttemptResetEventType) Valid() bool {
 	}
 }
 
+// Defines values for BundleKeyAlg.
+const (
+	EdDSA BundleKeyAlg = "EdDSA"
+)
+
+// Valid indicates whether the value is a known member of the BundleKeyAlg enum.
+func (e BundleKeyAlg) Valid() bool {
+	switch e {
+	case EdDSA:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for BundleKeyCrv.
+const (
+	Ed25519 BundleKeyCrv = "Ed25519"
+)
+
+// Valid indicates whether the value is a known member of the BundleKeyCrv enum.
+func (e BundleKeyCrv) Valid() bool {
+	switch e {
+	case Ed25519:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for BundleKeyKty.
+const (
+	OKP BundleKeyKty = "OKP"
+)
+
+// Valid indicates whether the value is a known member of the BundleKeyKty enum.
+func (e BundleKeyKty) Valid() bool {
+	switch e {
+	case OKP:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for BundleKeyUse.
+const (
+	Sig BundleKeyUse = "sig"
+)
+
+// Valid indicates whether the value is a known member of the BundleKeyUse enum.
+func (e BundleKeyUse) Valid() bool {
+	switch e {
+	case Sig:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ContentBlockType.
 const (
 	ContentBlockTypeText       ContentBlockType = "text"
@@ -344,6 +404,30 @@ func (e RunStatus) Valid() bool {
 	case RunStatusPaused:
 		return true
 	case RunStatusRunning:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for SignatureReportStatus.
+const (
+	SignatureAbsent     SignatureReportStatus = "absent"
+	SignatureInvalid    SignatureReportStatus = "invalid"
+	SignatureUnknownKey SignatureReportStatus = "unknown_key"
+	SignatureValid      SignatureReportStatus = "valid"
+)
+
+// Valid indicates whether the value is a known member of the SignatureReportStatus enum.
+func (e SignatureReportStatus) Valid() bool {
+	switch e {
+	case SignatureAbsent:
+		return true
+	case SignatureInvalid:
+		return true
+	case SignatureUnknownKey:
+		return true
+	case SignatureValid:
 		return true
 	default:
 		return false
@@ -873,6 +957,37 @@ type AttemptResetEvent struct {
 
 // AttemptResetEventType defines model for AttemptResetEvent.Type.
 type AttemptResetEventType string
+
+// BundleKey One OKP/Ed25519 public key (RFC 8037).
+type BundleKey struct {
+	Alg *BundleKeyAlg `json:"alg,omitempty"`
+	Crv BundleKeyCrv  `json:"crv"`
+
+	// Kid The RFC 7638 thumbprint of the key.
+	Kid string        `json:"kid"`
+	Kty BundleKeyKty  `json:"kty"`
+	Use *BundleKeyUse `json:"use,omitempty"`
+
+	// X The public key, base64url without padding.
+	X string `json:"x"`
+}
+
+// BundleKeyAlg defines model for BundleKey.Alg.
+type BundleKeyAlg string
+
+// BundleKeyCrv defines model for BundleKey.Crv.
+type BundleKeyCrv string
+
+// BundleKeyKty defines model for BundleKey.Kty.
+type BundleKeyKty string
+
+// BundleKeyUse defines model for BundleKey.Use.
+type BundleKeyUse string
+
+// BundleKeySet A JWKS (RFC 7517) of the keys that verify this server's bundles.
+type BundleKeySet struct {
+	Keys []BundleKey `json:"keys"`
+}
 
 // BundleLimits Bounds of a bundle (REFERENCE §7.2). Each given value must be a
 // positive integer not above the server's own limit (else 422
@@ -1475,6 +1590,24 @@ type SessionList struct {
 	NextCursor *string `json:"next_cursor"`
 }
 
+// SignatureReport The verdict on a valid bundle's signature (`hxd.signature` in its
+// manifest: Ed25519 over the canonical manifest without that member),
+// checked against the server's keys (GET /.well-known/hxd-bundle-keys).
+// `valid`: signed by one of them and unchanged since; `invalid`: the
+// manifest or a member changed after signing (even with re-sealed
+// digests), or the signature is malformed; `absent`: not signed;
+// `unknown_key`: signed by a key the server does not hold. It never
+// changes `valid` or `complete`, which keep the reference's meaning;
+// an invalid bundle's report has no `signature`.
+type SignatureReport struct {
+	// Kid The signature's key id (RFC 7638 thumbprint), when it names one.
+	Kid    *string               `json:"kid,omitempty"`
+	Status SignatureReportStatus `json:"status"`
+}
+
+// SignatureReportStatus defines model for SignatureReport.Status.
+type SignatureReportStatus string
+
 // SubmitRunRequest defines model for SubmitRunRequest.
 type SubmitRunRequest struct {
 	// Message The user message: a non-empty string, or content blocks (a user
@@ -1912,7 +2045,18 @@ type VerificationReport struct {
 	Details     []VerificationDetail `json:"details"`
 	Issues      []string             `json:"issues"`
 	RecordCount int                  `json:"record_count"`
-	Valid       bool                 `json:"valid"`
+
+	// Signature The verdict on a valid bundle's signature (`hxd.signature` in its
+	// manifest: Ed25519 over the canonical manifest without that member),
+	// checked against the server's keys (GET /.well-known/hxd-bundle-keys).
+	// `valid`: signed by one of them and unchanged since; `invalid`: the
+	// manifest or a member changed after signing (even with re-sealed
+	// digests), or the signature is malformed; `absent`: not signed;
+	// `unknown_key`: signed by a key the server does not hold. It never
+	// changes `valid` or `complete`, which keep the reference's meaning;
+	// an invalid bundle's report has no `signature`.
+	Signature *SignatureReport `json:"signature,omitempty"`
+	Valid     bool             `json:"valid"`
 }
 
 // WaitingEvent The run waits `data.seconds` before retrying a model or tool call.
@@ -2708,6 +2852,9 @@ func (t *RunEvent) UnmarshalJSON(b []byte) error {
 
 // ServerInterface represents all server handlers.
 type ServerInterface interface {
+	// GetBundleKeys Bundle signing keys
+	// (GET /.well-known/hxd-bundle-keys)
+	GetBundleKeys(w http.ResponseWriter, r *http.Request)
 	// ListAgents List registered agents
 	// (GET /agents)
 	ListAgents(w http.ResponseWriter, r *http.Request)
@@ -2785,6 +2932,12 @@ type ServerInterface interface {
 // Unimplemented server implementation that returns http.StatusNotImplemented for each endpoint.
 
 type Unimplemented struct{}
+
+// GetBundleKeys Bundle signing keys
+// (GET /.well-known/hxd-bundle-keys)
+func (_ Unimplemented) GetBundleKeys(w http.ResponseWriter, r *http.Request) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
 
 // ListAgents List registered agents
 // (GET /agents)
@@ -2938,6 +3091,20 @@ type ServerInterfaceWrapper struct {
 }
 
 type MiddlewareFunc func(http.Handler) http.Handler
+
+// GetBundleKeys operation middleware
+func (siw *ServerInterfaceWrapper) GetBundleKeys(w http.ResponseWriter, r *http.Request) {
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.GetBundleKeys(w, r)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
 
 // ListAgents operation middleware
 func (siw *ServerInterfaceWrapper) ListAgents(w http.ResponseWriter, r *http.Request) {
@@ -3800,6 +3967,9 @@ func HandlerWithOptions(si ServerInterface, options ChiServerOptions) http.Handl
 		r.Get(options.BaseURL+"/healthz", wrapper.GetHealth)
 	})
 	r.Group(func(r chi.Router) {
+		r.Get(options.BaseURL+"/.well-known/hxd-bundle-keys", wrapper.GetBundleKeys)
+	})
+	r.Group(func(r chi.Router) {
 		r.Get(options.BaseURL+"/readyz", wrapper.GetReady)
 	})
 	r.Group(func(r chi.Router) {
@@ -3909,6 +4079,54 @@ type UnsupportedMediaTypeApplicationProblemPlusJSONResponse struct {
 	Body Problem
 
 	Headers UnsupportedMediaTypeResponseHeaders
+}
+
+type GetBundleKeysRequestObject struct {
+}
+
+type GetBundleKeysResponseObject interface {
+	VisitGetBundleKeysResponse(w http.ResponseWriter) error
+}
+
+type GetBundleKeys200ResponseHeaders struct {
+	CacheControl *string
+}
+
+type GetBundleKeys200JSONResponse struct {
+	Body    BundleKeySet
+	Headers GetBundleKeys200ResponseHeaders
+}
+
+func (response GetBundleKeys200JSONResponse) VisitGetBundleKeysResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.CacheControl != nil {
+		w.Header().Set("Cache-Control", fmt.Sprint(*response.Headers.CacheControl))
+	}
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetBundleKeysdefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	StatusCode int
+}
+
+func (response GetBundleKeysdefaultApplicationProblemPlusJSONResponse) VisitGetBundleKeysResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
 }
 
 type ListAgentsRequestObject struct {
@@ -6454,6 +6672,9 @@ func (response ResolveTooldefaultApplicationProblemPlusJSONResponse) VisitResolv
 
 // StrictServerInterface represents all server handlers.
 type StrictServerInterface interface {
+	// GetBundleKeys Bundle signing keys
+	// (GET /.well-known/hxd-bundle-keys)
+	GetBundleKeys(ctx context.Context, request GetBundleKeysRequestObject) (GetBundleKeysResponseObject, error)
 	// ListAgents List registered agents
 	// (GET /agents)
 	ListAgents(ctx context.Context, request ListAgentsRequestObject) (ListAgentsResponseObject, error)
@@ -6565,6 +6786,30 @@ type strictHandler struct {
 	ssi         StrictServerInterface
 	middlewares []StrictMiddlewareFunc
 	options     StrictHTTPServerOptions
+}
+
+// GetBundleKeys operation middleware
+func (sh *strictHandler) GetBundleKeys(w http.ResponseWriter, r *http.Request) {
+	var request GetBundleKeysRequestObject
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.GetBundleKeys(ctx, request.(GetBundleKeysRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetBundleKeys")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(GetBundleKeysResponseObject); ok {
+		if err := validResponse.VisitGetBundleKeysResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
 }
 
 // ListAgents operation middleware
@@ -7240,341 +7485,354 @@ func (sh *strictHandler) ResolveTool(w http.ResponseWriter, r *http.Request, ses
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7P3tkttGkjeK30oF/xshcgekyH6RJXY4dtuyPKMZ26NotVb/Y0NLFIFis6bBKhoFdDet7RPz6VzAieca",
-	"9rmP51LmSk5UZlahAILdbL3YntmZDx41CNR7ZWVl/vKX73upXq21Eqo0ven7nrjhq3Uu4N/Ptf1nKbKz",
-	"Stm/TbVa8WLTm/Y4S91vrKhUL+pd8bwS9qW0ELwU2YyXvWnvYHxwPBxPhuOD8/HhdHw0HR//0It6oih0",
-	"0ZuqKs+jnq7KdWVfPl8Kpq9EkVWCzXnOVSqYNGxyMB6zF2/ORr2otxYqk+qiN/3xXdQrKjWTWW/aG0+e",
-	"HfHD+Xj4RTrJhl+Io8XwKT+YDw/To+xYPFl8wZ/Oe1HPCGOkpm+kSmUmVDk8OrA/lbysTG/a892Ch3o9",
-	"KwQ3WvWmPaGyWVkVtq/VOruri89sFyvDL3A8eLoUMxgVqFytq3JW6kuhTG86juj3QvBs+7fmg8nB2I2W",
-	"f3Y4vqW6ZlK5xvemC54bcXt7G/XWvOArUYoCZvT0Qqjye76ClmXCpIVc22b1pvgTU3wl7EDTMoCButIy",
-	"FUOueL4xZc+2qjftrXm57EU9BWXh/0W9QvxUyUJkvWlZVCLqmXQpVtzWteI33wp1US5704PxOOqtpHJ/",
-	"T6JeuVnbUkxZ2Mm1zYbW/IcoDDSuu61X+HOzuVeT7hbSy5+0kc+rwth13G5eosRNOUvh14TpBSuXgq0L",
-	"cSV1ZdiaXwjW1ytZsoUu4LeFLEwJPwyavTkeu978VIliU3cHC+/taP3xPq1/cSPSyrb4T2LT0Ye4Go8P",
-	"U9xj8G8xxUeyFAWs5cbTUut8lvI8969DzzmjLcvsC83O7bNtp5MpFLpjVoXrw+xSbPad2yf7jM7LTKzW",
-	"uhQq3XSOjxVWtjZhSiYz1jd8JRg3bK6zDUvol5nMkhM21+WSXcgroRhXGcvkYiEKu4D/9v/8v+xoPG7N",
-	"eSF+Go7HY9/jpeCZKOo+By0b/gl6XffyXwqx6E17/7/HtVB/jL+ax2fYppdfQ/++lStZbnfrlV2cRv7c",
-	"FALH4+5VmEMhYQMyseBVXuInK34jV9WqN52MacjpTz/gUpXiQhTQorNKvfx6u0VnlYIBrtSl0teK6cJu",
-	"GyEvFI3f0eDhy6p7NdGB8ilFxGs8c7o6ZleQXduieGQYnU3QU642zCz5WrBqzUrN7PmXLnnBUyvGT5jM",
-	"DOOFYGtRsHVhD7I1zyNmNJMowA0IFV+2HTUq/4S5Yeweu+ap2DFEwRn66Ybp1hZl1loZ1Du+4hktVjhA",
-	"tSqFgn/y9TqXKQifx+tCz3Ox+t1fDJ4QvhP2i4xOLp7LbEabsRf1MlFymbt1zPzZyGJcynFvylS1mouC",
-	"rSpTsrlgvGS54KZkuB9NadWS3rT3mEbC0Djgbt9r+T0bBxrHkR2eUpYw/C+xxaxuMQ1VVajp8iabUqen",
-	"7a7d7isEXmEBOOgtid8qNJmyFc8XuliJjP3x9Z+/jxhH8VYueWk1M6VL9ub8m+FTuyntH1oJeJOBNhjh",
-	"v5UwVk1c6ULYLxWbHDxlubgSuWGZEOvIfm0VSlXaJc6upM5hike2W8+1WuQy/biV4FbtvDKbHdP4OFj6",
-	"j4vqE8zrs3peSQowqn/HpDZa+Slm9JTZ1gg7tDCGU5a4OsSNNKVJovqJrdX+XXd65r7Dx6ku7EE+W0mz",
-	"4mW6tE+5VcQaT5QuZ/yay9K+WgijczifE5jMb3Qxl1km1EfN5sKX0pxKO2uP95H+j8XNWhflR8/wYT3D",
-	"3wRt2jG9dbM/yW71xSXTQNyznKeXhnFW6FzAc6ekKCEyw/pidDFiCQ7AdM03ueaZSewxg8+YezaAGfte",
-	"l9/oSmUfNWF2TSyglA+csI+eqaN6pr7XVu/GxuyYqbq9n2SmfHFJpxYjs4H9M6GfZg2dFveNK/3jTsNS",
-	"FIrnHzmWx83zCstkRhRXomB4r7/j1KImfBLhprA61j/75jl7dnT8BaN6GB7ztILfKF6VS13In8XHreIq",
-	"LOgz6QKTemzfNKvbMaSNRn2S1RqWSKJlLnghCgY2B3vur6QxUl1EgX6ACkCseJqKtT3u++JmbXXDCBSD",
-	"jSgZKBcRuy60umDSmEoUcPJXmRQqFRGb8yxWRl4oXlaFiLyqeik2gxHDCxc3GpqghF1vmTRpro3IRrEV",
-	"vHhTAhXy7du3w9OqXApV2hnusHckX2GvCsHz1Zdxb3mTxb2EXS+FYkpTZ6+5Vc1VGTGRG8HcN7Dwvoy9",
-	"hgkv269hLT754rh9p7v7u8YNaks5xjV8xWXO525BfvgS9uV8rBg4DNWb4kqmgjWL371i/UufasG6ApMp",
-	"M6Uu7B025couvJJfCnZdyFIYsLYofc36dk1n0lzahbSo8tyuUbaQuWCuaF3Y33KxKCPYARkv+ZwbsEdW",
-	"qhA8Xdr67PrNdXopUITL0jBssdOO06qwN/0RO6uUYVKxRS4vliWzChIYA+xUSlUJNrdqtVgZkV8Jc8IK",
-	"URYbxhf2cpKc2T+Gp/aPZNRc58FP20v8tUi1yow93KHCubBnDpYt1UXzin/nde6umzsu0HWhU2HMRy/R",
-	"WmWc0S4J723Pl1obwcQNT8t8A/cNvWCFMFVeRtixiPH5J1DuDg66rmWubbuXd0f7P8UqfyvyfEiydl6V",
-	"zIgVB9GW5xtGFU1rHQL0cquOO0mzsnNzIVCTb7ewqd9nEmax9bRSplpbBRF/cOWudS5TuDfMK5XlYgb3",
-	"6Jm4SYXImq/iC/bJKl3Pwl1Lj0qtc+PbRIe3r/U7kUl+DoP+URLQFzhb2RJnMI/BEnP6Mtx0l9zq0s+x",
-	"tuELlWqwZepyac9De5mFO6MsN59JI5gchxqBbzuDtjNq+05J29nXTyR0u8p2+kI9dEl77BIcvFjB6CVu",
-	"+BLWX95kLBN2nqzsVOKEJaegTfhvp6x+3fCNiZXRg8jWki55YUSZhDMDlgkyLtTDBQ3Ua2fCVpkWKKrt",
-	"SbGlRrQa0KFF+BZFqDp0dtmqEYVYVMYqRlZF+OLJsy3TW72Q7lIG/OzV/pwO/wgrxIU0pShExkAWsEws",
-	"pJL2d3Yty6UGGZIWojSsrzQ7ffXS6lkGjkKhsrWWqmRvzr7FJ1i4gSavCzt8pURbnd24qP2bbhMnVP/I",
-	"sO+ev6JrgmH9JPgssedi6d6Ec/iE8blVu2JF6pgSqAHKAvwIaP+02p++wj6qjK2lUiJzs0AbMFbSMHJJ",
-	"4sFPPzwygdBJBiP2XK9WXGUmYkJdyUKrFTQALFkmYrgo2BUvpJVZBqq04wNNQXXULPW1wjUkS7Ey920w",
-	"mL3vnr96DQNhN+aK37zELydwz8Lp50XBwSK00pnI9ysV3rx1dttti2xrZUU9szGlWM3WhV6ty9YXkzH8",
-	"r+MrGD779v4dPtc63+prR2evau/fPY2/DXWXH50zsvb44bC5xr7z3+v5X0QKxlNo2Dc8z+c8vfzOjXJr",
-	"pbvH22t8XegrmYGxHd4CKzzr4yIGvRO/ADNoJnLcSPdOiSt2u1K9FopL9l+Mq3JZ6LVM2X/5Ohpixb/Q",
-	"rPDJ0X2j6CvfOV7fSjTQN4fJL4T9V8T2athaDq3GYdk7W1bvqa3muf1Qj5AVOObe0Yl6a1HAxbfLIQ2L",
-	"wP9udVIrEDZsXsjsQmQgtJwjGMUeCH9ldeofezzP9XUv6nFzCZqI2gRdqxtQiHXON6Ry3e/tsy+/wnft",
-	"RpUroatyZvBO0N2Fua5UZttpFWurW8Iydcp/PSnoI2ns/w7Bb3s1zKUpmz1/ZHA40FPlNgmIbRw0+FUa",
-	"N3iwV/xiunfT3CdWyoIrA+bf7cPclJnUCetzli5lnjG61Nj2L2/ITLcsy3XC+qYsBF/BJfAP5+ev4Jqo",
-	"WC4ueLphr1+/YBoPNfALvzn7dhBOONRjNY2yXHdMdbc8qxveWIvtdbE91bu3yW6J5k5tEFcj9laWS6va",
-	"LEhEJixdcqnsQQ4v1M/xLI9VfZgPImbvyyQZaSng58mP8DBi7vu//fW/3yXswmoldSn2qIarXcKwjyP2",
-	"Fg95GBIJFXGZV4Vg/aODZxE7hv/c3ESMxyrVSokUNB+wv1iFkYZoAFoqqGXV2qqJtjWPDONlKVbr0kTY",
-	"ClOKNVvpK3vql0yDscopUbbVerGI7CXbdkyJmxLLObGV24niKmghKKT2xZyb0lUYwa/oti0qxbjx5dsO",
-	"2LEasRe4OYqN3RtcuUbaEZUleHkjcl6KzK6+RaFXdfsfmRqBopXtwNLepGn+TMnhZld7C2Bz2nJxhmJl",
-	"9R162zlr7ev2fogNT9yJkbD63QSchfZrc20bNmIv7FpQ4prBqELFhvELuxx4GaBhaGXYonis7BV/hWAz",
-	"dmFVdtJj4QNcWbIEPVsrWh7Q9VQrqweAsk9TCOPyPOdVJuykccX+vBbq9OXQSlFeSrulqXIoolxKdQnm",
-	"zkJkPLU3HvcIWodXDixwqFW+YfNcp5cgNQQvcmlvO9wYaW+HJSurQqHSmItFyewc057AZvgpsNqq1Xft",
-	"guIqixXIRSuV8XMrNgeobTaPOLeZunc2KiCsLKTI7G7VhdVrr3HEJCyORwZMKVJgRW5/eFHtlibu4qZ8",
-	"vvewb2pZDYH99A6N9+9K6cI3P73GdWbH9n2PZxnc5Hj+Kph4wPy1L+rfwz620qJ1C9y+yW1rRtvQvwfh",
-	"OhoqfAuh91AczR36/c7RgovGlgLYGJ+OW05HNy4lOkDd8T2vZF5Ku/GuxXyptdXa0tyeQ516295XsKaG",
-	"+ctph93jC73e1i6CRnaO/NouY56fUYEvrpydLs//vOhNf7ynYZWCL76RIs9M7zbamj5e8u1JtVLxvj7b",
-	"5fDcvncbtXCDHfDAu1dgG3YI1XeNRkn2Sj+XNDozX9q92p+zT9p+b1fxbhvz4Y8J1g+uJAk3l8kA/ADo",
-	"CcGmgAsjE2kulRjV8ycC/NWd0qY5DbhUtwRnWVSg16CeYNt3wuB7hmqBVTRY3HtVtzYTSoos7o1q6+Zc",
-	"61xwhUvdKgMNuGGn8DuD92qtCrwp4M4RqXTQ4XbxreHHLnWu9KKUC56WL9VCb69Is+QHx092KNf0JbsU",
-	"G9bP9bUoUm4EW4ob9voPp8OD4ydOq5tvSrF1cNmjJBCY9s+11QYLW8F//jgePuPDxbv3T45u/6XXZemR",
-	"P3f4Q1+WhuVQotUKoF5b7UIXK8C5S1U+Oeq+DoYoznDsaAyoxs4xRB32TBhR/jKSgrTmHRNDKjUA3NBo",
-	"a0Q5elivXQ17yQN8dwb1fAZZgIqR6xb2CDS/qb1rqxKUVPdzYssd0V+J8xbKEpTAKy0zEBBfgRsH4MPm",
-	"gcrIV7pSGVbJ0BvE+mcvvnlx9uL75y/Y//nfX4wOBnRBQLg0GF9rKGas1trIUl4JRoMPlns+t3KsYWDQ",
-	"14qBJ4r1wXF/dHAQq7bT6oRxh/YstWY5Ly4Eikb25Gg4l6WvxTkJYgU4N7zBEl5xyo7GY7YFnhycgNaF",
-	"yqhWAvwLdKt1zexS3lf8Zgabb5foSJe2//biAT2uVk5UrITtimF9EorsyReT8dOnT47Yl+zJEftOftX0",
-	"OLifO/Z4e4WD9JlhBbta92clqAl1Cw4Pj4+Pjg4P2Jfs8GC7Be7nB7ago/JTGhah8NriWwA6XbPWpn2x",
-	"VQNdaLdr+KOuAOnkbrzNGrqq6JYUWyKBvEVf2TvjA/cTDjk4dvHOyfqn7moyBAR5NpjCBTKCU3dWGTjv",
-	"4d/oNN++BgSu1WZt1FDcvkERrmquNg3wb2Uq8E5zhtIMhuhmeKGHNAZ/MVqNzvj1d9gFOxgy66jXqjIy",
-	"C+q13YBK97rQQRBVx3lnH+8qtDlL9zfbzCik7X2HuqI6463OnQ30gztmJ7ajXHHjumX/1VXc3e4c24pZ",
-	"10SA/CE7DiqYjVkJV8N+7W8dhtCfug3un1junofjux07rND5GZbT2a3aKZjzUpgy0Bc5W3PaNylXqchZ",
-	"X1V5jhYTWYIFER2UW1upwLDJvfUZaqE9yG0ViKVBLE6rU62u24o6ew6OT0Kff6BK7zzM9xp2zsQCpKgo",
-	"uVO9mgP9TSEEYFgcVtm+xi7FuqxNeTQRtH7C1oUO0X33pYev3H9XOK8KNNgTQgs/FQVYUslkW68Se5np",
-	"vpuEQaZdkkwUw3SpjcBQH3eIcLCIvnnz8uurLyJ2kes5iM5KyZ8qMRixlyWTJlYm1WvwJjUDfHwQ0JQt",
-	"bzKAwAkTMbRCWk2hr8kcei5Wa13wnAl1IZUY1LcyF4BUqQwWvb2aZKKQVyILLMm+JlJApMGIJbsLlnWk",
-	"o49JSh4nCKCT2SBiRseqvNb1C+YRBDOlXJEHPdV5LjNUb7hbJvZnsKvaV2IFMtPhawLr9wlVZP8W+YJJ",
-	"w66XZFKmkowQJoaaNtdLUQjWd+VEMBIRacURI8MOYvSWIr0EQESs5jqTdmyT0fImISXWDEbsTAwrA9Ag",
-	"MJ9a/dO2xLCj8bNYtcMuUPHbFXZ1t20svOmdDn/gw5/Hw2fv6n+OZtN//79/9+Xw3b92XP7aV5WLps2q",
-	"lhwv7HH2uW5k20fRPscDnrCf+o50TsaBBZe5yE7wEpTYmbPrBhHmpGPB9Qd6uCvw95StRTG0xcE6Yhil",
-	"a7d5Klc8xyOieVN/934STZ51X9ShrlcUR94cSlyne7vZ3dTs4yANgpfvKzYcjC0bGbawWV7nUoO4k1fe",
-	"bvkABfit3d9cudCVFd/AtQw8k+HF8nh0yNZ5ZcDSxQsOV0j05liZV1S56MI2SZXmVSZmzl5j7j9GTrOM",
-	"om4gxjcVmbf2mEdoVTlhNEzG3hqxhjoQx99XtzCWg+4Dp13E/W180Qz0YX1elXronFvkyU7w74T+bLyC",
-	"7rqBM+Lh6NsLKJ78IKy7G5t7s8Fdy6phYoBlZevtCA1uzmDEAAsaurXmorwW6Atk9uSx3VjxUqZszY1B",
-	"C9d+GwiqOqsQtH73Fuq65f2er38Z+5bjqwg9LrAVZ0tpFYPNrInSfxi0ikrfx7R1wdefXFi/QJsVWaac",
-	"u5KlusozMAXNIUYkY/2WooO41DORScNoHBgFqDDE+geo/sEJqBQkvKVhYwiu5gx9PA6zb0970Ixk6dzY",
-	"GoA9t1HvD4Lndki3rMKE662HCZxHts3dXp2rXRQY56G5K2DCeNh8UnvudqZ99/yVc6W1jzuHb/ru+Sv0",
-	"O3DjcJi89DqlIz+Z1goZGCZjZRUyr15fL3XuNbuI8bTQBkywMLgRfAxaYm3qi1VuFSq4tRVd5rSWt6/e",
-	"Ez9+9/zVFKBf79iZXTIcwCpdF+VdNoVZSHvQnht4w0WD1A1mF/xKsD7cdxKATCNYom51wniWORwrRVoN",
-	"PsAmscPqsBRodKhxE4AomDIi/KBxBQaPWU3tQZQeETNcyVL+bCfYNE+6JpwZhhZpbbbHdQcC1UP27ljq",
-	"0PgtwHBH3Xsg+sC8sHuc7M+uRofmqrF7AV9HZx8nO7Ta3fAzqNP97F1lYLUPoM66BR50WLIakDYDWFnU",
-	"M0bsDy7zQ9GUua2l7icp7EiXzHiFrC+fAiJKRe0LG26pry2JlV/zjWFgwOnbo8Nz7rTZc3YYYHaMInbk",
-	"fl037EuHOK1dty6EnjmPMcQx2Ot5Kgqr4A51VaZ61fRl7nR13eW+ih7sPU+1osC2boPnQ73rUe/DMK0A",
-	"Ctxfo7JdgHi5fSxsUcdZvS7EmheA9XHTgrE6BQKA/OTYI51fz0IysfrfXcd8BzrXu0QyXTUCKh34trUE",
-	"YRKj+kR3sx9toRU8lCOYx+0muOHtXMY538x5ernLpHpqNRK5kBCsBn4+vRZWKbBH/Zo+bl7Rnnbcv1r3",
-	"ru0jFm4+wQ0rYvMN4yYlyqlLsdkfmxZ68+/Ho9sXlFyQPbXZNvfLCE7l3gdaLXd0+i8tP5RUzIifKnsA",
-	"450nsgezVO4FaETeGIYHNqc1Eh1DUQh3oN01wv8BSwIj9c7wi/Ya9mNaD4IvPQqWQ+earDkSWrfEHfQA",
-	"I5akOhPe1mNKQHOveLqUcKnIxDRWLb9uxML4+Ih5Fg6Ic0eahyhWK1EudTYDMpQ819f2Vbpvz0qtZ+Br",
-	"jhzUc0Z7L4pVd1xdxJoGxPrveWU2dTkBZ0sUq23Klog1CVuw0R10LdCSDjqKiG1Hj/pAfYw6jeoxI7tZ",
-	"xLaDS8NnQZ8j1jR6RLHqjCut38OfI9aKKcUHjYjSKIxPj2KFt7kZEgjU8+tIKkbse3HNMBxxxTcAQLCK",
-	"edctA4NLO/XW7UXVAeYJbYJ8+PM7+59ZpwG3DlTdlrnYoaHhC7DJ5Fwh7BnM8vaqnKK0T8X2RbH7kuPi",
-	"We8iv1vzcjnaS/UNA2Hvo9PjudFOzf//D8l1NXz5NcXh7QflrU/w7cr+cH7+iuELVBYqSMfPnoVMdd1I",
-	"AYrI3Z4Cs7SqO/Gk+lgHnQmKPbRXCXsGYqBLPSGDBzlM27G4rbhfvLXZWunW1riu7Ca7eajxwEUfw2AE",
-	"mgfshsZ0d8nrMwE3ms0/FlA0CgxwrWkieYPu7GRa25Ponkn+c2lQ+RdZA8se6v6MdP9GTFGj+PvvfR8M",
-	"YS1o3n4RCOsj4/qKNjo3AH2kjLt7/AZgWqkRr3B0XaEbJ7DnPhxz0/QcRLjPCyGQtdFMWfL+UqrM/FvE",
-	"8L0pi3sa+AVvk1jZf9kzpbRnwkVgh0/5uqwK4WzvIksGJ0FZ4IIURRSrdqn/FSNMOxVxL0L8zb/dJgwr",
-	"gp7Dj6jnIKgOHCexAr6aZ+MJIneoBiaVkRnYiFaNBuAxFbny/s32xpeNMg0BcnphF+zZiwNWiIsq54U9",
-	"kArHcekC/XC5xArl5GrEEqgpAZtfIdPSRUTlAn3e2gjSGxi86R3oU/LqwuPBiJ3SR0tesnkh+CWUZLAs",
-	"A37ZDg9L19GOQ92xne3gJhARSCOQNM1CGqlRw2PxyY7YgqYtpC6iGW21h0ErUNU7Ymm8lvF+m0qre6qa",
-	"PeJpWg7BZ/m7vc57Wk1d52RrtRGggXYC68e9uMe+DIzC9EuLMuExkmzvp3vAHO1SPODHFaHbEhqoBBez",
-	"MKyf/MskQUsnsOlwdlHoan3CHH7DNnjQMVp/++t/d1iUu+z8jj797ta1QHYDhF/5FQjL2zajadzY9kjd",
-	"e+lrmFoC6W+VS3uXdBzEuMRVxfNOu0bNObzVte8AD8uZqeYO9V+XCoAgqZBRidYiO1UbxLS5ALTv33y7",
-	"kzp5fxDFf8bxzXj87ned2vYZnhn7YqfajtbdNEVodUKuIvh34PndvmN1GUfmnUbk54hRo5iH3fETebmP",
-	"GuQQaZ855iIw5W2TP3tDOAaJ2lMX6tgRvNGhaNq3Pwz91gKQNbEHQiFMPUKEuvip4nkbJ+a+Z+lSy9RP",
-	"8vgZ276dDx7aIzeLW6jDO65YPowWApFrJKPSJWgjFPVQgSeh61byMMM4NabzAlCpFw4028LAkxxqHIaO",
-	"QzerkLqH8P3OIrCn4677CmWHhuKzHxnQIawKUbvHUJFAiBCokhdaZ4D81EpY/WUKrD8UZg69SiKWnKNZ",
-	"x/99xktENeATCFYfRLFKTl+9fA23J/cDxK4fHzwDb489+UQWWY0qqf9GxLHVQGKV8LV0f5PuBqhrwVcD",
-	"9re//i9m+0CRH4TwK+sg/1g1w+tBbbaSdyvc/29//V+2W1rnp8VFZU8kanGs+t6h6PgduHsFGXJ0yTge",
-	"XbgETnyDSq2tTotB4TDdzuCCsg+CwCNCCNJHMGo1v6MfddY/Gk8eH40PBxFLah5x9yPGah/d3LhhPyPl",
-	"6j9sTY1yeJPdUoOH/Ge7d8Q638D3xAvXqGPE/gx1oH4KNxeET2qdm8DqFat+cub+wE8HPqqjqFQpV6IN",
-	"EwzX04fe1t3e2rUjr3YQSq2reS5TxLVNKUzf3rztwda8iyPSKnBu81gRqg45B5DbPhNrAdFAyr0LDjny",
-	"mK/tEt2sRRSrTNqWrKQCDqf5hl4foIHO/rtpoAtu1uZSrk2suMPjEecBVidLH9fDLpW+xtEOakPRtOLr",
-	"NR0A29Gbu5wJnUGwUSvca9fHWzFxPmHODhRejdWMAHaz4z2PQYo6LvE7XW5dVhrMvePUiHvw7O6TEnyj",
-	"PkXNDqVD3JQu7VDjw0zkJb/rq6/tC/4TImi45zN6q/mpzrSZUYqf3bpRps0bfKf+0GVAubeTZGDa6qgv",
-	"AXyK933+2r7U+PbuGakVOv9RVaj7W1sVqt1S8hjs+uQt/uwhp3S8bzDzUM/REGol9nHbNif3Nrr/9WZz",
-	"7/1iexnc+8n2FOz7yQPb1pqze9/fmqz7vgikx32vdou1+77qFiH31rUlBe8fqvaevO+L1jLdMz5nv9e9",
-	"sL19F5ysZK3uVkDx9EQ7lvsAlMy5sCpd40zFA3Un5oMuAIGGcHjQoQ2Hudo67zeAgcejk4M2s5Jl6Ugs",
-	"Dw8Pn0Xszflzq6EZIy8Uns/EOaQLSIgkS8bXeNT70lyyGud5JYQVdr0QPEO6IfL/oLGIXwRRr6DaAiWS",
-	"1S+hriyEhcYKRpOBuxSi1YoCGiYLq1w9Mh6TCFRQI/a9LtmaF46LJ1YJNDTZ8rc3gpcb+LdHxs9arDAq",
-	"jJkqXeLEElNPjergpRjaurusDh+Avo8I5bs98d32MH9J3AOWF0Y07eF0E+u9ll8bitrILOQyMbnSonBl",
-	"B32N6kxowWLeodx+CjRaEKb3kVi0c8cWZpf2I4c3PsE7OeENgSRsDbEnvxREDTq4uMus8AC/6z0jiZfe",
-	"XUYDX9DOZjoDyAMjLL/mJe/wGDal4X47NUwFud83bdhWXWmjtL38ZCjK6GrmArrDwfm6MxDTfUgeM2dO",
-	"tVd+22ZT8tXa4CWPLm4g9Wqdn84Ekn/wBCW9KbXOkMeN01sdpksfK72/qxe+2B6Ct8uNNzWiecbz64WX",
-	"Zd/+0KAcq0zwLAdYBhhNc3uwBUk/WUK4nGTgdqW92l9LI1ifx8qWV38JdkkEMFjh3yjHv4WHt9KxgjGg",
-	"Q+FeKKJLkdqtNigIxzTXoqDQ5EqVEiyRBbhNgUubB03F2Zemdlt0RuTdI1+CbKxdse0mwLA2jL+fA/T7",
-	"OY+zB8qyVt7Y9ztWbE3/6ObOframBXwdrOtMZrHqB2soChbmiAGPHnxM6VHQ3uaJIB4ZDJk10/AZS1w+",
-	"WyiOQu6BiZ/fUHbZJIpVAp1xCEP7O0TD45eoiQKxOc8TqBaiuTEyYBMrXogTojW0VS6kkmZJQ5OwFV8b",
-	"BhUkkI4waFKsEn8ZNsnjZFEpMK3CA3o7bDQSF8EPsWp0gSVEaDFbyLwUBX3sGh0xrjZo+Ra5EbG6EsWc",
-	"l3IFBmCMvgjSztSVOsZER4lgN31I0egyxvg+UQYbKzMo54dh10uZC+CJgTJQbQzL8CEvEtVcN8dty2CQ",
-	"nPiB9vogU/FdC/yNcwxu5xre2vxFJXB0jF4JBh80Q7R4mupKlWhLnzre1Vh18BRBdJYqRVFUa0/hHqrc",
-	"RQUMs7qIFfeUkDVNhTvbEERqJxPag+N3D/VXt0ZKsjjAO4X73Q2nM9nVQrJj6O7Uaz4XHuohGtI2+Kc2",
-	"+32uQGwSg6zvEfORP9q9DIyQlAOWhz9mIFJlEIZw213j9BPSSQB04JSk11sQ/6JSCmcrBO9jZfYS4qCy",
-	"SCoT9XyL7N0OWtntB6+U1UessrFbHXOnAdGFOxJiq1kgYzEDZaX/+xfnscLkee9xWd4+Lqn0QcSAndJz",
-	"NlDZQLbriy70tYliZTSOCXFdYBqFSvk/gRyC5/JSsCW/EsgbDKkWtCmHsVrJLMvFtZX7EPLLTl2Tmzfy",
-	"5U2GBwMx2soVMsvGylHgIneD60Sd4Iu7JG8EgdM5tKoTqEN1dzBTFRnIgvnGnjYQrDHjPrJ5voHBqf/K",
-	"uR1kqfAfgKnfn+LWzTKNRL2Hal3lQ64ZtikdPXMcy8CYTD3QSmDL18hrljdC5ojTBEkzkGjZ8bw/qH/f",
-	"ciW6OrfixeU9U8DL5MHVfceLy67qflN630ffBet7b3jy1LjaHVdFtzyieg+4ieg6YciR3kGN+FCqnw9b",
-	"yaUw5ezh1EiLHWdGTdjUQjSErDaOpGm0z23LRw50X7hcrHMY6eytif3kx3ehbnjhbLhKhxlw9hcoLvh6",
-	"r5CkndRLjVzjnqehn7y/9RkPicHqYxiW7mNDemBsergJcG2G9QXdbW2NYImFk3nHXvgUhkG3rf5BzYKv",
-	"q/lKlrATPwRIFUB6trtbGeFJdux1QGk1tHLMIYRhY9M1zpHr9zl8FitHgEj8mp7zzpw0r3aY8T5E/bqc",
-	"eGSFqb2RXVR5dzOd77lGGlyPHQtlJZX7u71q3u2xFcPwmrs9cg6Veevixu8H9r2G91gI88Fb1pQltYee",
-	"bAJN/3sC6GyHBKq9SMQg4G9txnmJVqzvPoDEB6A2Oo+M98SofAPJyWp+rgHqQLFKGmCDpM4IEUhkh6tm",
-	"gRqLCR/sGpKGzavFwmcXE3WbrYbV7LIHOVoZi4q10mxdiGFYti0WSEaEaXix3tIdNcEHSQQ9Zq4Z+9e8",
-	"1632LgDQtu/8t0L+1QSPfI67p8euEX8mhMzhzcDVO3JjFCAFflMDhGiXTz46dkRqvpB1obMqFRlGWSgE",
-	"cMMKRVYTXMVTZk+fJFaIuWooQl07D3L+2PWNrgV7eVlLkQrcC7WIgMLBFhCKESCpLiSkzq2N9ADOJPe1",
-	"I5jEeII+3GDr6gfBtHsa8Ai3F7YA9heY8KBZhkJc/KupVikvBYDUIpBzsjQdguhVx9cNeKkp+cZnUcLu",
-	"ApV00gCPJWyh81xfB2RIlNj3kaEWWmlg1+s2uuU3s2abKK1PH0cGA+Fm1W1wtNRZtaBmS2biphQqE8Bp",
-	"idl+YrWdFijx385IHUkGkV+TLJeXwk05CWh/E7A7BbKJ37Vb/HF3734ZsdcuUTpSfLqQsTpfkTOhrNeC",
-	"F2wpCgFWlk24why8wa0VZ71w7BbdHMCOkoQ3DFVMARC7A5OCKSV2QNKda8jl/HRGcYzh644WsN9kO3Ar",
-	"pztK2e96SkrUR93iwyI6T9mWjaibSh2zpRWNIY4YZ3NeoHEvtGWxUoOrAf8axeplaVigc9WGQHpISFiC",
-	"VxAHgjT1E0Tg0Gs19gLeTHyOAMjxS+yWpKyzPlLoA2uU8g3H4D0QdGiPKk3NIV0wH44KxLNu12yI7RUu",
-	"p7HV6ygaNJnGasgSstYm0yC1el+FQ8E2ohycwMumSikp9TQ4zZynwPuN0UAqyqqAuz3Zj2PFKCjdPWGm",
-	"IrbB+QYf6vxKUF0oy5Opt1yj29dvFSe8Zcn6CQH3Dd/YedlQES5Le6sQrhDDvl2SP64YfTyzi9/xuYSi",
-	"CHLLE9bfhxo7JwxrFe0xXT5JHwYDPDJBrjtKs4xzXpdAg+JkHUYZRLCEfPfsR9RlH98L0dE1GRLBxmUm",
-	"mFgsRIpMn2CSXgK2zIo9hpB9BUE49tPgUI3AtJxhsrUC5HDgVAK+P2g2xgr7ycRWeZu/k3vt1pH7gUzU",
-	"7i1oUeL+GoVSIYFrS71IAV5Aifs45YioB1Fa7SXP2VywPkRlbMHQE0c3a3UgsVWAT+Qxbe7kuDeOe5Tw",
-	"ojYF01xQTqCscyr8CQDcZPSmHUUXpMGVW8RWV5kyPucq08pbgENNZuougZBqk7Y0ZfOz3ci1KT3yL3QR",
-	"rngmKCisnxbcLJmDtcOMMnubtAUECx9/DpojS2xo7V0PZcnW6R3APaCXlL7P1gIOGhIR9SpgppSOzgu0",
-	"C6F82yjfof0Yy6Whh8g+HPkw6L+ehNa2gvcTco1WypaHuoxvbWeaQB4c8nu5NNz7t9F+WXRwTZ9gYBzl",
-	"iAzXn7tk0TN/OEV4rODnjeQ7k13sZTsD3hoRSe686Tf8a/txb7jNeo/CEa5RaYD2an/lw+Oi9kNDdbBT",
-	"dJMYOiqF5iF79yg82SsTXphZu9PxmXO1w+iHuSOC8YLkC2or5nDSmeR3d1rIOmrPHmuNBEh7TjXpGN1u",
-	"Ya9F1A5fil4lJ3/AAbd1cgC5IkpL+MqItg+Z9n7nWO7OTBmudH9VbvU9Qg79DtcEb53s+43SVr7BnQSa",
-	"+KZTOO5edp0w9ToeerueP+jrDjHZRJKgtIx8yo5rbkLmFAI0uCBkmoQdSRbbelV3z+0b3jhXi7jwsg7K",
-	"E7mktrn+7ky6XSv++/vdAlh2F0uVWNcs9Y5BzsP1zT6TVHZyWjZEkPgQ0du6XYFA8ckpt+Dhvcbo1Hv5",
-	"rnvYt7wblYH+/0UDmhA1TAm6wNResM47+OOznS57UJgBTTatSXbhZkScTU1iA3gx1/qyWs8oK+s+YvLB",
-	"4vruSXRkuDiJ4HQGofIB0whzBs27a2bA7b/VnNd6JdCvAyq+uwK4tCiUQJujqS/ClN2CIZtZOY0VQhgB",
-	"R0nx8AATDPGV2yp2BFHW9BTC/hvveXUZCwWBk7B+KJkCdGBDLp1YZbvkMk/oYgT8UJHPeW4XCqp4EHTc",
-	"MgMirxgm+A4C1mVDPaZMRvhlrFx9U7jqlMUmInZZJ6ZA5bbfMdCrMQKbgn6Vvdq4Cy7r+7LQbtVImIEJ",
-	"8z2QKhkBKLsRFe3sEt5DRFmvk9qjS3HRRLXeBWXqhgPtLxtrSr37SfEeTgi2d0DMtoHU485onbaVha14",
-	"5OAZrNHwQVPzgKW3FZIc6DR3EdZ222V3mbu24vI+vf252xO9A9+xZYZuRPx+Jlwj3EGGmWa5tBftJVcX",
-	"aHbxYFYIZT8BsJwA4i7CZMAQEiPdNkYha7JkwGVo8hFp8RxS5JGpCRw+gn0+5OZZfAjJIBwUREyOTe5e",
-	"Y13Btb8seDakDdxeYlux4Z/e25FJswbCqqxhK0BLZmMdBWHLv8Uxwuj3z5kZW5pgtPzQBAFl+yNbdubL",
-	"PK+Do1q0XWxelYDn+cAkmUG2yTZmY9tXUg/r3rLiIcn4G8VHfjR2bdJfD9vepLPqXHyfE9mOCwHTGpOi",
-	"iupa7S2hpO3kZcAU6J5cGQMhALjk5TO4LgbB8iUOrd3A6G3rmb3268XiQczzmCr3w77EGzSsXxpv0wUd",
-	"7M6pbXrbDe5uTHdFnatyizHhN+Meb7BzfK54C6/ntQMnMNAFVtebHdg9iLFqYrgw0MYuXFOtVpSvJPA/",
-	"NkN9TESBPujEdnYo47n9p81AtgSzkdTBXdjIMNqLp0uBeWca76JrnX52cN3mK2Go2rrQVitufYxDZT90",
-	"P/Sbb84ctzzUk9Xfm1jBI2A3MMC7zlwQFN7RpGLN3g1G7LQJEYkVYUR4lgXJLbfG3pmZ7NtSXYzYKcNp",
-	"E1msUOrgqzjR+JvtNUQoddKg3jFujY3v8nffl3Ckc5I+oKSP/LyxfB78fVtVDdvSLnt3p6M7B7dLZIWZ",
-	"FL7eQQf/FqJ/wfBhTCXA4gA036yPPjpHtkon9uABXCKTh1+Nd3wCbdvhH4BmA3c6MBj/Bcn1fMJz4P5b",
-	"51wqsx/9vDOGdR3OnlIYcFwCFeY9+HYhH/3dmfopJ/6ucnc0dide2nHMBwT/+7H5G/FTd0Mnwzk3wGsH",
-	"o4BHdau9dzrgug0cnR1r7xiY/vuW+JnYnS/rShSZTEuMkXO0LGFemS9GE+CDRs2J3sCkcQDQc8efEsYE",
-	"a860SzmKfFbJk9qmhaiKWMFVHWB6TkezO2/JwZ5nh3UGwj5h45rjr72iY9Wq8nCA0EbDjFQXOW2JkTMX",
-	"moTlOuWlYIKnS/qxMzlFHanbBaWCsvYOc+iQPfuEpkDrdvFcOwb0mUZo3AxUNsSz7bdbwuq78tPUU3B/",
-	"NiyYvz10UnyvNpT1WhX5TteD3LXSGyRUnzv9AWVB3NcdcKdqf4eLqjVSEBftytonx4Cjl/tcOi/ifEDd",
-	"HXl8FClNzpfrwtI9Bg/jJG9xWKpClpvXdjJwYOeCF6I4rTDpJ/71jRuyP74970XbnOs8BcQLHPSs/8e3",
-	"5wPnbbJ66Muva8VueQO5xFOtFvKicnHtseonw6GWWTqElVYkg8gj9qosYUudZ4a5d3iVSSBxQBgzhoPF",
-	"iji4oBWPSAQWIKVMBePI+kDoiSEJiquSpTmXK5J8dZsGJ6zQ+ZZ531UPvw3h0wRLQGEFKxr2GQxafWeE",
-	"LIa3t6DkLfS2+LeDAhHKWVVAkp3Tl0N0amPcssrYpRBr8G+3c/pTwoFYxeq5VnYjSa3M1P79r+wryPEO",
-	"uMk/vv7z90AzVmzItSERgJWTCHxMaVR+9xegtOi7ZFMDRPUUbim18gBR5il3FiR17E5ywrjPVKUw4z1z",
-	"Wa0NnjCYoIgaVIqbcmSbfTQe17FNVGAyDVhsbWcAQaqzDbrOJLKfvjn/ZvgUKBQYrRkfOTWvANlSCmbW",
-	"PBXkSbK7pzZnRfhvcsYB5EpplnKllUw5WDhWrM8BdFKINfh1wLukiAo48mgfNhcbrQDNt8g1L1nB1YWw",
-	"v+dADlsVhb6AI8+kfC0GvjtKGKSasTKfwoYYFW8vneB054pNDp6yXFyJ3LBMiDXhFm0REVvzgq+E7Z8u",
-	"KM8QALtsv66khrBCdOfb6Sh4Wo7Y0eSYJd1Ju8C9ZktGDBpsSwoAG54jAy0OP7iQl5Ajj6itMZatD8M6",
-	"h9U4BVhnuPBgwdUbPl3yAhyC4ZwSqJUTzgPKcE14oVKdAQATAaUwPInM7F4oNwnr2/2VCVSGlMZVuHKZ",
-	"IQa264cs2UpqZntt34VZgbv/hH0nv2J9Ur2qNSY7AfQm+vr0NZF520LHTwnA2siM5scSe5NJ5BLBmA+X",
-	"LOBwzCAuEGuyxWBlUzYZsxUkLMd0TI6oGwPmIQGYsVUfQdU+IRIA8DahAc4eEPJCYYYq+D+7Xey6+/7N",
-	"t/YFSPDuF43jvcb9BSQ8jmcduvpsChmooEmQtM224uAA5vpa5PmQNq7dhEasOHBd5/nGKZkjdjw+tMvP",
-	"pzVLIjoZGEvAHDg8XQDpTZ+OucEUuBmAkoUr2zi71th1IUvKxKz0NThhbRmZNJd2QS3AVq005NplTgyj",
-	"NMzFAqkHmD1O7VWCSRiCZkZtkMkBshIAMnjfAjIcAhmvjMivAFaQQgtkaduJ/ufkMeTJ/jkhy6eB7q8E",
-	"V4C9AyH4LWj26PRgyXtQNiMWBLfeJieQ+50lwcOEAfoJZVfinrm81D4a96T1kTQ7onJtS14QmSWFbjhs",
-	"bhJmMyP3vYvMrhFKgCjk7XUA/BsQy4pk6RKAnf/Kkj+8OP0amlPz3tjrv919ye9fnNufojoECgkFYEhR",
-	"yhkHYbVHEbxPcHXYcX0Nohohxi5cxZ4A9DEhLFLAvjPG2dH4mG5YrmGKJad5rq+Tul2ydO/YCqEbTT73",
-	"KaFbrRiCqHk2HPKqXH5ptYnEZVDzIlPcpGINKO4LUWL69cj+88wuGejPhSjBvvfqJUSqGAYE8rqQP1N9",
-	"X4ECwhCP88e354TEgWVotSIPhA/0sJamZg9vxxoVGOxBucJyYHwmsGl9GskEu8pZ8vbt22EwDAKI9/Nc",
-	"qAsBVjzHXMfYXORaXRjnS8AlhGKHoBMA+EZQ+gYC6+zCkWWErDiVMhEghQlySzRFxGwAEa83aCK0Uuxo",
-	"fBQKxogJSm1ijxWFux2lpJVKb2HiaLrs1Thh/VzrNWwyAAxBm3H9gLn5QukCUiv+K3N5HmSGVUMkYCFV",
-	"Ktc8n+Jdl3q7pOuxrRekK6gouJaTmj4gMSN2fq3pKySLx2JgoDxJRGIrseff8OggOaHBKTaQ4dCWT7D0",
-	"fkAsEQxm90jCGAOMw7EXRZSEIyKMuIh87EgjOtjTNehrBaVg9Acj2wINQWUwnZVLjrAAVqRSW2lt/74S",
-	"PMcHWASe9f2j8bN6hDCnaNLCh1IFsjQiX9T6gxssUKGtCpkNRuysovkifVYS2S/lvF+hOvPmzcuvr1Az",
-	"hojPXM/hNKuU/KkSI/ZaWA0J5oQWAUnKUTCXeGnIZSqUgTsjIg16rwq9LqQoebEJMjTaS0Iv6kHuBrg0",
-	"jEeT0Rgsv2uh+Fr2pr3D0Xh0CCRP5RLuco/hFgH/vBAddicn2S+kKTFmA24dmVhIBV7jyNOOGZEWAgEU",
-	"XlS9zHrTnj2nTrEagOPAIQFVHozHLbdyW+trGE+8QeXH9zUqmv7Ru1iXwyM9tDf1Xogfxt7LGqjRI1Dh",
-	"kCuebyABr9mYUqxm6N7oTXv/l64Y/ioYvY3AEGRK+XE7EVGeVlZnhpVQqTWXGZvznFP+UTTH9q7FfKn1",
-	"Zc+3xOqMWSVm9CowqBWUIao37UE63d4W/BgTU9kbfz3XVxMk36bc9fsQ2wARCNw5m53xgGkg+jkaT3aV",
-	"5qfy8ZtAwKOhjTz1933oEhmDpQEzidKC2VpzdvGU/MKAixQfvLOf0Qp+/N6O6e3j9zQmt8GSbi7H3wtc",
-	"jR+9GP0SDBab8z3dudx2LaMX6RJPOPCKBAsHaM4AZk9linSpP3K1PGit3LlOPniZHI2P7v/oe11+Aylb",
-	"P35d/V7gBdQR7GwtJysY6V5sdpol61dwbCDRwy6K/PbL/0FzAJv1sc/y/fi9WfKD4ye3OwXx+VLgjQv5",
-	"fWmVDnmW2VtqkBie9cXoYuRgFi6i0ypQ7uIbpENCClR8aQbX6iSqUXoZ3BISV/L08WPUF7GtpDIOIoJ1",
-	"0CGqrxWZgej0RG+uL9SqMSdtJasmMiB+mq0dS2142KbVaSnKYc36Upvh3wpxmW+Y4bkw5CCuLXS8YQSe",
-	"S8UhVKJtnu3eEW4aYLJ6UY9uDrbIF+f8ontmf6q01WIpiX/dzLj3bPH0STZ+Onn69Cj9Inty/IwfLATn",
-	"4/T4mGfjyTE/nC+OFpP5wXw8f3pwkGaT4+xJOjmejxfjMR8/jXuNXm314Rfbu8fjw71qcdf7T7Dfv9bX",
-	"Cvy+XPl5CbY92k46932Xi5PmFTLDwxVYX4si5cYq9zfs9R9OhwfHTxzdIG5VwMKhGoqJoICXaXzUSp/5",
-	"sXMMcFHwLZXL+ozAXdoLnQgIEq5Xw8PAcCCyaNAe2zPG3nHg/NOmQ2Kh94w0fLROgZhCVzHyOJRVofBe",
-	"s+JKLjApfelyCZpYScUcITM6JHHsrwLPHG3fWiEnOE2svHh9ZHX6JQFvjPxZmBF7RR1AlAoKRWqbvRxM",
-	"wQ5IAd9WlEZI9Am8e6K81gVYi+zhnl8BQUztDyXzH2beBSBPmL/fpQZDR5nLC4I9Is468JHa+7Urr7Qj",
-	"4ZxvhHSoA/ddxLkdhpF7a8oAJpl0CVTX96+gQXX+8q90trlDnF6pbLTkhRLG3IzcBfJ3P8t1U7a++pM9",
-	"GsaH8N8jTAv7UXI1hBjQxmqYh3+Wa+Li2iX8kbCbp6kAZuVSawz8Ms7U6i4xTas10Ko5m/FmjVM6OYbt",
-	"29xVtx+rTPq12pv++A7yzMJ2aIwYjf2wHnyrAy65Qcy5i+wjntDeePLsiB/Ox8Mv0kk2/EIcLYZP+cF8",
-	"eJgeZcfiyeIL/nTeJOC0yqo3C9R0nNMGQbBXIyfe3YxCM8TQ9MaA9YEc35QgGr9uAWcAGdzbt7lprRIX",
-	"lRpR9BvcZ8E078pzrL4QNdg7GB8cD8eT4fjgfHw4HR9Nx8cjBCb+bjyejscfNGY/gYi8c+wIKQJDEQza",
-	"O1DRCeVRAxY8ER1hFOwqcEiCH++DDdS0cDMyyfXetbEAE+/ud3mS97sAOGHhAMXdeo89D0Q2BImKcu7D",
-	"rwWT430+8n6o70Qm+TnlWTs6ONjnY6JgcIrGr6Cc2GFlnCWj5U3iTgw4ULsUlPDkhZNi86HnrreMh8Ty",
-	"sHxMVFNxARFNkZFzvLam2+d0PJmIznC0nF4vBYhJyHQV00GITg8ilGOngX8W24UC+GA8piMMvnIHF7Ly",
-	"dMKHHJtiiBVySVM5O765OQFLLVUCvrrg7oOWukeopFFqXZdcnz05Yt/JrwbQieR92KAI6zFT9mPce0l7",
-	"nXLyhmXFvXe3CWTZWkLuU+nICJBJA+nCu05lmLjNP8/k38SZvAUnq3fu9truBUnt629Q2+4W6FvS+ejZ",
-	"lnhuJp6o6+ee1XgIZmx0XnS3YetUee9wqPcdKZ3nLJ57t/sfTfv108PQ6k5iDuW52wwP6xolK2ZuP3i0",
-	"5Fc8+0Guv5G5GPSavdjrk63ejH1noDW3+5+qHaDPHScrwT5/neP0VzgYUQy2jsadp+IS3J8/77SbweHi",
-	"6Woc8xIcAYb94fz81ajL3IRO1Y+2EHv9GYz+HZ6Z/dYKtaZjffBcXn3EmBO2D+VRaH+/AoxwMOjoIaEx",
-	"X4mykOlup9GrAlgLREUMs1ZAGfAWMTxpOsf8Oyr13kG3ZT4GNHzzjFveZLNlWa4dIMzMSl3y/L1ti86+",
-	"jHu/f3Ee9yJf8Zdxz/vP416Ek/VlbGuMe7ds0jII3nskumH5lbwmwaiv/FB2zh/5A0cbvsrvMDhLwzKd",
-	"Qlg0Wl28/bmhRSV8LRtFJs5jHqswkWrkPP+mLLS6YMmLc35BqBCyfzZMarEKbGpIqQgNAIi7Sz9HiLCX",
-	"i+H3Wonhd7xMlwmhLdDwXPIL1tcFS/41GTRgI4fjI69ioMaxw/ZMSIrePVbCFwAmY3bEQ6cyggwRLDmZ",
-	"jNn/+d+Tw9FkdDD4LJZesAOiybm2BDZG5841/e5BEs+tn7oXtAymDBzND91AhDcBuOG+lnO3QiHvD6wr",
-	"4efhV7ClH6JZvKNfDuKQ6vUGAM5VUUBiyfbiXWGk9uDvdAQ+6Ul0HiJQd4kzRMrdowEI5cGAYDoltF5E",
-	"UYG2R35KAH1CgotdaLhKF7q6WLI+B3wgggUXVu9kshwQUG0LoNh5zAFI69NpFgUV9xmUCyz6F1UCdywD",
-	"O2byLo2kkSDsLs//GSRK+UTXwp3JJ9zLj12wdWbr3f9yECRe7paSRaV6/8ieu9+LEpPY+sy9wczbyf4A",
-	"Z/1ZpV5+TY73ZkI5RLPdhYECGmnUXhAQyy4Au+Wg5JyQx1bP+JabcgjfDF9+nUT29pEuY3UtlUE5NNe2",
-	"oEIgQ8IAzG5UKtjcIFQDcYWnYB2Zsi0w/BScQJAoPnnv0HgN6C9gA6s1sGWDXYqYc00HstcjeuENn4gH",
-	"U026znm03JqEKKStIYSxhEyo7tVSe6wzdObPPk0Bx5weOOTOEISdWdiZAggk5s2PVSKzKUFUsUEEOYgo",
-	"P4r70R5D9U8ZL7n7xYWOQdSGfwVifHhsR/FSiPUQblEJCHww6QHmbXLMDEYPYSuRxlYDeRGFVkkTK6UZ",
-	"YSs8QzciSjGOBirHWYAwrDqpZIIU+UKVJzGkIQSkPhlCm2uoNZ6dADvXU3OfmnqGeHFHmF7zNtIS9JbQ",
-	"MfuyjmwCE1BLZZ0cOIXzp0qA1ZD0TSi0t6+wa6T2v422LpN2tRn5s6cnhEgRjLMhLK3DKuNENVsJQZJd",
-	"jYQ90Wikl1mUoIjfUCCwy1e0My54u9V23bx+/YLwrz6xFQa7rAuRigx92oBbx22za3Tb6nxjcXzgML/7",
-	"WAXEycy232/SzFAG3rcn4H07Pp+Mp+PxdDwZHRz/YF+jrGDwDcZw9v4g8lzbcbDFzx7iF/ykbk/nupvU",
-	"pvBmVh47gI3UZr0HQOpgKl4Bw9Ft1NuSh80rlZWBE6IMnLJGK2KFsu59DI2Me9O42cy4F8UwsvATjC08",
-	"qvsOPwS9h59xKOGnfQYTi8Qxg48m8KReFsFDN6/7Fp7CVyT962LqFQYPd6yxuHdrT5/WJm/Qa75+geeO",
-	"OUGYPNHCQGZWvLnbo8kfIxxjAUf7osFol4DWNb5fGfqKZy7l3D+ydmfVea/eOS5MOxW6QOluNYzBZ9X4",
-	"bpwD/sNKjHb4Xl+4OBJ7XhtpIItfCrz5wD9aJxtG2lY0hw6vJmjsjpVzqfV/ePlqMGIvfZYBOEdMnT5E",
-	"BIGr4KPVxaVdrLGyygyGoJVaj9hXG+ZOdFiR0ELgTHWpMRHu5OI/wJkDXktMLwr6CCE5pix2UI64l4wg",
-	"iiSvMjFzPqDER9KAH9k9jhivSr3iLqbPuYdcHDpcuH16twR/TmJVVLndmb4aD5JJWJ98faajEQMkDYIm",
-	"hGDWGg4GhkTMsrLdBYyYahhtCp0LlmDfpvWb/aPxYayShS7mMsuECnCsQT57UhcHEDDV4bmLFdYIj/S1",
-	"EoVZyrVTdyinNUpsaDLGZIDPngiBG5mxML0F+KMlKpgRA5a1BZd5VWDIIs+vIXbYhV9P24jcE8wf6XOQ",
-	"zjIJaIksTL5wzTEA1y3sQRR+EYQKO+5eZzMW6kIqEcXqXKzWuuB5RPHrSrcD2G2Z6PKZgco2Q487lIm+",
-	"v2kbz+ATZUYMsND3uOuRuteB9BA3n8SqT9866LHbOsBZ51dfe/l8eV5U9tyF7EUZLmFbvgv6xbuYSSAy",
-	"C2a8tN0VLWgCvhWrFi4hYocHEGK8hiyiq7koImZV3PF47ECT9gH8jb+bQdeVAQWVs4bsAzToisZpb0vv",
-	"lG2PinOGY7cIejrz4LHj8Xg8Bne93fioVKYkUjWq6ZcSyDmIyGPkjpgeiGKgCehNe48r4o20cr0sRQE+",
-	"sjQthz+Oh8/e/c5FR6TCPf/bX//7IYEzOGyvMLQC7Z0PUKN/LawG+G7InW1voTlgfK10oDhGxXh2xVUq",
-	"WkZnB7z4WhrnwetgeedlydOlvTqfQNC0vaZ8GffwBk66JFy9R8ubuJc0bjk7vt1H7YTS7jRHR74DDtV8",
-	"B3kV5Ayx2xzumlLRGRG29ujpweSwcy4cg9rWxfD2F1X99tDkvnFn1Qcpi/8zoHkvSNB3KGx7YRKauqZL",
-	"p3BnaE9AGFnzvTviSA/AkwUaYtDCZF+TK2EiTzFJzCKIc6d0ECZiOZeYD0wqymTQB4MbxfwjyD1WYFEU",
-	"yAA0ICsZpNaHN6/vzz8Qqz6F/7qwXxcG7IjZDQUAAwIYoul98jRRmghpyoB3nyL3ByP2GsCIXi0CnRCM",
-	"jb9/cc6aYw2WxHyD9PykMmFUMWRcFpiEzmo6Xk/DXHsvKQmyzMsWWX8HBT/r2z9lnXVwoSlxKozWwCER",
-	"fUEtjeaRcakoQTFziwzxjpUKF51hPJeXAhlEtBKQT8ssbSM8Jebpq5f4KIpVK9UrKhh9IM8xDjRJjQbC",
-	"HqChiCDUwR3VA5e5AHMpaiO2PP5prtNL1OjstWOR62urdOHjSmWk8zrdjrQ9HGnMo0tZ7kqr8l2LQhAq",
-	"0qmxy5uMXYp1WTOCQos2QAAWK+5TlHgHfpBbCSaZsonid3b59mklU2YFn4OhECsOdCmyrGPLuULCoRF7",
-	"s6s3eLtoph3CKHH/IrK9ZkwqSOcHkYdpKa9kuYEJoyzXQeLIVmY8tMlrtSso7qxSLnvIRzsUa+bk2qIH",
-	"ts46GViHmWU8Ohr/0AuyeXkux17BnYYNyEE6Gc94Kb61D31eL8IZOn42TKLl/3TR3ZlY6aF76JNWhcmo",
-	"utIVTUbHzQxCnV2YQBdCo59VIP0YHNwzBgejQyjgozoSptq6p8GT0bO7GzwJ8sTVxOf39OEpzmMzOmMv",
-	"PWw6mfpKaAyAZM8PQXdCn+6+dwYv3zskB6PDyQ/bhltI8NNr1Xz77l4DNQwFHJSIKg2ntTHLdthltrOL",
-	"zdHY3RwQTbTxOht09EO9g2rnMxjxP3OwD2UKme1u2EOc2l5a7XZrPzJeuP+P8XD700wvdqmAn9YYSqvg",
-	"DgQnv2hTs7hvRpCMuayMg/dfCFUmVmvLgU4uNGRMGUdvMZrSm95owDlJdeFLRgWo6Zx2bk8T2AfdqQja",
-	"05pf2DLQOe9bgce4uZRrg4zKa8HBLAuVjtifhFjXES34EVpPnRn0AmbDntm5BLq9XY7X124sHzohcAzu",
-	"QxzgnHbRdu7sfONHj3QqYO4DWkjQgcCzi/M1YgnyEyHAzDS0ZOOo864EZGGvFNsISjCNRc6KSiVgwwTT",
-	"HxFr4UBTiY5osnHDD6VJlx+WxE4oRbYzUYaF+ERRPuUk5spp5ovyuZ1snzvJVe8eTZ+w9QL8boltrR86",
-	"MpYT5gqQFp5UIcJ3/51+TGAN0R8j9j0Q49l1To9Az47VxO6MJ0csXfKCp7gaFyw5Hf7A+PBnNh4+YyM2",
-	"Y8NG+AsmWAFzLjBiki23PQMtApJ/v5rs8tsTL0ZngPjk4Fk7QLy2sf3nj6fDH/jw5/Hw2Wg2fPd+Ej05",
-	"uu3/e9fTwb/9S4fN6t2nYwbCXtRsSdv8K20ilLY60I4WRXXAbQJb9IOP3e2z9TbqrdL1zHHBWDWAfAO9",
-	"6XsfWWtHx4Xt7zq6t3zRqsrzvY9lkl+72IAczOiX9GH+CscxUA51nnch5NA9gtO30wGIlF72pHFMvY4G",
-	"ZQ4JCZoUdnjM15w0sfKCopO1rE1YxnPAaFJmW8+Y5/jKQl441t9BMud40vwje5X3YlAJCb+mOs/tJRbO",
-	"WVkC4xoHBmliXZtvmCwHJ8R4QAx5M1QO2ol4pfMaOYYn99kO3xF8Xv+IkLWiEp7ywVkmYkWXc+L7JJr/",
-	"fqc1gn1DiSChTdCx756/sn23hZkIrBAEywLuQcHTZVTz6Qf0gWuJqWFWxEgaHKysn/htngym6FWzT0Kg",
-	"MPaQUz9iRc2fC2LJoy4QYwSSq9b9dvamkKfSjsSVLLQCRJsu2Juzb1laCKC85bkZnNQtgbbNyP9VTxbm",
-	"8DSsbsxaKiWQDhbIpoaQ3w/IfxzvFemvxCDIKQ9owI+Xc4g05mxeyOxCZJhlNc25WXo9LiAoisFBgQ2B",
-	"6SI2FZrwCPMhV2AtRtosAnMj27GbTR/4BfsCDGtK2+mmkrqdZA1+vo9xlD38SArOgl5amVKvwMHFU+Ca",
-	"esjhsO850EVG2LttktB3R9VOPvdgPPR8RhKI3afrLzSibuF0nKrUo18WGPTs/o+eEznz/xxfDy77+vTs",
-	"Pu7DS/Pj9/XSuDPWIBQcH2Wa/S0rtO6O9gB1ljACn3WDBSfw/wAz0p1r96F2CRrVLWNRY90/xrv2wxF0",
-	"Yek7lWgo27lAwJ5RqYVU0izJF9sn80OQyXxApMHAlh4rr0gEBpF+8r6o1BSAbbeBVupUNXIaFZXqVgeg",
-	"rk+1q/1Jtf8JrVVZ1Ik9uxd90N3aYlb80qDSBx82v4bkh+lkTVdxc50FG8ovhTuPg8dgnPo8u+LUXOKW",
-	"yAoJsELNTKnXjNzAwNwPl0xeIHeKI79P0GJGhDoun8AHbhCIeNm1Q17Ziv65Qf5BNgjMZmt/0HH/gZsD",
-	"2eJ3A2Fc6ilPMhBOFll7PZYE74OsUqkoSi7VkDyKLBOpxKu3M17tSGYx6OYqf0XN/IQmSeeaHaNr1mWz",
-	"r72zPkM9XxFb27hmkKZ08reQcpqClL0a9bEuW+9qXXFV8dx50puYgMOO5Mnj0fGO5MiH4x25j5EkJ9Ae",
-	"3VzatYTZb8JSxh9n2aR5vIvnvJG/4B9aUTxHY5XfRH6X7NrGn0dtRGDY5zkgEw8D89h5qA2OcrAHuTea",
-	"JxylKQJHCnxhh3zE7DGCViyQP+ANcmYkZ3iFo9j4MxWARQnWARZXsVpryDh7EthZsQj7KWXZQFbgZ7Hy",
-	"Btt5ZTYJGYFro+hKmhVyRGxZRDO5WIDeW0dsOpl9gsXALbJdBA5Sk2g/VumSq4tujjoYlE9hEmvZW/ZH",
-	"EUADAvvU7SfQMx5w9X1wQ+8M4w/Xp1wwrja/6VixX9aG9KtEpkG4blPn6byCPlz7AdzGLnMRhXD/AiiC",
-	"T+hp3cfMRMhANMlimnCCPFPyE5cnxSplk4PxmL14cwb5uZ2y+OMvAHOyF6lZITj0tidUNiurQnXgn1pd",
-	"fGa7WLns1Xcmjh/fkQp+3E7uPjkYbyVsP7QaIdQ1C5khUaf6KEXprPpNuX//HtQp7y8GXxJEd24b4T4Q",
-	"qbWPrvO65BhnCmhqe5W3M1UZCAsDCO6okWkVqEnAqZe8dFpJuhn+SWwS8hmeIC8JcJKAKQ1VCqGcfjIe",
-	"UHIrpAiu5pR6htVqzrTGVMkdtMGe9B9KAcc23Sfx/YPxOLLaqa/cfVcrSXW3Zi6ZZBJkjCMsmGrbDHdq",
-	"WadMiet843PJwW2TNLqD8YHL8WZV5y+/T7Dh+Duk/90iBWEdnCDojgR7w/eMrjhd+tVrO6wUl/ewVRNM",
-	"65/EpgMt9hprZaXGjJQu/AOUW81ywa9EQGLSH7MvaRh80sNGNNThDmINW3g3r0ZIqnHY4NToSE6OB9UH",
-	"apc1DP0t5f4tO04cu21TYHJlRwf/VmuzeGwU4qfheDx+AK+Dn7wHuU//vtinuGLbm9ZvckfLSPzIbhpu",
-	"I3t2PmwKP1i5wL8+u/pQgxMbygPWfo/acPyZ1IZtpeEuneHTrAfIzur5yP55cfl7cn6jwAJaAjxk+xRe",
-	"CBb+bU1m9+UGDGiP3zeMkbePKevnR5l77r/ZvHCVwrm3U2X6Wth9bFxmtG17cj8BVBPujjrxssPbxSru",
-	"vfIJ91gmlBRZ3Bs4/QAv8yDkk1AbcJd8Aqt53UEaSnVktxbqELIEl445qeMTt8zg9qtYSUzizTzSrjHy",
-	"SYQ2H6XLmUdJ14GX9mfC27lHHv7VpZSc4jSeYxzLh6OgIEEhwWucIfBBxh9qyD/w8eqDar1ryttp/ylf",
-	"/+7kK61Xq/tnIoUQH5I+4AV6sAmpW8pSSuXfhpR9QcmyNYYzJe9Rvt0mEfy7LDZTwO7iAz7XRekesD7Q",
-	"6O4UTS4mXUNdPHciNxnhv/IyYXbB5NJdUimpmo+FZ30gb1nqa5akuQRsskPxWpk8OLEllcUmIQIlh4Jl",
-	"/IJLxSDZnK3yhCXQ9IQi3I0T+CCVAwD0g8TyDoO7ndyPlb1Eohp+Q25FNgGTG6V970U9aWakV5OH0Q7A",
-	"bCui9PYDZTh16J8y/J8y/O9ChtN6bUANUIa7COZdYrxJaP2+Nxe8EMVpVS7trdSKUAKfd7C02lWzvMkc",
-	"ah5g65S0pAwTM9h7ZJH3pr3HIJOpIe3SMElKBKkugUc78qTqdE93+SJcUB6Sa28bke7IBG9agWSm43MX",
-	"FJNqiHThre88arGjYiuP+97IiRy2PF0OnF4tC8e2WOMmql1FYfd1EGjrtmjweTCb24Ugp8fQcXoQOVjU",
-	"zEwKsSEuz6g9DQP2GMqfVnNn+Xodmcztu9v/LwAA//8=",
+	"7L37khvHkTf6KhU4G0HAboDAXCgSEwrviBpZtC5mDIfmOVJz0YXuwqA8jWqoq3tmIO6c8F/nAU58z7Df",
+	"e+yj+Em+qMys6uoLBhheJNlr/yFzGt11zarKyvzlL9/14my1zpRQhe5N3/XELV+tUwH/fp6ZfxYiOS+V",
+	"+VuXqxXPN71pj7PY/sbyUvWC3jVPS2FeinPBC5HMeNGb9g7GB8fD8WQ4PrgYH07HR9Px8Q+9oCfyPMt7",
+	"U1WmadDLymJdmpcvloJl1yJPSsHmPOUqFkxqNjkYj9nZ6/NRL+ithUqkuuxNf3wb9PJSzWTSm/bGk2dH",
+	"/HA+Hn4WT5LhZ+JoMXzKD+bDw/goORZPFp/xp/Ne0NNCa5nRN1LFMhGqGB4dmJ8KXpS6N+25bsHDbD3L",
+	"BdeZ6k17QiWzosxNX8t1cl8Xn5kulppf4njweClmMCpQuVqXxazIroTSvek4oN9zwZP2b/UHk4OxHS33",
+	"7HB8R3XNpLKN700XPNXi7u4u6K15zleiEDnM6OmlUMX3fAUtS4SOc7k2zepN8Sem+EqYgSYxgIG6zmQs",
+	"hlzxdKOLnmlVb9pb82LZC3oKysL/C3q5+KmUuUh60yIvRdDT8VKsuKlrxW+/FeqyWPamB+Nx0FtJZf+e",
+	"BL1iszal6CI3k2uaDa35i8g1NK67rdf4c72515PuFtLLH7WRz8tcGzluNi9S4raYxfBrxLIFK5aCrXNx",
+	"LbNSszW/FKyfrWTBFlkOvy1krgv4YVDvzfHY9uanUuSbqjtYeG9L64/3af3ZrYhL0+JvxKajD2E5Hh/G",
+	"uMbg32KKj2QhcpDl2tMiy9JZzNPUvQ4954yWLDMv1Du3z7KdTqZQ6JZZFbYPsyux2Xdun+wzOi8SsVpn",
+	"hVDxpnN8zGZlahO6YDJhfc1XgnHN5lmyYRH9MpNJdMLmWbFkl/JaKMZVwhK5WIjcCPDf/7//nx2Nx405",
+	"z8VPw/F47Hq8FDwRedVnr2XDb6DXVS//LReL3rT3fz2uNvXH+Kt+fI5tevEl9O9buZJFu1svjXBq+XN9",
+	"Ezged0thCoX4DUjEgpdpgZ+s+K1clavedDKmIac/3YBLVYhLkUOLzkv14st2i85LBQNcqiuV3SiW5WbZ",
+	"CHmpaPyOBg8Xq25pogPlY24Rr/DM6eqYkSAj2yJ/pBmdTdBTrjZML/lasHLNioyZ8y9e8pzHZhs/YTLR",
+	"jOeCrUXO1rk5yNY8DZjOmMQNXMOm4so2o0blnzA7jN1jVz8VO4bIO0M/3jDdmaL0OlMa9Y4veELCCgdo",
+	"pgqh4J98vU5lDJvP43WezVOx+v1fNZ4QrhPmi4ROLp7KZEaLsRf0ElFwmVo5Zu5sZCGKctibMlWu5iJn",
+	"q1IXbC4YL1gquC4YrkddGLWkN+09ppHQNA642vcSv2djT+M4MsNTyAKG/wW2mFUtpqEqczVd3iZT6vS0",
+	"2bW7fTeBl1gADnpjx28UGk3ZiqeLLF+JhP3p1Z+/DxjH7a1Y8sJoZior2OuLr4ZPzaI0f2RKwJsMtMEA",
+	"/62ENmriKsuF+VKxycFTloprkWqWCLEOzNdGoVSFEXF2LbMUpnhkuvU8U4tUxh8mCVZq56XebJnGx57o",
+	"P87LjzCvz6p5pV2AUf1bJrXWyo8xo6fMtEaYoYUxnLLI1iFupS50FFRPTK3m76rTM/sdPo6z3Bzks5XU",
+	"K17ES/OUG0Ws9kRlxYzfcFmYV3OhsxTO5wgm86ssn8skEeqDZnPhSqlPpZm1x/vs/o/F7TrLiw+e4cNq",
+	"hr/y2rRleqtmf5TV6oqLpt52z1IeX2nGWZ6lAp5bJUUJkWjWF6PLEYtwAKZrvkkznujIHDP4jNlnA5ix",
+	"77Piq6xUyQdNmJGJBZTynhP2wTN1VM3U95nRu7ExW2aqau9HmSlXXNSpxchkYP6M6KdZTafFdWNL/7DT",
+	"sBC54ukHjuVx/bzCMpkW+bXIGd7r7zm1qAkfZXNTWB3rn3/1nD07Ov6MUT0Mj3mS4NeKl8Uyy+XP4sOk",
+	"uPQL+kS6wKQa29f16rYMaa1RH0Va/RJpa5kLnoucgc3BnPsrqbVUl4GnH6ACECoex2Jtjvu+uF0b3TAA",
+	"xWAjCgbKRcBu8kxdMql1KXI4+ctEChWLgM15EiotLxUvylwETlW9EpvBiOGFi+sMmqCEkbdE6jjNtEhG",
+	"odl48aYEKuSbN2+Gp2WxFKowM9xh74i+wF7lgqerz8Pe8jYJexG7WQrFVEadveFGNVdFwESqBbPfgOB9",
+	"HjoNE142X4MsPvnsuHmnu/+72g2qpRyjDF9zmfK5Fcj3F2FXzoduA4e+epNfy1iwevHbJda99LEE1hYY",
+	"TZkustzcYWOujOAV/Eqwm1wWQoO1RWU3rG9kOpH6ygjSokxTI6NsIVPBbNFZbn5LxaIIYAUkvOBzrsEe",
+	"Wapc8Hhp6jPym2bxlcAtXBaaYYutdhyXubnpj9h5qTSTii1SebksmFGQwBhgplKqUrC5UavFSov0WugT",
+	"losi3zC+MJeT6Nz8MTw1f0Sjupx7P7VF/JWIM5Voc7hDhXNhzhwsW6rL+hX/3uvcfTd3FNB1nsVC6w8W",
+	"0UplnNEq8e9tz5dZpgUTtzwu0g3cN7IFy4Uu0yLAjgWMzz+Ccndw0HUts23bLt4d7f8YUv5GpOmQ9tp5",
+	"WTAtVhy2tjTdMKpoWukQoJcbddzuNCszN5cCNflmC+v6fSJhFhtPS6XLtVEQ8Qdb7jpLZQz3hnmpklTM",
+	"4B49E7exEEn9VXzBPFnF65m/aulRkWWpdm2iw9vV+p1IJL+AQf+gHdAVOFuZEmcwj56IWX0ZbrpLbnTp",
+	"51jb8EzFGdgys2JpzkNzmYU7oyw2n0gjmBz7GoFrO4O2M2r71p22s68fadPtKtvqC9XQRc2xi3DwQgWj",
+	"F9nhi1h/eZuwRJh5MnunEicsOgVtwn07ZdXrmm90qHQ2CEwt8ZLnWhSRPzNgmSDjQjVc0MBsbU3YKskE",
+	"btXmpGipEY0GdGgRrkUBqg6dXTZqRC4WpTaKkVERPnvyrGV6qwTpPmXAzV7lz+nwj7BcXEpdiFwkDPYC",
+	"loiFVNL8zm5kscxgD4lzUWjWVxk7ffnC6FkajkKhknUmVcFen3+LT7BwDU1e52b4Com2OrNwUfvX3SZO",
+	"qP6RZt89f0nXBM36kfdZZM7Fwr4J5/AJ43OjdoWK1DElUAOUOfgR0P5ptL/sGvuoEraWSonEzgItwFBJ",
+	"zcgliQc//fBIe5tONBix59lqxVWiAybUtcwztYIGgCVLBwyFgl3zXJo9S0OVZnygKaiO6mV2o1CGZCFW",
+	"etcCg9n77vnLVzAQZmGu+O0L/HIC9yycfp7nHCxCqywR6X6lwpt31m7btsg2JCvo6Y0uxGq2zrPVumh8",
+	"MRnD/zq+guEzb+/f4YssS1t97ejsdeX929H4O193+dE6IyuPHw6bbexb9302/6uIwXgKDfuKp+mcx1ff",
+	"2VFuSLp93JbxdZ5dywSM7fAWWOFZH4UY9E78AsygiUhxIe2cEltsu9JsLRSX7D8ZV8Uyz9YyZv/p6qht",
+	"K+6FeoVPjnaNoqt863h9K9FAXx8mJwj7S0RbGlri0Ggclr21ZdWaajXProdqhMyGo3eOTtBbixwuvl0O",
+	"aRAC97vRSc2GsGHzXCaXIoFNyzqCcduDzV8ZnfrHHk/T7KYX9Li+Ak1EbbyuVQ3IxTrlG1K5dnv7zMsv",
+	"8V2zUOVKZGUx03gn6O7CPCtVYtppFGujW4KYWuW/mhT0kdTWf8fGb3o1TKUu6j1/pHE40FNlFwls2zho",
+	"8KvUdvBgrThh2rlodm0rRc6VBvNv+zDXRSKziPU5i5cyTRhdakz7l7dkplsWxTpifV3kgq/gEvj1xcVL",
+	"uCYqlopLHm/Yq1dnLMNDDfzCr8+/HfgTDvUYTaMo1h1T3b2fVQ2vyWJTLtpTvX2ZbN/R7KkN29WIvZHF",
+	"0qg2C9oiIxYvuVTmIIcXqud4loeqOswHATP3ZdoZSRTw8+hHeBgw+/3f//ZfbyN2abSSqhRzVMPVLmLY",
+	"xxF7g4c8DImEirhMy1yw/tHBs4Adw39ubwPGQxVnSokYNB+wvxiFkYZoAFoqqGXl2qiJpjWPNONFIVbr",
+	"QgfYCl2INVtl1+bUL1gGxiqrRJlWZ4tFYC7ZpmNK3BZYzomp3EwUV14LQSE1L6ZcF7bCAH5Ft21eKsa1",
+	"K990wIzViJ3h4sg3Zm1wZRtpRlQW4OUNyHkpEiN9izxbVe1/pCsESqZMB5bmJk3zpwsON7vKWwCL05SL",
+	"MxQqo+/Q29ZZa14390NseGRPjIhV70bgLDRf6xvTsBE7M7KgxA2DUYWKNeOXRhx44aFhSDJMUTxU5oq/",
+	"QrAZuzQqO+mx8AFKlixAz84UiQd0Pc6U0QNA2acphHF5nvIyEWbSuGJ/Xgt1+mJodlFeSLOkqXIoolhK",
+	"dQXmzlwkPDY3HvsIWodXDixwmKl0w+ZpFl/BriF4nkpz2+FaS3M7LFhR5gqVxlQsCmbmmNYENsNNgdFW",
+	"jb5rBIqrJFSwL5pdGT832+YAtc36EWcXU/fKRgWEFbkUiVmtWW702hscMQnC8UiDKUUKrMiuD7dVW9HE",
+	"VVzfn3ce9nUtq7ZhP71H4/2HUrrwzY+vcZ2bsX3X40kCNzmevvQmHjB/zYv697COzW7RuAW2b3JtzagN",
+	"/XsQrqOmwjcQeg/F0dyj328dLbhotBTA2vh03HI6unEl0QFqj+95KdNCmoV3I+bLLDNaW5yac6hTb9v7",
+	"ClbXMH857bB7fKHXbe3Ca2TnyK+NGPP0nAo8u7Z2ujT986I3/XFHw0oFX3wlRZro3l3Qmj5e8Pakml1x",
+	"V5+NODw3790FDdxgBzzwfglswg6h+q7RKMhe6eaSRmfmStup/Vn7pOl3u4q3bcyHOyZY37uSRFxfRQPw",
+	"A6AnBJsCLoxExKlUYlTNn/DwV/fuNvVpQFFtbZxFXoJeg3qCad8Jg+8ZqgVG0WBh72XV2kQoKZKwN6qs",
+	"m/MsSwVXKOpGGajBDTs3v3N4r9KqwJsC7hwRSwsdbhbfGH7sUqek54Vc8Lh4oRZZWyL1kh8cP9miXNOX",
+	"7EpsWD/NbkQecy3YUtyyV1+fDg+On1itbr4pROvgMkeJt2GaP9dGG8xNBf/x43j4jA8Xb989Obr7t16X",
+	"pUf+3OEPfVFolkKJRiuAek21iyxfAc5dquLJUfd10Edx+mNHY0A1do4h6rDnQovil9kpSGveMjGkUgPA",
+	"DY22WhSjh/Xa1rDXfoDvzqCeT7AXoGJku4U9As1vau7aqgAl1f4cmXJH9FdkvYWyACXwOpMJbBBfgBun",
+	"ExP9ZyXYn795+fgsOTg+njxj63Keyhil/Pyr5+zp+PCzDhMyTy/9MTlLvnx12nnExfl1/UWopvPVK5l0",
+	"TzFa3w+fsmJZrubrXCqnf1+JTWOhTbrVgWLjN+PP37zsbEKpa1Ot5WXna7dbtFs3dgGbcy2eHJV56lTv",
+	"tdmU0YO7o7kNCboCB4MZSFMzjlOXoLpZfiU6/Qt/evPNK3JlHE8+G3hDqHH1XItcLjZ4pXB2H3QB6rYI",
+	"mO/2thlWErjT3NPsvalme3cBE68fqGF/kZUqwXVE/WP987Ovzs7Pvn9+xv77f382OhjQrRdjAMCjUOGL",
+	"Q7XOtCzktWC0o4A7is/N4VyzmmU3ioF7lfUBjXJ0cBCqpif2hHELYS6yjKU8vxR43rMnR8O5LFwt1vMV",
+	"KgBvolmGQLhTdjQesxYieHACVwm8YWVKgNOMTDW2mV030hW/ncGJsu08jJem/+Y2DT0uV/b8WwnTFc36",
+	"dNKzJ59Nxk+fPjlin7MnR+w7+UXdjWZ/7ji4mts2yM4MK9jWOrOj4RtVCw4Pj4+Pjg4P2Ofs8KDdAvvz",
+	"A1vQUfkpDYtQeBd3LYCLSr3WutG8UQNZado1/CkrAb5nzTj1Grqq6D7+WuuJXKBfpBmaIR6wnnDIAa2A",
+	"hhTWP7X37SGERSSDKVhFAlAlZ6UGJRb+jUiQ9v7i4QXqtVFDcfl6RdiqudrUEO2lLgFywRlusDBEt8PL",
+	"bEhj8FedqdE5v/kOu2AGo+soMhcRJhOvXtMNqHQvKwVEBnYocebxtkLrs7S72XpGcZrvOnRw1RlEeGEN",
+	"++/dMTOxHeWKW9st86+u4u73UZpWzLbpBNY4ibem2qz40rBf+xsaHvSnaoP9J5a7p8b3dssKy7P0HMvp",
+	"7Fbl6U55IXThXYI4W3NaNzFXsUhZX5VpimZAWYBZHL3uraWUYyzw3ko6tdBop6YKBIghwKzRqUbXTUWd",
+	"PQdvPoVUvOc91cImdlorz8UCdlFRcHufqA/0V7kQAMyyAHzzGrsS66KyT9NEkPz4rfM1tn3XpcNk7b4A",
+	"X5Q5eqEIdoifihzcA+SHqKTE3NC7L9x+5HTXTibyYbzMtMD4NXuIcDDzv3794svrzwJ2mWZz2DpLJX8q",
+	"xWDEXhRM6lDpOFuDi7QeteYi26ZseZsArlPogKFp3WgK/Yxs/Bditc5ynjKhLqUSg8rUYKPqSpWA0Jub",
+	"SCJyeS0Szz3iaiIFRGoMwzOrYFmF77pAu+hxhKhQmQwCprNQFTdZ9YJ+BBF6MVcEC4mzNJUJqjfcion5",
+	"GZwF5pVQwZ5pQWOeS+eEKjJ/i3TBpGY3S/KTUElaCB1CTZubpcgF69tyAhiJgK56ASNrJQJPlyK+ApRP",
+	"qOZZIs3YRqPlbWSV9MGInYthqQHvBj4Bo3+almh2NH4WqmYsESp+22IJ7zf4+uaL0+EPfPjzePjsbfXP",
+	"0Wz67//v7z8fvv1dh0Wjef++rBtiq53jzBxnn8rM0D6K9jke8IT92Bf/C7J4LbhMRXKCN/vIzJyRGwyb",
+	"IB0L7vTQw23R7KdsLfKhKQ7kiGHouVnmsVzxFI+Iuvnp7btJMHnWbX2Cul4SOUJ9KFFO974H2qnZx+vv",
+	"ReTvKtYfjJbhF1tYL69T1CCY6qUzxj9AAX5j1jdXNh5rxTdwLQN3u3+xPB4dsnVaajDf8pzDFRJdlGbP",
+	"y8tUdAH2pIrTMhEza4TUu4+R0yShUDIIXI9F4kyY+hGaCk8YDZM2t0asoYouc/fVFnB40H3gNIvY3caz",
+	"evQa6/OyyIbWY0vwjAj/jujP2ivogx5YyzSOvrmA4skPm3V3Y1NnNthttSATA4iVqbcj3r0+gwEDgLPv",
+	"q52L4kagg5uZk8d0Y8ULGbM11xrNK/stIKjqvMRIjJ2WlJaQ/5GvfxmjrSVh8d2IsBRnS2kUg82sHnry",
+	"MLwglb6PvfaSrz/6Zn2Ghlgyt1ofPIuzMk3AFDSHwKeE9RuKDoKtz0UiNaNxYBR1xTCAxQtVGZyASkGb",
+	"t9RsDIwBnKHj0gaimNMeNCNZWGxGBmi1u6D3teCpGdKWq4PA6tUwgUfUtLnbVXm9jdflwjd3efQuD5tP",
+	"as/9HuLvnr+0/uHmcWdBe989f4nONK4tuJgXTqe0jD7TSiEDa3uojELm1OubZZY6zS5gPM4zDX4FGNwA",
+	"PgYtsTL1hSo1ChXc2vIuc1rDhV2tiR+/e/5yCnjGt+zciAwHBFbXRXmbTWHmc3k05wbesCFOVYPZJb8W",
+	"rA/3nQjiABABVLU6YjxJLDibwgcH72GT2GJ1WAo0OlRgIIDJTBmx2NC4Ai3NrOKrIZ6agGmuZCF/NhOs",
+	"6yddHaMPQ4tcTe1x3QKrdjjUe0QdGt9CwXfUvQdMFcwL28fJ/GxrtBDFCpDqkdB09nGyRavdjqmEOu3P",
+	"zv8LrigPv581ELEWIFmhLGeAlQx6Wov9EZNuKOp7bkPU3ST5HenaM14ildHHwD1TUfti4Rvqa2PHSm/4",
+	"RjMw4PTN0eGIpJqUUFsMMFtGETuyW9f1+9KxnVZ4BMsLwSwMAoJzzPU8FrlRcIdZWcTZqu6g3+q/vc8n",
+	"GzwYEhJniqI1uw2eD4WMBL33A2oD0nV/jcp0AYJA97GwBR1n9ToXa54DgM1OCwag5Yhqc5NjjnR+M/MZ",
+	"8qp/dx3zHZBz5xJJsrIWJWwR5Q0RhEkMqhPdzn7QguA4fJI3j+0m2OHtFOOUb+Y8vtpmUj1Fn6aECEzw",
+	"82VrYZQCc9Sv6eP6Fe1pl7e7fu9qH7Fw8/FuWAGbbxjXMfGokZd6P8ClD1HZHWRhXlByQfbUetvsLyM4",
+	"lXvvabXc0um/NvxQUjEtfirNAYx3nsAczFLZF6ARaW0YHticxkh0DEUu7IF23wj/BUQCw0/P8YumDLsx",
+	"rQbBlR544tApkxXxR+OWuIXzYsSiOEuEs/XoAkIUVjxeSrhUJGIaqoZfN2A+6UPAHLUMkDcgd0kQqpUo",
+	"llkyA4afNM1uzKt0354VWTYDX3Ng8cszWntBqLqDRQNWNyBWf89LvanK8YiIglC1eYgCVmchwkZ3cBBB",
+	"Szo4VgLWDol27BMYSh1UY0Z2s4C1I6b9Z16fA1Y3egSh6gyWrt7DnwPWCJTGB7Uw6cAnXQhChbe5GbJi",
+	"VPNrmVdG7HtxwzDGdsU3AEAwinnXLQMjpjv11rZQdSDUfJsgH/781vxn1mnAraKv23sudmio+QJsMilX",
+	"iOUHs7y5Kse428eifVHsvuTYIO37GB3XvFiO9lJ9/ejuXRyRPNWZVfP/7yG5roYvvqTg0v3w6dUJ3q7s",
+	"64uLlwxfoLJQQTp+9synX+xGClCYeXsK9NKo7kT+6wJ4skRQQK25SpgzEKO3qgkZPMhh2gwwbwSz463N",
+	"1Eq3ttp1ZTuD00ONBzakHgbD0zxgNdSmu2u/Phdwo9n8c6GfA88A15gm2m/QnR1NK3sS3TPJfy41Kv8i",
+	"qQVo+Lo/I92/FihXK373ve+9cdk5zdsvgst+pG1f0UZnB6CPPIj3j98ATCsVjBuOrmt043j23Idjbuqe",
+	"gwDXeS4EUpHqKYveXUmV6D8EDN+bsrCXAWnmXRQq8y9zphTmTLj07PAxXxdlLqztXSTR4MQrC1yQIg9C",
+	"1Sz1P0OMPYhF2AsQf/OHu4hhRdBz+BH1HATVgeMkVEDC9Gw8QeQO1cCk0jIBG9Gq1gA8pgJb3h9Mb1zZ",
+	"uKchQC5bGIE9PztgubgsU56bAym3xK02ehXFJVS4T65GLIKaIrD55TIubJhfKtDnnWlBegODN50DfUpe",
+	"XXg8GLFT+mjJCzbPBb+CkjSWpcEv2+Fh6Tracag7lrMZ3AjCXGkEorpZKEO+X/9YfLIlYKZuC6mKqIcQ",
+	"7mHQ8lT1jgAxp2W8a/PDdU9VvUc8josh+Cx/v9d5T9LUiYmtSxsBGmglsH7YC3vsc88oTL80eEAeI3P8",
+	"froHzNE2xQN+XBG6LaKBilCYhWb96N8mEVo6gSKKs8s8K9cnzOI3TIMHHaP197/9V4dFucvOb3MC3N+6",
+	"BshugPArJ4Eg3qYZdeNG2yO189JXM7X40Gy+MAMuLbE2irgqedpp16iItFtd+w7wsJzpcm5DWapSARAk",
+	"FdKEkSyyU7VBTJuFdn//+tutfOD7gyj+Iwxvx+O3v+/Uts/xzNgXO9V0tG7n3kKrExJwwb89z2/7jtVl",
+	"HJl3GpGfI0aNAnm2BwWlxT5qkEWkfeJAIs+U12Y0d4ZwjHw2py7UsSUiqUPRNG+/H/qtASCrYw+EQph6",
+	"gAh18VPJ0yZOzH7P4mUmYzfJ42esfTsfPLRHdhZbqMN7rlguNhyi6ysko8oK0EYolKcET0LXreRhhnFq",
+	"TOcFoFRnFjTbwMDTPlQ7DC0xdFIiHxXh+61FYE/HXfcVygwNkQ480qBDGBWico+hIoEQIVAlL7MsAeRn",
+	"poTRX6ZAZUXcCdCrKGDRBZp13N/nvEBUAz4BBoZBEKro9OWLV3B7sj8AIcPxwTPw9piTTySB0aii6m9E",
+	"HBsNJFQRX0v7N+lugLoWfDVgf//b/2KmDxTORAi/omKuCFWdMwLUZrPztjgs/v63/2W6lWXpaX5ZmhOJ",
+	"WhyqvnMoWtISbl9B2qesYByPLhSBE9egIsuMTotMBzDd1uCCex8wGwSEEKSPYNQq0lI36qx/NJ48Phof",
+	"DgIWVeT49kckIDi6vbXDfk7K1V9MTbVyeJ2yNQMP+c9m7Yh1uoHvieywVseI/RnqQP0Ubi4In8yyVHtW",
+	"r1D1o3P7B346cFEdeakKuRJNmKAvT+97W7dra9uKvN7CkkZBVgAlmRL3hLl5m4OtfhdHpJXn3OahIlQd",
+	"EmlgwoZErAVEAyn7LjjkyGO+NiK6WYsgVIk0LVlJBcRk8w29PkADnfl33UDn3az1lVzrUHGLxyMiD6xO",
+	"Fi6uh12p7AZH26sNt6YVX6/pAGiHJG9zJnRGdgeNGMZtH7cCPV0WqC0ovAqrGQDsZst7DoMUdFzit7rc",
+	"uqw0mFDKqhE78Oz2kwJ8oy7v0halQ9wWNpdW7cNEpAW/76svzQvuE2Id2fEZvVX/NEsyPaO8Vdt1oyTT",
+	"r/Gd6kOb1mdnJ8nA1OqoKwF8irs+f2Veqn17/4xUCp37qMzV7taWuWq2lDwG2z55gz87yCkd7xtMp9Wz",
+	"3JqZEvu4beuTexfsfr3e3J1ftMVg5yftKdj3kwe2rTFnO99vTdauL7zdY9er3dvarq+6t5CddbV2wd1D",
+	"1VyTu75oiOme8Tn7ve4227u33slK1upuBRRPT7Rj2Q9AyZwLo9LVzlQ8ULdiPugC4GkIhwedUeJVAsLO",
+	"+w1g4PHo5KDNrGRRWGbWw8PDZwF7ffHcaGhay0uF5zMRaWU5ZPmSBeNrPOpdaTYDk/W8EsIKu54LniCH",
+	"Fvl/0FjEL72oV1BtgefL6JdQV+LDQkMFo8nAXQrRankODZO5Ua4eaYdJBH6zEfs+K9ia5zbAPVQRNDRq",
+	"+dtrwcs1/Nsj7WYtVBgVxnQZL3FiiX6qQnXwQgxN3V1Wh/dA3weE8m1PfLc9zF0S94Dl+RFNezjdxHov",
+	"8WtCUWvpsmx6MVta4Eu219egSu/nCfMW5fZjoNG8ML0PxKJdWAo8I9qPLN74BO/khDcE5rs1xJ78UhA1",
+	"6ODiPrPCA/yuO0YSL73bjAauoK3NtAaQB0ZYfskL3uExrO+G+61UP7/pft80YVtVpbXS9vKT4VZGVzMb",
+	"0O0PzpedgZj2Q/KYWXOqufKbNuuCr9YaL3l0cYNdr9L56Uyg/Q+e4E6viyxLkJyQ01sdpksXK72/qxe+",
+	"aA/Bm+XGmRrRPONII/3Lsmu/b1AOVSJ4kgIsA4ymqTnYvEy2LCJcTjSwq9Jc7W+kFqzPQ2XKq74EuyQC",
+	"GMzmXyvHvYWHt8pCBWNAh8JOKKLN+9utNigIx9Q3IqfQ5FIVEiyRObhNgSCee03F2Ze6clt0RuTt2F+8",
+	"FMNdse3aw7DWjL+fAvT7KY+zB+5ljWTI77ZIbMVpaufOfLYmAb7x5DqRSaj6ngwFnmCOGJBDwseU8wft",
+	"bY4I4pHGkFk99Z+xyCZphuIo5B7SS/BbSpkcBaGKoDMWYWh+h2h4/BI1UWDr52kE1UI0N0YGbELFc3FC",
+	"XJ2myoVUUi9paCK24mvNoIIIcmx6TQpV5C7DOnocLUoFplV4QG/7jUY2LvghVLUusIgILWYLmRYip49t",
+	"owPG1QYt3yLVIlTXIp/zQq7AAIzRF14upapSSwNqKRHMovd5R20aJNcnSstk9gxKZKPZzVKmAnhioAxU",
+	"G/0yXMiLRDXXznHTMuhl3H6gvd5Lv32fgL+2jsF2Au3W4s9LgaOjs5Vg8EE9RIvHcVaqAm3pU0smHKoO",
+	"8i2IzlKFyPNy7fIS+Cp3XgJtcpaHijue04qmwp5tCCI1kwntwfHbwWfXrZHSXuzhnfz1bofTmuyqTbJj",
+	"6O7Vaz4VHuohGlIb/FOZ/T5VIDZtg6zvEPOBO9rdHhggKQeIhztmIFJl4Idwm1Vj9RPSSQB0YJWkVy2I",
+	"f14qhbPlg/exMnMJsVBZJJUJeq5F5m4Hrez2g5fK6CNG2diujtnTgDjwLbO20SyQhpuBstL/49lFqDAj",
+	"5DsUy7vHBZU+CBhQrjrOBiobGKRd0Xl2o4NQ6QzHhLguMDdIqdyfQA7BU3kl2JJfCyTDhvwhmS6GoVrJ",
+	"JEnFjdn3IeSXndom12/ky9sEDwaiaZYrpEsOleV1Ru4G24kqax23mQsJApel0KpOoA7V3cFMlSewF8w3",
+	"5rSBYI0Zd5HN8w0MTvVXys0gS4X/AEz9/rzNdpZpJKo1VOkq73PNME3p6JklDgcacOpBpgS2fI28Zmkt",
+	"ZI44TZA0A9nDbfKCB/XvW65EV+dWPL/aMQW8iB5c3Xc8v+qq7jel933wXbC69/onT4Wr3XJVtOIRVGvA",
+	"TkTXCUOO9A6+z4dS/byfJBdCF7OHUyMttpwZFWFTA9Hgs9pYkqbRPrctFznQfeGysc5+pLOzJvajH9/6",
+	"uuGlteGqzE/rtP+GYoOv9wpJ2kq9VEug73ga+tG7O5fGkxisPoRhaRcb0gNj0/1FgLLp1+d1t7E0PBHz",
+	"J/OetfAxDIN2Wf2TmgVf2WSz52J79PK1yBMZF6ixYCJINJUbDcQWwPrR8jYZub8hEYosdKhs+NeUWVrc",
+	"zIb7x1xlSsY8ZfYlp9qDCoPMkIMgVMDWZDlKdFHnBQXSVaNAscejG5GmQwhcery8TYbY0KF5YzAKVYSp",
+	"Faes8msQjK9YihVpSvGSq0uRMC1VLE4cnhhz+1X9sYn1gBzTfoPIOFO60V374lpQmo5cDLXgqUhClchL",
+	"oQs9cEatahClrvApJyzCSIFoClcsbPJJqFySyyuxqXUF+b08WgKHhFhmaQJ8YwrZtrC5mtF4AODZqsaQ",
+	"yE/GS3YlxJo1b2YrwU3XTgB/QSNTiQNeyOzWGFXS0KXbbaUodp/h3ELoUAdt8SBwdH2YrYWOggdoAfaC",
+	"YPOsVhlXcegh/NcNdvsSYHZSU8bwmufQBlOYW1R/obLcgxeuePfo1NbjnrzGCr8x9W1h9uhcyuV8JQs4",
+	"VN8HE+mh89oTUmrh+LLMzV5lamhUEgv2B0kmi4xN/tLn8FmoLJcpUeU6+kp9UrfSgAmnBuC3OVvJoFoB",
+	"C7pYL+/PxLHndl+jbe3Y81dS2b+bB8DbPU5VP1Lufue6BVjfWQqI3RjdV/Ae8xF7aDCZsqgC25B5rw6l",
+	"iSDQwoL6KocwkYE4A4y2Dt8Vbm2FpsQ8cAO0zlXnVFXpBpJnVlR7A7zOhCqq4YaiKmORp1zZEAnm3Ugx",
+	"IZGRIanZvFwsXPZLUbXZbOn1Lju8slGX8I6sMrbOxdAv2xQLfEFC1xzSb+hMivBBFECPmW3G/jXvZaC6",
+	"D8vXhsH8Vnj86jiwT2FGcjBUosJFZnW45Nt6R3aMPNDPb2qAELj20UfHjEhF/bPOs6SMRYIBUwpjMUBC",
+	"kaAIpXjKjCIZhQrhk7U7TdfKg5x0Rr7RS7gWOVtLEQtcC9UWAYWDWc/fRiCJQi4htXvlbwOcNSFRLFcs",
+	"hgb1wRhVVT/wpt2lqQhweWELYH2BNR6apSlazb0aZyrmhQC8aQD7HGinrY3oZcfXNaS4LvjGZfnD7gIr",
+	"fFTDgUZskaVpduPxmlHi+UeaWmh2AyOvbaDab0Zm64DLjx8SCgNhZ9UucDS6g/7sfFtM3BZCJQLoaTEb",
+	"Xajaaesi9+2M1JFoEDiZZKm8EnbKaYN2l3qzUm64vn+1uONu53oZMafQIVuvjf6s8ulZa+h6LXjOliIX",
+	"YDDd+BJmkUpWVqwh0hLVdNN5W3YhXrM5MwUxFR3wMkx5tEUbt15em5Pa+rcwHLc78Md8k2yBoJ1uKWU/",
+	"SxMpUR9kkPOL6DxlG+be7qwImM0zrw1xwDib8xzt9L5ZmhUZeA3xr1GoXhSaeTpXZdOnhwRqJ6QU0ZlI",
+	"XT1BMB29VsGo4M3I5bCBHPREVEvKOutjNgwggFOu4RiHCxsdmpYLXdHB58xFlsONzK6aDRE3g50pNHod",
+	"BXZH01ANWUSOl2hqxJk4uPvKHwq2EcXgBF7WZYxRP5RF3/ejexAQ9HWIoszBTEeuoFAx4pewT5guiTgU",
+	"rsYUJ0514V4eTZ0TChEcbqnYzVsWrB9RDI7mGzMvGyoCNnPsnF8IVxiO0i7JHVeMPp4Z4bfUTP5WZH60",
+	"YTuONcD6U1mjaAfPdElkMa7nkfZysQbMm/OqBBoUu9dhwFAAIuS6Zz6iLrtQfSA6qHjNKAJEJoKJxULE",
+	"SNoL3qUlwETNtscw+kZBPJ351DtUA/ASJZgMNId92PMPA3UnNBvD/t1kYquc+87ue83WkSeRvE32LWhR",
+	"ZP8a+btCBNeWSkgBKUSJZTmle6kGURrtJU3ZXLA+BFi1IkoiyxxtdCDRKsAlmprWV3LYG4c9yl1TeXVo",
+	"LihnXdI5Fe4EAJpBevMELCUYb8WVFWKjq0wZn3OVZMo5c3xNZmovgZAKmpY0ZZs13UgzXTgQr+/tX/FE",
+	"UHxnP865XjIboQIzysxt0hTgCT7+7DVHFtjQCijj7yWt09tDbkEvKb2sqQV8rbRFVFLAdCEtMx9oF0K5",
+	"tlE+XvMxlktDD0G6OPI+f0c1CY1lBe9HhHIolSkPdRnX2s40ttw75PfyTtr374L9sryhTJ9gjCvlMPbl",
+	"z16y6Jk7nAI8VvDzWnK4yTYiwq2xq7XgQnve9Guu8v1odOxi3aFw+DIqNTDY7a98OIjjfsDGDqKZbj5S",
+	"y4pSP2TvH4Une2VqxfTBGEjUiWFIudpi9MM0MN54QR6Vtol10pmEfnva4ioA1xxrtQR9e0416RjdCA+n",
+	"RVTYDQpEJ7yOR+fYOjmAJxV3S/hKiyYchNZ+51huz5zsS7q7Kjf6HmA6jA4vI2+c7PuNUisf7lYuXHzT",
+	"Khz3i11nxElFbdCu5+vspmObrIPCcLeszPk3XPskSIRNsnwCNAlbkgA39arunps3nHGu2uL8yzooT+RS",
+	"aNN2dnCvWgpPRx76IBe6F2HRRTgn1lXCCUsG6SJv9D6TVHTS09a2IPE+W2/jdgUbikue3Ir06NVGp1rL",
+	"993DvuXdACuE8ixqKKOgZkrIcszSB3LekQoi2Yq+AYUZgKHTii8bbkZEv1bnKIEX0yy7Ktczyhq+zzb5",
+	"4O36/km0vNY4iYAfgU3lPaYR5gyad9/MAIKn1ZxX2UqgXwdUfHsFsBmOgEHE7Gpg6guMlmUmCYkJi2mo",
+	"EI0MkGiitgDErw+VbqvYARAm0FNg8Ki959RlLBQ2nIj1/Z3JA/rW9qUTo2wXXKYRXYyA6i2w1yUQFFTx",
+	"gD+gYQZEisBCrB0WELWcmnpMScnwy1DZ+qZw1SnyTUBE0XabApXbfMdAr0YyBYrfV+ZqYy+4rO/KQrtV",
+	"LffNoOb4TaIRxFfUCA6sXcJ5iPrk7KnAGURxQFkTulCJ3ci+/ffGih1zN7/lw7n99o5taxtIHYSU5LSp",
+	"LLSoBbxnIKP+g7rmAaLXYhfwdJr7uKe77bLbzF2tENuPb3/u9kRvgWq1zNC14P1PBFGGO8gwyVgqzUWb",
+	"8Bx9XqEfgJXiBHCvAjj4CF4FQ0jkkm24UVInvIHL0OQDMlxa0NcjXXGxfEAiCZ9ma/E+fKFwUFCOAWxy",
+	"t4x1xcn/sjh4nwG0LWItmoeP7+1IpF4D91xSsxWgJbMmRx4DwW9xjJDI4hMyhJrjsRotNzRebOj+yJat",
+	"qW8vqjjHBgMfm5cFQPPeM9+tlzi2idlo+0qqYd17r7gX69KcBL/4wI3GtkX664Wp1JnpOoXvUwapoCBg",
+	"hnJSVFFdq7wlKJrWy5AIJUXFk44xTYiHs/szuC4GnvgSHd72GIe29cxc+7PF4kFJJDDr9ft9iTdokF8a",
+	"b92FAm7mnKww6s1quxvTXVGnVLbIT34z7vEa0c6nCp1yel4zBgpj1kC6Xm/B7kG4ZB3DhRBNI7i6XK0o",
+	"9ZDnf6xH7emAYvbQiW3tUNql6ZjWY1IjTCxUxWliI/3ATR4vBaaQqr2LrnX62SLv66/4UafrPDNaceNj",
+	"HCrzof2hX39zZtNEQD1J9b0OFTwCohINKRSYjWfEO5pUrN67wYid1iEioSKMCE8SL09ta+ytmcm8LdXl",
+	"iJ0ynDaRhAp3HXwVJxp/M72GYMNOMO0941Zb+DYV/67cQZ2T9B4lfeDnNfF58PdNVdVvS7Ps7Z0O7h3c",
+	"ri3LT4ry5ZbMDm8gkB8MH1qXAiwOwNjP+uijs7zJdGIPHkALNHn41XjLJ9C2Lf4BaDakQQAy8r8iT6a1",
+	"LYAT7Xadcqn0fpkkrDGs63B27OCA4xKoMO9BnQ3o/C1esDxeymvhEPxbyt3S2K14aZsuwsvVsV9iDi1+",
+	"6m7oZDjnGigqYRTwqG60914HXLeBo7NjzRUD079LxPcOHrEMS36KqM9GE6B29yMJGOZ/BICePf6U0NqT",
+	"Od0s5ShwCWJPvGAG8CmECq7qANOzOppZeUsO9jwzrDPY7CM2rug6mxIdqkaVhwOENmqmpbpMaUmMrLlQ",
+	"RyzNYl4IJni8pB8788xUQfddUCooa++IpY69Z58oM2jdNsp6m8xgliE0bgYqG+LZ9lstfvVdqaaqKdid",
+	"2M6Fh+wM3mpENyEjOy6EHfqsjdNwc9NopBuwaoK6VkmNi+5TZ0GhZKj7uhLuvRbc495qjBTQI9iy9kk1",
+	"YlkmP5W+jBghUJVHDltFCpf1A1t2Coffw3DpOxyWMpfF5pWZDBzYueC5yE9LzP2Lf31lh+xPby56QTv1",
+	"Ao8BLQNKAuv/6c3FwHqqjA774stKKVzeJkajjzO1kJelpbcIVT8aDjOZxEOQtDyCcCdE+5VJBCFdmtl3",
+	"eJlI4HJBCDRGhYaKqPigFY9o+8xhh9MljCPrA68vhjMorgoWp1yuaNes2jQ4YXmWtlwDtnr4bQifRlgC",
+	"bnQg0bDOYNCq+yYkM727AwVxkbWPDjMoQFSQlDnk2jp9MUSHONIXqATC08A3jlAg4jfIbTAfwBGfZ8os",
+	"JJkpPTV//459kSUSeQrA3gNsg/mG3CISwVspbZ+PKZvS7/8KzDZ9m3NugIig3IpSIx0YJaCz50hUxf1E",
+	"J4y7hHUUisdscnuNpxPmKaMGFeK2GJlmH43HVVwUFRhNPTJr0xlAn2bJBt1uEkP/Xl98NXwKTCqMZMZF",
+	"Xc1LQMUUguk1jwV5oczqqUxhAf6bHHkA11KZF7hpqmd9jDzMxRp8QuCZUsQIHjikEJuLTaYACbhIM16w",
+	"nKtLYX5PgSO6zPPsEo5LHfO1GLjuKKGRccqcFxRyxKh4c2EFhz1XbHLwlKXiWqSaJUKsCfNoigjYmud8",
+	"JUz/spzSjQEozPTrWmYQXYxQADMdOY+LETuaHLOoO3cfuOZMyYhfg2VJwWPDCySixuEH9/MSUmUSwz3G",
+	"wfVhWOcgjVOAhPqCBwJXLfh4yXNwJvpzSoBYThgRKMM24UzFWQLgTQSjwvBEMjFrodhErG/WVyJQkVIZ",
+	"SuHKJogZmK4fsqiV29D02rwLswJ2gwn7Tn7B+qS2lWvMeQTIT/QTZjfE6W8KHT8l8GstQaIbS+xNIpFS",
+	"CONFbM6QwzGDmEKsyRSDlU3ZZMxWUg1OKCub5etH3gzIA6hN1UdQtcuLBuC9jW+8MweEvFSYqA7+zywX",
+	"I3ffv/7WvDDfFEI7obH097i+MACV0i1AV59NIREdNAlyN5pWHBzAXEOQMi1cswi1WHGgvE/TjVVQR+x4",
+	"fGjEz2U3jAI6GRiLwJQ4PF0A91WfjrnBFChagJmJK9M4I2vsJpcFJWRX2Q04cE0ZidRXRqAWYOdWGaTc",
+	"ZnYbxt0wFQtkIGHmODXXECZhCOqJ9WFP9lCZAK7BuxpwYhFAeaVFeg2QhBhaIAvTTvRdR48hXf7PEVlN",
+	"NXR/JbgC3B5sgt/CrQAdJix6B4pqwLwY97vohK251izyHkYMkFO4d0X2mU1P74LyTxofSb0lON+05Iw4",
+	"bSnsw+J6Iz+pIbn+LUFDhW4CNCJvygHQ8EAcLOZMkAAK/R2Lvj47/RKaU9FfLUUOJoLoj2cX5qegCp/C",
+	"CGEYUtzltIW/mqMI3ieoO6y4fgZbNcKTbaiLOQHoY0JnxICbZ4yzo/Ex3c5swxSLTtM0u4mqdsnCvmMq",
+	"hG7U0zpMCRlrtiGIVWfDIS+L5edGm4hsIkW3ZYrbWKwBAX4piq8FT4tlYP55bkQG+nMpCrANvnwBUS6a",
+	"QR6JLJc/U31fgALCEMvzpzcXhOIBMTRakQPRe3pYQ1Mzh7clj/OM/aBcYTkwPhNYtC6bbIRd5Sx68+bN",
+	"0BsGAfk30lSoSwEWQEtgydhcpJm61NYPgSKE2w7BLgAsjoD2DQTlGcGRRYDkWKXSAaCMCa5LbGVEcALR",
+	"srdoXjS72NH4yN8YAyYow5E5VhSudtwlza70BiaOpstcqyPWT7NsDYsMwEbQZpQfMFVfqiyHDKu/Yzbd",
+	"i0ywaogizKWK5ZqnU7wnU2+XdLU29cLuCioKynJUsYhEesQubjL6CnNGYDEwUI4rJjKVmPNveHQQndDg",
+	"5BtIdGrKJ0h73+OX8QazeyRhjAECYknMAsrFExC+XAQu7qQWWexYW7IbBaVg5AgjuwQNQakxq53NkbIA",
+	"crQiM7u1+fsaCCXMAywCz/r+0fhZNUKYWjhqYEupAllokS4q/cEOFqjQRoVMBiN2XtJ8kT4rifObOCZW",
+	"qM68fv3iy2vUjCFaNM3mcJqVSv5UihF7JYyGBHNCQkA75cibS7w0pDIWSsOdEVEKvZd5ts6lKHi+8RK1",
+	"mktCL+hBChe4NIxHk9EYrMZrofha9qa9w9F4dAhcb8US7nL3MYSY3y/FFkMW8fEC1whqjSKXi02dwENX",
+	"gcmWnATL1+Y+1yZI4RV1hqUVGRC6/k9vvnlFtBfHk88GIPl//ublY0uigqQn5ven48PPBlPXEMqRbk4c",
+	"UIEohaLYQBHR0PYY2w8dj1g/S81yhUKR7RMRaSzPCthBByN2xuNlqKIrF44msB7Wwc0RsEQY9S2p7orA",
+	"5AECNwrVSxhNs2zipYDbk9nMjo0mVxaCAGPuAHiR9Ka9P4riC2j5N2aqACMFpy9M28F43PD1N9Vp8wwN",
+	"LLvMRq6WV6LAO2pdGqgzpg10SpoSn5ueDI0CniNEs6rMM6RRt1f81lxnPz8cjzvCFbFKwg10t9V1/rHN",
+	"kO7bLnrTH98GPUpY3Jv2sEe+dJjGF/wS+EpIQpFt5DHcsrcvBav5XEpdYDwU3MoTsZAKEBmBo/DRIs4F",
+	"gpPqM2n0uFOs5r2m0Y2nM1b++K6KOKB/9C7XxfAoG66kkj0fm4+7g6xAUD0C7A654ukG8tTrjS7Eaoau",
+	"w9609/9kJcNfBaO3EXSFhGI/tvP1pXFp7pQg+aVac5mwOU85pelGV0fvRsyXWXbVcy0xd6qkFDN6FYhG",
+	"c0qk2Jv2IOt8rwXtx/yNd2/9vfB6gjkq9hN5mA3gy9oi7yQVd0HvaDzZLZSvPQWo997S7OTXtKwlc74I",
+	"0wNfgh+/M2N69/gdjcmdJ9KtjeXUEZF9iDA6EfSEzfp17xW3bWJ0Fi9RAwSPoyc4wAYKISxUpoiX2QdK",
+	"y4Nk5V45eW8xORof7f7o+6z4CjKbf7hc/VGggcby0LXEySgOZDfSW8321Ss4NpAPaVsmmebLf6E5gMX6",
+	"mOeFXPDYSK9e8oPjJ3f36iRgkUAafJLSIU+SXGijJ9qyWF+MLkcWwmSjpc0FwxqGvKyByBSOL83A7BQF",
+	"FQI2gVt0ZEuePn6M9ylsK12pBgFBpkjJzG4UmUlJu0SkhCvUqPknzUtIRRKyRRU4pTY8bNFmcSGKYcWo",
+	"VJ3Mb4S4SjdM81RYGrPKgs1rTpK5VBzCkFrndueKsNMAk1XXGc4u+GX3zP5UZuaWdyU29TiTsPds8fRJ",
+	"Mn46efr0KP4seXL8jB8sBOfj+PiYJ+PJMT+cL44Wk/nBfDx/enAQJ5Pj5Ek8OZ6PF+MxHz8Ne7Vedeke",
+	"v8zaPR4f7lWLNX99hPX+ZXajAFPBlZuXTkWote674AM0r1digyayNLsRecy1ufzesldfnw4Pjp9YVl5c",
+	"qoAzxWsa5ksEzrPxUSPL9IfOMUCxwW9bLKszAldpz3eyIQC/koaHAU1hy6JBe2zOmDmPIRxonemOHQs9",
+	"03QDRustbFMIw0COlKLMFd777X2IbuHIKRYqqZjNW4DOfhz7a8/rbVkI3YWVoGqhctvrI3PnXRKoTcuf",
+	"hR6xl9QBRIDhpkhtM5fnKdjJiUzBbKUB8mEDPa0obrIcrKnmcE+vgXypyY9ICeoBJIeOHHxuM2iiI9le",
+	"rbBHRO0K+IMTj36zMCNhndOEIqpIMSybgxmGkX1rygCCHHVtqLbveFHoOZqVL7Jkc892eq2S0ZLnSmh9",
+	"O7IGlt//LNf1vfXlN+ZoGB/Cf48we/oH7as+fIcWVs198rNcE8/dts0f81rwOBaQgKDIMgyq1NYVYS8x",
+	"da8OUBZan8pmjVM6OYblW19Vdx+qTDpZxcucXQ61EaOxH1aDb3TAJdcYz2GjZolOuzeePDvih/Px8LN4",
+	"kgw/E0eL4VN+MB8exkfJsXiy+Iw/ndd5qo2y6sxmFWv1tMaj79TIiYNy4Kbp49N6Y8DRrRG30SMgSa8F",
+	"SgPUfW/f5saVSpyXakSRpWDvAdeVLc+S30NEbu9gfHA8HE+G44OL8eF0fDQdH48Q9Pv78XgKV/KHj9lP",
+	"sEXeO3aEwoKh8AbtLajohKCqwECO5JHwP0YKLErnx12QnIpycUYm697bJs5m4uAwILB7XwDsZmHB+t16",
+	"jzkPRDKEHRX3ufe/FkyO9/nI+Wm/E4nkF5SO9OjgYJ+Pid7EKhq/gnJihpVxFo2Wt5E9MeBA3WapsScv",
+	"GvLe99x1niOf5RfERwcVzR2QPOUJgUcqb5N5TseTDugMR8/CzVLANgkJIUM6CNEpSGSN7NTDL2C7cAM+",
+	"GI/pCIOv7MGFjFed0DzLVOrj8Gxucc6Ob29PwJNBlYAv27v7VLbaTSEoA32fZpM9OWLfyS8G0Inond+g",
+	"AOvRU/Zj2HtBa51S1/tlhb23dxEko1xCinBpiT6QpQazanSdyjBxm3+dyb+JM7kF1axWblu2e7C1InK6",
+	"+ga17e4NvbU7Hz1rbc/1/ExV/dyR/w/BzYPOve42tE6VdxbjvetI6Txn8dy72/9o2q+fDqZZdRIgIfYk",
+	"eWjXiHib2fXgkMhf8OQHuf5KpmLQq/dir09avRm7zkBr7vY/VTsA1VtOVoJU/zrH6a9wMOI22Dgat56K",
+	"S4AH/LzVbgaHi6OCsqxmcARo9vXFxctRl7kJQQcfbCF2+jMY/Ts8l/vJCrWmQz54Kq8/YMy3+I++ldeA",
+	"v/cGHT0kNOYrUeQy3u40epkDI4goib3ZbFAavEUMT5rOMf+OSt056KbMxxBpUj/jlrfJbFkUawuY1LMi",
+	"K3j6zrQlSz4Pe388uwh7gav487Dn8CVhL8DJ+jw0NYa9OzZpGAR3Hol2WH4lr4k36is3lJ3zR/7y0Yav",
+	"0nsMzlKzJIuBcgCtLs7+XNOiIr6WtSIjiygJlZ9vPLDIGF3kmbpk0dkFvyTUFNk/aya1UHk2NaQrhQZA",
+	"+IjN0kqIyReL4feZEsPveBEvI0IjoeG54Jesn+Us+l00qMGqDsdHTsVAjWOL7ZmQRr0dVsIzAFsyM+I+",
+	"6AJBuAgmnkzG7L//9+RwNBkdDD6JpRfsgGhyriyBtdG5V6bfPmjHs/JT9YLEYMoAiPHQBUR4LIDj7ms5",
+	"txIK6fFAroSbh1/Bln6IZvGOflkIUJytNxAAUOY55F9uCu8KWRAG/6Aj8FFPogsfob1tO0Mk6Q4NQCgH",
+	"lgXTKaFZA4q4NT1yUwLoLNq42GUGV+k8Ky+XrM8BP4tg2oXRO5ksBgTkbAF4O485ADF+PM0ip+I+gXKB",
+	"Rf+iSuAWMTBjJu/TSGp5NO/z/J9DPrGPdC3cmtjFvvzYEhkkpt79LwdVXvwtu2Reqt4/s+fuj6LAXO8u",
+	"wb0382ay38NZf16qF1+S472edxXRnvdhoICiHbUXBIyzS8A22lALTsh8o2d8y3UxhG+GL7602bVCdSOV",
+	"xn1onpmCcoHsIwMwu1GpYHODUCbE3Z6CdWTKWsEiU3ACrc12Fr2zaNUaNB7gf+UamOjBLkWs1LoD+e4Q",
+	"7/CGy1eHGZlt5xyadE2bKKSEIgS+hITh9tUic7EA0Jk/uxQgHPPl4JBbQxB2ZmFmCiDC8GMQqkgmU4Jw",
+	"Y4MIchBQ7iH7ozmGqp8SXnD7iw2thKgm9wrEwPHQjOKVEOsh3KIi2PDBpAeYt8kx0xhdh61EiugMiMEo",
+	"9FDqUKmMEbbCsd8j4hrjzKBynAUIU6xyL0eYfkKo4iSEbL0QyUKG0LoMNcazE2Bne6p3qannGE9hkxFU",
+	"nKgkgs4SOmafV2hOMAE1VNbJgVU4fyoFWA1J34RCe/tudtDs55i08O4uaF0mjbRp+bOj/oRIKoxDI6y5",
+	"xfLjRNVbCQHIXY2ENVFrpNuzKPkXv6Uge5sLbGvMfbvVRm5evTojfLjL/4jBYOtcxCJBnzbEdeCy2Ta6",
+	"TXW+JhzvOcxvP1QBsXtm0+83qSfyBO/bE/C+HV9MxtPxeDqejA6OfzCvUfJM+AZjnHtfizTNzDiY4mcP",
+	"8Qt+VLendd1NKlN4PeOVGcBaBtDeAyB1MBUvgT3sLui19sP6lcrsgROi45yyWitChXvduxAaGfamYb2Z",
+	"YS8IYWThJxhbeFT1HX7weg8/41DCT/sMJhaJYwYfTeBJJRbeQzuv+xYew1e0+1fFVBIGD7fIWNi7M6dP",
+	"Y5HXqGtfneG5o08wjIQolyCBOd7czdHkjhGOsbKjfdFgtEpA6xrvVoa+4IlN5/jPrN0Zdd6pd5Zn1kxF",
+	"luPubjSMwSfV+G6tA/79Sgy2+F7PbJyVOa+11JAhM4acFMDtW+Xkx6gPNIcOrydo7A6Vdan1f3jxclCl",
+	"cKVzRFepeYQX2A0+2iy/MsIaKqPMYIhmkWUj9sWG2RMdJBJaCHzENoM0wp1sfBQ4c8BriVm4QR8hJMeU",
+	"hRbKEfaiEURZpWUiZtYHFLlIM/Aj28cB42WRrbiNebXuIcvTABdulzoxwp+jUOVlalamq8aBZCLWJ1+f",
+	"7mjEAAm5oAk+mLWCg4EhETMYtbuAEYU1o02epYJF2Ldp9Wb/aHwYqmiR5XOZJEJ5ONYA+MCER7Y2gIDC",
+	"Ds9dqLBGeJTdKJHrpVxbdQdXCe3Y0GSMyQCfPZFt17LOYeoY8EdLVDADBgyGCy5TzDocKp7eQGy9pSeY",
+	"NhG5J5ib1aXqniUS0BKJn9jkhmOAuhXsQeB/4YXSW15sazMW6lIqEYTqQqzWWc7TgPgdVNYkeDBlostn",
+	"BirbDD3uUCb6/qZNPINLQhswwELvcNcjLbYF6SFuPgpVn7610GO7dIAP0klfU3w+v8hLc+5CZrAERdiU",
+	"b4Pi8S6mI4hchBkvTHdFA5qAb4WqgUsI2OEBhOCvIUPvai7ygBkVdzweW9CkeQB/4+960HVlwI3KWkP2",
+	"ARp0ReM0l6VzyjZHxTrDsVsEPZ058NjxeDweg7veLHxUKmPaUjNU068kkNcQ0c3IHjE92IqBRqM37T0u",
+	"iZPV7OtFIXLwkcVxMfxxPHz29vc2OiIW9vnf//ZfDwmcwWF7iaEVaO98gBr9a2E1wHdD7mxzC00B42t2",
+	"B4rzVYwn11zFomF0tsCLL6W2HryODAq8KHi8NFfnEyAVMNeUz8Me3sBJl4Sr92h5G/ai2i1ny7f7qJ1Q",
+	"2r3m6MB1wKKa7yGGg3w8ZpnDXVMqOiP81h49PZgcds6FZSdsXQzvflHVbw9N7it7Vr2Xsvg/A5p3Rht9",
+	"h8K2FyahrmvaVCX3hvZ4ZKxVLgVLyuoAeDJHQwxamMxrciV04OhbiXkHce6UakUHLOUSc+1JRVlC+mBw",
+	"I04MBLmHCiyKAhmyBmQlW3GjVpo3b3bn9ghVn8LjbVi8DZO3SQ80BcgDAhjYJlxiQlHoACkAIacFMVsM",
+	"RuwVgBGdWgQ6IRgb/3h2wepjDZbEdIOpL0hlwqh7yGYuMMGj0XScnoZ5LF9QgnGZFo1EGB3pLVjf/Cmr",
+	"jJ6LjJISw2gNLBLRFdTQaB5pm+YVFDMrZIh3LJUvdJrxVF4JZNjJlIBcdXppGuHoZk9fvsBHQagaaZRR",
+	"wegDuZS2oElqNBBaAU1LAKEO9qge2KwgmKc006Ll8Y/TLL5Cjc5cOxZpdmOULnxcqoR0XqvbkbaHI405",
+	"qimDZGFUvhuRC0JFWjV2eZtQWLpl24UWbYAgL1Tcpf9xDnwvbxlMMmXqxe+M+PZJkilrictvkosVBzoh",
+	"WVTcC1whIdeIvd7WG7xd1FN6IVGAexGZlBMmFaTKhMjDuJDXstjAhFEGeS8payPrJNrkM7UtKO68VDYz",
+	"zwc7FCtW8sqiB7bOKtFeh5llPDoa/9DzMuU5ntRezq2GDchBOhnPeSG+NQ9dzjzCGVr+QkxQ5/600d2J",
+	"WGVD+9AlhPMTvXWlApuMjuvZuTq7MIEu+EY/o0C6MTjYMQYHo0Mo4IM64qex29HgyejZ/Q2eeDkYq6QC",
+	"O/rwFOexHp2xlx42nUxdJTQGQELphqA7WVZ33zuDl3cOycHocPJD23ALybN6jZrv3u40UMNQwEGJqFJ/",
+	"WmuzbIZdJlu7WB+N7c2BrYkWXmeDjn6oVlDlfAYj/icO9qEsPLPtDXuIU9vtVtvd2o+029z/x3i43WmW",
+	"LbapgB/XGEpScA+Ck182qYvsNyNIdF6U2sL7L4UqIqO1pUC36BsypoyjtxhN6XVvNOCcpLp0JaMCVHdO",
+	"W7en9uyD9lQE7WnNL00Z6Jx3rcBjXF/JtUa28rXgYJaFSkfsGyHWVUQLfoTWU2sGvYTZMGd2KoGOcpvj",
+	"9ZUdy4dOCByD+xAHWKdd0M5Ln27c6JFOBcyWQJsKOhCSE8F8jViE/F0IMNM1LVlbaslrYfQm8/lGUPJ2",
+	"LHKWlyoCGyaY/oh4DgeaSrRErLUbvr+bdPlhadvxd5F2lle/EJeEzaVzxTxU9VxsLm+a6XMn+fD9o+mS",
+	"IV+C3y0yrXVDR8ZywlwB0sKRKgT47r/TjxHIEP0xYt8DcaSRc3oEenaoJmZlPDli8ZLnPEZpXLDodPgD",
+	"48Of2Xj4jI3YjA1r4S+YvAjMucAYS7bc5gw0CEj+/XqyzW9PvBidAeKTg2fNAPHKxvYfP54Of+DDn8fD",
+	"Z6PZ8O27SfDk6K7/711PB3/4tw6b1duPxwyEvajYxNr8K00ilKY60IwWRXXALgJT9IOP3fbZehf0VvF6",
+	"ZrlgjBpAvoHe9J2LrDWjY8P2tx3dLV+0KtN072OZ9q9tbEAWZvRL+jB/heMYKIc6zzsfcmgfwenb6QBE",
+	"yjtz0lgma0uDModkH3WKRzzmK06aULmNopPVr0nox1PAaFLWaMcoafn8fN5E1t9Cwmh5BN0jc5V326AS",
+	"En6NszQ1l1g4Z2UBjIQcGNaJlXC+YbIYnBDjATFIzlA5aCa5ltZrZBme7GdbfEfwefUjQtbyUjjKB2uZ",
+	"CBVdzokPl1Jo9DutEewrSrIKbYKOfff8pem7KUwHYIUgWBZwcwoeL4MqV4VHr7mWmHZpRYy93sHK+pFb",
+	"5tFgil4188QHCmMPOfUjVNT8uSAWSeoCMUYg+XDVb2tv8nlczUhcyzxTgGjLcvb6/FsW5wIooXmqBydV",
+	"S6BtM/J/VZOF+XE1qxqzlkoJpEsGsqkh5M4E8h/Le0X6KzFscsqx6/FHphwijTmb5zK5FAlmMI5TrpdO",
+	"j/MIikJwUGBDYLqITYUmPMBc4yVYi5E2i8DcyAZuZ9MFfsG6AMOaysx0U0ndTrIaf+WHOMoefiR5Z0Ev",
+	"LnWRrcDBxWPgmnrI4bDvOdBF1tm7qydp6I6qnXzqwXjo+YwkENtP119oRK3gdJyq1KNfFhj0bPdHz4m8",
+	"/H+OrwfFvjo9u497/9L8+F0lGvfGGvgbxweZZn/LCq29oz1AnSWMwCddYN4J/D/AjHSv7D7ULkGj2jIW",
+	"1eT+Md61H46g80vfqkRD2dYFAvaMUi2kknpJvtg+mR8id+WnrPSUTSBUTpHwDCL96F1eqikA2+48rdSq",
+	"auQ0ykvVrQ5AXR9rVbuTav8TGsmG748M8rpbWczyXxpU+uDD5tfY+WE6Wd1VXJczb0E5Ubj3OHgMxqlP",
+	"sypO9RUuiSSXACvMmC6yNSM3MGS2gEsmz5E7xSaHiNBiRoQ6Nt/Gey4QiHjZtkJemor+tUD+SRYIzGZj",
+	"fdBx/56LA7MpbAfC2NRsjmTAnyyy9josCd4HWalikRdcqiF5FFkiYolXb2u82pLsZdDNVf6SmvkRTZLW",
+	"NTtG1yz8WvPOognblLkitrZxxSCdiwWJTZwpClJ2atSHumydq3XFVclT60mvYwIOOxKTj0fHWxKPH463",
+	"5BVHkhxPe7RzaWQJs0P5pYw/zLJJ83gfz3ktv8c/taJ4gcYqt4jcKtm2jD+N2ojAsE9zQEYOBuaw81Ab",
+	"HOVgD7Jv1E84SuMFjhT4wgz5iJljBK1YsP+AN8iakazhFY5i7c5UABZFWAdYXMVqnUE25xPPzopFmE8p",
+	"Cw2yAj8LlTPYzku9icgIXBlFV1KvkCOiZRFN5GIBem8VsWn37BMsBm6RzSJwkOpE+6GKl1xddnPUwaB8",
+	"DJNYw96yP4oAGuDZp+4+gp7xgKvvgxt6bxi/L59ywbja/KZjxX5ZG9KvEpkG4bp1nafzCvpw7QdwG9vM",
+	"RRTC/QugCD6ip3UfMxMhA9Ekiyn4CfJMyU9snhSjlE0OxmN29vocct9bZfHHXwDmZC5Ss1xw6G1PqGRW",
+	"lLnqwD81uvjMdLG0meEhu9EMRgUqNzrdDPLFaVL9zO/m5Gj/Vn8wORjb0XLPDo1GCHXNfGZI1Kk+SFE6",
+	"L39T7t9/BHXK+YvBlwTRnW0j3HsitfbRdV4VHONMAU1trvJmpkoNYWEAwR3VMhEDNQk49aIXViuJN8Nv",
+	"xCYin+EJ8pIAJwmY0lClEMrqJ+MBJX9DiuByTqlnWKXmTCtMldxCG+xI/6EUcGzTfRLfPxiPA6Odusrt",
+	"d5WSVHVrZpOtRl5GRcKCqabNcKuWdcqUuEk3Ltci3DZJozsYH9gciEZ1/vz7CBuOv0N67BYpCOvgBEF3",
+	"JNgbvmd0xenSr16ZYaW4vIdJjTet34hNB1rsFdbKigwzttrwD1BuM5YKfi08EpP+mH1Ow+CSgtaioQ63",
+	"EGuYwrt5NXxSjcMap0ZH4n88qN5Tu6xg6G8oN3bRceKYZRsDkys7OvhDpc3isZGLn4bj8fgBvA5u8h7k",
+	"Pv3HYp/iirUXrVvklpaR+JHtNNwF5ux82BS+t3KBf31y9aECJ9aUB6x9h9pw/InUhrbScJ/O8HHkAbIX",
+	"Oz6yf11c/pGc37hhAS0BHrJ9Ci8EC39bk9l+uQED2uN3NWPk3WPKivtB5p7dN5szWymce1tVpi+FWcfa",
+	"ZkZr25P7EaCacHVUickt3i5UYe+lS7jHEqGkSMLewOoHeJmHTT7ytQF7ySewmtMdpKZUR2ZpoQ4hC3Dp",
+	"6JMqPrFlBjdfhUpiknvmkHa1kY8CtPmorJg5lHQVeGl+JrydfeTgX11KySlO4wXGsbw/CgoSFBK8xhoC",
+	"H2T8oYb8Ex+vLqjWuaacnfZf++s/3P5K8mp0/0TEEOJDuw94gR5sQureZSnl+G9jlz2jZPIZhjNF73B/",
+	"u4sC+HeRb6aA3cUHfJ7lhX3A+kCju3VrsjHpGdTFU7vlRiP8V1pEzAhMKu0llZKquVh41gfylmV2w6I4",
+	"lYBNtihesycPTkxJRb6JiEDJomAZv+RSMUg2Z6o8YRE0PaIId203fNiVPQD0g7blLQZ3M7kfuvcSiar/",
+	"DbkV2QRMbpjcBoJ09Iz0avIwmgGYtSJK795zD6cO/WsP/9ce/g+xh5O81qAGuIfbCOZt23id0Ppdby54",
+	"LvLTsliaW6nZQgl83sHSaqRmeZtY1DzA1ilpSeEnZjD3yDztTXuPYU+mhjRLwyQpAaS6BB7twJGq0z3d",
+	"5ouwQXlIrt02It2TCV43Asl0x+c2KCbOINKFN75zqMWOis1+3HdGTuSw5fFyYPVqmVu2xQo3UW4rCruf",
+	"eYG2dol6n3uz2S4EOT2GltODyMGCemZSiA2xeUbNaeixx1D+tIo7y9VryWTu3t79nwAAAP//",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,
