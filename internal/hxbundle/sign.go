@@ -160,6 +160,18 @@ func (s *KeySet) Key(kid string) (ed25519.PublicKey, bool) {
 	return k, ok
 }
 
+// Keys returns the keys in the order they were added.
+func (s *KeySet) Keys() []ed25519.PublicKey {
+	if s == nil {
+		return nil
+	}
+	out := make([]ed25519.PublicKey, 0, len(s.order))
+	for _, kid := range s.order {
+		out = append(out, s.byKid[kid])
+	}
+	return out
+}
+
 // JWK is one public key of a JWKS (RFC 7517, RFC 8037).
 type JWK struct {
 	Kty string `json:"kty"`
