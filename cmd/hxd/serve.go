@@ -19,6 +19,7 @@ import (
 
 	"hxd/internal/agent"
 	hxhttp "hxd/internal/http"
+	"hxd/internal/hxbundle"
 	"hxd/internal/journal"
 	"hxd/internal/mcp"
 	hxruntime "hxd/internal/runtime"
@@ -66,6 +67,13 @@ type serveConfig struct {
 	Temporal temporalConfig
 	// Debug is --debug-addr (debug.go).
 	Debug debugConfig
+	// Bundle is --bundle-signing-key and --bundle-verify-keys
+	// (bundle_keys.go).
+	Bundle bundleKeyConfig
+
+	// bundleSigner and bundleKeys are Bundle loaded by serve.
+	bundleSigner *hxbundle.Signer
+	bundleKeys   *hxbundle.KeySet
 }
 
 // validate checks the configuration; c.PG is resolved (and validated)
@@ -112,6 +120,9 @@ func (c *serveConfig) validate() error {
 		}
 	}
 	if err := c.Debug.validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := c.Bundle.validate(c.PG.URL != "" || c.Engine == engineTemporal); err != nil {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
@@ -164,6 +175,7 @@ func parseServeFlags(args []string, e env) (*serveConfig, error) {
 	ef.bind("engine", "HXD_ENGINE")
 	c.Temporal.register(fs, ef)
 	c.Debug.register(fs, ef)
+	c.Bundle.register(fs, ef, true)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil, &exitError{code: 0}
@@ -226,6 +238,14 @@ func serve(ctx context.Context, args []string, e env) (err error) {
 		return err
 	}
 	defer dbg.close()
+	sqliteDB := ""
+	if cfg.PG.URL == "" && cfg.Engine == engineLocal {
+		sqliteDB = cfg.DB
+	}
+	if cfg.bundleSigner, cfg.bundleKeys, err = cfg.Bundle.load(sqliteDB); err != nil {
+		return &exitError{code: 2, err: err}
+	}
+	log.Info("bundle signing key", "kid", cfg.bundleSigner.Kid(), "trusted_keys", cfg.bundleKeys.Len())
 
 	if cfg.Engine == engineTemporal {
 		return serveTemporal(ctx, cfg, ln, e, log, auth, registry, nAgents)
@@ -369,7 +389,7 @@ func newAPIServer(cfg *serveConfig, ln net.Listener, svc hxhttp.Service, log *sl
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	handler := hxhttp.New(hxhttp.Config{Service: svc, Logger: log, Version: version, Registry: reg, Authenticator: auth,
-		Console: ui.Handler(consoleConfig(cfg))})
+		Console: ui.Handler(consoleConfig(cfg)), BundleSigner: cfg.bundleSigner, BundleKeys: cfg.bundleKeys})
 	srv := &http.Server{
 		Handler:           handler,
 		ReadHeaderTimeout: 10 * time.Second,
