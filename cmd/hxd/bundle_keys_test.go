@@ -112,12 +112,12 @@ func TestKeygen(t *testing.T) {
 func TestSigningKeyRequiredWhenShared(t *testing.T) {
 	t.Parallel()
 	for _, args := range [][]string{
-		{"serve", "--database-url", "postgres://postgres@127.0.0.1:1/none?sslmode=disable"},
-		{"serve", "--engine", "temporal"},
+		{"serve", "--addr", "127.0.0.1:0", "--database-url", "postgres://postgres@127.0.0.1:1/none?sslmode=disable"},
+		append([]string{"serve", "--addr", "127.0.0.1:0", "--engine", "temporal"}, temporalArgs...),
 		{"export", "--database-url", "postgres://postgres@127.0.0.1:1/none?sslmode=disable", "--session", "s", "--run", "r",
 			"--output", filepath.Join(t.TempDir(), "x.hx")},
 	} {
-		res := runCLI(t, args...)
+		res := runCLIEnv(t, map[string]string{"HXD_S3_ACCESS_KEY": "ak", "HXD_S3_SECRET_KEY": "sk"}, args...)
 		require.Equal(t, 2, res.code, "%v: %s", args, res.stderr)
 		require.Contains(t, res.stderr, "--bundle-signing-key", args)
 		require.Contains(t, res.stderr, "hxd keygen", args)

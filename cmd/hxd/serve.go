@@ -122,9 +122,6 @@ func (c *serveConfig) validate() error {
 	if err := c.Debug.validate(); err != nil {
 		errs = append(errs, err)
 	}
-	if err := c.Bundle.validate(c.PG.URL != "" || c.Engine == engineTemporal); err != nil {
-		errs = append(errs, err)
-	}
 	return errors.Join(errs...)
 }
 
