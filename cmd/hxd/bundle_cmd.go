@@ -29,13 +29,15 @@ import (
 const exportUsage = `Usage:
   hxd export (--db FILE | --database-url URL [--schema S]) --session ID --run ID
              --output FILE.hx [--include-payloads] [--include-artifacts]
-             [--redact-file RULES.json]
+             [--redact-file RULES.json] [--bundle-signing-key KEY.pem]
 
 Exports a recorded run from a SQLite file or a PostgreSQL schema as a .hx
 bundle. The store is opened read-only as far as hxd is concerned (no
 migration, no lease taken, nothing resumed), so it works on the store of a
 crashed process and beside running ones. The bundle is published atomically
-with mode 0600; an existing file is never replaced. Exit code 0 on success,
+with mode 0600; an existing file is never replaced. It is signed like the
+server's exports: with --bundle-signing-key, else (SQLite) with the key in
+<db>.hxd, created if missing; PostgreSQL requires the flag. Exit code 0 on success,
 1 on any failure, 2 on bad usage.
 
 Flags:
