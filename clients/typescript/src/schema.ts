@@ -424,7 +424,10 @@ export interface paths {
          *     and the rejection message as the single issue, never a 5xx; an
          *     upload larger than the server's byte limit (default 64 MiB) is
          *     `{valid: false, issues: ["Incident exceeds byte limit"]}`. Nothing
-         *     is executed or stored.
+         *     is executed or stored. A valid bundle's `signature` says whether it
+         *     is signed by one of the server's keys (GET
+         *     /.well-known/hxd-bundle-keys); it does not change `valid` or
+         *     `complete`.
          */
         post: operations["verifyBundle"];
         delete?: never;
@@ -1933,6 +1936,20 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "keys": [
+                     *         {
+                     *           "kty": "OKP",
+                     *           "crv": "Ed25519",
+                     *           "x": "11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo",
+                     *           "kid": "kPrK_qmxVWaYVA9wwBF6Iuo3vVzz7TxHCTwXBygrS4k",
+                     *           "alg": "EdDSA",
+                     *           "use": "sig"
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/json": components["schemas"]["BundleKeySet"];
                 };
             };
