@@ -3,7 +3,9 @@ package main
 import (
 	"archive/zip"
 	"bytes"
+	"crypto/x509"
 	"encoding/json"
+	"encoding/pem"
 	"io"
 	"net/http"
 	"os"
@@ -279,4 +281,43 @@ func mustRead(t *testing.T, path string) []byte {
 	b, err := os.ReadFile(path)
 	require.NoError(t, err)
 	return b
+}
+
+// TestBundleVerifyKeysDir: --bundle-verify-keys DIR adds the keys of its
+// PEM and JWKS files to the published and trusted keys, each kid derived
+// from the key (a file's own kid is ignored); an unreadable key file
+// stops start-up.
+func TestBundleVerifyKeysDir(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	keyA, keyB := testSigningKey(t), testSigningKey(t)
+	a, err := readSigningKey(keyA)
+	require.NoError(t, err)
+	b, err := readSigningKey(keyB)
+	require.NoError(t, err)
+	pkix, err := x509.MarshalPKIXPublicKey(a.PublicKey())
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "a.pem"), pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pkix}), 0o600))
+	jwk := hxbundle.NewKeySet(b.PublicKey()).JWKS()
+	jwk.Keys[0].Kid = a.Kid() // a lie: ignored
+	data, err := json.Marshal(jwk)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "b.json"), data, 0o600))
+
+	signing := testSigningKey(t)
+	signer, err := readSigningKey(signing)
+	require.NoError(t, err)
+	d := startDaemon(t, filepath.Join(t.TempDir(), "hxd.db"), "--bundle-signing-key", signing, "--bundle-verify-keys", dir)
+	var got hxbundle.JWKS
+	require.NoError(t, json.Unmarshal(mustGet(t, d.base+"/.well-known/hxd-bundle-keys"), &got))
+	var kids []string
+	for _, k := range got.Keys {
+		kids = append(kids, k.Kid)
+	}
+	require.Equal(t, []string{signer.Kid(), a.Kid(), b.Kid()}, kids)
+
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "bad.pem"), []byte("not a key"), 0o600))
+	res := runCLI(t, "serve", "--addr", "127.0.0.1:0", "--db", filepath.Join(t.TempDir(), "x.db"), "--bundle-verify-keys", dir)
+	require.Equal(t, 2, res.code, res.stderr)
+	require.Contains(t, res.stderr, "bad.pem")
 }
