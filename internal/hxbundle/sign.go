@@ -5,7 +5,7 @@ import (
 	"crypto/ed25519"
 	"crypto/rand"
 	"crypto/sha256"
-	"crypto/x509"
+	"encoding/asn1"
 	"encoding/base64"
 	"encoding/json"
 	"encoding/pem"
@@ -203,17 +203,87 @@ func (s *KeySet) JWKS() JWKS {
 	return out
 }
 
+// The DER of Ed25519 keys (RFC 8410), read and written with encoding/asn1:
+// crypto/x509 would make the package depend on net (TestDepsOffline).
+
+// oidEd25519 is id-Ed25519 (RFC 8410).
+var oidEd25519 = asn1.ObjectIdentifier{1, 3, 101, 112}
+
+// algorithmID is an AlgorithmIdentifier; Ed25519 has no parameters.
+type algorithmID struct {
+	Algorithm  asn1.ObjectIdentifier
+	Parameters asn1.RawValue `asn1:"optional"`
+}
+
+// pkcs8Key is a PKCS#8 PrivateKeyInfo / OneAsymmetricKey (RFC 5958); its
+// optional attributes and public key are not read.
+type pkcs8Key struct {
+	Version    int
+	Algo       algorithmID
+	PrivateKey []byte
+}
+
+// pkcs8Out is what GenerateKey writes: version 0, no parameters.
+type pkcs8Out struct {
+	Version int
+	Algo    struct{ Algorithm asn1.ObjectIdentifier }
+	Key     []byte
+}
+
+// pkixKey is a SubjectPublicKeyInfo.
+type pkixKey struct {
+	Algo      algorithmID
+	PublicKey asn1.BitString
+}
+
 // GenerateKey returns a new Ed25519 private key as PKCS#8 PEM.
 func GenerateKey() ([]byte, error) {
 	_, priv, err := ed25519.GenerateKey(rand.Reader)
 	if err != nil {
 		return nil, fmt.Errorf("generate signing key: %w", err)
 	}
-	der, err := x509.MarshalPKCS8PrivateKey(priv)
+	seed, err := asn1.Marshal(priv.Seed()) // CurvePrivateKey ::= OCTET STRING
+	if err != nil {
+		return nil, fmt.Errorf("encode signing key: %w", err)
+	}
+	out := pkcs8Out{Key: seed}
+	out.Algo.Algorithm = oidEd25519
+	der, err := asn1.Marshal(out)
 	if err != nil {
 		return nil, fmt.Errorf("encode signing key: %w", err)
 	}
 	return pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), nil
+}
+
+// parsePKCS8 reads the Ed25519 key of a PKCS#8 DER.
+func parsePKCS8(der []byte) (ed25519.PrivateKey, error) {
+	var k pkcs8Key
+	if rest, err := asn1.Unmarshal(der, &k); err != nil || len(rest) > 0 {
+		return nil, fmt.Errorf("%w: not a PKCS#8 structure", ErrInvalidKey)
+	}
+	if !k.Algo.Algorithm.Equal(oidEd25519) || len(k.Algo.Parameters.FullBytes) > 0 {
+		return nil, fmt.Errorf("%w: not an Ed25519 key", ErrInvalidKey)
+	}
+	var seed []byte
+	if rest, err := asn1.Unmarshal(k.PrivateKey, &seed); err != nil || len(rest) > 0 || len(seed) != ed25519.SeedSize {
+		return nil, fmt.Errorf("%w: not an Ed25519 private key", ErrInvalidKey)
+	}
+	return ed25519.NewKeyFromSeed(seed), nil
+}
+
+// parsePKIX reads the Ed25519 key of a SubjectPublicKeyInfo DER.
+func parsePKIX(der []byte) (ed25519.PublicKey, error) {
+	var k pkixKey
+	if rest, err := asn1.Unmarshal(der, &k); err != nil || len(rest) > 0 {
+		return nil, fmt.Errorf("%w: not a PKIX public key", ErrInvalidKey)
+	}
+	if !k.Algo.Algorithm.Equal(oidEd25519) || len(k.Algo.Parameters.FullBytes) > 0 {
+		return nil, fmt.Errorf("%w: not an Ed25519 key", ErrInvalidKey)
+	}
+	if k.PublicKey.BitLength != 8*ed25519.PublicKeySize || len(k.PublicKey.Bytes) != ed25519.PublicKeySize {
+		return nil, fmt.Errorf("%w: not an Ed25519 public key", ErrInvalidKey)
+	}
+	return ed25519.PublicKey(slices.Clone(k.PublicKey.Bytes)), nil
 }
 
 // ParsePrivateKeyPEM reads an Ed25519 private key from a PKCS#8 PEM block
@@ -226,15 +296,7 @@ func ParsePrivateKeyPEM(data []byte) (ed25519.PrivateKey, error) {
 	if block == nil || block.Type != "PRIVATE KEY" {
 		return nil, fmt.Errorf("%w: not a PKCS#8 PEM private key (PRIVATE KEY block)", ErrInvalidKey)
 	}
-	k, err := x509.ParsePKCS8PrivateKey(block.Bytes)
-	if err != nil {
-		return nil, fmt.Errorf("%w: PKCS#8: %w", ErrInvalidKey, err)
-	}
-	priv, ok := k.(ed25519.PrivateKey)
-	if !ok {
-		return nil, fmt.Errorf("%w: not an Ed25519 key (%T)", ErrInvalidKey, k)
-	}
-	return priv, nil
+	return parsePKCS8(block.Bytes)
 }
 
 // ParsePublicKeys reads Ed25519 public keys from data: one or more PEM
@@ -264,13 +326,9 @@ func ParsePublicKeys(data []byte) ([]ed25519.PublicKey, error) {
 		}
 		switch block.Type {
 		case "PUBLIC KEY":
-			k, err := x509.ParsePKIXPublicKey(block.Bytes)
+			pub, err := parsePKIX(block.Bytes)
 			if err != nil {
-				return nil, fmt.Errorf("%w: PKIX: %w", ErrInvalidKey, err)
-			}
-			pub, ok := k.(ed25519.PublicKey)
-			if !ok {
-				return nil, fmt.Errorf("%w: not an Ed25519 key (%T)", ErrInvalidKey, k)
+				return nil, err
 			}
 			keys = append(keys, pub)
 		case "PRIVATE KEY":

@@ -2,6 +2,9 @@ package hxbundle
 
 import (
 	"bytes"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
 	"crypto/ed25519"
 	"crypto/sha256"
 	"crypto/x509"
@@ -300,6 +303,20 @@ func TestParseKeys(t *testing.T) {
 
 	gen, err := GenerateKey()
 	require.NoError(t, err)
+	// What GenerateKey writes is standard PKCS#8 (crypto/x509 reads it).
+	block, _ := pem.Decode(gen)
+	require.NotNil(t, block)
+	std, err := x509.ParsePKCS8PrivateKey(block.Bytes)
+	require.NoError(t, err)
+	require.IsType(t, ed25519.PrivateKey{}, std)
+	ecKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	require.NoError(t, err)
+	ecDER, err := x509.MarshalPKCS8PrivateKey(ecKey)
+	require.NoError(t, err)
+	ecPub, err := x509.MarshalPKIXPublicKey(&ecKey.PublicKey)
+	require.NoError(t, err)
+	_, err = ParsePublicKeys(pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: ecPub}))
+	require.ErrorIs(t, err, ErrInvalidKey, "a P-256 public key")
 	for _, tc := range []struct {
 		name string
 		in   []byte
@@ -310,6 +327,7 @@ func TestParseKeys(t *testing.T) {
 		{"public key", pubPEM, false},
 		{"empty", nil, false},
 		{"PRIVATE KEY of garbage", []byte("-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n"), false},
+		{"P-256 PKCS#8", pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: ecDER}), false},
 	} {
 		t.Run("private "+tc.name, func(t *testing.T) {
 			k, err := ParsePrivateKeyPEM(tc.in)
