@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"hxd/internal/agent"
+	"hxd/internal/hxbundle"
 )
 
 // claudeAgent names its key variable; none of these tests sets it unless
@@ -65,6 +66,17 @@ var temporalVars = map[string]string{"HXD_S3_ACCESS_KEY": "ak", "HXD_S3_SECRET_K
 // temporalArgs point at a Temporal frontend that refuses connections.
 var temporalArgs = []string{"--temporal-address", "127.0.0.1:1", "--s3-endpoint", "http://127.0.0.1:1", "--s3-bucket", "hxd"}
 
+// testSigningKey returns a new bundle signing key file (PostgreSQL and
+// Temporal servers refuse to start without one).
+func testSigningKey(t testing.TB) string {
+	t.Helper()
+	pemKey, err := hxbundle.GenerateKey()
+	require.NoError(t, err)
+	path := filepath.Join(t.TempDir(), "bundle-signing-key.pem")
+	require.NoError(t, os.WriteFile(path, pemKey, 0o600))
+	return path
+}
+
 // TestAgentKeysCheckedWhereModelsAreCalled (issue 20, item 5): an agent
 // whose api_key_env variable is unset is refused at start-up, naming the
 // file and the variable, where models are called: by `hxd serve` with the
@@ -104,7 +116,8 @@ func TestAgentKeysCheckedWhereModelsAreCalled(t *testing.T) {
 	t.Run("serve temporal accepts", func(t *testing.T) {
 		t.Parallel()
 		dir, _ := keyedAgents(t)
-		args := append([]string{"serve", "--engine", "temporal", "--addr", "127.0.0.1:0", "--agents", dir}, temporalArgs...)
+		args := append([]string{"serve", "--engine", "temporal", "--addr", "127.0.0.1:0", "--agents", dir,
+			"--bundle-signing-key", testSigningKey(t)}, temporalArgs...)
 		loaded, _, err := runUntilDebug(t, temporalVars, args...)
 		require.True(t, loaded, "the agents loaded without the key variable: %v", err)
 		require.Error(t, err, "no Temporal to connect to")

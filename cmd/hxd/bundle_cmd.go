@@ -29,23 +29,31 @@ import (
 const exportUsage = `Usage:
   hxd export (--db FILE | --database-url URL [--schema S]) --session ID --run ID
              --output FILE.hx [--include-payloads] [--include-artifacts]
-             [--redact-file RULES.json]
+             [--redact-file RULES.json] [--bundle-signing-key KEY.pem]
 
 Exports a recorded run from a SQLite file or a PostgreSQL schema as a .hx
 bundle. The store is opened read-only as far as hxd is concerned (no
 migration, no lease taken, nothing resumed), so it works on the store of a
 crashed process and beside running ones. The bundle is published atomically
-with mode 0600; an existing file is never replaced. Exit code 0 on success,
+with mode 0600; an existing file is never replaced. It is signed like the
+server's exports: with --bundle-signing-key, else (SQLite) with the key in
+<db>.hxd, created if missing; PostgreSQL requires the flag. Exit code 0 on success,
 1 on any failure, 2 on bad usage.
 
 Flags:
 `
 
 const verifyUsage = `Usage:
-  hxd verify [--json] FILE.hx
+  hxd verify [--json] [--trust FILE|URL]... FILE.hx
 
-Verifies a bundle and prints the report. Exit code 0 when valid and
-complete, 1 when valid but incomplete, 2 when invalid or unreadable.
+Verifies a bundle and prints the report, with its signature: valid,
+invalid (changed after signing), absent or unknown_key (signed by a key
+not trusted; without --trust no key is). --trust names PEM public keys or
+a JWKS, as a file or an http(s) URL (such as a server's
+/.well-known/hxd-bundle-keys); it may be repeated. Exit code 0 when valid
+and complete, 1 when valid but incomplete, 2 when invalid or unreadable,
+and, with --trust, 3 when the bundle is valid but its signature is not
+valid for a trusted key (2 wins over 3).
 
 Flags:
 `
@@ -61,6 +69,9 @@ executed. Exit code 0 for a valid bundle, 2 when invalid or unreadable.
 const (
 	exitIncomplete = 1
 	exitInvalid    = 2
+	// exitUntrusted: verify --trust on a valid bundle whose signature is
+	// not valid for a trusted key.
+	exitUntrusted = 3
 )
 
 // exportConfig is what `hxd export` reads from its flags.
@@ -72,6 +83,8 @@ type exportConfig struct {
 	IncludeArtifacts bool
 	// RedactFile holds a JSON array of redaction rules. Optional.
 	RedactFile string
+	// Bundle is --bundle-signing-key: serve's key rules (bundle_keys.go).
+	Bundle bundleKeyConfig
 }
 
 func parseExportFlags(args []string, e env) (*exportConfig, error) {
@@ -88,6 +101,7 @@ func parseExportFlags(args []string, e env) (*exportConfig, error) {
 	flags.BoolVar(&c.IncludePayloads, "include-payloads", false, "export payloads (auto-redacted); default: metadata only")
 	flags.BoolVar(&c.IncludeArtifacts, "include-artifacts", false, "add the referenced artifacts (needs --include-payloads)")
 	flags.StringVar(&c.RedactFile, "redact-file", "", "JSON file holding an array of redaction rules")
+	c.Bundle.register(flags, ef, false)
 	if err := flags.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil, &exitError{code: 0}
@@ -125,6 +139,9 @@ func parseExportFlags(args []string, e env) (*exportConfig, error) {
 	if err := checkOutputFlag(c.Output); err != nil {
 		return nil, err
 	}
+	if err := c.Bundle.validate(c.PG.URL != ""); err != nil {
+		return nil, &exitError{code: 2, err: err}
+	}
 	return c, nil
 }
 
@@ -153,6 +170,14 @@ func exportCmd(ctx context.Context, args []string, e env) (err error) {
 		return &exitError{code: 1, err: err}
 	}
 	defer func() { err = errors.Join(err, store.Close()) }()
+	// After the store opened: a missing SQLite file gets no data folder.
+	sqliteDB := ""
+	if cfg.PG.URL == "" {
+		sqliteDB = cfg.DB
+	}
+	if policy.Signer, _, err = cfg.Bundle.load(sqliteDB); err != nil {
+		return &exitError{code: 1, err: err}
+	}
 
 	fmt.Fprintf(e.stderr, "exporting run %s of session %s…\n", cfg.Run, cfg.Session)
 	archive, rep, err := hxhttp.ExportBundle(ctx, func(fn func(*hxruntime.Incident) error) error {
@@ -287,21 +312,32 @@ func describeRulesError(err error) string {
 }
 
 // verifyCmd is `hxd verify [--json] FILE`.
-func verifyCmd(_ context.Context, args []string, e env) (err error) {
+func verifyCmd(ctx context.Context, args []string, e env) (err error) {
 	flags := flag.NewFlagSet("verify", flag.ContinueOnError)
 	flags.SetOutput(e.stderr)
 	flags.Usage = func() { fmt.Fprint(e.stderr, verifyUsage); flags.PrintDefaults() }
 	asJSON := flags.Bool("json", false, "print the report as JSON")
+	var trust []string
+	flags.Func("trust", "trusted public keys: a PEM or JWKS `FILE|URL` (repeatable)", func(v string) error {
+		trust = append(trust, v)
+		return nil
+	})
 	path, err := parseFileArg(flags, args, "verify")
 	if err != nil {
 		return err
+	}
+	keys := hxbundle.NewKeySet()
+	for _, src := range trust {
+		if err := loadTrust(ctx, keys, src); err != nil {
+			return &exitError{code: exitInvalid, err: err}
+		}
 	}
 	f, size, err := openBundle(path)
 	if err != nil {
 		return &exitError{code: exitInvalid, err: err}
 	}
 	defer func() { err = errors.Join(err, f.Close()) }()
-	rep := hxbundle.Verify(f, size, hxbundle.DefaultLimits)
+	rep := hxbundle.VerifyWithKeys(f, size, hxbundle.DefaultLimits, keys)
 	if rep.Issues == nil {
 		rep.Issues = []string{}
 	}
@@ -320,6 +356,8 @@ func verifyCmd(_ context.Context, args []string, e env) (err error) {
 	switch {
 	case !rep.Valid:
 		return &exitError{code: exitInvalid}
+	case len(trust) > 0 && (rep.Signature == nil || rep.Signature.Status != hxbundle.SignatureValid):
+		return &exitError{code: exitUntrusted}
 	case !rep.Complete:
 		return &exitError{code: exitIncomplete}
 	}
@@ -335,6 +373,13 @@ func printReport(w io.Writer, rep hxbundle.Report) {
 	}
 	for _, d := range rep.Details {
 		fmt.Fprintln(w, "  "+detailText(d))
+	}
+	if s := rep.Signature; s != nil {
+		if s.Kid != "" {
+			fmt.Fprintf(w, "signature: %s (kid %s)\n", s.Status, s.Kid)
+		} else {
+			fmt.Fprintf(w, "signature: %s\n", s.Status)
+		}
 	}
 }
 

@@ -114,6 +114,8 @@ func TestConsoleBundleInspector(t *testing.T) {
 	summary := inspect(t, ctx, d.base, writeBundle(t, rid+".hx", full))
 	require.Contains(t, summary, "valid, complete")
 	require.NotContains(t, summary, "invalid")
+	require.Equal(t, []string{"valid"}, evalStrings(t, ctx,
+		`[...document.querySelectorAll('[data-testid="verify-signature"]')].map(e => e.dataset.status)`), "signed by the server")
 	require.Equal(t, []string{"model/1/1/retrying", "model/1/2/succeeded", "model/2/1/succeeded", "tool:overdue_balance/1/1/succeeded"},
 		bars(t, ctx))
 	require.Empty(t, evalStrings(t, ctx, `[...document.querySelectorAll('[data-testid="verify-issue"]')].map(e => e.textContent)`),

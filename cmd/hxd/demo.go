@@ -844,9 +844,14 @@ func recordDemoIncident(ctx context.Context, path string, e env) (string, error)
 		return "", &exitError{code: 1}
 	}
 
+	// Signed like every export, with a key of the temporary store's own.
+	signer, _, err := (&bundleKeyConfig{}).load(filepath.Join(tmp, "runtime.db"))
+	if err != nil {
+		return "", err
+	}
 	archive, _, err := hxhttp.ExportBundle(ctx, func(fn func(*hxruntime.Incident) error) error {
 		return rt.Export(ctx, run.RunID, fn)
-	}, hxhttp.BundleOptions{Policy: hxbundle.Policy{IncludePayloads: true}, Version: version, Dir: tmp})
+	}, hxhttp.BundleOptions{Policy: hxbundle.Policy{IncludePayloads: true, Signer: signer}, Version: version, Dir: tmp})
 	if err != nil {
 		return "", fmt.Errorf("export run %s: %w", run.RunID, err)
 	}

@@ -60,7 +60,8 @@ func TestAgentFallbackKeysCheckedWhereModelsAreCalled(t *testing.T) {
 	t.Run("serve temporal accepts", func(t *testing.T) {
 		t.Parallel()
 		dir, _ := agents(t)
-		args := append([]string{"serve", "--engine", "temporal", "--addr", "127.0.0.1:0", "--agents", dir}, temporalArgs...)
+		args := append([]string{"serve", "--engine", "temporal", "--addr", "127.0.0.1:0", "--agents", dir,
+			"--bundle-signing-key", testSigningKey(t)}, temporalArgs...)
 		loaded, _, err := runUntilDebug(t, temporalVars, args...)
 		require.True(t, loaded, "the agents loaded without any key variable: %v", err)
 		require.NotErrorIs(t, err, agent.ErrInvalidDefinition)

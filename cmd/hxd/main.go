@@ -138,8 +138,11 @@ Usage:
                         export a recorded run from a store (see hxd export -h)
   hxd gc (--db F | --database-url URL [--schema S]) [--dry-run] [--older-than D] [--json]
                         delete finished sessions past retention (see hxd gc -h)
-  hxd verify [--json] X.hx
-                        verify a bundle (exit 0 complete, 1 incomplete, 2 invalid)
+  hxd verify [--json] [--trust FILE|URL] X.hx
+                        verify a bundle (exit 0 complete, 1 incomplete, 2 invalid,
+                        3 signature not valid for a --trust key)
+  hxd keygen --output FILE [--force]
+                        create a bundle signing key (PKCS#8 PEM, 0600)
   hxd playback X.hx     print a bundle's model/tool timeline (executes nothing)
   hxd demo flight-recorder [--output F.hx]
                         reproduce the flight-recorder example
@@ -174,6 +177,8 @@ func run(ctx context.Context, args []string, e env) error {
 		return verifyCmd(ctx, args[1:], e)
 	case "gc":
 		return gcCmd(ctx, args[1:], e)
+	case "keygen":
+		return keygenCmd(args[1:], e)
 	case "playback":
 		return playbackCmd(ctx, args[1:], e)
 	case mcpDemoServerCmd:

@@ -43,10 +43,11 @@ func newLivenessSetup(t *testing.T) *livenessSetup {
 	})
 	agents := writeHookAgent(t, "hooked", ls.hook.srv.URL, "safe", 1)
 	work := t.TempDir()
+	key := testSigningKey(t)
 	ls.args = func() []string {
 		// No --lease-duration: the default 30 s.
 		return []string{"serve", "--addr", "127.0.0.1:0", "--agents", agents, "--workdir", work,
-			"--shutdown-timeout", "500ms", "--database-url", dbURL, "--schema", schema, "--auto-migrate"}
+			"--shutdown-timeout", "500ms", "--database-url", dbURL, "--schema", schema, "--auto-migrate", "--bundle-signing-key", key}
 	}
 	return ls
 }

@@ -32,10 +32,11 @@ func TestPostgresConcurrentStartups(t *testing.T) {
 	work := t.TempDir()
 	const servers, migrators = 4, 2
 	var procs []*hxdChild
+	key := testSigningKey(t)
 	for i := range servers {
 		procs = append(procs, spawnHxdArgs(t, fmt.Sprintf("serve %d", i), []string{"serve", "--addr", "127.0.0.1:0",
 			"--demo", "--workdir", work, "--shutdown-timeout", "500ms",
-			"--database-url", dbURL, "--schema", schema, "--auto-migrate", "--pool-size", "2"}))
+			"--database-url", dbURL, "--schema", schema, "--auto-migrate", "--pool-size", "2", "--bundle-signing-key", key}))
 	}
 	var migs []*hxdChild
 	for i := range migrators {
@@ -115,7 +116,8 @@ func TestPostgresCrossProcessSSE(t *testing.T) {
 	work := t.TempDir()
 	args := func(extra ...string) []string {
 		return append([]string{"serve", "--addr", "127.0.0.1:0", "--agents", agents,
-			"--workdir", work, "--shutdown-timeout", "500ms", "--database-url", dbURL, "--schema", schema}, extra...)
+			"--workdir", work, "--shutdown-timeout", "500ms", "--database-url", dbURL, "--schema", schema,
+			"--bundle-signing-key", testSigningKey(t)}, extra...)
 	}
 	require.NoError(t, postgres.Migrate(context.Background(), postgres.Config{URL: dbURL, Schema: schema}))
 	a := spawnHxdArgs(t, "process A", args())

@@ -133,7 +133,7 @@ func pgInvoiceRun(t *testing.T) (d *daemon, dbURL, schema, sid, rid string) {
 	t.Helper()
 	dbURL, schema = testDatabase(t)
 	d = startDaemon(t, "",
-		"--database-url", dbURL, "--schema", schema, "--auto-migrate", "--lease-duration", "3s")
+		"--database-url", dbURL, "--schema", schema, "--auto-migrate", "--lease-duration", "3s", "--bundle-signing-key", testSigningKey(t))
 	sid, rid = recordedRun(t, d, "invoice-analyst", true, "Analyze overdue invoices for the demo account")
 	return d, dbURL, schema, sid, rid
 }
@@ -159,8 +159,9 @@ func TestPostgresExportCLI(t *testing.T) {
 
 	out := t.TempDir()
 	bundle := filepath.Join(out, "pg.hx")
+	key := testSigningKey(t)
 	res := runCLI(t, "export", "--database-url", dbURL, "--schema", schema, "--session", sid, "--run", rid,
-		"--output", bundle, "--include-payloads")
+		"--output", bundle, "--include-payloads", "--bundle-signing-key", key)
 	require.Equal(t, 0, res.code, res.stderr)
 	st, err := os.Stat(bundle)
 	require.NoError(t, err)
@@ -169,7 +170,7 @@ func TestPostgresExportCLI(t *testing.T) {
 	require.Equal(t, 0, res.code, res.stdout+res.stderr)
 
 	// The URL may come from the environment; --db then still means SQLite.
-	env := map[string]string{"DATABASE_URL": dbURL, "HXD_SCHEMA": schema}
+	env := map[string]string{"DATABASE_URL": dbURL, "HXD_SCHEMA": schema, "HXD_BUNDLE_SIGNING_KEY": key}
 	res = runCLIEnv(t, env, "export", "--session", sid, "--run", rid, "--output", filepath.Join(out, "env.hx"))
 	require.Equal(t, 0, res.code, res.stderr)
 	res = runCLIEnv(t, env, "export", "--db", filepath.Join(out, "none.db"), "--session", sid, "--run", rid,
@@ -181,7 +182,7 @@ func TestPostgresExportCLI(t *testing.T) {
 	secretURL := strings.Replace(dbURL, "postgres://postgres@", "postgres://postgres:s3cr3t-pw@", 1)
 	other := schema + "_none"
 	res = runCLI(t, "export", "--database-url", secretURL, "--schema", other, "--session", sid, "--run", rid,
-		"--output", filepath.Join(out, "x.hx"))
+		"--output", filepath.Join(out, "x.hx"), "--bundle-signing-key", key)
 	require.Equal(t, 1, res.code, res.stderr)
 	require.Contains(t, res.stderr, "open store")
 	require.NotContains(t, res.stderr, "s3cr3t-pw")
@@ -194,7 +195,7 @@ func TestPostgresExportCLI(t *testing.T) {
 
 	// Unknown run: exit 1 naming the schema; usage errors: exit 2.
 	res = runCLI(t, "export", "--database-url", dbURL, "--schema", schema, "--session", sid, "--run", "nope",
-		"--output", filepath.Join(out, "x.hx"))
+		"--output", filepath.Join(out, "x.hx"), "--bundle-signing-key", key)
 	require.Equal(t, 1, res.code, res.stderr)
 	require.Contains(t, res.stderr, `not found in PostgreSQL schema "`+schema+`"`)
 	for _, args := range [][]string{
@@ -220,7 +221,8 @@ func TestPostgresServeRefusesUnmigratedSchema(t *testing.T) {
 	require.NoError(t, err)
 	u.User = url.UserPassword(u.User.Username(), "s3cret-pw")
 	var stderr bytes.Buffer
-	err = run(context.Background(), []string{"serve", "--addr", "127.0.0.1:0", "--database-url", u.String(), "--schema", schema},
+	err = run(context.Background(), []string{"serve", "--addr", "127.0.0.1:0", "--database-url", u.String(), "--schema", schema,
+		"--bundle-signing-key", testSigningKey(t)},
 		env{getenv: func(string) string { return "" }, stdout: io.Discard, stderr: &stderr})
 	require.Error(t, err)
 	require.NotContains(t, err.Error(), "s3cret-pw")
@@ -237,7 +239,7 @@ func TestPostgresMigrateCommand(t *testing.T) {
 	require.NoError(t, run(context.Background(), []string{"migrate", "--database-url", dbURL, "--schema", schema}, e))
 	require.Contains(t, out.String(), "is up to date")
 	require.NoError(t, run(context.Background(), []string{"migrate", "--database-url", dbURL, "--schema", schema}, e), "re-running is a no-op")
-	d := startDaemon(t, "", "--database-url", dbURL, "--schema", schema)
+	d := startDaemon(t, "", "--database-url", dbURL, "--schema", schema, "--bundle-signing-key", testSigningKey(t))
 	_, rid := recordedRun(t, d, "invoice-analyst", true, "Analyze overdue invoices for the demo account")
 	require.NotEmpty(t, rid)
 }
@@ -254,10 +256,12 @@ func TestPostgresTwoProcessHandOver(t *testing.T) {
 	hook := newHookServer(t, func(int) time.Duration { return 150 * time.Millisecond })
 	agents := writeHookAgent(t, "hooked", hook.srv.URL, "safe", steps)
 	work := t.TempDir()
+	key := testSigningKey(t)
 	args := func(extra ...string) []string {
 		return append([]string{"serve", "--addr", "127.0.0.1:0", "--agents", agents,
 			"--workdir", work, "--shutdown-timeout", "500ms",
-			"--database-url", dbURL, "--schema", schema, "--lease-duration", "2s", "--pool-size", "20"}, extra...)
+			"--database-url", dbURL, "--schema", schema, "--lease-duration", "2s", "--pool-size", "20",
+			"--bundle-signing-key", key}, extra...)
 	}
 	a := spawnHxdArgs(t, "process A", args("--auto-migrate"))
 	b := spawnHxdArgs(t, "process B", args("--auto-migrate")) // concurrent provisioning

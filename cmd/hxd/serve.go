@@ -19,6 +19,7 @@ import (
 
 	"hxd/internal/agent"
 	hxhttp "hxd/internal/http"
+	"hxd/internal/hxbundle"
 	"hxd/internal/journal"
 	"hxd/internal/mcp"
 	hxruntime "hxd/internal/runtime"
@@ -74,6 +75,14 @@ type serveConfig struct {
 	// TombstoneFor keeps the tombstones of deleted sessions and runs.
 	// Default: 720h.
 	TombstoneFor time.Duration
+
+	// Bundle is --bundle-signing-key and --bundle-verify-keys
+	// (bundle_keys.go).
+	Bundle bundleKeyConfig
+
+	// bundleSigner and bundleKeys are Bundle loaded by serve.
+	bundleSigner *hxbundle.Signer
+	bundleKeys   *hxbundle.KeySet
 }
 
 // validate checks the configuration; c.PG is resolved (and validated)
@@ -184,6 +193,7 @@ func parseServeFlags(args []string, e env) (*serveConfig, error) {
 	ef.bind("engine", "HXD_ENGINE")
 	c.Temporal.register(fs, ef)
 	c.Debug.register(fs, ef)
+	c.Bundle.register(fs, ef, true)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil, &exitError{code: 0}
@@ -246,6 +256,14 @@ func serve(ctx context.Context, args []string, e env) (err error) {
 		return err
 	}
 	defer dbg.close()
+	sqliteDB := ""
+	if cfg.PG.URL == "" && cfg.Engine == engineLocal {
+		sqliteDB = cfg.DB
+	}
+	if cfg.bundleSigner, cfg.bundleKeys, err = cfg.Bundle.load(sqliteDB); err != nil {
+		return &exitError{code: 2, err: err}
+	}
+	log.Info("bundle signing key", "kid", cfg.bundleSigner.Kid(), "trusted_keys", cfg.bundleKeys.Len())
 
 	if cfg.Engine == engineTemporal {
 		return serveTemporal(ctx, cfg, ln, e, log, auth, registry, nAgents)
@@ -397,7 +415,7 @@ func newAPIServer(cfg *serveConfig, ln net.Listener, svc hxhttp.Service, log *sl
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	reg.MustRegister(extra...)
 	handler := hxhttp.New(hxhttp.Config{Service: svc, Logger: log, Version: version, Registry: reg, Authenticator: auth,
-		Console: ui.Handler(consoleConfig(cfg))})
+		Console: ui.Handler(consoleConfig(cfg)), BundleSigner: cfg.bundleSigner, BundleKeys: cfg.bundleKeys})
 	srv := &http.Server{
 		Handler:           handler,
 		ReadHeaderTimeout: 10 * time.Second,

@@ -126,7 +126,7 @@ func TestServeStreamSSE(t *testing.T) {
 func TestPostgresServeStream(t *testing.T) {
 	t.Parallel()
 	dbURL, schema := testDatabase(t)
-	d := startStreamDaemon(t, "", "--database-url", dbURL, "--schema", schema, "--auto-migrate")
+	d := startStreamDaemon(t, "", "--database-url", dbURL, "--schema", schema, "--auto-migrate", "--bundle-signing-key", testSigningKey(t))
 	rid := requireStreamSSE(t, d)
 	rep := exportAndVerify(t, d.base, rid)
 	require.True(t, rep.Valid, "%+v", rep)

@@ -71,7 +71,8 @@ tools:
 	iss := hxtest.NewIssuer(t)
 	d := serveInProcess(t, te.getenv, append([]string{"serve", "--engine", "temporal", "--addr", "127.0.0.1:0",
 		"--agents", agents, "--shutdown-timeout", "500ms",
-		"--auth", "oidc", "--oidc-issuer", iss.URL, "--oidc-audience", hxtest.IssuerAudience}, te.flags...))
+		"--auth", "oidc", "--oidc-issuer", iss.URL, "--oidc-audience", hxtest.IssuerAudience,
+		"--bundle-signing-key", testSigningKey(t)}, te.flags...))
 	w := te.worker(t, "worker", agents)
 	alice := bearerHdr(iss.Token(t, "alice", nil))
 	bob := bearerHdr(iss.Token(t, "bob", nil))

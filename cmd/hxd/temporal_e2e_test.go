@@ -88,7 +88,7 @@ func (te *temporalEnv) getenv(name string) string {
 func (te *temporalEnv) serve(t testing.TB, agents string) *daemon {
 	t.Helper()
 	return serveInProcess(t, te.getenv, append([]string{"serve", "--engine", "temporal", "--addr", "127.0.0.1:0",
-		"--agents", agents, "--shutdown-timeout", "500ms"}, te.flags...))
+		"--agents", agents, "--shutdown-timeout", "500ms", "--bundle-signing-key", testSigningKey(t)}, te.flags...))
 }
 
 // serveInProcess runs hxd with args (a serve command) in-process until the

@@ -442,8 +442,8 @@ func TestOIDCPrincipal(t *testing.T) {
 	})
 }
 
-// TestOIDCPublicOperations: health, readiness and the contract need no
-// token; everything else does, /metrics and unknown paths included.
+// TestOIDCPublicOperations: health, readiness, the contract and the
+// bundle keys need no token; everything else does, /metrics and unknown paths included.
 func TestOIDCPublicOperations(t *testing.T) {
 	t.Parallel()
 	ob := setupOIDC(t, nil)
@@ -451,7 +451,7 @@ func TestOIDCPublicOperations(t *testing.T) {
 		require.Equal(t, "anonymous", hxruntime.PrincipalFrom(ctx), "public operations own nothing")
 		return nil
 	}
-	for _, path := range []string{"/healthz", "/readyz", "/openapi.yaml"} {
+	for _, path := range []string{"/healthz", "/readyz", "/openapi.yaml", "/.well-known/hxd-bundle-keys"} {
 		resp, body := ob.do(t, request{method: "GET", path: path})
 		require.Equal(t, http.StatusOK, resp.StatusCode, "%s: %s", path, body)
 	}
@@ -466,7 +466,7 @@ func TestOIDCPublicOperations(t *testing.T) {
 }
 
 // TestContractSecurity: the contract declares the bearer scheme globally,
-// exactly the three public operations opt out, and every other operation
+// exactly the four public operations opt out, and every other operation
 // documents its 401 (exportRun its 403).
 func TestContractSecurity(t *testing.T) {
 	t.Parallel()
@@ -494,7 +494,7 @@ func TestContractSecurity(t *testing.T) {
 		}
 	}
 	slices.Sort(public)
-	require.Equal(t, []string{"GetHealth", "GetOpenAPI", "GetReady"}, public)
+	require.Equal(t, []string{"GetBundleKeys", "GetHealth", "GetOpenAPI", "GetReady"}, public)
 }
 
 // TestExportPayloadsRole: include_payloads needs export:payloads (403

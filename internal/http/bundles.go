@@ -50,7 +50,7 @@ func (s *Server) VerifyBundle(ctx context.Context, req api.VerifyBundleRequestOb
 		return nil, err
 	}
 	defer release()
-	return api.VerifyBundle200JSONResponse(reportOut(hxbundle.Verify(up.f, up.size, s.limits))), nil
+	return api.VerifyBundle200JSONResponse(reportOut(hxbundle.VerifyWithKeys(up.f, up.size, s.limits, s.bundleKeys))), nil
 }
 
 // bundleJob waits for one of the Config.MaxBundleJobs slots (an upload is
@@ -86,6 +86,8 @@ func (s *Server) PlaybackBundle(ctx context.Context, req api.PlaybackBundleReque
 	if err != nil {
 		return nil, err
 	}
+	sig := hxbundle.CheckSignature(played.Manifest, s.bundleKeys)
+	played.Report.Signature = &sig
 	out := api.PlaybackResult{
 		Manifest:  played.Manifest,
 		Records:   played.Records,
@@ -197,7 +199,31 @@ func reportOut(r hxbundle.Report) api.VerificationReport {
 			Message:      optString(d.Message),
 		})
 	}
+	if r.Signature != nil {
+		out.Signature = &api.SignatureReport{
+			Status: api.SignatureReportStatus(r.Signature.Status),
+			Kid:    optString(r.Signature.Kid),
+		}
+	}
 	return out
+}
+
+// bundleKeysCacheControl is how long clients may cache the bundle keys.
+const bundleKeysCacheControl = "public, max-age=300"
+
+// GetBundleKeys serves the public keys that verify this server's bundle
+// signatures as a JWKS (Config.BundleKeys), without authentication.
+func (s *Server) GetBundleKeys(context.Context, api.GetBundleKeysRequestObject) (api.GetBundleKeysResponseObject, error) {
+	jwks := s.bundleKeys.JWKS()
+	out := api.BundleKeySet{Keys: make([]api.BundleKey, 0, len(jwks.Keys))}
+	for _, k := range jwks.Keys {
+		alg, use := api.EdDSA, api.Sig
+		out.Keys = append(out.Keys, api.BundleKey{
+			Kty: api.BundleKeyKty(k.Kty), Crv: api.BundleKeyCrv(k.Crv), X: k.X, Kid: k.Kid, Alg: &alg, Use: &use,
+		})
+	}
+	cc := bundleKeysCacheControl
+	return api.GetBundleKeys200JSONResponse{Body: out, Headers: api.GetBundleKeys200ResponseHeaders{CacheControl: &cc}}, nil
 }
 
 func optInt(n int) *int {

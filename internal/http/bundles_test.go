@@ -93,7 +93,8 @@ func (tb *testBundle) upload(t *testing.T, u upload) (*http.Response, []byte) {
 func TestVerifyBundle(t *testing.T) {
 	t.Parallel()
 	valid := metadataBundle(t)
-	incomplete := api.VerificationReport{Valid: true, RecordCount: 2, Issues: []string{"payloads_omitted_or_redacted"}}
+	incomplete := api.VerificationReport{Valid: true, RecordCount: 2, Issues: []string{"payloads_omitted_or_redacted"},
+		Signature: &api.SignatureReport{Status: api.SignatureAbsent}}
 	tests := []struct {
 		name string
 		up   upload

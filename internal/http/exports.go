@@ -138,6 +138,7 @@ func (s *Server) ExportRun(ctx context.Context, req api.ExportRunRequestObject) 
 	var archive *hxbundle.Archive
 	var rep hxbundle.Report
 	if err == nil {
+		p.Signer = s.bundleSigner
 		archive, rep, err = ExportBundle(ctx, func(fn func(*hxruntime.Incident) error) error {
 			return s.svc.Export(ctx, req.RunId, fn)
 		}, BundleOptions{Policy: p, Version: s.version, Dir: s.spoolDir})

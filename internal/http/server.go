@@ -95,6 +95,14 @@ type Config struct {
 	// caller's token). Optional, default: nil, no console (/ui is a 404
 	// not_found problem like any unknown path).
 	Console http.Handler
+	// BundleSigner signs every export (hxd.signature). Optional, default:
+	// exports are unsigned.
+	BundleSigner *hxbundle.Signer
+	// BundleKeys are the public keys GET /.well-known/hxd-bundle-keys
+	// publishes and /bundles/verify and /bundles/playback trust: the
+	// signer's and older ones kept after a rotation. Optional, default:
+	// the signer's key only. The signer's key is added when missing.
+	BundleKeys *hxbundle.KeySet
 }
 
 // Server implements the generated strict-server interface on top of a
@@ -111,7 +119,9 @@ type Server struct {
 	spoolDir     string
 	auth         Authenticator // nil: --auth=none
 	// bundleJobs holds a token per upload being verified or played back.
-	bundleJobs chan struct{}
+	bundleJobs   chan struct{}
+	bundleSigner *hxbundle.Signer // nil: exports are unsigned
+	bundleKeys   *hxbundle.KeySet // trusted and published keys
 }
 
 // DefaultMaxBundleJobs is Config.MaxBundleJobs' default.
@@ -142,7 +152,14 @@ func newHandler(cfg Config) (http.Handler, error) {
 	}
 	s := &Server{svc: cfg.Service, log: cfg.Logger, version: cfg.Version, keepAlive: cfg.KeepAlive,
 		limits: hxbundle.Policy{Limits: cfg.BundleLimits}.EffectiveLimits(), spoolDir: cfg.SpoolDir,
-		auth: cfg.Authenticator}
+		auth: cfg.Authenticator, bundleSigner: cfg.BundleSigner}
+	s.bundleKeys = hxbundle.NewKeySet()
+	if cfg.BundleSigner != nil {
+		s.bundleKeys.Add(cfg.BundleSigner.PublicKey())
+	}
+	for _, k := range cfg.BundleKeys.Keys() {
+		s.bundleKeys.Add(k)
+	}
 	if err := s.limits.Validate(); err != nil {
 		return nil, fmt.Errorf("http: Config.BundleLimits: %w", err)
 	}

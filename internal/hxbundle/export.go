@@ -70,6 +70,9 @@ type Policy struct {
 	Redact []Rule `json:"redact,omitempty"`
 	// Limits bound the bundle. A zero field takes its DefaultLimits value.
 	Limits Limits `json:"limits"`
+	// Signer, when set, signs the manifest (hxd.signature). Optional;
+	// never read from JSON.
+	Signer *Signer `json:"-"`
 }
 
 // EffectiveLimits returns p.Limits with zero fields set to DefaultLimits.

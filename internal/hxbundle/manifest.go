@@ -58,6 +58,8 @@ type exportWriterInfo struct {
 	IncludePayloads  bool   `json:"include_payloads"`
 	IncludeArtifacts bool   `json:"include_artifacts"`
 	RedactionRules   int    `json:"redaction_rules"`
+	// Signature is the Ed25519 signature of the manifest without it.
+	Signature *exportSignature `json:"signature,omitempty"`
 }
 
 // manifest returns the canonical manifest.json bytes.
@@ -95,6 +97,13 @@ func (b *exportBuilder) manifest() ([]byte, error) {
 	out, err := journal.Canonical(m)
 	if err != nil {
 		return nil, fmt.Errorf("encode manifest: %w", err)
+	}
+	if b.policy.Signer == nil {
+		return out, nil
+	}
+	m.HXD.Signature = b.policy.Signer.sign(out)
+	if out, err = journal.Canonical(m); err != nil {
+		return nil, fmt.Errorf("encode signed manifest: %w", err)
 	}
 	return out, nil
 }

@@ -13,6 +13,10 @@ type Report struct {
 	Issues []string `json:"issues"`
 	// Details say where each issue was found.
 	Details []Detail `json:"details"`
+	// Signature is the verdict on the manifest's signature, set only by
+	// VerifyWithKeys on a valid bundle. It never changes Valid or
+	// Complete.
+	Signature *SignatureReport `json:"signature,omitempty"`
 }
 
 // Detail locates one issue: which member, record or attempt.

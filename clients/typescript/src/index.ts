@@ -25,6 +25,10 @@ export type EventPage = Schemas["EventPage"];
 export type Problem = Schemas["Problem"];
 export type ExportPolicy = Schemas["ExportPolicy"];
 export type VerificationReport = Schemas["VerificationReport"];
+/** A bundle's signature verdict (`valid`, `invalid`, `absent`, `unknown_key`), in a {@link VerificationReport}. */
+export type SignatureReport = Schemas["SignatureReport"];
+/** The JWKS of GET /.well-known/hxd-bundle-keys: the Ed25519 keys that verify a server's bundles. */
+export type BundleKeySet = Schemas["BundleKeySet"];
 /** A run's timeline (GET /runs/{run_id}/timeline): lanes, model and tool attempts, marks. */
 export type RunTimeline = Schemas["RunTimeline"];
 /** A lane of a {@link RunTimeline}: `model`, or `tool:<name>`. */

@@ -24,6 +24,31 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/.well-known/hxd-bundle-keys": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Bundle signing keys
+         * @description The public keys that verify the signatures of this server's bundles
+         *     (`hxd.signature` in a bundle's manifest), as a JWKS (RFC 7517) of
+         *     OKP/Ed25519 keys (RFC 8037): the signing key's, then every key of
+         *     `--bundle-verify-keys` (older keys kept after a rotation). Each
+         *     `kid` is the key's RFC 7638 thumbprint, derived from the key itself.
+         *     Public, cacheable for 5 minutes.
+         */
+        get: operations["getBundleKeys"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/readyz": {
         parameters: {
             query?: never;
@@ -399,7 +424,10 @@ export interface paths {
          *     and the rejection message as the single issue, never a 5xx; an
          *     upload larger than the server's byte limit (default 64 MiB) is
          *     `{valid: false, issues: ["Incident exceeds byte limit"]}`. Nothing
-         *     is executed or stored.
+         *     is executed or stored. A valid bundle's `signature` says whether it
+         *     is signed by one of the server's keys (GET
+         *     /.well-known/hxd-bundle-keys); it does not change `valid` or
+         *     `complete`.
          */
         post: operations["verifyBundle"];
         delete?: never;
@@ -1546,6 +1574,43 @@ export interface components {
             record_count: number;
             issues: string[];
             details: components["schemas"]["VerificationDetail"][];
+            signature?: components["schemas"]["SignatureReport"];
+        };
+        /**
+         * @description The verdict on a valid bundle's signature (`hxd.signature` in its
+         *     manifest: Ed25519 over the canonical manifest without that member),
+         *     checked against the server's keys (GET /.well-known/hxd-bundle-keys).
+         *     `valid`: signed by one of them and unchanged since; `invalid`: the
+         *     manifest or a member changed after signing (even with re-sealed
+         *     digests), or the signature is malformed; `absent`: not signed;
+         *     `unknown_key`: signed by a key the server does not hold. It never
+         *     changes `valid` or `complete`, which keep the reference's meaning;
+         *     an invalid bundle's report has no `signature`.
+         */
+        SignatureReport: {
+            /** @enum {string} */
+            status: "valid" | "invalid" | "absent" | "unknown_key";
+            /** @description The signature's key id (RFC 7638 thumbprint), when it names one. */
+            kid?: string;
+        };
+        /** @description One OKP/Ed25519 public key (RFC 8037). */
+        BundleKey: {
+            /** @enum {string} */
+            kty: "OKP";
+            /** @enum {string} */
+            crv: "Ed25519";
+            /** @description The public key, base64url without padding. */
+            x: string;
+            /** @description The RFC 7638 thumbprint of the key. */
+            kid: string;
+            /** @enum {string} */
+            alg?: "EdDSA";
+            /** @enum {string} */
+            use?: "sig";
+        };
+        /** @description A JWKS (RFC 7517) of the keys that verify this server's bundles. */
+        BundleKeySet: {
+            keys: components["schemas"]["BundleKey"][];
         };
         /** @description Where one issue was found (never payload content). */
         VerificationDetail: {
@@ -1874,6 +1939,42 @@ export interface operations {
                      *     }
                      */
                     "application/json": components["schemas"]["Health"];
+                };
+            };
+            default: components["responses"]["Problem"];
+        };
+    };
+    getBundleKeys: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description the keys */
+            200: {
+                headers: {
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "keys": [
+                     *         {
+                     *           "kty": "OKP",
+                     *           "crv": "Ed25519",
+                     *           "x": "11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo",
+                     *           "kid": "kPrK_qmxVWaYVA9wwBF6Iuo3vVzz7TxHCTwXBygrS4k",
+                     *           "alg": "EdDSA",
+                     *           "use": "sig"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["BundleKeySet"];
                 };
             };
             default: components["responses"]["Problem"];

@@ -134,6 +134,66 @@ func (e AttemptResetEventType) Valid() bool {
 	}
 }
 
+// Defines values for BundleKeyAlg.
+const (
+	EdDSA BundleKeyAlg = "EdDSA"
+)
+
+// Valid indicates whether the value is a known member of the BundleKeyAlg enum.
+func (e BundleKeyAlg) Valid() bool {
+	switch e {
+	case EdDSA:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for BundleKeyCrv.
+const (
+	Ed25519 BundleKeyCrv = "Ed25519"
+)
+
+// Valid indicates whether the value is a known member of the BundleKeyCrv enum.
+func (e BundleKeyCrv) Valid() bool {
+	switch e {
+	case Ed25519:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for BundleKeyKty.
+const (
+	OKP BundleKeyKty = "OKP"
+)
+
+// Valid indicates whether the value is a known member of the BundleKeyKty enum.
+func (e BundleKeyKty) Valid() bool {
+	switch e {
+	case OKP:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for BundleKeyUse.
+const (
+	Sig BundleKeyUse = "sig"
+)
+
+// Valid indicates whether the value is a known member of the BundleKeyUse enum.
+func (e BundleKeyUse) Valid() bool {
+	switch e {
+	case Sig:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ContentBlockType.
 const (
 	ContentBlockTypeText       ContentBlockType = "text"
@@ -344,6 +404,30 @@ func (e RunStatus) Valid() bool {
 	case RunStatusPaused:
 		return true
 	case RunStatusRunning:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for SignatureReportStatus.
+const (
+	SignatureAbsent     SignatureReportStatus = "absent"
+	SignatureInvalid    SignatureReportStatus = "invalid"
+	SignatureUnknownKey SignatureReportStatus = "unknown_key"
+	SignatureValid      SignatureReportStatus = "valid"
+)
+
+// Valid indicates whether the value is a known member of the SignatureReportStatus enum.
+func (e SignatureReportStatus) Valid() bool {
+	switch e {
+	case SignatureAbsent:
+		return true
+	case SignatureInvalid:
+		return true
+	case SignatureUnknownKey:
+		return true
+	case SignatureValid:
 		return true
 	default:
 		return false
@@ -873,6 +957,37 @@ type AttemptResetEvent struct {
 
 // AttemptResetEventType defines model for AttemptResetEvent.Type.
 type AttemptResetEventType string
+
+// BundleKey One OKP/Ed25519 public key (RFC 8037).
+type BundleKey struct {
+	Alg *BundleKeyAlg `json:"alg,omitempty"`
+	Crv BundleKeyCrv  `json:"crv"`
+
+	// Kid The RFC 7638 thumbprint of the key.
+	Kid string        `json:"kid"`
+	Kty BundleKeyKty  `json:"kty"`
+	Use *BundleKeyUse `json:"use,omitempty"`
+
+	// X The public key, base64url without padding.
+	X string `json:"x"`
+}
+
+// BundleKeyAlg defines model for BundleKey.Alg.
+type BundleKeyAlg string
+
+// BundleKeyCrv defines model for BundleKey.Crv.
+type BundleKeyCrv string
+
+// BundleKeyKty defines model for BundleKey.Kty.
+type BundleKeyKty string
+
+// BundleKeyUse defines model for BundleKey.Use.
+type BundleKeyUse string
+
+// BundleKeySet A JWKS (RFC 7517) of the keys that verify this server's bundles.
+type BundleKeySet struct {
+	Keys []BundleKey `json:"keys"`
+}
 
 // BundleLimits Bounds of a bundle (REFERENCE §7.2). Each given value must be a
 // positive integer not above the server's own limit (else 422
@@ -1475,6 +1590,24 @@ type SessionList struct {
 	NextCursor *string `json:"next_cursor"`
 }
 
+// SignatureReport The verdict on a valid bundle's signature (`hxd.signature` in its
+// manifest: Ed25519 over the canonical manifest without that member),
+// checked against the server's keys (GET /.well-known/hxd-bundle-keys).
+// `valid`: signed by one of them and unchanged since; `invalid`: the
+// manifest or a member changed after signing (even with re-sealed
+// digests), or the signature is malformed; `absent`: not signed;
+// `unknown_key`: signed by a key the server does not hold. It never
+// changes `valid` or `complete`, which keep the reference's meaning;
+// an invalid bundle's report has no `signature`.
+type SignatureReport struct {
+	// Kid The signature's key id (RFC 7638 thumbprint), when it names one.
+	Kid    *string               `json:"kid,omitempty"`
+	Status SignatureReportStatus `json:"status"`
+}
+
+// SignatureReportStatus defines model for SignatureReport.Status.
+type SignatureReportStatus string
+
 // SubmitRunRequest defines model for SubmitRunRequest.
 type SubmitRunRequest struct {
 	// Message The user message: a non-empty string, or content blocks (a user
@@ -1912,7 +2045,18 @@ type VerificationReport struct {
 	Details     []VerificationDetail `json:"details"`
 	Issues      []string             `json:"issues"`
 	RecordCount int                  `json:"record_count"`
-	Valid       bool                 `json:"valid"`
+
+	// Signature The verdict on a valid bundle's signature (`hxd.signature` in its
+	// manifest: Ed25519 over the canonical manifest without that member),
+	// checked against the server's keys (GET /.well-known/hxd-bundle-keys).
+	// `valid`: signed by one of them and unchanged since; `invalid`: the
+	// manifest or a member changed after signing (even with re-sealed
+	// digests), or the signature is malformed; `absent`: not signed;
+	// `unknown_key`: signed by a key the server does not hold. It never
+	// changes `valid` or `complete`, which keep the reference's meaning;
+	// an invalid bundle's report has no `signature`.
+	Signature *SignatureReport `json:"signature,omitempty"`
+	Valid     bool             `json:"valid"`
 }
 
 // WaitingEvent The run waits `data.seconds` before retrying a model or tool call.
@@ -2719,6 +2863,9 @@ func (t *RunEvent) UnmarshalJSON(b []byte) error {
 
 // ServerInterface represents all server handlers.
 type ServerInterface interface {
+	// GetBundleKeys Bundle signing keys
+	// (GET /.well-known/hxd-bundle-keys)
+	GetBundleKeys(w http.ResponseWriter, r *http.Request)
 	// ListAgents List registered agents
 	// (GET /agents)
 	ListAgents(w http.ResponseWriter, r *http.Request)
@@ -2796,6 +2943,12 @@ type ServerInterface interface {
 // Unimplemented server implementation that returns http.StatusNotImplemented for each endpoint.
 
 type Unimplemented struct{}
+
+// GetBundleKeys Bundle signing keys
+// (GET /.well-known/hxd-bundle-keys)
+func (_ Unimplemented) GetBundleKeys(w http.ResponseWriter, r *http.Request) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
 
 // ListAgents List registered agents
 // (GET /agents)
@@ -2949,6 +3102,20 @@ type ServerInterfaceWrapper struct {
 }
 
 type MiddlewareFunc func(http.Handler) http.Handler
+
+// GetBundleKeys operation middleware
+func (siw *ServerInterfaceWrapper) GetBundleKeys(w http.ResponseWriter, r *http.Request) {
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.GetBundleKeys(w, r)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
 
 // ListAgents operation middleware
 func (siw *ServerInterfaceWrapper) ListAgents(w http.ResponseWriter, r *http.Request) {
@@ -3811,6 +3978,9 @@ func HandlerWithOptions(si ServerInterface, options ChiServerOptions) http.Handl
 		r.Get(options.BaseURL+"/healthz", wrapper.GetHealth)
 	})
 	r.Group(func(r chi.Router) {
+		r.Get(options.BaseURL+"/.well-known/hxd-bundle-keys", wrapper.GetBundleKeys)
+	})
+	r.Group(func(r chi.Router) {
 		r.Get(options.BaseURL+"/readyz", wrapper.GetReady)
 	})
 	r.Group(func(r chi.Router) {
@@ -3922,6 +4092,54 @@ type UnsupportedMediaTypeApplicationProblemPlusJSONResponse struct {
 	Body Problem
 
 	Headers UnsupportedMediaTypeResponseHeaders
+}
+
+type GetBundleKeysRequestObject struct {
+}
+
+type GetBundleKeysResponseObject interface {
+	VisitGetBundleKeysResponse(w http.ResponseWriter) error
+}
+
+type GetBundleKeys200ResponseHeaders struct {
+	CacheControl *string
+}
+
+type GetBundleKeys200JSONResponse struct {
+	Body    BundleKeySet
+	Headers GetBundleKeys200ResponseHeaders
+}
+
+func (response GetBundleKeys200JSONResponse) VisitGetBundleKeysResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.CacheControl != nil {
+		w.Header().Set("Cache-Control", fmt.Sprint(*response.Headers.CacheControl))
+	}
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetBundleKeysdefaultApplicationProblemPlusJSONResponse struct {
+	Body       Problem
+	StatusCode int
+}
+
+func (response GetBundleKeysdefaultApplicationProblemPlusJSONResponse) VisitGetBundleKeysResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
 }
 
 type ListAgentsRequestObject struct {
@@ -6691,6 +6909,9 @@ func (response ResolveTooldefaultApplicationProblemPlusJSONResponse) VisitResolv
 
 // StrictServerInterface represents all server handlers.
 type StrictServerInterface interface {
+	// GetBundleKeys Bundle signing keys
+	// (GET /.well-known/hxd-bundle-keys)
+	GetBundleKeys(ctx context.Context, request GetBundleKeysRequestObject) (GetBundleKeysResponseObject, error)
 	// ListAgents List registered agents
 	// (GET /agents)
 	ListAgents(ctx context.Context, request ListAgentsRequestObject) (ListAgentsResponseObject, error)
@@ -6802,6 +7023,30 @@ type strictHandler struct {
 	ssi         StrictServerInterface
 	middlewares []StrictMiddlewareFunc
 	options     StrictHTTPServerOptions
+}
+
+// GetBundleKeys operation middleware
+func (sh *strictHandler) GetBundleKeys(w http.ResponseWriter, r *http.Request) {
+	var request GetBundleKeysRequestObject
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.GetBundleKeys(ctx, request.(GetBundleKeysRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetBundleKeys")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(GetBundleKeysResponseObject); ok {
+		if err := validResponse.VisitGetBundleKeysResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
 }
 
 // ListAgents operation middleware
@@ -7477,344 +7722,361 @@ func (sh *strictHandler) ResolveTool(w http.ResponseWriter, r *http.Request, ses
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L39kttGki/6KhW8GyFyB6TI/pAldjh2ZVn2aMb2KFqt1b1jaIkiUGzWNFhFo4DuprV9Y/+6D3DjPMOe",
-	"9ziPMk9yojKzCgUQ7GarJds7x/OHRw0C9V35+cvMD71Ur9ZaCVWa3vRDT1zz1ToX8O8X2v6zFNlppezf",
-	"plqteLHpTXucpe43VlSqF/UueV4J+1JaCF6KbMbL3rR3MD44Ho4nw/HB2fhwOj6ajo//2ot6oih00Zuq",
-	"Ks+jnq7KdWVfPlsKpi9FkVWCzXnOVSqYNGxyMB6zl29PR72otxYqk+q8N/3xfdQrKjWTWW/aG0+eHfHD",
-	"+Xj4RTrJhl+Io8XwKT+YDw/To+xYPFl8wZ/Oe1HPCGOkpm+kSmUmVDk8OrA/lbysTG/a89OCh3o9KwQ3",
-	"WvWmPaGyWVkVdq7VOrttis/sFCvDz3E9eLoUM1gV6Fytq3JW6guhTG86juj3QvBs+7fmg8nB2K2Wf3Y4",
-	"vqG+ZlK5wfemC54bcXNzE/XWvOArUYoCdvT5uVDlD3wFI8uESQu5tsPqTfEnpvhK2IWmYwALdallKoZc",
-	"8Xxjyp4dVW/aW/Ny2Yt6CtrC/4t6hfipkoXIetOyqETUM+lSrLjta8WvvxPqvFz2pgfjcdRbSeX+nkS9",
-	"crO2rZiysJtrhw2j+TdRGBhc91gv8efmcC8n3SOklz/pIF9UhbHnuD28RInrcpbCrwnTC1YuBVsX4lLq",
-	"yrA1Pxesr1eyZAtdwG8LWZgSfhg0Z3M8drP5qRLFpp4ONt7bMfrjfUb/8lqklR3xn8WmYw5xNR4fpnjH",
-	"4N9iio9kKQo4y42npdb5LOV57l+HmXNGV5bZF5qT2+faTidTaHTHrgo3h9mF2Oy7t0/2WZ1XmVitdSlU",
-	"uulcH0usbG/ClExmrG/4SjBu2FxnG5bQLzOZJSdsrsslO5eXQjGuMpbJxUIU9gD//f/7/9nReNza80L8",
-	"NByPx37GS8EzUdRzDkY2/DPMup7lPxVi0Zv2/q/HNVF/jL+ax6c4pldfw/y+kytZbk/rtT2cRv7cJALH",
-	"4+5TmEMj4QAyseBVXuInK34tV9WqN52MacnpT7/gUpXiXBQwotNKvfp6e0SnlYIFrtSF0leK6cJeGyHP",
-	"Fa3f0eD+x6r7NBFD+ZQk4g3ynK6J2RNkz7YoHhlGvAlmytWGmSVfC1atWamZ5X/pkhc8tWT8hMnMMF4I",
-	"thYFWxeWka15HjGjmUQCboCo+LbtqlH7J8wtY/faNblixxIFPPTTLdONbcqstTIod3zFMzqswEC1KoWC",
-	"f/L1OpcpEJ/H60LPc7H6w98Mcgg/CftFRpyL5zKb0WXsRb1MlFzm7hwzzxtZjEc57k2ZqlZzUbBVZUo2",
-	"F4yXLBfclAzvoymtWNKb9h7TShhaB7ztex2/Z+NA4jiyy1PKEpb/FY6Y1SOmpaoKNV1eZ1Oa9LQ9tZt9",
-	"icBrbAAXvUXxW40mU7bi+UIXK5GxP735yw8R40jeyiUvrWSmdMnenn0zfGovpf1DKwFvMpAGI/y3EsaK",
-	"iStdCPulYpODpywXlyI3LBNiHdmvrUCpSnvE2aXUOWzxyE7rhVaLXKYPOwnu1M4rs9mxjY+Do/+4qD7B",
-	"vj6r95WoAKP+d2xqY5SfYkefMzsaYZcW1nDKEteHuJamNElUP7G92r/rSc/cd/g41YVl5LOVNCtepkv7",
-	"lFtBrPFE6XLGr7gs7auFMDoH/pzAZn6ji7nMMqEetJsL30pzK+2uPd6H+j8W12tdlA/e4cN6h78JxrRj",
-	"e+thf5Lb6ptLpgG5ZzlPLwzjrNC5gOdOSFFCZIb1xeh8xBJcgOmab3LNM5NYNoPPmHs2gB37VivxoM06",
-	"tw185D49dIMmAWn9FsexY29glJ9kW2xLtCOOp+vC6sjsilt6hzrzfMMKYRfU/t5PltcZO08TpotY4ZfF",
-	"JYoFV0KsRTEYsb+ofMNkCdxcFJb6ljrPThhXG0t1RW4EOxelsUx9FKtXpbGyhJU3y4akaqxUbtuxuwBi",
-	"hBKXomBcmStRiIxdyXJpv4mVzi0nMlVesqulpOOEQ2MXQqwNtFPq1dyUdgz9ZDj0fw0XukgGoxhO+w+6",
-	"/EZXKnvQSbKUZQGt/ErHaXxUH6cftNXecDA7zlQ93k9ysHxzSacsLLOB/TOhn2YNzQipr2v9YTJVKQrF",
-	"8weu5XFT6sE23dlC69Atsg8N4ZOwSIXdsf7pNy/Ys6PjLxj1w1BYJDr4VvGqXOpC/iwedoqrsKHPJFFO",
-	"6rV92+xux5I2BvVJTmvYIpHDueCFKBhYriz9WkljpDqPAikTxchY8TQVa0sn++J6bTWMCMTLjSgZiKgR",
-	"uyq0OmfSmEoUID9WmRQqFRGb8yxWRp4rXlaFiLzCcyE2gxFDtZ0bDUNA0pdJk+baiMxSq4j0bVBE3r17",
-	"N3xelUtLqFNedljNkq9wVoXg+erLuLe8zuJewq6WQjGlabKW8huhygjJtPsGDt6XsddT4GX7NZzFJ18c",
-	"ty0Dt3/X0MO3VCw8w5dc5nyei4ceYd/OQ8nAYSgkF5cyFazZ/O4T61/6VAfWNZhMmSl1wc+tUKXswSv5",
-	"hWBXhSyFAZud0lesb890Js2FPUiLKs/tGWULyydd0xr4dC4WZQQ3IOMln3MDVu1KFYKnS9ufPb+5Ti8E",
-	"knDLVHHETsdKq6IQqhyxU8uzpWKLXJ4vS2bFbGDxdiulqoSVK8qlWBmRXwpzYmWMYsP4wqq4yan9Y/jc",
-	"/pGMmuc8+Gn7iL8RqVaZZfTY4VxYnoNtS3XeNBTdahS4zf6DB3Rd6FQY8+AjWiseM7olofb/Yqm1EUxc",
-	"87TMN6C16gWJOhFOLGJ8/glUhIODLuXejW338e4Y/6c45e9Eng+J1s6rkhmx4kDacitcYkfTWoYA7c4q",
-	"dY7SrOzenAvUB9sjbGqJmYRdbD2tlKnWVs3AH1y7a53LFLTPeaWyXMzAGjMT16kQWfNVfME+WaXrWXhr",
-	"6VGpdW78mIh5+16/F5nkZ7DoD6KAvsHZyrY4g30MjpgTuMFesuRWI3uBvQ1fqlSDRVyXS8sPl9xKb5bF",
-	"lJvPJBFMjkOJwI+dwdgZjX0npe2c6yciul1tO3mhXrqkvXYJLp7VlrhiiVu+hPWtKpUJu0+WdipxwpLn",
-	"IE34b6esft3wjYmV0YPI9pIueWFEmYQ7A/YtMlHVywUD1GvnCFGZFkiqLafYEiNaA+iQIvyIIhQdOqds",
-	"xYhCLCpjBSMrInzx5NmWAbc+SLcJA373aq9gh5eNFeJcmhLUQqAFLBMLqSRorVZP1EBD0sLqnX2l2fPX",
-	"r6ycZYAVCpWttVQle3v6HT7Bxg0MeV3Y5SslWnztxUXp33QbyqH7R4Z9/+I1qQmG9ZPgs8TyxdK9CXz4",
-	"hPG5FbtiReKYEigBygK8Uaj+WulPX+IcVcbWUimrBeMu0AWMlTSMHNvI+OmHRyYgOslgxF7o1YqrzERM",
-	"qEtZaLWCAYA91EQMDwW75IW0NMtAl3Z9Ak3cLPWVwjMkS7Eyd10w2L3vX7x+AwthL+aKX7/CLyegZ+H2",
-	"86LgYFdc6Uzk+7UKb9446/+2Xb91sqKe2ZhSrGbrQq/WZeuLyRj+1/EVLJ99e/8Jn2mdb821Y7KXtQ/5",
-	"jsHfhLLLj86lXfuNcdncYN/77/X8byIFEzwM7Bue53OeXnzvVrl10t3j7TO+LvSlzMDuA2+BL4f18RCD",
-	"3IlfgDE9EzlepDu3xDW73aleC8Ul+w/GVbks9Fqm7D98Hw2y4l9odvjk6K5V9J3vXK/vJLp5msvkD8L+",
-	"J2L7NGwdh9bgsO2dI6vv1Nbw3H2oV8gSHHPn6kS9tShA8e2CNcAh8L9bmdQShA2bFzI7FxkQLQcnQLIH",
-	"xF9ZmfrHHs9zfdWLetxcgCSiNsHU6gEUYp3zDYlcd/uM7cuv8V17UeVK6KqcGdQJuqcw15XK7DitYG1l",
-	"SzimTvivNwU9bY3730H47ayGuTRlc+aPDC4H+jvdJQGyjYsGv0rjFg/uij9Md16au8hKWXBlwImwzcxN",
-	"mUmdsD5n6VLmGSOlxo5/eU1mumVZrhPWN2Uh+AqUwD+enb0GNVGxXJzzdMPevHnJNDI1QBe8Pf1uEG44",
-	"9GMljbJcd2x1Nz2rB944i+1zsb3Vu6/JbormuDaQqxF7J8ulFW0WRCITli65VJaRwwv1c+TlsaqZ+SBi",
-	"Vl8mykhHAT9PfoSHEXPf//0//+t9gtbwuhXLqkG1SxjOccTeIZOHJZHQEZd5VQjWPzp4FrFj+M/1dcR4",
-	"rFKtlEhB8gH7ixUYaYkGIKWCWFatrZhoR/PIMF6WYrUuTYSjMKVYs5W+tFy/ZBqMVU6IsqPWi0VklWw7",
-	"MSWuS2znxHZuN4qrYIQgkNoXc25K12EEv6Lzv6gU48a3bydg12rEXuLlKDb2bnDlBum8AvpKReQCF5k9",
-	"fYtCr+rxPzI1jkkrO4Gl1aRp/0zJQbOrfU5wOW27uEOxsvIOve1c/vZ1qx/iwBPHMRJWv5uAy9l+jU6K",
-	"EXtpz4ISVwxWFTo2jJ/b48DLAFNFJ8M2xWNlVfwVQhbZuRXZSY6FD/BkyRLkbK3oeMDUU62sHADCPm0h",
-	"rMuLnFeZsJvGFfvLWqjnr4aWivJS2itNnUMT5VKqCzB3FiLjqdV43CMYHaoc2OBQq3zD5rlOL4BqCF7k",
-	"0mo73BhptcOSlVVB7ptcLEpm95juBA7Db4GVVq28aw8UV1msgC5aqoyfW7I5QGmzyeLcZeq+2SiAsLKQ",
-	"IrO3VRdWrr3CFZNwOB4ZMKVIgR25++FJtTuaeIub9PlOZt+UshoE++ktEu9/K6EL3/z0EtepXdsPPZ5l",
-	"oMnx/HWw8YAcbSvqP8A9ttSipQVua3LbktE2gPRe6KCGCN/Ced4XjXWLfL9ztUDR2BIAG+vToeV0TONC",
-	"ogPUse95JfNS2ot3JeZLra3UluaWD3XKbXurYE0J85eTDrvXF2a9LV0Eg+xc+bU9xjw/pQZfXjo7XZ7/",
-	"ZdGb/njHwCoFX3wjRZ6Z3k20tX285NubaqniXXO2x+GFfe8maqFPO0Cmt5/ANngVuu9ajZLslX4vaXVm",
-	"vrU7pT9nn7Tz3u7i/TZyyLMJ1g9UkoSbi2QAfgD0hOBQwIWRiTSXSozq/RMBiu9WatPcBjyqW4SzLCqB",
-	"qAXL5uz4Thh8T9gFK2iwuPe6Hm0mlBRZ3BvV1s251rngCo+6FQYaoNVO4ncK79VSFXhTwJ0jUukA6O3m",
-	"W8uPU+o86UUpFzwtX6mF3j6RZskPjp/sEK7pS3YhNqyf6ytRpNwIthTX7M0fnw8Pjp84qW6+KcUW47Ks",
-	"JCCY9s+1lQYL28G//zgePuPDxfsPT45u/qnXZemRP3f4Q1+VhuXQopUKoF/b7UIXK4iWkKp8ctStDoZY",
-	"4HDtaA2ox841RBn2VBhR/jKUgqTmHRtDIjXAJNFoa0Q5ut+sXQ970QN8dwb9fAZagIKRmxbOCCS/qdW1",
-	"VQlCqvs5se2O6K/EeQtlCULgpZYZEIivwI0DIHRzT2HkK10phDFxht4g1j99+c3L05c/vHjJ/tf//GJ0",
-	"MCAFAUH3YHytAb2xWmsjS3kpGC0+WO753NKxhoFBXykGnijWB8f90cFBrNpOqxPGHWa41JrlvDgXSBrZ",
-	"k6PhXJa+F+ckiBWgJVGDJdTrlB2Nx2wLgjs4AakLhVGtBPgXSKt1w+wS3lf8egaXbxfpSJd2/g4eZqqV",
-	"IxUrYadiWJ+IInvyxWT89OmTI/Yle3LEvpdfNT0O7ueOO94+4UB9ZtjBrtH9RQkaQj2Cw8Pj46OjwwP2",
-	"JTs82B6B+/meI+jo/Dkti1CotvgRgEzX7LVpX2z1QArtdg9/0hUgnZzG2+yhq4tuSrFFEshb9JXVGe95",
-	"n3DJwbGLOifrP3eqyRDiELLBFBTICLjurDLA7+Hf6DTfVgMC12qzNxooXt+gCdc1V5sGhLwyFXinOUNq",
-	"Bkt0PTzXQ1qDvxmtRqf86nucgl0MmXX0a0UZmQX92mlAp3spdBCK18Hv7ONdjTZ36e5hmxkFRn7oEFdU",
-	"Z9TembOBfvTE7MZ2tCuu3bTsv7qau92dY0cx69oIoD8ObJpu7Up4GvYbf4sZwnzqMbh/Yrt7Msf3O25Y",
-	"ofNTbKdzWrVTMOelMGUgL3K25nRvUq5SkbO+qvIcLSayBAsiOii3rlKBwbd7yzM0QsvIbReIpUEsTmtS",
-	"ranbjjpnDo5PimH4SJHeeZjvNOycigVQUVFyJ3o1F/qbQgC4eOUQ7/Y1diHWZW3Ko42g8xOOLnSI7nsv",
-	"PXzlbl3hrCrQYE8ILfxUFGBJJZNtfUqsMtOtm4Shyl2UTBTDdKmNwIAxx0Q4WETfvn319eUXETvP9RxI",
-	"Z6XkT5UYjNirkkkTK5PqNXiTmmFiPpRsypbXGUDghIkYWiGtpNDXZA49E6u1LnjOhDqXSgxqrcxB3iuV",
-	"waG3qkkmCnkpssCS7HsiAUQajHuzt2BZx8v6yLbkcYIAOpkNImZ0rMorXb9gHgGuPeWKPOipznOZoXjD",
-	"3TGxP4Nd1b4SK6CZDl8TWL9PqCP7t8gXTBp2tSSTMrVkhDAx9LS5WopCsL5rJ4KViEgqjhgZdhCjtxTp",
-	"BQAiYjXXmbRrm4yW1wkJsWYwYqdiWBmABoH51MqfdiSGHY2fxaodvIOC367gvdttY6Gm93z4Vz78eTx8",
-	"9r7+52g2/df/9w9fDt//c4fy11ZVzps2q5pyvLTs7HNpZNusaB/2gBz2U+tIZ2QcWHCZi+wElaAEojSW",
-	"ghDmJGOB+gMz3BU+/pytRTG0zcE5Yhjrba95Klc8RxbR1NTff5hEk2fdijr09ZqyETSXEs/p3m52tzX7",
-	"OEiDEPi7mg0XY8tGhiNsttd51CB66bW3W95DAH5n7zdXLgBqxTegloFnMlQsj0eHbJ1XBixdvOCgQqI3",
-	"x9K8ospFF7ZJqjSvMjFz9hpzNxt5nrmwHYgUT0XmrT3mEVpVThgtk7FaI/ZQh3N5fXULYznoZjjtJu4e",
-	"48tmuBjr86rUQ+fcIk92gn8n9GfjFXTXDZwRD1ffKqDI+YFYdw8292aD245Vw8QAx8r22xFg3tzBiAEW",
-	"NHRrzUV5JdAXyCznsdNY8VKmbM2NQQvXfhcIujqtELR++xXq0vK+5etfxr7lsp6EHhe4irOltILBZtZE",
-	"6d8PWkWt72PaOufrT06sX6LNiixTzl3JUl3lGZiC5hAjkrF+S9BBXOqpyKRhtA6MAlQYYv0DVP/gBEQK",
-	"It7SsDGE6HOGPh6H2bfcHiQjWTo3tgZgz03U+6PguV3SLasw4XrrZQLnkR1zt1fnclcilbPQ3BXkU7nf",
-	"ftJ4bnemff/itXOltdmdwzd9/+I1+h24cThMXnqZ0qXQmdYCGRgmY2UFMi9eXy117iW7iPG00AZMsLC4",
-	"EXwMUmJt6otVbgUq0NqKLnNay9tX34kfv3/xegrQr/fs1B4ZDmCVLkV5l01hFibPaO8NvOGiQYLwy3N+",
-	"KVgf9J0EINMIlqhHnTCeZQ7HSpFWg4+wSeywOiwFGh1q3AQgCqaM0sbQukIemFmdIIYSw0TMcCVL+bPd",
-	"YNPkdE04MywtJkfaXtcdCFQP2bvlqMPgtwDDHX3vgegD88LudbI/ux4dmqvG7gVZXzrnONkh1e6Gn0Gf",
-	"7mfvKsPo4xrqrFvgQYclqwFpM4CVRT1jxP7gMr8UTZrbOup+k8KJdNGM15g76FNARKmpfWHDLfG1RbHy",
-	"K74xDAw4fcs6fOamdg6mHQaYHauIE7lb1g3n0kFOa9etS8TAnMcY4hisep6Kwgq4Q12VqV41fZk7XV23",
-	"ua+ie3vPU60osK3b4Hlf73rU+zhMK4AC95eo7BQgXm4fC1vUwavXhVjzArA+blswVqdAAJDfHMvS+dUs",
-	"TElX/7uLzXegc71LJNNVI6DSgW9bRxA2Mao5utv9aAut4KEcwT5uD8Etb+cxzvlmztOLXSbV51YikQsJ",
-	"wWrg59NrYYUCy+rX9HFTRXvaoX+19K5tFguaT6BhRWy+YdyklLjsQmz2x6aF3vy78ej2BSUXZE9tjs39",
-	"MgKu3PtIq+WOSf+t5YeSihnxU2UZMOo8kWXMUrkXYBB5YxnuOZzWSnQsRSEcQ7tthf8NjgRG6p3iF+0z",
-	"7Ne0XgTfehQch84zWedIaGmJO9IDjFiS6kx4W48pAc294ulSglKRiWmsWn7diIXx8RHzuVwgzh3TPESx",
-	"WolyqbMZpNTJc31lXyV9e1ZqPQNfc+SgnjO6e1GsuuPqItY0INZ/zyuzqdsJMv9EsdpO/BOxZtofHHRH",
-	"0h8YSUc6iohtR4/6QH2MOo3qNSO7WcS2g0vDZ8GcI9Y0ekSx6owrrd/DnyPWiinFB42I0oidA/A5fCtW",
-	"qNPNMI1AvcsuVcWI/SCuGAYlrvgGYAhWPO/SNTDEtFN63T5aHZCe0DLIhz+/t/+ZdZpx63DVbcqLExoa",
-	"vgDLTM4Vgp/BOG8V5hRpfiq21cVuVcdFtd6WSHHNy+VoLwE4DIe9KzUjz412wv7/PSQH1vDV1xSNtx+g",
-	"t+bj25398ezsNcMXqC0Uk46fPQuzHnbjBSgud3sLzNIK8JRz10c86ExQBKJVKCwnxHCXekMG93KbtiNy",
-	"W9G/qLvZXkl3aygtu1Pe3NeE4GKQYTEC+QNuQ2O7u6j2qQC9ZvOPBReNAjNca5uI3qBTO5nWViXSNsmL",
-	"Lg2qACJrINpDDYCRBtCILGo0f7f299FA1oL27RcBsj4ybq5oqXML0Mf0g7ev3wAMLDXuFRjYJTpzAqvu",
-	"/ZE3Tf9BhPe8EAIzgJopSz5cSJWZf4kYvjdlcU9DrsqbJFb2X5anlJYnnAfW+JSvy6oQzgIvsmRwErQF",
-	"jkhRRLFqt/ofMYK1UxH3IkTh/MtNwrAjmDn8iNIOQuvAfRIryFrzbDxB/A71wKQyMgNL0aoxAGRTkWvv",
-	"X+xsfNtI0xAmpxf2wJ6+PGCFOK9yXliGVLh8qS7cD49LrJBOrkYsgZ4SsPwVMi1dXFQu0POtjSDpgcGb",
-	"3o0+Jd8uPB6M2HP6aMlLNi8Ev4CWDLZlwDvb4WfpYu241B3X2S5uAnGBtAJJ0zikMc1uyBaf7IgwaFpE",
-	"6iaaMVd7mLUCgb0josZLGR+2E2p1b1VzRjxNyyF4Lv+wF7+n09TFJ1unjWANdBNYP+7FPfZlYBqmX1qJ",
-	"Ex5jwvb9ZA/Yo12CB/y4IoxbQguV4GEWhvWTf5okaO+EnDqcnRe6Wp8wh+KwAx50rNbf//O/OuzKXdZ+",
-	"l4r/9tG1oHYDBGH5EwjH2w6jaeLY9kvdqfo1DC4B9bfCpdUoXT5rPOKq4nmndaPOX701te8BFcuZqeYO",
-	"+1+3CrAgqTCvEp1F9lxtENnmwtB+ePvdzjTc+0Mp/j2Or8fj93/olLZPkWfsi6Bqu1t3JytC2xNmLIJ/",
-	"B/7fbU2ry0Qy7zQlv0CkGkU+7I6iyMt9xCCHS/vMkReBQW87kbg3h2OoqOW60MeOEI4OQdO+/XEYuBaM",
-	"rIlAEArB6hHi1MVPFc/baDH3PUuXWqZ+k8fP2LaOPrjvjNwubmEPb1GxfDAthCPXeEalS5BGKPahAn9C",
-	"l1ZyP/M4DaZTAajUSwedbSHhiQ41mKHLx5xVmMCHUP7OLrCn+65bhbJLQ1HajwzIEFaEqJ1kKEggUAhE",
-	"yXOtM8B/aiWs/DKF3D8UbA6zSiKWnKFxx/99ykvENuATCFkfRLFKnr9+9Qa0J/cDRLAfHzwDn4/lfCKL",
-	"rESV1H8j7hjzzyZ8Ld3fJLsB9lrw1YD9/T//B7NzoPgPwvmVdah/rJpB9iA2W8q7FfT/9//8H3ZaWufP",
-	"i/PKciQacaz63q3osjxw9wrmydEl48i68Aic+AGVWluZFkPDYbudwQVpH4SCR4QTpI9g1eosj37VWf9o",
-	"PHl8ND4cRCypc9K7HzFi++j62i37KQlX/2Z7arTDmzkuNfjJf7Z3R6zzDXxP2eEafYzYX6APlE9Bc0EQ",
-	"pda5CWxfseonp+4P/HRQp/6tVClXog0WDM/Tx2rr7m7tupGXO9JKrat5LlNEt00pWN9q3paxNXVxxFsF",
-	"Lm4eK8LWYeYBrJOQibWAmCDl3gW3HPnN1/aIbtYiilUm7UhWUnHKwoyvD9BAZ//dNNAFmrW5kGsTK+5Q",
-	"eZT5ALuTpY/uYRdKX+FqB70haVrx9ZoYwHYM5y6XQmcobNQK+tr18VZknC++tAOLVyM2IwDf7HjPI5Gi",
-	"DiV+p+Oty0qDdZycGHEHqt19UoKH1Jc72iF0iOvSlbBqfJiJvOS3ffW1fcF/Qmka7viM3mp+qjNtZlQu",
-	"ardslGnzFt+pP3TVdO6cJBmYtibqWwDP4l2fv7EvNb69fUdqgc5/VBXq7tFWhWqPlPwGuz55hz974Cmx",
-	"9w1Wseq5ZIRaiX2ct83NvYnufr053Du/2D4Gd36yvQX7fnLPsbX27M73tzbrri8C6nHXq91k7a6vuknI",
-	"nX1tUcG7l6p9J+/6onVM94zS2e91T2xv3geclazV3QIock+0Y7kPQMicCyvSNXgqMtSdyA9SAAIJ4fCg",
-	"QxoO6/516jeAhEfWyUGaWcmydKksDw8Pn0Xs7dkLK6EZI88V8mfKPKQLKK4lS8bXyOp9a67wkfO/Es4K",
-	"p14InmHSIfL/oLGInwexryDaQmIkK19CX1kIDo0VrCYDpynErBUFDExCXYdHxiMTISHUiP2gS7bmhcvI",
-	"E6sEBppsed0bIcwNFNwj43ctVhgbxkyVLnFjKV9Pje3gpRjavrusDh+BwY8I67u98d32MK8k7gHOC+Oa",
-	"9nC6ifVex68NSG1UqXJVvVxrUXiyg7lGdVW94DDvEG4/BSYtCNZ7ICLtzOUMs0f7kUMdn6BOTqhDSBW2",
-	"hgiUXwqoBhNc3GZWuIff9Y6VRKV3l9HAN7RzmM4Acs84y695yTs8hk1quN9NDcuK7vdNG7xVd9pobS8/",
-	"GZIyUs1cWHe4OF93hmO6D12hGDKnQmUYuRKm5Ku1QSWPFDegerXMTzyB6B88QUpvSq0zzObG6a0O06WP",
-	"mN7f1QtfbC/Bu+XGmxrRPOOz7IXKsh9/aFCOVSZ4lgMsA4ymuWVsQQFZlhA6Jxm4W2lV+ytpBOvzWNn2",
-	"6i/BLokABkv8G+34t5B5Kx0rWANiCncCEl253W6xQUFQprkSBQUoV6qUYIkswG0KGbV5MFTcfWlqt0Vn",
-	"XN4d9CWo7NsV4W4CJGvD+Ps5oL+fk53dk5a1ahB/2HFi6ySQbu/sZ2s6wFfBuc5kFqt+cIai4GCOGGTT",
-	"g4+pSAra23w6iEcGA2fNNHzGElcbGZqjwHvIx8+vqVJxEsUqgck4nKH9HWLi8UuURCG9Oc8T6BZiujE+",
-	"YBMrXogTSm5ou1xIJc2SliZhK742DDpIoLRlMKRYJV4ZNsnjZFEpMK3CA3o7HDSmL4IfYtWYAksorcVs",
-	"IfNSFPSxG3TEuNqg5VvkRsTqUhRzXsoVGIAxBiMoPlN36vImusQI9tKHiRpd3Rg/J6pjY2kGVf4wVKKL",
-	"K2oDxcawDR/4IlHMdXvctgwGha7vaa8Pql7fdsDfOsfgdt3qrctfVAJXx+iVYPBBM1CLp6muVIm29KnL",
-	"vhqrjmxFEKOlSlEU1doncg9F7qKCPLO6iBX3iSGbldEsb0Moqd1MGA+u3x0JwLolUqLFAd4pvO9uOZ3J",
-	"riaSHUt3q1zzufBQ95GQtsE/tdnvc4VjExlkfY+bjzxr9zQwwtQccDw8m4F4lUEYyA0180g+IZkEQAdO",
-	"SHqzBfQvKqVwt0IIP3ZmlRAHmMXUMlHPj8jqdjDKbj94paw8YoWN3eKY4waUNNylIraSBeYtZiCs9L99",
-	"eRYrLKH3AY/lzeOSWh9EDHJU+swN1Dak3PVNF/rKRLEyGteEMl5gMYVK+T+x3GAuLwRb8kuB2YOh4II2",
-	"5TBWK5llubiydB8Cf9lzN+SmRr68zpAxUF5bucL8srFyiXAxg4ObRF3mi7tSbwSBg/KGleoE6lDfHfmp",
-	"igxowXxjuQ2EbMy4j2+eb2Bx6r9ybhdZKvwHIOv3T3TrdplWor5DtazyMWqGHUrHzFymZcibTDPQSuDI",
-	"15jdLG8EzlFmE0ydgemWXbb3e83vO47FN7djI4qLO7aAl8m9u/ueFxdd3f2m5L4H64K13htynhpXu0NV",
-	"dMcjqu+A24guDkOO9I4EifdN+PNxJ7kUppzdP0HSYgfPqNM2tRANYW4bl6pptI+25eMHuhUuF/Ecxjt7",
-	"a2I/+fF9KBueOxuu0mEdnP0JigvB3iswaWcCpkbdep+toZ98uPF1DymP1UPyLN2VE+meEerhJcCzGfYX",
-	"TLd1NYIjFm7mLXfhUxgG3bX6BzULvqnmK1nCTfwYIFUA6dmebmWET7Vj1QGl1dDSMYcQhotNapxLsd/n",
-	"8FmsXBpEyrLpM9+Zk6ZqB3pfA/XrKuORFab2RnYlzLs93/meZ6SR8bHjoKykcn+3T837Pa5iGF5zu0fO",
-	"oTJvXPT43cC+N/AeC2E+qGVNWVJ76Mkm0PS/J4DOdkig2otEeQS81macl2jF+u4DKH8AYqPzyHhPjMo3",
-	"UKKsztI1QBkoVkkDbJDUdSECiuxw1SwQY7Hsgz1D0rB5tVj4GmOiHrOVsJpT9iBHS2NRsFaarQsxDNu2",
-	"zUKqEWEaXqx3pKMm+CCJsKC4G8b+Pe+l1d4GANr2nf9WUoA1wSOfQ/f02DXKogkhc6gZuH5Hbo0CpMBv",
-	"aoEQ7fLJV8euSJ01ZF3orEpFhlEWCgHccEIxtwme4imz3CeJFWKuGoJQ182Dyj9QFR9cC1Z5WUuRCrwL",
-	"NYmAxsEWEJIRSFVdSCigWxvpAZxJ7muXZhLjCfqgwdbdD4Jt98nAI7xeOAK4X2DCg2EZCnHxr6ZapbwU",
-	"AFKLgM7J0nQQotcdXzfgpabkG19LCacLCaWTBngsYQud5/oqSIlE5X0fGRoh1fHvQLf8Zs5sE6X16ePI",
-	"YCHcrroLjpY6KxbUOZOZuC6FygRktsSaP7HaLg6U+G9nJI4kg8ifSZbLC+G2nAi01wTsTYGa4rfdFs/u",
-	"7rwvI/bGlUvHRJ8uZKyuWuRMKOu14AVbikKAlWUTnjAHb3BnxVkvXI6L7kzALjEJbxiqmAIgdgcmBQtL",
-	"7ICkO9eQq/zpjOIYw9cdLWC/yXbgVp7vaGU/9ZSEqAdp8WETnVy2ZSPqTqiONdOKxhJHjLM5L9C4F9qy",
-	"WKnB1YB/jWL1qjQskLlqQyA9JCQswSsoE4I09RNE4NBrNfYC3kx8pQCo9Es5LklYZ31MpA+5o5QfOAbv",
-	"AaFDe1Rp6kzSBfPhqJB+1t2aDeV8BeU0tnIdRYMm01gNWULW2mQaFFjvq3Ap2EaUgxN42VQplaaeBtzM",
-	"eQq83xgNpKKsCtDtyX4cK0ZB6e4JMxXlHJxv8KHOLwX1hbQ8mXrLNbp9/VVxxFuWrJ8QcN/wjd2XDTXh",
-	"arW3GuEKMezbLXl2xejjmT38LqtLSIqgwjxh/X2osXPCsFbTHtPlS/VhMMAjE1S8o2LLuOd1C7QojtZh",
-	"lEEER8hPz35EU/bxvRAdXadEIti4zAQTi4VIMd8nmKSXgC2zZI8hZF9BEI79NGCqEZiWMyy5VgAdDpxK",
-	"kPUPho2xwn4zcVTe5u/oXnt05H4gE7V7C0aUuL9GIVVIQG2pDynAC6h8H6dKEfUiSiu95DmbC9aHqIwt",
-	"GHriks5aGUhsNeDLeUybNznujeMelb2oTcG0F1QZKOvcCs8BIEMZvWlX0QVpcOUOsZVVpozPucq08hbg",
-	"UJKZOiUQCm7SlaaafnYauTalR/6FLsIVzwQFhfXTgpslc7B22FFmtUnbQHDw8edgOLLEgdbe9ZCWbHHv",
-	"AO4Bs6QifrYXcNAQiahPATOldEm9QLoQyo+Nqh7aj7FdWnqI7MOVD4P+601oXSt4PyHXaKVseyjL+NF2",
-	"FgvkAZPfy6Xh3r+J9qulg2f6BAPjqFJkeP6ckkXPPHOKkK3g540SPJNdOcx2Brw1IpIcv+k3/Gv75d5w",
-	"l/UOgSM8o9JA8qv9hQ+Pi9oPDdWRnaI7laFLpdBksrevwpO96uGF9bU7HZ85VzuMflhBIlgvKMGgtmIO",
-	"J52lfncXh6yj9ixba5RB2nOrScbodgt7KaJ2+FL0Kjn5g0xwW5wDUiwitYSvjGj7kOnud67l7vqU4Un3",
-	"qnJr7hFm0u9wTfAWZ99vlbaqDu5Mo4lvOoHj9mPXCVOv46G3+/mjvuogk00kCVLLyBfuuOImzJxCgAYX",
-	"hEybsKPUYluu6p65fcMb52oSFyrrIDyRS2o749+tpbdrwX9/v1sAy+7KUiXWda56l0fOw/XNPptUdma2",
-	"bJAg8TGkt6VdAUHxJSq34OG9xurUd/k2Pew73o3KQP//ogFNiBqmBF1ggS845x1Z5LOdLnsQmAFNNq1T",
-	"7YJmRDmbmokN4MVc64tqPaParPuQyXuT69s30aXExU0EpzMQlY/YRtgzGN5tOwNu/63hvNErgX4dEPGd",
-	"CuCKo1AZbY6mvggLdwuG2czKaawQwgg4SoqHB5hgiK/cFrEjiLKmpxD233jPi8vYKBCchPVDyhSgAxt0",
-	"6cQK2yWXeUKKEeSHinzlc3tQUMSDoOOWGRDzimGZ7yBgXTbEY6pnhF/GyvU3BVWnLDYR5Zh1ZApEbvsd",
-	"A7kaI7Ap6FdZ1cYpuKzv20K7VaNsBpbN90CqZASg7EZUtLNLeA8R1b5Oao8uxUVTwvUuKFM3HGh/2lin",
-	"1Ls7Kd79E4LtHRCzbSD1uDM6p21hYSseOXgGZzR80JQ84OhthSQHMs1taWu77bK7zF1bcXmf3v7c7Yne",
-	"ge/YMkM3In4/E64RdJBhplkuraK95OoczS4ezAqh7CcAlhOQuIswGbCElJFuG6OQNbNkgDI0eUBxPIcU",
-	"eWTqBA4PyEEf5uZZfEySQWAUlJ4ch9x9xrqCa39Z8GyYNnD7iG3Fhn96b0cmzRoSVmUNWwFaMhvnKAhb",
-	"/i2uEUa/f8762NIEq+WXJggo2x/ZsrNq5lkdHNVK28XmVQl4no8slRnUnGxjNrZ9JfWy7k0r7lOSv9F8",
-	"5Fdj1yX99bDtzXRWnYfvcyLb8SBgcWMSVFFcq70lVLqdvAxYCN2nWMZACAAuefoMrotBcHwph9ZuYPS2",
-	"9cyq/XqxuFf+eSyY+3FfogYN55fW23RBB7sra5ve9oC7B9PdUeep3MqY8Jtxjzeyc3yueAsv57UDJzDQ",
-	"BU7X2x3YPYixamK4MNDGHlxTrVZUtSTwPzZDfUxEgT7oxHZ2KOMz/E+bgWwJ1iSpg7twkGG0F0+XAqvP",
-	"NN5F1zr97OC6zVfCULV1oa1U3PoYl8p+6H7oN9+cuQzz0E9Wf29iBY8gu4GB7OvMBUGhjiYVa85uMGLP",
-	"mxCRWBFGhGdZUOJya+2dmcm+LdX5iD1nuG0iixVSHXwVNxp/s7OGCKXONKi3rFvj4rsq3neVHencpI9o",
-	"6YGfN47Pvb9vi6rhWNpt7550dOvidpGssJ7C1zvSwb+D6F8wfBhTCbA4QJpv1kcfnUu2Shx7cI9cIpP7",
-	"q8Y7PoGx7fAPwLAhdzpkMP4bJtfzZc8h998651KZ/dLPO2NYF3P2KYUBxyVQYN4j3y5Upb+9Xj9Vxt/V",
-	"7o7B7sRLuxzzQYL//bL5G/FT90Anwzk3kNcOVgFZdWu8tzrgug0cnRNr3xjY/ruO+KnYXTXrUhSZTEuM",
-	"kXNpWcLqMl+MJpAPGiUnegNLxwFAz7E/JYwJzpxpt3IU+dqSJ7VNC1EVsQJVHWB6TkazN2/JwZ5nl3UG",
-	"xD5h4zrHX/tEx6rV5eEAoY2GGanOc7oSI2cuNAnLdcpLwQRPl/RjZ3GKOlK3C0oFbe0d5tBBe/YJTYHR",
-	"7cpz7TKgzzRC42YgsiGebb/bEnbfVaWm3oK7a2LB/u0hk+J7taGs1+rIT7pe5K6T3khC9bnLH1AtxH3d",
-	"AbeK9re4qForBXHRrq19agy49HKfS+ZFnA+IuyOPjyKhyflyXVi6x+BhnOQNLktVyHLzxm4GLuxc8EIU",
-	"zyss/Yl/feOW7E/vznrRds51ngLiBRg96//p3dnAeZusHPrq61qwW15DRfFUq4U8r1xce6z6yXCoZZYO",
-	"4aQVySDyiL0qS9hS55lh7h1eZRKSOCCMGcPBYkU5uGAUj4gEFkClTAXryPqQ0BNDEhRXJUtzLldE+eox",
-	"DU5YofMt877rHn4bwqcJtoDECk403DNYtFpnhFqGNzcg5C30Nvm3iwIRyllVQJGd56+G6NTGuGWVsQsh",
-	"1uDfblf2p4IDsYrVC63sRZJaman9+5/ZV1DpHXCTf3rzlx8gzVixIdeGRABWTiTwMZVR+cPfIKVF35Wc",
-	"GiCqp3BHqVUHiOpPOV6Q1LE7yQnjvl6Vwrr3zNW2NshhsEARDagU1+XIDvtoPK5jm6jBZBpksbWTAQSp",
-	"zjboOpOY/fTt2TfDp5BCgdGZ8ZFT8wqQLaVgZs1TQZ4ke3tqc1aE/yZnHECulGYpV1rJlIOFY8X6HEAn",
-	"hViDXwe8S4pSAUce7cPmYqMVoPkWueYlK7g6F/b3HJLDVkWhz4HlmZSvxcBPRwmDqWYszaewIUbNW6UT",
-	"nO5cscnBU5aLS5EblgmxJtyibSJia17wlbDz0wXVGQJgl53XpdQQVojufLsdBU/LETuaHLOku3QXuNds",
-	"y4hBg2tJAWDDM8xAi8sPLuQlVMqj1NYYy9aHZZ3DaZwCrDM8eHDg6gufLnkBDsFwTwnUygnnAW24IbxU",
-	"qc4AgImAUlieRGb2LpSbhPXt/coECkNK4ylcucoQAzv1Q5ZslTazs7bvwq6A7j9h38uvWJ9Er2qNxU4A",
-	"vYm+Pn1Fybxto+OnBGBt1Efza4mzySTmEsGYD1cs4HDMIC4Qe7LNYGdTNhmzFZQtx3JMLlE3BsxDATBj",
-	"uz6Crn1BJADgbUIDnGUQ8lxhhSr4P3td7Ln74e139gUo8+4Pjct7jfcLkvC4POsw1WdTqEAFQ4LSbXYU",
-	"Bwew11ciz4d0ce0lNGLFIdd1nm+ckDlix+NDe/x8WbMkIs7AWALmwOHzBSS96RObG0whNwOkZOHKDs6e",
-	"NXZVyJLqMSt9BU5Y20YmzYU9UAuwVSsNFXeZI8NIDXOxwNQDzLJTq0owCUvQrKsNNDlAVgJABvUtSIZD",
-	"IOOVEfklwApSGIEs7TjR/5w8hmrZPydk+TQw/ZXgCrB3QAS/A8kenR4s+QDCZsSC4Nab5AQqwLMkeJgw",
-	"QD8h7UrcM1ed2kfjnrQ+kmZHVK4dyUtKZkmhGw6bm4TVzMh97yKza4QSIAp5+xxA/g2IZcVk6RKAnf/M",
-	"kj++fP41DKfOe2PVf3v7km9fntmfojoEChMKwJIilTMOwmpZEbxPcHW4cX0NpBohxi5cxXIA+pgQFilg",
-	"3xnj7Gh8TBqWG5hiyfM811dJPS5ZundshzCNZj73KaFbLRmCqHk2HPKqXH5ppYnEVVDzJFNcp2INKO5z",
-	"UWIR9sj+89QeGZjPuSjBvvf6FUSqGAYJ5HUhf6b+vgIBhCEe50/vzgiJA8fQSkUeCB/IYS1JzTJvlzUq",
-	"MNiDcIXtwPpM4NL6YpIJTpWz5N27d8NgGQQk3s9zoc4FWPFc5jrG5iLX6tw4XwIeISQ7BJ0AwDeC0jcQ",
-	"WGcPjiwjzIpTKRMBUpggt5SmiDIbQMTrNZoILRU7Gh+FhDFigkqbWLai8LYjlbRU6R1sHG2XVY0T1s+1",
-	"XsMlA8AQjBnPD5ibz5UuoLTiPzNX50Fm2DVEAhZSpXLN8ynqujTbJanHtl+griCi4FlO6vQBiRmxsytN",
-	"X2GyeGwGFsoniUhsJ5b/DY8OkhNanGIDFQ5t+wRL7weJJYLF7F5JWGOAcbjsRREV4YgIIy4iHzvSiA72",
-	"6Rr0lYJWMPqDkW2BlqAyWM7KFUdYQFakUltqbf++FDzHB9gE8vr+0fhZvUJYWTRp4UOpA1kakS9q+cEt",
-	"FojQVoTMBiN2WtF+kTwrKdkvVb5foTjz9u2rry9RMoaIz1zPgZtVSv5UiRF7I6yEBHtCh4Ao5SjYS1Qa",
-	"cpkKZUBnRKRB73Wh14UUJS82QYVGqyT0oh7UbgClYTyajMZg+V0LxdeyN+0djsajQ0jyVC5Bl3sMWgT8",
-	"81x02J0cZT+XpsSYDdA6MrGQCrzGkU87ZkRaCARQeFL1KutNe5ZPPcduAI4DTAK6PBiPW27lttTXMJ54",
-	"g8qPH2pUNP2jd74uh0d6aDX1XogfxtnLGqjRI1DhkCueb6AMr9mYUqxm6N7oTXv/j64Y/ioYvY3AEMyU",
-	"8uN2IaI8razMDCehUmsuMzbnOaf6o2iO7V2J+VLri54fiZUZs0rM6FXIoFZQhajetAdFdXtb8GMsTGU1",
-	"/nqvLyeYfJsq2O+T2AYSgYDO2ZyMB0xDop+j8WRXa34rH78NCDwa2shTf9eHrpwxWBqwkigdmK0zZw9P",
-	"yc8NuEjxwXv7GZ3gxx/smt48/kBrchMc6eZx/FbgaXzwYfRHMDhszvd063HbdYxepkvkcOAVCQ4OpDkD",
-	"mD21KdKlfuBpuddZufWcfPQxORof3f3RD7r8Bkq2PvxcfStQAXUJdraOkyWMpBebnWbJ+hVcGyj0sCtF",
-	"fvvlf6M9gMv62Nf6fvzBLPnB8ZObnYT4bClQ48L8vnRKhzzLrJYalIdnfTE6HzmYhYvotAKUU3yDckiY",
-	"AhVfmoFanUQ1Si8DLSFxLU8fP0Z5EcdKIuMgIlgHMVF9pcgMRNwTvbm+USvGnLSFrDqRAeWn2bqxNIb7",
-	"XVqdlqIc1llfajP8OyEu8g0zPBeGHMS1hY43jMBzqTiESrTNs903wm0DbFYv6pHmYJt8ecbPu3f2p0pb",
-	"KZZK+dfDjHvPFk+fZOOnk6dPj9IvsifHz/jBQnA+To+PeTaeHPPD+eJoMZkfzMfzpwcHaTY5zp6kk+P5",
-	"eDEe8/HTuNeY1dYcfrG7ezw+3KsXp95/gvv+tb5S4Pflyu9LcO3RdtJ577tcnLSvUB8eVGB9JYqUGyvc",
-	"X7M3f3w+PDh+4tIN4lUFLByKoVgICvIyjY9a5TMfuscAFwXfUrmseQTe0l7oRECQcH0a7geGA5JFi/bY",
-	"8hir4wD/06aDYqH3jCR8tE4BmUJXMeZxKKtCoV6z4kousCh96WoJmlhJxVxCZnRI4tpfBp45ur61QE5w",
-	"mlh58vrIyvRLAt4Y+bMwI/aaJoAoFSSKNDarHEzBDkgB35aURpjoE/LuifJKF2Atssw9v4QEMbU/lMx/",
-	"WHkXgDxhFX9XGgwdZa4uCM6IctaBj9Tq16690q6Ec74R0qEO3HcR53YZRu6tKQOYZNJFUN3cv4IB1fXL",
-	"v9LZ5hZyeqmy0ZIXShhzPXIK5B9+lusmbX39Z8saxofw3yMsC/sguhpCDOhiNczDP8s15eLaRfwxYTdP",
-	"UwGZlUutMfDLOFOrU2KaVmtIq+Zsxps1bunkGK5v81bdPFSY9Ge1N/3xPdSZhevQWDFa+2G9+FYGXHKD",
-	"mHMX2Ud5QnvjybMjfjgfD79IJ9nwC3G0GD7lB/PhYXqUHYsniy/403kzAacVVr1ZoE7HOW0kCPZi5MS7",
-	"m5Fohhia3hiwPlDjmwpE49ct4Awgg3v7DjetReKiUiOKfgN9Fkzzrj2X1ReiBnsH44Pj4XgyHB+cjQ+n",
-	"46Pp+HiEwMQ/jMfT8fij1uwnIJG3rh0hRWApgkV7DyI6oTxqwIJPREcYBXsKHJLgx7tgA3VauBmZ5Hrv",
-	"21iAiXf3uzrJ+ykAjlg4QHG33GP5gciGQFGRzn28WjA53ucj74f6XmSSn1GdtaODg30+phQMTtD4FYQT",
-	"u6yMs2S0vE4cxwCG2iWghJwXOMXmY/mut4yHieXh+JioTsUFiWiKjJzjtTXdPif2ZCLi4Wg5vVoKIJNQ",
-	"6SomRohOD0oox54H/lkcFxLgg/GYWBh85RgXZuXphA+5bIohVsgVTeXs+Pr6BCy11An46gLdBy11j1BI",
-	"o9K6rrg+e3LEvpdfDWASyYdwQBH2Y6bsx7j3iu461eQN24p7728SqLK1hNqn0iUjwEwamC68iyvDxm1+",
-	"58m/CZ68BSerb+722e4FRe3rb1Da7iboW9T56NkWeW4Wnqj75z6r8RDM2Oi86B7DFlf54HCod7GUTj6L",
-	"fO9mf9a03zw9DK2eJNZQnrvLcL+pUbFi5u6DR0t+xbO/yvU3MheDXnMWe32yNZuxnwyM5mZ/rtoB+tzB",
-	"WQn2+euw01+BMSIZbLHGnVxxCe7Pn3fazYC5+HQ1LvMSsADD/nh29nrUZW5Cp+qDLcRefgajf4dnZr+z",
-	"QqPpOB88l5cPWHPC9iE9Cu3vl4ARDhYdPSS05itRFjLd7TR6XUDWAlFRhllLoAx4ixhyms41/55avXPR",
-	"bZuPAQ3f5HHL62y2LMu1A4SZWalLnn+wY9HZl3Hv25dncS/yHX8Z97z/PO5FuFlfxrbHuHfDJi2D4J0s",
-	"0S3Lr+Q1CVZ95Zeyc//IHzja8FV+i8FZGpbpFMKi0eri7c8NKSrha9loMnEe81iFhVQj5/k3ZaHVOUte",
-	"nvFzQoWQ/bNhUotVYFPDlIowAIC4u/JzhAh7tRj+oJUYfs/LdJkQ2gINzyU/Z31dsOSfk0EDNnI4PvIi",
-	"BkocO2zPhKTo3WElfAlgMmZXPHQqI8gQwZKTyZj9r/85ORxNRgeDz2LpBTsgmpxrS2BjdW490+/vRfHc",
-	"+alnQcdgysDRfN8LRHgTgBvuazl3JxTq/sC5En4ffgVb+iGaxTvm5SAOqV5vAOBcFQUUlmwf3hVGag/+",
-	"m67AJ+VEZyECdRc5Q6TcHRKAUB4MCKZTQutFFBVoZ+S3BNAnRLjYuQZVutDV+ZL1OeADESy4sHInk+WA",
-	"gGpbAMVONgcgrU8nWRTU3GcQLrDpX1QI3HEM7JrJ2ySSRoGw2zz/p1Ao5ROphTuLT7iXH7tg68z2u79y",
-	"EBRe7qaSRaV+Oa/70WR89wffavVrKQzfihIr3voyv8ExsSfjIzz7p5V69TV56ZvV5xD6dhtgCnJOo6iD",
-	"6Fl2DkAvhzvnBFO2Qsl33JRD+Gb46usksqpKuozVlVQGidZc24YKgekUBmCjo1bBQAdxHQhCfA6mlCnb",
-	"Qs5PwWMEVeWTDw6618AJA5CwWkNqbTBiUZpd0wED9vBfeMNX7cG6lG5yHlq3JooLNW4IjiyhbKp7tdQe",
-	"GA2T+YuvacCxAAguubMa4WQWdqcAL4lF9mOVyGxKeFYcEOETIiqm4n60PKv+KeMld7+4ODMI8fCvQEAQ",
-	"j+0qXgixHoLKlQB3APsfAOQmx8xgqBGOEnPeash0RHFY0sRKaUZADJ/OG+GnGHQDneMuQMxWXYEywXz6",
-	"QpUnMdQsBFg/WU2bZ6i1np1oPDdTc5dMe4rgcpddvU7ySEfQm03H7Ms6DArsRS35dnLgpNOfKgEmRhJO",
-	"odHevpQRhv0CSzfd3ERbmqc9bUb+7HMZQlgJBuUQ8NYBm3GjmqOEiMquQcKdaAzS0yyqZsSvKWrYFTfa",
-	"GUS8PWp7bt68eUlgWV8FCyNj1oVIRYYOcAC547XZtbpt2b9xOD5ymd8/VFpxNLPtJJw0y5mBq+4JuOqO",
-	"zybj6Xg8HU9GB8d/ta9RCTH4BgM+e38Uea7tOtjmZ/dxIn5SH6nz801qu3mzhI9dwEYdtN498HewFa8h",
-	"HdJN1Nuih039y9LACeUXnLLGKGKFtO5DDIOMe9O4Ocy4F8WwsvATrC08qucOPwSzh59xKeGnfRYTm8Q1",
-	"g48m8KQ+FsFDt6/7Np7CV0T962bqEwYPd5yxuHdjuU/rkjdycb55iXzHnCCmnnLIQBlXVPMta/JshGPg",
-	"4Ghf6BjdEhDR9pC4vuKZq0/3uygYKApeFnRZNu2+6QJZgRVHBp9VPLx2rv2PazHa4dV96SJULHM30kB9",
-	"wBQy8kNm07qMMSaERUPr8HKCZvRYOWdd/6+vXg9G7JWvXwBMx9SFSUQQEgveX11c2JMdKyv5YHBbqfWI",
-	"fbVhjv3D8YURQjZWV3QTgVQusgTcROAPxcKlILwQRmTKYgcSiXvJCOJT8ioTM+ddSnyMDnio3eOI8arU",
-	"K+6iBZ3jyUW4gyrvC8cl+HMSq6LK7TX23Xj4TcL65EU0HYMYYDoiGEIIk62BZmCixPot21PAWKyGOajQ",
-	"uWAJzm1av9k/Gh/GKlnoYi6zTKgAIRtUyifZcgChWB0+wVhhj/BIXylRmKVcO9mIqmUjeYchY7QHoAEo",
-	"1XCj5hYWzgBPt0RpNGKQv23BZV4VGAzJ8yuISnaB3dM21vcEK1P66qazTAIOIwvLOlxxDO11B3sQhV8E",
-	"QcguK7CzRgt1LpWIYnUmVmtd8DyiyHil26Hxtk10Js1AvpuhLx/aRK/itI2U8CU4IwYo6zuAAJgU2MH/",
-	"EJGfxKpP3zpQs7s6kA3Pn7728fnyrKgsk4a6SBkeYdu+CydGxc0kEPMFO17a6YoW6AHfilUL8RCxwwMI",
-	"Xl5DfdLVXBQRs/LweDx2cEz7AP7G382gS79AQuXsLPtAGLrifNrX0rt726vi3Ow4LQK1zjws7Xg8Ho8B",
-	"CGAvPkqgKZFUjTL9hYS0H5QiZORYTA9IMSQg6E17jyvKSGnpelmKArxvaVoOfxwPn73/g4u7SIV7/vf/",
-	"/K/7hOTgsr3GoA20pN5D5v61UCDgFSJHuVVZc0APW+pAEZKK8eySq1S0zNkO0vG1NM432JE/npclT5dW",
-	"zz6BcGyr03wZ91BdJ8ET9PTR8jruJQ2VaMe3+8io0Nqthu7IT8DhpW9JiwXVSOw1B8VUKuIR4WiPnh5M",
-	"Djv3wuVm29Iib35ROXEPSe4bx6s+v2T5fwZC8CVxhQ7pbi9oRFMwdVUdbo0wCvJW1mnnXf5KjwOUBZp4",
-	"0HZlX5MrYSKf6ZISnCDcnqpSmIjlXGJZMqmooEIfTHmUegCx9rECW6XAREQDsr9BhX948+ruMgix6lMU",
-	"sos+dtHILj+8oThkACJDUL+v4SZKE2G2NEj/TwkEBiP2BjCRXoYCARLMmN++PGPNtQYbZb7BKgEkX2Fw",
-	"MxR+FlgLz4pFXqjDkn+vqBazzMtWzYCOSgCsb/+UdfHDhab6rbBaAweI9A21xJ9HxlXEBCnOHTKEXVYq",
-	"PHSG8VxeCExkopWAsl5maQfhM3M+f/0KH0WxalWcRWmkDzl8jMNu0qAhbxBkw4gg4sLx9YEroIAlHbUR",
-	"W8CDNNfpBYp/VkdZ5PrKSmj4uFIZCchOECTREFcay/lSsb3SyodXohAEznQy7/I6YxdiXdaJSWFEG8hD",
-	"FivuK6V4HEFQ4gk2mYqa4nf2+PbpJFOBB18KohArDllbZFmHuHOFeY9G7O2u2aAq0qx+hMHq/kVMOpsx",
-	"qaCqIARApqW8lOUGNoyKbQf1K1sF+tDar9Wu2LzTSrkiJg/2a9YJnGtbIVhR65pkHQac8eho/NdeUFTM",
-	"p5TsFdyJ4wBgJDZ6ykvxnX3oy4sR3NGlicNaXv5PF2SeiZUeuoe+dlZYE6uratJkdNwsZNQ5hQlMITQn",
-	"WmnTr8HBHWtwMDqEBh40kbDi1x0Dnoye3T7gSVCurs6/fsccnuI+NoNE9hLappOp74TWAHL9+SXorivU",
-	"PffOGOo7l+RgdDj567ZJGOoM9Vo937y/0/QNSwGMEsGt4bY2dtkuu8x2TrG5GruHA6SJLl7ngI7+Wt+g",
-	"2gcO7oHPHHNEBUtmuwd2H9+6p1a7veuPjCfuv1tXuxztnvXpxS558dOaWenI3II65eftdDLumxEUkC4r",
-	"40ISzoUqEyvi5ZACLzSRTBlHpzVa9JtOccBmSXXuW0Zpqekjd95XE1geHQsFUWvNz20biBHwo0Ceby7k",
-	"2mAW6LXgYPCFTkfsz0Ks6ygc/Ajtss7Aeg67YRl8LiFF4C7/7xu3lvfdEOCZ+yQ7cL7DaLved77xq0cC",
-	"GGQbhFSWIDCBgxn3a8QSzKmEoDjTEKmNS/d3KaByfKXYRlBRbGxyVlQqAesoGBUpGRguNLXokmM2bAch",
-	"6elyBxONCknOdvXMsBFf3MqXycT6Ps0aV74elZ1zZ0LY21fTF5k9B/dfYkfrl47M8IQTA8CHTwQR4bv/",
-	"Sj8mcIbojxH7AZL52XNOj0Aoj9XE3ownRyxd8oKneBoXLHk+/Cvjw5/ZePiMjdiMDRshO1gUBgzFkMWT",
-	"rMTtHWglTfnXy8ku+ADl8ugMap8cPGsHtdfWu3//8fnwr3z483j4bDQbvv8wiZ4c3fT/tevp4F/+qcMa",
-	"9v7TZTPCWdQZnrZzxrSTt7Rlh3aEK8oO7hLYpu/No7cZ8U3UW6XrmctfY2UG8jr0ph98NLBdHZdqYBef",
-	"33KJqyrP9+bhRL92ZTByaKdf0pX6K7BjSJPUye9CmKR7BNy307WIacgsp3HZhV3qljkUUWim3UM2X+fR",
-	"iZUnFJ2Z1tpJ1ngOuFKqxuuz/Lkca2EuO9bfkRjP5Xbzj6ze78mgEhJ+TXWeW40X+KwsIUsch6zXlClu",
-	"vmGyHJxQlgbK6jdD4aBdPFg6f5TLSuU+2+GVgs/rHxE5V1TCp6lwZoxYkSZPOUqpNEG/03TBvqHilTAm",
-	"mNj3L17budvGTAQmC0KHQb5EwdNlVNcACFIeriWWs1lRFtWAsbJ+4q95Mpiiv84+CcHNOENO84gVDX8u",
-	"KLMfTYGyXGBC2HrezjgV5ta0K3EpC60AWKcL9vb0O5YWAtL08twMTuqRwNhm5FmrNwvrjhpWD2YtlRKY",
-	"whYSZA2hJiEkLHK5ukh+payHnGqXBjn9cg7R0ZzNC5mdiwwrw6Y5N0svxwVJlWJwfeBAYLsoAwxteIQ1",
-	"nCswLWOqLwKgY4Zmt5s+WA3uBVjhlLbbTS11u98aOQUf4oK7P0sKeEEvrUypV+A64ynkx7oPc9iXD3Ql",
-	"UOzdNBPnd0cCTz73YtyXP2Piit3c9RdaUXdwOrgqzeiXxSc9u/ujF5RQ+ncvUqeUgHekZrXdskGoYT/+",
-	"UJ+jW4MpQirzIKPvb1n6dQrdPWRfgip81tsYsOvfDVRNA9WtB/2+Fg/agi0zVOOSPEYt/v6ov7D1neI5",
-	"tO08MWApqdRCKmmW5BLuk2EjqOs+oBTKkDs+Vl5ECUwt/eRDUakpgPFuAnnXCYHkuyoq1S1oQF+figR4",
-	"Hrg/79eqLOoyp903JJhubYsrfnHU7GdlY78GT4G9Z033dvNQBrfPn5tbGc1jsJF9niv03Fzg/ckKCbhJ",
-	"zUyp14xc11D0AHRdXmDaGVc3IEHDHeUicqUYPvI2QfzPruv02nb0+236P/E2wda3LhNJHR95kzAr/26k",
-	"jyvx5ZM5hDtLFmoPlkEdllUqFUXJpRqSy5RlIpVoLnAGtx1FQwbdOeFf0zA/oRnV+Z7H6HuGXxvuZzS7",
-	"2zZXlBVvXGfqprL9N1Dam4LBvTT3UJ+09yWvuKp47qACTdDDYUeR6vHoeEcR6sPxjhrTmIwoEGLdXtqz",
-	"hFWGwlbGD7PG0j7elk++USfid3nVpzdAa5y/cf5K7brzn0d6RZjc52G9iQfF+bAD6A2EBDB4uTeavJNq",
-	"R4GnCL6wSz5ilkGhmQ6IFbi7nJ3MWZaByRvPrQFmlWAfYFIWq7WGMsAngSEZm7CfUukTTNX8LFbeIj2v",
-	"zCYhK3dt9V1Js8LEHVsm30wuFiB+15GxjsCfYDOg+babwEVqVj+IVbrk6rw7cSAsyqew+bUMSvtjKmAA",
-	"gQHu5hNIMPdQ1+890FtzK4TnUy4YV5vfdkzeb9dI9qtEAEIMdVOa6lSb7y9XAYpllz2M4up/AUzFJ/Q7",
-	"72NHI1AlGqix0Duhxal8jat0Y8W9ycF4zF6+PYUK604M/fEXQIhZfW5WCA6z7QmVzcqqUB3QsdYUn9kp",
-	"Vq7++K2l/8e3FPMft8vzTw7GWyX3D62sCX3NwtyeKK09SAQ7rX5TzvB/OEHNu9rBDQcht9tWxo8Eue0j",
-	"Rb0pOQb/Ampdlkvwv1cGYvUA6jxqFNaF5DLgD01eOXkn3Qz/LDYJuVtPMLMMZJUBWyEKK0I5yWc8oFpm",
-	"mBG6mlOlIVYLUNMajiZ3ZIn2NR6gFcAEkFqL7x+Mx5GVe33n7rta/KqnNXO1Q5OgQCDB6FTbKLpTfnvO",
-	"lLjKN750ICi9JCsejA9cST8rlH/5Q4IDx9+h2vNWWhfWkdUFPblgI/mBkabVJbm9sctKwZL3OzXBtv5Z",
-	"bDqAdm+wV1ZqLEDqwmxAbNYsF/xSBGlo+mP2JS2Dr3HZCFE73JEaxTbenRklTIty2MiK0lGLHrnaR8qt",
-	"Ndz/HZV6LjvYk722KSTuZUcH/1LLychjCvHTcDwe3yMzh9+8e3me/3slG+OKbV9af8ldFk5Kh+224Say",
-	"jPZ+W/jRkgj+9dlljRrX2ZA0sPc7ZIzjzyRjbEsYtwkYn+Y8QDFen37ud5XoHxY3gNQNEksgR+5TzCe4",
-	"MLbFnt1qExj9Hn9oGFBvHlNF2AdZne7WmV66ToFJ7pSvvhb20htXNW/bBt5PAD2GV6kuyu1wjbGKe699",
-	"MUaWCSVFFvcGTphAmwJwhCQUHZytgUCBXtCQhspg2XuIAocswWdlTuqg0S3Tvf0qVhILvDOPaGysfBKh",
-	"6UnpcubR6HU0rP2ZcI3ukYfZdUkwz3EbzzC46OPRZlC8kmBMzh55LxsUDeQfmBf7SGfve/Pm4t+J8T82",
-	"MabDbbWKTKQQd0WkCtxc97ZkdZNkqs392yDJL6nqusYYs+QDEsObJIJ/l8VmCoBqfMDnuijdA9aHfMw7",
-	"6ZjLKqChL547+pyM8F95mTB7YHLp1F+qzuezGbA+5OpZ6iuWpLkEwLiDVlsCPjixLZXFJqF8WQ6azPg5",
-	"l4pB1ULb5QlLYOgJ5SgwjjsACQ9Q6fei4TucBHZzH0qoKcFu+A35TdkELH9YJQkip8yMJHZyodoFmG3F",
-	"BN98JMGnCf1O8H8n+P94BJ8OdwN4gQTfBazvovnNNOofenPBC1E8r8qlVY4tvaXwgY50v/aILa8zF/cA",
-	"gQdUKqcMy4FYdbbIe9PeYyDgNJB2a1iaJ4ICq5C9PfKp/Mlc4KqUuLBKTOm+bctqe0NZJhZSyZJincJQ",
-	"QNPxuQtrSjXEKvHWdx4d2tGxJd59b2vFZMg8XQ6cxC4Ll7azRpFUu5rC6esgVNrd5+DzYDe3G8EULkOX",
-	"woUSx0XNergQ3eOq21rWGSQLoqp9dV4136/LHXTz/uZ/BwAA//8=",
+	"7L39khs3ki/6KgjejRC5U6TI/tAHOxyzbVm2Nf7q22qNztrUssAqkMR0EaALVd1Na/vG/HUf4MZ5hj3v",
+	"cR5lnuQGMhMoFFlsstWS7Z3j+cOjLlbhMwEkMn/5y/etRC+WWglVmNbwfUvc8MUyE/DvF9r+sxDpeans",
+	"36ZcLHi+ag1bnCXuN5aXqhW1rnhWCvtSkgteiHTMi9awddA/OO72B93+wUX/cNg/GvaPf2xFLZHnOm8N",
+	"VZllUUuXxbK0L1/MBdNXIk9LwSY84yoRTBo2OOj32cs3571W1FoKlUo1aw1/ehe18lKNZdoatvqD50f8",
+	"cNLvPk0GafepOJp2n/GDSfcwOUqPxZPpU/5s0opaRhgjNX0jVSJToYru0YH9qeBFaVrDlu8WPNTLcS64",
+	"0ao1bAmVjosyt30tl+ldXXxuu1gaPsPx4MlcjGFUoHK1LItxoS+FMq1hP6Lfc8HTzd/qDwYHfTda/tlh",
+	"/5bqGkvlGt8aTnlmxO3tbdRa8pwvRCFymNHTmVDF93wBLUuFSXK5tM1qDfEnpvhC2IEmMYCButIyEV2u",
+	"eLYyRcu2qjVsLXkxb0UtBWXh/0WtXPxcylykrWGRlyJqmWQuFtzWteA33wo1K+at4UG/H7UWUrm/B1Gr",
+	"WC1tKabI7eTaZkNr/ipyA41rbusV/lxv7tWguYX08kdt5IsyN1aO15sXK3FTjBP4NWZ6yoq5YMtcXEld",
+	"GrbkM8HaeiELNtU5/DaVuSngh069N8d915ufS5Gvqu5g4a0trT/ep/Uvb0RS2hZ/I1YNfRiV/f5hgmsM",
+	"/i2G+EgWIgdZrj0ttM7GCc8y/zr0nDNassy+UO/cPst2OBhCoVtmVbg+jC/Fat+5fbLP6LxKxWKpC6GS",
+	"VeP42M3K1iZMwWTK2oYvBOOGTXS6YjH9MpZpfMImupizmbwSinGVslROpyK3AvyP//f/Y0f9/tqc5+Ln",
+	"br/f9z2eC56KvOpz0LLuN9Drqpf/kotpa9j6vx5Xm/pj/NU8Psc2vfoC+vetXMhis1tnVjiN/KW+CRz3",
+	"m6Uwg0LCBqRiysuswE8W/EYuykVrOOjTkNOffsClKsRM5NCi81K9+mKzReelggEu1aXS14rp3C4bIWeK",
+	"xu+oc3+xapYmOlA+5hbxGs+cpo5ZCbKyLfJHhtHZBD3lasXMnC8FK5es0Myef8mc5zyx2/gJk6lhPBds",
+	"KXK2zO1BtuRZxIxmEjdwA5uKL9uOGpV/wtwwNo9d/VRsGKLgDP14w3RrizJLrQzqHZ/zlIQVDlCtCqHg",
+	"n3y5zGQCm8/jZa4nmVj86W8GTwjfCftFSicXz2Q6psXYilqpKLjMnBwzfzayEYryqDVkqlxMRM4WpSnY",
+	"RDBesExwUzBcj6awaklr2HpMI2FoHHC17yV+z/uBxnFkh6eQBQz/K2wxq1pMQ1Xmaji/SYfU6eF61273",
+	"3QTOsAAc9LUdf63QeMgWPJvqfCFS9pfXP3wfMY7bWzHnhdXMlC7Ym4svu8/sorR/aCXgTQbaYIT/VsJY",
+	"NXGhc2G/VGxw8Ixl4kpkhqVCLCP7tVUoVWFFnF1JncEU92y3Xmg1zWTyMElwUjspzWrLND4ORP9xXn6E",
+	"eX1ezSvtAozq3zKptVZ+jBk9ZbY1wg4tjOGQxa4OcSNNYeKoemJrtX9XnR677/BxonN7kI8X0ix4kczt",
+	"U24VsdoTpYsxv+aysK/mwugMzucYJvNLnU9kmgr1oNmc+lLqU2ln7fE+u/9jcbPUefHgGT6sZvjLoE1b",
+	"prdq9kdZrb64eBhs9yzjyaVhnOU6E/DcKSlKiNSwtujNeizGARgu+SrTPDWxPWbwGXPPOjBjX2klHjRZ",
+	"M1vAB87TQydoEGytX2E7tswNtPKjTIstiWbEnek6t3dkds3tfod35smK5cIOqP29Hc9vUjZLYqbzkcIv",
+	"8ytUC66FWIq802M/qGzFZAGnucjt7lvoLD1hXK3srisyI9hMFMYe6r2RelUYq0tYfbOoaarGauW2HDsL",
+	"oEYocSVyxpW5FrlI2bUs5vabkdKZPYlMmRXsei5JnLBp7FKIpYFyCr2YmMK2oR13u/6v7lTncac3Amn/",
+	"Xhdf6lKlD5Iku7NMoZTfSJz6R5U4fa/t7Q0bs0WmqvZ+FMHyxcWNurBMO/bPmH4a125GuPu60h+mUxUi",
+	"Vzx74Fge17UeLNPJFlqH7tB9qAkf5YhUWB1rn3/5gj0/On7KqB6GyiLtg28UL4u5zuUv4mFSXIYFfSKN",
+	"clCN7Zt6dVuGtNaojyKtYYm0HU4Ez0XOwHJl96+FNEaqWRRomahGjhRPErG0+2Rb3CztDSMC9XIlCgYq",
+	"asSuc61mTBpTihz0xzKVQiUiYhOejpSRM8WLMheRv/BcilWnx/Dazo2GJuDWl0qTZNqI1O5WEd234SLy",
+	"9u3b7mlZzO1GnfCiwWoWf469ygXPFp+NWvObdNSK2fVcKKY0ddbu/EaoIsJt2n0DgvfZyN9T4GX7Ncji",
+	"k6fH65aBu7+r3cM3rlgow1dcZnySiYeKsC/nodvAYagk51cyEaxe/HaJ9S99LIF1BcZDZgqd85lVqpQV",
+	"vIJfCnady0IYsNkpfc3aVqZTaS6tIE3LLLMyyqb2nHRFazinMzEtIlgBKS/4hBuwapcqFzyZ2/qs/GY6",
+	"uRS4hdtDFVvs7lhJmedCFT12bs9sqdg0k7N5wayaDUe8nUqpSmH1imIuFkZkV8KcWB0jXzE+tVfc+Nz+",
+	"0T21f8S9upwHP22K+GuRaJXagx4rnAh75mDZUs3qhqI7jQJ32X9QQJe5ToQxDxbR6uIxplUS3v5fzLU2",
+	"gokbnhTZCm6tekqqToQdixiffIQrwsFB0+XetW27eDe0/2NI+VuRZV3aaydlwYxYcNjaMqtcYkXDSoeA",
+	"25291LmdZmHnZibwPrjewvotMZUwi2tPS2XKpb1m4A+u3KXOZAK3z0mp0kyMwRozFjeJEGn9VXzBPlkk",
+	"y3G4aulRoXVmfJvo8Pa1fidSyS9g0B+0A/oCxwtb4hjmMRAxp3CDvWTO7Y3sBdbWfakSDRZxXczteTjn",
+	"VnuzR0yx+kQaweA41Ah82xm0nVHbt+60jX39SJtuU9lOX6iGLl4fuxgHz96WuGKxG76Yte1VKhV2nuze",
+	"qcQJi09Bm/DfDln1uuErM1JGdyJbSzLnuRFFHM4M2LfIRFUNFzRQL50jRKVa4FZtT4oNNWKtAQ1ahG9R",
+	"hKpDY5etGpGLaWmsYmRVhKdPnm8YcCtBuksZ8LNXeQUbvGwsFzNpCrgWwl7AUjGVSsKt1d4TNewhSW7v",
+	"nW2l2enZK6tnGTgKhUqXWqqCvTn/Fp9g4QaavMzt8BUSLb524aL2b5oN5VD9I8O+e3FG1wTD2nHwWWzP",
+	"xcK9CefwCeMTq3aNFKljSqAGKHPwRuH112p/+gr7qFK2lErZWzDOAi3AkZKGkWMbD3764ZEJNp2402Mv",
+	"9GLBVWoiJtSVzLVaQAPAHmoihkLBrngu7Z5loEo7PsFN3Mz1tUIZkoVYmF0LDGbvuxdnr2Eg7MJc8JtX",
+	"+OUA7lk4/TzPOdgVFzoV2X6lwpu3zvq/addfk6yoZVamEIvxMteLZbH2xaAP/2v4CobPvr1/hy+0zjb6",
+	"2tDZq8qHvKPxt6Hu8pNzaVd+Yxw219h3/ns9+ZtIwAQPDfuSZ9mEJ5ffuVFek3T3eFPGl7m+kinYfeAt",
+	"8OWwNgox6J34BRjTU5HhQto5Ja7YzUr1Uigu2X8yrop5rpcyYf/p66htK/6FeoVPjnaNoq9863h9K9HN",
+	"Ux8mLwj7S8SmNGyIw1rjsOytLavW1Ebz3HqoRshuOGbn6EStpcjh4tsEawAh8L9bndRuCCs2yWU6Eyls",
+	"Wg5OgNsebP7K6tQ/tXiW6etW1OLmEjQRtQq6VjUgF8uMr0jl2u0zti+f4bt2ocqF0GUxNngnaO7CRJcq",
+	"te20irXVLUFMnfJfTQp62mrrv2Hjt73qZtIU9Z4/Mjgc6O90iwS2bRw0+FUaN3iwVrww7Vw0u7aVIufK",
+	"gBNh8zA3RSp1zNqcJXOZpYwuNbb98xsy082LYhmztilywRdwCfz64uIMromKZWLGkxV7/fol03ioAbrg",
+	"zfm3nXDCoR6raRTFsmGqm/ezquE1WVyXi82p3r5Mtu9o7tSG7arH3spiblWbKW2RMUvmXCp7kMML1XM8",
+	"y0eqOsw7EbP3ZdoZSRTw8/gneBgx9/0//v5f72K0hlel2KMarnYxwz722Fs85GFIJFTEZVbmgrWPDp5H",
+	"7Bj+c3MTMT5SiVZKJKD5gP3FKow0RB3QUkEtK5dWTbSteWQYLwqxWBYmwlaYQizZQl/ZU79gGoxVTomy",
+	"rdbTaWQv2bZjStwUWM6JrdxOFFdBC0EhtS9m3BSuwgh+Red/XirGjS/fdsCOVY+9xMWRr+za4Mo10nkF",
+	"9LWKyAUuUit901wvqvY/MhWOSSvbgbm9SdP8mYLDza7yOcHitOXiDI2U1Xfobefyt6/b+yE2PHYnRsyq",
+	"d2NwOduv0UnRYy+tLChxzWBUoWLD+MyKAy8CTBVJhi2Kj5S94i8QsshmVmUnPRY+QMmSBejZWpF4QNcT",
+	"raweAMo+TSGMy4uMl6mwk8YV+2Ep1Omrrt1FeSHtkqbKoYhiLtUlmDtzkfLE3njcI2gdXjmwwK5W2YpN",
+	"Mp1cwq4heJ5Je9vhxkh7OyxYUebkvsnEtGB2jmlNYDP8FFht1eq7VqC4SkcK9kW7K+PndtvsoLZZP+Lc",
+	"Ympe2aiAsCKXIrWrVedWr73GEZMgHI8MmFKkwIrc+vBbtRNNXMX1/XnnYV/Xsmob9rM7NN7/VkoXvvnx",
+	"Na5zO7bvWzxN4SbHs7Ng4gE5un5R/x7Wsd0t1m6Bmze5Tc1oE0B6L3RQTYVfw3neF411h36/dbTgorGh",
+	"ANbGp+GW09CNS4kOUHd8T0qZFdIuvGsxmWtttbYks+dQo9629xWsrmH+etph8/hCrze1i6CRjSO/tGLM",
+	"s3Mq8OWVs9Nl2Q/T1vCnHQ0rFXzxpRRZalq30cb08YJvTqrdFXf12YrDC/vebbSGPm0Amd4tgevgVai+",
+	"aTQKslf6uaTRGfvSdmp/zj5p+71ZxbtN5JA/Jlg7uJLE3FzGHfADoCcEmwIujFQkmVSiV82fCFB8d+42",
+	"9WlAUd3YOIu8FIhasMecbd8Jg+8Ju2AVDTZqnVWtTYWSIh21epV1c6J1JrhCUbfKQA202rj5ncN7lVYF",
+	"3hRw54hEOgD6evFrw49dapT0vJBTnhSv1FRvSqSZ84PjJ1uUa/qSXYoVa2f6WuQJN4LNxQ17/fVp9+D4",
+	"idPqJqtCbBxc9igJNkz759Jqg7mt4D9+6nef8+703fsnR7f/0mqy9MhfGvyhrwrDMijRagVQr612qvMF",
+	"REtIVTw5ar4OhljgcOxoDKjGxjFEHfZcGFH8OjsFac1bJoZUaoBJotHWiKJ3v167GvbaD/DdMdTzCfYC",
+	"VIxct7BHoPkN7V1bFaCkup9jW26P/oqdt1AWoAReaZnCBvE5uHEakfU/KMF++Obs8cv04Ph48Jwty0km",
+	"E5Ty8y9fsGf9w6cNJmSezcIxeZl+8fq08YhL8qv6i1BN46uXMm2eYrS+Hz5jxbxcTJa5VF7/vhSrtYU2",
+	"aFYHilXYjB++OWtsQmlqU23krPG1my3arR+7iE24EU+OyjzzqvfSbsrowd3R3DUJugQHgx1IWzOOU5Og",
+	"+ll+LRr9C395+81rcmUcD552giE0uHquRC6nK7xSeLsPugDNpgjY7/a2GVYSuNPcs957W8327kJkhbmn",
+	"hv25LhVi8zj1j7XPX3758vzl9y9esv/9v572Djp068VIEvAoVCj1kVpqIwt5JRjtKOCO4hN7ONesZvpa",
+	"MXCvsjagUY4ODkZq3RN7wrgDwhdas4znM4HnPXty1J3IwtfiPF8jBRBgNMsQlHvIjvp9toEr75zAVQJv",
+	"WFoJcJqRqcY1s+lGuuA3YzhRtp2Hydz232EeTblw599C2K4Y1qaTnj15Oug/e/bkiH3Gnhyx7+TndTea",
+	"+7nh4FrftkF2xljBttbZHQ3fqFpweHh8fHR0eMA+Y4cHmy1wP9+zBQ2Vn9KwCIV3cd8CuKjUa60bzddq",
+	"ICvNZg1/0SXA95wZp15DUxXNx9/GeiIX6OeZRjPEPdYTDjmgFdCQwtqn7r7dheCatDMEq0gEquS4NKDE",
+	"wr8RCbK5vwR4gXpt1FBcvkERrmquVrW4iNKUALngDDdYGKKb7kx3aQz+ZrTqnfPr77ALdjCajiJ7EWEy",
+	"Deq13YBK97JSQHxpgxJnH28rtD5Lu5ttxhTt+75BB1eNoagXzrD/wR2zE9tQrrhx3bL/airubh+lbcV4",
+	"m07gEdTJxqyE0rBf+9c0POhP1Qb3Tyx3T43v3ZYVluvsHMtp7Fbl6c54IUwRXII4W3JaNwlXichYW5VZ",
+	"hmZAWYBZHL3uG0spx4jyvZV0aqHVTm0VCBBDgNlap9a6bitq7Dl48ykw5wPvqQ42sdNaeS6msIuKgrv7",
+	"RH2gv8wFIOYXLozDvsYuxbKo7NM0ESQ/YetCjW3fdekxWbsvwBdljl4ogh3ipyIH9wD5ISopsTf05gt3",
+	"GH/ftJOJvJvMtREYBekOEQ5m/jdvXn1x9TRis0xPYOsslfy5FJ0ee1UwaUbKJHoJLtJ67KOPjxyy+U0K",
+	"uE5hIoamdasptDXZ+C/EYqlznjGhZlKJTmVqcHEcpUpB6O1NJBW5vBJp4B7xNZECIg0Gc9pVMK+CwH24",
+	"Zvw4RlSoTDsRM3qkimtdvWAeQbBGwhXBQhKdZTJF9YY7MbE/g7PAvjJSsGc60Fjg0jmhiuzfIpsyadj1",
+	"nPwkVJIRwoygptX1XOSCtV05EYxERFe9iJG1EoGnc5FcAspnpCY6lXZs4978JnZKeqfHzkW3NIB3A5+A",
+	"1T9tSww76j8fqfWINFT8tkWk3m3wDc0Xp90fefeXfvf5u+qfvfHw3/6fP33WffevDRaN9fv3rG6IrXaO",
+	"l/Y4+1Rmhs2jaJ/jAU/Yj33xvyCL15TLTKQneLOPIfRoLihsgnQsuNNDD7dxIpyypci7tjiQI4YEBnaZ",
+	"J3LBMzwi6uand+8H0eB5s/UJ6jojio36UKKc7n0PdFOzj9c/4HXYVWw4GBuGX2xhvbxGUYOQvDNvjL+H",
+	"AvzWrm+uXFTfgq/gWgbu9vBiedw7ZMusNGC+5TmHKyS6KO2el5eZaALsSZVkZSrGzghpdh8jp6mLRQP6",
+	"g0Sk3oRpHqGp8ITRMBl7a8QaqhhFf1/dAA53mg+c9SJ2t/FlPQaStXlZ6K7z2BI8I8a/Y/qz9gr6oDvO",
+	"Mo2jby+gePLDZt3c2MybDXZbLcjEAGJl621gTajPYMQA4Bz6aieiuBbo4Gb25LHdWPBCJmzJjUHzyn4L",
+	"CKo6LzESY6clZUPIv+LLX8do66h8QjciLMXxXFrFYDWuh57cDy9Ipe9jr53x5UffrF+iIZbMrc4HzxJd",
+	"ZimYgiYQ+JSy9pqig2Drc5FKw2gcGEVdMQxgCUJVOiegUtDmLQ3rA+8EZ+i4dIEo9rQHzUgWDpuhAa12",
+	"G7W+FjyzQ7rh6iCwejVM4BG1bW52VV5tYwe6CM1dAUnQ/eaT2nO3h/i7F2fOP7x+3DnQ3ncvztCZxo0D",
+	"F/PC65SOF2pYKWRgbR8pq5B59fp6rjOv2UWMJ7k24FeAwY3gY9ASK1PfSGVWoYJbW95kTltzYVdr4qfv",
+	"XpwNAc/4jp1bkeGAwGq6KG+zKYxDRpj1uYE3XIhTEFM841eCteG+E0McACKAqlbHjKepA2dT+GDnA2wS",
+	"W6wOc4FGhwoMBDCZISMuJBpXIDcaV6xHxHYUMcOVLOQvdoJN/aSrY/RhaJHxa3Nct8CqPQ71DlGHxm+g",
+	"4Bvq3gOmCuaF7eNkf3Y1OohiBUgNqIwa+zjYotVux1RCne5n7//FkPoKv6/XELEOIFmhLMeAlYxaxoj9",
+	"EZN+KOp77pqo+0kKO9K0Z5whIdbHwD1TUfti4dfU17UdK7vmK8PAgNO2R4enI1snFttigNkyitiR3bpu",
+	"2JeG7bTCIzh2EeZgEBCcY6/nicitgtvVZZHoRd1Bv9V/e5dPNro3JCTRiqI1mw2e94WMRK0PA2oD0nV/",
+	"jcp2AYJA97GwRQ1n9TIXS54DgM1NCwag5Yhq85Njj3R+PQ55Fqt/Nx3zDZBz7xJJdVmLEnaI8jURhEmM",
+	"qhPdzX60AcHx+KRgHjeb4Ia3UYwzvprw5HKbSfUUfZoSIjDBz6eXwioF9qhf0sf1K9qzJm93/d61ecTC",
+	"zSe4YUVssmLcJMTGR17q/QCXIURld5CFfUHJKdlT621zv/TgVG59oNVyS6f/tuaHkooZ8XNpD2C880T2",
+	"YJbKvQCNyGrDcM/mrI1Ew1Dkwh1od43wX0EkMPz0HL9Yl2E/ptUg+NKjQBwaZbIi/li7JW7hvOixONGp",
+	"8LYeU0CIwoIncwmXilQMR2rNrxuxkPQhYp6gCMgbkLskGqmFKOY6HQNPVJbpa/sq3bfHhdZj8DVHDr88",
+	"prUXjVRzsGjE6gbE6u9JaVZVOQGdVTRSm2xWEatzWWGjG5isoCUNHCsR2wyJ9uwTGEodVWNGdrOIbUZM",
+	"h8+CPkesbvSIRqoxWLp6D3+O2FqgND6ohUlHbAZo/vCtkcI73Ri5MapZdvwrPfa9uGYYabvgK4AhWPW8",
+	"6a6BcdON2uumaDXg1ELLIO/+8s7+Z9xoxq1isDd3XuxQ1/ApWGYyrhDRD8Z5e2FOcM9PxOZ1sfmq40K1",
+	"72IHXfJi3ttLAQ5jvHfxjfLMaKfs/48uObC6r76gENP9UOrVOb5Z2dcXF2cMX6CyUE06fv48pPJsxgtQ",
+	"sPnmFJi5VeCJSNqH8ehUUFitvVDYkxBjuKoJ6dzLbboeZr4W0o53N1sr3d1ql5btPE73NSG4wHoYjED/",
+	"gNVQm+6mXftcwL1m9c+FgY4CM9zaNNF+g07teFhZlei2SV50afAKINJamEZ4A2B0A6iFy9WK3337+2B0",
+	"dk7z9qugsx8Z11e01LkBaCOn5t3j1wEDSwXmhgPsCp05gVX3/sibuv8gwnWeC4G0tmbI4veXUqXmzxHD",
+	"94Zs1NJAwHobj5T9lz1TCnsmzAJrfMKXRZkLZ4EXadw5CcoCR6TIo5FaL/U/RxiBkIhRK0IUzp9vY4YV",
+	"Qc/hR9R2EFoH7pORAiqm5/0B4neoBiaVkSlYiha1BuAxFbny/mx748vGPQ1hcnpqBfb85QHLxazMeG4P",
+	"pNyRALsYVhSXkcJ9ctFjMdQUg+Uvl0nhgv0ygZ5vbQRpDwze9G70Ifl24XGnx07pozkv2CQX/BJKMliW",
+	"Ae9sg5+l6WjHoW5YznZwYwh2pRGI68YhjdzR4bH4ZEvYTN0iUhVRDyTcw6wVKOwNYWJey3i/yRLXPFX1",
+	"HvEkKbrgufzTXuc9SVMjMrYubQRroJXA2qPWqMU+C0zD9MsaG8hjzEKwn+4Bc7RN8YAfF4Rxi2mgYhRm",
+	"YVg7/pdBjPZOIIribJbrcnnCHIrDNrjTMFr/+Pt/NdiVm6z9Lr/E3a1bg9p1EITlJRDE2zajbuLY9Evt",
+	"vPrVDC4hQJtPge/UkbSjiKuSZ43WjYqUfaNr3wEqljNTTlxAS1UqwIKkQrIwkkV2qlaIbHMA7+/ffLuV",
+	"W35/KMV/jEY3/f67PzVq2+d4ZuyLoFp3t25n4ELbE9Jwwb8D/+/mTavJRDJpNCW/QKQahfNsDw3Kin3U",
+	"IIdL+8ThRIFBb5Md35vDMf7ZnrpQx5a4pAZF0779YRi4NRhZHYEgFILVI8Spi59Lnq2jxdz3LJlrmfhJ",
+	"7j9nm3f0zn175GZxA3t4xxXLR4hDjH2FZ1S6AG2EAnpK8Cc03UruZx6nxjReAEr10kFn15DwtA/VDkNH",
+	"Mp6WyEpFKH9nF9jTfdd8hbJDQ9QDjwzoEFaFqJxkqEggUAhUyZnWKeA/tRJWfxkCoRUxKECv4ojFF2jc",
+	"8X+f8wKxDfgEeBg60UjFp2evXsPtyf0AtAzHB8/B52NPPpFGVqOKq78Rd4ykyjFfSvc36W6AvRZ80WH/",
+	"+Pv/ZLYPFNREOL+i4q8YqTpzBKjNdufdYLL4x9//p+2W1tlpPivtiUQtHqm2dys66hLuXkHyJ10wjkcX",
+	"isCJb1ChtdVpke8AptsZXHDvA36DiHCC9BGMWkVd6kedtY/6g8dH/cNOxOIq0YL7EWkIjm5u3LCfk3L1",
+	"V1tTrRxeJ27V4Cf/xa4dscxW8D1RHtbq6LEfoA7UT+HmgiBKrTMT2L5Gqh2fuz/w007FZ12qQi7EOlgw",
+	"lKcPva27tbVtRV5t4UqjUCsAlAyJgcLevO3BVr+LI94qcHHzkSJsHdJpYPKPVCwFxAQp9y645chvvrQi",
+	"ulqKaKRSaVuykIoTtTi+3kEDnf133UAX3KzNpVyakeIOlUd0HlidLHx0D7tU+hpHO6gNt6YFXy7pANgM",
+	"TN7mUmiM747WIhm3fbwR7ukzim3B4lWIzQjAN1ve80ikqOESv9Xx1mSlweRkTo3YgWp3nxTgIfU5vLYo",
+	"HeKmcHnZah+mIiv4XV99YV/wnxD3yI7P6K36pzrVZkw50LbrRqk2b/Cd6kOXImpnJ8nAtNFRXwJ4Fnd9",
+	"/tq+VPv27hmpFDr/UZmr3a0tc7XeUvIbbPvkLf7sgad0vK8wNVvLMWxqJfZx3tYn9zba/Xq9uTu/2BSD",
+	"nZ9sTsG+n9yzbWtztvP9jcna9UWwe+x6tXlb2/VV8xays66NXXD3UK2vyV1frInpnlE6+73uN9vbd8HJ",
+	"StbqZgUUT0+0Y7kPQMmcCKvS1c5UPFC3Ij/oAhBoCIcHjbHiVTLLxvsNIOHx6OSgzSxkUTh+1sPDw+cR",
+	"e3PxwmpoxsiZwvOZ6LR0DhnjZMH4Eo96X5rL5uX8r4Szwq7ngqfIpEX+HzQW8VkQ+wqqLbB9Wf0S6kpD",
+	"cOhIwWgycJpCzFqeQ8MkJCt5ZDwyEVjOeux7XbAlz12Y+0jF0NB4w+teC2GuoeAeGT9rI4WxYcyUyRwn",
+	"lkioKmwHL0TX1t1kdfgADH5EWN/NiW+2h/lL4h7gvDCuaQ+nm1juJX7rgNRa6jWXqs6VFoWSHfQ1qlJF",
+	"BsK8Rbn9GJi0IFjvgYi0C0eEZ0X7kUMdn+CdnFCHwH+3hAiUXwuoBh2c3mVWuIffdcdI4qV3m9HAF7S1",
+	"mc4Acs84yy94wRs8hvXdcL+VGubK3e+bdfBWVWmttL38ZLiV0dXMhXWHg/NFYzim+9BlPyJzKqQ7kgth",
+	"Cr5YGrzk0cUNdr1K56czgfY/eII7vSm0TpGikNNbDaZLHzG9v6sXvtgcgrfzlTc1onnGU0eGl2Xf/tCg",
+	"PFKp4GkGsAwwmmb2YAuyIrOY0Dlxx61Ke7W/lkawNh8pW171JdglEcBgN/9aOf4tPLyVHikYAzoUdgIS",
+	"XQ7pZrVBQVCmuRY5BSiXqpBgiczBbQo08TxoKs6+NJXbojEub8f+EqSrbopwNwGStWb8/RTQ3095nN1z",
+	"L1tLrP1+i8RWzKZu7uxnSxLg60CuU5mOVDuQoSgQzB4Dikj4mDL/oL3N00E8Mhg4a4bhMxa7hN9QHAXe",
+	"Q5IJfkPpt+NopGLojMMZ2t8hJh6/RE0UOPt5FkO1ENON8QGrkeK5OCHGTlvlVCpp5jQ0MVvwpWFQQQz5",
+	"WoMmjVTsL8MmfhxPSwWmVXhAb4eNRk4u+GGkal1gMdFajKcyK0ROH7tGR4yrFVq+RWbESF2JfMILuQAD",
+	"MMZgBBmVqkodGagjRrCLPmQfdcmQfJ8oOZPdMyidjaG8c1xRGag2hmX4wBeJaq6b43XLYJC9/Z72+iCV",
+	"+10C/sY5BjeTsW8s/rwUODpGLwSDD+qBWjxJdKkKtKUPHaXwSDVQcEGMlipEnpdLn50gVLnzEsiTdT5S",
+	"3LOd1tP92bMNoaR2MqE9OH47WO2aNVLaiwO8U7je3XA6k121STYM3Z16zafCQ91HQ9oE/1Rmv08Vjk3b",
+	"IGt73Hzkj3a/B0ZIzQHi4Y8ZiFfphIHckAiS9BPSSQB04JSk1xtA/7xUCmcrhPBjZfYS4gCzSC0TtXyL",
+	"7N0OWtnsBy+V1UessrFdHXOnATHhO35tq1kgGTcDZaX91cuLkcK8kO9RLG8fF1R6J2JAvOqZG6hs4JH2",
+	"Ref62kQjZTSOCTFeYIaQUvk/MYdmJi8Fm/MrgZTYkEVEm6I7UguZppm4tvs+BP6yU9fk+o18fpPiwUBk",
+	"zXKBpMkj5didkcHBdaLKXcdd/kKCwEHOzlI1AnWo7gZ+qjyFvWCysqcNhGyMuY9vnqxgcKq/Mm4HWSr8",
+	"ByDr92dvdrNMI1GtoUpX+ZBrhm1KQ88cfTiQgVMPtBLY8iWym2W1wDliNkHqDOQQdykM7tW/bzlmlN2M",
+	"jcgvd0wBL+J7V/cdzy+bqvtd6X0PvgtW997w5KlwtVuuik48omoNuIloOmHIkd7A+nlfwp8Pk+RCmGJ8",
+	"f4Kk6ZYzo6JtWkM0hNw2jqqpt89ty8cPNF+4XMRzGO/srYnt+Kd3oW44czZcpcPkTvtvKC4Ee6/ApK0E",
+	"TBchaZBna2jH7299Mk/isXoIz9IuTqR7RqiHiwBlM6wv6O7a0ghELJzMO9bCxzAMumX1T2oWfO1Szp6L",
+	"7THMVyJPZVKgxoLpINFUbjUQVwAmBO/5vyEdiizMSLkgsCFz5LjaBf0nXGklE54x95JX7UGFQX7ITjRS",
+	"wNnkmEpMUWcHBepVq0Cxx71rkWVdCF96PL9Ju9jQrn2j0xupGBMsDlnl1yAYXzEXC9KUkjlXM5EyI1Ui",
+	"TjyeGDP8Vf1x6fWAItN9g8g4W7rVXdviSlCyjlx0jeCZSEcqlTNhCtPxRq1qEKWp8CknLMZIgXgIVyxs",
+	"8slI+VSXl2JV6wqyfAXkBB4JMddZCqxjCjm3sLmG0XgA4NmpxpDOTyZzSJfO1m9mC8Ft104Af0EjU4kD",
+	"Xsjc1hhX0tCk220lKvaf4dxC6FADeXEn8qR9mLOFjoJ7aAHuguCyrVZ5V3HoIQjYD/bmJcDupLaM7hXP",
+	"oQ22ML+o/kpl+QevfPH+0amrxz95gxV+Y+vbwu/RuJTLyUIWcKh+CCYyQOdtTkhphGfNsjd7pVXXqiQO",
+	"7A+STBYZlwKmzeGzkXKMpkSY60kszUndSgMmnBqA32VuJYNqBSxo4r68Ox/Hntt9jby1Yc9fSOX+Xj8A",
+	"3u1xqoaRcnc71x3A+tYRQezG6L6G91iI2EODyZDFFdiGzHt1KE0MgRYO1Fc5hIkSxBtgjHP4LnBrKwyl",
+	"54EboHOueqeqylaQQrMi3OvgdWak4hpuKK7yFgXKlQuRYMGNFNMSWRmShk3K6dTnwBRVm+2WXu+yxytb",
+	"dQnvyEqzZS66Ydm2WGANEqbmkH5LZ1KMD+IIesxcM/aveS8D1V1Yvk0YzO+Fza+OA/sUZiQPQyVCXORX",
+	"h0u+q7fnxigA/fyuBgiBax99dOyIVARAy1ynZSJSDJhSGIsBEoo0RSjFQ2YVyXikED5Zu9M0rTzITGfl",
+	"G72ES5GzpRSJwLVQbRFQOJj1wm0EUinkEhK8V/42wFkTEsUxxmJoUBuMUVX1nWDafbKKCJcXtgDWF1jj",
+	"oVmGotX8q4lWCS8E4E0j2OdAO93YiM4avq4hxU3BVz7XH3YXuOHjGg40ZlOdZfo6YDej9POPDLXQ7gZW",
+	"XjeBar8bma0DLj9+SCgMhJtVt8DR6A76s/dtMXFTCJUKIKnFnHQjtZm8LvbfjkkdiTuRl0mWyUvhppw2",
+	"aH+ptyvlmpu7V4s/7naulx7zCh1y9rrozyqrnrOGLpeC52wucgEG01UoYQ6p5GTFGSIdXU0zqbfjGOI1",
+	"mzNTEFPRAC/DxEdbtHHn5XWZqZ1/C8NxmwN/7DfpFgja6ZZS9rM0kRL1IINcWETjKbtm7m3OjYA5PfPa",
+	"EEeMswnP0U4fmqVZocFriH/1RupVYVigc1U2fXpIoHZCShGpiTTVEwTT0WsVjArejH0mG8hET3S1pKyz",
+	"NubEABo45RuOcbiw0aFpuTAVKXzOfGQ53MjcqlkRfTPYmUZWr6PA7ng4Ul0Wk+MlHlpxJibutgqHgq1E",
+	"0TmBl02ZYNQP5dIP/egBBAR9HaIoczDTkStopBjxS7gnzJREHwpXY4oTp7pwL4+H3gmFCA6/VNzmLQvW",
+	"jikGx/CVnZcVFQGbOXYuLIQrDEfZLMkfV4w+HlvhdwRN4VZkf3RhO541wPlT2VrRHp7pU8liXM8jE2Rk",
+	"jVgw51UJNChur8OAoQhEyHfPfkRd9qH6QHRQsZtRBIhMBRPTqUiQuhe8S3OAidptj2H0jYJ4OvtpcKhG",
+	"4CVKMSVoDvtw4B8GAk9oNob9+8nEVnn3ndv31ltHnkTyNrm3oEWx+6sX7goxXFsqIQWkEKWX5ZT0pRpE",
+	"abWXLGMTwdoQYLURURI7/mirA4mNAny6qWF9JY9a/VGLMthUXh2aC8pclzZOhT8BgGyQ3jwBSwnGW3Hl",
+	"hNjqKkPGJ1ylWnlnTqjJDN0lEBJC05KmnLO2G5k2hQfxht7+BU8FxXe2k5ybOXMRKjCjzN4mbQGB4OPP",
+	"QXNkgQ2tgDLhXrJxegfILeglJZm1tYCvlbaISgqYKaTj5wPtQijfNsrKaz/GcmnoIUgXRz7k76gmYW1Z",
+	"wfsxoRxKZctDXca3tjGZLQ8O+b28k+7922i/XG8o0ycY40qZjEP5c5cseuYPpwiPFfy8liJusI2OcGvs",
+	"ai240J037ZqrfD8aHbdYdygcoYxKAzx2+ysfHuK4H7CxgWimmZXUsaLUD9m7R+HJXvlaMYkwBhI1Yhgy",
+	"rrYY/TAZTDBekE1l08Q6aExFvz15cRWAa4+1Wpq+PaeadIxmhIfXIirsBgWiE14nIHXcODmALRV3S/jK",
+	"iHU4CK39xrHcnj85lHR/VV7re4RJMRq8jHztZN9vlDay4m5lxMU3ncJxt9g1RpxU1Aab9Xytrxu2yToo",
+	"DHfLypx/zU1IgkTYJMcnQJOwJRXwul7V3HP7hjfOVVtceFkH5YlcCpvknQ0MrI7I01OI3suFHkRYNBHO",
+	"iWWVdsJRQvrIG7PPJBWNJLW1LUh8yNa7druCDcWnUN6I9GjVRqday3fdw77lzQArhPJMayijqGZK0Dnm",
+	"6gM5b0gIkW5F34DCDMDQYcWaDTcjol+rc5TAi5nWl+VyTLnD99km771d3z2Jjt0aJxHwI7CpfMA0wpxB",
+	"8+6aGUDwbDTntV4I9OuAiu+uAC7PETCI2F0NTH2R1bLsJCExYTEcKUQjAySaqC0A8RtCpTdV7AgIE+gp",
+	"MHjU3vPqMhYKG07M2uHOFAB9a/vSiVW2Cy6zmC5GQPUWuesSCAqqeMAfsGYGRIrAQiw9FhC1nJp6TKnJ",
+	"8MuRcvUN4apT5KuI6KLdNgUqt/2OgV6NZAoUv6/s1cZdcFnbl4V2q1oGnE7N8ZvGPYivqBEcOLuE9xC1",
+	"ydlTgTOI4oByJzShEpuRffvvjRU75m5+y/tz++0d27ZpIPUQUpLTdWVhg1ogeAYyGj6oax4gehvsAoFO",
+	"cxcDdbNddpu5ayPE9uPbn5s90VugWhtm6Frw/ieCKMMdpJtqlkl70SY8R5tX6AdgpTgB3KsADj6CV8EQ",
+	"ErnkJtworRPewGVo8IA8lw709chUXCwPSCcR0mxNP4QvFA4KyjSATW6WsaY4+V8XBx8ygG6K2AbNw8f3",
+	"dqTSLIF7Lq3ZCtCSWZOjgIHg9zhGSGTxCRlC7fFYjZYfmiA2dH9ky9YEuBdVnOMaAx+blAVA8z4w622Q",
+	"PnYds7HpK6mGde+94k6sy/okhMVHfjS2LdLfLkylzkzXKHyfMkgFBQHzlJOiiupa5S1B0XRehlQoKSq2",
+	"dIxpQjyc25/BddEJxJfo8LbHOGxaz+y1X0+n90olgbmvP+xLvEGD/NJ4myYU8HrmyQqjvl5tc2OaK2qU",
+	"yg3yk9+Ne7xGtPOpQqe8nrceA4UxayBdb7Zg9yBcso7hQoimFVxTLhaUgCjwP9aj9kxEMXvoxHZ2KOOT",
+	"dQzrMakxpheq4jSxkWHgJk/mAhNJ1d5F1zr97JD39VfCqNNlrq1WvPYxDpX90P3Qrr85dskioJ60+t6M",
+	"FDwCohIDiRSYi2fEO5pUrN67To+d1iEiI0UYEZ6mQbbajbF3Zib7tlSzHjtlOG0iHSncdfBVnGj8zfYa",
+	"gg0bwbR3jFtt4buE/LsyCDVO0geU9MDPa+Jz7+/XVdWwLetlb+90dOfgNm1ZYWqUL7ZkdngLgfxg+DCm",
+	"FGBxAMZ+1kYfneNNphO7cw9aoMH9r8ZbPoG2bfEPQLMhDQKQkf8NeTKdbQGcaDfLjEtl9ssk4YxhTYez",
+	"ZwcHHJdAhXkP6mxA52/xguXJXF4Jj+DfUu6Wxm7FS7t0EUGujv0Scxjxc3NDB90JN0BRCaOAR/Vae+90",
+	"wDUbOBo7tr5iYPp3ifjewSOOYSlMFPW0NwBq9zCSgGEWSADoueNPCWMCmTPrpRxFPk3sSRDMAD6FkYKr",
+	"OsD0nI5mV96cgz3PDusYNvuY9Su6znWJHqm1Kg87CG00zEg1y2hJ9Jy50MQs0wkvBBM8mdOPjXlmqqD7",
+	"JigVlLV3xFLD3rNPlBm0bhtlvUtmMNYIjRuDyoZ4tv1WS1h9U8Kpagp2p7fz4SE7g7fWopuQkR0Xwg59",
+	"1sVp+LlZa6QfsGqCmlZJjYvuU2dBoZSo+7oS7rwW3OHeWhspoEdwZe2TasSxTH4qfRkxQqAq9zy2ihQu",
+	"5wd27BQev4fh0rc4LGUui9VrOxk4sBPBc5GflpgBGP/60g3ZX95etKLN1As8AbQMKAms/Ze3Fx3nqbI6",
+	"7KsvKqVwfpNajT7RaipnpaO3GKl23O1qmSZdkLQ8hnAnRPuVaQwhXYa5d3iZSuByQQg0RoWOFFHxQSse",
+	"0faZww5nShhH1gZeXwxnUFwVLMm4XNCuWbWpc8JynW24Blz18FsXPo2xBNzoQKJhncGgVfdNSGl6ewsK",
+	"4lRvHh12UICoIC1zyLV1+qqLDnGkL1AphKeBbxyhQMRvkLtgPoAjvtDKLiSplRnav/+Vfa5TiTwFYO8B",
+	"tsF8RW4RieCtjLbPx5RN6U9/A2abtss810FEUO5EaS0dGKWhc+dIXMX9xCeM+7R1FIrHXIp7g6cT5imj",
+	"BhXipujZZh/1+1VcFBUYDwMya9sZQJ/qdIVuN4mhf28uvuw+AyYVRjLjo64mJaBiCsHMkieCvFB29VSm",
+	"sAj/TY48gGspHQRu2upZGyMPc7EEnxB4phQxgkceKcQmYqUVIAGnmeYFy7maCft7BhzRZZ7rGRyXJuFL",
+	"0fHdUcIg45Q9LyjkiFHx9sIKDnuu2ODgGcvElcgMS4VYEubRFhGxJc/5Qtj+6ZzSjQEozPbrSmqILkYo",
+	"gJ2OnCdFjx0NjlncnMEPXHO2ZMSvwbKk4LHuBRJR4/CD+3kOCTOJ4R7j4NowrBOQxiFAQkPBA4GrFnwy",
+	"5zk4E8M5JUAsJ4wIlOGa8FIlOgXwJoJRYXhimdq1UKxi1rbrKxWoSCmNUrhwCWI6tuuHLN7IcGh7bd+F",
+	"WQG7wYB9Jz9nbVLbyiXmPALkJ/oJ9TVx+ttC+88I/FpLk+jHEnuTSqQUwngRlzPksM8gphBrssVgZUM2",
+	"6LOFVJ0Tysrm+PqRNwPyABpb9RFU7fOiAXhvFRrv7AEhZwoT1cH/2eVi5e77N9/aFyarQhgvNI7+HtcX",
+	"BqBSugXo6vMhJKKDJkEGR9uKgwOYawhSpoVrF6ERCw6U91m2cgpqjx33D634+eyGcUQnA2MxmBK7p1Pg",
+	"vmrTMdcZAkULMDNxZRtnZY1d57KgtOxKX4MD15aRSnNpBWoKdm6lIfE2c9sw7oaZmCIDCbPHqb2GMAlD",
+	"UE+vD3tygMoEcA3e1YATiwDKCyOyK4AkJNACWdh2ou86fgxJ83+JyWpqoPsLwRXg9mAT/BZuBegwYfF7",
+	"UFQjFsS438YnbMmNYXHwMGaAnMK9K3bPXJJ6H5R/svaRNFuC821LXhKnLYV9OFxvHCY1JNe/I2io0E2A",
+	"RuTrcgA0PBAHizkTJIBC/5XFX788/QKaU9FfzUUOJoL4q5cX9qeoCp/CCGEYUtzljIO/2qMI3ieoO6y4",
+	"toatGuHJLtTFngD0MaEzEsDNM8bZUf+YbmeuYYrFp1mmr+OqXbJw79gKoRv1tA5DQsbabQhi1Vm3y8ti",
+	"/pnVJmKXSNFvmeImEUtAgM9E8bXgWTGP7D/PrchAf2aiANvg2SuIcjEM8kjoXP5C9X0OCghDLM9f3l4Q",
+	"igfE0GpFHkQf6GFrmpo9vB15XGDsB+UKy4HxGcCi9TllY+wqZ/Hbt2+7wTAIyL+RZULNBFgAHYElYxOR",
+	"aTUzzg+BIoTbDsEuACyOgPYVBOVZwZFFhORYpTIRoIwJrktsZURwAtGyN2hetLvYUf8o3BgjJijDkT1W",
+	"FK523CXtrvQWJo6my16rY9bOtF7CIgOwEbQZ5QdM1TOlc8iw+q/MpXuRKVYNUYS5VIlc8myI92Tq7Zyu",
+	"1rZe2F1BRUFZjisWkdj02MW1pq8wZwQWAwPluWJiW4k9/7pHB/EJDU6+gkSntnyCtLcDfplgMJtHEsYY",
+	"ICCOxCyiXDwR4ctF5ONOapHFnrVFXysoBSNHGNklaAhKg1ntXI6UKZCjFdru1vbvKyCUsA+wCDzr20f9",
+	"59UIYYLheA1bShXIwohsWukPbrBAhbYqZNrpsfOS5ov0WUmc38QxsUB15s2bV19coWYM0aKZnsBpVir5",
+	"cyl67LWwGhLMCQkB7ZS9YC7x0pDJRCgDd0ZEKbTOcr3MpSh4vgoStdpLQitqQQoXuDT0e4NeH6zGS6H4",
+	"UraGrcNev3cIXG/FHO5ydzGE2N9nYoshi/h4gWsEtUaRy+mqTuBhqsBkR06C5Rt7n9skSOEVdYajFekQ",
+	"uv4vb795TbQXx4OnHZD8H745e+xIVJD0xP7+rH/4tDP0DaFM6fbEARWIUiiKFRQRd12Psf3Q8Zi1dWaX",
+	"KxSKbJ+ISGO5LmAH7fTYS57MRyq+9OFoAuthDdwcEUuFVd/S6q4ITB4gcL2ROoPRtMsmmQu4PdnN7Nhq",
+	"cmUhCDDmD4BXaWvY+koUn0PLv7FTBRgpOH1h2g76/TVf/7o6XbNovW/hfP/0vsWzWWvYepl+8foUKIeu",
+	"4C8YY0BA2qovz/Jvxj8vbv76lv/7X0+fX19//uWTV6U+vPrrL788vbj5+sXF9f/4fDXLXx9d2m+KVWvY",
+	"+uGbM2CHBAOHBKqQ1rA1GPz876f//s3Ni3z619fjpxert//31z/Mns6TqzO+lN9l+fUrzs+Sr9+ca8wx",
+	"gDahXZYuPzCvRYHX6roA0/jbYaOD3Zb4wg5+194ZckSVVpUFtj+aqQW/sTfwzw77/YYIS6ySoA7NbfXz",
+	"9dildg/NLa3hT++iFuVYbg1b2KNQoG3jCz4DihVaVEiQ8hgMA9tXr1PWZtIUGMIFhoRUTKUCEEnkWYeM",
+	"SHKBeKq68FnV8xSreajkkX31p/dVkAT9ozVbFt0j3V1IJVthOAFuaLLCbbUIY9zlimcrSLBvVqYQizF6",
+	"O1vD1r/rkuGvgtHbiBNDDrSfNlMMZklpr8GwWEu15DJlE55xyiyO3pnWtZjMtb5s+ZbYa2BaijG9Ctyo",
+	"OeV+bA1bkC6/tRGNgCknb9+F2/fV4D4iD7MBFF9b5J2k4jZqHfUHu4XyTaCztT5Ymr382pZtyFwowvQg",
+	"lODH7+2Y3j5+T2NyG4j0xl546rnTHiKMXgQDYXOu6DvFbZsYvUzmqLSCkzQQHCAwhagbKlMkc/1AabmX",
+	"rNwpJx8sJkf9o90ffa+LLyEZ+8Pl6iuBNiVHnbchTlbXIVOX2eppqF7BsYEUTtuS36y//FeaA1isj3le",
+	"yClPrPSaOT84fnJ7pxoFRhRk7icp7fI0zYWxqq0ri7VFb9ZzqCsX4G3vRM6WFSQ6RHJzfGkMlrI4qkC7",
+	"KVz8Y1fy8PFjvAJiW+kW2IkI5UV6sb5WZNklhRjBHb5QezM5Wb83VbwmW7SXU2rD/RatTgpRdCsSqOpk",
+	"fivEZbZihmfCMa9VRnde8+tMpOIQObVxbjeuCDcNMFl1neHlBZ81z+zPpbYX00uxqofGjFrPp8+epP1n",
+	"g2fPjpKn6ZPj5/xgKjjvJ8fHPO0PjvnhZHo0HUwOJv3Js4ODJB0cp0+SwfGkP+33ef/ZqFXrVZPu8eus",
+	"3eP+4V61OIvdR1jvX+hrBTAQrvy8NCpCG+u+CfFA83opVmjVy/S1yBNu7H39hr3++rR7cPzEEQnjUgVo",
+	"LN4sMcUj0LT1j9YSYz90jgE9Dq7mYl6dEbhKW6FfEGMGKmm4HzYWtiwatMf2jJnwBCKYlto07FjoTKdL",
+	"OxqcYZtC5AjSuhRlrtBU4a5wZDhAGrSRkoq5VAuIT8Cxvwoc9Y440d+xCV03Un57fWSv6XPC4Rn5izA9",
+	"dkYdQNAaborUNnvfH4Jpn/gf7FYaIYU3MOqK4lrnYAC2h3t2BXxR65SOlFMfcH3oe8LnLukn+r7dbRB7",
+	"RGy0AJk4CRhDCzsSzp9OwKeKx8MRUNhh6Lm3hgxQ03HThur6jheFlmeG+Vynqzu20yuV9uY8V8KYm56z",
+	"Cf3pF7ms761n39ijoX8I/z3ChO8P2ldDxBEtrJrH5xe5JGq+bZs/puLgSSIgZ0KhNcaBGuc9cZeYuiMK",
+	"WBadG2i1xCkdHMPyra+q24cqk15W8TLnlkNtxGjsu9XgWx1wzg2GoLhAX2IAb/UHz4/44aTffZoM0u5T",
+	"cTTtPuMHk+5hcpQeiyfTp/zZpE6tbZVVb+mriLaHNep/r0YOPPqErAEBpK7VB+jfEqEmLcK+tDZwdBAo",
+	"0Nq3uUmlEuel6lEwLJiowNvmynN8/RBE3DroHxx3+4Nu/+CifzjsHw37xz3EKf+p3x/Clfz+Y/YzbJF3",
+	"jh0Bx2AogkF7Byo6gb4q/JLnpSTIkpUCByz6aReKqGKJHJOVvfVuHRo08AgeENi9LwBus3DxBc16jz0P",
+	"RNqFHRX3uQ+/FgyO9/nIu5a/E6nkF5RB9ejgYJ+PiZHFKRq/gXJih5VxFvfmN7E7MeBA3WapcScv2h4/",
+	"9Nz1zq6QmBjEx0QVMx/wUuUp4V0qB5l9TseTiegMR2fI9VzANgk5LEd0EKIfk/gl2WkAucB24QZ80O/T",
+	"EQZfuYMLSboa0YSOXDWEDrp06Jwd39ycgPOFKgH3e3D3qczLq0JQ0vw2zSZ7csS+k593oBPx+7BBEdZj",
+	"huynUesVrXXKth+WNWq9u40hf+YcsppLx02CxDqYCGQdtWmvYoF5m+iy3JBCIU202w083iN1J5H3SS3L",
+	"N4ZqBlTWVSBAs+YAwrX6Q2/4XegNGwjYanfZXH8t2P4RkF59gzeC5kNn4wQ5er5xhNTTXlX1c59ToQve",
+	"M/SZNrdh4+R776Dzu469Rl0Az+bb/Y/P/frp0a9VJwFp4067+3aN+MyZWw8e4P05T3+Uyy9lJjqtei/2",
+	"+mSjN33fGWjN7f4nfwNOfcvpT0j13+bI/w0Ob9wG147vrSf3HFAXv2y17cEB6Bm2HFkcbO2GfX1xcdZr",
+	"MokhluPBVmyv44NjosEhvJ+sUGsa5INn8uoBY77Fx/WtvIKwhmDQ0YtDY74QRS6T7Y6tsxyIVkRJpNh2",
+	"gzLg0WJ40jSO+XdU6s5Bt2U+hgCe+hk3v0nH86JYOhyqGRe64Nl72xadfjZq2RO8FfmKPxu1PGxn1Ipw",
+	"sj4b2RpHrVs2WDNa7jwS3bD8Rp6dYNQXfigb549gCL0VX2R3GMWlYalOgMkBLUPeRl7TjmK+lLUiYwfU",
+	"GakwjXvkAEemyLWasfjlBZ8RGI1stDWz30gFdj9kgYUGQFSOS35LQNRX0+73Wonud7xI5jGBvNA4XvAZ",
+	"a+ucxf8ad2potcP+kVcxUOPYYh8nAFdrhyXzJWBYmR3xEMuC2GbEaA8Gffa//9fgsDfoHXQ+iTUabJVo",
+	"Fq+slbXRuVOm391rx3PyU/WCxGDIAN9y3wVEMDdAOe9r3XcSClkHQa6En4ffwN5/iKb7hn45ZFWilyuI",
+	"qyjzHNJarwvvAsklOv9NR+CjnkQXIfB923aGAN0dGoBQHoMM5l0CCUcUyGx75KcEQG+0cbGZhut+rsvZ",
+	"nLU5wJIRozy1eieTRYfwsRu46MZjDrChH0+zyKm4T6BcYNG/qhK4RQzsmMm7NJJaetK70AnnkKbtI10L",
+	"t+bLcS8/dvwQqa13/8uBz4y7bZfMS/XrIQOOBv3dH3yl1W91YfhKFJhv/5HLvxuIiZWMD0AfnJfq1ReE",
+	"JKjnvkXE7V2gLqDJR1UHQftsBvhSF+7CKTrCKiXfclN04Zvuqy9chrORupbK4KY10bagXCADTAfsiFQq",
+	"GBEhnAyxz6dgShmyjYCdIVi1lnbvi987xHAtPAEgmOUSsgGAoY2YwU1D9IGPOoA3fM5AzIrtOucRvUva",
+	"cSEtF0VBSEja7l4ttI/HgM784NOwcMxZhEPurEbYmamdKYBpw4/RSMUyHRKMHhtEGIqI8j+5H+2ZVf2U",
+	"8oK7X1x4K0SW+VcgDpGP7CheCrHswpUrhtMBbJQA4hscM4MRjthKpOnWQM5G4Z/SjJTSjMAiPgMBot4x",
+	"1g8qx1mAUNEq/3WMKUCEKk5GkDEZoonIsluXobXxbEQMup6aXTrtOca0uIQQFS8tiaA37fbZZxWiFuxF",
+	"a/rt4MBppz+XAkyMpJxCoa19d0Zo9gtMHHl7G23cPK20GfmLt+FCNBvGAhLe38VT4ETVWwlB4E2NhDVR",
+	"a6TfsygBG78hogOXj20r78Fmq63cvH79kjD6PgcnBuQtc5GIFJ30EFuDy2bb6K7r/jXh+MBhfvdQbcXt",
+	"meuOzEE9mSq4E5+AO/H4YtAf9vvD/qB3cPyjfY0SmMI3GGfe+lpkmbbjYIsf38fR+VH9uM4XOajs5vWs",
+	"Y3YAa1lYW/fACMJUnAGD223U2tgP6/cvuwcOiBJ1yGqtGCnc696PoJGj1nBUb+aoFY1gZOEnGFt4VPUd",
+	"fgh6Dz/jUMJP+wwmFoljBh8N4EklFsFDN6/7Fp7AV7T7V8VUEgYPt8jYqHVrT5+1RV6jD379Es8dc4Kh",
+	"PER7BUnk8ZpvjyZ/jHCMV+7tC2+jVQIq2h4a1+c8dSk1/1AFg4uC1wUdMbCdN53jUWDVkc4nVQ9vHPzg",
+	"w0qMtnieX7rAOHu4G2kgpWkCSUSAjBlBGRWHNRpau1cDNKOPlHPWtX98ddapcu7SoWOqXEoiiMQHD7XO",
+	"L61kj5TVfDCmttC6xz5fMXf8g/hCC4FA2qX8RrCXC2gDNxG4WzFtOigvhGMZspEDsoxacQ/C4rIyFWPn",
+	"XYp9aCB40d3jiPGy0AvugpSd48kRa8BV3ue6jPHneKTyMrPL2FfjIUIxa5MX0TQ0ooMMatCEEMpbgeHA",
+	"RIkppza7gCGgNXNQrjPBYuzbsHqzfdQ/HKl4qvOJTFOhAhRvBARuImDH60AEaINPcKSwRnikr5XIzVwu",
+	"nW6Eq4S2d2gyRqQAYoHY0WtpAjHXD3jjJWqjEQPKySmXGaaJHimeXQMZguOTGK7jkU8wma7PrT5OJWBF",
+	"0jATzTVHJ7oT7E4UfhFwHzgic2eNFmomlYhG6kIsljrnWUSEHEqvM3LYMtGZNAb9box4AygTvYrDdTSH",
+	"zxocMUCC7wArII+5gyhi1EA8Um361gGv3dIBAk8vfevi89lFXtpDGlK5pSjCtnzHYoAXNxNDqCnMeGG7",
+	"K9aAGfjWSK2hMiJ2eACcCUtIqbyYiDxiVh/u9/sOMmofwN/4u+k03S9wo3J2ln0gDE2xSOvL0rt710fF",
+	"udmxWwS8HXvo3HG/3+8DEMAufNRAE9pSNer0lxLYhoiZqOeOmBZsxcB70hq2HpdEomv39aIQOXjfkqTo",
+	"/tTvPn/3Jxcbkgj3/B9//6/7hA3hsJ1hYAlaUu+hc/9WKBDwCpGj3F5ZM0A4292BArMV4+kVV4lYM2c7",
+	"SMcX0jjfYEPKC14UPJnbe/YJsEDYO81noxZe10nxhHt6b34zasW1K9GWb/fRUaG0Ow3dke+Aw3TfweQH",
+	"CZTsMoeLqVR0RoStPXp2MDhsnAtHJ7lxi7z9VfXEPTS5L91Z9ek1y/8zUIwv6VRo0O72gkbUFVOXiObO",
+	"KKiAarfKlOEodz1WUeZo4kHblX1NLoSJPDkv8SphSAAl0jERy7jETIpSUQ6YNpjyiPEE4wFGCmyVAvnP",
+	"OmR/W3Crg9o3r3dnbhmpNpEfONIDR4LgUloYoj8AsDRwifi0k6IwERI8QsYS4i3p9NhrwG16HQoUSDBj",
+	"fvXygtXHGmyU2QoTm5B+hZwKkKteYPpOqxZ5pQ6zlL6i9PEyK9bSnDQkL2Ft+6es8rVONaWchtHqONCm",
+	"L2hN/XlkXBJf0OKckCE0tFSh0BnGM3kpkD9JKwFARzO3jfBkwqdnr/BRNFJrSbJRG2kDdZhx+FJqNNCV",
+	"AQlPBFEh7lzvuJwvmIVWm01YZpLp5BLVP3tHmWb62mpo+LhUKSnIThEk1RBHGjOQU37QwuqH1yIXBCB1",
+	"Ou/8JiXSAcelDC1aAf3hSHGf3MnjCIKsdDDJlIcZv7Pi2yZJppw0PntNLhYcyKJkUTFrcIV0az32Zltv",
+	"8CpST9iGNBD+ReTJTplUkAgVgjSTQl7JYgUTZicEEp77lLtrOUXR2q/VtvjB81K5vEsP9mtWnPOVrRCs",
+	"qFUaxQYDTr931P+xFeRB9Cy4rZw7dRwAjHSMnvNCfGsf+oyIBHd07JSYftD/6QLhU7HQXffQp/sL0/g1",
+	"JXob9I7rudcauzCALoTmRKtt+jE42DEGB71DKOBBHQmTFO5o8KD3/O4GD4IMm1XKiB19eIbzWA9k2Utp",
+	"Gw6GvhIaA6AY9UPQnAqtue+Ncd47h+Sgdzj4cdMkDKnRWms1377bafqGoYCDEsGt4bTWZtkOu0y3drE+",
+	"GtubA1sTLbzGBh39WK2gygcO7oFPHBdFOZbG2xt2H9+63622e9cfGb+5/2FdbXK0+6NPT7fpix/XzEoi",
+	"cwfqlM/WWazcNz3IeV+UxoUkzIQqYqviZcC8GZpIhoyj0xot+nWnOGCzpJr5klFbqvvInffVBJZHd4SC",
+	"qrXkM1sGYgR8K/DMN5dyaZC4fik4GHyh0h77RohlFSmEH6Fd1hlYZzAb9oDPJDCTbvP/vnZjed8JgTNz",
+	"H0IG5zvc8HX+YFVBN3qkgAHJKTDogsKEPFUwXz0WI5UbguJMTaU2jmX0Slgly36+EpTHH4sc56WKwToK",
+	"RkXiIMSBphIdJ2/NdhBuPU3uYNqjwi1nM+FvWIjPx+cz+2JKsnpaPp9Cz/a5kYf67tH0ebFn4P6LbWv9",
+	"0JEZnnBiAPjwZBURvvtv9GMMMkR/9Nj3wCFq5ZwegVI+UgO7Mp4csWTOc56gNE5ZfNr9kfHuL6zffc56",
+	"bMy6tZAdzGMFhmIgDyYr8foMrBG7/NvVYBt8gPhGGgPvBwfP1wPvK+vdf/x02v2Rd3/pd5/3xt137wfR",
+	"k6Pb9r81Pe38+V8arGHvPh7jEvaiIpbb5LVZJ5hZ1x3Wo3BRd3CLwBZ97zN68yC+jVqLZDl2HDtWZyCv",
+	"Q2v43kcs29FxdAjbzvkNl7gqs2zvM5z2r20sSw7t9Gu6Un+D4xionBrPuxAm6R7B6dvoWkT2Q3vSOFJz",
+	"Ry8zgbwvdbZPPOYrrp+R8htFI8HjOrcjzwBXSgnEPbmoo3YMKTRZewsfp6OU9I/svd9vg0pI+DXRWWZv",
+	"vHDOygLIKTmQ7RNB5WTFZNE5ISYJIhMdo3Kwnu9cOn+UY85yn23xSsHn1Y+InMtL4ak0nBljpOgmT9TI",
+	"lE2l3Wi6YF9Svl1oE3Tsuxdntu+2MBOByYLQYUDTKngyj6q0JQHT6lJiBq4FkTcHBytrx36Zx50h+uvs",
+	"kxDcjD3k1I+RouZPBBGKUheIiQN5qKt+O+NUSOlrR+JK5loBsE7n7M35tyzJBbCD88x0TqqWQNvG5Fmr",
+	"JgtTJRtWNWYplRLInA0kXl1IowqkSo5PjPRXIlvllG45oBLNOERwczbJZToTKSazTjJu5l6PC4ifRuD6",
+	"wIbAdBFLDU14hGnnSzAtIx0ZAdCRGN7Npg9Wg3UBVjil7XRTSc3utxqV6UNccPc/koKzoJWUptALcJ3x",
+	"BDi87nM47HsONPG2tm7r+TqaI4EHn3ow7ns+I7nG9tP1VxpRJzgNpyr16NfFJz3f/dEL4rH/w4vUqCXg",
+	"GqmO2mbdILxhP35fydGdwRThLvMgo+/vWft1F7p76L4EVfikqzE4rv8wUNUNVHcK+n0tHjQFG2ao2iJ5",
+	"jLf4+6P+wtK3qudQtvPEgKWkVFOppJmTS7hNho3YGxPiDjG3Q8qKkfIqSmBqacfv81INAYx3G+i7Tgkk",
+	"31VeqmZFA+r6WFuAPwP3P/uRHvruOKmgu5UtLv/VUbOf9Bj7Lc4UmHtWd2/XhTJYfV5u7jxoHoON7NMs",
+	"oVNziesnzSXgJjUzhV4ycl1DrhW46/IcaWdcupIYDXfEl+QywHzgaoL4n23L6cxW9Mdq+j9xNcHUry0m",
+	"0jo+cCVhMpDtSB+XWdCTOYQzSxZqD5bBOywrVSLygkvVJZcpS0Ui0VzgDG5bchV1mnnrz6iZH9GM6nzP",
+	"ffQ9w6819zOa3W2ZC2Lu61ds4rmYkowlWlEwuNfmHuqT9r7kBVclzxxUoA56OGzIq9/vHW/Jm3/Y35IW",
+	"H8mIAiXWzaWVJUxuFpbSf5g1lubxLs77WnqaP/RVT2+A1ji/4vyS2rbmP432ijC5T3P0xh4U58MOoDZQ",
+	"EsDg5d6on52Usg48RfCFHfIeswcUmulgswJ3l7OTOcsyHPLGn9YAs4qxDjApi8VSQ+byk8CQjEXYTynj",
+	"EtJJPx8pb5GelGYVk5W7svoupFkgcceGyTeV0ymo31VkrNvgT7AYuPmuF4GDVM/QMFJIJ5g26Q4wKB/D",
+	"5rdmUNofUwENCAxwtx9Bg7nHdf3eDb2TWyGUTzllXK1+3zF5v18j2W8SAQgx1HVtqvHafH+9ClAs2+xh",
+	"FFf/K2AqPqLfeR87GoEq0UCtywIUKECLU4odl43HqnuDg36fvXxz3oMMKqSG/vQrIMTsfW6cCw69bQmV",
+	"josyVw3QsbUuPv8RsmEBWPR9C9J+jWFUoHKrLY4hkaIhpdL+bo+Zzd/qDwYHfTda/tmh1TWhrnHI7Yna",
+	"2oNUsPPyd+UM/6dT1LyrHdxwEHK7aWX8QJDbPlrU64Jj8C+g1mUxB/97aSBWD6DOvVo+byCXAX9o/Mrp",
+	"O8mq+41YxeRuPUFmGWCVAVshKitCOc2n36EUishaXU4oGxKrFKhhBUeTW5isfR4KKAUwAXStxfcP+v3I",
+	"6r2+cvddpX5V3Rq7lMVxkJeUYHRq3Si6VX87ZUpcZyufsRQuvaQrHvQPXCZRq5R/9n2MDcffIcn8Bq0L",
+	"a2B1QU8u2Ei+Z3TTatLcXtthpWDJ+0lNMK3fiFUD0O411soKjXmPXZgNqM2aZYJfiYCGpt1nn9Ew+NS6",
+	"tRC1wy3UKLbwZmaUkBblsMaK0m+IZ3v3AL21gvu/pQzzRcPxZJdtAsS97Ojgz5WejGdMLn7u9vv9ezBz",
+	"+Mm7l+f5vxfZGFdsc9H6Re5YOIkO203DbWQP2vtN4QdrIvjXJ9c1KlxnTdPA2nfoGMefSMfY1DDuUjA+",
+	"jjxADnBPP/fHleifFjeAuxsQS+CJ3KaYT3BhbKo9269NYPR7/L5mQL19TImoH2R12n1neukqhUNyq371",
+	"hbCL3rjMfps28HYM6DFcSrHXFxyucaRGrTOfMJKlQkmRjlodp0ygTQFOhDhUHZytgUCBXtGQhlJ12XWI",
+	"CocswGdlTqqg0Q3TvaF8Fj3k3HCIxtrIxxGanpQuxh6NXkXD2p8J1+geeZhdkwZzitN4gcFFH442gwSb",
+	"BGNy9sh72aCoIf/EZ7GPdPa+N28u/mMz/ufejEm47a0iFQnEXdFWBW6ue1uymrdkWPK/ly35JXLIu4Q8",
+	"8XvcDG/jCP5d5KshAKrxAZ/ovHAPWBv4mLfuY45VQENdPHP7c9zDf2VFzKzAZNJdfymDoGczYG3g6pnr",
+	"axYnmQTAuINW2w28c2JLKvJVTHxZDprM+IxLxSCzoq3yhMXQ9Jg4Cow7HWALD1Dp99rDtzgJ7OQ+dKMm",
+	"gt3wG/KbsgFY/jCTE0ROmTFp7ORCtQMw3ogJvv3ADZ869MeG/8eG/8+34ZNw14AXuOG7gPVte36dRv19",
+	"ayJ4LvLTspjby7Hdbyl8oIHu14rY/CZ1cQ8QeECpcoowHYi9zuZZa9h6DBs4NWS9NEzNE0ESWGBvjzyV",
+	"P5kLXJYSF1aJlO6btqx1byhLxVQqWVCsUxgKaBo+d2FNiYZYJb72nUeHNlRsN++2t7UiGTJP5h2nscvc",
+	"0XZWKJJyW1HYfR2ESrv1HHwezOZmIUjh0nUULkQcF9Vz9kJ0j8vAa4/OgCyIMgtWvGq+XscddPvu9v8P",
+	"AAD//w==",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

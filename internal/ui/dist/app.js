@@ -293,27 +293,29 @@ var E,ct,pn,Y,Le,we,dt,ve,ut,je,Me,_n,ue=Symbol.for("pv"),xe={},Se=[],fn=/^m(i|n
         ${s.valid?"valid":"invalid"}, ${s.complete?"complete":"incomplete"}
         ${s.valid?` — ${s.record_count} records`:""}
       </p>
+      ${s.signature&&u`<p data-testid="verify-signature" data-status=${s.signature.status}
+        class=${"verdict signature "+(s.signature.status==="valid"?"ok":"bad")}>${ns(s.signature)}</p>`}
       ${s.issues.length>0&&u`
         <ol class="issues">
-          ${s.issues.map((_,c)=>u`<${ns} key=${c} issue=${_}
+          ${s.issues.map((_,c)=>u`<${ss} key=${c} issue=${_}
             details=${(s.details??[]).filter(f=>f.issue===_)} records=${i} />`)}
         </ol>`}
       ${r&&u`<${un} error=${r} />`}
     </section>
     ${a&&u`
-      <${os} manifest=${a.manifest} />
+      <${rs} manifest=${a.manifest} />
       <section aria-labelledby="timeline-title">
         <h2 id="timeline-title">Timeline</h2>
         ${o.attempts.length===0?u`<p>No model or tool attempt is recorded in this bundle.</p>`:u`<${Ae} timeline=${o} onSelect=${_=>n(oe(_))} selected=${t} />`}
-        ${p&&u`<${rs} attempt=${p} records=${ln(i,p)} />`}
+        ${p&&u`<${as} attempt=${p} records=${ln(i,p)} />`}
       </section>
-      <${as} manifest=${a.manifest} artifacts=${a.artifacts} />`}`}function ns({issue:e,details:t,records:n}){return u`<li data-testid="verify-issue">
+      <${is} manifest=${a.manifest} artifacts=${a.artifacts} />`}`}function ns({status:e,kid:t}){switch(e){case"valid":return`signed by this server (key ${t})`;case"invalid":return"signature invalid: the bundle was changed after it was signed";case"unknown_key":return`signed by a key this server does not know (${t})`;default:return"not signed"}}function ss({issue:e,details:t,records:n}){return u`<li data-testid="verify-issue">
     <span class="issue-message">${e}</span>
     ${t.length>0&&u`<ul class="issue-details">
-      ${t.slice(0,50).map((s,a)=>u`<li key=${a}>${ss(s,n)}</li>`)}
+      ${t.slice(0,50).map((s,a)=>u`<li key=${a}>${os(s,n)}</li>`)}
       ${t.length>50&&u`<li>… ${t.length-50} more</li>`}
     </ul>`}
-  </li>`}function ss(e,t){let n=[];if(e.message&&n.push(e.message),e.member&&n.push(`member ${e.member}`),e.seq){let s=t[e.seq-1];n.push(`record ${e.seq}`+(s&&typeof s.id=="string"?` (id ${s.id})`:""))}return e.kind&&n.push(`kind ${e.kind}`),e.step_id!==void 0&&n.push(`step ${e.step_id}`),e.attempt_id!==void 0&&n.push(`attempt ${e.attempt_id}`),e.execution_key&&n.push(`call ${e.execution_key}`),n.join(", ")}function os({manifest:e}){let t=e??{},n=t.agent&&typeof t.agent=="object"?`${t.agent.name}@${t.agent.version}`:"—";return u`<section class="card" aria-labelledby="manifest-title">
+  </li>`}function os(e,t){let n=[];if(e.message&&n.push(e.message),e.member&&n.push(`member ${e.member}`),e.seq){let s=t[e.seq-1];n.push(`record ${e.seq}`+(s&&typeof s.id=="string"?` (id ${s.id})`:""))}return e.kind&&n.push(`kind ${e.kind}`),e.step_id!==void 0&&n.push(`step ${e.step_id}`),e.attempt_id!==void 0&&n.push(`attempt ${e.attempt_id}`),e.execution_key&&n.push(`call ${e.execution_key}`),n.join(", ")}function rs({manifest:e}){let t=e??{},n=t.agent&&typeof t.agent=="object"?`${t.agent.name}@${t.agent.version}`:"—";return u`<section class="card" aria-labelledby="manifest-title">
     <h2 id="manifest-title">Run</h2>
     <dl class="facts">
       <dt>Run</dt><dd><code>${t.run_id}</code></dd>
@@ -322,7 +324,7 @@ var E,ct,pn,Y,Le,we,dt,ve,ut,je,Me,_n,ue=Symbol.for("pv"),xe={},Se=[],fn=/^m(i|n
       <dt>Status</dt><dd>${t.status} (phase ${t.phase})</dd>
       <dt>Exported</dt><dd>${t.created_at?L(t.created_at):"—"}</dd>
     </dl>
-  </section>`}function rs({attempt:e,records:t}){let n=e.kind==="model"?"model":e.tool??e.call_id;return u`<section class="card bar-detail" data-testid="bar-detail" aria-label="Records of the selected attempt" tabindex="-1">
+  </section>`}function as({attempt:e,records:t}){let n=e.kind==="model"?"model":e.tool??e.call_id;return u`<section class="card bar-detail" data-testid="bar-detail" aria-label="Records of the selected attempt" tabindex="-1">
     <h3>${n}, step ${e.step_id}, attempt ${e.attempt}: ${e.outcome}</h3>
     ${t.length===0?u`<p>No record of this attempt.</p>`:u`
       <ol class="records plain">
@@ -332,7 +334,7 @@ var E,ct,pn,Y,Le,we,dt,ve,ut,je,Me,_n,ue=Symbol.for("pv"),xe={},Se=[],fn=/^m(i|n
           ${s.payload!==null&&u`<pre class="json">${JSON.stringify(s.payload,null,2)}</pre>`}
         </li>`)}
       </ol>`}
-  </section>`}function as({manifest:e,artifacts:t}){let n=new Map((t??[]).map(o=>[o.sha256,o.size])),s=e?.artifacts&&typeof e.artifacts=="object"?e.artifacts:{},a=[...new Set([...Object.keys(s),...n.keys()])].sort();return u`<section aria-labelledby="artifacts-title">
+  </section>`}function is({manifest:e,artifacts:t}){let n=new Map((t??[]).map(o=>[o.sha256,o.size])),s=e?.artifacts&&typeof e.artifacts=="object"?e.artifacts:{},a=[...new Set([...Object.keys(s),...n.keys()])].sort();return u`<section aria-labelledby="artifacts-title">
     <h2 id="artifacts-title">Artifacts</h2>
     ${a.length===0?u`<p>The run references no artifact.</p>`:u`
       <div class="table-wrap"><table class="artifacts">
@@ -345,15 +347,15 @@ var E,ct,pn,Y,Le,we,dt,ve,ut,je,Me,_n,ue=Symbol.for("pv"),xe={},Se=[],fn=/^m(i|n
           </tr>`)}
         </tbody>
       </table></div>`}
-  </section>`}function is(e){try{let t=e.split(".")[1].replace(/-/g,"+").replace(/_/g,"/"),n=JSON.parse(atob(t+"===".slice((t.length+3)%4)));return n.name||n.preferred_username||n.sub||"signed in"}catch{return"signed in"}}function ls({path:e}){let t=ae();if(t){let n=()=>{Ne(""),B("/ui/sign-in")};return u`<div class="account"><span data-testid="signed-in-as">${is(t)}</span>
-      <button class="link" data-testid="sign-out" onClick=${n}>Sign out</button></div>`}return $e().oidc?u`<div class="account"><button data-testid="sign-in" onClick=${()=>tt(e)}>Sign in</button></div>`:null}function cs(){let[e,t]=k("");return j(()=>{zt().then(n=>B(n||"/ui/",{replace:!0}),n=>t(String(n.message||n)))},[]),e?u`<p class="problem" role="alert" data-testid="problem">${e}</p>`:u`<p>Signing in…</p>`}function ds({route:e}){switch(e.name){case"sessions":return u`<${tn} />`;case"session":return u`<${en} key=${e.params.id} id=${e.params.id} />`;case"run":return u`<${nn} key=${e.params.id} id=${e.params.id} />`;case"bundles":return u`<${dn} />`;case"callback":return u`<${cs} />`;case"sign-in":return u`<${Wt} />`;default:return u`<section><h1>Not found</h1><p>No console page here. <a href="/ui/" onClick=${U}>Sessions</a></p></section>`}}function us(){let e=Dt(),t=Lt(e),n=s=>t.name===s||s==="sessions"&&(t.name==="session"||t.name==="run")?"page":void 0;return u`<div class="layout">
+  </section>`}function ls(e){try{let t=e.split(".")[1].replace(/-/g,"+").replace(/_/g,"/"),n=JSON.parse(atob(t+"===".slice((t.length+3)%4)));return n.name||n.preferred_username||n.sub||"signed in"}catch{return"signed in"}}function cs({path:e}){let t=ae();if(t){let n=()=>{Ne(""),B("/ui/sign-in")};return u`<div class="account"><span data-testid="signed-in-as">${ls(t)}</span>
+      <button class="link" data-testid="sign-out" onClick=${n}>Sign out</button></div>`}return $e().oidc?u`<div class="account"><button data-testid="sign-in" onClick=${()=>tt(e)}>Sign in</button></div>`:null}function ds(){let[e,t]=k("");return j(()=>{zt().then(n=>B(n||"/ui/",{replace:!0}),n=>t(String(n.message||n)))},[]),e?u`<p class="problem" role="alert" data-testid="problem">${e}</p>`:u`<p>Signing in…</p>`}function us({route:e}){switch(e.name){case"sessions":return u`<${tn} />`;case"session":return u`<${en} key=${e.params.id} id=${e.params.id} />`;case"run":return u`<${nn} key=${e.params.id} id=${e.params.id} />`;case"bundles":return u`<${dn} />`;case"callback":return u`<${ds} />`;case"sign-in":return u`<${Wt} />`;default:return u`<section><h1>Not found</h1><p>No console page here. <a href="/ui/" onClick=${U}>Sessions</a></p></section>`}}function ps(){let e=Dt(),t=Lt(e),n=s=>t.name===s||s==="sessions"&&(t.name==="session"||t.name==="run")?"page":void 0;return u`<div class="layout">
     <header class="top">
       <a class="brand" href="/ui/" onClick=${U}>hxd</a>
       <nav aria-label="Main">
         <a href="/ui/" onClick=${U} aria-current=${n("sessions")}>Sessions</a>
         <a href="/ui/bundles" onClick=${U} aria-current=${n("bundles")}>Bundles</a>
       </nav>
-      <${ls} path=${e} />
+      <${cs} path=${e} />
     </header>
-    <main id="main"><${ds} route=${t} /></main>
-  </div>`}yt(u`<${us} />`,document.getElementById("app"));
+    <main id="main"><${us} route=${t} /></main>
+  </div>`}yt(u`<${ps} />`,document.getElementById("app"));

@@ -122,6 +122,8 @@ function Inspection({ state, selected, onSelect }) {
         ${report.valid ? 'valid' : 'invalid'}, ${report.complete ? 'complete' : 'incomplete'}
         ${report.valid ? ` — ${report.record_count} records` : ''}
       </p>
+      ${report.signature && html`<p data-testid="verify-signature" data-status=${report.signature.status}
+        class=${'verdict signature ' + (report.signature.status === 'valid' ? 'ok' : 'bad')}>${signatureText(report.signature)}</p>`}
       ${report.issues.length > 0 && html`
         <ol class="issues">
           ${report.issues.map((issue, i) => html`<${Issue} key=${i} issue=${issue}
@@ -139,6 +141,17 @@ function Inspection({ state, selected, onSelect }) {
         ${attempt && html`<${Records} attempt=${attempt} records=${recordsOfAttempt(records, attempt)} />`}
       </section>
       <${Artifacts} manifest=${played.manifest} artifacts=${played.artifacts} />`}`;
+}
+
+// signatureText explains a report's signature verdict (checked against
+// this server's keys, GET /.well-known/hxd-bundle-keys).
+function signatureText({ status, kid }) {
+  switch (status) {
+    case 'valid': return `signed by this server (key ${kid})`;
+    case 'invalid': return 'signature invalid: the bundle was changed after it was signed';
+    case 'unknown_key': return `signed by a key this server does not know (${kid})`;
+    default: return 'not signed';
+  }
 }
 
 function Issue({ issue, details, records }) {
