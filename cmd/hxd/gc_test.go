@@ -3,15 +3,18 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/ed25519"
 	"encoding/json"
 	"net/http"
 	"net/url"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"hxd/internal/hxbundle"
 	hxruntime "hxd/internal/runtime"
 )
 
@@ -192,8 +195,9 @@ func TestPostgresGCCLI(t *testing.T) {
 	t.Parallel()
 	d, dbURL, schema, sid, rid := pgInvoiceRun(t)
 	bundle := filepath.Join(t.TempDir(), "before.hx")
+	key := testSigningKey(t)
 	res := runCLI(t, "export", "--database-url", dbURL, "--schema", schema, "--session", sid, "--run", rid,
-		"--output", bundle, "--include-payloads")
+		"--output", bundle, "--include-payloads", "--bundle-signing-key", key)
 	require.Equal(t, 0, res.code, res.stderr)
 
 	res = runCLI(t, "gc", "--database-url", dbURL, "--schema", schema, "--older-than", "1ns", "--json")
@@ -210,6 +214,15 @@ func TestPostgresGCCLI(t *testing.T) {
 	resp, raw = d.do(t, http.MethodGet, "/runs/"+url.PathEscape(rid), nil)
 	require.Equal(t, http.StatusGone, resp.StatusCode, string(raw))
 
-	res = runCLI(t, "verify", bundle)
-	require.Equal(t, 0, res.code, "a bundle exported before deletion stays valid: %s", res.stdout+res.stderr)
+	// Its signature, too, depends on nothing the server kept.
+	priv, err := os.ReadFile(key)
+	require.NoError(t, err)
+	pk, err := hxbundle.ParsePrivateKeyPEM(priv)
+	require.NoError(t, err)
+	trust := filepath.Join(t.TempDir(), "trust.jwks")
+	jwks, err := json.Marshal(hxbundle.NewKeySet(pk.Public().(ed25519.PublicKey)).JWKS())
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(trust, jwks, 0o600))
+	res = runCLI(t, "verify", "--trust", trust, bundle)
+	require.Equal(t, 0, res.code, "a bundle exported before deletion stays valid and signed: %s", res.stdout+res.stderr)
 }
