@@ -15,7 +15,8 @@
 // the package creates is mode 0600 (folders 0700).
 //
 // Locks (lock.go). Beside the database and its -wal and -shm the store
-// keeps one folder, "<db>.hxd", holding one file, "lock". On Linux a
+// keeps one folder, "<db>.hxd", holding the file "lock" (and, outside this
+// package, the bundle signing key `hxd serve` generates there). On Linux a
 // session's lock is an open-file-description lock (F_OFD_SETLK) on one
 // byte of that file, at an offset taken from the SHA-256 of the session id
 // (63 bits); the migration lock is byte 0 and the control nonces
