@@ -274,7 +274,7 @@ func hasResourceParam(c opCase, o ownedResources) bool {
 // TestServeOIDCOwnership is generated from the contract's operations: for
 // EVERY operation, principal B acting on principal A's resources gets a
 // 404 identical to an unknown id, whose body holds nothing of A; without a
-// token every operation but the three public ones is a 401.
+// token every operation but the four public ones is a 401.
 func TestServeOIDCOwnership(t *testing.T) {
 	t.Parallel()
 	iss := hxtest.NewIssuer(t)
@@ -294,8 +294,10 @@ func TestServeOIDCOwnership(t *testing.T) {
 		// session of his own, and learns nothing of A's.
 		"createSession": 201,
 		"verifyBundle":  200, "playbackBundle": 422,
+		// The server's public bundle keys: the same for everyone.
+		"getBundleKeys": 200,
 	}
-	public := []string{"getHealth", "getOpenAPI", "getReady"}
+	public := []string{"getHealth", "getOpenAPI", "getReady", "getBundleKeys"}
 	// Text of A that no answer to B may hold (besides the request path).
 	secrets := append(o.ids(), "invoice-analyst", "approver", "spiller", "alice", "Overdue balance")
 	// Answers that are A-independent by nature.
