@@ -129,8 +129,11 @@ func TestConsoleInvoiceRun(t *testing.T) {
 	require.Contains(t, label, "attempt 1")
 	require.Contains(t, label, "failed")
 
-	// Click: the retry's events (its text and tool call).
-	click(t, ctx, fmt.Sprintf(barSel, "model", "2"))
+	// Click: the retry's events (its text and tool call). The scripted run
+	// takes milliseconds, so bars drawn at their minimum width may overlap
+	// (the next step's bar over this one): click the element itself.
+	eval[bool](t, ctx, fmt.Sprintf(`(document.querySelector(%q).click(), true)`, fmt.Sprintf(barSel, "model", "2")))
+	waitFor(t, ctx, "the retry's detail", `(document.querySelector('[data-testid=bar-detail] h2')||{}).textContent === 'Model · step 1 · attempt 2'`)
 	waitFor(t, ctx, "the retry's events", `document.querySelectorAll('[data-testid=bar-detail] [data-testid=event]').length > 0`)
 	types := eval[[]string](t, ctx, `[...document.querySelectorAll('[data-testid=bar-detail] [data-testid=event]')].map(e => e.dataset.type)`)
 	require.Contains(t, types, "tool_call_complete")
