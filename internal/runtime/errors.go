@@ -45,20 +45,40 @@ var (
 )
 
 // PublicError gives a sentinel a client-safe detail (e.g. the reference's
-// resolution messages). errors.Is matches the sentinel.
+// resolution messages). errors.Is matches the sentinel, and the Cause when
+// there is one.
 type PublicError struct {
 	Err    error
 	Detail string
+	// Cause is the error the detail reports, if any (publicWrap): kept in
+	// the chain so that callers can still errors.Is / errors.As it.
+	Cause error
 }
 
 // Error returns the detail.
 func (e *PublicError) Error() string { return e.Detail }
 
-// Unwrap returns the sentinel.
-func (e *PublicError) Unwrap() error { return e.Err }
+// Unwrap returns the sentinel, and the cause when set.
+func (e *PublicError) Unwrap() []error {
+	if e.Cause == nil {
+		return []error{e.Err}
+	}
+	return []error{e.Err, e.Cause}
+}
 
 func publicErr(sentinel error, detail string) error {
 	return &PublicError{Err: sentinel, Detail: detail}
+}
+
+// publicWrap is publicErr for a cause whose message is client-safe: the
+// detail is "context: cause" (the cause alone without context), and the
+// cause stays in the chain.
+func publicWrap(sentinel error, context string, cause error) error {
+	detail := cause.Error()
+	if context != "" {
+		detail = context + ": " + detail
+	}
+	return &PublicError{Err: sentinel, Detail: detail, Cause: cause}
 }
 
 // ErrInvalidCursor: a list cursor this server did not issue.

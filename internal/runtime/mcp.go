@@ -79,7 +79,7 @@ func PinMCPTools(ctx context.Context, m *mcp.Manager, def *agent.Definition) ([]
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		return nil, &PublicError{Err: fmt.Errorf("%w: %w", ErrMCPTools, err), Detail: err.Error()}
+		return nil, publicWrap(ErrMCPTools, "", err)
 	}
 	return pinned, nil
 }
@@ -113,7 +113,7 @@ func (r *Runtime) withMCP(b *binding, sess *rtstore.SessionRow) (*binding, error
 	}
 	tools, err := mcp.SessionTools(r.cfg.MCP, b.def.Ref().String(), b.def.MCPServers, pinned)
 	if err != nil {
-		return nil, publicErr(ErrAgentMismatch, "the session's pinned MCP tools do not fit the agent: "+err.Error())
+		return nil, publicWrap(ErrAgentMismatch, "the session's pinned MCP tools do not fit the agent", err)
 	}
 	sb := *b
 	sb.tools = make(map[string]tool.Tool, len(b.tools)+len(tools))
