@@ -51,46 +51,7 @@ tools:
 // extra); extra args are appended.
 func startDaemon(t *testing.T, db string, extra ...string) *daemon {
 	t.Helper()
-	agents := filepath.Join(t.TempDir(), "agents")
-	require.NoError(t, os.MkdirAll(agents, 0o700))
-	require.NoError(t, os.WriteFile(filepath.Join(agents, "sleeper.yaml"), []byte(sleeperAgent), 0o600))
-	ctx, cancel := context.WithCancel(context.Background())
-	addrCh := make(chan string, 1)
-	errCh := make(chan error, 1)
-	args := []string{"serve", "--addr", "127.0.0.1:0"}
-	if db != "" {
-		args = append(args, "--db", db)
-	}
-	args = append(append(args, "--demo", "--agents", agents,
-		"--workdir", t.TempDir(), "--shutdown-timeout", "200ms"), extra...)
-	go func() {
-		errCh <- run(ctx, args, env{
-			getenv: func(string) string { return "" }, stdout: io.Discard, stderr: io.Discard,
-			onListen: func(addr string) { addrCh <- addr },
-		})
-	}()
-	var addr string
-	select {
-	case addr = <-addrCh:
-	case err := <-errCh:
-		cancel()
-		t.Fatalf("hxd serve exited: %v", err)
-	case <-time.After(20 * time.Second):
-		cancel()
-		t.Fatal("hxd serve did not start")
-	}
-	d := &daemon{base: "http://" + addr, db: db}
-	stopped := false
-	d.stop = func() {
-		if stopped {
-			return
-		}
-		stopped = true
-		cancel()
-		require.NoError(t, <-errCh)
-	}
-	t.Cleanup(d.stop)
-	return d
+	return startAgentsDaemon(t, db, map[string]string{"sleeper": sleeperAgent}, nil, append([]string{"--demo"}, extra...)...)
 }
 
 func (d *daemon) do(t *testing.T, method, path string, body any, hdr ...string) (*http.Response, []byte) {
