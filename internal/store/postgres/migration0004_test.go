@@ -4,15 +4,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/golang-migrate/migrate/v4"
-	migratepgx "github.com/golang-migrate/migrate/v4/database/pgx/v5"
-	"github.com/golang-migrate/migrate/v4/source/iofs"
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/stretchr/testify/require"
 
 	"hxd/internal/store/postgres"
-	"hxd/migrations"
 )
 
 // TestMigration0004EventCreatedAt: events stored before version 4 get
@@ -22,20 +16,7 @@ func TestMigration0004EventCreatedAt(t *testing.T) {
 	t.Parallel()
 	ctx := testCtx(t)
 	cfg := testConfig(t)
-	schema := pgx.Identifier{cfg.Schema}.Sanitize()
-	require.NoError(t, adminExec(t, ctx, "", "CREATE SCHEMA "+schema))
-
-	pcfg, err := pgx.ParseConfig(cfg.URL)
-	require.NoError(t, err)
-	pcfg.RuntimeParams["search_path"] = schema
-	db := stdlib.OpenDB(*pcfg)
-	defer func() { _ = db.Close() }()
-	src, err := iofs.New(migrations.Postgres, "postgres")
-	require.NoError(t, err)
-	drv, err := migratepgx.WithInstance(db, &migratepgx.Config{SchemaName: cfg.Schema})
-	require.NoError(t, err)
-	m, err := migrate.NewWithInstance("iofs", src, "pgx5", drv)
-	require.NoError(t, err)
+	m, db := newMigrator(t, ctx, cfg)
 	require.NoError(t, m.Migrate(3))
 
 	created := time.Date(2025, 11, 30, 8, 9, 10, 123456000, time.UTC)
@@ -51,7 +32,7 @@ func TestMigration0004EventCreatedAt(t *testing.T) {
 	}
 	require.NoError(t, m.Migrate(4))
 
-	_, err = db.ExecContext(ctx, `UPDATE events SET created_at = now()`)
+	_, err := db.ExecContext(ctx, `UPDATE events SET created_at = now()`)
 	require.ErrorContains(t, err, "events are append-only", "the guard is back")
 	before := time.Now().UTC().Truncate(time.Microsecond)
 	_, err = db.ExecContext(ctx, `INSERT INTO events (run_id, seq, event_id, payload) VALUES ('run-1', 2, 'ev-2',

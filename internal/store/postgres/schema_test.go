@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"io/fs"
 	"maps"
@@ -351,20 +352,7 @@ func TestMigrationsUpDownUp(t *testing.T) {
 	t.Parallel()
 	ctx := testCtx(t)
 	cfg := testConfig(t)
-	schema := pgx.Identifier{cfg.Schema}.Sanitize()
-	require.NoError(t, adminExec(t, ctx, "", "CREATE SCHEMA "+schema))
-
-	pcfg, err := pgx.ParseConfig(cfg.URL)
-	require.NoError(t, err)
-	pcfg.RuntimeParams["search_path"] = schema
-	db := stdlib.OpenDB(*pcfg)
-	defer func() { _ = db.Close() }()
-	src, err := iofs.New(migrations.Postgres, "postgres")
-	require.NoError(t, err)
-	drv, err := migratepgx.WithInstance(db, &migratepgx.Config{SchemaName: cfg.Schema})
-	require.NoError(t, err)
-	m, err := migrate.NewWithInstance("iofs", src, "pgx5", drv)
-	require.NoError(t, err)
+	m, _ := newMigrator(t, ctx, cfg)
 	require.NoError(t, m.Up())
 	require.NoError(t, m.Down())
 	require.Equal(t, []string{"r:schema_migrations", "r:schema_migrations_pkey"}, schemaObjects(t, ctx, cfg.Schema),
@@ -376,7 +364,7 @@ func TestMigrationsUpDownUp(t *testing.T) {
 
 	// The migrated schema opens (checksums are recorded on first migrate).
 	cfg.AutoMigrate = false
-	_, err = postgres.Open(ctx, cfg)
+	_, err := postgres.Open(ctx, cfg)
 	require.ErrorIs(t, err, rtstore.ErrSchema)
 	require.Contains(t, err.Error(), "no checksum recorded")
 	require.NoError(t, postgres.Migrate(ctx, cfg))
@@ -491,4 +479,25 @@ func TestAppendOnly(t *testing.T) {
 	var n int
 	b.queryRow(t, `SELECT (SELECT count(*) FROM journal) + (SELECT count(*) FROM events) + (SELECT count(*) FROM artifacts)`, &n)
 	require.Equal(t, 2+1+1, n)
+}
+
+// newMigrator creates cfg.Schema and returns golang-migrate on it (with
+// the embedded migrations) and its database handle, closed at cleanup:
+// for tests that step through migrations one version at a time.
+func newMigrator(t *testing.T, ctx context.Context, cfg postgres.Config) (*migrate.Migrate, *sql.DB) {
+	t.Helper()
+	schema := pgx.Identifier{cfg.Schema}.Sanitize()
+	require.NoError(t, adminExec(t, ctx, "", "CREATE SCHEMA "+schema))
+	pcfg, err := pgx.ParseConfig(cfg.URL)
+	require.NoError(t, err)
+	pcfg.RuntimeParams["search_path"] = schema
+	db := stdlib.OpenDB(*pcfg)
+	t.Cleanup(func() { _ = db.Close() })
+	src, err := iofs.New(migrations.Postgres, "postgres")
+	require.NoError(t, err)
+	drv, err := migratepgx.WithInstance(db, &migratepgx.Config{SchemaName: cfg.Schema})
+	require.NoError(t, err)
+	m, err := migrate.NewWithInstance("iofs", src, "pgx5", drv)
+	require.NoError(t, err)
+	return m, db
 }
