@@ -100,6 +100,14 @@ var depsRules = []depsRule{
 		stdOnly:  true,
 	},
 	{
+		// Below every layer (model, tool and mcp use its transport);
+		// .golangci.yml allows it OpenTelemetry and the standard library
+		// only, directly.
+		name:     "telemetry imports nothing of ours",
+		pkgs:     []string{"hxd/internal/telemetry/..."},
+		onlyOurs: []string{"hxd/internal/telemetry/..."},
+	},
+	{
 		name:     "migrations import nothing of ours",
 		pkgs:     []string{"hxd/migrations/..."},
 		onlyOurs: []string{"hxd/migrations/..."},
