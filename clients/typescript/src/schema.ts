@@ -705,6 +705,15 @@ export interface components {
             code: string;
             /** @description The request id (also in the X-Request-ID header). */
             request_id: string;
+            /**
+             * @description The W3C trace id of the request's OpenTelemetry trace (32
+             *     lowercase hex digits), present only when the server runs with
+             *     tracing on (`--otel`) and the request's span is sampled: the
+             *     trace in Jaeger, Tempo or another backend holds what the server
+             *     did for it. Also on the server's log lines of the request.
+             * @example 4bf92f3577b34da6a3ce929d0e0e4736
+             */
+            trace_id?: string;
         };
         Health: {
             /** @enum {string} */
