@@ -9,6 +9,9 @@ import (
 	"net/http"
 	"os"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+
 	"hxd/internal/http/api"
 	"hxd/internal/hxbundle"
 )
@@ -50,7 +53,13 @@ func (s *Server) VerifyBundle(ctx context.Context, req api.VerifyBundleRequestOb
 		return nil, err
 	}
 	defer release()
-	return api.VerifyBundle200JSONResponse(reportOut(hxbundle.VerifyWithKeys(up.f, up.size, s.limits, s.bundleKeys))), nil
+	// The span covers the verification itself, not the upload or the
+	// wait for a slot.
+	_, span := s.spanTracer().Start(ctx, "hxd.verify", trace.WithAttributes(attribute.Int64("hxd.bundle.bytes", up.size)))
+	rep := hxbundle.VerifyWithKeys(up.f, up.size, s.limits, s.bundleKeys)
+	span.SetAttributes(attribute.Bool("hxd.bundle.valid", rep.Valid), attribute.Bool("hxd.bundle.complete", rep.Complete))
+	span.End()
+	return api.VerifyBundle200JSONResponse(reportOut(rep)), nil
 }
 
 // bundleJob waits for one of the Config.MaxBundleJobs slots (an upload is

@@ -200,6 +200,9 @@ func (s *Server) writeProblem(w http.ResponseWriter, r *http.Request, err error)
 		Code:      rule.code,
 		RequestId: reqID,
 	}
+	if id := traceID(r); id != "" {
+		p.TraceId = &id
+	}
 	if detail != "" {
 		d := truncate(detail, maxDetail)
 		p.Detail = &d

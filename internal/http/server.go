@@ -16,6 +16,8 @@ import (
 	"github.com/go-chi/chi/v5/middleware"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
 
 	contract "hxd/api"
 	"hxd/internal/http/api"
@@ -103,6 +105,17 @@ type Config struct {
 	// signer's and older ones kept after a rotation. Optional, default:
 	// the signer's key only. The signer's key is added when missing.
 	BundleKeys *hxbundle.KeySet
+	// TracerProvider, when set, traces every API request (not the
+	// console's files): a server span per request, named after the route
+	// template once routed ("GET /sessions/{session_id}", with
+	// http.route), continuing the trace of an incoming W3C traceparent;
+	// an hxd.verify span around bundle verification; and a trace_id
+	// member in problem responses of sampled requests. Optional, default:
+	// no tracing, and nothing of it is on the request path.
+	TracerProvider trace.TracerProvider
+	// Propagator reads the caller's trace context from request headers.
+	// Optional, default: W3C TraceContext and Baggage.
+	Propagator propagation.TextMapPropagator
 }
 
 // Server implements the generated strict-server interface on top of a
@@ -122,6 +135,7 @@ type Server struct {
 	bundleJobs   chan struct{}
 	bundleSigner *hxbundle.Signer // nil: exports are unsigned
 	bundleKeys   *hxbundle.KeySet // trusted and published keys
+	tracer       trace.Tracer     // nil without Config.TracerProvider
 }
 
 // DefaultMaxBundleJobs is Config.MaxBundleJobs' default.
@@ -159,6 +173,9 @@ func newHandler(cfg Config) (http.Handler, error) {
 	}
 	for _, k := range cfg.BundleKeys.Keys() {
 		s.bundleKeys.Add(k)
+	}
+	if cfg.TracerProvider != nil {
+		s.tracer = cfg.TracerProvider.Tracer(tracerName)
 	}
 	if err := s.limits.Validate(); err != nil {
 		return nil, fmt.Errorf("http: Config.BundleLimits: %w", err)
@@ -210,6 +227,9 @@ func newHandler(cfg Config) (http.Handler, error) {
 	}
 
 	r := chi.NewRouter()
+	if cfg.TracerProvider != nil {
+		r.Use(nameSpan)
+	}
 	// Authentication comes before the body limit: a caller without a valid
 	// token learns that (401 with its challenge), not how large a body
 	// would be accepted.
@@ -240,10 +260,14 @@ func newHandler(cfg Config) (http.Handler, error) {
 		Middlewares:      []api.MiddlewareFunc{s.validate(routes)},
 		ErrorHandlerFunc: s.paramError,
 	})
-	if cfg.Console != nil {
-		return withConsole(r, cfg.Console), nil
+	var h http.Handler = r
+	if cfg.TracerProvider != nil {
+		h = traced(r, cfg.TracerProvider, cfg.Propagator)
 	}
-	return r, nil
+	if cfg.Console != nil {
+		return withConsole(h, cfg.Console), nil
+	}
+	return h, nil
 }
 
 // withConsole sends /ui and /ui/... to console, before the API's
