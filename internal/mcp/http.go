@@ -11,6 +11,8 @@ import (
 	"sync"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"hxd/internal/telemetry"
 )
 
 // dialHTTP connects over streamable HTTP, then over legacy SSE on the same
@@ -139,6 +141,9 @@ func (t *linkTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	for k, vs := range t.headers {
 		req.Header[k] = vs
 	}
+	// The caller's trace continues at the server (W3C traceparent), when
+	// tracing is on.
+	telemetry.Inject(ctx, req.Header)
 	resp, err := t.base.RoundTrip(req)
 	if err != nil {
 		stop()

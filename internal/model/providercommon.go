@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"time"
 	"unicode/utf8"
+
+	"hxd/internal/telemetry"
 )
 
 // providerKey returns the API key named by cfg.APIKeyEnv, read once through
@@ -29,12 +31,17 @@ func providerKey(cfg Config, opts Options) (string, error) {
 }
 
 // providerHTTPClient is opts.HTTPClient, or a client without timeout (each
-// call is bounded by Config.TimeoutSeconds).
+// call is bounded by Config.TimeoutSeconds), whose requests carry the
+// trace of their context to the provider (W3C traceparent) when tracing
+// is on.
 func providerHTTPClient(opts Options) *http.Client {
+	c := &http.Client{}
 	if opts.HTTPClient != nil {
-		return opts.HTTPClient
+		cp := *opts.HTTPClient
+		c = &cp
 	}
-	return &http.Client{}
+	c.Transport = telemetry.InjectTransport(c.Transport)
+	return c
 }
 
 // callLimits are a section's max_tokens and per-call timeout, defaults

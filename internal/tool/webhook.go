@@ -15,6 +15,7 @@ import (
 
 	"hxd/internal/journal"
 	"hxd/internal/model"
+	"hxd/internal/telemetry"
 )
 
 // MaxWebhookReplyBytes bounds a webhook reply body; a larger reply is a
@@ -78,6 +79,9 @@ func (t *webhookTool) Call(ctx context.Context, inv Invocation) (Outcome, error)
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json")
 	req.Header.Set("Idempotency-Key", inv.ExecutionKey)
+	// The run's trace continues at the webhook (W3C traceparent), when
+	// tracing is on.
+	telemetry.Inject(ctx, req.Header)
 
 	resp, err := t.client.Do(req)
 	if err != nil {

@@ -19,6 +19,7 @@ import (
 // capturedRequest is what a test webhook server saw.
 type capturedRequest struct {
 	method, contentType, idempotencyKey string
+	traceparent                         string
 	body                                []byte
 }
 
@@ -47,6 +48,7 @@ func setupWebhook(t *testing.T, timeoutSeconds float64, handler http.HandlerFunc
 		b.seen = append(b.seen, capturedRequest{
 			method: r.Method, contentType: r.Header.Get("Content-Type"),
 			idempotencyKey: r.Header.Get("Idempotency-Key"), body: body,
+			traceparent: r.Header.Get("traceparent"),
 		})
 		b.mu.Unlock()
 		handler(w, r)
