@@ -6,10 +6,16 @@ import (
 	"fmt"
 	"log/slog"
 
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
 	"go.temporal.io/sdk/client"
+	temporalotel "go.temporal.io/sdk/contrib/opentelemetry"
 	"go.temporal.io/sdk/converter"
 	tlog "go.temporal.io/sdk/log"
 )
+
+// TracerName is the instrumentation scope of the Temporal spans.
+const TracerName = "hxd/internal/temporal"
 
 // Client is the Temporal SDK client (an alias, so that cmd/hxd can hold
 // one without importing the SDK).
@@ -27,6 +33,12 @@ type DialOptions struct {
 	Codec converter.PayloadCodec
 	// Logger receives the SDK's logs (at warn and above). Default: none.
 	Logger *slog.Logger
+	// TracerProvider, when set, adds the SDK's OpenTelemetry interceptor
+	// to the client and the workers made from it: starting a workflow,
+	// the workflow and its activities are spans of the caller's trace
+	// (carried in the Temporal headers as W3C trace context). Default: no
+	// tracing.
+	TracerProvider trace.TracerProvider
 }
 
 // Dial connects a Temporal client whose data converter is the SDK's
@@ -47,6 +59,16 @@ func Dial(ctx context.Context, opts DialOptions) (client.Client, error) {
 		co.Logger = tlog.NewStructuredLogger(slog.New(warnHandler{opts.Logger.Handler()}))
 	} else {
 		co.Logger = tlog.NewStructuredLogger(slog.New(slog.DiscardHandler))
+	}
+	if opts.TracerProvider != nil {
+		ti, err := temporalotel.NewTracingInterceptor(temporalotel.TracerOptions{
+			Tracer:            opts.TracerProvider.Tracer(TracerName),
+			TextMapPropagator: propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{}),
+		})
+		if err != nil {
+			return nil, fmt.Errorf("temporal: tracing interceptor: %w", err)
+		}
+		co.Interceptors = append(co.Interceptors, ti)
 	}
 	c, err := client.DialContext(ctx, co)
 	if err != nil {

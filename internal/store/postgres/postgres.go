@@ -15,6 +15,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"go.opentelemetry.io/otel/trace"
 
 	"hxd/internal/runtime/rtstore"
 )
@@ -80,6 +81,11 @@ type Config struct {
 	// Logger receives the store's logs (component=store/postgres).
 	// Default: logs are discarded.
 	Logger *slog.Logger
+	// TracerProvider, when set, traces the queries and batches of the
+	// commit and read pool (otelpgx: the SQL text, never its arguments)
+	// made under a span of the caller; lease renewals and background work
+	// outside a trace make none. Default: no tracing.
+	TracerProvider trace.TracerProvider
 
 	// ungrouped makes every Commit its own transaction on the caller's
 	// goroutine, without the group committer (the benchmark's baseline).
@@ -156,6 +162,7 @@ type Store struct {
 	logger       *slog.Logger
 	secret       string // the URL's password, scrubbed from every error
 	connCfg      *pgx.ConnConfig
+	tracer       pgx.QueryTracer // the main pool's, nil without Config.TracerProvider
 	pool         *pgxpool.Pool
 	leasePool    *pgxpool.Pool // LeaseConns reserved for Renew and Release
 	channel      string        // NOTIFY channel of this schema's events
@@ -267,6 +274,7 @@ func newStore(cfg Config, ms *migrationSet) (*Store, error) {
 		logger:       cfg.Logger.With("component", "store/postgres", "schema", cfg.Schema),
 		secret:       secret,
 		connCfg:      connCfg,
+		tracer:       newQueryTracer(cfg.TracerProvider),
 		channel:      eventChannel(cfg.Schema),
 		migrations:   ms,
 		leases:       make(map[*lease]struct{}),
@@ -279,13 +287,13 @@ func newStore(cfg Config, ms *migrationSet) (*Store, error) {
 func (s *Store) openPool(ctx context.Context) error {
 	ctx, cancel := opContext(ctx)
 	defer cancel()
-	pool, err := s.newPool(ctx, "open pool", s.poolSize, 0)
+	pool, err := s.newPool(ctx, "open pool", s.poolSize, 0, s.tracer)
 	if err != nil {
 		return err
 	}
 	// The lease connections stay open (MinConns): a renewal never waits
 	// for a connection to be established either.
-	leasePool, err := s.newPool(ctx, "open lease connections", LeaseConns, LeaseConns)
+	leasePool, err := s.newPool(ctx, "open lease connections", LeaseConns, LeaseConns, nil)
 	if err != nil {
 		pool.Close()
 		return err
@@ -303,14 +311,17 @@ func (s *Store) openPool(ctx context.Context) error {
 	return nil
 }
 
-// newPool opens a pool of at most size connections (min kept open) and
-// pings it.
-func (s *Store) newPool(ctx context.Context, op string, size, minConns int) (*pgxpool.Pool, error) {
+// newPool opens a pool of at most size connections (min kept open),
+// tracing its queries with tracer when not nil, and pings it.
+func (s *Store) newPool(ctx context.Context, op string, size, minConns int, tracer pgx.QueryTracer) (*pgxpool.Pool, error) {
 	pcfg, err := pgxpool.ParseConfig("")
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", op, s.plain(err))
 	}
 	pcfg.ConnConfig = s.connCfg.Copy()
+	if tracer != nil {
+		pcfg.ConnConfig.Tracer = tracer
+	}
 	pcfg.MaxConns = int32(size)
 	pcfg.MinConns = int32(minConns)
 	pool, err := pgxpool.NewWithConfig(ctx, pcfg)

@@ -10,8 +10,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/redis/go-redis/extra/redisotel/v9"
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/go-redis/v9/maintnotifications"
+	"go.opentelemetry.io/otel/trace"
 
 	"hxd/internal/runtime"
 )
@@ -66,6 +68,10 @@ type Config struct {
 	PublishTimeout time.Duration
 	// ReadTimeout bounds one Read. Optional; default: 2s.
 	ReadTimeout time.Duration
+	// TracerProvider, when set, traces the commands of the client Open
+	// creates (redisotel; command names only, never their arguments).
+	// Optional; default: no tracing.
+	TracerProvider trace.TracerProvider
 }
 
 func (c Config) withDefaults() (Config, error) {
@@ -152,6 +158,14 @@ func Open(addr string, cfg Config) (*Redis, error) {
 	// its background workers.
 	opt.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
 	client := redis.NewClient(opt)
+	if cfg.TracerProvider != nil {
+		// Without db.statement: an XADD's arguments are the event.
+		if err := redisotel.InstrumentTracing(client, redisotel.WithTracerProvider(cfg.TracerProvider),
+			redisotel.WithDBStatement(false), redisotel.WithDialFilter(true)); err != nil {
+			_ = client.Close()
+			return nil, fmt.Errorf("events: redis tracing: %w", err)
+		}
+	}
 	r, err := New(client, cfg)
 	if err != nil {
 		_ = client.Close()
