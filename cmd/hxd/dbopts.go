@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	hxruntime "hxd/internal/runtime"
 	"hxd/internal/runtime/rtstore"
 	"hxd/internal/store/postgres"
@@ -36,6 +38,9 @@ type pgOptions struct {
 	// the LISTEN/NOTIFY wake-ups (HXD_WATCH_POLL, no flag: for tests that
 	// prove the wake-ups; 0 = the runtime's default).
 	WatchPoll time.Duration
+	// tracerProvider is the one of --otel (nil when off): queries are
+	// traced with it.
+	tracerProvider trace.TracerProvider
 }
 
 // register adds the flags to fs and binds them to their environment
@@ -107,7 +112,8 @@ func (o *pgOptions) validate(withServe bool) error {
 // config is the store configuration; zero values (PoolSize 0) take the
 // store's defaults.
 func (o *pgOptions) config(log *slog.Logger) postgres.Config {
-	return postgres.Config{URL: o.URL, Schema: o.Schema, AutoMigrate: o.AutoMigrate, PoolSize: o.PoolSize, LeaseDuration: o.LeaseDuration, Logger: log}
+	return postgres.Config{URL: o.URL, Schema: o.Schema, AutoMigrate: o.AutoMigrate, PoolSize: o.PoolSize, LeaseDuration: o.LeaseDuration, Logger: log,
+		TracerProvider: o.tracerProvider}
 }
 
 // openedStore is the store serve and the demo run on.

@@ -16,6 +16,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"go.opentelemetry.io/otel/trace"
 
 	"hxd/internal/agent"
 	hxhttp "hxd/internal/http"
@@ -23,6 +24,7 @@ import (
 	"hxd/internal/journal"
 	"hxd/internal/mcp"
 	hxruntime "hxd/internal/runtime"
+	"hxd/internal/telemetry"
 	"hxd/internal/tool"
 	"hxd/internal/ui"
 )
@@ -80,9 +82,18 @@ type serveConfig struct {
 	// (bundle_keys.go).
 	Bundle bundleKeyConfig
 
+	// OTel is --otel: OpenTelemetry traces, configured by the standard
+	// OTEL_* variables (otel.go). Default: false.
+	OTel bool
+	// OTelCaptureContent is --otel-capture-content: payloads in spans,
+	// auto-redacted. Default: false.
+	OTelCaptureContent bool
+
 	// bundleSigner and bundleKeys are Bundle loaded by serve.
 	bundleSigner *hxbundle.Signer
 	bundleKeys   *hxbundle.KeySet
+	// tracerProvider is the one of --otel, set by serve; nil when off.
+	tracerProvider trace.TracerProvider
 }
 
 // validate checks the configuration; c.PG is resolved (and validated)
@@ -194,6 +205,7 @@ func parseServeFlags(args []string, e env) (*serveConfig, error) {
 	c.Temporal.register(fs, ef)
 	c.Debug.register(fs, ef)
 	c.Bundle.register(fs, ef, true)
+	registerOTel(fs, ef, &c.OTel, &c.OTelCaptureContent)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil, &exitError{code: 0}
@@ -228,6 +240,18 @@ func serve(ctx context.Context, args []string, e env) (err error) {
 		return err
 	}
 	log := newLogger(cfg.LogFormat, e)
+	// First: the spans still queued are flushed last, after everything
+	// below stopped.
+	tel, log, stopOTel, err := setupOTel(ctx, cfg.OTel, log, cfg.ShutdownTimeout)
+	if err != nil {
+		return err
+	}
+	defer stopOTel()
+	if tel.Enabled() {
+		cfg.tracerProvider = tel.TracerProvider()
+		cfg.Temporal.tracerProvider = tel.TracerProvider()
+		cfg.PG.tracerProvider = tel.TracerProvider()
+	}
 	auth, err := newAuthenticator(ctx, cfg.Auth, cfg.OIDC, log)
 	if err != nil {
 		return &exitError{code: 2, err: err}
@@ -306,6 +330,8 @@ func serve(ctx context.Context, args []string, e env) (err error) {
 		hook = newCheckpointHook(hookConfig{URL: cfg.CheckpointHook, Logger: log})
 		rtCfg.CheckpointFunc = hook.Notify
 	}
+	// TODO(lead): wire runtime.Config.TracerProvider/CaptureContent
+	// (cfg.tracerProvider, nil when off, and cfg.OTelCaptureContent).
 	rt, err := hxruntime.New(rtCfg)
 	if err != nil {
 		return err
@@ -415,7 +441,8 @@ func newAPIServer(cfg *serveConfig, ln net.Listener, svc hxhttp.Service, log *sl
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	reg.MustRegister(extra...)
 	handler := hxhttp.New(hxhttp.Config{Service: svc, Logger: log, Version: version, Registry: reg, Authenticator: auth,
-		Console: ui.Handler(consoleConfig(cfg)), BundleSigner: cfg.bundleSigner, BundleKeys: cfg.bundleKeys})
+		Console: ui.Handler(consoleConfig(cfg)), BundleSigner: cfg.bundleSigner, BundleKeys: cfg.bundleKeys,
+		TracerProvider: cfg.tracerProvider, Propagator: telemetry.Propagator()})
 	srv := &http.Server{
 		Handler:           handler,
 		ReadHeaderTimeout: 10 * time.Second,

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 
 	"github.com/minio/minio-go/v7"
+	"go.opentelemetry.io/otel/trace"
 
 	"hxd/internal/temporal"
 	"hxd/internal/temporal/artifacts"
@@ -36,6 +37,10 @@ type temporalConfig struct {
 	// S3 holds artifacts (payloads over 64 KiB) and the run index.
 	// Required; the keys come from the environment only.
 	S3 s3Config
+
+	// tracerProvider is the one of --otel (nil when off): the Temporal
+	// client's interceptor and the Redis client trace with it.
+	tracerProvider trace.TracerProvider
 }
 
 // s3Config locates the S3-compatible bucket of artifacts and the run index.
@@ -142,6 +147,7 @@ func dialTemporal(ctx context.Context, c *temporalConfig, log *slog.Logger) (*te
 	}
 	cl, err := temporal.Dial(ctx, temporal.DialOptions{
 		Address: c.Address, Namespace: c.Namespace, Codec: codec, Logger: log,
+		TracerProvider: c.tracerProvider,
 	})
 	if err != nil {
 		return nil, err
@@ -149,7 +155,7 @@ func dialTemporal(ctx context.Context, c *temporalConfig, log *slog.Logger) (*te
 	d := &temporalDeps{client: cl, s3: s3, store: store}
 	if c.RedisAddr != "" {
 		events.SetLogger(log)
-		ev, err := events.Open(c.RedisAddr, events.Config{})
+		ev, err := events.Open(c.RedisAddr, events.Config{TracerProvider: c.tracerProvider})
 		if err != nil {
 			cl.Close()
 			return nil, fmt.Errorf("redis: %w", err)

@@ -26,6 +26,9 @@ type workerConfig struct {
 	WorkDir string
 	// Debug is --debug-addr (debug.go).
 	Debug debugConfig
+	// OTel and OTelCaptureContent are --otel and --otel-capture-content,
+	// as for serve (otel.go).
+	OTel, OTelCaptureContent bool
 }
 
 func parseWorkerFlags(args []string, e env) (*workerConfig, error) {
@@ -43,6 +46,7 @@ func parseWorkerFlags(args []string, e env) (*workerConfig, error) {
 	fs.StringVar(&c.WorkDir, "workdir", ".", "folder where demo tools write files (HXD_WORKDIR)")
 	ef.bind("workdir", "HXD_WORKDIR")
 	c.Debug.register(fs, ef)
+	registerOTel(fs, ef, &c.OTel, &c.OTelCaptureContent)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil, &exitError{code: 0}
@@ -78,6 +82,17 @@ func worker(ctx context.Context, args []string, e env) error {
 		return err
 	}
 	log := newLogger(cfg.LogFormat, e)
+	// Spans still queued are flushed last, once the worker stopped.
+	tel, log, stopOTel, err := setupOTel(ctx, cfg.OTel, log, 30*time.Second)
+	if err != nil {
+		return err
+	}
+	defer stopOTel()
+	if tel.Enabled() {
+		// The client's interceptor traces this worker's workflows and
+		// activities.
+		cfg.Temporal.tracerProvider = tel.TracerProvider()
+	}
 	// Before connecting to anything: a worker calls the models, so an
 	// agent whose key variable is unset is refused here.
 	registry, nAgents, err := loadAgents(cfg.Demo, cfg.AgentsDir, e.lookupEnv)
@@ -103,6 +118,8 @@ func worker(ctx context.Context, args []string, e env) error {
 		MCP: mcp.NewManager(mcp.Options{Logger: log, LookupEnvFunc: e.lookupEnv}),
 	}
 	wd.ModelOptions.LookupEnvFunc = e.lookupEnv
+	// TODO(lead): wire runtime.Config.TracerProvider/CaptureContent for the
+	// activities (tel.TracerProvider() when tel.Enabled(), cfg.OTelCaptureContent).
 	if deps.events != nil {
 		wd.Events = deps.events
 	}
