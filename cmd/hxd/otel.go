@@ -9,6 +9,10 @@ import (
 	"hxd/internal/telemetry"
 )
 
+// otelFlushTimeout bounds the export of the spans still queued when serve
+// or worker stops (after everything else stopped).
+const otelFlushTimeout = 5 * time.Second
+
 // registerOTel adds --otel and --otel-capture-content (serve and worker)
 // and binds them to HXD_OTEL and HXD_OTEL_CAPTURE_CONTENT.
 func registerOTel(fs *flag.FlagSet, ef *envFlags, on, captureContent *bool) {
@@ -24,9 +28,8 @@ func registerOTel(fs *flag.FlagSet, ef *envFlags, on, captureContent *bool) {
 // setupOTel starts tracing when on (telemetry.Setup; an unsupported OTLP
 // protocol is a usage error, exit 2) and returns it with the logger to use:
 // with tracing on, log lines of a traced context carry trace_id and
-// span_id. stop flushes the spans still queued, within timeout (5s when
-// it is 0).
-func setupOTel(ctx context.Context, on bool, log *slog.Logger, timeout time.Duration) (tel *telemetry.Telemetry, _ *slog.Logger, stop func(), err error) {
+// span_id. stop flushes the spans still queued, within otelFlushTimeout.
+func setupOTel(ctx context.Context, on bool, log *slog.Logger) (tel *telemetry.Telemetry, _ *slog.Logger, stop func(), err error) {
 	tel, err = telemetry.Setup(ctx, telemetry.Options{Enabled: on, Version: version, Logger: log})
 	if err != nil {
 		return nil, nil, nil, &exitError{code: 2, err: err}
@@ -36,11 +39,8 @@ func setupOTel(ctx context.Context, on bool, log *slog.Logger, timeout time.Dura
 	}
 	log = slog.New(telemetry.LogHandler(log.Handler()))
 	log.InfoContext(ctx, "OpenTelemetry tracing on")
-	if timeout <= 0 {
-		timeout = 5 * time.Second
-	}
 	stop = func() {
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), otelFlushTimeout)
 		defer cancel()
 		if err := tel.Shutdown(sctx); err != nil {
 			log.Warn("flush OpenTelemetry spans", "error", err)

@@ -242,7 +242,7 @@ func serve(ctx context.Context, args []string, e env) (err error) {
 	log := newLogger(cfg.LogFormat, e)
 	// First: the spans still queued are flushed last, after everything
 	// below stopped.
-	tel, log, stopOTel, err := setupOTel(ctx, cfg.OTel, log, cfg.ShutdownTimeout)
+	tel, log, stopOTel, err := setupOTel(ctx, cfg.OTel, log)
 	if err != nil {
 		return err
 	}

@@ -83,7 +83,7 @@ func worker(ctx context.Context, args []string, e env) error {
 	}
 	log := newLogger(cfg.LogFormat, e)
 	// Spans still queued are flushed last, once the worker stopped.
-	tel, log, stopOTel, err := setupOTel(ctx, cfg.OTel, log, 30*time.Second)
+	tel, log, stopOTel, err := setupOTel(ctx, cfg.OTel, log)
 	if err != nil {
 		return err
 	}

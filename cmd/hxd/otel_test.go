@@ -1,0 +1,239 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
+
+	"hxd/internal/telemetry"
+)
+
+// otlpSpan is one span an otlpReceiver received.
+type otlpSpan struct {
+	name, traceID, spanID, parentID, service string
+	attrs                                   map[string]string
+}
+
+// otlpReceiver is an OTLP/HTTP trace receiver decoding the exports with
+// the collector's pdata.
+type otlpReceiver struct {
+	srv      *httptest.Server
+	mu       sync.Mutex
+	requests int
+	spans    []otlpSpan
+}
+
+func startOTLPReceiver(t *testing.T) *otlpReceiver {
+	t.Helper()
+	r := &otlpReceiver{}
+	r.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		body, err := io.ReadAll(io.LimitReader(req.Body, 16<<20))
+		if err != nil || req.URL.Path != "/v1/traces" || req.Header.Get("Content-Type") != "application/x-protobuf" {
+			http.Error(w, "bad export", http.StatusBadRequest)
+			return
+		}
+		exp := ptraceotlp.NewExportRequest()
+		if err := exp.UnmarshalProto(body); err != nil {
+			http.Error(w, "bad protobuf", http.StatusBadRequest)
+			return
+		}
+		r.mu.Lock()
+		r.requests++
+		rss := exp.Traces().ResourceSpans()
+		for i := range rss.Len() {
+			rs := rss.At(i)
+			service, _ := rs.Resource().Attributes().Get("service.name")
+			for j := range rs.ScopeSpans().Len() {
+				spans := rs.ScopeSpans().At(j).Spans()
+				for k := range spans.Len() {
+					s := spans.At(k)
+					attrs := map[string]string{}
+					for key, v := range s.Attributes().All() {
+						attrs[key] = v.AsString()
+					}
+					r.spans = append(r.spans, otlpSpan{
+						name: s.Name(), traceID: s.TraceID().String(), spanID: s.SpanID().String(),
+						parentID: s.ParentSpanID().String(), service: service.AsString(), attrs: attrs,
+					})
+				}
+			}
+		}
+		r.mu.Unlock()
+		out, _ := ptraceotlp.NewExportResponse().MarshalProto()
+		w.Header().Set("Content-Type", "application/x-protobuf")
+		_, _ = w.Write(out)
+	}))
+	t.Cleanup(r.srv.Close)
+	return r
+}
+
+// received returns the spans and the number of export requests so far.
+func (r *otlpReceiver) received() ([]otlpSpan, int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.spans), r.requests
+}
+
+// otelEnv points the OTLP exporter at r (nil: nowhere) and clears the
+// other OTEL_* variables the test does not set, so the machine's
+// environment does not leak in.
+func otelEnv(t *testing.T, r *otlpReceiver, extra map[string]string) {
+	t.Helper()
+	endpoint := "http://127.0.0.1:1"
+	if r != nil {
+		endpoint = r.srv.URL
+	}
+	vars := map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": endpoint}
+	for _, name := range []string{"OTEL_SDK_DISABLED", "OTEL_EXPORTER_OTLP_PROTOCOL", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL",
+		"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_SERVICE_NAME", "OTEL_RESOURCE_ATTRIBUTES", "OTEL_TRACES_SAMPLER",
+		"OTEL_TRACES_SAMPLER_ARG", "OTEL_EXPORTER_OTLP_HEADERS", "OTEL_EXPORTER_OTLP_COMPRESSION"} {
+		vars[name] = ""
+	}
+	for k, v := range extra {
+		vars[k] = v
+	}
+	for k, v := range vars {
+		t.Setenv(k, v)
+	}
+}
+
+// hookAgentYAML is a scripted agent calling the webhook at url once.
+func hookAgentYAML(url string) string {
+	return fmt.Sprintf(`name: hooker
+version: v1
+model:
+  provider: scripted
+  script:
+    - tool_calls: [{id: w1, name: hook, input: {n: 1}}]
+    - text: done
+tools:
+  - name: hook
+    kind: webhook
+    url: %s
+    replay_policy: idempotent
+    timeout_seconds: 30
+    input_schema: {type: object, properties: {n: {type: integer}}}
+`, url)
+}
+
+// runPropagates: the run's own spans (invoke_agent, execute_tool) carry
+// the submitting request's trace to the webhook.
+// TODO(lead): true once runtime.Config.TracerProvider is wired (the
+// runtime half of issue 24); until then a run has no span to propagate.
+const runPropagates = false
+
+// TestOTelEndToEnd: `hxd serve --otel` exports its spans over OTLP/HTTP
+// (decoded here with the collector's pdata): server spans named after
+// the route template, continuing an incoming traceparent; a problem's
+// trace_id is its request's trace; the webhook called by the run receives
+// a traceparent of the run's trace. (t.Setenv: not parallel.)
+func TestOTelEndToEnd(t *testing.T) {
+	recv := startOTLPReceiver(t)
+	otelEnv(t, recv, map[string]string{"OTEL_SERVICE_NAME": "hxd-e2e"})
+	hookParents := make(chan string, 10)
+	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hookParents <- r.Header.Get("traceparent")
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"content":"ok"}`)
+	}))
+	t.Cleanup(hook.Close)
+	d := startAgentsDaemon(t, filepath.Join(t.TempDir(), "hxd.db"), map[string]string{"hooker": hookAgentYAML(hook.URL)},
+		map[string]string{"HXD_OTEL": "true"})
+
+	const callerTrace, callerSpan = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
+	caller := "00-" + callerTrace + "-" + callerSpan + "-01"
+	resp, body := d.do(t, http.MethodPost, "/sessions", map[string]any{"agent": map[string]string{"name": "hooker", "version": "v1"}},
+		"traceparent", caller)
+	require.Equal(t, http.StatusCreated, resp.StatusCode, string(body))
+	sid := decode(t, body)["session_id"].(string)
+	resp, body = d.do(t, http.MethodPost, "/sessions/"+sid+"/runs?wait=30", map[string]any{"message": "go"})
+	require.Equal(t, http.StatusAccepted, resp.StatusCode, string(body))
+	require.Equal(t, "completed", decode(t, body)["status"], string(body))
+
+	// A problem carries the trace id of its request: a new trace, or the
+	// caller's.
+	resp, body = d.do(t, http.MethodGet, "/sessions/no-such-session", nil)
+	requireProblem(t, resp, body, http.StatusNotFound, "not_found")
+	problemTrace, _ := decode(t, body)["trace_id"].(string)
+	require.Len(t, problemTrace, 32, "problem without trace_id: %s", body)
+	resp, body = d.do(t, http.MethodGet, "/sessions/no-such-session", nil, "traceparent", caller)
+	requireProblem(t, resp, body, http.StatusNotFound, "not_found")
+	require.Equal(t, callerTrace, decode(t, body)["trace_id"], string(body))
+
+	d.stop() // flushes the spans still queued
+	spans, _ := recv.received()
+	byName := func(name, trace string) []otlpSpan {
+		var out []otlpSpan
+		for _, s := range spans {
+			if s.name == name && (trace == "" || s.traceID == trace) {
+				out = append(out, s)
+			}
+		}
+		return out
+	}
+	var names []string
+	for _, s := range spans {
+		names = append(names, s.name)
+	}
+
+	created := byName("POST /sessions", callerTrace)
+	require.Len(t, created, 1, "spans: %q", names)
+	require.Equal(t, callerSpan, created[0].parentID, "the caller's traceparent is the parent")
+	require.Equal(t, "/sessions", created[0].attrs["http.route"])
+	require.Equal(t, "hxd-e2e", created[0].service, "OTEL_SERVICE_NAME")
+
+	submitted := byName("POST /sessions/{session_id}/runs", "")
+	require.Len(t, submitted, 1, "spans: %q", names)
+	require.Empty(t, submitted[0].parentID, "a request without traceparent starts a trace")
+	require.NotContains(t, strings.Join(names, " "), sid, "a span name holds the route template, not the ids")
+
+	require.Len(t, byName("GET /sessions/{session_id}", problemTrace), 1, "the problem's trace_id is its request's trace; spans: %q", names)
+	require.Len(t, byName("GET /sessions/{session_id}", callerTrace), 1, "spans: %q", names)
+
+	parent := <-hookParents
+	if runPropagates {
+		require.True(t, strings.HasPrefix(parent, "00-"+submitted[0].traceID+"-"),
+			"the webhook's traceparent %q is not of the run's trace %s", parent, submitted[0].traceID)
+	} else {
+		t.Logf("webhook traceparent %q (the run's spans come with the runtime half of issue 24)", parent)
+	}
+}
+
+// TestOTelSDKDisabled: OTEL_SDK_DISABLED=true wins over --otel: nothing
+// is exported and problems carry no trace_id. (t.Setenv: not parallel.)
+func TestOTelSDKDisabled(t *testing.T) {
+	recv := startOTLPReceiver(t)
+	otelEnv(t, recv, map[string]string{"OTEL_SDK_DISABLED": "true"})
+	d := startAgentsDaemon(t, filepath.Join(t.TempDir(), "hxd.db"), nil, map[string]string{"HXD_OTEL": "true"})
+	resp, body := d.do(t, http.MethodGet, "/sessions/no-such-session", nil,
+		"traceparent", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")
+	requireProblem(t, resp, body, http.StatusNotFound, "not_found")
+	require.NotContains(t, decode(t, body), "trace_id")
+	d.stop()
+	spans, requests := recv.received()
+	require.Zero(t, requests, "export requests; spans: %v", spans)
+}
+
+// TestOTelUnknownProtocol: an OTLP protocol the exporters do not speak is
+// a usage error at start-up (exit 2), before anything listens.
+func TestOTelUnknownProtocol(t *testing.T) {
+	otelEnv(t, nil, map[string]string{"OTEL_EXPORTER_OTLP_PROTOCOL": "http/json"})
+	err := run(context.Background(), []string{"serve", "--addr", "127.0.0.1:0", "--db", filepath.Join(t.TempDir(), "hxd.db"), "--otel"},
+		env{getenv: func(string) string { return "" }, stdout: io.Discard, stderr: io.Discard,
+			onListen: func(string) { t.Error("serve listened") }})
+	var ee *exitError
+	require.ErrorAs(t, err, &ee)
+	require.Equal(t, 2, ee.code, "%v", err)
+	require.ErrorIs(t, err, telemetry.ErrProtocol)
+	require.ErrorContains(t, err, "http/json")
+}
