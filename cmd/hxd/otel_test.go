@@ -21,7 +21,7 @@ import (
 // otlpSpan is one span an otlpReceiver received.
 type otlpSpan struct {
 	name, traceID, spanID, parentID, service string
-	attrs                                   map[string]string
+	attrs                                    map[string]string
 }
 
 // otlpReceiver is an OTLP/HTTP trace receiver decoding the exports with
