@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -236,4 +237,36 @@ func TestOTelUnknownProtocol(t *testing.T) {
 	require.Equal(t, 2, ee.code, "%v", err)
 	require.ErrorIs(t, err, telemetry.ErrProtocol)
 	require.ErrorContains(t, err, "http/json")
+}
+
+// TestSetupOTelLogger: with --otel, serve's and worker's logger adds the
+// trace and span ids of a traced context to its lines; off, the logger is
+// the one given. (t.Setenv: not parallel.)
+func TestSetupOTelLogger(t *testing.T) {
+	otelEnv(t, nil, nil)
+	var buf strings.Builder
+	base := slog.New(slog.NewJSONHandler(&buf, nil))
+	ctx := context.Background()
+
+	tel, log, stop, err := setupOTel(ctx, false, base)
+	require.NoError(t, err)
+	stop()
+	require.False(t, tel.Enabled())
+	require.Same(t, base, log)
+
+	tel, log, stop, err = setupOTel(ctx, true, base)
+	require.NoError(t, err)
+	require.True(t, tel.Enabled())
+	sctx, span := tel.TracerProvider().Tracer("test").Start(ctx, "request")
+	buf.Reset()
+	log.InfoContext(sctx, "in a request")
+	span.End()
+	require.Contains(t, buf.String(), `"trace_id":"`+span.SpanContext().TraceID().String()+`"`)
+	require.Contains(t, buf.String(), `"span_id":"`+span.SpanContext().SpanID().String()+`"`)
+	buf.Reset()
+	log.InfoContext(ctx, "outside")
+	require.NotContains(t, buf.String(), "trace_id")
+	// Nothing listens at the endpoint: the flush fails within its bound
+	// and is only logged.
+	stop()
 }

@@ -106,7 +106,7 @@ func TestSetup(t *testing.T) {
 			}
 			if tt.wantAttr.Valid() {
 				if v, _ := res.Set().Value(tt.wantAttr.Key); v != tt.wantAttr.Value {
-					t.Errorf("%s = %v, want %v", tt.wantAttr.Key, v.Emit(), tt.wantAttr.Value.Emit())
+					t.Errorf("%s = %v, want %v", tt.wantAttr.Key, v.String(), tt.wantAttr.Value.String())
 				}
 			}
 		})
@@ -150,19 +150,22 @@ func TestLogHandler(t *testing.T) {
 	sid, _ := trace.SpanIDFromHex("00f067aa0ba902b7")
 	spanCtx := trace.ContextWithSpanContext(context.Background(),
 		trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid, SpanID: sid, TraceFlags: trace.FlagsSampled}))
+	ctxs := map[string]context.Context{
+		"span":         spanCtx,
+		"no span":      context.Background(),
+		"invalid span": trace.ContextWithSpanContext(context.Background(), trace.SpanContext{}),
+	}
 	tests := []struct {
-		name     string
-		ctx      context.Context
-		wantIDs  bool
-		logGroup bool
+		name    string // of ctxs
+		wantIDs bool
 	}{
-		{name: "span", ctx: spanCtx, wantIDs: true},
-		{name: "no span", ctx: context.Background()},
-		{name: "invalid span", ctx: trace.ContextWithSpanContext(context.Background(), trace.SpanContext{})},
+		{name: "span", wantIDs: true},
+		{name: "no span"},
+		{name: "invalid span"},
 	}
 	for _, tt := range tests {
 		buf.Reset()
-		log.InfoContext(tt.ctx, "hello", "k", "v")
+		log.InfoContext(ctxs[tt.name], "hello", "k", "v")
 		var line map[string]any
 		if err := json.Unmarshal(buf.Bytes(), &line); err != nil {
 			t.Fatalf("%s: %v: %s", tt.name, err, buf.String())
