@@ -11,11 +11,11 @@ import (
 
 // Run SQL.
 const (
-	sqlRunColumns = `seq, id, session_id, request_id, message_digest, status, phase, payload, created_at, updated_at`
+	sqlRunColumns = `seq, id, session_id, request_id, message_digest, status, phase, payload, created_at, updated_at, trace_context`
 
 	sqlRunInsert = `INSERT INTO runs
-    (id, session_id, request_id, message_digest, status, phase, payload, created_at, updated_at)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+    (id, session_id, request_id, message_digest, status, phase, payload, created_at, updated_at, trace_context)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 RETURNING seq`
 
 	sqlRunGet        = `SELECT ` + sqlRunColumns + ` FROM runs WHERE id = ?`
@@ -53,6 +53,8 @@ WHERE id = ? AND session_id = ?`
 	sqlRunUpdateSameStatusKnown = `UPDATE runs
 SET phase = ?, payload = COALESCE(?, payload), updated_at = ?
 WHERE id = ? AND session_id = ?`
+	// sqlRunTraceContext writes a commit's trace context (a resume's).
+	sqlRunTraceContext = `UPDATE runs SET trace_context = ? WHERE id = ? AND session_id = ?`
 )
 
 // RunInsert creates a run and applies p.Commit (if any) in the same
@@ -79,6 +81,9 @@ func (s *Store) RunInsert(ctx context.Context, p *rtstore.RunInsertParams) (*rts
 				op, c.RunID, c.SessionID, r.ID, r.SessionID)
 		}
 		le = c.Lease
+	}
+	if err := rtstore.CheckTraceContext(r.TraceContext); err != nil {
+		return nil, false, fmt.Errorf("%s: %w", op, err)
 	}
 	release, err := s.fence(le, r.SessionID)
 	if err != nil {
@@ -129,6 +134,7 @@ func (s *Store) RunInsert(ctx context.Context, p *rtstore.RunInsertParams) (*rts
 		var seq int64
 		err = t.queryRow(ctx, s.ws.runInsert, r.ID, r.SessionID, r.RequestID, r.MessageDigest,
 			string(r.Status), r.Phase, jsonOr(r.State, "null"), formatTime(r.CreatedAt), formatTime(r.UpdatedAt),
+			nullString(r.TraceContext),
 		).Scan(&seq)
 		if isUniqueViolation(err) {
 			return fmt.Errorf("run id %s: %w", r.ID, rtstore.ErrAlreadyExists)
@@ -217,11 +223,13 @@ func scanRun(sc scanner) (*rtstore.RunRow, error) {
 		row              rtstore.RunRow
 		status, state    string
 		created, updated string
+		traceContext     sql.NullString
 	)
 	if err := sc.Scan(&row.Seq, &row.ID, &row.SessionID, &row.RequestID, &row.MessageDigest,
-		&status, &row.Phase, &state, &created, &updated); err != nil {
+		&status, &row.Phase, &state, &created, &updated, &traceContext); err != nil {
 		return nil, err
 	}
+	row.TraceContext = traceContext.String
 	var err error
 	if row.CreatedAt, err = parseTime(created); err != nil {
 		return nil, err
@@ -233,3 +241,6 @@ func scanRun(sc scanner) (*rtstore.RunRow, error) {
 	row.State = []byte(state)
 	return &row, nil
 }
+
+// nullString is s, NULL when empty.
+func nullString(s string) sql.NullString { return sql.NullString{String: s, Valid: s != ""} }
