@@ -13,9 +13,10 @@ import (
 
 // Run SQL.
 const (
-	sqlRunColumns  = `seq, id, session_id, request_id, message_digest, status, phase, payload, created_at, updated_at, trace_context`
+	sqlRunColumns = `seq, id, session_id, request_id, message_digest, status, phase, payload, created_at, updated_at,
+    COALESCE(trace_context, '')`
 	sqlRunColumnsR = `r.seq, r.id, r.session_id, r.request_id, r.message_digest, r.status, r.phase, r.payload,
-    r.created_at, r.updated_at, r.trace_context`
+    r.created_at, r.updated_at, COALESCE(r.trace_context, '')`
 
 	sqlRunInsert = `INSERT INTO runs
     (id, session_id, request_id, message_digest, status, phase, payload, created_at, updated_at, trace_context)
@@ -282,14 +283,10 @@ func scanRun(row pgx.Row) (*rtstore.RunRow, error) {
 		status           string
 		state            []byte
 		created, updated time.Time
-		traceContext     *string
 	)
 	if err := row.Scan(&r.Seq, &r.ID, &r.SessionID, &r.RequestID, &r.MessageDigest,
-		&status, &r.Phase, &state, &created, &updated, &traceContext); err != nil {
+		&status, &r.Phase, &state, &created, &updated, &r.TraceContext); err != nil {
 		return nil, err
-	}
-	if traceContext != nil {
-		r.TraceContext = *traceContext
 	}
 	r.Status = rtstore.RunStatus(status)
 	r.State = state
@@ -298,10 +295,10 @@ func scanRun(row pgx.Row) (*rtstore.RunRow, error) {
 	return &r, nil
 }
 
-// nullText is s, NULL when empty.
-func nullText(s string) *string {
+// nullText is s as a statement argument, NULL when empty.
+func nullText(s string) any {
 	if s == "" {
 		return nil
 	}
-	return &s
+	return s
 }

@@ -11,7 +11,8 @@ import (
 
 // Run SQL.
 const (
-	sqlRunColumns = `seq, id, session_id, request_id, message_digest, status, phase, payload, created_at, updated_at, trace_context`
+	sqlRunColumns = `seq, id, session_id, request_id, message_digest, status, phase, payload, created_at, updated_at,
+    COALESCE(trace_context, '')`
 
 	sqlRunInsert = `INSERT INTO runs
     (id, session_id, request_id, message_digest, status, phase, payload, created_at, updated_at, trace_context)
@@ -134,7 +135,7 @@ func (s *Store) RunInsert(ctx context.Context, p *rtstore.RunInsertParams) (*rts
 		var seq int64
 		err = t.queryRow(ctx, s.ws.runInsert, r.ID, r.SessionID, r.RequestID, r.MessageDigest,
 			string(r.Status), r.Phase, jsonOr(r.State, "null"), formatTime(r.CreatedAt), formatTime(r.UpdatedAt),
-			nullString(r.TraceContext),
+			nullString(r.TraceContext), // "" stays NULL
 		).Scan(&seq)
 		if isUniqueViolation(err) {
 			return fmt.Errorf("run id %s: %w", r.ID, rtstore.ErrAlreadyExists)
@@ -223,13 +224,11 @@ func scanRun(sc scanner) (*rtstore.RunRow, error) {
 		row              rtstore.RunRow
 		status, state    string
 		created, updated string
-		traceContext     sql.NullString
 	)
 	if err := sc.Scan(&row.Seq, &row.ID, &row.SessionID, &row.RequestID, &row.MessageDigest,
-		&status, &row.Phase, &state, &created, &updated, &traceContext); err != nil {
+		&status, &row.Phase, &state, &created, &updated, &row.TraceContext); err != nil {
 		return nil, err
 	}
-	row.TraceContext = traceContext.String
 	var err error
 	if row.CreatedAt, err = parseTime(created); err != nil {
 		return nil, err
@@ -242,5 +241,11 @@ func scanRun(sc scanner) (*rtstore.RunRow, error) {
 	return &row, nil
 }
 
-// nullString is s, NULL when empty.
-func nullString(s string) sql.NullString { return sql.NullString{String: s, Valid: s != ""} }
+// nullString is s as a statement argument, NULL when empty (nil: no
+// allocation for the common case of no value).
+func nullString(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
