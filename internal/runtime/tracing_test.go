@@ -86,11 +86,11 @@ func allAttributeText(rec *tracetest.SpanRecorder) string {
 		b.WriteString(s.Name())
 		b.WriteString(s.Status().Description)
 		for _, kv := range s.Attributes() {
-			b.WriteString(" " + string(kv.Key) + "=" + kv.Value.Emit())
+			b.WriteString(" " + string(kv.Key) + "=" + kv.Value.String())
 		}
 		for _, ev := range s.Events() {
 			for _, kv := range ev.Attributes {
-				b.WriteString(" " + string(kv.Key) + "=" + kv.Value.Emit())
+				b.WriteString(" " + string(kv.Key) + "=" + kv.Value.String())
 			}
 		}
 		b.WriteString("\n")

@@ -89,7 +89,7 @@ func TestActivitiesTrace(t *testing.T) {
 			require.Equal(t, "ses-1", a[runtime.AttrSessionID].AsString())
 			require.Equal(t, "run-1", a[runtime.AttrRunID].AsString())
 			for _, kv := range s.Attributes() {
-				all.WriteString(kv.Value.Emit() + "\n")
+				all.WriteString(kv.Value.String() + "\n")
 			}
 		}
 		require.NotContains(t, all.String(), "hunter2")
