@@ -441,3 +441,31 @@ func TestTracingOffSavesNoContext(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, row.TraceContext)
 }
+
+// TestTracingConcurrentBatch: the calls of a concurrent batch, run in
+// parallel, each get their execute_tool span, children of the attempt's.
+func TestTracingConcurrentBatch(t *testing.T) {
+	t.Parallel()
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	tb := setupCfg(t, func(cfg *hxruntime.Config) {
+		cfg.TracerProvider = tp
+		withMeet(func(ctx context.Context, inv tool.Invocation) (tool.Outcome, error) {
+			return tool.Outcome{Result: model.ToolResult{Content: jsonString(inv.Call.ID)}}, nil
+		})(cfg)
+	}, batchAgent("batch", true))
+	_, run := startRecorded(t, tb, "batch")
+	res := waitRun(t, tb, run.RunID)
+	require.Equal(t, hxruntime.StatusCompleted, res.Status)
+	ia := awaitEnded(t, rec, "invoke_agent", 1)[0]
+	tools := ended(rec, "execute_tool")
+	require.Len(t, tools, 3)
+	var ids []string
+	for _, s := range tools {
+		require.Equal(t, ia.SpanContext().SpanID(), s.Parent().SpanID())
+		requireAttr(t, s, "hxd.tool.outcome", "returned")
+		ids = append(ids, attrsOf(s)["gen_ai.tool.call.id"].AsString())
+	}
+	slices.Sort(ids)
+	require.Equal(t, []string{"a", "b", "c"}, ids)
+}
