@@ -839,3 +839,28 @@ func scrubStrings(v *pvalue, re *regexp.Regexp, repl string) bool {
 		return false
 	}
 }
+
+// AutoRedactJSON applies the automatic redaction of exports (REFERENCE
+// §5.5) to one JSON document and returns it: doc itself when nothing
+// changed, else the canonical text of the redacted value. A document that
+// might hold a credential but does not parse, or whose redacted value
+// cannot be written canonically, is refused with an error: the caller
+// must not use it (fail closed). The
+// runtime applies it to the content its traces capture (issue 24).
+func AutoRedactJSON(doc []byte) ([]byte, error) {
+	if !mightRedact(doc, 0) {
+		return doc, nil
+	}
+	v, err := parsePayload(doc)
+	if err != nil {
+		return nil, fmt.Errorf("auto-redact: %w", err)
+	}
+	if !autoRedact(&v) {
+		return doc, nil
+	}
+	out, err := journal.AppendCanonical(nil, v.appendJSON(nil))
+	if err != nil {
+		return nil, fmt.Errorf("auto-redact: %w", err)
+	}
+	return out, nil
+}

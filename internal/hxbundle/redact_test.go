@@ -524,3 +524,29 @@ func TestUnquoteTrailingHighSurrogate(t *testing.T) {
 	require.Equal(t, "\uFFFD", s)
 	require.NotPanics(t, func() { mightRedact([]byte(`{"s":"\ud800"}`), 0) })
 }
+
+func TestAutoRedactJSON(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, in, want string
+		fails          bool
+	}{
+		{name: "nothing to redact is kept verbatim", in: `{"b": 1, "a": "x"}`, want: `{"b": 1, "a": "x"}`},
+		{name: "credential key", in: `{"user":"bob","api_key":"sk-live-1"}`, want: `{"api_key":"[REDACTED]","user":"bob"}`},
+		{name: "nested in arrays", in: `[{"Password":{"x":1}}]`, want: `[{"Password":"[REDACTED]"}]`},
+		{name: "JSON held in a string", in: `{"arguments":"{\"client_secret\":\"s\"}"}`, want: `{"arguments":"{\"client_secret\":\"[REDACTED]\"}"}`},
+		{name: "unlisted key", in: `{"token":"t"}`, want: `{"token":"t"}`},
+		{name: "invalid document that may hold a credential", in: `{"password":`, fails: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			got, err := AutoRedactJSON([]byte(tc.in))
+			if tc.fails {
+				require.Error(t, err)
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, tc.want, string(got))
+		})
+	}
+}

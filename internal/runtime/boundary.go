@@ -38,6 +38,9 @@ type committer struct {
 	// (driver.untilStored). Unset, the error goes back to the caller (a
 	// request, which answers it).
 	wait func(what string, op func() error) error
+	// traceContext, when set, is saved with the next commit as the run's
+	// trace context (a resume's new invoke_agent span).
+	traceContext string
 }
 
 // record adds a boundary record of kind with payload; e ties it to a tool
@@ -171,6 +174,8 @@ func (c *committer) build() *rtstore.Commit {
 		Records:   records,
 		Events:    c.events,
 		Snapshot:  c.st.Status != StatusRunning,
+
+		TraceContext: c.traceContext,
 	}
 }
 
@@ -188,11 +193,15 @@ func (c *committer) commit(ctx context.Context) error {
 // apply runs write (a commit of c's boundary) with retries and, on
 // success, clears the pending boundary and runs the after-commit hooks.
 func (c *committer) apply(ctx context.Context, write func(context.Context) error) error {
-	if err := c.write(ctx, write); err != nil {
+	ctx, span := c.r.tracing.startCommit(ctx, c.st, c.kinds)
+	err := c.write(ctx, write)
+	endSpan(span, err)
+	if err != nil {
 		return err
 	}
 	kinds := c.kinds
 	c.records, c.events, c.kinds, c.stashed = nil, nil, nil, nil
+	c.traceContext = ""
 	for i := range c.st.Tools {
 		c.toolStatus[c.st.Tools[i].ExecutionKey] = c.st.Tools[i].Status
 	}

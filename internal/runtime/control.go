@@ -120,11 +120,16 @@ func (r *Runtime) Resume(ctx context.Context, sessionID string, p ResumeParams) 
 	if err != nil {
 		return "", err
 	}
-	return r.resume(ctx, sess, p, nil)
+	return r.resume(ctx, sess, p, nil, false)
 }
 
-// resume implements Resume; lease, when set, is already held.
-func (r *Runtime) resume(ctx context.Context, sess *rtstore.SessionRow, p ResumeParams, lease rtstore.Lease) (string, error) {
+// resume implements Resume; lease, when set, is already held. The new
+// attempt's invoke_agent span is a child of the span in ctx (the request
+// resuming it) or, with newTrace (a resume at start-up or by the reaper,
+// which no request asked for), the root of a new trace; either way it
+// links to the span of the run's previous attempt, and its context is
+// saved with the run.resumed boundary.
+func (r *Runtime) resume(ctx context.Context, sess *rtstore.SessionRow, p ResumeParams, lease rtstore.Lease, newTrace bool) (string, error) {
 	if p.Recording != nil && *p.Recording != sess.Recording {
 		return "", publicErr(ErrRecordingMismatch, "Recording configuration differs from persisted session")
 	}
@@ -145,7 +150,12 @@ func (r *Runtime) resume(ctx context.Context, sess *rtstore.SessionRow, p Resume
 		release()
 		return "", nil
 	}
-	st, err := r.loadState(ctx, sess.LastRunID)
+	row, err := r.store.RunGet(ctx, sess.LastRunID)
+	if err != nil {
+		release()
+		return "", fmt.Errorf("run %s: %w", sess.LastRunID, err)
+	}
+	st, err := decodeState(row.State)
 	if err != nil {
 		release()
 		return "", err
@@ -173,7 +183,10 @@ func (r *Runtime) resume(ctx context.Context, sess *rtstore.SessionRow, p Resume
 	d := r.newDriver(b, st, lease)
 	d.record(journal.KindRunResumed, map[string]any{"previous_status": prev}, nil)
 	recoverState(d)
-	if err := d.commit(ctx); err != nil {
+	d.span = r.tracing.startAgent(ctx, st, row.TraceContext, newTrace)
+	d.traceContext = traceContextOf(d.span)
+	if err := d.commit(withSpan(ctx, d.span)); err != nil {
+		endSpan(d.span, err)
 		release()
 		return "", err
 	}
@@ -323,7 +336,7 @@ func (r *Runtime) resumeRow(ctx context.Context, row *rtstore.RunRow) (bool, err
 	if driving {
 		return false, nil // this process drives it already
 	}
-	id, err := r.resume(ctx, sess, ResumeParams{}, nil)
+	id, err := r.resume(ctx, sess, ResumeParams{}, nil, true)
 	if err != nil {
 		if !errors.Is(err, ErrSessionBusy) {
 			return false, fmt.Errorf("resume session %s: %w", sess.ID, err)
@@ -428,7 +441,7 @@ func (r *Runtime) decide(ctx context.Context, sessionID, key string, resume bool
 	if resume && !st.Status.Finished() {
 		sess.LastRunStatus = st.Status
 		keep = true
-		if _, err := r.resume(ctx, sess, ResumeParams{}, lease); err != nil {
+		if _, err := r.resume(ctx, sess, ResumeParams{}, lease, false); err != nil {
 			return nil, err
 		}
 		// The answer is the run's result once it stops again.

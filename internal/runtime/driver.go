@@ -10,12 +10,66 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"hxd/internal/agent"
 	"hxd/internal/journal"
 	"hxd/internal/model"
 	"hxd/internal/runtime/rtstore"
 	"hxd/internal/tool"
 )
+
+// errInterruptedSpan and interruptedError end the spans of calls a
+// cancel, the deadline or a stop interrupted.
+var (
+	errInterruptedSpan = &model.Failure{Type: "Interrupted", Message: "the call was interrupted"}
+	interruptedError   = &RunError{Type: "Interrupted", Message: "the call was interrupted"}
+)
+
+// toolOutcome is the span outcome (hxd.tool.outcome) of a timeline span
+// outcome.
+func toolOutcome(timeline string) string {
+	switch timeline {
+	case SpanSucceeded:
+		return ToolOutcomeReturned
+	case SpanFailed:
+		return ToolOutcomeFailed
+	}
+	return ToolOutcomeUncertain
+}
+
+// endChat ends the open chat span, if any.
+func (d *driver) endChat(resp *model.Response, err error) {
+	if d.chat == nil {
+		return
+	}
+	d.r.tracing.EndChat(d.chat, d.chatModel, resp, err)
+	d.chat = nil
+}
+
+// endTool ends e's open execute_tool span, if any.
+func (d *driver) endTool(e *ToolEntry, outcome string, res *model.ToolResult, runErr *RunError) {
+	span, ok := d.tools[e.ExecutionKey]
+	if !ok {
+		return
+	}
+	delete(d.tools, e.ExecutionKey)
+	d.r.tracing.EndTool(span, outcome, res, runErr)
+}
+
+// endSpans ends the spans still open as the driver ends (a stop in the
+// middle of a call), then the attempt's.
+func (d *driver) endSpans() {
+	if d.span == nil {
+		return
+	}
+	d.endChat(nil, errInterruptedSpan)
+	for key, span := range d.tools {
+		d.r.tracing.EndTool(span, ToolOutcomeUncertain, nil, interruptedError)
+		delete(d.tools, key)
+	}
+	endAgent(d.span, d.st)
+}
 
 // Causes that end a drive early.
 var (
@@ -46,6 +100,17 @@ type driver struct {
 	// batch is the turn the goroutines of a concurrent tool batch take on
 	// the run state (runConcurrent); nil outside one.
 	batch *sync.Mutex
+
+	// span is the run attempt's invoke_agent span, nil without tracing;
+	// chat the open model attempt's chat span (chatModel its model) and
+	// tools the open tool attempts' execute_tool spans by execution key
+	// (tracing.go). They are touched with the run state (a concurrent
+	// batch's goroutines hold the turn) and ended by the time the driver
+	// ends.
+	span      trace.Span
+	chat      trace.Span
+	chatModel string
+	tools     map[string]trace.Span
 }
 
 func (r *Runtime) newDriver(b *binding, st *RunState, lease rtstore.Lease) *driver {
@@ -55,7 +120,9 @@ func (r *Runtime) newDriver(b *binding, st *RunState, lease rtstore.Lease) *driv
 // start runs the loop in the background; the driver owns lease until it ends.
 func (d *driver) start() {
 	r := d.r
-	ctx, cancel := context.WithCancelCause(context.Background())
+	// The drive's context carries the attempt's span (so its model, tool
+	// and commit spans are its children), not the request's cancellation.
+	ctx, cancel := context.WithCancelCause(withSpan(context.Background(), d.span))
 	limit := r.cfg.MaxSessionDuration
 	if s := d.b.def.MaxSessionDurationSeconds; s > 0 {
 		limit = time.Duration(s * float64(time.Second))
@@ -100,6 +167,7 @@ func (d *driver) finish() {
 		r.log.Warn("release session lock", "session_id", d.st.SessionID, "error", err)
 	}
 	d.cancel(errStop)
+	d.endSpans()
 	close(d.done)
 	r.notify.wake(d.st.RunID)
 	r.settled.wake(d.st.RunID)
@@ -305,6 +373,7 @@ func (d *driver) settleInFlight(typ, msg string) {
 		d.record(journal.KindModelFailed, map[string]any{"type": typ, "message": msg}, nil)
 		st.ModelAttemptOpen = false
 		EndModelSpan(st, now, SpanFailed, &RunError{Type: typ, Message: msg})
+		d.endChat(nil, &model.Failure{Type: typ, Message: msg})
 	}
 	dispatched := map[string]bool{}
 	for _, r := range d.records {
@@ -323,6 +392,7 @@ func (d *driver) settleInFlight(typ, msg string) {
 			outcome = SpanUncertain
 		}
 		EndToolSpan(e, now, outcome, &RunError{Type: typ, Message: msg})
+		d.endTool(e, toolOutcome(outcome), nil, &RunError{Type: typ, Message: msg})
 		if e.Policy == tool.PolicyManual && d.setToolStatus(e, TevUnknown) == nil {
 			d.event(EventRecoveryRequired, map[string]any{"execution_key": e.ExecutionKey, "call": e.Call}, e)
 		}
@@ -461,7 +531,15 @@ func (d *driver) cmdModel(ctx context.Context) error {
 	if err := d.commit(ctx); err != nil {
 		return err
 	}
-	resp, streamed, err := d.callModel(ctx, req)
+	callCtx := ctx
+	if d.r.tracing != nil {
+		m := ChainModel(d.b.def, st.ModelIndex)
+		callCtx, d.chat = d.r.tracing.StartChat(ctx, ChatAttempt{
+			SessionID: st.SessionID, RunID: st.RunID, Provider: m.Provider, Model: m.Model, Attempt: st.Attempt, Request: req,
+		})
+		d.chatModel = m.Model
+	}
+	resp, streamed, err := d.callModel(callCtx, req)
 	if err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
@@ -473,6 +551,7 @@ func (d *driver) cmdModel(ctx context.Context) error {
 		d.record(journal.KindModelFailed, map[string]any{"type": f.Type, "message": f.Message}, nil)
 		st.ModelAttemptOpen = false
 		EndModelSpan(st, d.r.cfg.NowFunc(), SpanFailed, &RunError{Type: f.Type, Message: f.Message})
+		d.endChat(nil, f)
 		if f.Usage != nil { // what the provider reported before failing
 			AccountAttemptUsage(st, *f.Usage, true)
 		}
@@ -499,6 +578,7 @@ func (d *driver) cmdModel(ctx context.Context) error {
 	d.record(journal.KindModelCompleted, CompletedPayload(&processed), nil)
 	st.ModelAttemptOpen = false
 	EndModelSpan(st, d.r.cfg.NowFunc(), SpanSucceeded, nil)
+	d.endChat(resp, nil)
 	if processed.Text != "" {
 		if !streamed { // streamed: its deltas are committed
 			d.event(EventTextDelta, processed.Text, nil)
@@ -753,8 +833,17 @@ type (
 func (d *driver) callTool(ctx context.Context, t tool.Tool, e *ToolEntry) error {
 	var out tool.Outcome
 	var err error
+	toolCtx := ctx
+	if d.r.tracing != nil {
+		var span trace.Span
+		toolCtx, span = d.r.tracing.StartTool(ctx, d.st.SessionID, d.st.RunID, e)
+		if d.tools == nil {
+			d.tools = map[string]trace.Span{}
+		}
+		d.tools[e.ExecutionKey] = span
+	}
 	d.unlocked(func() {
-		callCtx, cancel := context.WithTimeout(ctx, time.Duration(float64(e.Timeout)*float64(time.Second)))
+		callCtx, cancel := context.WithTimeout(toolCtx, time.Duration(float64(e.Timeout)*float64(time.Second)))
 		out, err = t.Call(callCtx, tool.Invocation{
 			SessionID: SessionIDOf(d.st.SessionID), RunID: d.st.RunID, ExecutionKey: e.ExecutionKey, Attempt: e.Attempt, Call: e.Call,
 		})
@@ -766,6 +855,7 @@ func (d *driver) callTool(ctx context.Context, t tool.Tool, e *ToolEntry) error 
 			return err
 		}
 		EndToolSpan(e, d.r.cfg.NowFunc(), SpanUncertain, nil)
+		d.endTool(e, ToolOutcomeUncertain, nil, nil)
 		d.event(EventRecoveryRequired, map[string]any{"execution_key": e.ExecutionKey, "call": e.Call, "reason": "client_result"}, e)
 		return nil
 	case err != nil && ctx.Err() != nil:
@@ -800,6 +890,7 @@ func (d *driver) returned(ctx context.Context, e *ToolEntry, raw model.ToolResul
 	}
 	e.RawResult = &raw
 	EndToolSpan(e, d.r.cfg.NowFunc(), SpanSucceeded, nil)
+	d.endTool(e, ToolOutcomeReturned, &raw, nil)
 	d.record(journal.KindToolReturned, raw, e)
 	if ctx.Err() != nil {
 		return nil
@@ -847,6 +938,7 @@ func (d *driver) toolFailed(ctx context.Context, e *ToolEntry, f *tool.Failure) 
 		span = SpanUncertain
 	}
 	EndToolSpan(e, d.r.cfg.NowFunc(), span, &RunError{Type: f.Type, Message: f.Message})
+	d.endTool(e, toolOutcome(span), nil, &RunError{Type: f.Type, Message: f.Message})
 	retry := e.Retry
 	if retry == nil {
 		retry = &tool.DefaultRetry
@@ -929,6 +1021,7 @@ func (d *driver) interrupted(ctx context.Context) error {
 	if st.Phase == PhaseModel && st.ModelAttemptOpen {
 		d.record(journal.KindModelInterrupted, map[string]any{"outcome": "incomplete"}, nil)
 		EndModelSpan(st, now, SpanCancelled, nil)
+		d.endChat(nil, errInterruptedSpan)
 	}
 	for i := range st.Tools {
 		e := &st.Tools[i]
@@ -938,6 +1031,7 @@ func (d *driver) interrupted(ctx context.Context) error {
 				EndToolSpan(e, now, SpanUncertain, nil)
 			}
 			EndToolSpan(e, now, SpanCancelled, nil)
+			d.endTool(e, ToolOutcomeUncertain, nil, interruptedError)
 			d.record(journal.KindToolInterrupted, map[string]any{"outcome": "unknown", "status": e.Status}, e)
 		}
 	}

@@ -71,10 +71,17 @@ func (i *Incident) OpenArtifact(ctx context.Context, sha256 string) (io.ReadClos
 
 // Export reads a consistent cut of a recorded run of the calling
 // principal and hands it to fn. It never resumes or executes anything and
-// works on live runs. Errors: ErrNotFound, ErrRecordingDisabled.
-func (r *Runtime) Export(ctx context.Context, runID string, fn func(*Incident) error) error {
-	if _, err := r.ownedRun(ctx, runID); err != nil {
+// works on live runs. Errors: ErrNotFound, ErrRecordingDisabled. With
+// tracing, an hxd.export span covers it (fn's work included).
+func (r *Runtime) Export(ctx context.Context, runID string, fn func(*Incident) error) (err error) {
+	ctx, span := r.tracing.startExport(ctx, runID)
+	defer func() { endSpan(span, err) }()
+	row, err := r.ownedRun(ctx, runID)
+	if err != nil {
 		return err
+	}
+	if span != nil && span.IsRecording() {
+		span.SetAttributes(AttrSessionID.String(SessionIDOf(row.SessionID)))
 	}
 	principal := PrincipalFrom(ctx)
 	readable := func(ctx context.Context, sha256 string) (bool, error) {

@@ -80,14 +80,17 @@ func (r *Runtime) SubmitRun(ctx context.Context, p SubmitParams) (*RunResult, bo
 	startedMCP(started, sess)
 	d.record(journal.KindRunStarted, started, nil)
 	cm := d.build()
+	// The attempt's span, a child of the request's, is saved with the run.
+	d.span = r.tracing.startAgent(ctx, st, "", false)
 	var row *rtstore.RunRow
 	var created bool
-	err = d.apply(ctx, func(ctx context.Context) error {
+	err = d.apply(withSpan(ctx, d.span), func(ctx context.Context) error {
 		var err error
 		row, created, err = r.store.RunInsert(ctx, &rtstore.RunInsertParams{
 			Run: rtstore.RunRow{
 				ID: st.RunID, SessionID: sess.ID, RequestID: requestID, MessageDigest: digest,
 				Status: st.Status, Phase: string(st.Phase), State: cm.State, CreatedAt: now, UpdatedAt: now,
+				TraceContext: traceContextOf(d.span),
 			},
 			Commit: cm,
 		})
@@ -95,6 +98,9 @@ func (r *Runtime) SubmitRun(ctx context.Context, p SubmitParams) (*RunResult, bo
 	})
 	if err != nil || !created {
 		_ = lease.Release(ctx)
+		// No attempt started: a duplicate submission answers with the
+		// run it repeats.
+		endSpan(d.span, err)
 		if err != nil {
 			return nil, false, fmt.Errorf("submit run: %w", err)
 		}

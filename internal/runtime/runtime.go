@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"go.opentelemetry.io/otel/trace"
 
 	"hxd/internal/agent"
 	"hxd/internal/journal"
@@ -95,6 +96,13 @@ type Config struct {
 	// (issue 23): their owner gets ErrGone instead of ErrNotFound. Nil:
 	// Store's own when it implements rtstore.RetentionStore, else none.
 	Retention rtstore.RetentionStore
+	// TracerProvider traces runs with OpenTelemetry (issue 24, tracing.go):
+	// invoke_agent, chat, execute_tool, hxd.commit and hxd.export spans.
+	// Nil: no tracing, at no cost. The global provider is never used.
+	TracerProvider trace.TracerProvider
+	// CaptureContent puts prompts, completions and tool payloads into the
+	// spans, auto-redacted as exports are and bounded (NewTracing).
+	CaptureContent bool
 }
 
 // Runtime drives durable runs. Safe for concurrent use.
@@ -103,6 +111,8 @@ type Runtime struct {
 	store  Store
 	log    *slog.Logger
 	agents *agent.Registry
+	// tracing makes the spans of runs; nil without a TracerProvider.
+	tracing *Tracing
 
 	mu       sync.Mutex
 	bindings map[agent.Ref]*binding
@@ -161,6 +171,7 @@ func New(cfg Config) (*Runtime, error) {
 	return &Runtime{
 		cfg: cfg, store: cfg.Store, agents: cfg.Agents,
 		log:      cfg.Logger.With("component", "runtime"),
+		tracing:  NewTracing(cfg.TracerProvider, cfg.CaptureContent),
 		bindings: map[agent.Ref]*binding{},
 		active:   map[string]*driver{},
 		driving:  map[string]struct{}{},

@@ -137,6 +137,8 @@ type PublishInput struct {
 type Activities struct {
 	deps WorkerDeps
 	log  *slog.Logger
+	// tracing makes the chat and execute_tool spans (nil: none).
+	tracing *runtime.Tracing
 	// mcp holds the connections of bridged MCP calls (deps.MCP or the
 	// activities' own); Close closes it.
 	mcp *mcp.Manager
@@ -162,7 +164,10 @@ func NewActivities(deps WorkerDeps) *Activities {
 	if m == nil {
 		m = mcp.NewManager(mcp.Options{Logger: deps.Logger})
 	}
-	return &Activities{deps: deps, log: deps.Logger.With("component", "temporal-activities"), mcp: m, bindings: map[string]*binding{}}
+	return &Activities{
+		deps: deps, log: deps.Logger.With("component", "temporal-activities"), mcp: m, bindings: map[string]*binding{},
+		tracing: runtime.NewTracing(deps.TracerProvider, deps.CaptureContent),
+	}
 }
 
 func mismatch() error {
@@ -317,10 +322,14 @@ func (a *Activities) Model(ctx context.Context, in ModelInput) (*ModelOutput, er
 	}
 	stop := heartbeat(ctx, a.deps.HeartbeatEvery, beat...)
 	provider, cfg := b.chainModel(in.ModelIndex)
-	callCtx, cancel := context.WithTimeout(ctx, seconds(cfg.TimeoutSeconds))
+	spanCtx, span := a.tracing.StartChat(ctx, runtime.ChatAttempt{
+		SessionID: in.SessionID, RunID: in.RunID, Provider: cfg.Provider, Model: cfg.Model, Attempt: attempt, Request: &req,
+	})
+	callCtx, cancel := context.WithTimeout(spanCtx, seconds(cfg.TimeoutSeconds))
 	resp, streamed, err := a.callModel(callCtx, in, b, provider, &req, own, attempt)
 	cancel()
 	stop()
+	a.tracing.EndChat(span, cfg.Model, resp, err)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
@@ -401,7 +410,8 @@ func (a *Activities) Tool(ctx context.Context, in ToolInput) (*ToolOutput, error
 		return a.returned(ctx, in, b, &e, res, nil)
 	}
 	stop := heartbeat(ctx, a.deps.HeartbeatEvery)
-	callCtx, cancel := context.WithTimeout(ctx, seconds(float64(e.Timeout)))
+	spanCtx, span := a.tracing.StartTool(ctx, in.SessionID, in.RunID, &e)
+	callCtx, cancel := context.WithTimeout(spanCtx, seconds(float64(e.Timeout)))
 	out, err := t.Call(callCtx, tool.Invocation{
 		SessionID: in.SessionID, RunID: in.RunID, ExecutionKey: e.ExecutionKey, Attempt: e.Attempt, Call: e.Call,
 	})
@@ -409,8 +419,10 @@ func (a *Activities) Tool(ctx context.Context, in ToolInput) (*ToolOutput, error
 	stop()
 	switch {
 	case errors.Is(err, tool.ErrClientResult):
+		a.tracing.EndTool(span, runtime.ToolOutcomeUncertain, nil, nil)
 		return &ToolOutput{Kind: ToolClientResult, Attempt: e.Attempt}, nil
 	case err != nil && ctx.Err() != nil:
+		a.tracing.EndTool(span, runtime.ToolOutcomeUncertain, nil, &runtime.RunError{Type: "Interrupted", Message: "the call was interrupted"})
 		return nil, interrupted(ctx, e.Attempt)
 	case err != nil:
 		f := tool.AsFailure(err)
@@ -418,8 +430,14 @@ func (a *Activities) Tool(ctx context.Context, in ToolInput) (*ToolOutput, error
 		if transientResult(out, f, action) {
 			res := out.Result
 			res.ToolCallID = e.Call.ID
+			a.tracing.EndTool(span, runtime.ToolOutcomeReturned, &res, nil)
 			return a.returned(ctx, in, b, &e, res, out.Artifacts)
 		}
+		outcome := runtime.ToolOutcomeFailed
+		if action == runtime.FailUncertain {
+			outcome = runtime.ToolOutcomeUncertain
+		}
+		a.tracing.EndTool(span, outcome, nil, &runtime.RunError{Type: f.Type, Message: f.Message})
 		switch action {
 		case runtime.FailErrorResult:
 			res := model.ToolResult{ToolCallID: e.Call.ID, Content: tool.TextContent(runtime.ToolErrorText(f.Message)), IsError: true}
@@ -437,6 +455,7 @@ func (a *Activities) Tool(ctx context.Context, in ToolInput) (*ToolOutput, error
 	if len(res.Content) == 0 {
 		res.Content = tool.TextContent("")
 	}
+	a.tracing.EndTool(span, runtime.ToolOutcomeReturned, &res, nil)
 	return a.returned(ctx, in, b, &e, res, out.Artifacts)
 }
 

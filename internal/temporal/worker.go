@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"go.opentelemetry.io/otel/trace"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
@@ -55,6 +56,13 @@ type WorkerDeps struct {
 	// worker closes it when it stops (NewWorker's Stop or Run; a caller of
 	// Register calls Activities.Close), waiting for stdio children.
 	MCP *mcp.Manager
+	// TracerProvider makes the model and tool activities' chat and
+	// execute_tool spans (issue 24), as the local driver makes them
+	// (runtime.Tracing). Optional: nil traces nothing.
+	TracerProvider trace.TracerProvider
+	// CaptureContent puts prompts, completions and tool payloads into
+	// those spans, auto-redacted and bounded (runtime.NewTracing).
+	CaptureContent bool
 }
 
 // ArtifactStore keeps content-addressed artifacts with an owner index

@@ -17,6 +17,17 @@ func CheckDeltaOnly(c *Commit) error {
 		return fmt.Errorf("%w: it writes tool rows", ErrInvalidCommit)
 	case len(c.Records) > 0:
 		return fmt.Errorf("%w: it holds boundary records", ErrInvalidCommit)
+	case c.TraceContext != "":
+		return fmt.Errorf("%w: it writes the run's trace context", ErrInvalidCommit)
+	}
+	return nil
+}
+
+// CheckTraceContext refuses a trace context (RunRow.TraceContext,
+// Commit.TraceContext) longer than MaxTraceContext.
+func CheckTraceContext(tc string) error {
+	if len(tc) > MaxTraceContext {
+		return fmt.Errorf("trace context of %d bytes, more than %d", len(tc), MaxTraceContext)
 	}
 	return nil
 }

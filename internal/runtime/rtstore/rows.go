@@ -70,7 +70,16 @@ type RunRow struct {
 	State     json.RawMessage
 	CreatedAt time.Time
 	UpdatedAt time.Time
+	// TraceContext is the W3C traceparent of the span of the run's latest
+	// attempt (OpenTelemetry invoke_agent, issue 24), "" for none (a NULL
+	// column). A resumed run links its new span to it. At most
+	// MaxTraceContext bytes.
+	TraceContext string
 }
+
+// MaxTraceContext bounds a stored trace context (a W3C traceparent is 55
+// bytes; later versions may append fields).
+const MaxTraceContext = 256
 
 // RunEvent is a public event: the eight wire fields of the reference.
 type RunEvent struct {
@@ -158,6 +167,10 @@ type Commit struct {
 	// empty (a commit naming them is refused, nothing written); the run's
 	// last checkpoint stays its last checkpoint.
 	DeltaOnly bool
+	// TraceContext, when not "", replaces the run's stored trace context
+	// (RunRow.TraceContext): a resume commits it with its run.resumed
+	// boundary. "" keeps the stored one. A DeltaOnly commit must leave it "".
+	TraceContext string
 }
 
 // ListParams pages a list: rows with Seq > After, at most Limit.

@@ -33,6 +33,7 @@ func Exercise(t *testing.T, newStore func(t *testing.T) rtstore.Store) {
 		{"Lock", lockCases},
 		{"Snapshot", snapshotCases},
 		{"Rows", rowsCases},
+		{"TraceContext", traceContextCases},
 		{"Retention", retentionCases},
 	}
 	for _, g := range groups {

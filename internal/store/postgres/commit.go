@@ -47,6 +47,10 @@ SET status = u.status, phase = u.phase, payload = COALESCE(u.payload::json, r.pa
 FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::timestamptz[])
     AS u (id, session_id, status, phase, payload, updated_at)
 WHERE r.id = u.id AND r.session_id = u.session_id`
+	// sqlGroupTraceContext writes the trace context of commits naming one.
+	sqlGroupTraceContext = `UPDATE runs AS r SET trace_context = u.trace_context
+FROM unnest($1::text[], $2::text[], $3::text[]) AS u (id, session_id, trace_context)
+WHERE r.id = u.id AND r.session_id = u.session_id`
 	// sqlGroupLastRun skips the write when nothing changes.
 	sqlGroupLastRun = `UPDATE sessions AS s SET last_run_id = u.run_id
 FROM unnest($1::text[], $2::text[]) AS u (id, run_id)
@@ -149,6 +153,9 @@ func validateCommit(c *rtstore.Commit) error {
 		}
 	} else if c.Status == "" {
 		return errors.New("empty run status")
+	}
+	if err := rtstore.CheckTraceContext(c.TraceContext); err != nil {
+		return err
 	}
 	for i := range c.Records {
 		if c.Records[i].RunID != c.RunID {
@@ -261,6 +268,10 @@ type writeSet struct {
 	appRun, appKey, appPayload []string
 	outRun, outKey, outPayload []string
 
+	// traceRun, traceSession, traceContext: the runs whose trace context
+	// a commit sets (a resume's).
+	traceRun, traceSession, traceContext []string
+
 	journal, events appendSet
 }
 
@@ -300,6 +311,10 @@ func (ws *writeSet) addBoundary(w *commitWork, p *commitPlan, updateRun, setLast
 		ws.runPhase = append(ws.runPhase, c.Phase)
 		ws.runPayload = append(ws.runPayload, c.State)
 		ws.runUpdated = append(ws.runUpdated, w.ts)
+	}
+	if c.TraceContext != "" {
+		ws.traceRun, ws.traceSession = append(ws.traceRun, c.RunID), append(ws.traceSession, c.SessionID)
+		ws.traceContext = append(ws.traceContext, c.TraceContext)
 	}
 	if setLastRun {
 		ws.lastSession, ws.lastRun = append(ws.lastSession, c.SessionID), append(ws.lastRun, c.RunID)
@@ -353,6 +368,9 @@ func (ws *writeSet) queue(b *pgx.Batch, collided error) {
 	if n := len(ws.runID); n > 0 {
 		b.Queue(sqlGroupRunUpdate, ws.runID, ws.runSession, ws.runStatus, ws.runPhase, nullableStrings(ws.runPayload), ws.runUpdated).
 			Exec(expect(n))
+	}
+	if n := len(ws.traceRun); n > 0 {
+		b.Queue(sqlGroupTraceContext, ws.traceRun, ws.traceSession, ws.traceContext).Exec(expect(n))
 	}
 	ws.queueUpserts(b)
 	if n := len(ws.journal.seq); n > 0 {

@@ -465,10 +465,11 @@ $23::text[], $24::bigint[], $25::text[], $26::text[],
 $27::text[], $28::bigint[], $29::text[], $30::text[])`
 
 // fastPath reports whether batch may try the one-statement commit: every
-// boundary leased, with both seqs of its run cached.
+// boundary leased, with both seqs of its run cached, and none setting a
+// trace context (hxd_commit does not write it; a resume's commit is rare).
 func fastPath(batch []*commitReq) bool {
 	for _, r := range batch {
-		if r.l == nil || r.cached.journal < 0 || r.cached.event < 0 {
+		if r.l == nil || r.cached.journal < 0 || r.cached.event < 0 || r.c.TraceContext != "" {
 			return false
 		}
 	}

@@ -13,13 +13,14 @@ import (
 
 // Run SQL.
 const (
-	sqlRunColumns  = `seq, id, session_id, request_id, message_digest, status, phase, payload, created_at, updated_at`
+	sqlRunColumns = `seq, id, session_id, request_id, message_digest, status, phase, payload, created_at, updated_at,
+    COALESCE(trace_context, '')`
 	sqlRunColumnsR = `r.seq, r.id, r.session_id, r.request_id, r.message_digest, r.status, r.phase, r.payload,
-    r.created_at, r.updated_at`
+    r.created_at, r.updated_at, COALESCE(r.trace_context, '')`
 
 	sqlRunInsert = `INSERT INTO runs
-    (id, session_id, request_id, message_digest, status, phase, payload, created_at, updated_at)
-VALUES ($1, $2, $3, $4, $5, $6, $7::json, $8, $9)
+    (id, session_id, request_id, message_digest, status, phase, payload, created_at, updated_at, trace_context)
+VALUES ($1, $2, $3, $4, $5, $6, $7::json, $8, $9, $10)
 RETURNING ` + sqlRunColumns
 
 	sqlRunGet        = `SELECT ` + sqlRunColumns + ` FROM runs WHERE id = $1`
@@ -73,6 +74,9 @@ func (s *Store) RunInsert(ctx context.Context, p *rtstore.RunInsertParams) (*rts
 				op, c.RunID, c.SessionID, r.ID, r.SessionID)
 		}
 		le = c.Lease
+	}
+	if err := rtstore.CheckTraceContext(r.TraceContext); err != nil {
+		return nil, false, fmt.Errorf("%s: %w", op, err)
 	}
 	l, err := s.leaseOf(le, r.SessionID)
 	if err != nil {
@@ -180,7 +184,7 @@ func (s *Store) RunInsert(ctx context.Context, p *rtstore.RunInsertParams) (*rts
 
 		b = &pgx.Batch{}
 		b.Queue(sqlRunInsert, r.ID, r.SessionID, r.RequestID, r.MessageDigest, string(status), phase, state,
-			dbTime(r.CreatedAt), dbTime(updated),
+			dbTime(r.CreatedAt), dbTime(updated), nullText(r.TraceContext),
 		).QueryRow(func(row pgx.Row) error {
 			run, err := scanRun(row)
 			out = run
@@ -281,7 +285,7 @@ func scanRun(row pgx.Row) (*rtstore.RunRow, error) {
 		created, updated time.Time
 	)
 	if err := row.Scan(&r.Seq, &r.ID, &r.SessionID, &r.RequestID, &r.MessageDigest,
-		&status, &r.Phase, &state, &created, &updated); err != nil {
+		&status, &r.Phase, &state, &created, &updated, &r.TraceContext); err != nil {
 		return nil, err
 	}
 	r.Status = rtstore.RunStatus(status)
@@ -289,4 +293,12 @@ func scanRun(row pgx.Row) (*rtstore.RunRow, error) {
 	r.CreatedAt = created.UTC()
 	r.UpdatedAt = updated.UTC()
 	return &r, nil
+}
+
+// nullText is s as a statement argument, NULL when empty.
+func nullText(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
 }

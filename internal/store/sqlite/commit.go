@@ -136,6 +136,9 @@ func (t *txn) applyCommit(ctx context.Context, c *rtstore.Commit, ts time.Time) 
 	if c.Status == "" {
 		return nil, errors.New("empty run status")
 	}
+	if err := rtstore.CheckTraceContext(c.TraceContext); err != nil {
+		return nil, err
+	}
 	// Reject foreign records before writing anything.
 	for i := range c.Records {
 		if c.Records[i].RunID != c.RunID {
@@ -183,6 +186,11 @@ func (t *txn) applyCommit(ctx context.Context, c *rtstore.Commit, ts time.Time) 
 		t.seq.runSeq = runSeq
 	}
 	t.seq.status = c.Status
+	if c.TraceContext != "" {
+		if _, err := t.exec(ctx, "set trace context", s.ws.runTraceContext, c.TraceContext, c.RunID, c.SessionID); err != nil {
+			return nil, err
+		}
+	}
 	if !t.seq.latest {
 		if _, err := t.exec(ctx, "set latest run", s.ws.sessionLastRun, c.RunID, c.SessionID); err != nil {
 			return nil, err

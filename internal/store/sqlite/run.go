@@ -11,11 +11,12 @@ import (
 
 // Run SQL.
 const (
-	sqlRunColumns = `seq, id, session_id, request_id, message_digest, status, phase, payload, created_at, updated_at`
+	sqlRunColumns = `seq, id, session_id, request_id, message_digest, status, phase, payload, created_at, updated_at,
+    COALESCE(trace_context, '')`
 
 	sqlRunInsert = `INSERT INTO runs
-    (id, session_id, request_id, message_digest, status, phase, payload, created_at, updated_at)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+    (id, session_id, request_id, message_digest, status, phase, payload, created_at, updated_at, trace_context)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 RETURNING seq`
 
 	sqlRunGet        = `SELECT ` + sqlRunColumns + ` FROM runs WHERE id = ?`
@@ -53,6 +54,8 @@ WHERE id = ? AND session_id = ?`
 	sqlRunUpdateSameStatusKnown = `UPDATE runs
 SET phase = ?, payload = COALESCE(?, payload), updated_at = ?
 WHERE id = ? AND session_id = ?`
+	// sqlRunTraceContext writes a commit's trace context (a resume's).
+	sqlRunTraceContext = `UPDATE runs SET trace_context = ? WHERE id = ? AND session_id = ?`
 )
 
 // RunInsert creates a run and applies p.Commit (if any) in the same
@@ -79,6 +82,9 @@ func (s *Store) RunInsert(ctx context.Context, p *rtstore.RunInsertParams) (*rts
 				op, c.RunID, c.SessionID, r.ID, r.SessionID)
 		}
 		le = c.Lease
+	}
+	if err := rtstore.CheckTraceContext(r.TraceContext); err != nil {
+		return nil, false, fmt.Errorf("%s: %w", op, err)
 	}
 	release, err := s.fence(le, r.SessionID)
 	if err != nil {
@@ -129,6 +135,7 @@ func (s *Store) RunInsert(ctx context.Context, p *rtstore.RunInsertParams) (*rts
 		var seq int64
 		err = t.queryRow(ctx, s.ws.runInsert, r.ID, r.SessionID, r.RequestID, r.MessageDigest,
 			string(r.Status), r.Phase, jsonOr(r.State, "null"), formatTime(r.CreatedAt), formatTime(r.UpdatedAt),
+			nullString(r.TraceContext), // "" stays NULL
 		).Scan(&seq)
 		if isUniqueViolation(err) {
 			return fmt.Errorf("run id %s: %w", r.ID, rtstore.ErrAlreadyExists)
@@ -219,7 +226,7 @@ func scanRun(sc scanner) (*rtstore.RunRow, error) {
 		created, updated string
 	)
 	if err := sc.Scan(&row.Seq, &row.ID, &row.SessionID, &row.RequestID, &row.MessageDigest,
-		&status, &row.Phase, &state, &created, &updated); err != nil {
+		&status, &row.Phase, &state, &created, &updated, &row.TraceContext); err != nil {
 		return nil, err
 	}
 	var err error
@@ -232,4 +239,13 @@ func scanRun(sc scanner) (*rtstore.RunRow, error) {
 	row.Status = rtstore.RunStatus(status)
 	row.State = []byte(state)
 	return &row, nil
+}
+
+// nullString is s as a statement argument, NULL when empty (nil: no
+// allocation for the common case of no value).
+func nullString(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
 }

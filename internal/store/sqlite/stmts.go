@@ -28,6 +28,7 @@ type writeStmts struct {
 	runUpdateSame      *sql.Stmt
 	runUpdateKnown     *sql.Stmt
 	runUpdateSameKnown *sql.Stmt
+	runTraceContext    *sql.Stmt
 	snapshotUpsert     *sql.Stmt
 	stepUpsert         *sql.Stmt
 	approvalUpsert     *sql.Stmt
@@ -68,6 +69,7 @@ func (w *writeStmts) defs() []stmtDef {
 		{&w.runUpdateSame, sqlRunUpdateSameStatus},
 		{&w.runUpdateKnown, sqlRunUpdateKnown},
 		{&w.runUpdateSameKnown, sqlRunUpdateSameStatusKnown},
+		{&w.runTraceContext, sqlRunTraceContext},
 		{&w.snapshotUpsert, sqlSnapshotUpsert},
 		{&w.stepUpsert, sqlStepUpsert},
 		{&w.approvalUpsert, sqlApprovalUpsert},

@@ -1,0 +1,7 @@
+-- Issue 24: a run keeps the W3C traceparent of the OpenTelemetry span of
+-- its latest attempt (invoke_agent), so that a run resumed after a crash,
+-- whose first span was never exported, links its new span to it. NULL:
+-- none (tracing was off, or the run predates this version).
+--
+-- Never edit this file once released: hxd checks its SHA-256 at start-up.
+ALTER TABLE runs ADD COLUMN trace_context TEXT;
