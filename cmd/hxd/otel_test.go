@@ -127,12 +127,6 @@ tools:
 `, url)
 }
 
-// runPropagates: the run's own spans (invoke_agent, execute_tool) carry
-// the submitting request's trace to the webhook.
-// TODO(lead): true once runtime.Config.TracerProvider is wired (the
-// runtime half of issue 24); until then a run has no span to propagate.
-const runPropagates = false
-
 // TestOTelEndToEnd: `hxd serve --otel` exports its spans over OTLP/HTTP
 // (decoded here with the collector's pdata): server spans named after
 // the route template, continuing an incoming traceparent; a problem's
@@ -201,13 +195,27 @@ func TestOTelEndToEnd(t *testing.T) {
 	require.Len(t, byName("GET /sessions/{session_id}", problemTrace), 1, "the problem's trace_id is its request's trace; spans: %q", names)
 	require.Len(t, byName("GET /sessions/{session_id}", callerTrace), 1, "spans: %q", names)
 
-	parent := <-hookParents
-	if runPropagates {
-		require.True(t, strings.HasPrefix(parent, "00-"+submitted[0].traceID+"-"),
-			"the webhook's traceparent %q is not of the run's trace %s", parent, submitted[0].traceID)
-	} else {
-		t.Logf("webhook traceparent %q (the run's spans come with the runtime half of issue 24)", parent)
+	// The run's spans: invoke_agent under the submitting request's span,
+	// chat and execute_tool under it, and the webhook called with the
+	// execute_tool span as its parent.
+	run := submitted[0].traceID
+	invoke := byName("invoke_agent hooker", run)
+	require.Len(t, invoke, 1, "spans: %q", names)
+	require.Equal(t, submitted[0].spanID, invoke[0].parentID, "invoke_agent is a child of the request that started the run")
+	require.Equal(t, sid, invoke[0].attrs["hxd.session_id"])
+	var chats int
+	for _, s := range spans {
+		if strings.HasPrefix(s.name, "chat") && s.traceID == run && s.parentID == invoke[0].spanID {
+			chats++
+		}
 	}
+	require.Equal(t, 2, chats, "one chat span per model call under invoke_agent; spans: %q", names)
+	exec := byName("execute_tool hook", run)
+	require.Len(t, exec, 1, "spans: %q", names)
+	require.Equal(t, invoke[0].spanID, exec[0].parentID)
+	require.Equal(t, "returned", exec[0].attrs["hxd.tool.outcome"])
+	parent := <-hookParents
+	require.Equal(t, "00-"+run+"-"+exec[0].spanID+"-01", parent, "the webhook's traceparent is the execute_tool span")
 }
 
 // TestOTelSDKDisabled: OTEL_SDK_DISABLED=true wins over --otel: nothing

@@ -330,8 +330,9 @@ func serve(ctx context.Context, args []string, e env) (err error) {
 		hook = newCheckpointHook(hookConfig{URL: cfg.CheckpointHook, Logger: log})
 		rtCfg.CheckpointFunc = hook.Notify
 	}
-	// TODO(lead): wire runtime.Config.TracerProvider/CaptureContent
-	// (cfg.tracerProvider, nil when off, and cfg.OTelCaptureContent).
+	// Runs make spans under --otel (nil: off) and carry payloads in them
+	// only with --otel-capture-content.
+	rtCfg.TracerProvider, rtCfg.CaptureContent = cfg.tracerProvider, cfg.OTelCaptureContent
 	rt, err := hxruntime.New(rtCfg)
 	if err != nil {
 		return err

@@ -118,8 +118,11 @@ func worker(ctx context.Context, args []string, e env) error {
 		MCP: mcp.NewManager(mcp.Options{Logger: log, LookupEnvFunc: e.lookupEnv}),
 	}
 	wd.ModelOptions.LookupEnvFunc = e.lookupEnv
-	// TODO(lead): wire runtime.Config.TracerProvider/CaptureContent for the
-	// activities (tel.TracerProvider() when tel.Enabled(), cfg.OTelCaptureContent).
+	// The model and tool activities make chat and execute_tool spans under
+	// --otel, with payloads only with --otel-capture-content.
+	if tel.Enabled() {
+		wd.TracerProvider, wd.CaptureContent = tel.TracerProvider(), cfg.OTelCaptureContent
+	}
 	if deps.events != nil {
 		wd.Events = deps.events
 	}
