@@ -229,8 +229,16 @@ func (m *gcMetrics) observe(rep *hxruntime.GCReport) {
 // startSweeper runs gc at once and then every interval until ctx ends,
 // logging what each sweep deleted; opts.Store must keep tombstones.
 func startSweeper(ctx context.Context, interval time.Duration, opts hxruntime.GCOptions, m *gcMetrics, log *slog.Logger) {
+	runSweeper(ctx, interval, func(ctx context.Context) (*hxruntime.GCReport, error) {
+		return hxruntime.GC(ctx, opts)
+	}, m, log)
+}
+
+// runSweeper runs gcFunc at once and then every interval until ctx ends,
+// counting each report in m and logging what it deleted.
+func runSweeper(ctx context.Context, interval time.Duration, gcFunc func(context.Context) (*hxruntime.GCReport, error), m *gcMetrics, log *slog.Logger) {
 	sweep := func() {
-		rep, err := hxruntime.GC(ctx, opts)
+		rep, err := gcFunc(ctx)
 		if rep != nil {
 			m.observe(rep)
 		}

@@ -106,7 +106,7 @@ func GC(ctx context.Context, o GCOptions) (*GCReport, error) {
 	rep := &GCReport{DryRun: o.DryRun}
 	now := o.Now().UTC()
 	var dry []string
-	if shortest, ok := o.shortestPolicy(); ok {
+	if shortest, ok := o.ShortestPolicy(); ok {
 		if err := gcSessions(ctx, rs, o, now, now.Add(-shortest), rep, &dry); err != nil {
 			return rep, err
 		}
@@ -148,9 +148,9 @@ func GC(ctx context.Context, o GCOptions) (*GCReport, error) {
 	return rep, nil
 }
 
-// shortestPolicy is the shortest retention any session may have; false
+// ShortestPolicy is the shortest retention any session may have; false
 // when every session is kept forever.
-func (o *GCOptions) shortestPolicy() (time.Duration, bool) {
+func (o *GCOptions) ShortestPolicy() (time.Duration, bool) {
 	if o.OlderThan > 0 {
 		return o.OlderThan, true
 	}
@@ -165,8 +165,8 @@ func (o *GCOptions) shortestPolicy() (time.Duration, bool) {
 	return best, found
 }
 
-// policy is the retention of a session of that agent; false: kept forever.
-func (o *GCOptions) policy(name, version string) (time.Duration, bool) {
+// Policy is the retention of a session of that agent; false: kept forever.
+func (o *GCOptions) Policy(name, version string) (time.Duration, bool) {
 	if o.OlderThan > 0 {
 		return o.OlderThan, true
 	}
@@ -191,7 +191,7 @@ func gcSessions(ctx context.Context, rs rtstore.RetentionStore, o GCOptions, now
 			return fmt.Errorf("gc: %w", err)
 		}
 		for _, c := range page {
-			keep, ok := o.policy(c.AgentName, c.AgentVersion)
+			keep, ok := o.Policy(c.AgentName, c.AgentVersion)
 			cutoff := now.Add(-keep)
 			if !ok || !c.FinishedAt.Before(cutoff) {
 				continue
