@@ -50,7 +50,7 @@ func serveTemporal(ctx context.Context, cfg *serveConfig, ln net.Listener, e env
 	}()
 	ecfg := temporal.EngineConfig{
 		Client: deps.client, TaskQueue: tc.TaskQueue, Agents: registry, Index: index, Logger: log, Artifacts: deps.store,
-		Tombstones: tombstones,
+		Tombstones:    tombstones,
 		RuntimeConfig: temporal.RuntimeConfig{MaxSessionDurationSeconds: cfg.MaxSessionDuration.Seconds()},
 		MCP:           mcpm,
 	}
