@@ -261,6 +261,12 @@ func (r *Retention) Sweep(ctx context.Context, o runtime.GCOptions) (*runtime.GC
 	if err := r.eachSession(ctx, o, "Completed", func(key string) error {
 		var res RetireResult
 		err := r.query(ctx, key, QueryGetRetired, &res)
+		switch {
+		case errors.Is(err, runtime.ErrNotFound):
+			return nil // deleted; visibility lags
+		case ctx.Err() != nil:
+			return ctx.Err()
+		}
 		if err != nil || !res.Retired {
 			o.Logger.WarnContext(ctx, "gc: a completed session workflow that was not retired is left alone", "workflow_id", WorkflowID(key), "error", err)
 			rep.Busy++
@@ -370,17 +376,29 @@ func (r *Retention) cleanUp(ctx context.Context, o runtime.GCOptions, key string
 	if err != nil {
 		return fail(err)
 	}
-	until := now.Add(o.TombstoneFor)
-	for _, run := range res.Runs {
-		ts := &Tombstone{Kind: TombstoneRun, ID: run.RunID, SessionID: res.SessionID, Principal: res.Owner,
-			RequestID: run.RequestID, DeletedAt: now, ExpiresAt: until}
-		if err := r.Tombstones.Put(ctx, ts); err != nil {
+	// The session's tombstone is written after its runs': once it stands,
+	// this is a repeated clean-up (Temporal deletes executions
+	// asynchronously, and visibility lists them until then), which
+	// deletes whatever is left but counts nothing again.
+	_, err = r.Tombstones.Get(ctx, TombstoneSession, key)
+	repeated := err == nil
+	switch {
+	case repeated:
+	case !errors.Is(err, runtime.ErrNotFound):
+		return fail(err)
+	default:
+		until := now.Add(o.TombstoneFor)
+		for _, run := range res.Runs {
+			ts := &Tombstone{Kind: TombstoneRun, ID: run.RunID, SessionID: res.SessionID, Principal: res.Owner,
+				RequestID: run.RequestID, DeletedAt: now, ExpiresAt: until}
+			if err := r.Tombstones.Put(ctx, ts); err != nil {
+				return fail(err)
+			}
+		}
+		if err := r.Tombstones.Put(ctx, &Tombstone{Kind: TombstoneSession, ID: key, SessionID: res.SessionID,
+			Principal: res.Owner, DeletedAt: now, ExpiresAt: until}); err != nil {
 			return fail(err)
 		}
-	}
-	if err := r.Tombstones.Put(ctx, &Tombstone{Kind: TombstoneSession, ID: key, SessionID: res.SessionID,
-		Principal: res.Owner, DeletedAt: now, ExpiresAt: until}); err != nil {
-		return fail(err)
 	}
 	var del runtime.GCReport
 	for _, run := range res.Runs {
@@ -406,6 +424,9 @@ func (r *Retention) cleanUp(ctx context.Context, o runtime.GCOptions, key string
 	records, size, err := r.deleteExecutions(ctx, wfID)
 	if err != nil {
 		return fail(err)
+	}
+	if repeated {
+		return nil
 	}
 	rep.Sessions++
 	rep.Runs += len(res.Runs)
