@@ -3,6 +3,7 @@ package artifacts
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -23,8 +24,9 @@ import (
 // references any more and an artifact no session references at all.
 //
 // A release and a concurrent PutSession of the same digest are kept apart
-// by a marker object <prefix>deleting/<digest> that the release holds
-// while it lists and deletes: PutSession writes its references first,
+// by a marker object <prefix>deleting/<digest>/<random id> that each
+// release holds while it lists and deletes (several sweepers may release
+// at once, each removes only its own): PutSession writes its references first,
 // then waits while a fresh marker stands, then stores the bytes and the
 // owner object. So either the release lists the new reference (and keeps
 // everything), or the put's writes come after the release's deletes (and
@@ -71,7 +73,18 @@ func (s *Store) sessionRefPrefix(sessionKey string) string {
 	return s.prefix + sessionsDir + hashHex(sessionKey) + "/"
 }
 
-func (s *Store) markerKey(digest string) string { return s.prefix + deletingDir + digest }
+// markerPrefix holds the release markers of digest, one per release
+// under way (several sweepers may release the same digest at once).
+func (s *Store) markerPrefix(digest string) string { return s.prefix + deletingDir + digest + "/" }
+
+// newMarkerKey is the key of a new release marker of digest.
+func (s *Store) newMarkerKey(digest string) (string, error) {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", fmt.Errorf("artifacts: marker id: %w", err)
+	}
+	return s.markerPrefix(digest) + hex.EncodeToString(b[:]), nil
+}
 
 func (s *Store) putEmpty(ctx context.Context, key string, meta map[string]string) error {
 	_, err := s.client.PutObject(ctx, s.bucket, key, bytes.NewReader(nil), 0, minio.PutObjectOptions{
@@ -120,16 +133,10 @@ func (s *Store) PutSession(ctx context.Context, owner, sessionKey string, data [
 
 // awaitNoMarker waits while a fresh release marker of digest stands.
 func (s *Store) awaitNoMarker(ctx context.Context, digest string) error {
-	key := s.markerKey(digest)
 	for {
-		info, err := s.client.StatObject(ctx, s.bucket, key, minio.StatObjectOptions{})
-		switch {
-		case err != nil && isNotFound(err):
-			return nil
-		case err != nil:
-			return fmt.Errorf("artifacts: stat %s: %w", key, err)
-		case time.Since(info.LastModified) > MarkerStale:
-			return nil
+		fresh, err := s.freshMarker(ctx, digest)
+		if err != nil || !fresh {
+			return err
 		}
 		select {
 		case <-ctx.Done():
@@ -137,6 +144,23 @@ func (s *Store) awaitNoMarker(ctx context.Context, digest string) error {
 		case <-time.After(markerPoll):
 		}
 	}
+}
+
+// freshMarker reports whether a release marker of digest younger than
+// MarkerStale stands.
+func (s *Store) freshMarker(ctx context.Context, digest string) (bool, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel() // stops the listing
+	prefix := s.markerPrefix(digest)
+	for obj := range s.client.ListObjects(ctx, s.bucket, minio.ListObjectsOptions{Prefix: prefix, Recursive: true}) {
+		if obj.Err != nil {
+			return false, fmt.Errorf("artifacts: list %s: %w", prefix, obj.Err)
+		}
+		if time.Since(obj.LastModified) <= MarkerStale {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // Released counts what ReleaseSession deleted.
@@ -198,7 +222,10 @@ func (s *Store) listDigests(ctx context.Context, prefix string, limit int) ([]st
 // size of the artifact it deleted, -1 when it kept it.
 func (s *Store) releaseDigest(ctx context.Context, digest, owner, sessionKey string) (int64, error) {
 	start := time.Now()
-	marker := s.markerKey(digest)
+	marker, err := s.newMarkerKey(digest)
+	if err != nil {
+		return -1, err
+	}
 	if err := s.putEmpty(ctx, marker, nil); err != nil {
 		return -1, err
 	}

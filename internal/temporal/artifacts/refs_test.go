@@ -78,7 +78,8 @@ func TestPutWaitsForRelease(t *testing.T) {
 	tb := setup(t, Config{Prefix: "hx/"})
 	ctx := context.Background()
 	data := []byte("wanted again")
-	marker := tb.store.markerKey(sha(data))
+	marker, err := tb.store.newMarkerKey(sha(data))
+	require.NoError(t, err)
 	require.NoError(t, tb.store.putEmpty(ctx, marker, nil))
 
 	done := make(chan error, 1)
@@ -96,7 +97,7 @@ func TestPutWaitsForRelease(t *testing.T) {
 		t.Fatalf("the put finished while the marker stood: %v", err)
 	default:
 	}
-	_, err := os.Stat(tb.srv.ObjectPath("hx/" + sha(data)))
+	_, err = os.Stat(tb.srv.ObjectPath("hx/" + sha(data)))
 	require.True(t, os.IsNotExist(err), "no bytes stored under the marker")
 	require.NoError(t, tb.raw.RemoveObject(ctx, tb.srv.Bucket, marker, minio.RemoveObjectOptions{}))
 	require.NoError(t, <-done)
