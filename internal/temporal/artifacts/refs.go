@@ -299,11 +299,12 @@ func (s *Store) remove(ctx context.Context, key string) error {
 func (s *Store) any(ctx context.Context, prefix string) (bool, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	for obj := range s.client.ListObjects(ctx, s.bucket, minio.ListObjectsOptions{Prefix: prefix, Recursive: true, MaxKeys: 1}) {
-		if obj.Err != nil {
-			return false, fmt.Errorf("artifacts: list %s: %w", prefix, obj.Err)
-		}
-		return true, nil
+	obj, ok := <-s.client.ListObjects(ctx, s.bucket, minio.ListObjectsOptions{Prefix: prefix, Recursive: true, MaxKeys: 1})
+	switch {
+	case !ok:
+		return false, nil
+	case obj.Err != nil:
+		return false, fmt.Errorf("artifacts: list %s: %w", prefix, obj.Err)
 	}
-	return false, nil
+	return true, nil
 }
