@@ -162,6 +162,12 @@ tools:
 	resp, body = d.do(t, http.MethodGet, "/runs/"+briefRun, nil, bob...)
 	requireProblem(t, resp, body, http.StatusNotFound, "not_found")
 
+	// Listing the owner's sessions skips it (visibility may still list
+	// its workflow for a while).
+	resp, body = d.do(t, http.MethodGet, "/sessions?limit=100", nil, alice...)
+	require.Equal(t, http.StatusOK, resp.StatusCode, string(body))
+	require.NotContains(t, string(body), brief)
+
 	// What it left is gone; the shared artifact is not.
 	shared, solo := sha256Hex("bytes of shared"), sha256Hex("bytes of solo")
 	require.Eventually(t, func() bool {

@@ -377,8 +377,8 @@ func (e *Engine) listSessionsPage(ctx context.Context, limit int, token []byte) 
 		}
 		g.Go(func() error {
 			s, err := e.sessionOfKey(gctx, key)
-			if errors.Is(err, runtime.ErrNotFound) {
-				return nil // gone between list and query
+			if errors.Is(err, runtime.ErrNotFound) || errors.Is(err, runtime.ErrGone) {
+				return nil // gone between list and query, or deleted by retention
 			}
 			items[i] = s
 			return err
