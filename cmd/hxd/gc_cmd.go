@@ -25,7 +25,10 @@ and approvals, then the artifacts no session references, then expired
 tombstones. It takes the session locks and leases the runtime takes, so it
 may run beside serving processes. Retention: --older-than, else the
 agent's retention.finished_for (--agents), else --retain-finished-for;
-without any, nothing is deleted. Reports counts and bytes (text or --json).
+without any, nothing is deleted. Reports counts and bytes (text or --json);
+--dry-run reports what a sweep would delete now (sessions, runs, records,
+events, bytes, artifacts) and deletes nothing. The Temporal engine has no
+database for gc to open: there, hxd serve --engine temporal sweeps.
 
 `
 
@@ -51,7 +54,7 @@ func parseGCFlags(args []string, e env) (*gcConfig, error) {
 	flags.StringVar(&c.DB, "db", "", "SQLite database file (this or --database-url)")
 	ef := newEnvFlags(flags, e)
 	c.PG.register(flags, ef, false)
-	flags.BoolVar(&c.DryRun, "dry-run", false, "list what would be deleted; delete nothing")
+	flags.BoolVar(&c.DryRun, "dry-run", false, "report what would be deleted (counts, bytes, artifacts); delete nothing")
 	flags.DurationVar(&c.OlderThan, "older-than", 0, "delete sessions finished longer ago than this, whatever their policy")
 	flags.DurationVar(&c.RetainFinishedFor, "retain-finished-for", 0, "server default retention of finished sessions (0 = keep forever)")
 	flags.DurationVar(&c.TombstoneFor, "tombstone-for", hxruntime.DefaultTombstoneFor, "keep the tombstones of deleted sessions and runs this long")
@@ -229,8 +232,16 @@ func (m *gcMetrics) observe(rep *hxruntime.GCReport) {
 // startSweeper runs gc at once and then every interval until ctx ends,
 // logging what each sweep deleted; opts.Store must keep tombstones.
 func startSweeper(ctx context.Context, interval time.Duration, opts hxruntime.GCOptions, m *gcMetrics, log *slog.Logger) {
+	runSweeper(ctx, interval, func(ctx context.Context) (*hxruntime.GCReport, error) {
+		return hxruntime.GC(ctx, opts)
+	}, m, log)
+}
+
+// runSweeper runs gcFunc at once and then every interval until ctx ends,
+// counting each report in m and logging what it deleted.
+func runSweeper(ctx context.Context, interval time.Duration, gcFunc func(context.Context) (*hxruntime.GCReport, error), m *gcMetrics, log *slog.Logger) {
 	sweep := func() {
-		rep, err := hxruntime.GC(ctx, opts)
+		rep, err := gcFunc(ctx)
 		if rep != nil {
 			m.observe(rep)
 		}

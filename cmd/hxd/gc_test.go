@@ -86,11 +86,23 @@ func TestGCCommand(t *testing.T) {
 	}
 	require.Equal(t, 1, gone)
 
+	// A dry run now reports what the rerun then deletes, bytes and
+	// artifacts included, and deletes nothing.
+	out, err = runHxd(t, "gc", "--db", db, "--older-than", "1ns", "--dry-run", "--json")
+	require.NoError(t, err)
+	var dry hxruntime.GCReport
+	require.NoError(t, json.Unmarshal([]byte(out), &dry))
+	for _, s := range all {
+		code, m := srv.call(http.MethodGet, "/runs/"+url.PathEscape(s.rid), nil)
+		require.Contains(t, []int{http.StatusOK, http.StatusGone}, code, m)
+	}
+
 	// The rerun finishes.
 	out, err = runHxd(t, "gc", "--db", db, "--older-than", "1ns", "--json")
 	require.NoError(t, err)
 	rep = hxruntime.GCReport{}
 	require.NoError(t, json.Unmarshal([]byte(out), &rep))
+	requireDryMatches(t, dry, rep)
 	require.Equal(t, 2, rep.Sessions)
 	require.Equal(t, 2, rep.Runs)
 	require.Positive(t, rep.Bytes)
@@ -200,16 +212,24 @@ func TestPostgresGCCLI(t *testing.T) {
 		"--output", bundle, "--include-payloads", "--bundle-signing-key", key)
 	require.Equal(t, 0, res.code, res.stderr)
 
+	res = runCLI(t, "gc", "--database-url", dbURL, "--schema", schema, "--older-than", "1ns", "--dry-run", "--json")
+	require.Equal(t, 0, res.code, res.stderr)
+	var dry hxruntime.GCReport
+	require.NoError(t, json.Unmarshal([]byte(res.stdout), &dry), res.stdout)
+	resp, raw := d.do(t, http.MethodGet, "/sessions/"+url.PathEscape(sid), nil)
+	require.Equal(t, http.StatusOK, resp.StatusCode, "a dry run deletes nothing: %s", raw)
+
 	res = runCLI(t, "gc", "--database-url", dbURL, "--schema", schema, "--older-than", "1ns", "--json")
 	require.Equal(t, 0, res.code, res.stderr)
 	var rep hxruntime.GCReport
 	require.NoError(t, json.Unmarshal([]byte(res.stdout), &rep), res.stdout)
+	requireDryMatches(t, dry, rep)
 	require.Equal(t, 1, rep.Sessions)
 	require.Positive(t, rep.Records)
 	require.Positive(t, rep.Bytes)
 	require.EqualValues(t, 2, rep.Tombstones)
 
-	resp, raw := d.do(t, http.MethodGet, "/sessions/"+url.PathEscape(sid), nil)
+	resp, raw = d.do(t, http.MethodGet, "/sessions/"+url.PathEscape(sid), nil)
 	require.Equal(t, http.StatusGone, resp.StatusCode, string(raw))
 	resp, raw = d.do(t, http.MethodGet, "/runs/"+url.PathEscape(rid), nil)
 	require.Equal(t, http.StatusGone, resp.StatusCode, string(raw))
@@ -225,4 +245,18 @@ func TestPostgresGCCLI(t *testing.T) {
 	require.NoError(t, os.WriteFile(trust, jwks, 0o600))
 	res = runCLI(t, "verify", "--trust", trust, bundle)
 	require.Equal(t, 0, res.code, "a bundle exported before deletion stays valid and signed: %s", res.stdout+res.stderr)
+}
+
+// requireDryMatches: a dry run reported the sessions, runs, records,
+// events, bytes and artifacts the real run after it deleted.
+func requireDryMatches(t *testing.T, dry, real hxruntime.GCReport) {
+	t.Helper()
+	require.True(t, dry.DryRun)
+	require.False(t, real.DryRun)
+	require.Positive(t, real.Sessions)
+	require.Positive(t, real.Bytes)
+	counts := func(r hxruntime.GCReport) []int64 {
+		return []int64{int64(r.Sessions), int64(r.Runs), int64(r.Records), int64(r.Events), r.Bytes, int64(r.Artifacts), r.ArtifactBytes}
+	}
+	require.Equal(t, counts(real), counts(dry), "sessions, runs, records, events, bytes, artifacts, artifact bytes")
 }

@@ -9,6 +9,7 @@ import (
 	"hxd/internal/agent"
 	hxhttp "hxd/internal/http"
 	"hxd/internal/mcp"
+	hxruntime "hxd/internal/runtime"
 	"hxd/internal/temporal"
 )
 
@@ -35,6 +36,10 @@ func serveTemporal(ctx context.Context, cfg *serveConfig, ln net.Listener, e env
 	if err != nil {
 		return err
 	}
+	tombstones, err := temporal.NewS3Tombstones(deps.s3, tc.S3.Bucket, tc.S3.Prefix)
+	if err != nil {
+		return err
+	}
 	// Session creation lists the tools of agents' MCP servers here; the
 	// workers call them. Closed (children waited for) at return.
 	mcpm := mcp.NewManager(mcp.Options{Logger: log, LookupEnvFunc: e.lookupEnv})
@@ -45,6 +50,7 @@ func serveTemporal(ctx context.Context, cfg *serveConfig, ln net.Listener, e env
 	}()
 	ecfg := temporal.EngineConfig{
 		Client: deps.client, TaskQueue: tc.TaskQueue, Agents: registry, Index: index, Logger: log, Artifacts: deps.store,
+		Tombstones:    tombstones,
 		RuntimeConfig: temporal.RuntimeConfig{MaxSessionDurationSeconds: cfg.MaxSessionDuration.Seconds()},
 		MCP:           mcpm,
 	}
@@ -56,7 +62,25 @@ func serveTemporal(ctx context.Context, cfg *serveConfig, ln net.Listener, e env
 		return err
 	}
 
-	api := newAPIServer(cfg, ln, eng, log, auth)
+	gcm := newGCMetrics()
+	api := newAPIServer(cfg, ln, eng, log, auth, gcm.collectors()...)
+	// Retention: the sweeper retires finished sessions through their
+	// workflows and deletes what they left (internal/temporal/retention.go).
+	sweeper := &temporal.Retention{
+		Client: deps.client, Namespace: tc.Namespace, Tombstones: tombstones, Index: index, Artifacts: deps.store,
+	}
+	if deps.events != nil {
+		sweeper.Events = deps.events
+	}
+	bgCtx, stopBG := context.WithCancel(ctx)
+	defer stopBG()
+	opts := hxruntime.GCOptions{
+		Agents: registry, Logger: log, RetainFinishedFor: cfg.RetainFinishedFor, TombstoneFor: cfg.TombstoneFor,
+		AfterSessionFunc: gcCrashAfter(cfg.CrashAfter, log, e.exit),
+	}
+	runSweeper(bgCtx, cfg.GCInterval, func(ctx context.Context) (*hxruntime.GCReport, error) {
+		return sweeper.Sweep(ctx, opts)
+	}, gcm, log)
 	api.serve(ctx, e, "temporal "+tc.Address+" "+tc.Namespace+"/"+tc.TaskQueue, nAgents)
 	if err := api.wait(ctx); err != nil {
 		return err

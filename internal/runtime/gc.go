@@ -40,8 +40,12 @@ type GCOptions struct {
 	// TombstoneFor is how long tombstones are kept, default
 	// DefaultTombstoneFor.
 	TombstoneFor time.Duration
-	// DryRun lists what would be deleted and deletes nothing (no bytes
-	// or artifacts are counted).
+	// DryRun deletes nothing and reports what a real sweep would delete
+	// now: sessions, runs, records, events and bytes (measured as
+	// SessionDelete counts them) and the artifacts only those sessions
+	// reference. It takes no lease, so Busy stays 0 and a session that
+	// gets busy meanwhile is counted. It keeps the ids of the sessions it
+	// would delete in memory until the artifacts are measured.
 	DryRun bool
 	// BatchSize bounds each listing and artifact transaction, default 100.
 	BatchSize int
@@ -101,12 +105,19 @@ func GC(ctx context.Context, o GCOptions) (*GCReport, error) {
 	}
 	rep := &GCReport{DryRun: o.DryRun}
 	now := o.Now().UTC()
-	if shortest, ok := o.shortestPolicy(); ok {
-		if err := gcSessions(ctx, rs, o, now, now.Add(-shortest), rep); err != nil {
+	var dry []string
+	if shortest, ok := o.ShortestPolicy(); ok {
+		if err := gcSessions(ctx, rs, o, now, now.Add(-shortest), rep, &dry); err != nil {
 			return rep, err
 		}
 	}
-	if !o.DryRun {
+	if o.DryRun {
+		m, err := rs.ArtifactMeasure(ctx, dry)
+		if err != nil {
+			return rep, fmt.Errorf("gc: %w", err)
+		}
+		rep.Artifacts, rep.ArtifactBytes = m.Artifacts, m.Bytes
+	} else {
 		for {
 			swept, err := rs.ArtifactSweep(ctx, o.BatchSize)
 			if err != nil {
@@ -137,9 +148,9 @@ func GC(ctx context.Context, o GCOptions) (*GCReport, error) {
 	return rep, nil
 }
 
-// shortestPolicy is the shortest retention any session may have; false
+// ShortestPolicy is the shortest retention any session may have; false
 // when every session is kept forever.
-func (o *GCOptions) shortestPolicy() (time.Duration, bool) {
+func (o *GCOptions) ShortestPolicy() (time.Duration, bool) {
 	if o.OlderThan > 0 {
 		return o.OlderThan, true
 	}
@@ -154,8 +165,8 @@ func (o *GCOptions) shortestPolicy() (time.Duration, bool) {
 	return best, found
 }
 
-// policy is the retention of a session of that agent; false: kept forever.
-func (o *GCOptions) policy(name, version string) (time.Duration, bool) {
+// Policy is the retention of a session of that agent; false: kept forever.
+func (o *GCOptions) Policy(name, version string) (time.Duration, bool) {
 	if o.OlderThan > 0 {
 		return o.OlderThan, true
 	}
@@ -171,7 +182,8 @@ func (o *GCOptions) policy(name, version string) (time.Duration, bool) {
 
 // gcSessions pages through the candidates that finished before the
 // earliest cutoff and deletes those their own policy lets go.
-func gcSessions(ctx context.Context, rs rtstore.RetentionStore, o GCOptions, now, before time.Time, rep *GCReport) error {
+// A dry run measures each one instead and appends its id to dry.
+func gcSessions(ctx context.Context, rs rtstore.RetentionStore, o GCOptions, now, before time.Time, rep *GCReport, dry *[]string) error {
 	p := rtstore.GCCandidateParams{FinishedBefore: before, ListParams: rtstore.ListParams{Limit: o.BatchSize}}
 	for {
 		page, err := rs.GCCandidates(ctx, p)
@@ -179,13 +191,21 @@ func gcSessions(ctx context.Context, rs rtstore.RetentionStore, o GCOptions, now
 			return fmt.Errorf("gc: %w", err)
 		}
 		for _, c := range page {
-			keep, ok := o.policy(c.AgentName, c.AgentVersion)
+			keep, ok := o.Policy(c.AgentName, c.AgentVersion)
 			cutoff := now.Add(-keep)
 			if !ok || !c.FinishedAt.Before(cutoff) {
 				continue
 			}
 			if o.DryRun {
-				rep.Sessions++
+				m, err := rs.SessionMeasure(ctx, c.SessionID, cutoff)
+				switch {
+				case errors.Is(err, rtstore.ErrNotEligible), errors.Is(err, rtstore.ErrNotFound):
+					continue // changed since listed: a real sweep would skip it too
+				case err != nil:
+					return fmt.Errorf("gc: %w", err)
+				}
+				rep.add(m)
+				*dry = append(*dry, c.SessionID)
 				continue
 			}
 			if err := gcSession(ctx, rs, o, c, cutoff, now, rep); err != nil {
@@ -230,16 +250,21 @@ func gcSession(ctx context.Context, rs rtstore.RetentionStore, o GCOptions, c rt
 	case err != nil:
 		return fmt.Errorf("gc: %w", err)
 	}
-	rep.Sessions++
-	rep.Runs += del.Runs
-	rep.Events += del.Events
-	rep.Records += del.Records
-	rep.Bytes += del.Bytes
+	rep.add(del)
 	o.Logger.DebugContext(ctx, "gc: deleted session", "session_id", c.SessionID, "runs", del.Runs)
 	if o.AfterSessionFunc != nil {
 		o.AfterSessionFunc()
 	}
 	return nil
+}
+
+// add counts one deleted (or, dry, measured) session.
+func (rep *GCReport) add(d *rtstore.SessionDeleted) {
+	rep.Sessions++
+	rep.Runs += d.Runs
+	rep.Events += d.Events
+	rep.Records += d.Records
+	rep.Bytes += d.Bytes
 }
 
 // ErrGone: the session or run was deleted by retention (issue 23); only

@@ -171,7 +171,13 @@ func TestGCPolicy(t *testing.T) {
 			require.NoError(t, getErr)
 			if o.DryRun {
 				require.Equal(t, 1, rep.Sessions, "a dry run counts what it would delete")
-				require.Zero(t, rep.Artifacts)
+				require.Positive(t, rep.Bytes)
+				o.DryRun = false
+				real, err := hxruntime.GC(ctx, o)
+				require.NoError(t, err)
+				require.Equal(t, real.Artifacts, rep.Artifacts)
+				rep.DryRun, rep.Tombstones = false, real.Tombstones
+				require.Equal(t, real, rep, "the dry run reported what the real run deleted")
 				return
 			}
 			require.Zero(t, rep.Sessions)

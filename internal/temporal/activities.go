@@ -511,7 +511,7 @@ func (a *Activities) returned(ctx context.Context, in ToolInput, b *binding, e *
 	if len(arts) > 0 {
 		refs := make([]runtime.ArtifactRef, 0, len(arts))
 		for _, art := range arts {
-			key, err := a.deps.Artifacts.PutOwned(ctx, in.Owner, art.Data)
+			key, err := a.putArtifact(ctx, in.Owner, in.SessionID, art.Data)
 			if err != nil {
 				return nil, attemptError("store tool artifact: "+err.Error(), "StorageError", e.Attempt)
 			}
@@ -522,7 +522,7 @@ func (a *Activities) returned(ctx context.Context, in ToolInput, b *binding, e *
 	}
 	processed := runtime.ApplyToContent(b.resultMiddleware(e.Call.Name), res.Content)
 	if text, _, ok := runtime.SpillText(processed, b.def.MaxResultChars); ok {
-		key, err := a.deps.Artifacts.PutOwned(ctx, in.Owner, []byte(text))
+		key, err := a.putArtifact(ctx, in.Owner, in.SessionID, []byte(text))
 		switch {
 		case err == nil:
 			out.Spill = &SpillRef{Key: key, ID: "r_" + a.deps.NewID()}
@@ -572,7 +572,7 @@ func (a *Activities) Spill(ctx context.Context, in SpillInput) (*SpillRef, error
 		a.log.Warn("result not spilled: the worker has no artifact store", "execution_key", in.ExecutionKey)
 		return nil, nil
 	}
-	key, err := a.deps.Artifacts.PutOwned(ctx, in.Owner, []byte(in.Text))
+	key, err := a.putArtifact(ctx, in.Owner, in.SessionID, []byte(in.Text))
 	if err != nil {
 		return nil, temporal.NewApplicationError("store spilled result: "+err.Error(), "StorageError")
 	}

@@ -288,6 +288,9 @@ type SessionInfo struct {
 	Runs []string `json:"runs"`
 	// LatestRun is the newest run and its status, nil when none.
 	LatestRun *runtime.RunRef `json:"latest_run"`
+	// LatestUpdatedAt is the newest run's last update (zero when none):
+	// when it finished, for a finished run (retention).
+	LatestUpdatedAt time.Time `json:"latest_updated_at,omitzero"`
 	// MCPTools are the session's pinned MCP tools (SessionInput.MCPTools).
 	MCPTools []mcp.PinnedTool `json:"mcp_tools,omitempty"`
 }

@@ -74,6 +74,11 @@ type EngineConfig struct {
 	// results in (the same bucket and prefix). Optional: nil answers every
 	// Artifact call with runtime.ErrNotFound.
 	Artifacts ArtifactStore
+	// Tombstones are the retention sweeper's (Retention): a deleted
+	// session or run answers runtime.ErrGone to its owner, and a deleted
+	// session's id is not taken again. Optional: nil answers
+	// runtime.ErrNotFound.
+	Tombstones TombstoneReader
 	// RuntimeConfig is persisted in every new session's workflow data.
 	RuntimeConfig RuntimeConfig
 	// MCP connects to the MCP servers agents declare, to discover and pin
@@ -221,6 +226,11 @@ func (e *Engine) CreateSession(ctx context.Context, p runtime.CreateSessionParam
 	}
 	owner := runtime.PrincipalFrom(ctx)
 	key := runtime.SessionKey(owner, id)
+	// A deleted session's id is never taken again while its tombstone
+	// stands (retention deleted its workflow, whose id is free again).
+	if err := e.gone(ctx, TombstoneSession, key, runtime.ErrNotFound); !errors.Is(err, runtime.ErrNotFound) {
+		return nil, fmt.Errorf("create session: %w", err)
+	}
 	in, err := NewSessionInput(id, def, owner, p.Metadata, e.cfg.Now(), e.cfg.RuntimeConfig)
 	if err != nil {
 		return nil, err
@@ -315,7 +325,7 @@ func (e *Engine) runSession(ctx context.Context, runID string) (string, error) {
 	if !ok {
 		var err error
 		if sid, err = e.cfg.Index.Lookup(ctx, runID); err != nil {
-			return "", fmt.Errorf("run %s: %w", runID, err)
+			return "", fmt.Errorf("run %s: %w", runID, e.gone(ctx, TombstoneRun, runID, err))
 		}
 		e.remember(e.runs, runID, sid)
 	}
@@ -367,8 +377,8 @@ func (e *Engine) listSessionsPage(ctx context.Context, limit int, token []byte) 
 		}
 		g.Go(func() error {
 			s, err := e.sessionOfKey(gctx, key)
-			if errors.Is(err, runtime.ErrNotFound) {
-				return nil // gone between list and query
+			if errors.Is(err, runtime.ErrNotFound) || errors.Is(err, runtime.ErrGone) {
+				return nil // gone between list and query, or deleted by retention
 			}
 			items[i] = s
 			return err
@@ -761,13 +771,13 @@ func (e *Engine) Artifact(ctx context.Context, sha256 string) ([]byte, error) {
 }
 
 // query runs a query on the workflow of the session stored under key and
-// decodes its result.
+// decodes its result; a deleted session is runtime.ErrGone to its owner.
 func (e *Engine) query(ctx context.Context, key, queryType string, out any, args ...any) error {
 	cctx, cancel := context.WithTimeout(ctx, e.cfg.CallTimeout)
 	defer cancel()
 	v, err := e.cfg.Client.QueryWorkflow(cctx, WorkflowID(key), "", queryType, args...)
 	if err != nil {
-		return e.callErr("query "+queryType, err)
+		return e.gone(ctx, TombstoneSession, key, e.callErr("query "+queryType, err))
 	}
 	if err := v.Get(out); err != nil {
 		return fmt.Errorf("decode %s result: %w", queryType, err)
@@ -776,7 +786,8 @@ func (e *Engine) query(ctx context.Context, key, queryType string, out any, args
 }
 
 // update runs an update on the workflow of the session stored under key
-// and waits for its result.
+// and waits for its result; a deleted session is runtime.ErrGone to its
+// owner.
 func (e *Engine) update(ctx context.Context, key, name, updateID string, arg, out any) error {
 	cctx, cancel := context.WithTimeout(ctx, e.cfg.CallTimeout)
 	defer cancel()
@@ -791,7 +802,7 @@ func (e *Engine) update(ctx context.Context, key, name, updateID string, arg, ou
 		err = h.Get(cctx, out)
 	}
 	if err != nil {
-		return e.callErr("update "+name, err)
+		return e.gone(ctx, TombstoneSession, key, e.callErr("update "+name, err))
 	}
 	return nil
 }

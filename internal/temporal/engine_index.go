@@ -110,3 +110,23 @@ func (x *MemoryRunIndex) Lookup(_ context.Context, runID string) (string, error)
 	}
 	return "", runtime.ErrNotFound
 }
+
+// Delete removes runID's entry (retention); a missing entry is no error.
+func (x *S3RunIndex) Delete(ctx context.Context, runID string) error {
+	key, ok := x.key(runID)
+	if !ok {
+		return nil
+	}
+	if err := x.client.RemoveObject(ctx, x.bucket, key, minio.RemoveObjectOptions{}); err != nil && minio.ToErrorResponse(err).Code != "NoSuchKey" {
+		return fmt.Errorf("run index: delete %s: %w", key, err)
+	}
+	return nil
+}
+
+// Delete removes runID's entry.
+func (x *MemoryRunIndex) Delete(_ context.Context, runID string) error {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	delete(x.m, runID)
+	return nil
+}

@@ -33,13 +33,16 @@ func (w *sessionWorkflow) register(ctx workflow.Context) error {
 		workflow.UpdateHandlerOptions{Validator: w.validateControl}); err != nil {
 		return err
 	}
-	return workflow.SetUpdateHandlerWithOptions(ctx, UpdateResolve, w.resolve,
-		workflow.UpdateHandlerOptions{Validator: w.validateResolve})
+	if err := workflow.SetUpdateHandlerWithOptions(ctx, UpdateResolve, w.resolve,
+		workflow.UpdateHandlerOptions{Validator: w.validateResolve}); err != nil {
+		return err
+	}
+	return w.registerRetire(ctx)
 }
 
 func (w *sessionWorkflow) queryRun(runID string) (runtime.RunResult, error) {
 	rec, ok := w.s.Runs[runID]
-	if !ok {
+	if !ok || w.retired != nil {
 		return runtime.RunResult{}, newAppError(runtime.ErrNotFound, "run not found")
 	}
 	return w.view(rec), nil
@@ -51,7 +54,7 @@ func (w *sessionWorkflow) queryRun(runID string) (runtime.RunResult, error) {
 // earlier steps and of the current one, its resumptions.
 func (w *sessionWorkflow) queryTimeline(runID string) (runtime.TimelineSource, error) {
 	rec, ok := w.s.Runs[runID]
-	if !ok {
+	if !ok || w.retired != nil {
 		return runtime.TimelineSource{}, newAppError(runtime.ErrNotFound, "run not found")
 	}
 	st := rec.State
@@ -88,6 +91,9 @@ func archiveStep(rec *RunRecord) {
 }
 
 func (w *sessionWorkflow) querySession() (SessionInfo, error) {
+	if w.retired != nil {
+		return SessionInfo{}, errRetired()
+	}
 	info := SessionInfo{
 		SessionID: w.s.SessionID, Agent: w.s.Agent, Owner: w.s.Owner, Metadata: w.s.Metadata,
 		CreatedAt: w.s.CreatedAt, Recording: w.s.Recording, Busy: w.s.Active != nil,
@@ -102,11 +108,15 @@ func (w *sessionWorkflow) querySession() (SessionInfo, error) {
 	}
 	if rec := w.latest(); rec != nil {
 		info.LatestRun = &runtime.RunRef{RunID: rec.State.RunID, Status: rec.State.Status}
+		info.LatestUpdatedAt = rec.UpdatedAt
 	}
 	return info, nil
 }
 
 func (w *sessionWorkflow) queryPending() ([]runtime.PendingTool, error) {
+	if w.retired != nil {
+		return nil, errRetired()
+	}
 	rec := w.latest()
 	if rec == nil {
 		return []runtime.PendingTool{}, nil
@@ -117,6 +127,9 @@ func (w *sessionWorkflow) queryPending() ([]runtime.PendingTool, error) {
 // checkSubmit returns the run a request already started (nil when new)
 // or the rejection.
 func (w *sessionWorkflow) checkSubmit(req SubmitRequest) (*RunRecord, error) {
+	if w.retired != nil {
+		return nil, errRetired()
+	}
 	if req.RequestID == "" || req.RunID == "" {
 		return nil, newAppError(nil, "submit needs a request_id and a run_id")
 	}
@@ -180,6 +193,9 @@ func (w *sessionWorkflow) submit(ctx workflow.Context, req SubmitRequest) (Submi
 }
 
 func (w *sessionWorkflow) validateControl(_ workflow.Context, req ControlRequest) error {
+	if w.retired != nil {
+		return errRetired()
+	}
 	switch req.Action {
 	case ActionResume, ActionPaused, ActionCancelled:
 		return nil
@@ -243,6 +259,9 @@ func (w *sessionWorkflow) control(ctx workflow.Context, req ControlRequest) (Con
 // checkResolve finds the entry a decision is about, or the rejection. With
 // dryRun the decision is tried on a copy of the state.
 func (w *sessionWorkflow) checkResolve(req ResolveRequest) (*RunRecord, int, error) {
+	if w.retired != nil {
+		return nil, 0, errRetired()
+	}
 	noKey := newAppError(runtime.ErrUnknownExecutionKey, fmt.Sprintf("No pending tool has execution key '%s'", req.Key))
 	rec := w.latest()
 	if rec == nil {

@@ -133,6 +133,9 @@ type sessionWorkflow struct {
 
 	// pinned are the session's MCP tools by name (addPinned), nil when none.
 	pinned map[string]*mcp.PinnedTool
+	// retired is set by the retire update (retire.go): the workflow then
+	// completes.
+	retired *RetireResult
 }
 
 // drive is one uninterrupted stretch of driving a run.
@@ -155,10 +158,19 @@ func SessionWorkflow(ctx workflow.Context, in SessionInput) error {
 	}
 	for {
 		err := workflow.Await(ctx, func() bool {
-			return w.runnable() != nil || workflow.GetInfo(ctx).GetContinueAsNewSuggested()
+			return w.runnable() != nil || workflow.GetInfo(ctx).GetContinueAsNewSuggested() || w.retired != nil
 		})
 		if err != nil {
 			return err
+		}
+		if w.retired != nil {
+			// Retention: no run is unfinished (the retire update checked)
+			// and no other update is accepted any more.
+			if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
+				return err
+			}
+			w.awaitPublishes(ctx)
+			return nil
 		}
 		if rec := w.runnable(); rec != nil {
 			w.runDrive(ctx, rec)

@@ -31,6 +31,15 @@ type RetentionStore interface {
 	// the schema refuses to delete a referenced artifact, so an artifact
 	// linked concurrently (ArtifactPut) survives.
 	ArtifactSweep(ctx context.Context, limit int) (ArtifactSwept, error)
+	// SessionMeasure counts what SessionDelete would delete of the session
+	// now, deleting nothing and taking no lease (gc --dry-run): same
+	// eligibility check (ErrNotEligible, ErrNotFound), same counts.
+	SessionMeasure(ctx context.Context, sessionID string, finishedBefore time.Time) (*SessionDeleted, error)
+	// ArtifactMeasure counts the artifacts ArtifactSweep would delete once
+	// the sessions of sessionIDs were deleted: those no other session
+	// references. Read-only (gc --dry-run); len(sessionIDs) is the
+	// caller's bound.
+	ArtifactMeasure(ctx context.Context, sessionIDs []string) (ArtifactSwept, error)
 	// TombstoneGet returns the tombstone of a deleted session or run.
 	// Returns ErrNotFound when there is none (never deleted, or expired
 	// and purged).

@@ -231,6 +231,52 @@ var retentionCases = []testCase{
 		require.NoError(t, err)
 		require.Equal(t, 1, swept.Artifacts)
 	}},
+	{"MeasureEqualsDelete", func(t *testing.T, b *bundle) {
+		rs := b.retention(t)
+		shared, own, kept := []byte("shared by two"), []byte("only the deleted"), []byte("only the kept")
+		a, c := b.newSession(t, "alice"), b.newSession(t, "bob")
+		require.NoError(t, b.store.ArtifactPut(t.Context(), a.ID, digest(shared), shared))
+		require.NoError(t, b.store.ArtifactPut(t.Context(), a.ID, digest(own), own))
+		require.NoError(t, b.store.ArtifactPut(t.Context(), c.ID, digest(shared), shared))
+		require.NoError(t, b.store.ArtifactPut(t.Context(), c.ID, digest(kept), kept))
+		b.finishedRun(t, a.ID, rtstore.StatusCompleted)
+		b.finishedRun(t, a.ID, rtstore.StatusCancelled)
+		b.finishedRun(t, c.ID, rtstore.StatusCompleted)
+
+		// Not eligible: unfinished, or finished after the cutoff.
+		busy := b.newSession(t, "alice")
+		b.newRun(t, busy.ID)
+		_, err := rs.SessionMeasure(t.Context(), busy.ID, later())
+		require.ErrorIs(t, err, rtstore.ErrNotEligible)
+		_, err = rs.SessionMeasure(t.Context(), a.ID, time.Now().Add(-time.Hour))
+		require.ErrorIs(t, err, rtstore.ErrNotEligible)
+		_, err = rs.SessionMeasure(t.Context(), "no-such-session", later())
+		require.ErrorIs(t, err, rtstore.ErrNotFound)
+
+		measured, err := rs.SessionMeasure(t.Context(), a.ID, later())
+		require.NoError(t, err)
+		arts, err := rs.ArtifactMeasure(t.Context(), []string{a.ID})
+		require.NoError(t, err)
+		require.Equal(t, rtstore.ArtifactSwept{Artifacts: 1, Bytes: int64(len(own))}, arts)
+		none, err := rs.ArtifactMeasure(t.Context(), nil)
+		require.NoError(t, err)
+		require.Zero(t, none.Artifacts, "every artifact is referenced")
+		both, err := rs.ArtifactMeasure(t.Context(), []string{a.ID, c.ID})
+		require.NoError(t, err)
+		require.Equal(t, 3, both.Artifacts)
+
+		// Measuring deleted nothing.
+		_, err = b.store.SessionGet(t.Context(), a.ID)
+		require.NoError(t, err)
+		_, err = b.store.ArtifactGet(t.Context(), digest(own))
+		require.NoError(t, err)
+
+		deleted := b.deleteSession(t, rs, a.ID, later())
+		require.Equal(t, deleted, measured)
+		swept, err := rs.ArtifactSweep(t.Context(), all)
+		require.NoError(t, err)
+		require.Equal(t, arts, swept)
+	}},
 	{"TombstonePurge", func(t *testing.T, b *bundle) {
 		rs := b.retention(t)
 		ses := b.newSession(t, "alice")

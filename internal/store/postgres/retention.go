@@ -27,6 +27,9 @@ ORDER BY s.seq LIMIT $3`
 FROM sessions s LEFT JOIN runs r ON r.id = s.last_run_id
 WHERE s.id = $1 AND s.owner = $2 AND s.generation = $3 AND s.lease_until > clock_timestamp()
 FOR UPDATE OF s`
+	// sqlGCMeasureSession is sqlGCSession without the lease (a dry run).
+	sqlGCMeasureSession = `SELECT COALESCE(r.status, ''), r.updated_at
+FROM sessions s LEFT JOIN runs r ON r.id = s.last_run_id WHERE s.id = $1`
 	sqlGCOn         = `SELECT set_config('hxd.gc', 'on', true)`
 	sqlGCRuns       = `SELECT id, request_id FROM runs WHERE session_id = $1 ORDER BY seq`
 	sqlGCRecordSize = `SELECT COUNT(*), COALESCE(SUM(octet_length(payload::text)), 0) FROM journal WHERE run_id = $1`
@@ -50,6 +53,9 @@ WHERE session_id = $1 AND request_id = $2 AND kind = 'run' LIMIT 1`
 	sqlTombstonePurge = `DELETE FROM tombstones WHERE (kind, id) IN
 (SELECT kind, id FROM tombstones WHERE expires_at < $1 LIMIT $2)`
 	sqlTombstoneCount = `SELECT COUNT(*) FROM tombstones`
+	// sqlArtifactMeasure counts the artifacts no session outside $1 references.
+	sqlArtifactMeasure = `SELECT COUNT(*), COALESCE(SUM(octet_length(a.content)), 0) FROM artifacts a
+WHERE NOT EXISTS (SELECT 1 FROM artifact_refs r WHERE r.sha256 = a.id AND r.session_id <> ALL($1::text[]))`
 	// sqlArtifactSweep deletes unreferenced artifacts. An ArtifactPut
 	// racing it either sees the row gone (its INSERT … ON CONFLICT waits
 	// for this transaction and inserts the content again) or has linked
@@ -146,17 +152,8 @@ func (s *Store) SessionDelete(ctx context.Context, p *rtstore.SessionDeleteParam
 		}
 		for _, r := range runs {
 			runIDs = append(runIDs, r.id)
-			for _, q := range []string{sqlGCRecordSize, sqlGCEventSize} {
-				var n, b int64
-				if err := tx.QueryRow(ctx, q, r.id).Scan(&n, &b); err != nil {
-					return err
-				}
-				if q == sqlGCRecordSize {
-					out.Records += int(n)
-				} else {
-					out.Events += int(n)
-				}
-				out.Bytes += b
+			if err := measureRun(ctx, tx, r.id, out); err != nil {
+				return err
 			}
 			for _, q := range []string{sqlGCRecords, sqlGCEvents, sqlGCSteps, sqlGCApprovals, sqlGCOutcomes, sqlGCRun} {
 				if _, err := tx.Exec(ctx, q, r.id); err != nil {
@@ -166,7 +163,6 @@ func (s *Store) SessionDelete(ctx context.Context, p *rtstore.SessionDeleteParam
 			if _, err := tx.Exec(ctx, sqlTombstonePut, rtstore.TombstoneRun, r.id, p.SessionID, principal, r.requestID, p.DeletedAt, p.TombstoneUntil); err != nil {
 				return err
 			}
-			out.Runs++
 		}
 		for _, q := range []string{sqlGCSnapshot, sqlGCRefs, sqlGCSessionDel} {
 			if _, err := tx.Exec(ctx, q, p.SessionID); err != nil {
@@ -183,6 +179,90 @@ func (s *Store) SessionDelete(ctx context.Context, p *rtstore.SessionDeleteParam
 		s.seqs.Forget(id)
 	}
 	s.ctl.forget(p.SessionID)
+	return out, nil
+}
+
+// measureRun counts a run's journal records and events and their bytes,
+// and the run, into out.
+func measureRun(ctx context.Context, tx pgx.Tx, runID string, out *rtstore.SessionDeleted) error {
+	for _, q := range []string{sqlGCRecordSize, sqlGCEventSize} {
+		var n, b int64
+		if err := tx.QueryRow(ctx, q, runID).Scan(&n, &b); err != nil {
+			return err
+		}
+		if q == sqlGCRecordSize {
+			out.Records += int(n)
+		} else {
+			out.Events += int(n)
+		}
+		out.Bytes += b
+	}
+	out.Runs++
+	return nil
+}
+
+// SessionMeasure counts, in one read-only transaction, what SessionDelete
+// would delete of the session now (gc --dry-run).
+func (s *Store) SessionMeasure(ctx context.Context, sessionID string, finishedBefore time.Time) (*rtstore.SessionDeleted, error) {
+	op := "measure session " + sessionID
+	if err := s.checkOpen(op); err != nil {
+		return nil, err
+	}
+	ctx, cancel := opContext(ctx)
+	defer cancel()
+	out := &rtstore.SessionDeleted{}
+	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{AccessMode: pgx.ReadOnly, IsoLevel: pgx.RepeatableRead}, func(tx pgx.Tx) error {
+		var (
+			status  string
+			updated *time.Time
+		)
+		if err := tx.QueryRow(ctx, sqlGCMeasureSession, sessionID).Scan(&status, &updated); err != nil {
+			return err
+		}
+		if !rtstore.RunStatus(status).Finished() || updated == nil || !updated.Before(finishedBefore) {
+			return fmt.Errorf("%w: latest run %q", rtstore.ErrNotEligible, status)
+		}
+		rows, err := tx.Query(ctx, sqlGCRuns, sessionID)
+		if err != nil {
+			return err
+		}
+		runs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (string, error) {
+			var id, requestID string
+			err := row.Scan(&id, &requestID)
+			return id, err
+		})
+		if err != nil {
+			return err
+		}
+		for _, id := range runs {
+			if err := measureRun(ctx, tx, id, out); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, s.mapErr(ctx, op, err)
+	}
+	return out, nil
+}
+
+// ArtifactMeasure counts the artifacts no session outside sessionIDs
+// references, in one query (gc --dry-run).
+func (s *Store) ArtifactMeasure(ctx context.Context, sessionIDs []string) (rtstore.ArtifactSwept, error) {
+	const op = "measure artifacts"
+	if err := s.checkOpen(op); err != nil {
+		return rtstore.ArtifactSwept{}, err
+	}
+	ctx, cancel := opContext(ctx)
+	defer cancel()
+	if sessionIDs == nil {
+		sessionIDs = []string{}
+	}
+	var out rtstore.ArtifactSwept
+	if err := s.pool.QueryRow(ctx, sqlArtifactMeasure, sessionIDs).Scan(&out.Artifacts, &out.Bytes); err != nil {
+		return rtstore.ArtifactSwept{}, s.mapErr(ctx, op, err)
+	}
 	return out, nil
 }
 

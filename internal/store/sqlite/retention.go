@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -51,6 +52,11 @@ WHERE session_id = ? AND request_id = ? AND kind = 'run' LIMIT 1`
 	sqlTombstoneCount  = `SELECT COUNT(*) FROM tombstones`
 	sqlArtifactOrphans = `SELECT a.id, length(a.content) FROM artifacts a
 WHERE NOT EXISTS (SELECT 1 FROM artifact_refs r WHERE r.sha256 = a.id) ORDER BY a.id LIMIT ?`
+	// sqlArtifactMeasure: ?1 is a JSON array of the session ids whose
+	// references do not count.
+	sqlArtifactMeasure = `SELECT COUNT(*), COALESCE(SUM(length(a.content)), 0) FROM artifacts a
+WHERE NOT EXISTS (SELECT 1 FROM artifact_refs r WHERE r.sha256 = a.id
+AND r.session_id NOT IN (SELECT value FROM json_each(?)))`
 	sqlArtifactMark = `INSERT INTO gc_deleting (run_seq, run_id) VALUES (0, '')`
 	sqlArtifactDel  = `DELETE FROM artifacts WHERE id = ?`
 )
@@ -182,19 +188,10 @@ func (t *txn) gcRuns(ctx context.Context, sessionID string) ([]gcRun, error) {
 // gcRun deletes one run (listed in gc_deleting) and its rows, counting
 // them into out.
 func (t *txn) gcRun(ctx context.Context, r gcRun, out *rtstore.SessionDeleted) error {
+	if err := measureRun(ctx, t.tx, r, out); err != nil {
+		return err
+	}
 	lo, hi := runRange(r.seq)
-	var n, b int64
-	if err := t.tx.QueryRowContext(ctx, sqlGCRecordSize, lo, hi).Scan(&n, &b); err != nil {
-		return err
-	}
-	out.Records += int(n)
-	out.Bytes += b
-	if err := t.tx.QueryRowContext(ctx, sqlGCEventSize, lo, hi).Scan(&n, &b); err != nil {
-		return err
-	}
-	out.Events += int(n)
-	out.Bytes += b
-	out.Runs++
 	for _, q := range []string{sqlGCRecordIDs, sqlGCEventIDs, sqlGCRecords, sqlGCEvents} {
 		if _, err := t.tx.ExecContext(ctx, q, lo, hi); err != nil {
 			return err
@@ -206,6 +203,73 @@ func (t *txn) gcRun(ctx context.Context, r gcRun, out *rtstore.SessionDeleted) e
 		}
 	}
 	return nil
+}
+
+// measureRun counts a run's journal records and events and their bytes,
+// and the run, into out.
+func measureRun(ctx context.Context, tx *sql.Tx, r gcRun, out *rtstore.SessionDeleted) error {
+	lo, hi := runRange(r.seq)
+	var n, b int64
+	if err := tx.QueryRowContext(ctx, sqlGCRecordSize, lo, hi).Scan(&n, &b); err != nil {
+		return err
+	}
+	out.Records += int(n)
+	out.Bytes += b
+	if err := tx.QueryRowContext(ctx, sqlGCEventSize, lo, hi).Scan(&n, &b); err != nil {
+		return err
+	}
+	out.Events += int(n)
+	out.Bytes += b
+	out.Runs++
+	return nil
+}
+
+// SessionMeasure counts, in one read transaction, what SessionDelete
+// would delete of the session now (gc --dry-run).
+func (s *Store) SessionMeasure(ctx context.Context, sessionID string, finishedBefore time.Time) (*rtstore.SessionDeleted, error) {
+	op := "measure session " + sessionID
+	tx, err := s.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return nil, s.mapErr(ctx, op, err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	var principal, status, updated string
+	if err := tx.QueryRowContext(ctx, sqlGCSession, sessionID).Scan(&principal, &status, &updated); err != nil {
+		return nil, s.mapErr(ctx, op, err)
+	}
+	if !rtstore.RunStatus(status).Finished() || updated >= formatTime(finishedBefore) {
+		return nil, fmt.Errorf("%s: %w: latest run %q updated %s", op, rtstore.ErrNotEligible, status, updated)
+	}
+	t := &txn{tx: tx}
+	runs, err := t.gcRuns(ctx, sessionID)
+	if err != nil {
+		return nil, s.mapErr(ctx, op, err)
+	}
+	out := &rtstore.SessionDeleted{}
+	for _, r := range runs {
+		if err := measureRun(ctx, tx, r, out); err != nil {
+			return nil, s.mapErr(ctx, op, err)
+		}
+	}
+	return out, nil
+}
+
+// ArtifactMeasure counts the artifacts no session outside sessionIDs
+// references, in one query (gc --dry-run).
+func (s *Store) ArtifactMeasure(ctx context.Context, sessionIDs []string) (rtstore.ArtifactSwept, error) {
+	const op = "measure artifacts"
+	ids, err := json.Marshal(sessionIDs)
+	if err != nil {
+		return rtstore.ArtifactSwept{}, fmt.Errorf("%s: %w", op, err)
+	}
+	if sessionIDs == nil {
+		ids = []byte("[]")
+	}
+	var out rtstore.ArtifactSwept
+	if err := s.r.QueryRowContext(ctx, sqlArtifactMeasure, string(ids)).Scan(&out.Artifacts, &out.Bytes); err != nil {
+		return rtstore.ArtifactSwept{}, s.mapErr(ctx, op, err)
+	}
+	return out, nil
 }
 
 // ArtifactSweep deletes up to limit unreferenced artifacts in one writer
