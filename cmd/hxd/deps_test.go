@@ -103,12 +103,17 @@ var depsRules = []depsRule{
 		stdOnly:  true,
 	},
 	{
-		// Below every layer (model, tool and mcp use its transport);
 		// .golangci.yml allows it OpenTelemetry and the standard library
 		// only, directly.
 		name:     "telemetry imports nothing of ours",
 		pkgs:     []string{"hxd/internal/telemetry/..."},
 		onlyOurs: []string{"hxd/internal/telemetry/..."},
+	},
+	{
+		// Below every layer (model, tool and mcp use its transport).
+		name:   "telemetry/propagate uses the OpenTelemetry API, not its SDK",
+		pkgs:   []string{"hxd/internal/telemetry/propagate"},
+		forbid: []string{"go.opentelemetry.io/otel/sdk/...", "go.opentelemetry.io/otel/exporters/..."},
 	},
 	{
 		name:     "migrations import nothing of ours",

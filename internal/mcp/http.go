@@ -12,7 +12,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"hxd/internal/telemetry"
+	"hxd/internal/telemetry/propagate"
 )
 
 // dialHTTP connects over streamable HTTP, then over legacy SSE on the same
@@ -143,7 +143,7 @@ func (t *linkTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	// The caller's trace continues at the server (W3C traceparent), when
 	// tracing is on.
-	telemetry.Inject(ctx, req.Header)
+	propagate.Inject(ctx, req.Header)
 	resp, err := t.base.RoundTrip(req)
 	if err != nil {
 		stop()

@@ -8,7 +8,7 @@ import (
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/trace"
 
-	"hxd/internal/telemetry"
+	"hxd/internal/telemetry/propagate"
 )
 
 // TestHTTPTraceparent: with tracing on (the propagator Setup installs),
@@ -16,7 +16,7 @@ import (
 // (It sets the global propagator, so it does not run in parallel.)
 func TestHTTPTraceparent(t *testing.T) {
 	prev := otel.GetTextMapPropagator()
-	otel.SetTextMapPropagator(telemetry.Propagator())
+	otel.SetTextMapPropagator(propagate.Propagator())
 	t.Cleanup(func() { otel.SetTextMapPropagator(prev) })
 
 	tid, _ := trace.TraceIDFromHex("4bf92f3577b34da6a3ce929d0e0e4736")

@@ -8,7 +8,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"hxd/internal/telemetry"
+	"hxd/internal/telemetry/propagate"
 )
 
 // providerKey returns the API key named by cfg.APIKeyEnv, read once through
@@ -40,7 +40,7 @@ func providerHTTPClient(opts Options) *http.Client {
 		cp := *opts.HTTPClient
 		c = &cp
 	}
-	c.Transport = telemetry.InjectTransport(c.Transport)
+	c.Transport = propagate.InjectTransport(c.Transport)
 	return c
 }
 

@@ -17,6 +17,8 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
+
+	"hxd/internal/telemetry/propagate"
 )
 
 // DefaultServiceName is service.name when OTEL_SERVICE_NAME and
@@ -55,10 +57,9 @@ type Telemetry struct {
 	prop propagation.TextMapPropagator
 }
 
-// Propagator is the W3C TraceContext and Baggage propagator Setup installs.
-func Propagator() propagation.TextMapPropagator {
-	return propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{})
-}
+// Propagator is the W3C TraceContext and Baggage propagator Setup installs
+// (propagate.Propagator).
+func Propagator() propagation.TextMapPropagator { return propagate.Propagator() }
 
 // Setup builds the tracing of the process. On, it builds an SDK tracer
 // provider exporting in batches over OTLP (OTEL_EXPORTER_OTLP_PROTOCOL

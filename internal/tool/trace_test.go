@@ -10,7 +10,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"hxd/internal/model"
-	"hxd/internal/telemetry"
+	"hxd/internal/telemetry/propagate"
 )
 
 // TestWebhookTraceparent: with tracing on (the propagator Setup
@@ -19,7 +19,7 @@ import (
 // it does not run in parallel.)
 func TestWebhookTraceparent(t *testing.T) {
 	prev := otel.GetTextMapPropagator()
-	otel.SetTextMapPropagator(telemetry.Propagator())
+	otel.SetTextMapPropagator(propagate.Propagator())
 	t.Cleanup(func() { otel.SetTextMapPropagator(prev) })
 
 	tid, _ := trace.TraceIDFromHex("4bf92f3577b34da6a3ce929d0e0e4736")

@@ -15,7 +15,7 @@ import (
 
 	"hxd/internal/journal"
 	"hxd/internal/model"
-	"hxd/internal/telemetry"
+	"hxd/internal/telemetry/propagate"
 )
 
 // MaxWebhookReplyBytes bounds a webhook reply body; a larger reply is a
@@ -81,7 +81,7 @@ func (t *webhookTool) Call(ctx context.Context, inv Invocation) (Outcome, error)
 	req.Header.Set("Idempotency-Key", inv.ExecutionKey)
 	// The run's trace continues at the webhook (W3C traceparent), when
 	// tracing is on.
-	telemetry.Inject(ctx, req.Header)
+	propagate.Inject(ctx, req.Header)
 
 	resp, err := t.client.Do(req)
 	if err != nil {

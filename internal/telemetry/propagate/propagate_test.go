@@ -1,4 +1,4 @@
-package telemetry_test
+package propagate_test
 
 import (
 	"context"
@@ -9,7 +9,7 @@ import (
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/trace"
 
-	"hxd/internal/telemetry"
+	"hxd/internal/telemetry/propagate"
 )
 
 // TestInjectTransport: with the propagator Setup installs, a request whose
@@ -18,7 +18,7 @@ import (
 // propagator, so it does not run in parallel.)
 func TestInjectTransport(t *testing.T) {
 	prev := otel.GetTextMapPropagator()
-	otel.SetTextMapPropagator(telemetry.Propagator())
+	otel.SetTextMapPropagator(propagate.Propagator())
 	t.Cleanup(func() { otel.SetTextMapPropagator(prev) })
 
 	got := make(chan string, 1)
@@ -26,7 +26,7 @@ func TestInjectTransport(t *testing.T) {
 		got <- r.Header.Get("traceparent")
 	}))
 	defer srv.Close()
-	client := &http.Client{Transport: telemetry.InjectTransport(nil)}
+	client := &http.Client{Transport: propagate.InjectTransport(nil)}
 
 	tid, _ := trace.TraceIDFromHex("4bf92f3577b34da6a3ce929d0e0e4736")
 	sid, _ := trace.SpanIDFromHex("00f067aa0ba902b7")
@@ -62,7 +62,7 @@ func TestInjectTransport(t *testing.T) {
 	}
 
 	h := http.Header{}
-	telemetry.Inject(spanCtx, h)
+	propagate.Inject(spanCtx, h)
 	if h.Get("traceparent") == "" {
 		t.Error("Inject wrote no traceparent")
 	}

@@ -1,4 +1,4 @@
-package telemetry
+package propagate
 
 import (
 	"context"
@@ -8,6 +8,12 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 )
+
+// Propagator is the W3C TraceContext and Baggage propagator that
+// telemetry.Setup installs as the global one when tracing is on.
+func Propagator() propagation.TextMapPropagator {
+	return propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{})
+}
 
 // Inject writes the trace context of ctx (W3C traceparent and tracestate,
 // baggage) into h with the global propagator, which Setup installs when
