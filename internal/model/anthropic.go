@@ -433,6 +433,7 @@ func anthropicSchema(schema json.RawMessage) (anthropic.ToolInputSchemaParam, er
 // ToolArgumentsError naming the tool and call id, never the input).
 func convertAnthropicMessage(m *anthropic.Message) (*Response, error) {
 	resp := &Response{
+		Model: string(m.Model),
 		Usage: Usage{
 			InputTokens:              m.Usage.InputTokens,
 			OutputTokens:             m.Usage.OutputTokens,

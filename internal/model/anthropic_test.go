@@ -165,6 +165,7 @@ func TestAnthropicTextAnswer(t *testing.T) {
 		StopReason:    "end_turn",
 		Usage:         Usage{InputTokens: 25, OutputTokens: 15, CacheReadInputTokens: 3, CacheCreationInputTokens: 2},
 		UsageReported: true,
+		Model:         "claude-test",
 	}, resp)
 
 	body, header := b.request(t, 0)

@@ -171,6 +171,10 @@ type Response struct {
 	// (Usage then holds what it reported, zeros included); false when it
 	// sent none. Not serialized: records keep their shape.
 	UsageReported bool `json:"-"`
+	// Model is the model that answered, as the provider named it in its
+	// reply (a dated snapshot of the requested alias, say); "" when it
+	// named none. Not serialized: records keep their shape.
+	Model string `json:"-"`
 	// Content is the reply's blocks in order (text, thinking,
 	// redacted_thinking, tool_use, opaque) when it holds a native block
 	// that must be sent back verbatim on the next call; nil otherwise.

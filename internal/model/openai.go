@@ -482,6 +482,7 @@ func convertCompletion(c *openai.ChatCompletion) (*Response, error) {
 	resp := &Response{
 		Text:  msg.Content,
 		Usage: openAIUsage(c.Usage),
+		Model: c.Model,
 	}
 	if resp.Text == "" {
 		resp.Text = msg.Refusal

@@ -56,6 +56,7 @@ func TestOpenAICompleteStreamDeltas(t *testing.T) {
 		Text: "The answer is 42.", Thinking: "Let me think.", StopReason: "end_turn",
 		Usage:         Usage{InputTokens: 7, OutputTokens: 5},
 		UsageReported: true,
+		Model:         "gpt-test",
 	}, resp)
 	require.Equal(t, resp.Text, text.String())
 	require.Equal(t, resp.Thinking, thinking.String())
@@ -250,6 +251,7 @@ func TestOpenAIPlainReply(t *testing.T) {
 		ToolCalls:     []ToolCall{{ID: "call_a", Name: "lookup", Input: []byte(`{"k":1}`)}},
 		Usage:         Usage{InputTokens: 4, OutputTokens: 2},
 		UsageReported: true,
+		Model:         "gpt-test",
 	}, resp)
 	require.Zero(t, calls)
 

@@ -139,6 +139,7 @@ func TestOpenAITextAnswer(t *testing.T) {
 		StopReason:    "end_turn",
 		Usage:         Usage{InputTokens: 10, OutputTokens: 3},
 		UsageReported: true,
+		Model:         "gpt-test",
 	}, resp)
 
 	body, header := b.lastRequest(t)
@@ -238,6 +239,7 @@ func TestOpenAIToolCallAnswer(t *testing.T) {
 		StopReason:    "tool_use",
 		Usage:         Usage{InputTokens: 40, OutputTokens: 12},
 		UsageReported: true,
+		Model:         "gpt-test",
 	}, resp)
 
 	body, header := b.lastRequest(t)

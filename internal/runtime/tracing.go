@@ -204,8 +204,9 @@ func (t *Tracing) StartChat(ctx context.Context, a ChatAttempt) (context.Context
 }
 
 // EndChat ends a chat span: with the response's model, usage and finish
-// reason, or an error status (and error.type) when err is set. model is
-// the model that answered (the request's: providers do not report it).
+// reason, or an error status (and error.type) when err is set. modelName
+// is the requested model; gen_ai.response.model is the one the provider
+// named in its reply (resp.Model), else that.
 func (t *Tracing) EndChat(span trace.Span, modelName string, resp *model.Response, err error) {
 	if span == nil {
 		return
@@ -220,6 +221,9 @@ func (t *Tracing) EndChat(span trace.Span, modelName string, resp *model.Respons
 				span.SetAttributes(semconv.GenAIUsageInputTokens(int(f.Usage.InputTokens)), semconv.GenAIUsageOutputTokens(int(f.Usage.OutputTokens)))
 			}
 		case resp != nil:
+			if resp.Model != "" {
+				modelName = resp.Model
+			}
 			span.SetAttributes(semconv.GenAIResponseModel(modelName))
 			if resp.StopReason != "" {
 				span.SetAttributes(semconv.GenAIResponseFinishReasons(resp.StopReason))

@@ -469,3 +469,27 @@ func TestTracingConcurrentBatch(t *testing.T) {
 	slices.Sort(ids)
 	require.Equal(t, []string{"a", "b", "c"}, ids)
 }
+
+// TestTracingResponseModel: gen_ai.response.model is the model the
+// provider named in its reply, else the requested one.
+func TestTracingResponseModel(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ named, want string }{
+		{named: "claude-sonnet-4-5-20250929", want: "claude-sonnet-4-5-20250929"},
+		{named: "", want: "claude-sonnet-4-5"},
+	} {
+		rec := tracetest.NewSpanRecorder()
+		tr := hxruntime.NewTracing(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec)), false)
+		_, span := tr.StartChat(t.Context(), hxruntime.ChatAttempt{SessionID: "s", RunID: "r", Provider: "anthropic", Model: "claude-sonnet-4-5", Attempt: 1})
+		tr.EndChat(span, "claude-sonnet-4-5", &model.Response{Text: "hi", StopReason: "end_turn", Model: tc.named}, nil)
+		ended := rec.Ended()
+		require.Len(t, ended, 1)
+		var got string
+		for _, a := range ended[0].Attributes() {
+			if a.Key == "gen_ai.response.model" {
+				got = a.Value.AsString()
+			}
+		}
+		require.Equal(t, tc.want, got, "named %q", tc.named)
+	}
+}
