@@ -5,10 +5,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
-	"go.opentelemetry.io/otel"
-	"go.opentelemetry.io/otel/trace"
 
-	"hxd/internal/telemetry/propagate"
+	"hxd/internal/hxtest"
 )
 
 // TestProviderTraceparent: with tracing on (the propagator Setup
@@ -16,14 +14,7 @@ import (
 // the caller's client is left as it was. (It sets the global propagator,
 // so it does not run in parallel.)
 func TestProviderTraceparent(t *testing.T) {
-	prev := otel.GetTextMapPropagator()
-	otel.SetTextMapPropagator(propagate.Propagator())
-	t.Cleanup(func() { otel.SetTextMapPropagator(prev) })
-
-	tid, _ := trace.TraceIDFromHex("4bf92f3577b34da6a3ce929d0e0e4736")
-	sid, _ := trace.SpanIDFromHex("00f067aa0ba902b7")
-	ctx := trace.ContextWithSpanContext(t.Context(),
-		trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid, SpanID: sid, TraceFlags: trace.FlagsSampled}))
+	ctx := hxtest.TracedContext(t, t.Context())
 
 	b := setupAnthropic(t, func(w http.ResponseWriter, _ *http.Request) {
 		stream(w, textStream("Hello there.", "end_turn"))
@@ -33,7 +24,7 @@ func TestProviderTraceparent(t *testing.T) {
 	_, err = b.provider.Complete(t.Context(), hi())
 	require.NoError(t, err)
 	_, header := b.request(t, 0)
-	require.Equal(t, "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", header.Get("traceparent"))
+	require.Equal(t, hxtest.TraceParent, header.Get("traceparent"))
 	_, header = b.request(t, 1)
 	require.Empty(t, header.Get("traceparent"))
 
@@ -46,7 +37,7 @@ func TestProviderTraceparent(t *testing.T) {
 	_, err = o.provider.Complete(ctx, hi())
 	require.NoError(t, err)
 	_, header = o.lastRequest(t)
-	require.Equal(t, "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", header.Get("traceparent"))
+	require.Equal(t, hxtest.TraceParent, header.Get("traceparent"))
 	// The client passed in Options is not changed.
 	_, same := b.srv.Client().Transport.(*http.Transport)
 	require.True(t, same, "the caller's client keeps its transport")

@@ -6,9 +6,7 @@ import (
 	"net/http/httptest"
 	"testing"
 
-	"go.opentelemetry.io/otel"
-	"go.opentelemetry.io/otel/trace"
-
+	"hxd/internal/hxtest"
 	"hxd/internal/telemetry/propagate"
 )
 
@@ -17,10 +15,6 @@ import (
 // left alone; without a span nothing is added. (It sets the global
 // propagator, so it does not run in parallel.)
 func TestInjectTransport(t *testing.T) {
-	prev := otel.GetTextMapPropagator()
-	otel.SetTextMapPropagator(propagate.Propagator())
-	t.Cleanup(func() { otel.SetTextMapPropagator(prev) })
-
 	got := make(chan string, 1)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		got <- r.Header.Get("traceparent")
@@ -28,16 +22,13 @@ func TestInjectTransport(t *testing.T) {
 	defer srv.Close()
 	client := &http.Client{Transport: propagate.InjectTransport(nil)}
 
-	tid, _ := trace.TraceIDFromHex("4bf92f3577b34da6a3ce929d0e0e4736")
-	sid, _ := trace.SpanIDFromHex("00f067aa0ba902b7")
-	spanCtx := trace.ContextWithSpanContext(context.Background(),
-		trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid, SpanID: sid, TraceFlags: trace.FlagsSampled}))
+	spanCtx := hxtest.TracedContext(t, context.Background())
 	for _, tc := range []struct {
 		name     string
 		withSpan bool
 		want     string
 	}{
-		{"span", true, "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"},
+		{"span", true, hxtest.TraceParent},
 		{"no span", false, ""},
 	} {
 		ctx := context.Background()
