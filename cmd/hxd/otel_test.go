@@ -23,7 +23,11 @@ import (
 type otlpSpan struct {
 	name, traceID, spanID, parentID, service string
 	attrs                                    map[string]string
+	links                                    []otlpLink
 }
+
+// otlpLink is a span link: the span context it points at.
+type otlpLink struct{ traceID, spanID string }
 
 // otlpReceiver is an OTLP/HTTP trace receiver decoding the exports with
 // the collector's pdata.
@@ -62,9 +66,13 @@ func startOTLPReceiver(t *testing.T) *otlpReceiver {
 					for key, v := range s.Attributes().All() {
 						attrs[key] = v.AsString()
 					}
+					var links []otlpLink
+					for _, l := range s.Links().All() {
+						links = append(links, otlpLink{traceID: l.TraceID().String(), spanID: l.SpanID().String()})
+					}
 					r.spans = append(r.spans, otlpSpan{
 						name: s.Name(), traceID: s.TraceID().String(), spanID: s.SpanID().String(),
-						parentID: s.ParentSpanID().String(), service: service.AsString(), attrs: attrs,
+						parentID: s.ParentSpanID().String(), service: service.AsString(), attrs: attrs, links: links,
 					})
 				}
 			}
