@@ -176,8 +176,8 @@ type ChatAttempt struct {
 
 // StartChat starts the chat span of a model attempt as a child of the
 // span in ctx and returns ctx carrying it (for the provider's request);
-// (ctx, nil) without tracing.
-func (t *Tracing) StartChat(ctx context.Context, a ChatAttempt) (context.Context, trace.Span) {
+// (ctx, nil) without tracing. opts add start options (links).
+func (t *Tracing) StartChat(ctx context.Context, a ChatAttempt, opts ...trace.SpanStartOption) (context.Context, trace.Span) {
 	if t == nil {
 		return ctx, nil
 	}
@@ -185,7 +185,7 @@ func (t *Tracing) StartChat(ctx context.Context, a ChatAttempt) (context.Context
 	if a.Model != "" {
 		name += " " + a.Model
 	}
-	ctx, span := t.tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindClient))
+	ctx, span := t.tracer.Start(ctx, name, append(opts, trace.WithSpanKind(trace.SpanKindClient))...)
 	if span.IsRecording() {
 		span.SetAttributes(append(runAttrs(a.SessionID, a.RunID),
 			semconv.GenAIOperationNameChat,
@@ -241,12 +241,12 @@ func (t *Tracing) EndChat(span trace.Span, modelName string, resp *model.Respons
 
 // StartTool starts the execute_tool span of a tool attempt (e.Attempt) as
 // a child of the span in ctx and returns ctx carrying it (for the tool's
-// calls); (ctx, nil) without tracing.
-func (t *Tracing) StartTool(ctx context.Context, sessionID, runID string, e *ToolEntry) (context.Context, trace.Span) {
+// calls); (ctx, nil) without tracing. opts add start options (links).
+func (t *Tracing) StartTool(ctx context.Context, sessionID, runID string, e *ToolEntry, opts ...trace.SpanStartOption) (context.Context, trace.Span) {
 	if t == nil {
 		return ctx, nil
 	}
-	ctx, span := t.tracer.Start(ctx, SpanExecuteTool+" "+e.Call.Name, trace.WithSpanKind(trace.SpanKindInternal))
+	ctx, span := t.tracer.Start(ctx, SpanExecuteTool+" "+e.Call.Name, append(opts, trace.WithSpanKind(trace.SpanKindInternal))...)
 	if span.IsRecording() {
 		span.SetAttributes(append(runAttrs(sessionID, runID),
 			semconv.GenAIOperationNameExecuteTool,

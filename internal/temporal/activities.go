@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
@@ -39,6 +40,9 @@ type ModelInput struct {
 	// Stream: the run streams (runtime.RunState.Stream); the activity
 	// publishes the answer's deltas as they arrive (callModel).
 	Stream bool `json:"stream,omitempty"`
+	// Trace is the run's trace context (RunRecord.Trace): the chat span
+	// is its child (runTrace). Nil: the activity span's child.
+	Trace *TraceContext `json:"trace,omitempty"`
 }
 
 // ModelOutput is the raw model response and the attempt that produced it.
@@ -76,6 +80,10 @@ type ToolInput struct {
 	// nil for the agent's own tools: the activity calls it through the
 	// worker's Manager without listing the server's tools.
 	MCPTool *mcp.PinnedTool `json:"mcp_tool,omitempty"`
+	// Trace is the run's trace context (RunRecord.Trace): the
+	// execute_tool span is its child (runTrace). Nil: the activity span's
+	// child.
+	Trace *TraceContext `json:"trace,omitempty"`
 }
 
 // Tool activity outcome kinds.
@@ -322,9 +330,10 @@ func (a *Activities) Model(ctx context.Context, in ModelInput) (*ModelOutput, er
 	}
 	stop := heartbeat(ctx, a.deps.HeartbeatEvery, beat...)
 	provider, cfg := b.chainModel(in.ModelIndex)
-	spanCtx, span := a.tracing.StartChat(ctx, runtime.ChatAttempt{
+	parent, link := runTrace(ctx, in.Trace)
+	spanCtx, span := a.tracing.StartChat(parent, runtime.ChatAttempt{
 		SessionID: in.SessionID, RunID: in.RunID, Provider: cfg.Provider, Model: cfg.Model, Attempt: attempt, Request: &req,
-	})
+	}, link...)
 	callCtx, cancel := context.WithTimeout(spanCtx, seconds(cfg.TimeoutSeconds))
 	resp, streamed, err := a.callModel(callCtx, in, b, provider, &req, own, attempt)
 	cancel()
@@ -358,6 +367,24 @@ func (a *Activities) Model(ctx context.Context, in ModelInput) (*ModelOutput, er
 		own.add(runtime.EventTextComplete, processed.Text, attempt)
 	}
 	return &ModelOutput{Response: *resp, Attempt: attempt, UsageReported: resp.UsageReported, FailedUsage: failed}, nil
+}
+
+// runTrace is the context an activity starts its chat or execute_tool
+// span in, with the span's start options: with the run's trace context
+// (tc), ctx whose parent is that remote span (the request that submitted
+// or resumed the run) and a link to the activity's own span (the SDK
+// interceptor's, in the trace of the request that started the workflow);
+// without one, ctx and no option (the activity span's child).
+func runTrace(ctx context.Context, tc *TraceContext) (context.Context, []trace.SpanStartOption) {
+	sc := tc.SpanContext()
+	if !sc.IsValid() {
+		return ctx, nil
+	}
+	var opts []trace.SpanStartOption
+	if own := trace.SpanContextFromContext(ctx); own.IsValid() {
+		opts = append(opts, trace.WithLinks(trace.Link{SpanContext: own}))
+	}
+	return trace.ContextWithRemoteSpanContext(ctx, sc), opts
 }
 
 // priorFailedUsage is the usage the earlier attempts of this activity
@@ -410,7 +437,8 @@ func (a *Activities) Tool(ctx context.Context, in ToolInput) (*ToolOutput, error
 		return a.returned(ctx, in, b, &e, res, nil)
 	}
 	stop := heartbeat(ctx, a.deps.HeartbeatEvery)
-	spanCtx, span := a.tracing.StartTool(ctx, in.SessionID, in.RunID, &e)
+	parent, link := runTrace(ctx, in.Trace)
+	spanCtx, span := a.tracing.StartTool(parent, in.SessionID, in.RunID, &e, link...)
 	callCtx, cancel := context.WithTimeout(spanCtx, seconds(float64(e.Timeout)))
 	out, err := t.Call(callCtx, tool.Invocation{
 		SessionID: in.SessionID, RunID: in.RunID, ExecutionKey: e.ExecutionKey, Attempt: e.Attempt, Call: e.Call,

@@ -14,6 +14,8 @@ import (
 	"fmt"
 	"time"
 
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
@@ -165,6 +167,66 @@ type RunRecord struct {
 	// the current step's are in State.
 	Steps []runtime.StepSpans `json:"timeline_steps,omitempty"`
 	Tools []runtime.ToolEntry `json:"timeline_tools,omitempty"`
+	// Trace is the trace context of the request that submitted or last
+	// resumed the run (nil without tracing): the run's model and tool
+	// activities make their spans in its trace.
+	Trace *TraceContext `json:"trace,omitempty"`
+}
+
+// TraceContext is a W3C trace context (the traceparent and tracestate
+// headers' values) carried in the workflow's data. It is data only: the
+// workflow stores it and hands it to activities, never branches on it.
+type TraceContext struct {
+	TraceParent string `json:"traceparent"`
+	TraceState  string `json:"tracestate,omitempty"`
+}
+
+// maxTraceState bounds a carried tracestate: W3C asks propagators to
+// keep at least 512 characters; a longer one is left out.
+const maxTraceState = 512
+
+// TraceContextOf is the trace context of the span in ctx, nil when ctx
+// has no valid span context (tracing off).
+func TraceContextOf(ctx context.Context) *TraceContext {
+	if !trace.SpanContextFromContext(ctx).IsValid() {
+		return nil
+	}
+	carrier := propagation.MapCarrier{}
+	propagation.TraceContext{}.Inject(ctx, carrier)
+	tc := &TraceContext{TraceParent: carrier.Get("traceparent"), TraceState: carrier.Get("tracestate")}
+	if tc.TraceParent == "" {
+		return nil
+	}
+	if len(tc.TraceState) > maxTraceState {
+		tc.TraceState = ""
+	}
+	return tc
+}
+
+// maxTraceParent bounds a carried traceparent (version 00's is 55
+// characters; later versions may append fields).
+const maxTraceParent = 256
+
+// bounded is tc, nil when it is nil or over the bounds: the workflow
+// keeps only a bounded trace context with a run.
+func (tc *TraceContext) bounded() *TraceContext {
+	if tc == nil || tc.TraceParent == "" || len(tc.TraceParent) > maxTraceParent || len(tc.TraceState) > maxTraceState {
+		return nil
+	}
+	return tc
+}
+
+// SpanContext is the remote span context tc carries, invalid for nil or
+// an invalid traceparent.
+func (tc *TraceContext) SpanContext() trace.SpanContext {
+	if tc == nil || tc.TraceParent == "" {
+		return trace.SpanContext{}
+	}
+	carrier := propagation.MapCarrier{"traceparent": tc.TraceParent}
+	if tc.TraceState != "" {
+		carrier["tracestate"] = tc.TraceState
+	}
+	return trace.SpanContextFromContext(propagation.TraceContext{}.Extract(context.Background(), carrier))
 }
 
 // RequestRecord maps a request ID to its run.
@@ -223,6 +285,9 @@ type SubmitRequest struct {
 	RequestID string          `json:"request_id"`
 	RunID     string          `json:"run_id"`
 	Stream    bool            `json:"stream,omitempty"`
+	// Trace is the trace context of the request that submits the run
+	// (nil without tracing): the run's activity spans join its trace.
+	Trace *TraceContext `json:"trace,omitempty"`
 }
 
 // SubmitResult is the submit update's result: the run (new or the one
@@ -239,6 +304,9 @@ func UpdateID(requestID string) string { return requestID }
 type ControlRequest struct {
 	// Action is ActionResume, ActionPaused or ActionCancelled.
 	Action string `json:"action"`
+	// Trace is the trace context of the request (nil without tracing): a
+	// run it resumes goes on in its trace.
+	Trace *TraceContext `json:"trace,omitempty"`
 }
 
 // ControlResult is the control update's result.
@@ -263,6 +331,9 @@ type ResolveRequest struct {
 	Retry  bool              `json:"retry,omitempty"`
 	Abort  bool              `json:"abort,omitempty"`
 	Resume bool              `json:"resume,omitempty"`
+	// Trace is the trace context of the request (nil without tracing): a
+	// run it resumes goes on in its trace.
+	Trace *TraceContext `json:"trace,omitempty"`
 }
 
 // ResolveResult is the resolve update's result: the latest run.

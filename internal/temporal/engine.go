@@ -442,7 +442,7 @@ func (e *Engine) SubmitRun(ctx context.Context, p runtime.SubmitParams) (*runtim
 	e.remember(e.runs, runID, key)
 	var res SubmitResult
 	err := e.update(ctx, key, UpdateSubmit, UpdateID(requestID),
-		SubmitRequest{Message: p.Message, RequestID: requestID, RunID: runID, Stream: p.Stream}, &res)
+		SubmitRequest{Message: p.Message, RequestID: requestID, RunID: runID, Stream: p.Stream, Trace: TraceContextOf(ctx)}, &res)
 	if err != nil {
 		return nil, false, err
 	}
@@ -458,7 +458,7 @@ func (e *Engine) SubmitRun(ctx context.Context, p runtime.SubmitParams) (*runtim
 	// before it reaches the history.
 	res = SubmitResult{}
 	err = e.update(ctx, key, UpdateSubmit, "check:"+e.cfg.NewID(),
-		SubmitRequest{Message: p.Message, RequestID: requestID, RunID: runID, Stream: p.Stream}, &res)
+		SubmitRequest{Message: p.Message, RequestID: requestID, RunID: runID, Stream: p.Stream, Trace: TraceContextOf(ctx)}, &res)
 	if err != nil {
 		return nil, false, err
 	}
@@ -647,8 +647,12 @@ func (e *Engine) control(ctx context.Context, sessionID, action string) (*Contro
 	if err := e.ownSession(ctx, key); err != nil {
 		return nil, err
 	}
+	req := ControlRequest{Action: action}
+	if action == ActionResume {
+		req.Trace = TraceContextOf(ctx)
+	}
 	var res ControlResult
-	if err := e.update(ctx, key, UpdateControl, e.cfg.NewID(), ControlRequest{Action: action}, &res); err != nil {
+	if err := e.update(ctx, key, UpdateControl, e.cfg.NewID(), req, &res); err != nil {
 		return nil, err
 	}
 	if res.Run != nil {
@@ -727,6 +731,9 @@ func (e *Engine) resolve(ctx context.Context, sessionID string, req ResolveReque
 	key := sessionKey(ctx, sessionID)
 	if err := e.ownSession(ctx, key); err != nil {
 		return nil, err
+	}
+	if req.Resume {
+		req.Trace = TraceContextOf(ctx)
 	}
 	var res ResolveResult
 	if err := e.update(ctx, key, UpdateResolve, e.cfg.NewID(), req, &res); err != nil {

@@ -182,7 +182,7 @@ func (w *sessionWorkflow) submit(ctx workflow.Context, req SubmitRequest) (Submi
 		st.Messages = []model.Message{}
 	}
 	digest := runtime.MessageDigest(req.Message)
-	rec := &RunRecord{State: st, CreatedAt: now, UpdatedAt: now, Digest: digest}
+	rec := &RunRecord{State: st, CreatedAt: now, UpdatedAt: now, Digest: digest, Trace: req.Trace.bounded()}
 	w.s.Runs[req.RunID] = rec
 	w.s.RunOrder = append(w.s.RunOrder, req.RunID)
 	w.s.Requests[req.RequestID] = RequestRecord{RunID: req.RunID, Digest: digest}
@@ -215,7 +215,7 @@ func (w *sessionWorkflow) control(ctx workflow.Context, req ControlRequest) (Con
 			return ControlResult{}, nil
 		}
 		if w.drive == nil && st.Status != runtime.StatusRunning {
-			if err := w.resume(ctx, rec); err != nil {
+			if err := w.resume(ctx, rec, req.Trace); err != nil {
 				return ControlResult{}, err
 			}
 		}
@@ -327,7 +327,7 @@ func (w *sessionWorkflow) resolve(ctx workflow.Context, req ResolveRequest) (Res
 		w.settle(ctx)
 	}
 	if req.Resume && !st.Status.Finished() {
-		if err := w.resume(ctx, rec); err != nil {
+		if err := w.resume(ctx, rec, req.Trace); err != nil {
 			return ResolveResult{}, err
 		}
 		// The answer is the run's result once it stops again.

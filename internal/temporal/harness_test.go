@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -74,6 +75,22 @@ type harness struct {
 	counts    map[string]int
 	builtins  map[string]tool.BuiltinFunc
 	lastModel ModelInput
+	// traces are the trace contexts of the model and tool activities'
+	// inputs, in start order ("model:<traceparent>", "tool:<traceparent>").
+	traces []string
+}
+
+func (h *harness) activityTraces() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return slices.Clone(h.traces)
+}
+
+func traceName(tc *TraceContext) string {
+	if tc == nil {
+		return ""
+	}
+	return tc.TraceParent
 }
 
 func (h *harness) lastModelInput() ModelInput {
@@ -124,6 +141,13 @@ func newHarness(t *testing.T, def *agent.Definition, o harnessOpts) *harness {
 			var in ModelInput
 			if err := args.Get(&in); err == nil {
 				h.lastModel = in
+				h.traces = append(h.traces, "model:"+traceName(in.Trace))
+			}
+		}
+		if info.ActivityType.Name == ActivityTool {
+			var in ToolInput
+			if err := args.Get(&in); err == nil {
+				h.traces = append(h.traces, "tool:"+traceName(in.Trace))
 			}
 		}
 	})

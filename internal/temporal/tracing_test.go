@@ -5,14 +5,17 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/worker"
 
 	"hxd/internal/agent"
 	"hxd/internal/model"
@@ -103,4 +106,148 @@ func TestActivitiesTrace(t *testing.T) {
 			require.NotContains(t, all.String(), "rows")
 		}
 	}
+}
+
+// TestActivitiesTraceRun: with the run's trace context in their input, the
+// model and tool activities make their chat and execute_tool spans
+// children of that remote span (the request that submitted or resumed
+// the run), linked to the activity's own span, and the tool's calls carry
+// that trace; without it (TestActivitiesTrace) they stay the activity
+// span's children.
+func TestActivitiesTraceRun(t *testing.T) {
+	t.Parallel()
+	def := &agent.Definition{
+		Name: "traced", Version: "v1",
+		Model: model.Config{Provider: "scripted", Script: []model.ScriptStep{{Text: "hi"}}},
+		Tools: []agent.ToolDef{{Config: tool.Config{Name: "fetch", Kind: "builtin", Builtin: "fetch", ReplayPolicy: "safe"}}},
+	}
+	reg := agent.NewRegistry("fetch")
+	require.NoError(t, reg.Register(def))
+	registered, err := reg.Get(def.Ref())
+	require.NoError(t, err)
+	hash := ConfigHash(mustConfig(t, registered))
+
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	// The request that submitted the run.
+	reqCtx, reqSpan := tp.Tracer("test").Start(context.Background(), "POST /sessions/{session_id}/runs")
+	reqSpan.End()
+	tc := TraceContextOf(reqCtx)
+	require.NotNil(t, tc)
+	require.Equal(t, reqSpan.SpanContext().SpanID(), tc.SpanContext().SpanID())
+	require.Nil(t, TraceContextOf(context.Background()), "no span: no trace context")
+	// The activity's own span (the SDK interceptor's RunActivity span, in
+	// the trace of the request that started the workflow).
+	actCtx, actSpan := tp.Tracer("test").Start(context.Background(), "RunActivity:test")
+	defer actSpan.End()
+
+	var toolSpan trace.SpanContext
+	acts := NewActivities(WorkerDeps{Agents: reg, TracerProvider: tp,
+		ToolOptions: tool.Options{Builtins: map[string]tool.BuiltinFunc{"fetch": func(ctx context.Context, _ tool.Invocation) (tool.Outcome, error) {
+			toolSpan = trace.SpanContextFromContext(ctx)
+			return tool.Outcome{Result: model.ToolResult{Content: json.RawMessage(`"ok"`)}}, nil
+		}}}})
+	var suite testsuite.WorkflowTestSuite
+	env := suite.NewTestActivityEnvironment()
+	env.SetWorkerOptions(worker.Options{BackgroundActivityContext: actCtx})
+	env.RegisterActivityWithOptions(acts.Model, activity.RegisterOptions{Name: ActivityModel})
+	env.RegisterActivityWithOptions(acts.Tool, activity.RegisterOptions{Name: ActivityTool})
+
+	_, err = env.ExecuteActivity(ActivityModel, ModelInput{Agent: def.Ref(), ConfigHash: hash, SessionID: "ses-1", RunID: "run-1", Step: 1, Attempt: 1,
+		Request: model.Request{Messages: []model.Message{model.TextMessage(model.RoleUser, "say hi")}}, Trace: tc})
+	require.NoError(t, err)
+	_, err = env.ExecuteActivity(ActivityTool, ToolInput{Agent: def.Ref(), ConfigHash: hash, SessionID: "ses-1", RunID: "run-1", Step: 1,
+		Entry: runtime.ToolEntry{ExecutionKey: "run-1:1:c1", Call: model.ToolCall{ID: "c1", Name: "fetch", Input: json.RawMessage(`{}`)},
+			Policy: "safe", Attempt: 1, Timeout: 10}, Trace: tc})
+	require.NoError(t, err)
+
+	var chat, exec sdktrace.ReadOnlySpan
+	for _, s := range rec.Ended() {
+		switch {
+		case strings.HasPrefix(s.Name(), "chat"):
+			chat = s
+		case s.Name() == "execute_tool fetch":
+			exec = s
+		}
+	}
+	require.NotNil(t, chat)
+	require.NotNil(t, exec)
+	for _, s := range []sdktrace.ReadOnlySpan{chat, exec} {
+		require.Equal(t, reqSpan.SpanContext().TraceID(), s.SpanContext().TraceID(), s.Name())
+		require.Equal(t, reqSpan.SpanContext().SpanID(), s.Parent().SpanID(), s.Name())
+		require.True(t, s.Parent().IsRemote(), s.Name())
+		require.Len(t, s.Links(), 1, s.Name())
+		require.Equal(t, actSpan.SpanContext().SpanID(), s.Links()[0].SpanContext.SpanID(), s.Name())
+		require.Equal(t, actSpan.SpanContext().TraceID(), s.Links()[0].SpanContext.TraceID(), s.Name())
+	}
+	// The tool's calls (webhooks, MCP) propagate the execute_tool span.
+	require.Equal(t, exec.SpanContext().SpanID(), toolSpan.SpanID())
+	require.Equal(t, reqSpan.SpanContext().TraceID(), toolSpan.TraceID())
+}
+
+// TestTraceContextRoundTrip: a trace context keeps traceparent and
+// tracestate; an invalid or missing one is no parent.
+func TestTraceContextRoundTrip(t *testing.T) {
+	t.Parallel()
+	tid, _ := trace.TraceIDFromHex("0af7651916cd43dd8448eb211c80319c")
+	sid, _ := trace.SpanIDFromHex("b7ad6b7169203331")
+	ts, err := trace.ParseTraceState("vendor=abc")
+	require.NoError(t, err)
+	ctx := trace.ContextWithSpanContext(context.Background(), trace.NewSpanContext(trace.SpanContextConfig{
+		TraceID: tid, SpanID: sid, TraceFlags: trace.FlagsSampled, TraceState: ts,
+	}))
+	tc := TraceContextOf(ctx)
+	require.Equal(t, &TraceContext{TraceParent: "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01", TraceState: "vendor=abc"}, tc)
+	sc := tc.SpanContext()
+	require.True(t, sc.IsValid())
+	require.Equal(t, "vendor=abc", sc.TraceState().String())
+	for _, bad := range []*TraceContext{nil, {}, {TraceParent: "00-zz-b7ad6b7169203331-01"}} {
+		require.False(t, bad.SpanContext().IsValid())
+	}
+	// The workflow keeps only a bounded one.
+	require.Equal(t, tc, tc.bounded())
+	for _, over := range []*TraceContext{nil, {}, {TraceParent: strings.Repeat("0", maxTraceParent+1)},
+		{TraceParent: tc.TraceParent, TraceState: strings.Repeat("a", maxTraceState+1)}} {
+		require.Nil(t, over.bounded())
+	}
+}
+
+// TestRunTraceFollowsRequests: the workflow hands each model and tool
+// activity the trace context of the request that submitted or last
+// resumed the run (submit, resolve with resume, control resume); a
+// request without one (tracing off) leaves the inputs without it.
+func TestRunTraceFollowsRequests(t *testing.T) {
+	const (
+		submitTP  = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+		resolveTP = "00-1af7651916cd43dd8448eb211c80319c-c7ad6b7169203331-01"
+		resumeTP  = "00-2af7651916cd43dd8448eb211c80319c-d7ad6b7169203331-01"
+	)
+	t.Run("resolve", func(t *testing.T) {
+		def := scriptedAgent("ask", []agent.ToolDef{echoTool(tool.PolicySafe, tool.PermissionAsk)},
+			model.ScriptStep{ToolCalls: []model.ToolCall{toolCall("c1", "echo", `{"text":"hi"}`)}},
+			model.ScriptStep{Text: "done"},
+		)
+		h := newHarness(t, def, harnessOpts{})
+		msg, _ := json.Marshal("go")
+		h.update(time.Second, UpdateSubmit, "req-1", SubmitRequest{Message: msg, RequestID: "req-1", RunID: "run-1", Trace: &TraceContext{TraceParent: submitTP}})
+		allow := true
+		res := h.update(time.Minute, UpdateResolve, "res-1", ResolveRequest{Key: "run-1:1:c1", Allow: &allow, Resume: true, Trace: &TraceContext{TraceParent: resolveTP}})
+		h.run(time.Hour)
+		var rr ResolveResult
+		res.decode(t, &rr)
+		assertStatus(t, rr.Run, runtime.StatusCompleted)
+		require.Equal(t, []string{"model:" + submitTP, "tool:" + resolveTP, "model:" + resolveTP}, h.activityTraces())
+	})
+	t.Run("control resume", func(t *testing.T) {
+		def := scriptedAgent("fails", nil, model.ScriptStep{Text: "ok", FailAttempts: 1})
+		def.Retry = &agent.RetryPolicy{Attempts: 1, BackoffSeconds: 0.1, MaxBackoffSeconds: 1}
+		h := newHarness(t, def, harnessOpts{})
+		h.submit(time.Second, "req-1", "run-1", "go") // no trace context
+		resume := h.update(time.Minute, UpdateControl, "ctl-1", ControlRequest{Action: ActionResume, Trace: &TraceContext{TraceParent: resumeTP}})
+		h.run(time.Hour)
+		var cr ControlResult
+		resume.decode(t, &cr)
+		assertStatus(t, h.getRun("run-1"), runtime.StatusCompleted)
+		require.Equal(t, []string{"model:", "model:" + resumeTP}, h.activityTraces())
+	})
 }

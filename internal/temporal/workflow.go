@@ -494,7 +494,7 @@ func (w *sessionWorkflow) modelStep(ctx workflow.Context, d *drive, st *runtime.
 	in := ModelInput{
 		Agent: w.s.Agent, ConfigHash: w.hash, SessionID: st.SessionID, RunID: st.RunID,
 		Step: st.Iterations, Attempt: base, Request: *req, Events: w.takeEvents(), Stream: st.Stream,
-		ModelIndex: st.ModelIndex,
+		ModelIndex: st.ModelIndex, Trace: w.traceOf(st),
 	}
 	var out ModelOutput
 	err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, opts), ActivityModel, in).Get(ctx, &out)
@@ -922,9 +922,18 @@ func (w *sessionWorkflow) startToolActivity(ctx workflow.Context, d *drive, st *
 		Step: st.Iterations, Entry: *e, Events: w.takeEvents(), Owner: w.s.Owner,
 		KeepUnspilled: !legacyRawBeforeSpill &&
 			workflow.GetVersion(ctx, PatchRawBeforeSpill, workflow.DefaultVersion, 1) != workflow.DefaultVersion,
-		MCPTool: w.pinned[e.Call.Name],
+		MCPTool: w.pinned[e.Call.Name], Trace: w.traceOf(st),
 	}
 	return workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, opts), ActivityTool, in), nil
+}
+
+// traceOf is the trace context of the run of st (RunRecord.Trace), nil
+// when none.
+func (w *sessionWorkflow) traceOf(st *runtime.RunState) *TraceContext {
+	if rec := w.s.Runs[st.RunID]; rec != nil {
+		return rec.Trace
+	}
+	return nil
 }
 
 // toolActivityAttempts is how many attempts the tool activity of a started
@@ -1095,7 +1104,9 @@ func (w *sessionWorkflow) interrupted(ctx workflow.Context, st *runtime.RunState
 
 // resume makes the latest unfinished run running again (Runtime.Resume):
 // control cleared, status resumed, lost manual outcomes become uncertain.
-func (w *sessionWorkflow) resume(ctx workflow.Context, rec *RunRecord) error {
+// The run goes on in the trace of the resuming request (tc, nil without
+// tracing).
+func (w *sessionWorkflow) resume(ctx workflow.Context, rec *RunRecord, tc *TraceContext) error {
 	st := rec.State
 	w.s.Control = ""
 	prev := st.Status
@@ -1113,6 +1124,7 @@ func (w *sessionWorkflow) resume(ctx workflow.Context, rec *RunRecord) error {
 	}
 	id := st.RunID
 	w.s.Active = &id
+	rec.Trace = tc.bounded()
 	w.touch(ctx, rec)
 	return nil
 }
