@@ -139,6 +139,10 @@ func TestTemporalOTel(t *testing.T) {
 	for _, s := range append(chats, exec) {
 		require.Equal(t, submitted.traceID, s.traceID, "%s is in the trace of the run's request; spans: %s", s.name, strings.Join(names, " "))
 		require.True(t, descends(spans, s, submitted.spanID), "%s descends from POST /sessions/{session_id}/runs; spans: %s", s.name, strings.Join(names, " "))
+		// It links to its activity's span, which stays in the workflow's
+		// trace.
+		require.Len(t, s.links, 1, "%s links to its activity span", s.name)
+		require.Equal(t, root.traceID, s.links[0].traceID, "%s's link is in the workflow's trace", s.name)
 	}
 	// The webhook's call carries the run's trace: the execute_tool span.
 	select {
