@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"unicode/utf8"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -14,6 +15,7 @@ import (
 	"hxd/internal/hxbundle"
 	"hxd/internal/journal"
 	"hxd/internal/model"
+	"hxd/internal/runtime/rtstore"
 )
 
 // This file holds the OpenTelemetry spans of runs (issue 24), after the
@@ -317,15 +319,47 @@ func (t *Tracing) startExport(ctx context.Context, runID string) (context.Contex
 	return ctx, span
 }
 
-// endSpan ends span, with an error status for err.
+// endSpan ends span, with an error status for err: its errorType, never
+// the error's text (which may quote what storage was given).
 func endSpan(span trace.Span, err error) {
 	if span == nil {
 		return
 	}
 	if err != nil && span.IsRecording() {
-		span.SetStatus(codes.Error, err.Error())
+		typ := errorType(err)
+		span.SetAttributes(semconv.ErrorTypeKey.String(typ))
+		span.SetStatus(codes.Error, typ)
 	}
 	span.End()
+}
+
+// spanErrorTypes name the errors a commit or an export reports, first
+// match wins.
+var spanErrorTypes = []struct {
+	err error
+	typ string
+}{
+	{context.Canceled, "canceled"},
+	{context.DeadlineExceeded, "timeout"},
+	{rtstore.ErrUnavailable, "unavailable"},
+	{rtstore.ErrLeaseLost, "lease_lost"},
+	{rtstore.ErrSessionBusy, "session_busy"},
+	{rtstore.ErrRecordConflict, "record_conflict"},
+	{rtstore.ErrForeignRecord, "foreign_record"},
+	{rtstore.ErrInvalidCommit, "invalid_commit"},
+	{rtstore.ErrNotFound, "not_found"},
+	{ErrRecording, "recording"},
+}
+
+// errorType is the error.type of err: a stable name for the errors callers
+// branch on, else the conventions' "_OTHER".
+func errorType(err error) string {
+	for _, e := range spanErrorTypes {
+		if errors.Is(err, e.err) {
+			return e.typ
+		}
+	}
+	return semconv.ErrorTypeOther.Value.AsString()
 }
 
 // otelPart and otelMessage are the GenAI conventions' message shapes

@@ -2,12 +2,19 @@ package runtime
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"hxd/internal/journal"
 	"hxd/internal/model"
+	"hxd/internal/runtime/rtstore"
 )
 
 // TestTracingOffAllocatesNothing: without a TracerProvider (a nil
@@ -37,4 +44,29 @@ func TestTracingOffAllocatesNothing(t *testing.T) {
 		endAgent(span, st)
 	})
 	require.Zero(t, allocs)
+}
+
+// TestEndSpanErrorType: a failed commit's or export's span names the
+// error by its type, never by its text.
+func TestEndSpanErrorType(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		err  error
+		want string
+	}{
+		{fmt.Errorf("commit: %w", rtstore.ErrUnavailable), "unavailable"},
+		{fmt.Errorf("commit: %w", rtstore.ErrLeaseLost), "lease_lost"},
+		{fmt.Errorf("export: %w", context.DeadlineExceeded), "timeout"},
+		{fmt.Errorf("%w: %w", ErrRecording, rtstore.ErrRecordConflict), "record_conflict"},
+		{errors.New(`insert {"card":"4111 1111 1111 1111"}`), "_OTHER"},
+	} {
+		rec := tracetest.NewSpanRecorder()
+		_, span := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec)).Tracer("t").Start(t.Context(), "hxd.commit")
+		endSpan(span, tc.err)
+		ended := rec.Ended()
+		require.Len(t, ended, 1)
+		require.Equal(t, codes.Error, ended[0].Status().Code)
+		require.Equal(t, tc.want, ended[0].Status().Description, "%v", tc.err)
+		require.Contains(t, ended[0].Attributes(), attribute.String("error.type", tc.want))
+	}
 }
