@@ -49,12 +49,10 @@ type Options struct {
 	Logger *slog.Logger
 }
 
-// Telemetry is the process's tracing: a tracer provider and the
-// propagator of trace context in and out of HTTP requests.
+// Telemetry is the process's tracing: a tracer provider.
 type Telemetry struct {
-	sdk  *sdktrace.TracerProvider // nil when off
-	tp   trace.TracerProvider
-	prop propagation.TextMapPropagator
+	sdk *sdktrace.TracerProvider // nil when off
+	tp  trace.TracerProvider
 }
 
 // Propagator is the W3C TraceContext and Baggage propagator Setup installs
@@ -100,14 +98,13 @@ func Setup(ctx context.Context, opts Options) (*Telemetry, error) {
 	// The sampler is the SDK's default, which reads OTEL_TRACES_SAMPLER
 	// and OTEL_TRACES_SAMPLER_ARG.
 	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))
-	prop := Propagator()
-	otel.SetTextMapPropagator(prop)
-	return &Telemetry{sdk: tp, tp: tp, prop: prop}, nil
+	otel.SetTextMapPropagator(Propagator())
+	return &Telemetry{sdk: tp, tp: tp}, nil
 }
 
 // Disabled is tracing off: a no-op provider.
 func Disabled() *Telemetry {
-	return &Telemetry{tp: noop.NewTracerProvider(), prop: propagation.NewCompositeTextMapPropagator()}
+	return &Telemetry{tp: noop.NewTracerProvider()}
 }
 
 // sdkDisabled reports OTEL_SDK_DISABLED=true (case-insensitive, as the
@@ -155,10 +152,6 @@ func (t *Telemetry) Enabled() bool { return t.sdk != nil }
 
 // TracerProvider is the provider spans are made with; a no-op one when off.
 func (t *Telemetry) TracerProvider() trace.TracerProvider { return t.tp }
-
-// Propagator reads and writes trace context in HTTP headers; when off, it
-// reads and writes nothing.
-func (t *Telemetry) Propagator() propagation.TextMapPropagator { return t.prop }
 
 // Shutdown exports the spans still queued and stops the exporter, within
 // ctx. Off, it does nothing.
