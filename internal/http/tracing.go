@@ -10,6 +10,8 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
+
+	"hxd/internal/telemetry/propagate"
 )
 
 // tracerName is the instrumentation scope of the spans this package makes.
@@ -21,7 +23,7 @@ const tracerName = "hxd/internal/http"
 // it after routing.
 func traced(h http.Handler, tp trace.TracerProvider, prop propagation.TextMapPropagator) http.Handler {
 	if prop == nil {
-		prop = propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{})
+		prop = propagate.Propagator()
 	}
 	return otelhttp.NewHandler(h, "",
 		otelhttp.WithTracerProvider(tp),
