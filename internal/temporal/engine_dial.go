@@ -6,12 +6,13 @@ import (
 	"fmt"
 	"log/slog"
 
-	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 	"go.temporal.io/sdk/client"
 	temporalotel "go.temporal.io/sdk/contrib/opentelemetry"
 	"go.temporal.io/sdk/converter"
 	tlog "go.temporal.io/sdk/log"
+
+	"hxd/internal/telemetry/propagate"
 )
 
 // TracerName is the instrumentation scope of the Temporal spans.
@@ -63,7 +64,7 @@ func Dial(ctx context.Context, opts DialOptions) (client.Client, error) {
 	if opts.TracerProvider != nil {
 		ti, err := temporalotel.NewTracingInterceptor(temporalotel.TracerOptions{
 			Tracer:            opts.TracerProvider.Tracer(TracerName),
-			TextMapPropagator: propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{}),
+			TextMapPropagator: propagate.Propagator(),
 		})
 		if err != nil {
 			return nil, fmt.Errorf("temporal: tracing interceptor: %w", err)
