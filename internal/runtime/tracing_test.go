@@ -426,6 +426,8 @@ func TestTracingExportSpan(t *testing.T) {
 	require.Error(t, tb.rt.Export(ctx, "run-missing", func(*hxruntime.Incident) error { return nil }))
 	exp = awaitEnded(t, rec, "hxd.export", 2)[1]
 	require.Equal(t, codes.Error, exp.Status().Code)
+	requireAttr(t, exp, "error.type", "not_found")
+	require.Equal(t, "not_found", exp.Status().Description, "the error's type, not its text")
 }
 
 // TestTracingOffSavesNoContext: without a TracerProvider a run saves no
