@@ -31,8 +31,14 @@ func traced(h http.Handler, tp trace.TracerProvider, prop propagation.TextMapPro
 		otelhttp.WithSpanNameFormatter(func(_ string, r *http.Request) string { return r.Method }),
 		// No metrics: /metrics has the HTTP ones already.
 		otelhttp.WithMeterProvider(metricnoop.NewMeterProvider()),
+		// Scrapes and probes would each start a trace of their own.
+		otelhttp.WithFilter(func(r *http.Request) bool { return !untracedPaths[r.URL.Path] }),
 	)
 }
+
+// untracedPaths are served without a span: the metrics scrape and the
+// health probes, which run every few seconds and trace nothing of a run.
+var untracedPaths = map[string]bool{"/metrics": true, "/healthz": true, "/readyz": true}
 
 // nameSpan renames the request's server span after routing to
 // "METHOD route-template" (OpenTelemetry's HTTP conventions) and sets

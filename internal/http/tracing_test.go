@@ -141,3 +141,17 @@ func TestTracingVerifySpan(t *testing.T) {
 	valid, _ := attr(verify, "hxd.bundle.valid")
 	require.True(t, valid.AsBool())
 }
+
+// TestTracingSkipsProbes: the metrics scrape and the health probes make
+// no span, while an API request beside them does.
+func TestTracingSkipsProbes(t *testing.T) {
+	t.Parallel()
+	tb, rec := tracedSetup(t, sdktrace.AlwaysSample())
+	for _, path := range []string{"/metrics", "/healthz", "/readyz"} {
+		resp, _ := tb.do(t, request{method: http.MethodGet, path: path})
+		require.NotEqual(t, http.StatusNotFound, resp.StatusCode, path)
+	}
+	resp, body := tb.do(t, request{method: http.MethodGet, path: "/sessions/s-1"})
+	requireProblem(t, resp, body, http.StatusNotFound, "not_found")
+	require.Equal(t, "GET /sessions/{session_id}", serverSpan(t, tb, rec).Name(), "the one server span is the API request's")
+}
