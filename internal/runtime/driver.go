@@ -19,12 +19,15 @@ import (
 	"hxd/internal/tool"
 )
 
-// errInterruptedSpan and interruptedError end the spans of calls a
-// cancel, the deadline or a stop interrupted.
-var (
-	errInterruptedSpan = &model.Failure{Type: "Interrupted", Message: "the call was interrupted"}
-	interruptedError   = &RunError{Type: "Interrupted", Message: "the call was interrupted"}
-)
+// errInterruptedSpan ends the chat span of a model call a cancel, the
+// deadline or a stop interrupted.
+var errInterruptedSpan = &model.Failure{Type: "Interrupted", Message: "the call was interrupted"}
+
+// InterruptedCall is the error an execute_tool span of a call a cancel,
+// the deadline or a stop interrupted ends with, on both engines.
+func InterruptedCall() *RunError {
+	return &RunError{Type: "Interrupted", Message: "the call was interrupted"}
+}
 
 // toolOutcome is the span outcome (hxd.tool.outcome) of a timeline span
 // outcome.
@@ -65,7 +68,7 @@ func (d *driver) endSpans() {
 	}
 	d.endChat(nil, errInterruptedSpan)
 	for key, span := range d.tools {
-		d.r.tracing.EndTool(span, ToolOutcomeUncertain, nil, interruptedError)
+		d.r.tracing.EndTool(span, ToolOutcomeUncertain, nil, InterruptedCall())
 		delete(d.tools, key)
 	}
 	endAgent(d.span, d.st)
@@ -1031,7 +1034,7 @@ func (d *driver) interrupted(ctx context.Context) error {
 				EndToolSpan(e, now, SpanUncertain, nil)
 			}
 			EndToolSpan(e, now, SpanCancelled, nil)
-			d.endTool(e, ToolOutcomeUncertain, nil, interruptedError)
+			d.endTool(e, ToolOutcomeUncertain, nil, InterruptedCall())
 			d.record(journal.KindToolInterrupted, map[string]any{"outcome": "unknown", "status": e.Status}, e)
 		}
 	}

@@ -450,7 +450,7 @@ func (a *Activities) Tool(ctx context.Context, in ToolInput) (*ToolOutput, error
 		a.tracing.EndTool(span, runtime.ToolOutcomeUncertain, nil, nil)
 		return &ToolOutput{Kind: ToolClientResult, Attempt: e.Attempt}, nil
 	case err != nil && ctx.Err() != nil:
-		a.tracing.EndTool(span, runtime.ToolOutcomeUncertain, nil, &runtime.RunError{Type: "Interrupted", Message: "the call was interrupted"})
+		a.tracing.EndTool(span, runtime.ToolOutcomeUncertain, nil, runtime.InterruptedCall())
 		return nil, interrupted(ctx, e.Attempt)
 	case err != nil:
 		f := tool.AsFailure(err)
