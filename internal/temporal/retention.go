@@ -491,7 +491,7 @@ func (r *Retention) query(ctx context.Context, key, queryType string, out any) e
 	defer cancel()
 	v, err := r.Client.QueryWorkflow(cctx, WorkflowID(key), "", queryType)
 	if err != nil {
-		return retentionErr(err)
+		return callErr("query "+queryType, err)
 	}
 	return v.Get(out)
 }
@@ -507,29 +507,7 @@ func (r *Retention) update(ctx context.Context, key, updateID string, arg, out a
 		err = h.Get(cctx, out)
 	}
 	if err != nil {
-		return retentionErr(err)
+		return callErr("update "+UpdateRetire, err)
 	}
 	return nil
-}
-
-// retentionErr keeps an ErrTypeNotEligible application error as it is and
-// maps the others as the engine does.
-func retentionErr(err error) error {
-	var qf *serviceerror.QueryFailed
-	if errors.As(err, &qf) && qf.Failure != nil {
-		err = temporal.GetDefaultFailureConverter().FailureToError(qf.Failure)
-	}
-	var app *temporal.ApplicationError
-	if errors.As(err, &app) && app.Type() == ErrTypeNotEligible {
-		return err
-	}
-	if mapped, ok := mapAppError(err); ok {
-		return mapped
-	}
-	var notFound *serviceerror.NotFound
-	var nsNotFound *serviceerror.NamespaceNotFound
-	if errors.As(err, &notFound) && !errors.As(err, &nsNotFound) {
-		return fmt.Errorf("%w: %w", runtime.ErrNotFound, err)
-	}
-	return err
 }
