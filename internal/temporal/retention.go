@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"strings"
 	"time"
@@ -106,20 +105,15 @@ func (x *S3Tombstones) Put(ctx context.Context, ts *Tombstone) error {
 // there is none or it expired.
 func (x *S3Tombstones) Get(ctx context.Context, kind, id string) (*Tombstone, error) {
 	key := x.key(kind, id)
-	obj, err := x.client.GetObject(ctx, x.bucket, key, minio.GetObjectOptions{})
-	if err != nil {
-		return nil, fmt.Errorf("tombstones: get %s: %w", key, err)
-	}
-	defer func() { _ = obj.Close() }() // a read: its close has nothing to report
-	var buf bytes.Buffer
-	if _, err := io.Copy(&buf, io.LimitReader(obj, maxTombstone)); err != nil {
-		if minio.ToErrorResponse(err).Code == minio.NoSuchKey {
-			return nil, fmt.Errorf("tombstone: %w", runtime.ErrNotFound)
-		}
-		return nil, fmt.Errorf("tombstones: get %s: %w: %w", key, runtime.ErrUnavailable, err)
+	raw, err := getSmall(ctx, x.client, x.bucket, key, maxTombstone)
+	switch {
+	case errors.Is(err, runtime.ErrNotFound):
+		return nil, fmt.Errorf("tombstone: %w", runtime.ErrNotFound)
+	case err != nil:
+		return nil, fmt.Errorf("tombstones: %w", err)
 	}
 	var ts Tombstone
-	if err := json.Unmarshal(buf.Bytes(), &ts); err != nil {
+	if err := json.Unmarshal(raw, &ts); err != nil {
 		return nil, fmt.Errorf("tombstones: decode %s: %w", key, err)
 	}
 	if ts.Kind != kind || ts.ID != id || !x.now().Before(ts.ExpiresAt) {
