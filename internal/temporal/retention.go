@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
 	"strings"
 	"time"
 
@@ -228,18 +227,7 @@ func (r *Retention) Sweep(ctx context.Context, o runtime.GCOptions) (*runtime.GC
 	if r.Client == nil || r.Tombstones == nil || r.Index == nil {
 		return nil, errors.New("gc: Client, Tombstones and Index are required")
 	}
-	if o.Now == nil {
-		o.Now = time.Now
-	}
-	if o.TombstoneFor <= 0 {
-		o.TombstoneFor = runtime.DefaultTombstoneFor
-	}
-	if o.BatchSize <= 0 {
-		o.BatchSize = 100
-	}
-	if o.Logger == nil {
-		o.Logger = slog.Default()
-	}
+	o = o.WithDefaults()
 	if r.CallTimeout <= 0 {
 		r.CallTimeout = 30 * time.Second
 	}
