@@ -91,18 +91,7 @@ func GC(ctx context.Context, o GCOptions) (*GCReport, error) {
 	if !ok {
 		return nil, ErrNoRetention
 	}
-	if o.Now == nil {
-		o.Now = time.Now
-	}
-	if o.TombstoneFor <= 0 {
-		o.TombstoneFor = DefaultTombstoneFor
-	}
-	if o.BatchSize <= 0 {
-		o.BatchSize = gcBatch
-	}
-	if o.Logger == nil {
-		o.Logger = slog.Default()
-	}
+	o = o.WithDefaults()
 	rep := &GCReport{DryRun: o.DryRun}
 	now := o.Now().UTC()
 	var dry []string
@@ -146,6 +135,24 @@ func GC(ctx context.Context, o GCOptions) (*GCReport, error) {
 	}
 	rep.Tombstones = n
 	return rep, nil
+}
+
+// WithDefaults returns o with its unset Now, TombstoneFor, BatchSize and
+// Logger set to their defaults (every engine's sweep starts with it).
+func (o GCOptions) WithDefaults() GCOptions {
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.TombstoneFor <= 0 {
+		o.TombstoneFor = DefaultTombstoneFor
+	}
+	if o.BatchSize <= 0 {
+		o.BatchSize = gcBatch
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	return o
 }
 
 // ShortestPolicy is the shortest retention any session may have; false

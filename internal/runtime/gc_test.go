@@ -264,3 +264,17 @@ func TestGCTwoSweepers(t *testing.T) {
 	require.Equal(t, n, reps[0].Sessions+reps[1].Sessions+rep.Sessions, "each session deleted once")
 	require.EqualValues(t, 2*n, rep.Tombstones)
 }
+
+// TestGCOptionsWithDefaults: unset options get their defaults, set ones
+// are kept.
+func TestGCOptionsWithDefaults(t *testing.T) {
+	t.Parallel()
+	o := hxruntime.GCOptions{}.WithDefaults()
+	require.NotNil(t, o.Now)
+	require.NotNil(t, o.Logger)
+	require.Equal(t, hxruntime.DefaultTombstoneFor, o.TombstoneFor)
+	require.Equal(t, 100, o.BatchSize)
+	o = hxruntime.GCOptions{TombstoneFor: time.Hour, BatchSize: 7}.WithDefaults()
+	require.Equal(t, time.Hour, o.TombstoneFor)
+	require.Equal(t, 7, o.BatchSize)
+}

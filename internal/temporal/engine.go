@@ -248,7 +248,7 @@ func (e *Engine) CreateSession(ctx context.Context, p runtime.CreateSessionParam
 		if errors.As(err, &started) {
 			return nil, fmt.Errorf("session %s: %w", id, runtime.ErrSessionExists)
 		}
-		return nil, e.callErr("start session workflow", err)
+		return nil, callErr("start session workflow", err)
 	}
 	e.remember(e.owners, key, owner)
 	return &runtime.Session{
@@ -364,7 +364,7 @@ func (e *Engine) listSessionsPage(ctx context.Context, limit int, token []byte) 
 		if token != nil && errors.As(err, &invalid) {
 			return nil, nil, invalidCursor()
 		}
-		return nil, nil, e.callErr("list sessions", err)
+		return nil, nil, callErr("list sessions", err)
 	}
 	execs := resp.GetExecutions()
 	items := make([]*runtime.Session, len(execs))
@@ -784,7 +784,7 @@ func (e *Engine) query(ctx context.Context, key, queryType string, out any, args
 	defer cancel()
 	v, err := e.cfg.Client.QueryWorkflow(cctx, WorkflowID(key), "", queryType, args...)
 	if err != nil {
-		return e.gone(ctx, TombstoneSession, key, e.callErr("query "+queryType, err))
+		return e.gone(ctx, TombstoneSession, key, callErr("query "+queryType, err))
 	}
 	if err := v.Get(out); err != nil {
 		return fmt.Errorf("decode %s result: %w", queryType, err)
@@ -809,7 +809,7 @@ func (e *Engine) update(ctx context.Context, key, name, updateID string, arg, ou
 		err = h.Get(cctx, out)
 	}
 	if err != nil {
-		return e.gone(ctx, TombstoneSession, key, e.callErr("update "+name, err))
+		return e.gone(ctx, TombstoneSession, key, callErr("update "+name, err))
 	}
 	return nil
 }
@@ -817,7 +817,9 @@ func (e *Engine) update(ctx context.Context, key, name, updateID string, arg, ou
 // callErr maps a Temporal client error to the runtime's errors: the
 // contract's application error types (MapError), a missing workflow →
 // ErrNotFound, an unreachable server or a call timeout → ErrUnavailable.
-func (e *Engine) callErr(op string, err error) error {
+// Any other application error (the retire update's ErrTypeNotEligible)
+// stays reachable with errors.As.
+func callErr(op string, err error) error {
 	var qf *serviceerror.QueryFailed
 	if errors.As(err, &qf) && qf.Failure != nil {
 		err = temporal.GetDefaultFailureConverter().FailureToError(qf.Failure)

@@ -66,22 +66,34 @@ func (x *S3RunIndex) Lookup(ctx context.Context, runID string) (string, error) {
 	if !ok {
 		return "", runtime.ErrNotFound
 	}
-	obj, err := x.client.GetObject(ctx, x.bucket, key, minio.GetObjectOptions{})
+	raw, err := getSmall(ctx, x.client, x.bucket, key, 1024)
+	switch {
+	case errors.Is(err, runtime.ErrNotFound):
+		return "", runtime.ErrNotFound
+	case err != nil:
+		return "", fmt.Errorf("run index: %w", err)
+	case len(raw) == 0:
+		return "", runtime.ErrNotFound
+	}
+	return string(raw), nil
+}
+
+// getSmall reads up to limit bytes of the object key: runtime.ErrNotFound
+// when there is none, runtime.ErrUnavailable when the read fails.
+func getSmall(ctx context.Context, c *minio.Client, bucket, key string, limit int64) ([]byte, error) {
+	obj, err := c.GetObject(ctx, bucket, key, minio.GetObjectOptions{})
 	if err != nil {
-		return "", fmt.Errorf("run index: get %s: %w", key, err)
+		return nil, fmt.Errorf("get %s: %w", key, err)
 	}
 	defer func() { _ = obj.Close() }() // a read: its close has nothing to report
 	var buf bytes.Buffer
-	if _, err := io.Copy(&buf, io.LimitReader(obj, 1024)); err != nil {
-		if minio.ToErrorResponse(err).Code == "NoSuchKey" {
-			return "", runtime.ErrNotFound
+	if _, err := io.Copy(&buf, io.LimitReader(obj, limit)); err != nil {
+		if minio.ToErrorResponse(err).Code == minio.NoSuchKey {
+			return nil, fmt.Errorf("get %s: %w", key, runtime.ErrNotFound)
 		}
-		return "", fmt.Errorf("run index: get %s: %w: %w", key, runtime.ErrUnavailable, err)
+		return nil, fmt.Errorf("get %s: %w: %w", key, runtime.ErrUnavailable, err)
 	}
-	if buf.Len() == 0 {
-		return "", runtime.ErrNotFound
-	}
-	return buf.String(), nil
+	return buf.Bytes(), nil
 }
 
 // MemoryRunIndex is a RunIndex in memory (tests, single-process demos).

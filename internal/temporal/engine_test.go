@@ -651,7 +651,6 @@ func TestEngineWatchRun(t *testing.T) {
 
 func TestEngineCallErr(t *testing.T) {
 	t.Parallel()
-	eng := newTestEngine(t, &fakeClient{}, nil)
 	tests := []struct {
 		err  error
 		want error
@@ -665,7 +664,10 @@ func TestEngineCallErr(t *testing.T) {
 		{temporal.NewNonRetryableApplicationError("x", ErrTypeInvalidMessage, nil), runtime.ErrInvalidMessage},
 	}
 	for _, tt := range tests {
-		require.ErrorIs(t, eng.callErr("op", tt.err), tt.want, "%v", tt.err)
+		require.ErrorIs(t, callErr("op", tt.err), tt.want, "%v", tt.err)
 	}
-	require.ErrorIs(t, eng.callErr("op", context.Canceled), context.Canceled)
+	require.ErrorIs(t, callErr("op", context.Canceled), context.Canceled)
+	var app *temporal.ApplicationError
+	require.ErrorAs(t, callErr("op", notEligible("busy")), &app, "the retire refusal is kept")
+	require.Equal(t, ErrTypeNotEligible, app.Type())
 }

@@ -6,8 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"log/slog"
 	"strings"
 	"time"
 
@@ -106,20 +104,15 @@ func (x *S3Tombstones) Put(ctx context.Context, ts *Tombstone) error {
 // there is none or it expired.
 func (x *S3Tombstones) Get(ctx context.Context, kind, id string) (*Tombstone, error) {
 	key := x.key(kind, id)
-	obj, err := x.client.GetObject(ctx, x.bucket, key, minio.GetObjectOptions{})
-	if err != nil {
-		return nil, fmt.Errorf("tombstones: get %s: %w", key, err)
-	}
-	defer func() { _ = obj.Close() }() // a read: its close has nothing to report
-	var buf bytes.Buffer
-	if _, err := io.Copy(&buf, io.LimitReader(obj, maxTombstone)); err != nil {
-		if minio.ToErrorResponse(err).Code == minio.NoSuchKey {
-			return nil, fmt.Errorf("tombstone: %w", runtime.ErrNotFound)
-		}
-		return nil, fmt.Errorf("tombstones: get %s: %w: %w", key, runtime.ErrUnavailable, err)
+	raw, err := getSmall(ctx, x.client, x.bucket, key, maxTombstone)
+	switch {
+	case errors.Is(err, runtime.ErrNotFound):
+		return nil, fmt.Errorf("tombstone: %w", runtime.ErrNotFound)
+	case err != nil:
+		return nil, fmt.Errorf("tombstones: %w", err)
 	}
 	var ts Tombstone
-	if err := json.Unmarshal(buf.Bytes(), &ts); err != nil {
+	if err := json.Unmarshal(raw, &ts); err != nil {
 		return nil, fmt.Errorf("tombstones: decode %s: %w", key, err)
 	}
 	if ts.Kind != kind || ts.ID != id || !x.now().Before(ts.ExpiresAt) {
@@ -234,18 +227,7 @@ func (r *Retention) Sweep(ctx context.Context, o runtime.GCOptions) (*runtime.GC
 	if r.Client == nil || r.Tombstones == nil || r.Index == nil {
 		return nil, errors.New("gc: Client, Tombstones and Index are required")
 	}
-	if o.Now == nil {
-		o.Now = time.Now
-	}
-	if o.TombstoneFor <= 0 {
-		o.TombstoneFor = runtime.DefaultTombstoneFor
-	}
-	if o.BatchSize <= 0 {
-		o.BatchSize = 100
-	}
-	if o.Logger == nil {
-		o.Logger = slog.Default()
-	}
+	o = o.WithDefaults()
 	if r.CallTimeout <= 0 {
 		r.CallTimeout = 30 * time.Second
 	}
@@ -491,7 +473,7 @@ func (r *Retention) query(ctx context.Context, key, queryType string, out any) e
 	defer cancel()
 	v, err := r.Client.QueryWorkflow(cctx, WorkflowID(key), "", queryType)
 	if err != nil {
-		return retentionErr(err)
+		return callErr("query "+queryType, err)
 	}
 	return v.Get(out)
 }
@@ -507,29 +489,7 @@ func (r *Retention) update(ctx context.Context, key, updateID string, arg, out a
 		err = h.Get(cctx, out)
 	}
 	if err != nil {
-		return retentionErr(err)
+		return callErr("update "+UpdateRetire, err)
 	}
 	return nil
-}
-
-// retentionErr keeps an ErrTypeNotEligible application error as it is and
-// maps the others as the engine does.
-func retentionErr(err error) error {
-	var qf *serviceerror.QueryFailed
-	if errors.As(err, &qf) && qf.Failure != nil {
-		err = temporal.GetDefaultFailureConverter().FailureToError(qf.Failure)
-	}
-	var app *temporal.ApplicationError
-	if errors.As(err, &app) && app.Type() == ErrTypeNotEligible {
-		return err
-	}
-	if mapped, ok := mapAppError(err); ok {
-		return mapped
-	}
-	var notFound *serviceerror.NotFound
-	var nsNotFound *serviceerror.NamespaceNotFound
-	if errors.As(err, &notFound) && !errors.As(err, &nsNotFound) {
-		return fmt.Errorf("%w: %w", runtime.ErrNotFound, err)
-	}
-	return err
 }

@@ -185,18 +185,17 @@ func (s *Store) SessionDelete(ctx context.Context, p *rtstore.SessionDeleteParam
 // measureRun counts a run's journal records and events and their bytes,
 // and the run, into out.
 func measureRun(ctx context.Context, tx pgx.Tx, runID string, out *rtstore.SessionDeleted) error {
-	for _, q := range []string{sqlGCRecordSize, sqlGCEventSize} {
-		var n, b int64
-		if err := tx.QueryRow(ctx, q, runID).Scan(&n, &b); err != nil {
-			return err
-		}
-		if q == sqlGCRecordSize {
-			out.Records += int(n)
-		} else {
-			out.Events += int(n)
-		}
-		out.Bytes += b
+	var n, b int64
+	if err := tx.QueryRow(ctx, sqlGCRecordSize, runID).Scan(&n, &b); err != nil {
+		return err
 	}
+	out.Records += int(n)
+	out.Bytes += b
+	if err := tx.QueryRow(ctx, sqlGCEventSize, runID).Scan(&n, &b); err != nil {
+		return err
+	}
+	out.Events += int(n)
+	out.Bytes += b
 	out.Runs++
 	return nil
 }
