@@ -119,8 +119,8 @@ func readBounded(path string) ([]byte, error) {
 
 // ensureSigningKey returns dir's generated key file, creating dir (0700)
 // and the key (0600) if missing. Concurrent first starts agree on one
-// key: it is written aside, then linked into place, which fails if
-// another process linked first.
+// key: writeKeyFile links it into place, which fails if another process
+// linked first.
 func ensureSigningKey(dir string) (string, error) {
 	path := filepath.Join(dir, defaultSigningKeyName)
 	if _, err := os.Stat(path); err == nil {
@@ -133,20 +133,8 @@ func ensureSigningKey(dir string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	tmp, err := os.CreateTemp(dir, "bundle-signing-key-*.tmp") // mode 0600
-	if err != nil {
-		return "", fmt.Errorf("write bundle signing key: %w", err)
-	}
-	defer func() { _ = os.Remove(tmp.Name()) }()
-	if _, err := tmp.Write(pemKey); err != nil {
-		_ = tmp.Close()
-		return "", fmt.Errorf("write bundle signing key: %w", err)
-	}
-	if err := errors.Join(tmp.Sync(), tmp.Close()); err != nil {
-		return "", fmt.Errorf("write bundle signing key: %w", err)
-	}
-	if err := os.Link(tmp.Name(), path); err != nil && !errors.Is(err, fs.ErrExist) {
-		return "", fmt.Errorf("write bundle signing key: %w", err)
+	if err := writeKeyFile(path, pemKey, false); err != nil && !errors.Is(err, fs.ErrExist) {
+		return "", err
 	}
 	return path, nil
 }
@@ -275,6 +263,9 @@ func keygenCmd(args []string, e env) error {
 		return &exitError{code: 1, err: err}
 	}
 	if err := writeKeyFile(*output, pemKey, *force); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			err = fmt.Errorf("%s already exists: keygen never replaces a key unless --force", *output)
+		}
 		return &exitError{code: 1, err: err}
 	}
 	fmt.Fprintf(e.stdout, "wrote %s\nkid: %s\n", *output, signer.Kid())
@@ -282,8 +273,8 @@ func keygenCmd(args []string, e env) error {
 }
 
 // writeKeyFile writes data to path with mode 0600: written aside, then
-// linked into place (refused if path exists) or, with force, renamed
-// over it.
+// linked into place (refused if path exists, with an error matching
+// fs.ErrExist) or, with force, renamed over it.
 func writeKeyFile(path string, data []byte, force bool) error {
 	tmp, err := os.CreateTemp(filepath.Dir(path), ".hxd-keygen-*.tmp") // mode 0600
 	if err != nil {
@@ -304,10 +295,7 @@ func writeKeyFile(path string, data []byte, force bool) error {
 		return nil
 	}
 	if err := os.Link(tmp.Name(), path); err != nil {
-		if errors.Is(err, fs.ErrExist) {
-			return fmt.Errorf("%s already exists: keygen never replaces a key unless --force", path)
-		}
-		return fmt.Errorf("write key: %w", err)
+		return fmt.Errorf("write key: %w", err) // *LinkError wrapping EEXIST matches fs.ErrExist
 	}
 	return nil
 }

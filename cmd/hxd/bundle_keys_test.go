@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"io"
+	"io/fs"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -106,6 +107,44 @@ func TestKeygen(t *testing.T) {
 
 	require.Equal(t, 2, runCLI(t, "keygen").code)
 	require.Equal(t, 2, runCLI(t, "keygen", "--output", key, "extra").code)
+}
+
+// TestEnsureSigningKey: the generated key is created once (0600, its
+// folder 0700) and kept; a key another process linked first is the one
+// used, and a losing writer leaves no temporary file.
+func TestEnsureSigningKey(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join(t.TempDir(), "hxd.db.hxd")
+	path, err := ensureSigningKey(dir)
+	require.NoError(t, err)
+	require.Equal(t, filepath.Join(dir, defaultSigningKeyName), path)
+	st, err := os.Stat(dir)
+	require.NoError(t, err)
+	require.Equal(t, os.FileMode(0o700), st.Mode().Perm())
+	st, err = os.Stat(path)
+	require.NoError(t, err)
+	require.Equal(t, os.FileMode(0o600), st.Mode().Perm())
+	first, err := os.ReadFile(path)
+	require.NoError(t, err)
+	_, err = readSigningKey(path)
+	require.NoError(t, err)
+
+	again, err := ensureSigningKey(dir)
+	require.NoError(t, err)
+	require.Equal(t, path, again)
+	kept, err := os.ReadFile(path)
+	require.NoError(t, err)
+	require.Equal(t, first, kept)
+
+	// The race ensureSigningKey tolerates: another process linked first.
+	err = writeKeyFile(path, []byte("other"), false)
+	require.ErrorIs(t, err, fs.ErrExist)
+	kept, err = os.ReadFile(path)
+	require.NoError(t, err)
+	require.Equal(t, first, kept)
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	require.Len(t, entries, 1, "no temporary file left")
 }
 
 // TestSigningKeyRequiredWhenShared: PostgreSQL and Temporal refuse to

@@ -333,3 +333,35 @@ func TestConsoleResolve(t *testing.T) {
 	click(t, ctx, `[data-testid=bar][data-lane="tool:lookup"]`)
 	waitFor(t, ctx, "the given result", `[...document.querySelectorAll('[data-testid=bar-detail] [data-testid=event][data-type=tool_result]')].some(e => e.textContent.includes('42'))`)
 }
+
+// TestConsoleBarDetailReadsNewEvents: a bar's detail left open while the
+// run goes on shows the events that follow, and each refresh reads only
+// the events after those it already has (never the whole log again).
+func TestConsoleBarDetailReadsNewEvents(t *testing.T) {
+	t.Parallel()
+	ctx, d := newConsole(t)
+	d.createSession(t, "ask", "asker@v1")
+	run := d.submit(t, "ask", 30, map[string]any{"message": "What is the meaning?"})
+	require.Equal(t, "awaiting_input", run["status"])
+
+	open(t, ctx, d, "/ui/runs/"+run["run_id"].(string))
+	waitFor(t, ctx, "the pending call", `document.querySelector('[data-testid=pending-call] [data-testid=resolve-result]')`)
+	click(t, ctx, `[data-testid=bar][data-lane=model]`)
+	waitFor(t, ctx, "the model attempt's events", `document.querySelectorAll('[data-testid=bar-detail] [data-testid=event]').length > 0`)
+	// Record the event pages read from now on.
+	require.True(t, eval[bool](t, ctx, `window.__eventReads = [];
+		const f = window.fetch;
+		window.fetch = (u, init) => {
+			const s = String(u);
+			if (s.includes('/events?')) window.__eventReads.push(new URL(s, location.href).searchParams.get('after'));
+			return f(u, init);
+		};
+		true`))
+	require.NoError(t, chromedp.Do(ctx, chromedp.SendKeys(chromedp.CSS(`[data-testid=pending-call] textarea`), "42")))
+	click(t, ctx, `[data-testid=pending-call] [data-testid=resolve-result]`)
+	waitFor(t, ctx, "run status completed", fmt.Sprintf(runStatusIs, "completed"))
+	waitFor(t, ctx, "the given result", `[...document.querySelectorAll('[data-testid=bar-detail] [data-testid=event][data-type=tool_result]')].some(e => e.textContent.includes('42'))`)
+	reads := eval[[]string](t, ctx, `window.__eventReads`)
+	require.NotEmpty(t, reads, "the open detail read the new events")
+	require.NotContains(t, reads, "0", "a refresh reads only the events after those already read")
+}

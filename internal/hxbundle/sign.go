@@ -332,7 +332,7 @@ func ParsePublicKeys(data []byte) ([]ed25519.PublicKey, error) {
 			}
 			keys = append(keys, pub)
 		case "PRIVATE KEY":
-			priv, err := ParsePrivateKeyPEM(pem.EncodeToMemory(block))
+			priv, err := parsePKCS8(block.Bytes)
 			if err != nil {
 				return nil, err
 			}

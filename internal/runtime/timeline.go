@@ -411,9 +411,7 @@ func toolBars(runID string, e *ToolEntry) []TimelineAttempt {
 		return out
 	}
 	ap := &TimelineApproval{RequestedAt: e.ApprovalRequestedAt.UTC(), DecidedAt: e.ApprovalDecidedAt.UTC()}
-	if e.ApprovalDecidedAt.IsZero() {
-		ap.DecidedAt = time.Time{}
-	} else {
+	if !e.ApprovalDecidedAt.IsZero() {
 		ap.Approved = Ptr(e.Approved != nil && *e.Approved)
 	}
 	switch {

@@ -16,17 +16,17 @@ const enc = encodeURIComponent;
 const REFRESH_ON = new Set(['run_result', 'approval_required', 'recovery_required', 'attempt_reset', 'waiting',
   'tool_call_start', 'tool_result', 'turn_complete', 'text_complete', 'error']);
 
-// allEvents reads every event of the run as JSON pages.
-async function allEvents(runId, signal) {
+// eventsAfter reads the run's events after cursor `after` as JSON pages:
+// them, and the cursor to go on from.
+async function eventsAfter(runId, after, signal) {
   const out = [];
-  let after = '0';
   for (let i = 0; i < 1000; i++) {
     const page = await api('GET', `/runs/${enc(runId)}/events`, { query: { after, limit: 1000 }, signal });
     out.push(...(page.events || []));
     if (!page.events || page.events.length === 0 || page.next_cursor === after) break;
     after = page.next_cursor;
   }
-  return out;
+  return { events: out, after };
 }
 
 // namesCall: the event's data names the attempt's tool call.
@@ -62,10 +62,20 @@ export function eventsOf(events, a, attempts) {
 function BarDetail({ runId, attempt, attempts, version }) {
   const [events, setEvents] = useState(null);
   const [error, setError] = useState(null);
+  // The run's events read so far and the cursor after them: a refresh
+  // reads only newer ones (a run's events are only ever appended).
+  const read = useRef({ runId: '', events: [], after: '0' });
   useEffect(() => {
     const ctl = new AbortController();
     setError(null);
-    allEvents(runId, ctl.signal).then(setEvents, (e) => { if (e.name !== 'AbortError') setError(e); });
+    if (read.current.runId !== runId) read.current = { runId, events: [], after: '0' };
+    const r = read.current;
+    eventsAfter(runId, r.after, ctl.signal).then((page) => {
+      if (ctl.signal.aborted) return; // the next refresh reads from r.after again
+      r.events = r.events.concat(page.events);
+      r.after = page.after;
+      setEvents(r.events);
+    }, (e) => { if (e.name !== 'AbortError') setError(e); });
     return () => ctl.abort();
   }, [runId, version]);
   const mine = events ? eventsOf(events, attempt, attempts) : [];
